@@ -1,0 +1,49 @@
+//! iocap's event model and capture file.
+//!
+//! A capture is a sequence of checksummed frames (see `FORMAT.md` at the project's root):
+//! a header with the [`Meta`]data, table frames ([`Tables`]: strings, processes, files,
+//! devices), chunks of events stored column by column and zstd-compressed, drop statistics,
+//! and, when the recording finished cleanly, an index of every frame with a
+//! [`ChunkSummary`] per chunk, so that overviews need no decompression.
+//!
+//! - [`Writer`] writes a capture; it must be [`Writer::finish`]ed.
+//! - [`Reader`] opens one by its index, or recovers every whole frame of a file that was cut
+//!   short or damaged ([`Reader::is_clean`] tells which).
+//! - [`Columns`] is a decoded chunk; [`Event`] is one row of it.
+//!
+//! ```
+//! use iocap_format::{Event, Meta, Reader, Writer, WriterOptions};
+//! let meta = Meta { host: "db1".into(), ..Meta::default() };
+//! let mut w = Writer::new(Vec::new(), &meta, WriterOptions::default())?;
+//! for i in 0..10 {
+//!     w.push(&Event::syscall(1_000 * i, 300, 7, 7, 0, 1))?;
+//! }
+//! let r = Reader::from_bytes(w.finish(20_000)?)?;
+//! assert_eq!(r.event_count(), 10);
+//! assert_eq!(r.meta().host, "db1");
+//! # Ok::<(), iocap_format::Error>(())
+//! ```
+
+mod columns;
+mod error;
+pub mod escape;
+mod frame;
+mod model;
+mod pack;
+mod reader;
+mod summary;
+pub mod syscalls;
+mod tables;
+pub mod varint;
+mod writer;
+
+pub use columns::{Col, ColSet, ColValue, Columns};
+pub use error::Error;
+pub use frame::{FORMAT_MAJOR, FORMAT_MINOR};
+pub use model::{
+    blk_flags, dev_parts, mkdev, BlockOp, Class, Device, DropStats, Event, FdType, FileEntry, Meta, ProcEntry, StrId,
+};
+pub use reader::{ChunkDecoder, ChunkInfo, Reader, Source};
+pub use summary::{log2_bucket, log2_bucket_range, ChunkSummary, LOG2_BUCKETS};
+pub use tables::Tables;
+pub use writer::{Writer, WriterOptions};

@@ -1,0 +1,344 @@
+//! The event model: what one recorded operation is, and the tables events refer to.
+//!
+//! An [`Event`] is one completed operation — a syscall (enter → exit) or a block request
+//! (issue → complete) — emitted once, at completion. Events are flat rows: fields that do not
+//! apply to an event's [`Class`] are zero (or `-1` for `fd`). Events refer to the process and
+//! file tables by id, so a reader never has to replay opens and closes to know what an fd was.
+
+use serde::{Deserialize, Serialize};
+
+/// What kind of operation an event records.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[repr(u8)]
+pub enum Class {
+    /// A system call, timed from enter to exit.
+    #[default]
+    Syscall = 0,
+    /// A block I/O request, timed from issue to the device to completion.
+    Block = 1,
+}
+
+impl Class {
+    /// The class with this on-disk code, if any.
+    pub fn from_code(code: u64) -> Option<Class> {
+        match code {
+            0 => Some(Class::Syscall),
+            1 => Some(Class::Block),
+            _ => None,
+        }
+    }
+
+    /// The name used by the filter language and the CLI (`syscall`, `block`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::Syscall => "syscall",
+            Class::Block => "block",
+        }
+    }
+}
+
+/// The operation of a block request, reduced from the kernel's `REQ_OP_*`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[repr(u8)]
+pub enum BlockOp {
+    #[default]
+    Read = 0,
+    Write = 1,
+    Flush = 2,
+    Discard = 3,
+    /// Anything else (write-zeroes, zone management, driver-private).
+    Other = 4,
+}
+
+impl BlockOp {
+    /// The op with this on-disk code; unknown codes read as [`BlockOp::Other`].
+    pub fn from_code(code: u8) -> BlockOp {
+        match code {
+            0 => BlockOp::Read,
+            1 => BlockOp::Write,
+            2 => BlockOp::Flush,
+            3 => BlockOp::Discard,
+            _ => BlockOp::Other,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BlockOp::Read => "read",
+            BlockOp::Write => "write",
+            BlockOp::Flush => "flush",
+            BlockOp::Discard => "discard",
+            BlockOp::Other => "other",
+        }
+    }
+}
+
+/// Block request flags kept in [`Event::flags`] (a reduced, stable set, not the kernel's bits).
+pub mod blk_flags {
+    pub const SYNC: u32 = 1 << 0;
+    pub const META: u32 = 1 << 1;
+    pub const FUA: u32 = 1 << 2;
+    pub const PREFLUSH: u32 = 1 << 3;
+    pub const RAHEAD: u32 = 1 << 4;
+    pub const PRIO: u32 = 1 << 5;
+    pub const IDLE: u32 = 1 << 6;
+    /// Names in bit order, for display and the filter language.
+    pub const NAMES: [(u32, &str); 7] = [
+        (SYNC, "sync"),
+        (META, "meta"),
+        (FUA, "fua"),
+        (PREFLUSH, "preflush"),
+        (RAHEAD, "rahead"),
+        (PRIO, "prio"),
+        (IDLE, "idle"),
+    ];
+}
+
+/// One completed operation.
+///
+/// `ts` is the start (syscall enter, block issue) in nanoseconds of `CLOCK_BOOTTIME`;
+/// [`Meta::boot_to_wall_ns`] turns it into wall-clock time.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Event {
+    pub class: Class,
+    /// Start of the operation, ns since boot.
+    pub ts: u64,
+    /// Syscall: exit − enter. Block: complete − issue (device time, as biolatency).
+    pub latency: u64,
+    /// Thread group id (what users call the pid).
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Id in the process table ([`ProcEntry::id`]); 0 when unknown.
+    pub proc: u32,
+    /// Syscall number (architecture in [`Meta::arch`]); 0 for block events.
+    pub nr: u32,
+    /// Syscall return value; block: 0 on success, a negative errno on error.
+    pub ret: i64,
+    /// The fd the syscall operated on, -1 when it takes none. Block: -1.
+    pub fd: i32,
+    /// Id in the file table ([`FileEntry::id`]); 0 when the event has no known file.
+    pub file: u32,
+    /// Bytes transferred (I/O syscalls, block requests); 0 otherwise.
+    pub bytes: u64,
+    /// Block: device number as the kernel's `dev_t` (major << 20 | minor). Syscalls: 0.
+    pub dev: u32,
+    /// Block: first sector (512-byte units).
+    pub sector: u64,
+    /// Block: time from insertion into the queue to issue, ns; 0 when not queued (or unknown).
+    pub queue: u64,
+    /// Block: [`BlockOp`] code.
+    pub op: u8,
+    /// Block: [`blk_flags`] bits.
+    pub flags: u32,
+}
+
+impl Event {
+    /// A syscall event with every block-only field cleared.
+    pub fn syscall(ts: u64, latency: u64, pid: u32, tid: u32, nr: u32, ret: i64) -> Event {
+        Event {
+            class: Class::Syscall,
+            ts,
+            latency,
+            pid,
+            tid,
+            nr,
+            ret,
+            fd: -1,
+            ..Event::default()
+        }
+    }
+
+    /// The end of the operation, saturating.
+    pub fn end(&self) -> u64 {
+        self.ts.saturating_add(self.latency)
+    }
+}
+
+/// What an fd refers to, as sysdig's `fd.type`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[repr(u8)]
+pub enum FdType {
+    #[default]
+    Unknown = 0,
+    File = 1,
+    Directory = 2,
+    Ipv4 = 3,
+    Ipv6 = 4,
+    Unix = 5,
+    Pipe = 6,
+    Event = 7,
+    Signalfd = 8,
+    Eventpoll = 9,
+    Inotify = 10,
+    Timerfd = 11,
+    Memfd = 12,
+    /// A socket of another family (netlink, packet, vsock, ...).
+    Socket = 13,
+    /// A character or block device node, FIFO or other special file opened by path.
+    Device = 14,
+    Pidfd = 15,
+    Userfaultfd = 16,
+    Bpf = 17,
+    Perf = 18,
+    IoUring = 19,
+    Fanotify = 20,
+}
+
+impl FdType {
+    pub const ALL: [FdType; 21] = [
+        FdType::Unknown,
+        FdType::File,
+        FdType::Directory,
+        FdType::Ipv4,
+        FdType::Ipv6,
+        FdType::Unix,
+        FdType::Pipe,
+        FdType::Event,
+        FdType::Signalfd,
+        FdType::Eventpoll,
+        FdType::Inotify,
+        FdType::Timerfd,
+        FdType::Memfd,
+        FdType::Socket,
+        FdType::Device,
+        FdType::Pidfd,
+        FdType::Userfaultfd,
+        FdType::Bpf,
+        FdType::Perf,
+        FdType::IoUring,
+        FdType::Fanotify,
+    ];
+
+    /// The type with this on-disk code; unknown codes read as [`FdType::Unknown`].
+    pub fn from_code(code: u8) -> FdType {
+        FdType::ALL.get(usize::from(code)).copied().unwrap_or(FdType::Unknown)
+    }
+
+    /// sysdig-style name: `file`, `directory`, `ipv4`, `unix`, `pipe`, `event`, ...
+    pub fn name(self) -> &'static str {
+        match self {
+            FdType::Unknown => "unknown",
+            FdType::File => "file",
+            FdType::Directory => "directory",
+            FdType::Ipv4 => "ipv4",
+            FdType::Ipv6 => "ipv6",
+            FdType::Unix => "unix",
+            FdType::Pipe => "pipe",
+            FdType::Event => "event",
+            FdType::Signalfd => "signalfd",
+            FdType::Eventpoll => "eventpoll",
+            FdType::Inotify => "inotify",
+            FdType::Timerfd => "timerfd",
+            FdType::Memfd => "memfd",
+            FdType::Socket => "socket",
+            FdType::Device => "device",
+            FdType::Pidfd => "pidfd",
+            FdType::Userfaultfd => "userfaultfd",
+            FdType::Bpf => "bpf",
+            FdType::Perf => "perf",
+            FdType::IoUring => "io_uring",
+            FdType::Fanotify => "fanotify",
+        }
+    }
+
+    /// The type with this name, as accepted by the filter language.
+    pub fn from_name(name: &str) -> Option<FdType> {
+        FdType::ALL.iter().copied().find(|t| t.name() == name)
+    }
+}
+
+/// An interned string's id in the string table. Id 0 is always the empty string.
+pub type StrId = u32;
+
+/// A process (thread group) as it was from `start_ts` on. An `exec` or a `comm` change
+/// gives the same pid a new entry with a new id; events carry the id that was current.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProcEntry {
+    /// Table id, unique in the file, never 0.
+    pub id: u32,
+    pub pid: u32,
+    pub ppid: u32,
+    /// `comm` (at most 15 bytes in the kernel).
+    pub name: StrId,
+    /// Executable path.
+    pub exe: StrId,
+    /// Command line, arguments joined by spaces.
+    pub cmdline: StrId,
+    /// When this entry became current (ns since boot); 0 when it predates the capture.
+    pub start_ts: u64,
+}
+
+/// An open file description as seen through one process's fd, from open to close.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FileEntry {
+    /// Table id, unique in the file, never 0.
+    pub id: u32,
+    pub pid: u32,
+    pub fd: i32,
+    pub kind: FdType,
+    /// Path, or `laddr:lport->raddr:rport` for sockets, `pipe:[ino]` and so on.
+    pub name: StrId,
+    /// Device of the file's filesystem (kernel `dev_t`), 0 when none.
+    pub dev: u32,
+    /// When the fd was opened (ns since boot); 0 when it was open before the capture started.
+    pub open_ts: u64,
+}
+
+/// A block device the capture may mention.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Device {
+    /// Kernel `dev_t` (major << 20 | minor), as in [`Event::dev`].
+    pub dev: u32,
+    /// Disk name: `vda`, `nvme0n1`, `loop3`, `sdb1`.
+    pub name: String,
+}
+
+/// Make a kernel-internal `dev_t` (as tracepoints report it) from major and minor.
+pub fn mkdev(major: u32, minor: u32) -> u32 {
+    (major << 20) | (minor & 0xfffff)
+}
+
+/// The `major:minor` of a kernel-internal `dev_t`.
+pub fn dev_parts(dev: u32) -> (u32, u32) {
+    (dev >> 20, dev & 0xfffff)
+}
+
+/// Capture metadata, stored once in the header frame.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Meta {
+    /// Version of the iocap that wrote the file.
+    pub iocap_version: String,
+    pub host: String,
+    /// Kernel release (`uname -r`).
+    pub kernel: String,
+    /// Architecture whose syscall numbers the events use (`x86_64`, `aarch64`).
+    pub arch: String,
+    /// Add to an event's `ts` to get ns since the Unix epoch.
+    pub boot_to_wall_ns: i64,
+    /// When recording started, ns since boot.
+    pub start_ts: u64,
+    /// The recorder's command line.
+    pub command_line: Vec<String>,
+    /// The filter given at record time, if any.
+    pub filter: Option<String>,
+    /// Online CPUs while recording.
+    pub cpus: u32,
+    /// Block devices known when recording started; more may follow in device table frames.
+    pub devices: Vec<Device>,
+}
+
+/// Cumulative per-CPU counts of events the kernel could not hand over (ring buffer full).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DropStats {
+    /// When the counters were read, ns since boot.
+    pub ts: u64,
+    /// Cumulative drops per CPU since recording started.
+    pub per_cpu: Vec<u64>,
+}
+
+impl DropStats {
+    pub fn total(&self) -> u64 {
+        self.per_cpu.iter().sum()
+    }
+}

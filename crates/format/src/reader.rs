@@ -1,0 +1,486 @@
+//! The capture reader: opens by the footer index, or recovers a file that has none.
+
+use std::fs::File;
+use std::io;
+use std::path::Path;
+
+use crate::columns::{ColSet, Columns};
+use crate::error::Error;
+use crate::frame::{self, FrameHeader, Kind, FRAME_HEADER_LEN, PREAMBLE_LEN, TRAILER_LEN};
+use crate::model::{DropStats, Event, Meta};
+use crate::pack::Unpacker;
+use crate::summary::ChunkSummary;
+use crate::tables::Tables;
+use crate::varint::Cursor;
+
+/// Bytes that can be read at any offset from several threads at once.
+pub trait Source: Send + Sync {
+    /// Fill `buf` from `offset`; an `UnexpectedEof` error when the source ends first.
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+    fn len(&self) -> io::Result<u64>;
+}
+
+impl Source for File {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::FileExt::read_exact_at(self, buf, offset)
+        }
+        #[cfg(windows)]
+        {
+            let mut done = 0;
+            while done < buf.len() {
+                let n = std::os::windows::fs::FileExt::seek_read(self, &mut buf[done..], offset + done as u64)?;
+                if n == 0 {
+                    return Err(io::ErrorKind::UnexpectedEof.into());
+                }
+                done += n;
+            }
+            Ok(())
+        }
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.metadata()?.len())
+    }
+}
+
+impl Source for Vec<u8> {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let start = usize::try_from(offset).map_err(|_| io::Error::from(io::ErrorKind::UnexpectedEof))?;
+        let src = start
+            .checked_add(buf.len())
+            .and_then(|end| self.get(start..end))
+            .ok_or(io::ErrorKind::UnexpectedEof)?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.len() as u64)
+    }
+}
+
+/// Where a chunk is and what it holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChunkInfo {
+    /// Offset of the chunk's frame in the file.
+    pub offset: u64,
+    pub summary: ChunkSummary,
+}
+
+/// Scratch space for decoding chunks: one per thread that reads.
+#[derive(Debug)]
+pub struct ChunkDecoder {
+    payload: Vec<u8>,
+    body: Vec<u8>,
+    unpacker: Unpacker,
+}
+
+impl ChunkDecoder {
+    pub fn new() -> ChunkDecoder {
+        ChunkDecoder {
+            payload: Vec::new(),
+            body: Vec::new(),
+            unpacker: Unpacker::new().expect("zstd decompression context"),
+        }
+    }
+}
+
+impl Default for ChunkDecoder {
+    fn default() -> Self {
+        ChunkDecoder::new()
+    }
+}
+
+/// An open capture. Cheap to share between threads: every read is positional.
+///
+/// ```no_run
+/// use iocap_format::{ColSet, Columns, ChunkDecoder, Reader};
+/// let r = Reader::open("trace.cap")?;
+/// let (mut dec, mut cols) = (ChunkDecoder::new(), Columns::default());
+/// for i in 0..r.chunks().len() {
+///     r.read_chunk(i, ColSet::ALL, &mut dec, &mut cols)?;
+///     println!("chunk {i}: {} events", cols.len());
+/// }
+/// # Ok::<(), iocap_format::Error>(())
+/// ```
+pub struct Reader<S: Source = File> {
+    src: S,
+    file_len: u64,
+    version: (u16, u16),
+    meta: Meta,
+    tables: Tables,
+    chunks: Vec<ChunkInfo>,
+    drop_stats: Vec<DropStats>,
+    stop_ts: Option<u64>,
+    recovery: Option<String>,
+}
+
+impl Reader<File> {
+    /// Open a capture file.
+    pub fn open(path: impl AsRef<Path>) -> Result<Reader<File>, Error> {
+        Reader::new(File::open(path)?)
+    }
+}
+
+impl Reader<Vec<u8>> {
+    /// Read a capture held in memory.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<Reader<Vec<u8>>, Error> {
+        Reader::new(bytes)
+    }
+}
+
+impl<S: Source> Reader<S> {
+    /// Open a capture: by its footer index when it has a valid one, otherwise by scanning
+    /// every frame (the file is then reported as not clean).
+    pub fn new(src: S) -> Result<Reader<S>, Error> {
+        let file_len = src.len()?;
+        let mut pre = [0u8; PREAMBLE_LEN];
+        if file_len < PREAMBLE_LEN as u64 {
+            return Err(Error::NotACapture(if file_len == 0 {
+                "the file is empty"
+            } else {
+                "shorter than the 16-byte preamble"
+            }));
+        }
+        src.read_exact_at(&mut pre, 0)?;
+        let version = frame::parse_preamble(&pre)?;
+        let mut r = Reader {
+            src,
+            file_len,
+            version,
+            meta: Meta::default(),
+            tables: Tables::default(),
+            chunks: Vec::new(),
+            drop_stats: Vec::new(),
+            stop_ts: None,
+            recovery: None,
+        };
+        let mut dec = ChunkDecoder::new();
+        r.read_header(&mut dec)?;
+        if let Err(why) = r.open_by_index(&mut dec) {
+            r.tables = Tables::default();
+            r.chunks.clear();
+            r.drop_stats.clear();
+            r.stop_ts = None;
+            r.scan(&mut dec, why)?;
+        }
+        Ok(r)
+    }
+
+    pub fn meta(&self) -> &Meta {
+        &self.meta
+    }
+
+    pub fn tables(&self) -> &Tables {
+        &self.tables
+    }
+
+    /// Format (major, minor) version of the file.
+    pub fn version(&self) -> (u16, u16) {
+        self.version
+    }
+
+    /// Every chunk, in file order.
+    pub fn chunks(&self) -> &[ChunkInfo] {
+        &self.chunks
+    }
+
+    /// Whether the file was finished cleanly (footer index present and valid).
+    pub fn is_clean(&self) -> bool {
+        self.recovery.is_none()
+    }
+
+    /// Why the file had to be recovered by a scan, and what the scan found.
+    pub fn recovery(&self) -> Option<&str> {
+        self.recovery.as_deref()
+    }
+
+    pub fn file_len(&self) -> u64 {
+        self.file_len
+    }
+
+    pub fn event_count(&self) -> u64 {
+        self.chunks.iter().map(|c| c.summary.events).sum()
+    }
+
+    /// Drop counter snapshots in file order.
+    pub fn drop_stats(&self) -> &[DropStats] {
+        &self.drop_stats
+    }
+
+    /// Total events the kernel dropped while recording.
+    pub fn drops(&self) -> u64 {
+        let from_stats = self.drop_stats.iter().map(DropStats::total).max().unwrap_or(0);
+        let from_chunks = self.chunks.iter().map(|c| c.summary.drops).max().unwrap_or(0);
+        from_stats.max(from_chunks)
+    }
+
+    /// When recording stopped (ns since boot): from the footer, or for a recovered file the
+    /// latest event end.
+    pub fn stop_ts(&self) -> u64 {
+        self.stop_ts.unwrap_or_else(|| {
+            let last = self
+                .chunks
+                .iter()
+                .map(|c| c.summary.max_ts)
+                .max()
+                .unwrap_or(self.meta.start_ts);
+            last.max(self.meta.start_ts)
+        })
+    }
+
+    /// Indices of the chunks that may hold events starting in `[from, to)`.
+    pub fn chunks_in(&self, from: u64, to: u64) -> impl Iterator<Item = usize> + '_ {
+        self.chunks
+            .iter()
+            .enumerate()
+            .filter(move |(_, c)| c.summary.max_ts >= from && c.summary.min_ts < to)
+            .map(|(i, _)| i)
+    }
+
+    /// Decode chunk `i` into `cols`, only the columns in `want`.
+    pub fn read_chunk(&self, i: usize, want: ColSet, dec: &mut ChunkDecoder, cols: &mut Columns) -> Result<(), Error> {
+        let info = self
+            .chunks
+            .get(i)
+            .ok_or_else(|| Error::corrupt(0, format!("no chunk {i}")))?;
+        let off = info.offset;
+        let h = self
+            .frame_header(off)?
+            .ok_or_else(|| Error::corrupt(off, "no chunk frame here"))?;
+        self.read_payload(off, &h, &mut dec.payload)?;
+        if h.kind != Kind::Chunk as u16 {
+            return Err(Error::corrupt(off, "not a chunk frame"));
+        }
+        let n = usize::try_from(info.summary.events).map_err(|_| Error::corrupt(off, "event count"))?;
+        decode_chunk(&dec.payload, off, want, &mut dec.unpacker, &mut dec.body, cols, n)
+    }
+
+    /// Every event in file order (a convenience for tools and tests; viewers decode chunks).
+    pub fn events(&self) -> impl Iterator<Item = Result<Event, Error>> + '_ {
+        let mut dec = ChunkDecoder::new();
+        let mut cols = Columns::default();
+        let mut chunk = 0;
+        let mut row = 0;
+        std::iter::from_fn(move || loop {
+            if row < cols.len() {
+                row += 1;
+                return Some(Ok(cols.event(row - 1)));
+            }
+            if chunk >= self.chunks.len() {
+                return None;
+            }
+            row = 0;
+            chunk += 1;
+            if let Err(e) = self.read_chunk(chunk - 1, ColSet::ALL, &mut dec, &mut cols) {
+                cols.clear();
+                return Some(Err(e));
+            }
+        })
+    }
+
+    fn frame_header(&self, off: u64) -> Result<Option<FrameHeader>, Error> {
+        if off.saturating_add(FRAME_HEADER_LEN as u64) > self.file_len {
+            return Ok(None);
+        }
+        let mut b = [0u8; FRAME_HEADER_LEN];
+        self.src.read_exact_at(&mut b, off)?;
+        Ok(FrameHeader::parse(&b))
+    }
+
+    /// Read and verify the payload of the frame at `off`.
+    fn read_payload(&self, off: u64, h: &FrameHeader, buf: &mut Vec<u8>) -> Result<(), Error> {
+        let start = off + FRAME_HEADER_LEN as u64;
+        if start + u64::from(h.len) > self.file_len {
+            return Err(Error::corrupt(off, "frame runs past the end of the file"));
+        }
+        buf.clear();
+        buf.resize(h.len as usize, 0);
+        self.src.read_exact_at(buf, start)?;
+        if !h.verify(buf) {
+            return Err(Error::corrupt(off, "checksum mismatch"));
+        }
+        Ok(())
+    }
+
+    fn read_header(&mut self, dec: &mut ChunkDecoder) -> Result<(), Error> {
+        let off = PREAMBLE_LEN as u64;
+        let h = self
+            .frame_header(off)?
+            .filter(|h| h.kind == Kind::Header as u16)
+            .ok_or_else(|| Error::corrupt(off, "no header frame after the preamble"))?;
+        self.read_payload(off, &h, &mut dec.payload)?;
+        self.meta = serde_json::from_slice(&dec.payload).map_err(|e| Error::corrupt(off, format!("header: {e}")))?;
+        Ok(())
+    }
+
+    /// Load chunk summaries and tables through the footer index. Any problem is a reason to scan.
+    fn open_by_index(&mut self, dec: &mut ChunkDecoder) -> Result<(), String> {
+        let io = |e: Error| e.to_string();
+        if self.file_len < (PREAMBLE_LEN + TRAILER_LEN + FRAME_HEADER_LEN) as u64 {
+            return Err("no footer index (the recording did not finish)".into());
+        }
+        let mut t = [0u8; TRAILER_LEN];
+        self.src
+            .read_exact_at(&mut t, self.file_len - TRAILER_LEN as u64)
+            .map_err(|e| e.to_string())?;
+        let at = frame::parse_trailer(&t).ok_or("no footer index (the recording did not finish)")?;
+        let h = self
+            .frame_header(at)
+            .map_err(io)?
+            .filter(|h| h.kind == Kind::Index as u16 && at + h.frame_len() + TRAILER_LEN as u64 == self.file_len)
+            .ok_or("the footer index is damaged")?;
+        let mut index = Vec::new();
+        self.read_payload(at, &h, &mut index).map_err(io)?;
+        let bad = || "the footer index is damaged".to_string();
+        let mut cur = Cursor::new(&index);
+        let stop_ts = cur.varint().ok_or_else(bad)?;
+        let _drops = cur.varint().ok_or_else(bad)?;
+        let n = cur.varint().ok_or_else(bad)?;
+        if n > cur.remaining() as u64 {
+            return Err(bad());
+        }
+        for _ in 0..n {
+            let offset = cur.varint().ok_or_else(bad)?;
+            let summary = ChunkSummary::decode(&mut cur).ok_or_else(bad)?;
+            if offset >= at {
+                return Err(bad());
+            }
+            self.chunks.push(ChunkInfo { offset, summary });
+        }
+        let n = cur.varint().ok_or_else(bad)?;
+        if n > cur.remaining() as u64 {
+            return Err(bad());
+        }
+        for _ in 0..n {
+            let kind = cur.varint().ok_or_else(bad)?;
+            let off = cur.varint().ok_or_else(bad)?;
+            let h = self.frame_header(off).map_err(io)?.ok_or_else(bad)?;
+            if u64::from(h.kind) != kind {
+                return Err(bad());
+            }
+            self.read_payload(off, &h, &mut dec.payload).map_err(io)?;
+            self.apply_frame(h.kind, off, dec).map_err(io)?;
+        }
+        if !cur.is_empty() {
+            return Err(bad());
+        }
+        self.stop_ts = Some(stop_ts);
+        Ok(())
+    }
+
+    /// Apply one verified non-chunk frame whose payload is in `dec.payload`.
+    fn apply_frame(&mut self, kind: u16, off: u64, dec: &mut ChunkDecoder) -> Result<(), Error> {
+        match Kind::from_code(kind) {
+            Some(k @ (Kind::Strings | Kind::Procs | Kind::Files | Kind::Devices)) => {
+                let mut cur = Cursor::new(&dec.payload);
+                dec.unpacker
+                    .unpack(&mut cur, &mut dec.body)
+                    .map_err(|e| Error::corrupt(off, e))?;
+                self.tables
+                    .apply(k, &dec.body)
+                    .ok_or_else(|| Error::corrupt(off, "table entries do not decode"))?;
+            }
+            Some(Kind::Stats) => {
+                let mut cur = Cursor::new(&dec.payload);
+                let bad = || Error::corrupt(off, "stats frame does not decode");
+                let ts = cur.varint().ok_or_else(bad)?;
+                let n = cur.varint().ok_or_else(bad)?;
+                if n > cur.remaining() as u64 {
+                    return Err(bad());
+                }
+                let per_cpu = (0..n).map(|_| cur.varint().ok_or_else(bad)).collect::<Result<_, _>>()?;
+                self.drop_stats.push(DropStats { ts, per_cpu });
+            }
+            // The header was read first; unknown kinds are from newer writers: skipped.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Read every frame in order, keeping each whole one; skip damaged stretches.
+    fn scan(&mut self, dec: &mut ChunkDecoder, why: String) -> Result<(), Error> {
+        let mut notes = vec![why];
+        let mut off = PREAMBLE_LEN as u64;
+        let mut skipped_from: Option<u64> = None;
+        while off < self.file_len {
+            let h = match self.frame_header(off)? {
+                Some(h) if off + h.frame_len() <= self.file_len => Some(h),
+                Some(_) if skipped_from.is_none() => {
+                    notes.push(format!("the last frame, at byte {off}, was cut short"));
+                    break;
+                }
+                None if off + FRAME_HEADER_LEN as u64 > self.file_len && skipped_from.is_none() => {
+                    notes.push(format!("{} stray bytes at the end", self.file_len - off));
+                    break;
+                }
+                _ => None,
+            };
+            let ok = match h {
+                Some(h) => self.read_payload(off, &h, &mut dec.payload).is_ok().then_some(h),
+                None => None,
+            };
+            let Some(h) = ok else {
+                skipped_from.get_or_insert(off);
+                off += 1;
+                continue;
+            };
+            if let Some(from) = skipped_from.take() {
+                notes.push(format!("skipped {} damaged bytes at {from}", off - from));
+            }
+            match Kind::from_code(h.kind) {
+                Some(Kind::Chunk) => {
+                    let mut cur = Cursor::new(&dec.payload);
+                    match chunk_summary(&mut cur) {
+                        Some(summary) => self.chunks.push(ChunkInfo { offset: off, summary }),
+                        None => notes.push(format!("chunk at byte {off} has a damaged summary: skipped")),
+                    }
+                }
+                Some(Kind::Header) => {}
+                Some(Kind::Index) => {
+                    let mut cur = Cursor::new(&dec.payload);
+                    if let Some(ts) = cur.varint() {
+                        self.stop_ts = Some(ts);
+                    }
+                }
+                _ => {
+                    if let Err(e) = self.apply_frame(h.kind, off, dec) {
+                        notes.push(e.to_string());
+                    }
+                }
+            }
+            off += h.frame_len();
+        }
+        if let Some(from) = skipped_from {
+            notes.push(format!(
+                "skipped {} damaged bytes at {from} up to the end",
+                self.file_len - from
+            ));
+        }
+        self.recovery = Some(notes.join("; "));
+        Ok(())
+    }
+}
+
+fn chunk_summary(cur: &mut Cursor<'_>) -> Option<ChunkSummary> {
+    let head = cur.len_bytes()?;
+    ChunkSummary::decode(&mut Cursor::new(head))
+}
+
+/// Decode a verified chunk payload.
+fn decode_chunk(
+    payload: &[u8],
+    off: u64,
+    want: ColSet,
+    unpacker: &mut Unpacker,
+    body: &mut Vec<u8>,
+    cols: &mut Columns,
+    n: usize,
+) -> Result<(), Error> {
+    let mut cur = Cursor::new(payload);
+    chunk_summary(&mut cur).ok_or_else(|| Error::corrupt(off, "chunk summary does not decode"))?;
+    unpacker.unpack(&mut cur, body).map_err(|e| Error::corrupt(off, e))?;
+    cols.decode(body, n, want).map_err(|e| Error::corrupt(off, e.0))
+}

@@ -1,0 +1,158 @@
+//! Chunk summaries: what a chunk holds, readable without decompressing it.
+//!
+//! Every chunk frame starts with one, and the footer index repeats them all, so that a reader
+//! draws the whole file's overview (event counts over time, a latency histogram, drops)
+//! from the index alone.
+
+use crate::columns::Columns;
+use crate::model::Class;
+use crate::varint::{self, Cursor};
+
+/// Number of log2 latency buckets: bucket `b` holds latencies in `[2^(b-1), 2^b)` ns,
+/// bucket 0 holds 0.
+pub const LOG2_BUCKETS: usize = 65;
+
+/// The log2 bucket of a latency in ns.
+#[inline]
+pub fn log2_bucket(ns: u64) -> usize {
+    (64 - ns.leading_zeros()) as usize
+}
+
+/// The `[lo, hi)` range of ns that log2 bucket `b` covers (`hi` saturates at `u64::MAX`).
+pub fn log2_bucket_range(b: usize) -> (u64, u64) {
+    match b {
+        0 => (0, 1),
+        64.. => (1 << 63, u64::MAX),
+        b => (1 << (b - 1), 1 << b),
+    }
+}
+
+/// What a chunk holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChunkSummary {
+    pub events: u64,
+    pub syscalls: u64,
+    pub blocks: u64,
+    /// Smallest and largest event `ts` (start time) in the chunk.
+    pub min_ts: u64,
+    pub max_ts: u64,
+    /// Cumulative drops reported by the recorder when the chunk was closed.
+    pub drops: u64,
+    pub min_latency: u64,
+    pub max_latency: u64,
+    /// Sum of latencies, saturating.
+    pub sum_latency: u64,
+    /// Event counts per log2 latency bucket.
+    pub log2_hist: [u64; LOG2_BUCKETS],
+}
+
+impl Default for ChunkSummary {
+    fn default() -> Self {
+        ChunkSummary {
+            events: 0,
+            syscalls: 0,
+            blocks: 0,
+            min_ts: 0,
+            max_ts: 0,
+            drops: 0,
+            min_latency: 0,
+            max_latency: 0,
+            sum_latency: 0,
+            log2_hist: [0; LOG2_BUCKETS],
+        }
+    }
+}
+
+impl ChunkSummary {
+    /// Summarize the events in `cols` (all columns present).
+    pub fn of(cols: &Columns, drops: u64) -> ChunkSummary {
+        let mut s = ChunkSummary {
+            drops,
+            ..ChunkSummary::default()
+        };
+        s.events = cols.len() as u64;
+        s.blocks = cols.class.iter().filter(|&&c| c == Class::Block as u8).count() as u64;
+        s.syscalls = s.events - s.blocks;
+        s.min_ts = cols.ts.iter().copied().min().unwrap_or(0);
+        s.max_ts = cols.ts.iter().copied().max().unwrap_or(0);
+        s.min_latency = cols.latency.iter().copied().min().unwrap_or(0);
+        s.max_latency = cols.latency.iter().copied().max().unwrap_or(0);
+        for &l in &cols.latency {
+            s.sum_latency = s.sum_latency.saturating_add(l);
+            s.log2_hist[log2_bucket(l)] += 1;
+        }
+        s
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        for v in [
+            self.events,
+            self.syscalls,
+            self.blocks,
+            self.min_ts,
+            self.max_ts,
+            self.drops,
+            self.min_latency,
+            self.max_latency,
+            self.sum_latency,
+        ] {
+            varint::put(out, v);
+        }
+        let used = self.log2_hist.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1);
+        varint::put(out, used as u64);
+        for &c in &self.log2_hist[..used] {
+            varint::put(out, c);
+        }
+    }
+
+    /// Decode a summary; `None` when the bytes end early or do not add up.
+    pub fn decode(cur: &mut Cursor<'_>) -> Option<ChunkSummary> {
+        let mut f = [0u64; 9];
+        for v in &mut f {
+            *v = cur.varint()?;
+        }
+        let [events, syscalls, blocks, min_ts, max_ts, drops, min_latency, max_latency, sum_latency] = f;
+        let used = usize::try_from(cur.varint()?).ok().filter(|&u| u <= LOG2_BUCKETS)?;
+        let mut log2_hist = [0u64; LOG2_BUCKETS];
+        for c in &mut log2_hist[..used] {
+            *c = cur.varint()?;
+        }
+        let consistent = syscalls.checked_add(blocks) == Some(events)
+            && min_ts <= max_ts
+            && log2_hist.iter().try_fold(0u64, |a, &c| a.checked_add(c)) == Some(events);
+        consistent.then_some(ChunkSummary {
+            events,
+            syscalls,
+            blocks,
+            min_ts,
+            max_ts,
+            drops,
+            min_latency,
+            max_latency,
+            sum_latency,
+            log2_hist,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets() {
+        assert_eq!(log2_bucket(0), 0);
+        assert_eq!(log2_bucket(1), 1);
+        assert_eq!(log2_bucket(2), 2);
+        assert_eq!(log2_bucket(3), 2);
+        assert_eq!(log2_bucket(1024), 11);
+        assert_eq!(log2_bucket(u64::MAX), 64);
+        for b in 0..LOG2_BUCKETS {
+            let (lo, hi) = log2_bucket_range(b);
+            assert_eq!(log2_bucket(lo), b);
+            if b < 64 {
+                assert_eq!(log2_bucket(hi - 1), b);
+            }
+        }
+    }
+}

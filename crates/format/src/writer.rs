@@ -1,0 +1,268 @@
+//! The capture writer.
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use crate::columns::Columns;
+use crate::error::Error;
+use crate::frame::{self, Kind};
+use crate::model::{Device, DropStats, Event, FileEntry, Meta, ProcEntry, StrId};
+use crate::pack::Packer;
+use crate::summary::ChunkSummary;
+use crate::tables::{self, Pending};
+use crate::varint;
+
+/// How the writer cuts and compresses chunks.
+#[derive(Clone, Debug)]
+pub struct WriterOptions {
+    /// A chunk is closed once it holds this many events.
+    pub chunk_events: usize,
+    /// zstd level for chunks and tables.
+    pub level: i32,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        WriterOptions {
+            chunk_events: 65_536,
+            level: 3,
+        }
+    }
+}
+
+/// Writes a capture: a preamble and header, then table, chunk and stats frames as events
+/// arrive, then on [`Writer::finish`] the index and trailer.
+///
+/// Everything [`Writer::flush`]ed is on disk as whole frames, so a file whose writer died
+/// (SIGKILL, full disk) reads back up to its last flush. A writer must be finished: dropping
+/// it without `finish` leaves a file that readers recover but report as not clean.
+///
+/// ```
+/// use iocap_format::{Event, Meta, Reader, Writer, WriterOptions};
+/// let mut w = Writer::new(Vec::new(), &Meta::default(), WriterOptions::default())?;
+/// let name = w.intern(b"cat");
+/// w.push(&Event::syscall(1_000, 250, 42, 42, 0, 1));
+/// let bytes = w.finish(2_000)?;
+/// let r = Reader::from_bytes(bytes)?;
+/// assert_eq!(r.event_count(), 1);
+/// assert!(r.is_clean());
+/// # let _ = name;
+/// # Ok::<(), iocap_format::Error>(())
+/// ```
+pub struct Writer<W: Write> {
+    out: Option<W>,
+    /// Bytes written so far: the offset of the next frame.
+    pos: u64,
+    opts: WriterOptions,
+    packer: Packer,
+    cols: Columns,
+    strings: HashMap<Vec<u8>, StrId>,
+    next_proc: u32,
+    next_file: u32,
+    pending_strings: Pending,
+    pending_procs: Pending,
+    pending_files: Pending,
+    pending_devices: Pending,
+    drops: u64,
+    index: Vec<(u64, ChunkSummary)>,
+    others: Vec<(Kind, u64)>,
+    scratch: Vec<u8>,
+    frame: Vec<u8>,
+}
+
+impl<W: Write> Writer<W> {
+    /// Start a capture: writes the preamble and the header frame.
+    pub fn new(out: W, meta: &Meta, opts: WriterOptions) -> Result<Writer<W>, Error> {
+        let mut w = Writer {
+            out: Some(out),
+            pos: 0,
+            packer: Packer::new(opts.level)?,
+            cols: Columns::default(),
+            opts,
+            strings: HashMap::new(),
+            next_proc: 1,
+            next_file: 1,
+            pending_strings: Pending::default(),
+            pending_procs: Pending::default(),
+            pending_files: Pending::default(),
+            pending_devices: Pending::default(),
+            drops: 0,
+            index: Vec::new(),
+            others: Vec::new(),
+            scratch: Vec::new(),
+            frame: Vec::new(),
+        };
+        w.strings.insert(Vec::new(), 0);
+        w.write_raw(&frame::preamble())?;
+        let json = serde_json::to_vec(meta).map_err(std::io::Error::other)?;
+        w.write_frame(Kind::Header, &json)?;
+        Ok(w)
+    }
+
+    /// The id of `bytes` in the string table, adding it if it is new.
+    pub fn intern(&mut self, bytes: &[u8]) -> StrId {
+        if let Some(&id) = self.strings.get(bytes) {
+            return id;
+        }
+        let id = self.strings.len() as StrId;
+        self.strings.insert(bytes.to_vec(), id);
+        tables::encode_string(&mut self.pending_strings, id, bytes);
+        id
+    }
+
+    /// Add a process entry; its `id` is assigned here and returned.
+    pub fn add_proc(&mut self, mut p: ProcEntry) -> u32 {
+        p.id = self.next_proc;
+        self.next_proc += 1;
+        tables::encode_proc(&mut self.pending_procs, &p);
+        p.id
+    }
+
+    /// Add a file entry; its `id` is assigned here and returned.
+    pub fn add_file(&mut self, mut f: FileEntry) -> u32 {
+        f.id = self.next_file;
+        self.next_file += 1;
+        tables::encode_file(&mut self.pending_files, &f);
+        f.id
+    }
+
+    /// Add (or rename) a block device.
+    pub fn add_device(&mut self, d: &Device) {
+        tables::encode_device(&mut self.pending_devices, d);
+    }
+
+    /// Buffer one event; closes and writes the chunk when it is full.
+    pub fn push(&mut self, e: &Event) -> Result<(), Error> {
+        if self.out.is_none() {
+            return Err(Error::Closed);
+        }
+        self.cols.push(e);
+        if self.cols.len() >= self.opts.chunk_events {
+            self.write_chunk()?;
+        }
+        Ok(())
+    }
+
+    /// Events buffered in the open chunk.
+    pub fn buffered(&self) -> usize {
+        self.cols.len()
+    }
+
+    /// Bytes written so far.
+    pub fn bytes_written(&self) -> u64 {
+        self.pos
+    }
+
+    /// Record the recorder's cumulative drop counters (written at once as a stats frame).
+    pub fn record_drops(&mut self, stats: &DropStats) -> Result<(), Error> {
+        self.drops = stats.total();
+        let mut p = Vec::with_capacity(16 + stats.per_cpu.len() * 2);
+        varint::put(&mut p, stats.ts);
+        varint::put(&mut p, stats.per_cpu.len() as u64);
+        for &d in &stats.per_cpu {
+            varint::put(&mut p, d);
+        }
+        self.write_tables()?;
+        let pos = self.pos;
+        self.write_frame(Kind::Stats, &p)?;
+        self.others.push((Kind::Stats, pos));
+        Ok(())
+    }
+
+    /// Close the open chunk (if any), write pending tables and flush the output, so that
+    /// everything pushed so far survives the recorder being killed.
+    pub fn flush(&mut self) -> Result<(), Error> {
+        self.write_chunk()?;
+        self.write_tables()?;
+        self.out.as_mut().ok_or(Error::Closed)?.flush()?;
+        Ok(())
+    }
+
+    /// Write the last chunk, the index and the trailer, flush, and give back the output.
+    /// `stop_ts` is when recording stopped (ns since boot).
+    pub fn finish(mut self, stop_ts: u64) -> Result<W, Error> {
+        self.write_chunk()?;
+        self.write_tables()?;
+        let mut p = Vec::with_capacity(64 + self.index.len() * 40);
+        varint::put(&mut p, stop_ts);
+        varint::put(&mut p, self.drops);
+        varint::put(&mut p, self.index.len() as u64);
+        for (off, s) in &self.index {
+            varint::put(&mut p, *off);
+            s.encode(&mut p);
+        }
+        varint::put(&mut p, self.others.len() as u64);
+        for (kind, off) in &self.others {
+            varint::put(&mut p, *kind as u64);
+            varint::put(&mut p, *off);
+        }
+        let index_at = self.pos;
+        self.write_frame(Kind::Index, &p)?;
+        self.write_raw(&frame::trailer(index_at))?;
+        let mut out = self.out.take().ok_or(Error::Closed)?;
+        out.flush()?;
+        Ok(out)
+    }
+
+    fn write_chunk(&mut self) -> Result<(), Error> {
+        if self.cols.is_empty() {
+            return Ok(());
+        }
+        // Tables first: a chunk never refers to an entry that is not yet in the file.
+        self.write_tables()?;
+        let summary = ChunkSummary::of(&self.cols, self.drops);
+        self.scratch.clear();
+        self.cols.encode(&mut self.scratch);
+        let mut p = Vec::with_capacity(self.scratch.len() / 3 + 128);
+        let mut head = Vec::with_capacity(128);
+        summary.encode(&mut head);
+        varint::put(&mut p, head.len() as u64);
+        p.extend_from_slice(&head);
+        self.packer.pack(&self.scratch, &mut p)?;
+        let pos = self.pos;
+        self.write_frame(Kind::Chunk, &p)?;
+        self.index.push((pos, summary));
+        self.cols.clear();
+        Ok(())
+    }
+
+    fn write_tables(&mut self) -> Result<(), Error> {
+        for kind in [Kind::Strings, Kind::Devices, Kind::Procs, Kind::Files] {
+            let pending = match kind {
+                Kind::Strings => &mut self.pending_strings,
+                Kind::Devices => &mut self.pending_devices,
+                Kind::Procs => &mut self.pending_procs,
+                _ => &mut self.pending_files,
+            };
+            if let Some(raw) = pending.take_payload() {
+                let mut p = Vec::with_capacity(raw.len() / 2 + 16);
+                self.packer.pack(&raw, &mut p)?;
+                let pos = self.pos;
+                self.write_frame(kind, &p)?;
+                self.others.push((kind, pos));
+            }
+        }
+        Ok(())
+    }
+
+    fn write_frame(&mut self, kind: Kind, payload: &[u8]) -> Result<(), Error> {
+        let mut buf = std::mem::take(&mut self.frame);
+        buf.clear();
+        frame::encode(&mut buf, kind, payload)?;
+        let r = self.write_raw(&buf);
+        self.frame = buf;
+        r
+    }
+
+    fn write_raw(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        let out = self.out.as_mut().ok_or(Error::Closed)?;
+        if let Err(e) = out.write_all(bytes) {
+            // A partial frame may be on disk now: writing more after it would bury whole
+            // frames behind garbage, so the writer stops here and readers recover what is before.
+            self.out = None;
+            return Err(e.into());
+        }
+        self.pos += bytes.len() as u64;
+        Ok(())
+    }
+}
