@@ -1,1 +1,66 @@
-fn main() {}
+//! The `iocap` command: record latency on a server, replay it anywhere.
+//!
+//! Each subcommand lives in a module of its own; this file parses the command line, runs
+//! one, and turns its error into a one-line message and an exit code:
+//! 0 ok, 1 runtime error, 2 usage or filter error.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod info;
+
+/// Record every syscall and block I/O request with its latency; replay it anywhere.
+#[derive(Parser, Debug)]
+#[command(name = "iocap", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Summarize a capture: events, time span, drops, host, whether it was finished cleanly.
+    Info(info::Args),
+}
+
+/// An error that should exit with status 2 (bad usage, a filter that does not parse).
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Info(args) => info::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            if is_broken_pipe(&err) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("iocap: {err:#}");
+            if err.downcast_ref::<UsageError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+
+/// `iocap events big.cap | head` closes our stdout early: that is not an error.
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

@@ -1,0 +1,209 @@
+//! `iocap info`: what a capture holds, from its index alone.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use iocap_format::Reader;
+use serde_json::json;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The capture file.
+    file: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let r = Reader::open(&args.file).with_context(|| format!("{}", args.file.display()))?;
+    let s = Summary::of(&r);
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &s.to_json())?;
+        writeln!(out)?;
+    } else {
+        s.write_text(&mut out)?;
+    }
+    Ok(())
+}
+
+/// The facts `info` prints, gathered once for both output forms.
+struct Summary {
+    events: u64,
+    syscalls: u64,
+    blocks: u64,
+    drops: u64,
+    start_ns: u64,
+    end_ns: u64,
+    boot_to_wall_ns: i64,
+    file_bytes: u64,
+    chunks: usize,
+    clean: bool,
+    recovery: Option<String>,
+    version: (u16, u16),
+    meta: iocap_format::Meta,
+    procs: usize,
+    files: usize,
+}
+
+impl Summary {
+    fn of<S: iocap_format::Source>(r: &Reader<S>) -> Summary {
+        let chunks = r.chunks();
+        let sum = |f: fn(&iocap_format::ChunkSummary) -> u64| chunks.iter().map(|c| f(&c.summary)).sum::<u64>();
+        let start_ns = r.meta().start_ts;
+        Summary {
+            events: sum(|s| s.events),
+            syscalls: sum(|s| s.syscalls),
+            blocks: sum(|s| s.blocks),
+            drops: r.drops(),
+            start_ns,
+            end_ns: r.stop_ts().max(start_ns),
+            boot_to_wall_ns: r.meta().boot_to_wall_ns,
+            file_bytes: r.file_len(),
+            chunks: chunks.len(),
+            clean: r.is_clean(),
+            recovery: r.recovery().map(str::to_owned),
+            version: r.version(),
+            meta: r.meta().clone(),
+            procs: r.tables().procs().len(),
+            files: r.tables().files().len(),
+        }
+    }
+
+    fn wall(&self, boot_ns: u64) -> String {
+        rfc3339(i128::from(boot_ns) + i128::from(self.boot_to_wall_ns))
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        json!({
+            "events": self.events,
+            "syscall_events": self.syscalls,
+            "block_events": self.blocks,
+            "drops": self.drops,
+            "start": self.wall(self.start_ns),
+            "end": self.wall(self.end_ns),
+            "duration_ns": self.end_ns - self.start_ns,
+            "file_bytes": self.file_bytes,
+            "bytes_per_event": (self.events > 0).then(|| self.file_bytes as f64 / self.events as f64),
+            "chunks": self.chunks,
+            "clean": self.clean,
+            "recovery": self.recovery,
+            "format_version": format!("{}.{}", self.version.0, self.version.1),
+            "iocap_version": self.meta.iocap_version,
+            "host": self.meta.host,
+            "kernel": self.meta.kernel,
+            "arch": self.meta.arch,
+            "cpus": self.meta.cpus,
+            "command_line": self.meta.command_line,
+            "filter": self.meta.filter,
+            "processes": self.procs,
+            "files": self.files,
+            "devices": self.meta.devices.iter().map(|d| &d.name).collect::<Vec<_>>(),
+        })
+    }
+
+    fn write_text(&self, out: &mut impl Write) -> std::io::Result<()> {
+        let m = &self.meta;
+        let esc = iocap_format::escape::escape;
+        writeln!(
+            out,
+            "events       {} ({} syscall, {} block)",
+            self.events, self.syscalls, self.blocks
+        )?;
+        writeln!(out, "drops        {}", self.drops)?;
+        writeln!(out, "start        {}", self.wall(self.start_ns))?;
+        writeln!(out, "end          {}", self.wall(self.end_ns))?;
+        writeln!(out, "duration     {}", fmt_duration(self.end_ns - self.start_ns))?;
+        let per_event = if self.events > 0 {
+            format!(", {:.2} bytes/event", self.file_bytes as f64 / self.events as f64)
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "file         {} bytes in {} chunks{per_event}",
+            self.file_bytes, self.chunks
+        )?;
+        match &self.recovery {
+            None => writeln!(out, "clean        yes")?,
+            Some(why) => writeln!(out, "clean        no: recovered by scanning ({why})")?,
+        }
+        writeln!(
+            out,
+            "format       {}.{} (written by iocap {})",
+            self.version.0,
+            self.version.1,
+            esc(m.iocap_version.as_bytes())
+        )?;
+        writeln!(
+            out,
+            "host         {} ({}, {} CPUs, {})",
+            esc(m.host.as_bytes()),
+            esc(m.kernel.as_bytes()),
+            m.cpus,
+            esc(m.arch.as_bytes())
+        )?;
+        let cmd: Vec<String> = m.command_line.iter().map(|a| esc(a.as_bytes())).collect();
+        writeln!(out, "command      {}", cmd.join(" "))?;
+        if let Some(f) = &m.filter {
+            writeln!(out, "filter       {}", esc(f.as_bytes()))?;
+        }
+        writeln!(
+            out,
+            "tables       {} processes, {} files, {} devices",
+            self.procs,
+            self.files,
+            m.devices.len()
+        )?;
+        Ok(())
+    }
+}
+
+/// Human duration: `1.500s`, `250.000ms`, `3m 2.000s`.
+fn fmt_duration(ns: u64) -> String {
+    if ns >= 60_000_000_000 {
+        format!("{}m {:.3}s", ns / 60_000_000_000, (ns % 60_000_000_000) as f64 / 1e9)
+    } else if ns >= 1_000_000_000 {
+        format!("{:.3}s", ns as f64 / 1e9)
+    } else {
+        format!("{:.3}ms", ns as f64 / 1e6)
+    }
+}
+
+/// RFC 3339 UTC time with nanoseconds from ns since the Unix epoch (civil-from-days, Howard Hinnant).
+pub fn rfc3339(epoch_ns: i128) -> String {
+    let secs = epoch_ns.div_euclid(1_000_000_000);
+    let nanos = epoch_ns.rem_euclid(1_000_000_000);
+    let days = secs.div_euclid(86_400);
+    let sod = secs.rem_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i128::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{nanos:09}Z",
+        sod / 3600,
+        sod % 3600 / 60,
+        sod % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_known_instants() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000000000Z");
+        assert_eq!(rfc3339(1_700_000_000_123_456_789), "2023-11-14T22:13:20.123456789Z");
+        assert_eq!(rfc3339(951_782_400_000_000_000), "2000-02-29T00:00:00.000000000Z");
+        assert_eq!(rfc3339(-1), "1969-12-31T23:59:59.999999999Z");
+    }
+}
