@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install what iocap needs to build and test on a fresh Debian machine (run as root), then build it.
+# Idempotent: installs only what is missing, so repeated runs cost seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Build: clang + libelf + zlib for the BPF programs and libbpf; the rest are the workloads and peers
+# that tests and benchmarks run (fio, ioping, bpftrace, perf, strace, sysstat) and tmux for the TUI test.
+packages=(clang llvm libelf-dev zlib1g-dev pkg-config make bpftool fio ioping bpftrace linux-perf strace sysstat tmux)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "setup: missing packages (${missing[*]}); run as root to install them" >&2
+        exit 1
+    fi
+    echo "setup: installing ${missing[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+    [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
+fi
+command -v cargo >/dev/null 2>&1 || { echo "setup: cargo not found: install Rust (rustup) first" >&2; exit 1; }

@@ -1,0 +1,61 @@
+//! `iocap info` on good, recovered and bad files.
+
+use crate::util::{run, synthetic_capture};
+
+#[test]
+fn info_json_has_the_documented_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = synthetic_capture(dir.path(), 1000);
+    let (code, out, err) = run(&["info", "--json", cap.to_str().unwrap()]);
+    assert_eq!(code, 0, "stderr: {err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["events"], 1000);
+    assert_eq!(v["syscall_events"], 900);
+    assert_eq!(v["block_events"], 100);
+    assert_eq!(v["drops"], 0);
+    assert_eq!(v["clean"], true);
+    assert_eq!(v["format_version"], "1.0");
+    assert_eq!(v["host"], "testhost");
+    assert_eq!(v["kernel"], "6.18.0");
+    assert_eq!(v["duration_ns"], 1000 * 1_000_000u64);
+    assert_eq!(v["start"], "2023-11-14T22:13:21.000000000Z");
+    assert_eq!(v["end"], "2023-11-14T22:13:22.000000000Z");
+    assert_eq!(v["file_bytes"], std::fs::metadata(&cap).unwrap().len());
+}
+
+#[test]
+fn info_on_a_cut_file_says_not_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = synthetic_capture(dir.path(), 1000);
+    let bytes = std::fs::read(&cap).unwrap();
+    let cut = dir.path().join("cut.cap");
+    std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let (code, out, err) = run(&["info", "--json", cut.to_str().unwrap()]);
+    assert_eq!(code, 0, "stderr: {err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["clean"], false);
+    let events = v["events"].as_u64().unwrap();
+    assert!(events > 0 && events < 1000 && events % 100 == 0, "whole chunks only: {events}");
+    let (code, text, _) = run(&["info", cut.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(text.contains("clean        no: recovered by scanning"), "{text}");
+}
+
+#[test]
+fn info_on_bad_files_is_one_line_and_nonzero() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, &[u8]); 3] = [("empty", b""), ("four", b"IOCA"), ("garbage", &[0x5a; 4096])];
+    for (name, bytes) in cases {
+        let p = dir.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        let (code, out, err) = run(&["info", p.to_str().unwrap()]);
+        assert_eq!(code, 1, "{name}: {err}");
+        assert!(out.is_empty(), "{name}: nothing on stdout");
+        assert_eq!(err.lines().count(), 1, "{name}: one line: {err}");
+        assert!(err.starts_with("iocap: ") && err.contains("not an iocap capture"), "{name}: {err}");
+        assert!(!err.contains("panicked"));
+    }
+    let (code, _, err) = run(&["info", dir.path().join("missing.cap").to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(err.contains("No such file"), "{err}");
+}

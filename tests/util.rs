@@ -1,0 +1,87 @@
+//! Helpers shared by the end-to-end tests.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use iocap_format::{Class, Device, Event, FdType, FileEntry, Meta, ProcEntry, Writer, WriterOptions};
+
+/// The `iocap` binary cargo built for these tests.
+pub fn iocap() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_iocap"))
+}
+
+/// Run `iocap` with `args`; returns (exit code, stdout, stderr).
+pub fn run(args: &[&str]) -> (i32, String, String) {
+    let out: Output = iocap().args(args).output().expect("run iocap");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Why a root-only test cannot run here, or `None` when it can.
+pub fn root_skip_reason() -> Option<&'static str> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let euid = unsafe { libc_geteuid() };
+    (euid != 0).then_some("needs root (CAP_BPF + CAP_PERFMON) to load BPF: skipped")
+}
+
+extern "C" {
+    #[link_name = "geteuid"]
+    fn libc_geteuid() -> u32;
+}
+
+/// A small synthetic capture with known contents: `n` syscalls by two processes on one file,
+/// and one block write every tenth event.
+pub fn synthetic_capture(dir: &Path, n: u64) -> PathBuf {
+    let path = dir.join("synthetic.cap");
+    let meta = Meta {
+        iocap_version: "test".into(),
+        host: "testhost".into(),
+        kernel: "6.18.0".into(),
+        arch: "x86_64".into(),
+        boot_to_wall_ns: 1_700_000_000_000_000_000,
+        start_ts: 1_000_000_000,
+        command_line: vec!["iocap".into(), "record".into()],
+        cpus: 2,
+        devices: vec![Device { dev: iocap_format::mkdev(254, 0), name: "vda".into() }],
+        ..Meta::default()
+    };
+    let file = std::fs::File::create(&path).unwrap();
+    let mut w = Writer::new(file, &meta, WriterOptions { chunk_events: 100, level: 3 }).unwrap();
+    let name = w.intern(b"fio");
+    let dbname = w.intern(b"postgres");
+    let fio = w.add_proc(ProcEntry { pid: 100, ppid: 1, name, ..ProcEntry::default() });
+    let pg = w.add_proc(ProcEntry { pid: 200, ppid: 1, name: dbname, ..ProcEntry::default() });
+    let path_id = w.intern(b"/data/fio-r.dat");
+    let f = w.add_file(FileEntry { pid: 100, fd: 3, kind: FdType::File, name: path_id, ..FileEntry::default() });
+    for i in 0..n {
+        let ts = 1_000_000_000 + i * 1_000_000;
+        let e = if i % 10 == 9 {
+            Event {
+                class: Class::Block,
+                ts,
+                latency: 200_000 + i * 10,
+                pid: 100,
+                tid: 100,
+                proc: fio,
+                fd: -1,
+                bytes: 4096,
+                dev: iocap_format::mkdev(254, 0),
+                sector: i * 8,
+                op: 1,
+                ..Event::default()
+            }
+        } else if i % 2 == 0 {
+            Event { fd: 3, file: f, bytes: 4096, proc: fio, ..Event::syscall(ts, 5_000 + i, 100, 100, 17, 4096) }
+        } else {
+            Event { proc: pg, ..Event::syscall(ts, 1_000 + i, 200, 201, 202, 0) }
+        };
+        w.push(&e).unwrap();
+    }
+    w.finish(1_000_000_000 + n * 1_000_000).unwrap();
+    path
+}
