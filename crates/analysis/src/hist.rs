@@ -1,0 +1,290 @@
+//! The log-linear latency histogram ([`LatencyHist`]) and its log2 view.
+//!
+//! Buckets follow HdrHistogram's layout with 4 sub-bucket bits: values below 16 ns have a
+//! bucket each; above, every power of two `[2^m, 2^(m+1))` is split into 16 equal linear
+//! sub-buckets. A bucket is therefore never wider than 1/16 (6.25 %) of its lower bound, over
+//! the whole `u64` range (1 ns to centuries), in 976 buckets. Because each power of two is
+//! made of whole sub-buckets, the log2 view ([`LatencyHist::log2`]) is exact, and uses the
+//! same bucket numbering as [`iocap_format::ChunkSummary::log2_hist`].
+
+use iocap_format::{log2_bucket, LOG2_BUCKETS};
+
+/// Bits of linear sub-bucketing per power of two.
+pub const SUB_BITS: u32 = 4;
+const SUB: usize = 1 << SUB_BITS;
+/// Number of log-linear buckets covering every `u64`.
+pub const BUCKETS: usize = SUB * (64 - SUB_BITS as usize + 1);
+
+/// The log-linear bucket of `ns`.
+#[inline]
+pub fn bucket(ns: u64) -> usize {
+    if ns < SUB as u64 {
+        return ns as usize;
+    }
+    let m = 63 - ns.leading_zeros(); // >= SUB_BITS
+    let shift = m - SUB_BITS;
+    let sub = ((ns >> shift) as usize) - SUB;
+    SUB * (shift as usize + 1) + sub
+}
+
+/// The `[lo, hi]` values (both inclusive) that log-linear bucket `b` holds.
+pub fn bucket_range(b: usize) -> (u64, u64) {
+    if b < SUB {
+        return (b as u64, b as u64);
+    }
+    let shift = (b / SUB - 1) as u32;
+    let sub = (b % SUB) as u64;
+    let lo = (SUB as u64 + sub) << shift;
+    let hi = lo + ((1u64 << shift) - 1);
+    (lo, hi)
+}
+
+/// A latency distribution: exact count, min, max and sum; counts per log-linear bucket.
+///
+/// Percentiles ([`LatencyHist::percentile`]) are *not* interpolated: like HdrHistogram's
+/// `highestEquivalentValue` and biolatency's bucket bounds, the value reported is the inclusive
+/// upper bound of the bucket that holds the requested rank, clamped to the exact `[min, max]`.
+/// So a percentile never understates the latency, and overstates it by at most 6.25 %;
+/// `percentile(100.0)` is the exact max.
+///
+/// Histograms are mergeable ([`LatencyHist::merge`]): the histogram of a union of event sets is
+/// the merge of theirs, whatever the order, which is what parallel scans rely on.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct LatencyHist {
+    /// Counts per bucket, only as long as the highest bucket used (groups stay small).
+    counts: Vec<u64>,
+    count: u64,
+    min: u64,
+    max: u64,
+    sum: u128,
+}
+
+impl LatencyHist {
+    pub fn new() -> LatencyHist {
+        LatencyHist::default()
+    }
+
+    /// Record one latency, in ns.
+    #[inline]
+    pub fn add(&mut self, ns: u64) {
+        self.add_n(ns, 1);
+    }
+
+    /// Record `n` events of the same latency.
+    pub fn add_n(&mut self, ns: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let b = bucket(ns);
+        if b >= self.counts.len() {
+            self.counts.resize(b + 1, 0);
+        }
+        self.counts[b] += n;
+        if self.count == 0 {
+            self.min = ns;
+            self.max = ns;
+        } else {
+            self.min = self.min.min(ns);
+            self.max = self.max.max(ns);
+        }
+        self.count += n;
+        self.sum += u128::from(ns) * u128::from(n);
+    }
+
+    /// Add every event of `other`.
+    pub fn merge(&mut self, other: &LatencyHist) {
+        if other.count == 0 {
+            return;
+        }
+        if other.counts.len() > self.counts.len() {
+            self.counts.resize(other.counts.len(), 0);
+        }
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            *a += b;
+        }
+        if self.count == 0 {
+            self.min = other.min;
+            self.max = other.max;
+        } else {
+            self.min = self.min.min(other.min);
+            self.max = self.max.max(other.max);
+        }
+        self.count += other.count;
+        self.sum += other.sum;
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Smallest latency recorded (exact); 0 when empty.
+    pub fn min(&self) -> u64 {
+        self.min
+    }
+
+    /// Largest latency recorded (exact); 0 when empty.
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+
+    /// Sum of every latency recorded (exact).
+    pub fn sum(&self) -> u128 {
+        self.sum
+    }
+
+    /// Mean latency in ns (exact up to f64 rounding); 0 when empty.
+    pub fn mean(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.count as f64
+        }
+    }
+
+    /// The latency at or below which `pct` percent of the events fall (see the type's doc for
+    /// what is reported); 0 when empty. `pct` is clamped to `[0, 100]`.
+    pub fn percentile(&self, pct: f64) -> u64 {
+        if self.count == 0 {
+            return 0;
+        }
+        let q = if pct.is_nan() {
+            0.0
+        } else {
+            pct.clamp(0.0, 100.0) / 100.0
+        };
+        // The rank of the value sought, 1-based: the smallest r with r >= q * count.
+        let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
+        let mut seen = 0u64;
+        for (b, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return bucket_range(b).1.clamp(self.min, self.max);
+            }
+        }
+        self.max
+    }
+
+    /// Non-empty buckets as `(lo, hi, count)`, `lo..=hi` in ns, in increasing order.
+    pub fn buckets(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+        self.counts.iter().enumerate().filter(|(_, &c)| c != 0).map(|(b, &c)| {
+            let (lo, hi) = bucket_range(b);
+            (lo, hi, c)
+        })
+    }
+
+    /// The same events in log2 buckets: bucket `b` holds `[2^(b-1), 2^b)` ns, bucket 0 holds 0
+    /// ([`iocap_format::log2_bucket_range`]). Exact: every log2 bucket is whole sub-buckets.
+    pub fn log2(&self) -> [u64; LOG2_BUCKETS] {
+        let mut out = [0u64; LOG2_BUCKETS];
+        for (b, &c) in self.counts.iter().enumerate() {
+            out[log2_bucket(bucket_range(b).0)] += c;
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_tile_the_u64_range() {
+        assert_eq!(bucket(0), 0);
+        assert_eq!(bucket(15), 15);
+        assert_eq!(bucket(16), 16);
+        assert_eq!(bucket(u64::MAX), BUCKETS - 1);
+        let mut next = 0u64;
+        for b in 0..BUCKETS {
+            let (lo, hi) = bucket_range(b);
+            assert_eq!(lo, next, "bucket {b} starts where {} ended", b.saturating_sub(1));
+            assert!(hi >= lo);
+            assert_eq!(bucket(lo), b);
+            assert_eq!(bucket(hi), b);
+            // Never wider than 1/16 of the lower bound (bar the exact small buckets).
+            assert!(hi - lo <= lo / 16, "bucket {b}: {lo}..={hi}");
+            next = hi.wrapping_add(1);
+        }
+        assert_eq!(next, 0, "the last bucket ends at u64::MAX");
+    }
+
+    #[test]
+    fn exact_moments_and_percentiles_within_a_bucket() {
+        let mut h = LatencyHist::new();
+        // 1..=10_000 ns: the true p50 is 5000, p99 is 9900.
+        for v in 1..=10_000u64 {
+            h.add(v);
+        }
+        assert_eq!(h.count(), 10_000);
+        assert_eq!((h.min(), h.max()), (1, 10_000));
+        assert_eq!(h.sum(), 10_000 * 10_001 / 2);
+        for (p, truth) in [(50.0, 5000u64), (90.0, 9000), (99.0, 9900), (99.9, 9990)] {
+            let got = h.percentile(p);
+            assert!(got >= truth, "p{p}: {got} < {truth}");
+            assert!(got as f64 <= truth as f64 * 1.0625, "p{p}: {got} vs {truth}");
+            assert_eq!(bucket(got), bucket(truth), "p{p} is in the true value's bucket");
+        }
+        assert_eq!(h.percentile(100.0), 10_000);
+        assert_eq!(h.percentile(0.0), 1);
+    }
+
+    #[test]
+    fn merge_equals_adding_everything() {
+        let (mut a, mut b, mut all) = (LatencyHist::new(), LatencyHist::new(), LatencyHist::new());
+        for v in (0..5000u64).map(|i| i * i % 7919 * 1013) {
+            if v % 3 == 0 {
+                a.add(v);
+            } else {
+                b.add(v);
+            }
+            all.add(v);
+        }
+        let mut ab = a.clone();
+        ab.merge(&b);
+        let mut ba = b.clone();
+        ba.merge(&a);
+        assert_eq!(ab, all);
+        assert_eq!(ba, all);
+        let mut e = LatencyHist::new();
+        e.merge(&all);
+        assert_eq!(e, all);
+    }
+
+    #[test]
+    fn log2_view_matches_the_format_crates_buckets() {
+        let mut h = LatencyHist::new();
+        let values = [
+            0u64,
+            1,
+            2,
+            3,
+            15,
+            16,
+            17,
+            1023,
+            1024,
+            1_000_000,
+            10_000_000_000,
+            u64::MAX,
+        ];
+        let mut expect = [0u64; LOG2_BUCKETS];
+        for v in values {
+            h.add(v);
+            expect[log2_bucket(v)] += 1;
+        }
+        assert_eq!(h.log2(), expect);
+        assert_eq!(h.max(), u64::MAX);
+        assert_eq!(h.percentile(100.0), u64::MAX);
+    }
+
+    #[test]
+    fn empty_histogram_is_all_zero() {
+        let h = LatencyHist::new();
+        assert_eq!((h.percentile(50.0), h.min(), h.max(), h.mean()), (0, 0, 0, 0.0));
+        assert_eq!(h.buckets().count(), 0);
+        assert_eq!(h.log2(), [0; LOG2_BUCKETS]);
+    }
+}

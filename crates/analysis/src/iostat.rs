@@ -1,0 +1,370 @@
+//! Per-device I/O statistics over intervals, from block events, with iostat's definitions.
+//!
+//! Each block event is one request: inserted into the queue at `ts - queue`, issued to the
+//! device at `ts`, completed at `ts + latency`. As the kernel's `/proc/diskstats` (and so
+//! iostat) does:
+//!
+//! - a request is counted (r/s, w/s, rkB/s, wkB/s) in the interval where it *completes*;
+//! - its wait (r_await, w_await) is insert → complete: queue time plus device time;
+//! - `aqu-sz` is Little's law: the sum over requests of their in-flight time (insert →
+//!   complete) inside the interval, divided by the interval's length;
+//! - `%util` is the share of the interval in which the device had at least one request in
+//!   flight: the union of the in-flight spans, clipped to the interval.
+//!
+//! Flush, discard and other requests are not reads or writes but do keep the device busy, so
+//! they count in `aqu-sz` and `%util` only (iostat shows them in columns of their own).
+//! The last interval may be shorter than the others (the capture ended); its rates use its
+//! real length.
+
+use std::collections::BTreeMap;
+
+use iocap_format::BlockOp;
+
+/// The most intervals a capture may be split into (a guard against hostile timestamps and
+/// absurd `--interval`s).
+pub const MAX_INTERVALS: u64 = 10_000_000;
+
+/// Why statistics cannot be computed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum IoStatError {
+    /// `[start, end)` split by `interval` gives more than [`MAX_INTERVALS`] intervals.
+    TooManyIntervals { intervals: u64 },
+    /// The interval is zero.
+    ZeroInterval,
+}
+
+impl std::fmt::Display for IoStatError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IoStatError::TooManyIntervals { intervals } => write!(
+                f,
+                "the capture spans {intervals} intervals (at most {MAX_INTERVALS}): use a longer interval"
+            ),
+            IoStatError::ZeroInterval => f.write_str("the interval must be longer than 0"),
+        }
+    }
+}
+
+impl std::error::Error for IoStatError {}
+
+/// Running totals of one device in one interval.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Bin {
+    reads: u64,
+    writes: u64,
+    read_bytes: u64,
+    write_bytes: u64,
+    read_wait_ns: u128,
+    write_wait_ns: u128,
+    in_flight_ns: u128,
+    /// In-flight spans clipped to the interval; merged into a disjoint sorted list lazily.
+    busy: Vec<(u64, u64)>,
+    /// Length of the prefix of `busy` that is already disjoint and sorted.
+    merged: usize,
+}
+
+impl Bin {
+    fn push_busy(&mut self, a: u64, b: u64) {
+        self.busy.push((a, b));
+        // Amortized compaction keeps memory proportional to the disjoint busy periods.
+        if self.busy.len() > 2 * self.merged + 64 {
+            self.compact();
+        }
+    }
+
+    fn compact(&mut self) {
+        self.busy.sort_unstable();
+        let mut out: Vec<(u64, u64)> = Vec::with_capacity(self.busy.len());
+        for &(a, b) in &self.busy {
+            match out.last_mut() {
+                Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                _ => out.push((a, b)),
+            }
+        }
+        self.busy = out;
+        self.merged = self.busy.len();
+    }
+
+    fn busy_ns(&mut self) -> u64 {
+        self.compact();
+        self.busy.iter().map(|&(a, b)| b - a).sum()
+    }
+
+    fn merge(&mut self, o: &Bin) {
+        self.reads += o.reads;
+        self.writes += o.writes;
+        self.read_bytes = self.read_bytes.saturating_add(o.read_bytes);
+        self.write_bytes = self.write_bytes.saturating_add(o.write_bytes);
+        self.read_wait_ns += o.read_wait_ns;
+        self.write_wait_ns += o.write_wait_ns;
+        self.in_flight_ns += o.in_flight_ns;
+        for &(a, b) in &o.busy {
+            self.push_busy(a, b);
+        }
+    }
+}
+
+/// Accumulates block requests into per-device, per-interval bins. Mergeable: a scan may feed
+/// several and [`IoStat::merge`] them, in any order, for the same result.
+#[derive(Clone, Debug)]
+pub struct IoStat {
+    start: u64,
+    end: u64,
+    interval: u64,
+    bins: BTreeMap<(u32, u64), Bin>,
+}
+
+/// One device over one interval (or the whole capture), in iostat's units.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceInterval {
+    /// Kernel `dev_t` of the disk.
+    pub dev: u32,
+    /// Start of the interval, ns since boot, and its length in ns.
+    pub start: u64,
+    pub duration: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    /// Reads and writes completed per second.
+    pub r_per_s: f64,
+    pub w_per_s: f64,
+    /// KiB read and written per second.
+    pub rkb_per_s: f64,
+    pub wkb_per_s: f64,
+    /// Mean insert → complete time of the reads and writes, ms (0 when there were none).
+    pub r_await_ms: f64,
+    pub w_await_ms: f64,
+    /// Mean number of requests in flight (Little's law).
+    pub aqu_sz: f64,
+    /// Percent of the interval with at least one request in flight.
+    pub util_pct: f64,
+}
+
+impl IoStat {
+    /// Statistics over `[start, end)` in intervals of `interval` ns.
+    pub fn new(start: u64, end: u64, interval: u64) -> Result<IoStat, IoStatError> {
+        if interval == 0 {
+            return Err(IoStatError::ZeroInterval);
+        }
+        let end = end.max(start);
+        let intervals = (end - start).div_ceil(interval).max(1);
+        if intervals > MAX_INTERVALS {
+            return Err(IoStatError::TooManyIntervals { intervals });
+        }
+        Ok(IoStat {
+            start,
+            end,
+            interval,
+            bins: BTreeMap::new(),
+        })
+    }
+
+    /// Number of intervals (the last may be partial).
+    pub fn intervals(&self) -> u64 {
+        (self.end - self.start).div_ceil(self.interval).max(1)
+    }
+
+    fn index(&self, t: u64) -> u64 {
+        (t.saturating_sub(self.start) / self.interval).min(self.intervals() - 1)
+    }
+
+    /// Count one block request on `dev`: issued at `ts` after `queue` ns in the queue,
+    /// completed `latency` ns later.
+    pub fn add(&mut self, dev: u32, op: BlockOp, bytes: u64, ts: u64, queue: u64, latency: u64) {
+        let insert = ts.saturating_sub(queue);
+        let done = ts.saturating_add(latency);
+        let wait = u128::from(done - insert);
+        let idx = self.index(done);
+        let bin = self.bins.entry((dev, idx)).or_default();
+        match op {
+            BlockOp::Read => {
+                bin.reads += 1;
+                bin.read_bytes = bin.read_bytes.saturating_add(bytes);
+                bin.read_wait_ns += wait;
+            }
+            BlockOp::Write => {
+                bin.writes += 1;
+                bin.write_bytes = bin.write_bytes.saturating_add(bytes);
+                bin.write_wait_ns += wait;
+            }
+            _ => {}
+        }
+        // In-flight time, clipped to the capture, then to each interval it overlaps.
+        let (a, b) = (insert.max(self.start), done.min(self.end));
+        if a >= b {
+            return;
+        }
+        for i in self.index(a)..=self.index(b - 1) {
+            let lo = self.start + i * self.interval;
+            let hi = lo.saturating_add(self.interval).min(self.end);
+            let (ca, cb) = (a.max(lo), b.min(hi));
+            if ca < cb {
+                let bin = self.bins.entry((dev, i)).or_default();
+                bin.in_flight_ns += u128::from(cb - ca);
+                bin.push_busy(ca, cb);
+            }
+        }
+    }
+
+    /// Add the requests counted by `other` (same start, end and interval).
+    pub fn merge(&mut self, other: &IoStat) {
+        for (k, b) in &other.bins {
+            self.bins.entry(*k).or_default().merge(b);
+        }
+    }
+
+    /// Devices that had any request, in `dev_t` order.
+    pub fn devices(&self) -> Vec<u32> {
+        let mut d: Vec<u32> = self.bins.keys().map(|&(dev, _)| dev).collect();
+        d.dedup();
+        d
+    }
+
+    fn row(dev: u32, start: u64, duration: u64, bin: &mut Bin) -> DeviceInterval {
+        let secs = duration as f64 / 1e9;
+        let per_s = |n: f64| if secs > 0.0 { n / secs } else { 0.0 };
+        let mean_ms = |sum: u128, n: u64| if n > 0 { sum as f64 / n as f64 / 1e6 } else { 0.0 };
+        let busy = bin.busy_ns();
+        let share = |ns: f64| if duration > 0 { ns / duration as f64 } else { 0.0 };
+        DeviceInterval {
+            dev,
+            start,
+            duration,
+            reads: bin.reads,
+            writes: bin.writes,
+            read_bytes: bin.read_bytes,
+            write_bytes: bin.write_bytes,
+            r_per_s: per_s(bin.reads as f64),
+            w_per_s: per_s(bin.writes as f64),
+            rkb_per_s: per_s(bin.read_bytes as f64 / 1024.0),
+            wkb_per_s: per_s(bin.write_bytes as f64 / 1024.0),
+            r_await_ms: mean_ms(bin.read_wait_ns, bin.reads),
+            w_await_ms: mean_ms(bin.write_wait_ns, bin.writes),
+            aqu_sz: share(bin.in_flight_ns as f64),
+            util_pct: (100.0 * share(busy as f64)).min(100.0),
+        }
+    }
+
+    /// Every interval, and in each every device that had a request anywhere in the capture
+    /// (idle ones as zero rows), in time then `dev_t` order.
+    pub fn interval_rows(&self) -> Vec<Vec<DeviceInterval>> {
+        let devices = self.devices();
+        (0..self.intervals())
+            .map(|i| {
+                let lo = self.start + i * self.interval;
+                let hi = lo.saturating_add(self.interval).min(self.end);
+                devices
+                    .iter()
+                    .map(|&dev| {
+                        let mut bin = self.bins.get(&(dev, i)).cloned().unwrap_or_default();
+                        IoStat::row(dev, lo, hi - lo, &mut bin)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Each device over the whole capture.
+    pub fn totals(&self) -> Vec<DeviceInterval> {
+        self.devices()
+            .into_iter()
+            .map(|dev| {
+                let mut total = Bin::default();
+                let mut busy = 0u64;
+                for (_, b) in self.bins.range((dev, 0)..=(dev, u64::MAX)) {
+                    let mut b = b.clone();
+                    // Busy spans are clipped per interval, so unions add up across intervals.
+                    busy += b.busy_ns();
+                    b.busy.clear();
+                    b.merged = 0;
+                    total.merge(&b);
+                }
+                let mut row = IoStat::row(dev, self.start, self.end - self.start, &mut total);
+                let d = self.end - self.start;
+                row.util_pct = if d > 0 {
+                    (100.0 * busy as f64 / d as f64).min(100.0)
+                } else {
+                    0.0
+                };
+                row
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+    const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn counts_waits_and_rates_by_completion() {
+        let mut st = IoStat::new(0, 2 * S, S).unwrap();
+        // Read: inserted at 100 ms, issued at 101 ms, done at 105 ms: wait 5 ms.
+        st.add(8, BlockOp::Read, 4096, 101 * MS, MS, 4 * MS);
+        // Write issued in interval 0, completing in interval 1 (counted there).
+        st.add(8, BlockOp::Write, 8192, 990 * MS, 0, 20 * MS);
+        st.add(8, BlockOp::Flush, 0, 1500 * MS, 0, MS);
+        let rows = st.interval_rows();
+        assert_eq!(rows.len(), 2);
+        let (a, b) = (&rows[0][0], &rows[1][0]);
+        assert_eq!((a.reads, a.writes, b.reads, b.writes), (1, 0, 0, 1));
+        assert!((a.r_await_ms - 5.0).abs() < 1e-9);
+        assert!((b.w_await_ms - 20.0).abs() < 1e-9);
+        assert!((a.rkb_per_s - 4.0).abs() < 1e-9);
+        assert!((b.wkb_per_s - 8.0).abs() < 1e-9);
+        // Interval 0 in flight: read 5 ms + write 10 ms; interval 1: write 10 ms + flush 1 ms.
+        assert!((a.util_pct - 1.5).abs() < 1e-9, "{}", a.util_pct);
+        assert!((b.util_pct - 1.1).abs() < 1e-9, "{}", b.util_pct);
+        let t = &st.totals()[0];
+        assert_eq!((t.reads, t.writes, t.read_bytes, t.write_bytes), (1, 1, 4096, 8192));
+        assert!((t.util_pct - 26.0 / 2000.0 * 100.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn overlapping_requests_make_a_queue_but_not_more_than_full_util() {
+        let mut st = IoStat::new(0, S, S).unwrap();
+        // Four requests each in flight for the whole second: aqu-sz 4, util 100 %.
+        for _ in 0..4 {
+            st.add(1, BlockOp::Write, 512, 0, 0, S);
+        }
+        // Two overlapping requests on another device: [0, 300ms) and [200ms, 500ms).
+        st.add(2, BlockOp::Read, 512, 0, 0, 300 * MS);
+        st.add(2, BlockOp::Read, 512, 200 * MS, 0, 300 * MS);
+        let t = st.totals();
+        assert_eq!(t.len(), 2);
+        assert!((t[0].aqu_sz - 4.0).abs() < 1e-9);
+        assert!((t[0].util_pct - 100.0).abs() < 1e-9);
+        assert!((t[1].aqu_sz - 0.6).abs() < 1e-9);
+        assert!((t[1].util_pct - 50.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn merge_is_order_independent_and_hostile_spans_are_bounded() {
+        let reqs: Vec<(u64, u64, u64)> = (0..500)
+            .map(|i| (i * 7 * MS, (i % 5) * MS, (i % 13 + 1) * MS))
+            .collect();
+        let mut whole = IoStat::new(0, 4 * S, 100 * MS).unwrap();
+        let (mut x, mut y) = (whole.clone(), whole.clone());
+        for (i, &(ts, q, l)) in reqs.iter().enumerate() {
+            let op = if i % 2 == 0 { BlockOp::Read } else { BlockOp::Write };
+            whole.add(3, op, 4096, ts, q, l);
+            if i % 3 == 0 { &mut x } else { &mut y }.add(3, op, 4096, ts, q, l);
+        }
+        let mut yx = y.clone();
+        yx.merge(&x);
+        x.merge(&y);
+        assert_eq!(x.totals(), whole.totals());
+        assert_eq!(yx.interval_rows(), whole.interval_rows());
+        assert!(IoStat::new(0, u64::MAX, 1).is_err());
+        assert!(IoStat::new(0, 1, 0).is_err());
+        // A request claiming to last forever is clipped to the capture.
+        let mut st = IoStat::new(0, S, S).unwrap();
+        st.add(1, BlockOp::Read, 1, 10, u64::MAX, u64::MAX);
+        assert!((st.totals()[0].util_pct - 100.0).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,44 @@
+//! iocap's analyses: the numbers the report commands print and the viewer draws.
+//!
+//! Both front ends compute through this crate, so a percentile on screen and the same
+//! percentile in `iocap report` are one computation:
+//!
+//! - [`LatencyHist`]: a log-linear (HdrHistogram-style) latency histogram with exact
+//!   count/min/max/sum, percentiles accurate to a 1/16-octave bucket, and an exact log2 view
+//!   for biolatency-style output.
+//! - [`Spectrogram`]: counts per (time row, log-scale latency column), as sysdig's
+//!   spectrogram chisel.
+//! - [`GroupBy`]: events split by a field's value, top groups by count.
+//! - [`IoStat`]: per-device, per-interval iostat figures from block events.
+//!
+//! Every accumulator is mergeable, so a scan can split a capture's chunks between threads and
+//! merge the results in chunk order: the answer does not depend on the thread count.
+//!
+//! ```
+//! use iocap_analysis::{GroupBy, LatencyHist, Spectrogram};
+//! let mut hist = LatencyHist::new();
+//! let mut spectro = Spectrogram::new(0, 500_000_000);
+//! let mut by_proc = GroupBy::<String>::new();
+//! for (i, latency_ns) in [900u64, 1_100, 1_200, 40_000, 2_000_000].into_iter().enumerate() {
+//!     let ts = i as u64 * 300_000_000;
+//!     hist.add(latency_ns);
+//!     spectro.add(ts, latency_ns);
+//!     by_proc.add_ref(if latency_ns > 10_000 { "dd" } else { "cat" }, latency_ns, 4096);
+//! }
+//! assert_eq!(hist.count(), 5);
+//! assert_eq!(hist.max(), 2_000_000);
+//! // p50 is the third smallest (1_200 ns), reported as its bucket's upper bound.
+//! assert!((1_200..=1_279).contains(&hist.percentile(50.0)));
+//! assert_eq!(spectro.rows().count(), 3, "events at 0, 0.3, 0.6, 0.9 and 1.2 s");
+//! assert_eq!(by_proc.top(1)[0].0, "cat");
+//! ```
+
+pub mod group;
+pub mod hist;
+pub mod iostat;
+pub mod spectro;
+
+pub use group::{Group, GroupBy};
+pub use hist::LatencyHist;
+pub use iostat::{DeviceInterval, IoStat, IoStatError};
+pub use spectro::Spectrogram;

@@ -1,0 +1,205 @@
+//! Spectrogram binning: event counts per (time interval, latency column), as sysdig's
+//! `spectrogram` chisel draws them.
+//!
+//! Latency columns are log-scale, ten per decade from 1 ns to 10 s ([`COLS`] = 100):
+//! column `c` holds `[10^(c/10), 10^((c+1)/10))` ns, rounded (in the first decade, where whole
+//! nanoseconds are too coarse for that, column `c` is `c` ns, from 0). Latencies of 10 s or
+//! more go to the last column, so no event is lost off the edges. Rows are `interval` ns long
+//! (500 ms by default, as the chisel) and counted from an origin, normally the capture's start.
+//! Rows are stored sparsely, so a hostile timestamp costs one row, not gigabytes.
+
+use std::collections::BTreeMap;
+
+/// Number of latency columns: 10 per decade over 1 ns .. 10 s.
+pub const COLS: usize = 100;
+/// Latency columns per decade.
+pub const COLS_PER_DECADE: usize = 10;
+/// The chisel's default row interval.
+pub const DEFAULT_INTERVAL_NS: u64 = 500_000_000;
+
+/// Lower bounds of the columns, in ns: `round(10^(c/10))`, exact at every decade, except in
+/// the first decade where whole nanoseconds cannot be that fine: column `c < 10` is `c` ns.
+fn lower_bounds() -> &'static [u64; COLS + 1] {
+    static BOUNDS: std::sync::OnceLock<[u64; COLS + 1]> = std::sync::OnceLock::new();
+    BOUNDS.get_or_init(|| {
+        let mut b = [0u64; COLS + 1];
+        for c in 0..=COLS {
+            let decade = 10u64.pow((c / COLS_PER_DECADE) as u32);
+            let frac = 10f64.powf((c % COLS_PER_DECADE) as f64 / COLS_PER_DECADE as f64);
+            let v = (decade as f64 * frac).round() as u64;
+            b[c] = if c < COLS_PER_DECADE { c as u64 } else { v };
+        }
+        b
+    })
+}
+
+/// The latency column of `ns`.
+#[inline]
+pub fn column(ns: u64) -> usize {
+    let b = lower_bounds();
+    // The number of bounds <= ns, minus one: bounds are strictly increasing.
+    b.partition_point(|&lo| lo <= ns).saturating_sub(1).min(COLS - 1)
+}
+
+/// The `[lo, hi)` ns range column `c` stands for (the first column also takes 0, the last
+/// everything from 10^9.9 ns up).
+pub fn column_range(c: usize) -> (u64, u64) {
+    let b = lower_bounds();
+    let c = c.min(COLS - 1);
+    (b[c], b[c + 1])
+}
+
+/// Counts per (row, latency column).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spectrogram {
+    origin: u64,
+    interval: u64,
+    rows: BTreeMap<u64, Box<[u64; COLS]>>,
+    total: u64,
+}
+
+impl Spectrogram {
+    /// An empty spectrogram with rows of `interval` ns (at least 1) counted from `origin`.
+    pub fn new(origin: u64, interval: u64) -> Spectrogram {
+        Spectrogram {
+            origin,
+            interval: interval.max(1),
+            rows: BTreeMap::new(),
+            total: 0,
+        }
+    }
+
+    /// Count one event that started at `ts` and took `latency` ns. Events before the origin
+    /// are counted in row 0.
+    #[inline]
+    pub fn add(&mut self, ts: u64, latency: u64) {
+        let row = ts.saturating_sub(self.origin) / self.interval;
+        self.rows.entry(row).or_insert_with(|| Box::new([0; COLS]))[column(latency)] += 1;
+        self.total += 1;
+    }
+
+    /// Add the counts of `other`, which must have the same origin and interval (else nothing
+    /// is added and `false` is returned).
+    pub fn merge(&mut self, other: &Spectrogram) -> bool {
+        if (other.origin, other.interval) != (self.origin, self.interval) {
+            return false;
+        }
+        for (&r, counts) in &other.rows {
+            let mine = self.rows.entry(r).or_insert_with(|| Box::new([0; COLS]));
+            for (a, b) in mine.iter_mut().zip(counts.iter()) {
+                *a += b;
+            }
+        }
+        self.total += other.total;
+        true
+    }
+
+    pub fn origin(&self) -> u64 {
+        self.origin
+    }
+
+    pub fn interval(&self) -> u64 {
+        self.interval
+    }
+
+    /// Events counted.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// The highest count in any cell (what colour scales are relative to).
+    pub fn max_cell(&self) -> u64 {
+        self.rows.values().flat_map(|r| r.iter().copied()).max().unwrap_or(0)
+    }
+
+    /// Index of the last row that holds an event, if any.
+    pub fn last_row(&self) -> Option<u64> {
+        self.rows.keys().next_back().copied()
+    }
+
+    /// Counts of row `r` (all zero for a row without events).
+    pub fn row(&self, r: u64) -> [u64; COLS] {
+        self.rows.get(&r).map_or([0; COLS], |c| **c)
+    }
+
+    /// Non-empty rows, in time order, as (row index, counts).
+    pub fn rows(&self) -> impl Iterator<Item = (u64, &[u64; COLS])> + '_ {
+        self.rows.iter().map(|(&r, c)| (r, &**c))
+    }
+
+    /// Start of row `r`, ns since boot.
+    pub fn row_start(&self, r: u64) -> u64 {
+        self.origin.saturating_add(r.saturating_mul(self.interval))
+    }
+}
+
+/// Map a cell count to one of `levels` shades (0 only for an empty cell), log-scaled against
+/// the highest count so that a single event is visible next to a million.
+pub fn shade(count: u64, max: u64, levels: usize) -> usize {
+    if count == 0 || levels < 2 {
+        return 0;
+    }
+    let max = max.max(count);
+    let top = (levels - 1) as f64;
+    let x = ((count as f64).ln_1p() / (max as f64).ln_1p() * top).ceil();
+    (x as usize).clamp(1, levels - 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_are_ten_per_decade() {
+        assert_eq!(column(0), 0);
+        assert_eq!(column(1), 1);
+        assert_eq!(column(10), 10);
+        assert_eq!(column(9), 9, "the first decade is 1 ns per column");
+        assert_eq!(column(12), 10);
+        assert_eq!(column(13), 11, "10^1.1 = 12.6 rounds to 13");
+        assert_eq!(column(1_000), 30);
+        assert_eq!(column(999), 29);
+        assert_eq!(column(1_000_000), 60);
+        assert_eq!(column(999_999_999), 89);
+        assert_eq!(column(1_000_000_000), 90);
+        assert_eq!(column(u64::MAX), COLS - 1);
+        for c in 0..COLS {
+            let (lo, hi) = column_range(c);
+            assert!(lo < hi);
+            assert_eq!(column(lo), c);
+            assert_eq!(column(hi - 1), c);
+        }
+    }
+
+    #[test]
+    fn rows_count_by_interval_and_merge() {
+        let mut a = Spectrogram::new(1_000, 100);
+        let mut b = Spectrogram::new(1_000, 100);
+        a.add(1_000, 5); // row 0
+        a.add(1_099, 5_000); // row 0
+        b.add(1_100, 5_000); // row 1
+        b.add(500, 5); // before the origin: row 0
+        b.add(u64::MAX, 1); // a hostile timestamp: one sparse row
+        assert!(a.merge(&b));
+        assert_eq!(a.total(), 5);
+        assert_eq!(a.row(0)[column(5)], 2);
+        assert_eq!(a.row(0)[column(5_000)], 1);
+        assert_eq!(a.row(1)[column(5_000)], 1);
+        assert_eq!(a.rows().count(), 3);
+        assert_eq!(a.max_cell(), 2);
+        assert!(!a.merge(&Spectrogram::new(0, 100)), "different origins do not merge");
+    }
+
+    #[test]
+    fn shades_are_monotonic_and_keep_single_events_visible() {
+        assert_eq!(shade(0, 1000, 10), 0);
+        assert_eq!(shade(1, 1_000_000, 10), 1);
+        assert_eq!(shade(1000, 1000, 10), 9);
+        let mut last = 0;
+        for c in 0..=1000 {
+            let s = shade(c, 1000, 10);
+            assert!(s >= last);
+            last = s;
+        }
+    }
+}
