@@ -23,11 +23,11 @@ fn lower_bounds() -> &'static [u64; COLS + 1] {
     static BOUNDS: std::sync::OnceLock<[u64; COLS + 1]> = std::sync::OnceLock::new();
     BOUNDS.get_or_init(|| {
         let mut b = [0u64; COLS + 1];
-        for c in 0..=COLS {
+        for (c, bound) in b.iter_mut().enumerate() {
             let decade = 10u64.pow((c / COLS_PER_DECADE) as u32);
             let frac = 10f64.powf((c % COLS_PER_DECADE) as f64 / COLS_PER_DECADE as f64);
             let v = (decade as f64 * frac).round() as u64;
-            b[c] = if c < COLS_PER_DECADE { c as u64 } else { v };
+            *bound = if c < COLS_PER_DECADE { c as u64 } else { v };
         }
         b
     })
