@@ -10,6 +10,7 @@
 //!   spectrogram chisel.
 //! - [`GroupBy`]: events split by a field's value, top groups by count.
 //! - [`IoStat`]: per-device, per-interval iostat figures from block events.
+//! - [`units`]: durations and sizes formatted (and intervals parsed) the same way everywhere.
 //!
 //! Every accumulator is mergeable, so a scan can split a capture's chunks between threads and
 //! merge the results in chunk order: the answer does not depend on the thread count.
@@ -37,6 +38,7 @@ pub mod group;
 pub mod hist;
 pub mod iostat;
 pub mod spectro;
+pub mod units;
 
 pub use group::{Group, GroupBy};
 pub use hist::LatencyHist;
