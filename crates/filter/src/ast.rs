@@ -1,0 +1,211 @@
+//! The syntax tree, with byte spans, and its two renderings: infix (what `Display` prints,
+//! which parses back to the same tree) and S-expressions (what the parser tests assert).
+
+use std::fmt;
+use std::ops::Range;
+
+/// A filter expression as written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Expr {
+    /// The empty filter: every event.
+    All,
+    And(Box<Expr>, Box<Expr>),
+    Or(Box<Expr>, Box<Expr>),
+    /// `not` and the span of the keyword.
+    Not(Box<Expr>, Range<usize>),
+    Cmp(Cmp),
+}
+
+/// `field op value(s)`, `field exists`, or a bare boolean field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cmp {
+    pub field: String,
+    pub field_span: Range<usize>,
+    pub op: Op,
+    pub op_span: Range<usize>,
+    /// One value for a comparison, several for `in`, none for `exists` and a bare field.
+    pub values: Vec<Lit>,
+}
+
+/// A literal as written; its meaning (a duration, a size...) depends on the field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lit {
+    pub text: String,
+    pub quoted: bool,
+    pub span: Range<usize>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Contains,
+    IContains,
+    StartsWith,
+    EndsWith,
+    Glob,
+    In,
+    Exists,
+    /// A boolean field alone: `evt.failed`.
+    Bare,
+}
+
+/// Operators written as words, for parsing and for suggestions.
+pub(crate) const WORD_OPS: &[(&str, Op)] = &[
+    ("contains", Op::Contains),
+    ("icontains", Op::IContains),
+    ("startswith", Op::StartsWith),
+    ("endswith", Op::EndsWith),
+    ("glob", Op::Glob),
+    ("in", Op::In),
+    ("exists", Op::Exists),
+];
+
+impl Op {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Eq => "=",
+            Op::Ne => "!=",
+            Op::Lt => "<",
+            Op::Le => "<=",
+            Op::Gt => ">",
+            Op::Ge => ">=",
+            Op::Contains => "contains",
+            Op::IContains => "icontains",
+            Op::StartsWith => "startswith",
+            Op::EndsWith => "endswith",
+            Op::Glob => "glob",
+            Op::In => "in",
+            Op::Exists => "exists",
+            Op::Bare => "",
+        }
+    }
+}
+
+impl Lit {
+    /// Whether the word would lex back as one word that the parser reads as a value.
+    fn needs_quotes(&self) -> bool {
+        self.text.is_empty()
+            || self
+                .text
+                .chars()
+                .any(|c| c.is_whitespace() || matches!(c, '(' | ')' | ',' | '"' | '\'' | '=' | '<' | '>' | '!'))
+    }
+}
+
+impl fmt::Display for Lit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.quoted || self.needs_quotes() {
+            f.write_str("\"")?;
+            for c in self.text.chars() {
+                if c == '"' || c == '\\' {
+                    f.write_str("\\")?;
+                }
+                write!(f, "{c}")?;
+            }
+            f.write_str("\"")
+        } else {
+            f.write_str(&self.text)
+        }
+    }
+}
+
+impl fmt::Display for Cmp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.op {
+            Op::Bare => f.write_str(&self.field),
+            Op::Exists => write!(f, "{} exists", self.field),
+            Op::In => {
+                write!(f, "{} in (", self.field)?;
+                for (i, v) in self.values.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{v}")?;
+                }
+                f.write_str(")")
+            }
+            op if op.as_str().starts_with(|c: char| c.is_alphabetic()) => {
+                write!(f, "{} {} ", self.field, op.as_str())?;
+                self.values.iter().try_for_each(|v| write!(f, "{v}"))
+            }
+            op => {
+                write!(f, "{}{}", self.field, op.as_str())?;
+                self.values.iter().try_for_each(|v| write!(f, "{v}"))
+            }
+        }
+    }
+}
+
+impl Expr {
+    /// Binding strength, for deciding where `Display` needs parentheses.
+    fn level(&self) -> u8 {
+        match self {
+            Expr::Or(..) => 1,
+            Expr::And(..) => 2,
+            _ => 3,
+        }
+    }
+
+    /// The S-expression form: `(and (= proc.name fio) (> latency 1ms))`.
+    pub fn sexpr(&self) -> String {
+        match self {
+            Expr::All => "all".into(),
+            Expr::And(a, b) => format!("(and {} {})", a.sexpr(), b.sexpr()),
+            Expr::Or(a, b) => format!("(or {} {})", a.sexpr(), b.sexpr()),
+            Expr::Not(a, _) => format!("(not {})", a.sexpr()),
+            Expr::Cmp(c) => match c.op {
+                Op::Bare => c.field.clone(),
+                op => {
+                    let mut s = format!("({} {}", op.as_str(), c.field);
+                    for v in &c.values {
+                        s.push(' ');
+                        s.push_str(&v.to_string());
+                    }
+                    s.push(')');
+                    s
+                }
+            },
+        }
+    }
+
+    fn fmt_at(&self, f: &mut fmt::Formatter<'_>, min_level: u8) -> fmt::Result {
+        let paren = self.level() < min_level;
+        if paren {
+            f.write_str("(")?;
+        }
+        match self {
+            Expr::All => {}
+            // Left-associative: the right operand of the same operator needs parentheses.
+            Expr::And(a, b) => {
+                a.fmt_at(f, 2)?;
+                f.write_str(" and ")?;
+                b.fmt_at(f, 3)?;
+            }
+            Expr::Or(a, b) => {
+                a.fmt_at(f, 1)?;
+                f.write_str(" or ")?;
+                b.fmt_at(f, 2)?;
+            }
+            Expr::Not(a, _) => {
+                f.write_str("not ")?;
+                a.fmt_at(f, 3)?;
+            }
+            Expr::Cmp(c) => write!(f, "{c}")?,
+        }
+        if paren {
+            f.write_str(")")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Expr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.fmt_at(f, 0)
+    }
+}

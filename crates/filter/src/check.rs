@@ -1,0 +1,440 @@
+//! The checker: [`Expr`] → [`Node`], a tree of typed predicates, or an error.
+//!
+//! Here field names are resolved against [`crate::fields`], operators against field types,
+//! and literals are read as the field's type wants: `1.5ms` → 1 500 000 ns, `4KiB` → 4096,
+//! `true`, `ENOENT`. Numeric comparisons become inclusive ranges (`latency>1ms` is
+//! `[1ms+1, max]`), so the compiler has one numeric form to turn into column scans.
+
+use crate::ast::{Cmp, Expr, Lit, Op};
+use crate::error::{did_you_mean, nearest, FilterError};
+use crate::fields::{self, FieldId, FieldInfo, FieldType};
+
+/// A checked filter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Node {
+    All,
+    And(Box<Node>, Box<Node>),
+    Or(Box<Node>, Box<Node>),
+    Not(Box<Node>),
+    Pred(Pred),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Pred {
+    pub field: FieldId,
+    pub test: Test,
+}
+
+/// What a predicate asks of a field's value. Every test but `Exists` is false when the field
+/// is absent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Test {
+    Exists,
+    /// The value (booleans as 0/1) lies in one of the inclusive ranges; with `negate`, in none.
+    Num {
+        ranges: Vec<(i128, i128)>,
+        negate: bool,
+    },
+    /// The string matches; with `negate` (from `!=`), it does not.
+    Str {
+        m: StrMatch,
+        negate: bool,
+    },
+}
+
+/// A string test.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum StrMatch {
+    /// Equal to one of these.
+    Eq(Vec<String>),
+    Contains(String),
+    /// Contains, ignoring case; the needle is stored lower-cased.
+    IContains(String),
+    StartsWith(String),
+    EndsWith(String),
+    Glob(String),
+}
+
+impl StrMatch {
+    pub fn matches(&self, s: &str) -> bool {
+        match self {
+            StrMatch::Eq(vs) => vs.iter().any(|v| v == s),
+            StrMatch::Contains(n) => s.contains(n.as_str()),
+            StrMatch::IContains(n) => s.to_lowercase().contains(n.as_str()),
+            StrMatch::StartsWith(n) => s.starts_with(n.as_str()),
+            StrMatch::EndsWith(n) => s.ends_with(n.as_str()),
+            StrMatch::Glob(p) => glob(p.as_bytes(), s.as_bytes()),
+        }
+    }
+}
+
+/// Shell-style glob: `*` any run, `?` one character, `[abc]`/`[a-z]`/`[!a]` a class,
+/// `\x` a literal `x`. Iterative, with one backtrack point, so hostile patterns stay linear-ish.
+pub(crate) fn glob(pat: &[u8], s: &[u8]) -> bool {
+    let (mut p, mut i) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while i < s.len() {
+        if p < pat.len() {
+            match pat[p] {
+                b'*' => {
+                    star = Some((p, i));
+                    p += 1;
+                    continue;
+                }
+                b'?' => {
+                    // One whole UTF-8 character.
+                    p += 1;
+                    i += utf8_len(s[i]);
+                    continue;
+                }
+                b'[' => {
+                    if let Some((matched, next)) = class(pat, p, s, i) {
+                        if matched {
+                            p = next;
+                            i += utf8_len(s[i]);
+                            continue;
+                        }
+                    } else if s[i] == b'[' {
+                        p += 1;
+                        i += 1;
+                        continue;
+                    }
+                }
+                b'\\' if p + 1 < pat.len() => {
+                    if pat[p + 1] == s[i] {
+                        p += 2;
+                        i += 1;
+                        continue;
+                    }
+                }
+                c => {
+                    if c == s[i] {
+                        p += 1;
+                        i += 1;
+                        continue;
+                    }
+                }
+            }
+        }
+        match star {
+            Some((sp, si)) => {
+                p = sp + 1;
+                i = si + utf8_len(s[si]);
+                star = Some((sp, i));
+            }
+            None => return false,
+        }
+    }
+    pat[p.min(pat.len())..].iter().all(|&c| c == b'*')
+}
+
+fn utf8_len(b: u8) -> usize {
+    match b {
+        0xf0.. => 4,
+        0xe0.. => 3,
+        0xc0.. => 2,
+        _ => 1,
+    }
+}
+
+/// Match `s[i]` (one byte: classes are ASCII) against the class at `pat[p] == '['`;
+/// `None` when the class is not closed (then `[` is literal).
+fn class(pat: &[u8], p: usize, s: &[u8], i: usize) -> Option<(bool, usize)> {
+    let mut q = p + 1;
+    let negate = matches!(pat.get(q), Some(b'!' | b'^'));
+    if negate {
+        q += 1;
+    }
+    let mut matched = false;
+    let mut first = true;
+    loop {
+        let c = *pat.get(q)?;
+        if c == b']' && !first {
+            return Some((matched != negate, q + 1));
+        }
+        first = false;
+        if pat.get(q + 1) == Some(&b'-') && pat.get(q + 2).is_some_and(|&e| e != b']') {
+            let hi = pat[q + 2];
+            matched |= (c..=hi).contains(&s[i]);
+            q += 3;
+        } else {
+            matched |= c == s[i];
+            q += 1;
+        }
+    }
+}
+
+/// Duration units and their value in ns.
+pub(crate) const DURATION_UNITS: &[(&str, u128)] = &[
+    ("ns", 1),
+    ("us", 1_000),
+    ("µs", 1_000),
+    ("ms", 1_000_000),
+    ("s", 1_000_000_000),
+    ("m", 60_000_000_000),
+    ("h", 3_600_000_000_000),
+];
+
+/// Size units and their value in bytes.
+pub(crate) const SIZE_UNITS: &[(&str, u128)] = &[
+    ("B", 1),
+    ("KB", 1_000),
+    ("KiB", 1 << 10),
+    ("MB", 1_000_000),
+    ("MiB", 1 << 20),
+    ("GB", 1_000_000_000),
+    ("GiB", 1 << 30),
+    ("TB", 1_000_000_000_000),
+    ("TiB", 1 << 40),
+];
+
+pub(crate) fn check(e: &Expr) -> Result<Node, FilterError> {
+    Ok(match e {
+        Expr::All => Node::All,
+        Expr::And(a, b) => Node::And(Box::new(check(a)?), Box::new(check(b)?)),
+        Expr::Or(a, b) => Node::Or(Box::new(check(a)?), Box::new(check(b)?)),
+        Expr::Not(a, _) => Node::Not(Box::new(check(a)?)),
+        Expr::Cmp(c) => Node::Pred(check_cmp(c)?),
+    })
+}
+
+fn field_of(c: &Cmp) -> Result<&'static FieldInfo, FilterError> {
+    if let Some(f) = fields::lookup(&c.field) {
+        return Ok(f);
+    }
+    let near = nearest(&c.field, fields::all().iter().map(|f| f.name), 3);
+    let help = did_you_mean(&near).unwrap_or_else(|| "`iocap fields` lists every field".into());
+    Err(FilterError::new(format!("unknown field `{}`", c.field), c.field_span.clone()).help(help))
+}
+
+fn check_cmp(c: &Cmp) -> Result<Pred, FilterError> {
+    let f = field_of(c)?;
+    let pred = |test| Ok(Pred { field: f.id, test });
+    let op_err = |what: &str| {
+        let span = if c.op_span.is_empty() {
+            c.field_span.clone()
+        } else {
+            c.op_span.clone()
+        };
+        FilterError::new(format!("`{}` is a {}: {what}", f.name, f.ty), span)
+    };
+    match c.op {
+        Op::Exists => return pred(Test::Exists),
+        Op::Bare if f.ty == FieldType::Bool => {
+            return pred(Test::Num {
+                ranges: vec![(1, 1)],
+                negate: false,
+            })
+        }
+        Op::Bare => {
+            return Err(
+                FilterError::new(format!("`{}` alone is not a condition", f.name), c.field_span.clone()).help(format!(
+                    "compare it (`{0}=VALUE`) or test its presence (`{0} exists`)",
+                    f.name
+                )),
+            )
+        }
+        _ => {}
+    }
+    if f.ty.is_numeric() {
+        let negate = c.op == Op::Ne;
+        let mut ranges = Vec::new();
+        for v in &c.values {
+            let x = number(f, v)?;
+            let r = match c.op {
+                Op::Eq | Op::Ne | Op::In => (x, x),
+                Op::Lt => (i128::MIN, x - 1),
+                Op::Le => (i128::MIN, x),
+                Op::Gt => (x + 1, i128::MAX),
+                Op::Ge => (x, i128::MAX),
+                op => {
+                    return Err(op_err(&format!("`{}` needs a string field", op.as_str()))
+                        .help(format!("compare numbers with = != < <= > >= or in: `{}>=...`", f.name)))
+                }
+            };
+            if f.ty == FieldType::Bool && !matches!(c.op, Op::Eq | Op::Ne | Op::In) {
+                return Err(op_err("compare it with = or != true/false"));
+            }
+            ranges.push(r);
+        }
+        return pred(Test::Num { ranges, negate });
+    }
+    let values: Vec<String> = c
+        .values
+        .iter()
+        .map(|v| check_vocabulary(f, c.op, v))
+        .collect::<Result<_, _>>()?;
+    let first = values.first().cloned().unwrap_or_default();
+    let m = match c.op {
+        Op::Eq | Op::Ne | Op::In => StrMatch::Eq(values),
+        Op::Contains => StrMatch::Contains(first),
+        Op::IContains => StrMatch::IContains(first.to_lowercase()),
+        Op::StartsWith => StrMatch::StartsWith(first),
+        Op::EndsWith => StrMatch::EndsWith(first),
+        Op::Glob => StrMatch::Glob(first),
+        op => {
+            return Err(op_err(&format!("`{}` needs a number, duration or size", op.as_str()))
+                .help("compare strings with = != contains icontains startswith endswith glob in"))
+        }
+    };
+    pred(Test::Str {
+        m,
+        negate: c.op == Op::Ne,
+    })
+}
+
+/// For an `=`/`!=`/`in` on a field with a closed set of values, reject a value outside it:
+/// `fd.type=fiel` would otherwise silently match nothing.
+fn check_vocabulary(f: &FieldInfo, op: Op, v: &Lit) -> Result<String, FilterError> {
+    if !matches!(op, Op::Eq | Op::Ne | Op::In) {
+        return Ok(v.text.clone());
+    }
+    let Some(vocab) = fields::vocabulary(f.id) else {
+        return Ok(v.text.clone());
+    };
+    if vocab.contains(&v.text.as_str()) || fields::is_numbered_name(f.id, &v.text) {
+        return Ok(v.text.clone());
+    }
+    let near = nearest(&v.text, vocab.iter().copied(), 3);
+    let help = did_you_mean(&near).unwrap_or_else(|| {
+        if vocab.len() <= 25 {
+            format!("one of: {}", vocab.join(", "))
+        } else {
+            format!("`{}` values are names like {}", f.name, vocab[..3].join(", "))
+        }
+    });
+    Err(FilterError::new(format!("unknown {} `{}`", f.name, v.text), v.span.clone()).help(help))
+}
+
+/// Read a literal as `f`'s numeric type.
+fn number(f: &FieldInfo, v: &Lit) -> Result<i128, FilterError> {
+    let t = v.text.as_str();
+    let mismatch = |example: &str| {
+        FilterError::new(
+            format!("expected a {} for `{}`, found `{}`", f.ty, f.name, t),
+            v.span.clone(),
+        )
+        .help(example.to_string())
+    };
+    match f.ty {
+        FieldType::Bool => match t {
+            "true" | "1" => Ok(1),
+            "false" | "0" => Ok(0),
+            _ => Err(mismatch("use true or false")),
+        },
+        FieldType::Int | FieldType::UInt => {
+            let x: i128 = t.parse().map_err(|_| mismatch("write a whole number, like 42 or -2"))?;
+            let (lo, hi) = if f.ty == FieldType::Int {
+                (i128::from(i64::MIN), i128::from(i64::MAX))
+            } else {
+                (0, i128::from(u64::MAX))
+            };
+            if x < lo || x > hi {
+                return Err(FilterError::new(
+                    format!("`{t}` is out of range for `{}`", f.name),
+                    v.span.clone(),
+                ));
+            }
+            Ok(x)
+        }
+        FieldType::Duration => with_unit(
+            f,
+            v,
+            DURATION_UNITS,
+            false,
+            "durations look like 500us, 1.5ms, 2s (units: ns us µs ms s m h)",
+        ),
+        FieldType::Bytes => with_unit(
+            f,
+            v,
+            SIZE_UNITS,
+            true,
+            "sizes look like 4096, 4KiB, 1.5MB (units: B KB KiB MB MiB GB GiB)",
+        ),
+        FieldType::Str => Err(mismatch("")),
+    }
+}
+
+/// `1.5ms` → 1 500 000 with `units`; a bare number is allowed when `bare_ok` (sizes: bytes),
+/// and for durations only `0`, since `latency>100` is ambiguous (sysdig means ns, users
+/// often mean ms).
+fn with_unit(
+    f: &FieldInfo,
+    v: &Lit,
+    units: &[(&str, u128)],
+    bare_ok: bool,
+    example: &str,
+) -> Result<i128, FilterError> {
+    let t = v.text.as_str();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let mismatch = || {
+        FilterError::new(
+            format!("expected a {} for `{}`, found `{}`", f.ty, f.name, t),
+            v.span.clone(),
+        )
+        .help(example.to_string())
+    };
+    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+    if int.is_empty() || !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(mismatch());
+    }
+    let scale = if unit.is_empty() {
+        if !bare_ok && int.bytes().any(|b| b != b'0') {
+            return Err(FilterError::new(format!("`{t}` needs a unit"), v.span.clone())
+                .help(format!("durations take a unit: `{t}ms`, `{t}us` or `{t}ns`")));
+        }
+        1
+    } else {
+        match units.iter().find(|(u, _)| *u == unit) {
+            Some(&(_, s)) => s,
+            None => {
+                let unit_start = v.span.start + split.min(v.span.len());
+                let span = if v.quoted {
+                    v.span.clone()
+                } else {
+                    unit_start..v.span.end
+                };
+                let near = nearest(unit, units.iter().map(|(u, _)| *u), 2);
+                let help = did_you_mean(&near).unwrap_or_else(|| example.to_string());
+                return Err(FilterError::new(format!("unknown unit `{unit}` for `{}`", f.name), span).help(help));
+            }
+        }
+    };
+    let too_big = || FilterError::new(format!("`{t}` is too large"), v.span.clone());
+    let int: u128 = if int.len() > 30 {
+        return Err(too_big());
+    } else {
+        int.parse().map_err(|_| mismatch())?
+    };
+    let frac = &frac[..frac.len().min(18)];
+    let frac_val: u128 = if frac.is_empty() {
+        0
+    } else {
+        frac.parse().map_err(|_| mismatch())?
+    };
+    let total = int
+        .checked_mul(scale)
+        .and_then(|x| x.checked_add(frac_val * scale / 10u128.pow(frac.len() as u32)))
+        .filter(|&x| x <= u128::from(u64::MAX))
+        .ok_or_else(too_big)?;
+    Ok(total as i128)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob(b"*.db", b"/var/lib/x.db"));
+        assert!(glob(b"/var/*/x.??", b"/var/lib/x.db"));
+        assert!(!glob(b"*.db", b"/var/lib/x.dbx"));
+        assert!(glob(b"fio-[rw].dat", b"fio-r.dat"));
+        assert!(!glob(b"fio-[!rw].dat", b"fio-r.dat"));
+        assert!(glob(b"a\\*", b"a*") && !glob(b"a\\*", b"ab"));
+        assert!(glob(b"[", b"[") && glob(b"*", b""));
+        assert!(glob("é?".as_bytes(), "éµ".as_bytes()));
+        assert!(!glob(b"a*a*a*a*a*a*b", &[b'a'; 200]));
+    }
+}

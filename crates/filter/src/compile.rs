@@ -1,0 +1,869 @@
+//! The compiler and evaluator: a checked filter + one capture's tables → [`Compiled`], a tree
+//! of column kernels that turns a decoded chunk into a [`Bitmap`].
+//!
+//! String predicates never run per event. At compile time each one is decided once per table
+//! entry — per process id, file id, syscall number, errno, block op, flags combination, device —
+//! by asking [`fields::value`] about a synthetic event carrying only that id, so the compiled
+//! form means exactly what `fields::value` says. Evaluation is then integer scans: a range test
+//! on a column, or a bit test of an id in a precomputed set, 64 events to a word.
+
+use iocap_format::{ChunkSummary, Class, Col, ColSet, Columns, Event, Meta, Tables};
+
+use crate::bitmap::Bitmap;
+use crate::check::{Node, Pred, Test};
+use crate::fields::{self, FieldId, Value};
+
+/// A filter ready to run over the chunks of one capture. `Send + Sync`: share it between the
+/// threads that decode and filter chunks.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    root: CNode,
+    columns: ColSet,
+}
+
+#[derive(Clone, Debug)]
+enum CNode {
+    Const(bool),
+    And(Vec<CNode>),
+    Or(Vec<CNode>),
+    Not(Box<CNode>),
+    Leaf(Kernel),
+}
+
+/// A column an integer test reads, and how a value becomes the u64 key the ranges are over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NumSrc {
+    Latency,
+    Ts,
+    Pid,
+    Tid,
+    /// Signed: key is the value with its sign bit flipped (order-preserving).
+    Ret,
+    Fd,
+    Bytes,
+    Sector,
+    Queue,
+    /// `queue + latency`, saturating.
+    QueueLatency,
+}
+
+/// A column whose values are ids tested against an [`IdSet`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum IdSrc {
+    Proc,
+    File,
+    /// `-ret` of events with `ret < 0`; other events have no errno.
+    Errno,
+    /// Known bits of the block flags.
+    Flags,
+    Dev,
+}
+
+#[derive(Clone, Debug)]
+enum Kernel {
+    /// `class` (when required) matches and the key lies in one of `ranges` (none of them, when
+    /// `negate`). Fields that exist only on one class set `class`; `fd.num` also needs `fd >= 0`.
+    Num {
+        src: NumSrc,
+        class: Option<u8>,
+        ranges: Vec<(u64, u64)>,
+        negate: bool,
+    },
+    Ids {
+        src: IdSrc,
+        class: Option<u8>,
+        set: IdSet,
+    },
+    /// A field that depends on the class: syscalls by number, block requests by op.
+    Split {
+        nrs: IdSet,
+        ops: IdSet,
+    },
+}
+
+/// Which ids satisfy a predicate: a bitset over `0..dense_len`, a sorted list of larger known
+/// ids, and a rule for every other id.
+#[derive(Clone, Debug)]
+struct IdSet {
+    dense: Vec<u64>,
+    dense_len: u64,
+    sparse: Vec<(u64, bool)>,
+    beyond: Beyond,
+}
+
+#[derive(Clone, Debug)]
+enum Beyond {
+    Const(bool),
+    /// Decide by the field's value for a synthetic event with this id (numbers iocap has no
+    /// name for: `sys_NNN`, `errno_NNN`, `major:minor`). Only hostile or unusual data gets here.
+    Eval {
+        field: FieldId,
+        test: Test,
+        meta: Box<Meta>,
+    },
+}
+
+/// Table ids above this many times the table size (plus slack) go to the sparse list, so a
+/// hostile id of 4 billion does not allocate 512 MB.
+const DENSE_SLACK: u64 = 1 << 16;
+
+impl IdSet {
+    fn build(ids: impl IntoIterator<Item = (u64, bool)>, dense_len_hint: u64, beyond: Beyond) -> IdSet {
+        let mut items: Vec<(u64, bool)> = ids.into_iter().collect();
+        let limit = (items.len() as u64)
+            .saturating_mul(4)
+            .saturating_add(DENSE_SLACK)
+            .max(dense_len_hint);
+        let dense_len = items
+            .iter()
+            .map(|&(id, _)| id + 1)
+            .filter(|&n| n <= limit)
+            .max()
+            .unwrap_or(0)
+            .max(dense_len_hint);
+        let mut dense = vec![0u64; dense_len.div_ceil(64) as usize];
+        let mut sparse = Vec::new();
+        for &(id, m) in &items {
+            if id < dense_len {
+                if m {
+                    dense[(id / 64) as usize] |= 1 << (id % 64);
+                }
+            } else {
+                sparse.push((id, m));
+            }
+        }
+        items.clear();
+        sparse.sort_unstable_by_key(|&(id, _)| id);
+        sparse.dedup_by_key(|&mut (id, _)| id);
+        IdSet {
+            dense,
+            dense_len,
+            sparse,
+            beyond,
+        }
+    }
+
+    #[inline(always)]
+    fn contains(&self, id: u64) -> bool {
+        if id < self.dense_len {
+            // The index is below dense_len, which the words cover.
+            self.dense[(id / 64) as usize] >> (id % 64) & 1 == 1
+        } else {
+            self.contains_slow(id)
+        }
+    }
+
+    #[cold]
+    fn contains_slow(&self, id: u64) -> bool {
+        if let Ok(i) = self.sparse.binary_search_by_key(&id, |&(x, _)| x) {
+            return self.sparse[i].1;
+        }
+        match &self.beyond {
+            Beyond::Const(b) => *b,
+            Beyond::Eval { field, test, meta } => {
+                let e = synthetic(*field, id);
+                test_value(test, &fields::value(fields::info(*field), &e, meta, &Tables::default()))
+            }
+        }
+    }
+
+    /// Whether any id may be in the set (for chunk skipping).
+    fn maybe_any(&self) -> bool {
+        self.dense.iter().any(|&w| w != 0)
+            || self.sparse.iter().any(|&(_, m)| m)
+            || !matches!(self.beyond, Beyond::Const(false))
+    }
+}
+
+/// An event carrying only `id` in the column `field` reads (for id-keyed fields).
+fn synthetic(field: FieldId, id: u64) -> Event {
+    let id32 = u32::try_from(id).unwrap_or(u32::MAX);
+    let mut e = Event {
+        fd: -1,
+        ..Event::default()
+    };
+    match field {
+        FieldId::ProcName | FieldId::ProcExe | FieldId::ProcCmdline | FieldId::ProcPpid => e.proc = id32,
+        FieldId::FdType | FieldId::FdName | FieldId::FdDirectory | FieldId::FdFilename | FieldId::FdDev => {
+            e.file = id32
+        }
+        FieldId::EvtErrno => e.ret = -(i64::try_from(id).unwrap_or(i64::MAX)),
+        FieldId::BlkFlags => {
+            e.class = Class::Block;
+            e.flags = id32;
+        }
+        FieldId::BlkDev => {
+            e.class = Class::Block;
+            e.dev = id32;
+        }
+        _ => e.nr = id32,
+    }
+    e
+}
+
+/// Whether a field's value passes a test; absent values pass only `not`-ed tests, which the
+/// tree handles above this.
+pub(crate) fn test_value(test: &Test, v: &Value<'_>) -> bool {
+    let n = match v {
+        Value::Absent => return false,
+        _ if matches!(test, Test::Exists) => return true,
+        Value::Str(s) => {
+            return match test {
+                Test::Str { m, negate } => m.matches(s) != *negate,
+                _ => false,
+            }
+        }
+        Value::Int(x) => i128::from(*x),
+        Value::UInt(x) | Value::Duration(x) | Value::Bytes(x) => i128::from(*x),
+        Value::Bool(b) => i128::from(*b),
+    };
+    match test {
+        Test::Num { ranges, negate } => ranges.iter().any(|&(lo, hi)| lo <= n && n <= hi) != *negate,
+        _ => false,
+    }
+}
+
+const SYSCALL: u8 = Class::Syscall as u8;
+const BLOCK: u8 = Class::Block as u8;
+
+pub(crate) fn compile(node: &Node, meta: &Meta, tables: &Tables) -> Compiled {
+    let root = compile_node(node, meta, tables);
+    let mut columns = ColSet::NONE;
+    root.columns(&mut columns);
+    Compiled { root, columns }
+}
+
+fn compile_node(node: &Node, meta: &Meta, tables: &Tables) -> CNode {
+    match node {
+        Node::All => CNode::Const(true),
+        Node::And(a, b) => {
+            let mut v = Vec::new();
+            for c in [compile_node(a, meta, tables), compile_node(b, meta, tables)] {
+                match c {
+                    CNode::And(inner) => v.extend(inner),
+                    CNode::Const(true) => {}
+                    CNode::Const(false) => return CNode::Const(false),
+                    c => v.push(c),
+                }
+            }
+            match v.len() {
+                0 => CNode::Const(true),
+                1 => v.pop().unwrap_or(CNode::Const(true)),
+                _ => CNode::And(v),
+            }
+        }
+        Node::Or(a, b) => {
+            let mut v = Vec::new();
+            for c in [compile_node(a, meta, tables), compile_node(b, meta, tables)] {
+                match c {
+                    CNode::Or(inner) => v.extend(inner),
+                    CNode::Const(false) => {}
+                    CNode::Const(true) => return CNode::Const(true),
+                    c => v.push(c),
+                }
+            }
+            match v.len() {
+                0 => CNode::Const(false),
+                1 => v.pop().unwrap_or(CNode::Const(false)),
+                _ => CNode::Or(v),
+            }
+        }
+        Node::Not(a) => match compile_node(a, meta, tables) {
+            CNode::Const(b) => CNode::Const(!b),
+            CNode::Not(inner) => *inner,
+            c => CNode::Not(Box::new(c)),
+        },
+        Node::Pred(p) => CNode::Leaf(compile_pred(p, meta, tables)),
+    }
+}
+
+/// Integer ranges of a test, mapped into a column's key space.
+fn key_ranges(test: &Test, signed: bool) -> (Vec<(u64, u64)>, bool) {
+    let (ranges, negate) = match test {
+        Test::Num { ranges, negate } => (ranges.clone(), *negate),
+        // `exists` on a column field: any value, given the presence conditions.
+        _ => (vec![(i128::MIN, i128::MAX)], false),
+    };
+    let (min, max) = if signed {
+        (i128::from(i64::MIN), i128::from(i64::MAX))
+    } else {
+        (0, i128::from(u64::MAX))
+    };
+    let out = ranges
+        .into_iter()
+        .map(|(lo, hi)| (lo.max(min), hi.min(max)))
+        .filter(|(lo, hi)| lo <= hi)
+        .map(|(lo, hi)| {
+            if signed {
+                (signed_key(lo as i64), signed_key(hi as i64))
+            } else {
+                (lo as u64, hi as u64)
+            }
+        })
+        .collect();
+    (out, negate)
+}
+
+#[inline(always)]
+fn always<T>(_: T) -> bool {
+    true
+}
+
+#[inline(always)]
+fn signed_key(x: i64) -> u64 {
+    (x as u64) ^ (1 << 63)
+}
+
+fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables) -> Kernel {
+    let num = |src: NumSrc, class: Option<u8>| {
+        let (ranges, negate) = key_ranges(&p.test, matches!(src, NumSrc::Ret | NumSrc::Fd));
+        Kernel::Num {
+            src,
+            class,
+            ranges,
+            negate,
+        }
+    };
+    let info = fields::info(p.field);
+    let passes = |e: &Event| test_value(&p.test, &fields::value(info, e, meta, tables));
+    let eval_beyond = || Beyond::Eval {
+        field: p.field,
+        test: p.test.clone(),
+        meta: Box::new(meta.clone()),
+    };
+    let split = |nrs: IdSet| {
+        let ops = (0..256u64).map(|op| {
+            let e = Event {
+                class: Class::Block,
+                op: op as u8,
+                ..Event::default()
+            };
+            (op, passes(&e))
+        });
+        Kernel::Split {
+            nrs,
+            ops: IdSet::build(ops, 256, Beyond::Const(false)),
+        }
+    };
+    // Syscall numbers iocap may know a name for; others are decided one by one.
+    let nr_set = |beyond: Beyond| {
+        let nrs = (0..1024u64).map(|nr| {
+            let e = Event::syscall(0, 0, 0, 0, nr as u32, 0);
+            (nr, passes(&e))
+        });
+        IdSet::build(nrs, 1024, beyond)
+    };
+    match p.field {
+        FieldId::ProcPid => num(NumSrc::Pid, None),
+        FieldId::ThreadTid => num(NumSrc::Tid, None),
+        FieldId::EvtRes => num(NumSrc::Ret, None),
+        FieldId::EvtFailed => {
+            // true ⇔ ret < 0: map the {0, 1} test onto ranges of ret.
+            let t = |b: bool| test_value(&p.test, &Value::Bool(b));
+            let mut ranges = Vec::new();
+            if t(true) {
+                ranges.push((signed_key(i64::MIN), signed_key(-1)));
+            }
+            if t(false) {
+                ranges.push((signed_key(0), signed_key(i64::MAX)));
+            }
+            Kernel::Num {
+                src: NumSrc::Ret,
+                class: None,
+                ranges,
+                negate: false,
+            }
+        }
+        FieldId::EvtTime => {
+            // evt.time = ts - start (saturating): a range of it is a range of ts.
+            let start = meta.start_ts;
+            let (ranges, negate) = key_ranges(&p.test, false);
+            let ranges = ranges
+                .into_iter()
+                .filter_map(|(lo, hi)| {
+                    let from = if lo == 0 { 0 } else { start.checked_add(lo)? };
+                    Some((from, start.saturating_add(hi)))
+                })
+                .collect();
+            Kernel::Num {
+                src: NumSrc::Ts,
+                class: None,
+                ranges,
+                negate,
+            }
+        }
+        FieldId::Latency => num(NumSrc::Latency, None),
+        FieldId::FdNum => num(NumSrc::Fd, Some(SYSCALL)),
+        FieldId::IoBytes => num(NumSrc::Bytes, None),
+        FieldId::BlkSector => num(NumSrc::Sector, Some(BLOCK)),
+        FieldId::BlkBytes => num(NumSrc::Bytes, Some(BLOCK)),
+        FieldId::BlkQueue => num(NumSrc::Queue, Some(BLOCK)),
+        FieldId::BlkLatency => num(NumSrc::Latency, Some(BLOCK)),
+        FieldId::BlkTotal => num(NumSrc::QueueLatency, Some(BLOCK)),
+        FieldId::ProcName | FieldId::ProcExe | FieldId::ProcCmdline | FieldId::ProcPpid => {
+            let ids = tables.procs().iter().map(|pr| {
+                let e = Event {
+                    proc: pr.id,
+                    ..Event::default()
+                };
+                (u64::from(pr.id), passes(&e))
+            });
+            Kernel::Ids {
+                src: IdSrc::Proc,
+                class: None,
+                set: IdSet::build(ids, 0, Beyond::Const(false)),
+            }
+        }
+        FieldId::FdType | FieldId::FdName | FieldId::FdDirectory | FieldId::FdFilename | FieldId::FdDev => {
+            let ids = tables.files().iter().map(|f| {
+                let e = Event {
+                    file: f.id,
+                    ..Event::default()
+                };
+                (u64::from(f.id), passes(&e))
+            });
+            Kernel::Ids {
+                src: IdSrc::File,
+                class: None,
+                set: IdSet::build(ids, 0, Beyond::Const(false)),
+            }
+        }
+        FieldId::EvtErrno => {
+            let ids = (0..4096u64).map(|n| (n, n > 0 && passes(&synthetic(p.field, n))));
+            Kernel::Ids {
+                src: IdSrc::Errno,
+                class: None,
+                set: IdSet::build(ids, 4096, eval_beyond()),
+            }
+        }
+        FieldId::BlkFlags => {
+            let ids = (0..=u64::from(fields::FLAGS_MASK)).map(|f| (f, passes(&synthetic(p.field, f))));
+            Kernel::Ids {
+                src: IdSrc::Flags,
+                class: Some(BLOCK),
+                set: IdSet::build(ids, u64::from(fields::FLAGS_MASK) + 1, Beyond::Const(false)),
+            }
+        }
+        FieldId::BlkDev => {
+            let devs = tables.devices().iter().chain(&meta.devices).map(|d| d.dev);
+            let ids: Vec<(u64, bool)> = devs
+                .map(|d| (u64::from(d), passes(&synthetic(p.field, u64::from(d)))))
+                .collect();
+            // Device numbers are large and few: all of them go to the sorted list.
+            let mut set = IdSet::build(std::iter::empty(), 0, eval_beyond());
+            set.sparse = ids;
+            set.sparse.sort_unstable_by_key(|&(id, _)| id);
+            set.sparse.dedup_by_key(|&mut (id, _)| id);
+            Kernel::Ids {
+                src: IdSrc::Dev,
+                class: Some(BLOCK),
+                set,
+            }
+        }
+        FieldId::EvtType => split(nr_set(eval_beyond())),
+        FieldId::EvtClass | FieldId::IoDir | FieldId::IsIoRead | FieldId::IsIoWrite | FieldId::BlkOp => {
+            // Unknown syscall numbers have a constant value for these fields (io.dir none...).
+            let unknown = passes(&Event::syscall(0, 0, 0, 0, u32::MAX, 0));
+            split(nr_set(Beyond::Const(unknown)))
+        }
+    }
+}
+
+impl CNode {
+    fn columns(&self, out: &mut ColSet) {
+        match self {
+            CNode::Const(_) => {}
+            CNode::And(v) | CNode::Or(v) => v.iter().for_each(|c| c.columns(out)),
+            CNode::Not(c) => c.columns(out),
+            CNode::Leaf(k) => *out = out.union(k.columns()),
+        }
+    }
+
+    /// `(may, all)`: whether some event of the chunk may match, and whether all surely do.
+    fn bounds(&self, s: &ChunkSummary) -> (bool, bool) {
+        match self {
+            CNode::Const(b) => (*b, *b),
+            CNode::And(v) => v.iter().fold((true, true), |(m, a), c| {
+                let (cm, ca) = c.bounds(s);
+                (m && cm, a && ca)
+            }),
+            CNode::Or(v) => v.iter().fold((false, false), |(m, a), c| {
+                let (cm, ca) = c.bounds(s);
+                (m || cm, a || ca)
+            }),
+            CNode::Not(c) => {
+                let (m, a) = c.bounds(s);
+                (!a, !m)
+            }
+            CNode::Leaf(k) => k.bounds(s),
+        }
+    }
+}
+
+impl Kernel {
+    fn columns(&self) -> ColSet {
+        let class = |c: &Option<u8>| {
+            if c.is_some() {
+                ColSet::NONE.with(Col::Class)
+            } else {
+                ColSet::NONE
+            }
+        };
+        match self {
+            Kernel::Num { src, class: c, .. } => {
+                let cols = match src {
+                    NumSrc::Latency => ColSet::NONE.with(Col::Latency),
+                    NumSrc::Ts => ColSet::NONE.with(Col::Ts),
+                    NumSrc::Pid => ColSet::NONE.with(Col::Pid),
+                    NumSrc::Tid => ColSet::NONE.with(Col::Tid),
+                    NumSrc::Ret => ColSet::NONE.with(Col::Ret),
+                    NumSrc::Fd => ColSet::NONE.with(Col::Fd),
+                    NumSrc::Bytes => ColSet::NONE.with(Col::Bytes),
+                    NumSrc::Sector => ColSet::NONE.with(Col::Sector),
+                    NumSrc::Queue => ColSet::NONE.with(Col::Queue),
+                    NumSrc::QueueLatency => ColSet::NONE.with(Col::Queue).with(Col::Latency),
+                };
+                cols.union(class(c))
+            }
+            Kernel::Ids { src, class: c, .. } => {
+                let col = match src {
+                    IdSrc::Proc => Col::Proc,
+                    IdSrc::File => Col::File,
+                    IdSrc::Errno => Col::Ret,
+                    IdSrc::Flags => Col::Flags,
+                    IdSrc::Dev => Col::Dev,
+                };
+                ColSet::NONE.with(col).union(class(c))
+            }
+            Kernel::Split { .. } => ColSet::NONE.with(Col::Class).with(Col::Nr).with(Col::Op),
+        }
+    }
+
+    fn bounds(&self, s: &ChunkSummary) -> (bool, bool) {
+        if s.events == 0 {
+            return (false, true);
+        }
+        let class_may = |c: &Option<u8>| match *c {
+            Some(SYSCALL) => s.syscalls > 0,
+            Some(_) => s.blocks > 0,
+            None => true,
+        };
+        match self {
+            Kernel::Num {
+                src,
+                class,
+                ranges,
+                negate,
+            } => {
+                if !class_may(class) {
+                    return (false, false);
+                }
+                let (lo, hi) = match src {
+                    NumSrc::Latency => (s.min_latency, s.max_latency),
+                    NumSrc::Ts => (s.min_ts, s.max_ts),
+                    _ => return (true, false),
+                };
+                let meets = ranges.iter().any(|&(a, b)| a <= hi && lo <= b);
+                let covers = ranges.iter().any(|&(a, b)| a <= lo && hi <= b);
+                let sure = class.is_none() && *src != NumSrc::Fd;
+                if *negate {
+                    (!covers, sure && !meets)
+                } else {
+                    (meets, sure && covers)
+                }
+            }
+            Kernel::Ids { class, set, .. } => (class_may(class) && set.maybe_any(), false),
+            Kernel::Split { nrs, ops } => (
+                (s.syscalls > 0 && nrs.maybe_any()) || (s.blocks > 0 && ops.maybe_any()),
+                false,
+            ),
+        }
+    }
+}
+
+/// How a kernel's result combines with what `out` already holds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Set,
+    And,
+    Or,
+}
+
+/// A column of `cols`, or zeros when it was not decoded (a caller that decoded fewer columns
+/// than [`Compiled::columns`] gets an answer, not a panic).
+fn col<T: Copy + Default>(v: &[T], n: usize) -> std::borrow::Cow<'_, [T]> {
+    match v.get(..n) {
+        Some(s) => std::borrow::Cow::Borrowed(s),
+        None => std::borrow::Cow::Owned(vec![T::default(); n]),
+    }
+}
+
+#[inline(always)]
+fn combine(out: &mut u64, mode: Mode, w: u64) {
+    match mode {
+        Mode::Set => *out = w,
+        Mode::And => *out &= w,
+        Mode::Or => *out |= w,
+    }
+}
+
+/// Fill words of `out` from a per-event test over one column.
+#[inline(always)]
+fn scan1<A: Copy>(a: &[A], out: &mut [u64], mode: Mode, f: impl Fn(A) -> bool) {
+    for (w, chunk) in out.iter_mut().zip(a.chunks(64)) {
+        if mode == Mode::And && *w == 0 {
+            continue;
+        }
+        let mut bits = 0u64;
+        for (j, &x) in chunk.iter().enumerate() {
+            bits |= u64::from(f(x)) << j;
+        }
+        combine(w, mode, bits);
+    }
+}
+
+/// Fill words of `out` from a per-event test over two columns.
+#[inline(always)]
+fn scan2<A: Copy, B: Copy>(a: &[A], b: &[B], out: &mut [u64], mode: Mode, f: impl Fn(A, B) -> bool) {
+    for ((w, ca), cb) in out.iter_mut().zip(a.chunks(64)).zip(b.chunks(64)) {
+        if mode == Mode::And && *w == 0 {
+            continue;
+        }
+        let mut bits = 0u64;
+        for (j, (&x, &y)) in ca.iter().zip(cb).enumerate() {
+            bits |= u64::from(f(x, y)) << j;
+        }
+        combine(w, mode, bits);
+    }
+}
+
+/// Range scan over a column (and the class column when the field needs a class).
+fn scan_num<T: Copy + Default>(
+    v: &[T],
+    class: Option<(&[u8], u8)>,
+    key: impl Fn(T) -> u64 + Copy,
+    present: impl Fn(T) -> bool + Copy,
+    ranges: &[(u64, u64)],
+    negate: bool,
+    out: &mut [u64],
+    mode: Mode,
+) {
+    macro_rules! go {
+        ($inside:expr) => {{
+            let inside = $inside;
+            let test = move |x: T| present(x) && (inside(key(x)) != negate);
+            match class {
+                Some((c, want)) => scan2(c, v, out, mode, move |cl: u8, x: T| cl == want && test(x)),
+                None => scan1(v, out, mode, test),
+            }
+        }};
+    }
+    match ranges {
+        [] => go!(|_k: u64| false),
+        &[(lo, hi)] => go!(move |k: u64| k.wrapping_sub(lo) <= hi - lo),
+        rs => go!(move |k: u64| rs.iter().any(|&(lo, hi)| lo <= k && k <= hi)),
+    }
+}
+
+impl Kernel {
+    fn eval(&self, cols: &Columns, out: &mut Bitmap, mode: Mode) {
+        let n = out.len();
+        let words = out.words_mut();
+        let classes = col(&cols.class, if self.needs_class() { n } else { 0 });
+        let class_of = |c: &Option<u8>| c.map(|want| (&classes[..], want));
+        match self {
+            Kernel::Num {
+                src,
+                class,
+                ranges,
+                negate,
+            } => {
+                let cl = class_of(class);
+                match src {
+                    NumSrc::Latency => {
+                        scan_num(&col(&cols.latency, n), cl, |x| x, always, ranges, *negate, words, mode)
+                    }
+                    NumSrc::Ts => scan_num(&col(&cols.ts, n), cl, |x| x, always, ranges, *negate, words, mode),
+                    NumSrc::Bytes => scan_num(&col(&cols.bytes, n), cl, |x| x, always, ranges, *negate, words, mode),
+                    NumSrc::Sector => scan_num(&col(&cols.sector, n), cl, |x| x, always, ranges, *negate, words, mode),
+                    NumSrc::Queue => scan_num(&col(&cols.queue, n), cl, |x| x, always, ranges, *negate, words, mode),
+                    NumSrc::Pid => scan_num(&col(&cols.pid, n), cl, u64::from, always, ranges, *negate, words, mode),
+                    NumSrc::Tid => scan_num(&col(&cols.tid, n), cl, u64::from, always, ranges, *negate, words, mode),
+                    NumSrc::Ret => scan_num(&col(&cols.ret, n), cl, signed_key, always, ranges, *negate, words, mode),
+                    NumSrc::Fd => scan_num(
+                        &col(&cols.fd, n),
+                        cl,
+                        |x| signed_key(i64::from(x)),
+                        |x: i32| x >= 0,
+                        ranges,
+                        *negate,
+                        words,
+                        mode,
+                    ),
+                    NumSrc::QueueLatency => {
+                        let (q, l) = (col(&cols.queue, n), col(&cols.latency, n));
+                        let sums: Vec<u64> = q.iter().zip(l.iter()).map(|(a, b)| a.saturating_add(*b)).collect();
+                        scan_num(&sums, cl, |x| x, always, ranges, *negate, words, mode)
+                    }
+                }
+            }
+            Kernel::Ids { src, class, set } => {
+                let cl = class_of(class);
+                match src {
+                    IdSrc::Proc => scan_ids(&col(&cols.proc, n), cl, |x| u64::from(x), set, words, mode),
+                    IdSrc::File => scan_ids(&col(&cols.file, n), cl, |x| u64::from(x), set, words, mode),
+                    IdSrc::Flags => scan_ids(
+                        &col(&cols.flags, n),
+                        cl,
+                        |x| u64::from(x & fields::FLAGS_MASK),
+                        set,
+                        words,
+                        mode,
+                    ),
+                    IdSrc::Dev => {
+                        // Few distinct devices per chunk: remember the last answer.
+                        let devs = col(&cols.dev, n);
+                        let last = std::cell::Cell::new((u32::MAX, set.contains(u64::from(u32::MAX))));
+                        let test = |d: u32| {
+                            let (ld, lr) = last.get();
+                            if ld == d {
+                                return lr;
+                            }
+                            let r = set.contains(u64::from(d));
+                            last.set((d, r));
+                            r
+                        };
+                        match cl {
+                            Some((c, want)) => scan2(c, &devs, words, mode, |cc, d| cc == want && test(d)),
+                            None => scan1(&devs, words, mode, test),
+                        }
+                    }
+                    IdSrc::Errno => {
+                        let rets = col(&cols.ret, n);
+                        scan1(&rets, words, mode, |r: i64| r < 0 && set.contains(r.unsigned_abs()))
+                    }
+                }
+            }
+            Kernel::Split { nrs, ops } => {
+                let (nr, op) = (col(&cols.nr, n), col(&cols.op, n));
+                let cls = &classes[..];
+                for (((w, c), nr), op) in words
+                    .iter_mut()
+                    .zip(cls.chunks(64))
+                    .zip(nr.chunks(64))
+                    .zip(op.chunks(64))
+                {
+                    if mode == Mode::And && *w == 0 {
+                        continue;
+                    }
+                    let mut bits = 0u64;
+                    for (j, ((&c, &nr), &op)) in c.iter().zip(nr).zip(op).enumerate() {
+                        let m = if c == SYSCALL {
+                            nrs.contains(u64::from(nr))
+                        } else {
+                            c == BLOCK && ops.contains(u64::from(op))
+                        };
+                        bits |= u64::from(m) << j;
+                    }
+                    combine(w, mode, bits);
+                }
+            }
+        }
+    }
+
+    fn needs_class(&self) -> bool {
+        match self {
+            Kernel::Num { class, .. } | Kernel::Ids { class, .. } => class.is_some(),
+            Kernel::Split { .. } => true,
+        }
+    }
+}
+
+fn scan_ids<T: Copy>(
+    v: &[T],
+    class: Option<(&[u8], u8)>,
+    key: impl Fn(T) -> u64,
+    set: &IdSet,
+    out: &mut [u64],
+    mode: Mode,
+) {
+    match class {
+        Some((c, want)) => scan2(c, v, out, mode, |cl, x| cl == want && set.contains(key(x))),
+        None => scan1(v, out, mode, |x| set.contains(key(x))),
+    }
+}
+
+impl CNode {
+    fn eval(&self, cols: &Columns, out: &mut Bitmap, mode: Mode) {
+        match self {
+            CNode::Leaf(k) => k.eval(cols, out, mode),
+            CNode::Const(b) => {
+                let mut tmp = Bitmap::zeros(out.len());
+                if *b {
+                    tmp.not();
+                }
+                apply(out, &tmp, mode);
+            }
+            CNode::And(v) if mode != Mode::Or => {
+                // Evaluate in place: later kernels skip words that are already zero.
+                for (i, c) in v.iter().enumerate() {
+                    c.eval(cols, out, if i == 0 { mode } else { Mode::And });
+                }
+            }
+            CNode::Or(v) if mode == Mode::Set || mode == Mode::Or => {
+                for (i, c) in v.iter().enumerate() {
+                    c.eval(cols, out, if i == 0 { mode } else { Mode::Or });
+                }
+            }
+            _ => {
+                let mut tmp = Bitmap::zeros(out.len());
+                match self {
+                    CNode::Not(c) => {
+                        c.eval(cols, &mut tmp, Mode::Set);
+                        tmp.not();
+                    }
+                    other => other.eval(cols, &mut tmp, Mode::Set),
+                }
+                apply(out, &tmp, mode);
+            }
+        }
+    }
+}
+
+fn apply(out: &mut Bitmap, tmp: &Bitmap, mode: Mode) {
+    match mode {
+        Mode::Set => *out = tmp.clone(),
+        Mode::And => out.and(tmp),
+        Mode::Or => out.or(tmp),
+    }
+}
+
+impl Compiled {
+    /// The columns [`Compiled::eval`] reads: decode at least these.
+    pub fn columns(&self) -> ColSet {
+        self.columns
+    }
+
+    /// False when no event of a chunk with this summary can match: the chunk can be skipped
+    /// without decompressing it.
+    pub fn may_match(&self, s: &ChunkSummary) -> bool {
+        s.events > 0 && self.root.bounds(s).0
+    }
+
+    /// True when every event of a chunk with this summary matches (a count needs no decoding).
+    pub fn all_match(&self, s: &ChunkSummary) -> bool {
+        self.root.bounds(s).1
+    }
+
+    /// Whether the filter matches every event (the empty filter).
+    pub fn is_all(&self) -> bool {
+        matches!(self.root, CNode::Const(true))
+    }
+
+    /// Set `out` to one bit per event of `cols`: the events that match.
+    pub fn eval(&self, cols: &Columns, out: &mut Bitmap) {
+        out.reset(cols.len(), false);
+        self.root.eval(cols, out, Mode::Set);
+        out.mask_tail();
+    }
+}

@@ -1,0 +1,171 @@
+//! [`FilterError`]: what is wrong with a filter, where, and the likely fix; and the
+//! "did you mean" suggestions that fill its `help`.
+
+use std::fmt;
+use std::ops::Range;
+
+/// A filter that does not lex, parse or check.
+///
+/// `span` is a byte range of the source (possibly empty, at the end, for "expected more"):
+/// the CLI puts a caret under it ([`FilterError::render`]), the viewer highlights it in its
+/// filter bar.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FilterError {
+    /// One line, lower case, no trailing period: ``unknown field `proc.nme` ``.
+    pub message: String,
+    /// Bytes of the source the message is about.
+    pub span: Range<usize>,
+    /// The likely fix: ``did you mean `proc.name`?``.
+    pub help: Option<String>,
+}
+
+impl FilterError {
+    pub(crate) fn new(message: impl Into<String>, span: Range<usize>) -> FilterError {
+        FilterError {
+            message: message.into(),
+            span,
+            help: None,
+        }
+    }
+
+    pub(crate) fn help(mut self, help: impl Into<String>) -> FilterError {
+        self.help = Some(help.into());
+        self
+    }
+
+    pub(crate) fn help_opt(mut self, help: Option<String>) -> FilterError {
+        self.help = help;
+        self
+    }
+
+    /// The message, the source line, a caret line under the span and the help, for a terminal:
+    ///
+    /// ```text
+    /// unknown field `proc.nme`
+    ///   proc.nme=fio and latency>1ms
+    ///   ^^^^^^^^
+    ///   help: did you mean `proc.name`?
+    /// ```
+    ///
+    /// Carets are placed by characters, not bytes, so they line up under non-ASCII text.
+    pub fn render(&self, src: &str) -> String {
+        let start = floor_char_boundary(src, self.span.start.min(src.len()));
+        let end = floor_char_boundary(src, self.span.end.clamp(start, src.len()));
+        let line_start = src[..start].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = src[start..].find('\n').map_or(src.len(), |i| start + i);
+        let line = &src[line_start..line_end];
+        let pad = src[line_start..start].chars().count();
+        let width = src[start..end.min(line_end)].chars().count().max(1);
+        let mut out = format!(
+            "{}\n  {}\n  {}{}",
+            self.message,
+            line,
+            " ".repeat(pad),
+            "^".repeat(width)
+        );
+        if let Some(h) = &self.help {
+            out.push_str("\n  help: ");
+            out.push_str(h);
+        }
+        out
+    }
+}
+
+impl fmt::Display for FilterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)?;
+        if let Some(h) = &self.help {
+            write!(f, " ({h})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for FilterError {}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Levenshtein distance, on chars; inputs are short (field names, keywords, units).
+pub(crate) fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.chars().enumerate() {
+        cur[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+/// The candidates nearest to `word` (case-insensitively), closest first, at most `max`: those
+/// at the smallest edit distance if it is small enough to be a typo, else those containing
+/// `word` (`name` → `proc.name`).
+pub(crate) fn nearest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>, max: usize) -> Vec<&'a str> {
+    let lower = word.to_lowercase();
+    let limit = (word.chars().count() / 3).clamp(1, 3);
+    let scored: Vec<(usize, &str)> = candidates
+        .into_iter()
+        .map(|c| (distance(&lower, &c.to_lowercase()), c))
+        .collect();
+    let best = scored.iter().map(|&(d, _)| d).min().unwrap_or(usize::MAX);
+    let mut picked: Vec<&str> = if best <= limit {
+        scored.iter().filter(|&&(d, _)| d == best).map(|&(_, c)| c).collect()
+    } else if lower.len() >= 3 {
+        scored
+            .iter()
+            .filter(|(_, c)| c.to_lowercase().contains(&lower))
+            .map(|&(_, c)| c)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    picked.dedup();
+    picked.truncate(max);
+    picked
+}
+
+/// ``did you mean `a`?`` or ``did you mean `a`, `b` or `c`?``; `None` with no candidate.
+pub(crate) fn did_you_mean(names: &[&str]) -> Option<String> {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    match quoted.as_slice() {
+        [] => None,
+        [one] => Some(format!("did you mean {one}?")),
+        [rest @ .., last] => Some(format!("did you mean {} or {last}?", rest.join(", "))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distances() {
+        assert_eq!(distance("an", "and"), 1);
+        assert_eq!(distance("proc.nme", "proc.name"), 1);
+        assert_eq!(distance("", "abc"), 3);
+        assert_eq!(distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn render_points_at_chars() {
+        let e = FilterError::new("bad", 7..9).help("fix it");
+        assert_eq!(e.render("µs µs ab c"), "bad\n  µs µs ab c\n       ^^\n  help: fix it");
+        let at_end = FilterError::new("more", 3..3);
+        assert_eq!(at_end.render("abc"), "more\n  abc\n     ^");
+        let hostile = FilterError::new("x", 100..200);
+        assert_eq!(
+            hostile.render("ab"),
+            "x\n  ab\n    ^",
+            "a span past the end does not panic"
+        );
+    }
+}

@@ -1,0 +1,566 @@
+//! The fields of the filter language: names, types, descriptions, and what each one's value is
+//! for an event.
+//!
+//! This is the single source of truth: the checker accepts exactly these names, the compiler
+//! evaluates exactly these meanings over columns, and `iocap events --json` / `export` print
+//! [`value`] under these names, so an output key means what a filter on it compares.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use iocap_format::{blk_flags, dev_parts, syscalls, BlockOp, Class, Event, FdType, Meta, Tables};
+
+/// What a field holds, which decides the operators and literals it accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FieldType {
+    /// Text: `= != contains icontains startswith endswith glob in exists`.
+    Str,
+    /// A signed integer.
+    Int,
+    /// An unsigned integer.
+    UInt,
+    /// Nanoseconds; literals take a unit: `500us`, `1.5ms`, `2s`.
+    Duration,
+    /// A size in bytes; literals may take a unit: `4KiB`, `1MB`.
+    Bytes,
+    /// `true` or `false`; the field alone is a condition (`evt.failed`).
+    Bool,
+}
+
+impl FieldType {
+    /// The name `iocap fields` shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            FieldType::Str => "string",
+            FieldType::Int => "int",
+            FieldType::UInt => "uint",
+            FieldType::Duration => "duration",
+            FieldType::Bytes => "size",
+            FieldType::Bool => "bool",
+        }
+    }
+
+    pub(crate) fn is_numeric(self) -> bool {
+        !matches!(self, FieldType::Str)
+    }
+}
+
+impl fmt::Display for FieldType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Which value a field reads; aliases share one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FieldId {
+    ProcName,
+    ProcPid,
+    ProcPpid,
+    ProcExe,
+    ProcCmdline,
+    ThreadTid,
+    EvtType,
+    EvtClass,
+    EvtRes,
+    EvtFailed,
+    EvtErrno,
+    EvtTime,
+    Latency,
+    FdNum,
+    FdType,
+    FdName,
+    FdDirectory,
+    FdFilename,
+    FdDev,
+    IoBytes,
+    IoDir,
+    IsIoRead,
+    IsIoWrite,
+    BlkDev,
+    BlkOp,
+    BlkSector,
+    BlkBytes,
+    BlkQueue,
+    BlkFlags,
+    BlkLatency,
+    BlkTotal,
+}
+
+/// One field as `iocap fields` lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FieldInfo {
+    pub name: &'static str,
+    pub ty: FieldType,
+    pub description: &'static str,
+    pub id: FieldId,
+}
+
+const fn f(name: &'static str, ty: FieldType, id: FieldId, description: &'static str) -> FieldInfo {
+    FieldInfo {
+        name,
+        ty,
+        description,
+        id,
+    }
+}
+
+use FieldType as T;
+
+static FIELDS: &[FieldInfo] = &[
+    f(
+        "proc.name",
+        T::Str,
+        FieldId::ProcName,
+        "process name (comm); for a block request, the task that queued it",
+    ),
+    f("proc.pid", T::UInt, FieldId::ProcPid, "process id (thread group id)"),
+    f("proc.ppid", T::UInt, FieldId::ProcPpid, "parent process id"),
+    f("proc.exe", T::Str, FieldId::ProcExe, "executable path"),
+    f(
+        "proc.cmdline",
+        T::Str,
+        FieldId::ProcCmdline,
+        "command line, arguments joined by spaces",
+    ),
+    f("thread.tid", T::UInt, FieldId::ThreadTid, "thread id"),
+    f("proc.tid", T::UInt, FieldId::ThreadTid, "alias of thread.tid"),
+    f(
+        "evt.type",
+        T::Str,
+        FieldId::EvtType,
+        "syscall name (read, openat, fsync...), or `block` for a block request",
+    ),
+    f("evt.class", T::Str, FieldId::EvtClass, "syscall or block"),
+    f(
+        "evt.res",
+        T::Int,
+        FieldId::EvtRes,
+        "return value; block: 0, or a negative errno on error",
+    ),
+    f(
+        "evt.failed",
+        T::Bool,
+        FieldId::EvtFailed,
+        "the return value is negative (an error)",
+    ),
+    f(
+        "evt.errno",
+        T::Str,
+        FieldId::EvtErrno,
+        "error name (ENOENT, EAGAIN...) of a failed event; absent otherwise",
+    ),
+    f(
+        "evt.time",
+        T::Duration,
+        FieldId::EvtTime,
+        "start of the event, as time since the capture started",
+    ),
+    f(
+        "latency",
+        T::Duration,
+        FieldId::Latency,
+        "syscall: enter to exit; block: issue to completion (device time)",
+    ),
+    f("evt.latency", T::Duration, FieldId::Latency, "alias of latency"),
+    f(
+        "fd.num",
+        T::Int,
+        FieldId::FdNum,
+        "the fd the syscall operated on; absent when it takes none",
+    ),
+    f(
+        "fd.type",
+        T::Str,
+        FieldId::FdType,
+        "file, directory, ipv4, ipv6, unix, pipe, event, memfd, device...",
+    ),
+    f(
+        "fd.name",
+        T::Str,
+        FieldId::FdName,
+        "path, or laddr:lport->raddr:rport for a socket, pipe:[ino]...",
+    ),
+    f(
+        "fd.directory",
+        T::Str,
+        FieldId::FdDirectory,
+        "directory part of a path fd.name (/var/lib for /var/lib/x.db)",
+    ),
+    f(
+        "fd.filename",
+        T::Str,
+        FieldId::FdFilename,
+        "last component of a path fd.name (x.db for /var/lib/x.db)",
+    ),
+    f(
+        "fd.dev",
+        T::Str,
+        FieldId::FdDev,
+        "block device of the file's filesystem (vda, nvme0n1, or major:minor)",
+    ),
+    f(
+        "io.bytes",
+        T::Bytes,
+        FieldId::IoBytes,
+        "bytes transferred: by an I/O syscall, or by a block request",
+    ),
+    f(
+        "io.dir",
+        T::Str,
+        FieldId::IoDir,
+        "read, write or none: by syscall (read, pwritev...) or block op",
+    ),
+    f("evt.is_io_read", T::Bool, FieldId::IsIoRead, "io.dir is read"),
+    f("evt.is_io_write", T::Bool, FieldId::IsIoWrite, "io.dir is write"),
+    f(
+        "blk.dev",
+        T::Str,
+        FieldId::BlkDev,
+        "disk of a block request (vda, sdb, nvme0n1, or major:minor)",
+    ),
+    f("blk.op", T::Str, FieldId::BlkOp, "read, write, flush, discard or other"),
+    f(
+        "blk.sector",
+        T::UInt,
+        FieldId::BlkSector,
+        "first sector of a block request (512-byte units)",
+    ),
+    f("blk.bytes", T::Bytes, FieldId::BlkBytes, "size of a block request"),
+    f(
+        "blk.queue",
+        T::Duration,
+        FieldId::BlkQueue,
+        "time a block request waited in the queue (insert to issue)",
+    ),
+    f(
+        "blk.flags",
+        T::Str,
+        FieldId::BlkFlags,
+        "flags of a block request, comma-separated: sync,meta,fua,preflush...",
+    ),
+    f(
+        "blk.latency",
+        T::Duration,
+        FieldId::BlkLatency,
+        "device time of a block request (issue to completion)",
+    ),
+    f(
+        "blk.total",
+        T::Duration,
+        FieldId::BlkTotal,
+        "blk.queue + blk.latency: insert to completion",
+    ),
+];
+
+/// Every field, aliases included, in the order `iocap fields` lists them.
+pub fn all() -> &'static [FieldInfo] {
+    FIELDS
+}
+
+/// The field called `name`.
+pub fn lookup(name: &str) -> Option<&'static FieldInfo> {
+    FIELDS.iter().find(|f| f.name == name)
+}
+
+/// The first (canonical) field with this id.
+pub fn info(id: FieldId) -> &'static FieldInfo {
+    FIELDS.iter().find(|f| f.id == id).unwrap_or(&FIELDS[0])
+}
+
+/// A field's value for one event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value<'a> {
+    Str(Cow<'a, str>),
+    Int(i64),
+    UInt(u64),
+    /// Nanoseconds.
+    Duration(u64),
+    /// Bytes.
+    Bytes(u64),
+    Bool(bool),
+    /// The field does not apply to this event (fd.name of a block request).
+    Absent,
+}
+
+impl Value<'_> {
+    pub fn is_absent(&self) -> bool {
+        matches!(self, Value::Absent)
+    }
+}
+
+impl fmt::Display for Value<'_> {
+    /// Plain text: durations in ns, sizes in bytes, absent as the empty string.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Str(s) => f.write_str(s),
+            Value::Int(v) => write!(f, "{v}"),
+            Value::UInt(v) | Value::Duration(v) | Value::Bytes(v) => write!(f, "{v}"),
+            Value::Bool(b) => write!(f, "{b}"),
+            Value::Absent => Ok(()),
+        }
+    }
+}
+
+/// The value of `field` for event `e` of a capture with these `meta` and `tables`.
+pub fn value<'a>(field: &FieldInfo, e: &Event, meta: &Meta, tables: &'a Tables) -> Value<'a> {
+    let block = e.class == Class::Block;
+    let proc = || tables.proc(e.proc);
+    let file = || tables.file(e.file);
+    let blk = |v: Value<'a>| if block { v } else { Value::Absent };
+    let s = |x: &'a str| Value::Str(Cow::Borrowed(x));
+    match field.id {
+        FieldId::ProcName => proc().map_or(Value::Absent, |p| s(tables.string(p.name))),
+        FieldId::ProcPid => Value::UInt(u64::from(e.pid)),
+        FieldId::ProcPpid => proc().map_or(Value::Absent, |p| Value::UInt(u64::from(p.ppid))),
+        FieldId::ProcExe => proc().map_or(Value::Absent, |p| s(tables.string(p.exe))),
+        FieldId::ProcCmdline => proc().map_or(Value::Absent, |p| s(tables.string(p.cmdline))),
+        FieldId::ThreadTid => Value::UInt(u64::from(e.tid)),
+        FieldId::EvtType => Value::Str(evt_type(&meta.arch, e.class, e.nr)),
+        FieldId::EvtClass => s(e.class.name()),
+        FieldId::EvtRes => Value::Int(e.ret),
+        FieldId::EvtFailed => Value::Bool(e.ret < 0),
+        FieldId::EvtErrno => match e.ret {
+            r if r < 0 => Value::Str(errno_name(r.unsigned_abs())),
+            _ => Value::Absent,
+        },
+        FieldId::EvtTime => Value::Duration(e.ts.saturating_sub(meta.start_ts)),
+        FieldId::Latency => Value::Duration(e.latency),
+        FieldId::FdNum => match e.fd {
+            fd if fd >= 0 && !block => Value::Int(i64::from(fd)),
+            _ => Value::Absent,
+        },
+        FieldId::FdType => file().map_or(Value::Absent, |f| s(f.kind.name())),
+        FieldId::FdName => file().map_or(Value::Absent, |f| s(tables.string(f.name))),
+        FieldId::FdDirectory => file()
+            .and_then(|f| split_path(tables.string(f.name)))
+            .map_or(Value::Absent, |(d, _)| s(d)),
+        FieldId::FdFilename => file()
+            .and_then(|f| split_path(tables.string(f.name)))
+            .map_or(Value::Absent, |(_, n)| s(n)),
+        FieldId::FdDev => match file() {
+            Some(f) if f.dev != 0 => Value::Str(device_name(f.dev, meta, tables)),
+            _ => Value::Absent,
+        },
+        FieldId::IoBytes => Value::Bytes(e.bytes),
+        FieldId::IoDir => s(io_dir(&meta.arch, e.class, e.nr, e.op).name()),
+        FieldId::IsIoRead => Value::Bool(io_dir(&meta.arch, e.class, e.nr, e.op) == IoDir::Read),
+        FieldId::IsIoWrite => Value::Bool(io_dir(&meta.arch, e.class, e.nr, e.op) == IoDir::Write),
+        FieldId::BlkDev => blk(Value::Str(device_name(e.dev, meta, tables))),
+        FieldId::BlkOp => blk(s(BlockOp::from_code(e.op).name())),
+        FieldId::BlkSector => blk(Value::UInt(e.sector)),
+        FieldId::BlkBytes => blk(Value::Bytes(e.bytes)),
+        FieldId::BlkQueue => blk(Value::Duration(e.queue)),
+        FieldId::BlkFlags => blk(Value::Str(Cow::Borrowed(flags_name(e.flags)))),
+        FieldId::BlkLatency => blk(Value::Duration(e.latency)),
+        FieldId::BlkTotal => blk(Value::Duration(e.queue.saturating_add(e.latency))),
+    }
+}
+
+/// `evt.type`: the syscall's name, `block`, or `sys_NNN` for a number iocap does not know.
+pub fn evt_type(arch: &str, class: Class, nr: u32) -> Cow<'static, str> {
+    match class {
+        Class::Block => Cow::Borrowed("block"),
+        Class::Syscall => syscall_name(arch, nr),
+    }
+}
+
+pub(crate) fn syscall_name(arch: &str, nr: u32) -> Cow<'static, str> {
+    syscalls::name(arch, nr).map_or_else(|| Cow::Owned(format!("sys_{nr}")), Cow::Borrowed)
+}
+
+/// Direction of an event's I/O.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoDir {
+    Read,
+    Write,
+    None,
+}
+
+impl IoDir {
+    pub fn name(self) -> &'static str {
+        match self {
+            IoDir::Read => "read",
+            IoDir::Write => "write",
+            IoDir::None => "none",
+        }
+    }
+}
+
+const READ_CALLS: &[&str] = &[
+    "read", "pread64", "readv", "preadv", "preadv2", "recvfrom", "recvmsg", "recvmmsg",
+];
+const WRITE_CALLS: &[&str] = &[
+    "write",
+    "pwrite64",
+    "writev",
+    "pwritev",
+    "pwritev2",
+    "sendto",
+    "sendmsg",
+    "sendmmsg",
+    "sendfile",
+    "copy_file_range",
+];
+
+/// Direction of syscall `name`, by what it moves between the caller and its fd.
+pub(crate) fn syscall_dir(name: &str) -> IoDir {
+    if READ_CALLS.contains(&name) {
+        IoDir::Read
+    } else if WRITE_CALLS.contains(&name) {
+        IoDir::Write
+    } else {
+        IoDir::None
+    }
+}
+
+/// `io.dir` of an event: by syscall, or by block op.
+pub fn io_dir(arch: &str, class: Class, nr: u32, op: u8) -> IoDir {
+    match class {
+        Class::Syscall => syscalls::name(arch, nr).map_or(IoDir::None, syscall_dir),
+        Class::Block => block_dir(op),
+    }
+}
+
+pub(crate) fn block_dir(op: u8) -> IoDir {
+    match BlockOp::from_code(op) {
+        BlockOp::Read => IoDir::Read,
+        BlockOp::Write => IoDir::Write,
+        _ => IoDir::None,
+    }
+}
+
+/// Mask of the block flags iocap knows; other bits are ignored everywhere.
+pub(crate) const FLAGS_MASK: u32 = 0x7f;
+
+/// `blk.flags`: the names of the known bits of `flags`, comma-separated, in bit order.
+pub fn flags_name(flags: u32) -> &'static str {
+    // Every combination of the seven known bits, built once.
+    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        (0..=FLAGS_MASK)
+            .map(|bits| {
+                let parts: Vec<&str> = blk_flags::NAMES
+                    .iter()
+                    .filter(|(b, _)| bits & b != 0)
+                    .map(|(_, n)| *n)
+                    .collect();
+                parts.join(",")
+            })
+            .collect()
+    });
+    names.get((flags & FLAGS_MASK) as usize).map_or("", String::as_str)
+}
+
+/// A block device's name from the capture's tables or header, else `major:minor`.
+pub fn device_name<'a>(dev: u32, meta: &Meta, tables: &'a Tables) -> Cow<'a, str> {
+    if let Some(n) = tables.device_name(dev) {
+        return Cow::Borrowed(n);
+    }
+    match meta.devices.iter().find(|d| d.dev == dev) {
+        Some(d) => Cow::Owned(d.name.clone()),
+        None => {
+            let (major, minor) = dev_parts(dev);
+            Cow::Owned(format!("{major}:{minor}"))
+        }
+    }
+}
+
+/// `(directory, filename)` of an absolute path; `None` for socket names, `pipe:[..]` and such.
+pub(crate) fn split_path(name: &str) -> Option<(&str, &str)> {
+    if !name.starts_with('/') {
+        return None;
+    }
+    let i = name.rfind('/')?;
+    let dir = if i == 0 { "/" } else { &name[..i] };
+    Some((dir, &name[i + 1..]))
+}
+
+/// The error name for errno `n` (`ENOENT`), or `errno_N` for a number without one.
+pub fn errno_name(n: u64) -> Cow<'static, str> {
+    usize::try_from(n)
+        .ok()
+        .and_then(|i| ERRNOS.get(i))
+        .filter(|s| !s.is_empty())
+        .map_or_else(|| Cow::Owned(format!("errno_{n}")), |s| Cow::Borrowed(*s))
+}
+
+/// Every errno name iocap knows (for checking and suggesting filter values).
+pub(crate) fn errno_names() -> impl Iterator<Item = &'static str> {
+    ERRNOS.iter().copied().filter(|s| !s.is_empty())
+}
+
+/// Linux's generic errno numbers (asm-generic/errno-base.h, errno.h), which x86_64 and
+/// aarch64 share; then the kernel-internal restart codes a traced syscall may return.
+#[rustfmt::skip]
+pub(crate) static ERRNOS: &[&str] = &[
+    "", "EPERM", "ENOENT", "ESRCH", "EINTR", "EIO", "ENXIO", "E2BIG", "ENOEXEC", "EBADF", "ECHILD",
+    "EAGAIN", "ENOMEM", "EACCES", "EFAULT", "ENOTBLK", "EBUSY", "EEXIST", "EXDEV", "ENODEV", "ENOTDIR",
+    "EISDIR", "EINVAL", "ENFILE", "EMFILE", "ENOTTY", "ETXTBSY", "EFBIG", "ENOSPC", "ESPIPE", "EROFS",
+    "EMLINK", "EPIPE", "EDOM", "ERANGE", "EDEADLK", "ENAMETOOLONG", "ENOLCK", "ENOSYS", "ENOTEMPTY", "ELOOP",
+    "", "ENOMSG", "EIDRM", "ECHRNG", "EL2NSYNC", "EL3HLT", "EL3RST", "ELNRNG", "EUNATCH", "ENOCSI",
+    "EL2HLT", "EBADE", "EBADR", "EXFULL", "ENOANO", "EBADRQC", "EBADSLT", "", "EBFONT", "ENOSTR",
+    "ENODATA", "ETIME", "ENOSR", "ENONET", "ENOPKG", "EREMOTE", "ENOLINK", "EADV", "ESRMNT", "ECOMM",
+    "EPROTO", "EMULTIHOP", "EDOTDOT", "EBADMSG", "EOVERFLOW", "ENOTUNIQ", "EBADFD", "EREMCHG", "ELIBACC", "ELIBBAD",
+    "ELIBSCN", "ELIBMAX", "ELIBEXEC", "EILSEQ", "ERESTART", "ESTRPIPE", "EUSERS", "ENOTSOCK", "EDESTADDRREQ", "EMSGSIZE",
+    "EPROTOTYPE", "ENOPROTOOPT", "EPROTONOSUPPORT", "ESOCKTNOSUPPORT", "EOPNOTSUPP", "EPFNOSUPPORT", "EAFNOSUPPORT", "EADDRINUSE", "EADDRNOTAVAIL", "ENETDOWN",
+    "ENETUNREACH", "ENETRESET", "ECONNABORTED", "ECONNRESET", "ENOBUFS", "EISCONN", "ENOTCONN", "ESHUTDOWN", "ETOOMANYREFS", "ETIMEDOUT",
+    "ECONNREFUSED", "EHOSTDOWN", "EHOSTUNREACH", "EALREADY", "EINPROGRESS", "ESTALE", "EUCLEAN", "ENOTNAM", "ENAVAIL", "EISNAM",
+    "EREMOTEIO", "EDQUOT", "ENOMEDIUM", "EMEDIUMTYPE", "ECANCELED", "ENOKEY", "EKEYEXPIRED", "EKEYREVOKED", "EKEYREJECTED", "EOWNERDEAD",
+    "ENOTRECOVERABLE", "ERFKILL", "EHWPOISON",
+];
+
+/// The values a string field can take, when they form a closed set known without a capture:
+/// used to reject `fd.type=fiel` with a suggestion instead of silently matching nothing.
+pub(crate) fn vocabulary(id: FieldId) -> Option<Vec<&'static str>> {
+    Some(match id {
+        FieldId::EvtClass => vec!["syscall", "block"],
+        FieldId::FdType => FdType::ALL.iter().map(|t| t.name()).collect(),
+        FieldId::IoDir => vec!["read", "write", "none"],
+        FieldId::BlkOp => vec!["read", "write", "flush", "discard", "other"],
+        FieldId::EvtType => syscalls::names("x86_64").chain(["block"]).collect(),
+        FieldId::EvtErrno => errno_names().collect(),
+        _ => return None,
+    })
+}
+
+/// Whether `v` is a value of a closed-vocabulary field that the vocabulary cannot list
+/// (`sys_335`, `errno_600`: numbers iocap has no name for).
+pub(crate) fn is_numbered_name(id: FieldId, v: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    match id {
+        FieldId::EvtType => v.strip_prefix("sys_").is_some_and(digits),
+        FieldId::EvtErrno => v.strip_prefix("errno_").is_some_and(digits),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_described() {
+        let mut names: Vec<_> = all().iter().map(|f| f.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), all().len());
+        assert!(all().iter().all(|f| !f.description.is_empty()));
+        assert_eq!(lookup("evt.latency").map(|f| f.id), Some(FieldId::Latency));
+    }
+
+    #[test]
+    fn derived_values() {
+        assert_eq!(errno_name(2), "ENOENT");
+        assert_eq!(errno_name(41), "errno_41");
+        assert_eq!(errno_name(u64::MAX), format!("errno_{}", u64::MAX));
+        assert_eq!(split_path("/var/lib/x.db"), Some(("/var/lib", "x.db")));
+        assert_eq!(split_path("/x"), Some(("/", "x")));
+        assert_eq!(split_path("1.2.3.4:5->6.7.8.9:10"), None);
+        assert_eq!(flags_name(blk_flags::SYNC | blk_flags::FUA | 0x8000), "sync,fua");
+        assert_eq!(io_dir("x86_64", Class::Syscall, 17, 0), IoDir::Read, "17 is pread64");
+        assert_eq!(io_dir("x86_64", Class::Block, 0, BlockOp::Flush as u8), IoDir::None);
+        assert_eq!(evt_type("x86_64", Class::Syscall, 100_000), "sys_100000");
+    }
+}

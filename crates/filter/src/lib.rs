@@ -1,0 +1,134 @@
+//! iocap's filter language: `proc.name=fio and fd.type=file and latency>1ms`.
+//!
+//! sysdig's field names, with units (`1.5ms`, `4KiB`), `and`/`or`/`not`/parentheses and
+//! string operators (`contains`, `icontains`, `startswith`, `endswith`, `glob`, `in (a, b)`,
+//! `exists`). A filter goes through four stages:
+//!
+//! 1. lex and parse into an [`Expr`] with byte spans (`lex.rs`, `parse.rs`, `ast.rs`);
+//! 2. check against the schema in [`fields`]: names, operators, literal types and units
+//!    (`check.rs`). [`Filter::parse`] does 1 and 2 and returns a [`FilterError`] whose span
+//!    and help the CLI renders ([`FilterError::render`]) and the viewer highlights;
+//! 3. [`Filter::compile`] against one capture's [`Meta`] and [`Tables`]: every string test is
+//!    decided once per table id, so that
+//! 4. [`Compiled::eval`] over a decoded chunk is integer column scans into a [`Bitmap`], and
+//!    [`Compiled::may_match`] skips chunks by their [`ChunkSummary`] alone.
+//!
+//! A field that does not apply to an event (`fd.name` of a block request) makes a comparison
+//! false, and `not` inverts that; `exists` tests presence. [`fields::value`] gives the value
+//! each field has for an event, which is what `iocap events --json` prints.
+//!
+//! ```
+//! use iocap_filter::{Bitmap, Filter};
+//! use iocap_format::{ColSet, Columns, Event, Meta, Reader, Writer, WriterOptions};
+//!
+//! // A capture with 100 reads by one process, one in ten slow.
+//! let meta = Meta { arch: "x86_64".into(), ..Meta::default() };
+//! let mut w = Writer::new(Vec::new(), &meta, WriterOptions::default())?;
+//! let name = w.intern(b"postgres");
+//! let proc = w.add_proc(iocap_format::ProcEntry { pid: 7, name, ..Default::default() });
+//! for i in 0..100u64 {
+//!     let latency = if i % 10 == 0 { 5_000_000 } else { 20_000 };
+//!     w.push(&Event { proc, ..Event::syscall(i * 1000, latency, 7, 7, 0, 4096) })?;
+//! }
+//! let r = Reader::from_bytes(w.finish(1_000_000)?)?;
+//!
+//! let filter = Filter::parse("proc.name=postgres and evt.type=read and latency>1ms").unwrap();
+//! assert_eq!(filter.to_string(), "proc.name=postgres and evt.type=read and latency>1ms");
+//! let compiled = filter.compile(r.meta(), r.tables());
+//! let (mut dec, mut cols, mut bits) = (Default::default(), Columns::default(), Bitmap::default());
+//! let mut matched = 0;
+//! for (i, chunk) in r.chunks().iter().enumerate() {
+//!     if !compiled.may_match(&chunk.summary) {
+//!         continue;
+//!     }
+//!     r.read_chunk(i, compiled.columns(), &mut dec, &mut cols)?;
+//!     compiled.eval(&cols, &mut bits);
+//!     matched += bits.count_ones();
+//! }
+//! assert_eq!(matched, 10);
+//!
+//! let err = Filter::parse("proc.nme=postgres").unwrap_err();
+//! assert_eq!(err.render("proc.nme=postgres"),
+//!            "unknown field `proc.nme`\n  proc.nme=postgres\n  ^^^^^^^^\n  help: did you mean `proc.name`?");
+//! # Ok::<(), iocap_format::Error>(())
+//! ```
+
+mod ast;
+mod bitmap;
+mod check;
+mod compile;
+mod error;
+pub mod fields;
+mod lex;
+mod parse;
+
+use std::fmt;
+
+pub use ast::{Cmp, Expr, Lit, Op};
+pub use bitmap::Bitmap;
+pub use compile::Compiled;
+pub use error::FilterError;
+pub use iocap_format::{ChunkSummary, ColSet, Columns, Meta, Tables};
+
+/// A parsed and checked filter. `Display` prints it back in a form that parses to the same tree.
+#[derive(Clone, Debug)]
+pub struct Filter {
+    expr: Expr,
+    checked: check::Node,
+}
+
+impl Filter {
+    /// Parse and check `src`. Empty or blank text matches every event.
+    pub fn parse(src: &str) -> Result<Filter, FilterError> {
+        let expr = parse::parse(src)?;
+        let checked = check::check(&expr)?;
+        Ok(Filter { expr, checked })
+    }
+
+    /// The syntax tree, with spans into the source.
+    pub fn expr(&self) -> &Expr {
+        &self.expr
+    }
+
+    /// The tree as an S-expression: `(and (= proc.name fio) (> latency 1ms))`.
+    pub fn sexpr(&self) -> String {
+        self.expr.sexpr()
+    }
+
+    /// Whether this is the empty filter, which matches everything.
+    pub fn is_all(&self) -> bool {
+        self.expr == Expr::All
+    }
+
+    /// Prepare the filter for the chunks of one capture.
+    pub fn compile(&self, meta: &Meta, tables: &Tables) -> Compiled {
+        compile::compile(&self.checked, meta, tables)
+    }
+}
+
+impl fmt::Display for Filter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.expr.fmt(f)
+    }
+}
+
+impl std::str::FromStr for Filter {
+    type Err = FilterError;
+
+    fn from_str(s: &str) -> Result<Filter, FilterError> {
+        Filter::parse(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn compiled_is_shareable() {
+        assert_send_sync::<Compiled>();
+        assert_send_sync::<Filter>();
+    }
+}
