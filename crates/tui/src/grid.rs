@@ -1,0 +1,136 @@
+//! The spectrogram as drawn: dense counts for the rows of the current view, in
+//! [`iocap_analysis::spectro`]'s latency columns.
+//!
+//! A grid comes from one of two places. Right after opening, [`Grid::from_summaries`] builds it
+//! from the chunk summaries in the index (no decompression: this is what makes the first frame
+//! instant at any file size); it is approximate, since a summary only knows a chunk's time range
+//! and a log2 latency histogram. Then the worker's exact scan replaces it
+//! ([`Grid::from_spectrogram`]).
+
+use iocap_analysis::spectro::{self, COLS};
+use iocap_analysis::Spectrogram;
+use iocap_format::{log2_bucket_range, ChunkInfo};
+
+/// Counts per (row, latency column) for `rows.len()` rows of `interval` ns from `start`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Grid {
+    pub start: u64,
+    pub interval: u64,
+    pub rows: Vec<[u64; COLS]>,
+    /// Built from summaries: times and latencies are spread, not exact.
+    pub approximate: bool,
+}
+
+impl Grid {
+    /// An empty grid of `rows` rows.
+    pub fn empty(start: u64, interval: u64, rows: usize) -> Grid {
+        Grid {
+            start,
+            interval: interval.max(1),
+            rows: vec![[0; COLS]; rows],
+            approximate: false,
+        }
+    }
+
+    /// The rows of `s` that fall in this view (`s` must have `start` as its origin).
+    pub fn from_spectrogram(s: &Spectrogram, rows: usize) -> Grid {
+        let mut g = Grid::empty(s.origin(), s.interval(), rows);
+        for (r, counts) in s.rows() {
+            if let Some(row) = usize::try_from(r).ok().and_then(|r| g.rows.get_mut(r)) {
+                *row = *counts;
+            }
+        }
+        g
+    }
+
+    /// An approximation from chunk summaries: each chunk's log2 histogram is put in the column
+    /// of each bucket's geometric middle and spread evenly over the rows its time range covers.
+    pub fn from_summaries(chunks: &[ChunkInfo], start: u64, interval: u64, rows: usize) -> Grid {
+        let mut g = Grid::empty(start, interval, rows);
+        g.approximate = true;
+        let end = g.end();
+        for c in chunks {
+            let s = &c.summary;
+            if s.events == 0 || s.max_ts < start || s.min_ts >= end {
+                continue;
+            }
+            let first = (s.min_ts.saturating_sub(start) / g.interval) as usize;
+            let last = ((s.max_ts.min(end - 1).saturating_sub(start)) / g.interval) as usize;
+            // Rows the chunk spans, including those outside the view, so that a chunk that
+            // straddles the view's edge contributes only its share.
+            let span_rows = ((s.max_ts - s.min_ts) / g.interval + 1).max(1);
+            for (b, &n) in s.log2_hist.iter().enumerate() {
+                if n == 0 {
+                    continue;
+                }
+                let (lo, hi) = log2_bucket_range(b);
+                let mid = (lo as f64 * hi.min(u64::MAX / 2) as f64).sqrt() as u64;
+                let col = spectro::column(mid);
+                let per_row = n / span_rows;
+                let extra = n % span_rows;
+                for r in first..=last.min(rows.saturating_sub(1)) {
+                    // Hand the remainder to the first rows so that the total stays exact.
+                    let k = (start + r as u64 * g.interval).saturating_sub(s.min_ts) / g.interval;
+                    g.rows[r][col] += per_row + u64::from(k < extra);
+                }
+            }
+        }
+        g
+    }
+
+    /// End of the last row, ns since boot.
+    pub fn end(&self) -> u64 {
+        self.start
+            .saturating_add(self.interval.saturating_mul(self.rows.len() as u64))
+            .max(self.start + 1)
+    }
+
+    pub fn max_cell(&self) -> u64 {
+        self.rows.iter().flat_map(|r| r.iter().copied()).max().unwrap_or(0)
+    }
+
+    pub fn total(&self) -> u64 {
+        self.rows.iter().flat_map(|r| r.iter()).sum()
+    }
+
+    /// Sum of the counts in rows `rows` and columns `cols` (both clamped).
+    pub fn sum(&self, rows: std::ops::Range<usize>, cols: std::ops::Range<usize>) -> u64 {
+        let rows = rows.start.min(self.rows.len())..rows.end.min(self.rows.len());
+        let cols = cols.start.min(COLS)..cols.end.min(COLS);
+        self.rows[rows].iter().map(|r| r[cols.clone()].iter().sum::<u64>()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iocap_format::{log2_bucket, ChunkSummary};
+
+    fn chunk(min_ts: u64, max_ts: u64, latency: u64, n: u64) -> ChunkInfo {
+        let mut summary = ChunkSummary { events: n, syscalls: n, min_ts, max_ts, ..ChunkSummary::default() };
+        summary.log2_hist[log2_bucket(latency)] = n;
+        ChunkInfo { offset: 0, summary }
+    }
+
+    #[test]
+    fn summaries_keep_totals_inside_the_view() {
+        // One chunk of 1000 events over 10 rows, all around 1 µs.
+        let g = Grid::from_summaries(&[chunk(0, 999, 1_000, 1000)], 0, 100, 10);
+        assert!(g.approximate);
+        assert_eq!(g.total(), 1000);
+        let col = spectro::column(1_000);
+        assert!((col.saturating_sub(2)..=col + 2).any(|c| g.rows[0][c] == 100));
+        // A view over the second half of the chunk sees about half of it.
+        let half = Grid::from_summaries(&[chunk(0, 999, 1_000, 1000)], 500, 100, 10);
+        assert_eq!(half.total(), 500);
+        // A chunk outside the view adds nothing.
+        assert_eq!(Grid::from_summaries(&[chunk(5_000, 6_000, 10, 7)], 0, 100, 10).total(), 0);
+    }
+
+    #[test]
+    fn uneven_spread_keeps_the_count() {
+        let g = Grid::from_summaries(&[chunk(0, 299, 50, 10)], 0, 100, 3);
+        assert_eq!(g.total(), 10);
+        assert_eq!(g.sum(0..1, 0..COLS), 4);
+    }
+}

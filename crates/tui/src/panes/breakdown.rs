@@ -1,0 +1,48 @@
+//! The breakdown pane: what the view is made of — the top values of a field among matching
+//! events, with counts, share and p99. Enter adds `field=value` to the filter.
+
+use ratatui::layout::{Constraint, Rect};
+use ratatui::text::Line;
+use ratatui::widgets::{Cell, Row, Table};
+use ratatui::Frame;
+
+use crate::app::{App, Focus};
+use crate::ui;
+use crate::units;
+
+pub fn render(app: &App, f: &mut Frame, area: Rect) {
+    let field = app.group_field().name;
+    let distinct = app.answer.as_ref().map_or(0, |a| a.group_count);
+    let focused = app.focus == Focus::Breakdown;
+    let title = format!(" By {field} ({distinct}) f:field ");
+    let block = ui::pane_block(app, title, focused);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let Some(a) = &app.answer else {
+        f.render_widget(Line::styled("scanning…", app.theme.dim()), inner);
+        return;
+    };
+    let visible = usize::from(inner.height.saturating_sub(1)).max(1);
+    let top = app.group_sel.saturating_sub(visible - 1);
+    let total = a.matched.max(1);
+    let rows = a.groups.iter().enumerate().skip(top).take(visible).map(|(i, g)| {
+        let value = if g.value.is_empty() { "(none)".to_owned() } else { g.value.clone() };
+        let row = Row::new(vec![
+            Cell::from(value),
+            Cell::from(units::short_count(g.count)),
+            Cell::from(format!("{:.0}%", g.count as f64 * 100.0 / total as f64)),
+            Cell::from(units::dur(g.p99)),
+        ]);
+        if focused && i == app.group_sel {
+            row.style(app.theme.cursor())
+        } else {
+            row
+        }
+    });
+    let table = Table::new(
+        rows,
+        [Constraint::Min(6), Constraint::Length(6), Constraint::Length(4), Constraint::Length(7)],
+    )
+    .header(Row::new(vec!["value", "count", "%", "p99"]).style(app.theme.dim()));
+    f.render_widget(table, inner);
+}

@@ -1,0 +1,85 @@
+//! The histogram pane: the latency distribution of the view under the filter, as log2 bars
+//! with counts, and p50/p90/p99/p99.9/max from [`iocap_analysis::LatencyHist`] (the numbers
+//! `iocap report` prints). Before the first scan answers, bars come from the chunk summaries.
+
+use iocap_format::{log2_bucket_range, LOG2_BUCKETS};
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+use crate::app::App;
+use crate::ui;
+use crate::units;
+
+pub fn render(app: &App, f: &mut Frame, area: Rect) {
+    let (log2, exact) = match app.hist() {
+        Some(h) => (h.log2(), true),
+        None => (summaries_log2(app), false),
+    };
+    let n: u64 = log2.iter().sum();
+    let title = format!(" Latency, {} events{} ", units::count(n), if exact { "" } else { " ≈index" });
+    let block = ui::pane_block(app, title, false);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let mut lines = Vec::new();
+    match app.hist() {
+        Some(h) if !h.is_empty() => {
+            let p = |q: f64| units::dur(h.percentile(q));
+            lines.push(Line::from(format!("p50 {} p90 {} p99 {}", p(50.0), p(90.0), p(99.0))));
+            lines.push(Line::from(format!("p99.9 {} max {}", p(99.9), units::dur(h.max()))));
+        }
+        Some(_) => lines.push(Line::from("no matching events in view")),
+        None => lines.push(Line::styled("percentiles: scanning…", app.theme.dim())),
+    }
+    let rows = usize::from(inner.height).saturating_sub(lines.len());
+    lines.extend(bars(app, &log2, rows, usize::from(inner.width)));
+    f.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The log2 histogram of the chunks in view, from the index (no filter: only shown unfiltered).
+fn summaries_log2(app: &App) -> [u64; LOG2_BUCKETS] {
+    let mut out = [0u64; LOG2_BUCKETS];
+    if !app.filter.is_empty() {
+        return out;
+    }
+    let r = &app.cap.reader;
+    for i in r.chunks_in(app.view_start, app.view_end()) {
+        for (o, c) in out.iter_mut().zip(r.chunks()[i].summary.log2_hist.iter()) {
+            *o += c;
+        }
+    }
+    out
+}
+
+/// One line per group of log2 buckets between the lowest and highest non-empty one.
+fn bars(app: &App, log2: &[u64; LOG2_BUCKETS], rows: usize, width: usize) -> Vec<Line<'static>> {
+    let (Some(lo), Some(hi)) = (log2.iter().position(|&c| c > 0), log2.iter().rposition(|&c| c > 0)) else {
+        return Vec::new();
+    };
+    if rows == 0 {
+        return Vec::new();
+    }
+    let per = (hi - lo + 1).div_ceil(rows);
+    let groups: Vec<(u64, u64)> = (lo..=hi)
+        .step_by(per)
+        .map(|b| {
+            let end = (b + per).min(hi + 1);
+            (log2_bucket_range(b).0, log2[b..end].iter().sum())
+        })
+        .collect();
+    let max = groups.iter().map(|g| g.1).max().unwrap_or(1).max(1);
+    // "  1.00ms ████ 12.3k": label, bar, count.
+    let bar_w = width.saturating_sub(7 + 1 + 6);
+    groups
+        .into_iter()
+        .map(|(from, count)| {
+            let len = ((count as f64 / max as f64) * bar_w as f64).ceil() as usize;
+            Line::from(vec![
+                Span::styled(format!("{:>6} ", units::dur_tick(from.max(1))), app.theme.dim()),
+                Span::styled("█".repeat(len.min(bar_w)), app.theme.bar()),
+                Span::raw(format!(" {}", units::short_count(count))),
+            ])
+        })
+        .collect()
+}

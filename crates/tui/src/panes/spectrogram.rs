@@ -1,0 +1,186 @@
+//! The spectrogram pane: event counts per (time interval, latency column) as a heat map, with
+//! the cursor, the region being selected, axis labels, drop marks and a legend.
+//!
+//! Sysdig orientation (default): latency 1 ns … 10 s+ left→right, one row per interval, time
+//! going down. Heatmap orientation: time left→right, latency going up.
+
+use iocap_analysis::spectro::{self, COLS, COLS_PER_DECADE};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::Frame;
+
+use crate::app::{drops_between, App, Focus, Orientation};
+use crate::theme::{Theme, HEAT_GLYPHS};
+use crate::ui::{self, Geometry, LAT_LABEL, TIME_LABEL};
+use crate::units;
+
+pub fn render(app: &App, f: &mut Frame, area: Rect) {
+    let focused = app.focus == Focus::Spectrogram;
+    let approx = if app.grid.approximate { " ≈index" } else { "" };
+    let orient = match app.orientation {
+        Orientation::Sysdig => "latency →",
+        Orientation::Heatmap => "time →",
+    };
+    let title = format!(" Spectrogram {}/row, {orient}{approx} ", units::dur_tick(app.interval));
+    f.render_widget(ui::pane_block(app, title, focused), area);
+    let geo = ui::spectro_geometry(app);
+    if geo.time_cells == 0 || geo.lat_cells == 0 {
+        return;
+    }
+    draw(app, &geo, f.buffer_mut());
+}
+
+/// Counts of every display cell, `[time][lat]`, and their maximum.
+fn cells(app: &App, geo: &Geometry) -> (Vec<Vec<u64>>, u64) {
+    let mut max = 0;
+    let out: Vec<Vec<u64>> = (0..geo.time_cells)
+        .map(|t| {
+            (0..geo.lat_cells)
+                .map(|l| {
+                    let n = app.grid.sum(t..t + 1, app.cell_cols(l));
+                    max = max.max(n);
+                    n
+                })
+                .collect()
+        })
+        .collect();
+    (out, max)
+}
+
+fn draw(app: &App, geo: &Geometry, buf: &mut Buffer) {
+    let theme = &app.theme;
+    let (counts, max) = cells(app, geo);
+    let p = geo.plot;
+    let here = (app.cursor_t, app.cursor_l);
+    // The region being selected, in display cells.
+    let region = app.anchor.map(|(t, l)| {
+        let at = (t.saturating_sub(app.view_start) / app.interval) as i64;
+        let at = if t < app.view_start { -1 } else { at };
+        (at.min(here.0 as i64), at.max(here.0 as i64), l.min(here.1), l.max(here.1))
+    });
+    for (t, row) in counts.iter().enumerate() {
+        for (l, &n) in row.iter().enumerate() {
+            let (glyph, mut style) = theme.heat(Theme::level(n, max));
+            if let Some((t0, t1, l0, l1)) = region {
+                if (t0..=t1).contains(&(t as i64)) && (l0..=l1).contains(&l) {
+                    style = style.patch(theme.selection());
+                }
+            }
+            if app.focus == Focus::Spectrogram && (t, l) == here {
+                style = style.patch(theme.cursor());
+            }
+            let (x, y) = match app.orientation {
+                Orientation::Sysdig => (p.x + l as u16, p.y + t as u16),
+                Orientation::Heatmap => (p.x + t as u16, p.bottom() - 1 - l as u16),
+            };
+            buf[(x, y)].set_char(glyph).set_style(style);
+        }
+    }
+    match app.orientation {
+        Orientation::Sysdig => sysdig_axes(app, geo, buf),
+        Orientation::Heatmap => heatmap_axes(app, geo, buf),
+    }
+    legend(app, geo, max, buf);
+}
+
+/// Display cell where latency decade `d` (10^d ns) starts.
+fn decade_cell(d: usize, cells: usize) -> usize {
+    let col = d * COLS_PER_DECADE;
+    (0..cells).find(|&c| crate::app::cell_cols(c, cells).end > col).unwrap_or(cells)
+}
+
+fn sysdig_axes(app: &App, geo: &Geometry, buf: &mut Buffer) {
+    let p = geo.plot;
+    let dim = app.theme.dim();
+    // Latency labels over the plot, at each decade that has room.
+    let mut next_free = 0usize;
+    for d in 0..=COLS / COLS_PER_DECADE {
+        let c = decade_cell(d, geo.lat_cells);
+        let label = units::dur_tick(spectro::column_range(d * COLS_PER_DECADE).0.max(1));
+        let label = if d * COLS_PER_DECADE >= COLS { "10s+".to_owned() } else { label };
+        if c < next_free || c + label.chars().count() > geo.lat_cells + 1 {
+            continue;
+        }
+        buf.set_string(p.x + c as u16, p.y - 1, &label, dim);
+        next_free = c + label.chars().count() + 1;
+    }
+    // Time labels left of every few rows, and a drop mark on rows that lost events.
+    let every = (geo.time_cells / 4).max(1);
+    for t in 0..geo.time_cells {
+        let y = p.y + t as u16;
+        let start = app.view_start + app.interval * t as u64;
+        if t % every == 0 || t == app.cursor_t {
+            let label = units::offset(start.saturating_sub(app.cap.start));
+            let style = if t == app.cursor_t { Style::default() } else { dim };
+            buf.set_stringn(p.x - TIME_LABEL, y, &label, usize::from(TIME_LABEL) - 1, style);
+        }
+        if drops_between(&app.cap.reader, start, start + app.interval) > 0 {
+            buf.set_string(p.x - 1, y, "!", app.theme.drops());
+        }
+    }
+}
+
+fn heatmap_axes(app: &App, geo: &Geometry, buf: &mut Buffer) {
+    let p = geo.plot;
+    let dim = app.theme.dim();
+    for d in 0..=COLS / COLS_PER_DECADE {
+        let c = decade_cell(d, geo.lat_cells);
+        if c >= geo.lat_cells {
+            continue;
+        }
+        // Skip decades that would land on the row of the previous label.
+        if d > 0 && decade_cell(d - 1, geo.lat_cells) == c {
+            continue;
+        }
+        let label = units::dur_tick(spectro::column_range(d * COLS_PER_DECADE).0.max(1));
+        buf.set_stringn(p.x - LAT_LABEL, p.bottom() - 1 - c as u16, &label, usize::from(LAT_LABEL) - 1, dim);
+    }
+    let y = p.bottom();
+    let mut next_free = 0usize;
+    for t in (0..geo.time_cells).step_by(12) {
+        let start = app.view_start + app.interval * t as u64;
+        let label = units::offset(start.saturating_sub(app.cap.start));
+        if t < next_free || t + label.len() > geo.time_cells {
+            continue;
+        }
+        buf.set_string(p.x + t as u16, y, &label, dim);
+        next_free = t + label.len() + 1;
+    }
+    for t in 0..geo.time_cells {
+        let start = app.view_start + app.interval * t as u64;
+        if drops_between(&app.cap.reader, start, start + app.interval) > 0 {
+            buf.set_string(p.x + t as u16, p.y, "!", app.theme.drops());
+        }
+    }
+}
+
+/// The bottom line: the heat ramp from 1 to the highest cell count, and the cursor cell.
+fn legend(app: &App, geo: &Geometry, max: u64, buf: &mut Buffer) {
+    let p = geo.plot;
+    let y = p.bottom() + u16::from(app.orientation == Orientation::Heatmap);
+    let x0 = p.x.saturating_sub(match app.orientation {
+        Orientation::Sysdig => TIME_LABEL,
+        Orientation::Heatmap => LAT_LABEL,
+    });
+    let width = usize::from(p.right() - x0);
+    let mut x = x0;
+    let dim = app.theme.dim();
+    x = buf.set_stringn(x, y, "1 ", width, dim).0;
+    for level in 1..HEAT_GLYPHS.len() {
+        let (g, s) = app.theme.heat(level);
+        x = buf.set_stringn(x, y, g.to_string(), 1, s).0;
+    }
+    let cols = app.cell_cols(app.cursor_l);
+    let (lo, hi) = (spectro::column_range(cols.start).0, spectro::column_range(cols.end - 1).1);
+    let here = app.grid.sum(app.cursor_t..app.cursor_t + 1, cols);
+    let text = format!(
+        " {} │ cursor {}…{}: {}",
+        units::short_count(max),
+        units::dur(lo),
+        units::dur(hi),
+        units::count(here)
+    );
+    let left = usize::from(p.right().saturating_sub(x));
+    buf.set_stringn(x, y, text, left, dim);
+}

@@ -1,0 +1,66 @@
+//! The worker thread: answers [`Query`]s off the UI thread.
+//!
+//! The UI bumps a shared generation counter with every new query; the worker always takes the
+//! newest waiting query (older ones are dropped unanswered) and a running scan stops at its
+//! next chunk once the counter has moved on, so typing and scrubbing never wait for a scan.
+
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
+use std::thread;
+
+use iocap_format::Reader;
+
+use crate::query::{self, Answer, Cancel, Query};
+
+/// What the worker sends back.
+#[derive(Debug)]
+pub enum Reply {
+    Answer(Box<Answer>),
+    /// The query failed (a damaged chunk): shown on the status line.
+    Failed { gen: u64, error: String },
+}
+
+/// The UI side of the worker.
+pub struct Worker {
+    tx: Sender<Query>,
+    cancel: Cancel,
+}
+
+impl Worker {
+    /// Start the worker thread; replies are turned into the UI's events by `wrap`.
+    pub fn spawn<E: Send + 'static>(reader: Arc<Reader>, events: Sender<E>, wrap: fn(Reply) -> E) -> Worker {
+        let (tx, rx) = channel::<Query>();
+        let cancel = Cancel::default();
+        let theirs = cancel.clone();
+        thread::Builder::new()
+            .name("iocap-query".into())
+            .spawn(move || serve(&reader, &rx, &theirs, &events, wrap))
+            .map(|_| ())
+            .unwrap_or_else(|e| eprintln!("iocap: cannot start the query thread: {e}"));
+        Worker { tx, cancel }
+    }
+
+    /// Ask `q`, superseding every earlier query.
+    pub fn ask(&self, q: Query) {
+        self.cancel.0.store(q.gen, Ordering::Relaxed);
+        let _ = self.tx.send(q);
+    }
+}
+
+fn serve<E>(reader: &Reader, rx: &Receiver<Query>, cancel: &Cancel, out: &Sender<E>, wrap: fn(Reply) -> E) {
+    while let Ok(mut q) = rx.recv() {
+        // Skip to the newest query waiting.
+        while let Ok(newer) = rx.try_recv() {
+            q = newer;
+        }
+        let reply = match query::run(reader, &q, cancel) {
+            Ok(Some(a)) => Reply::Answer(Box::new(a)),
+            Ok(None) => continue,
+            Err(error) => Reply::Failed { gen: q.gen, error },
+        };
+        if out.send(wrap(reply)).is_err() {
+            return;
+        }
+    }
+}
