@@ -61,6 +61,13 @@ impl FromIterator<Col> for ColSet {
 
 const NCOLS: u32 = 16;
 
+/// Most events one chunk may hold. A reader refuses a chunk summary claiming more, because a
+/// constant or missing column expands to `events` values from no bytes at all: this cap is
+/// what bounds the memory a hostile chunk can make a reader allocate (about 80 bytes per event
+/// with every column decoded). It also keeps the worst-case chunk body (about 104 bytes per
+/// event, incompressible) under the 64 MiB frame limit. Writers cap their chunks to it.
+pub const MAX_CHUNK_EVENTS: u64 = 1 << 18;
+
 /// Column encodings (on-disk codes).
 pub(crate) mod enc {
     pub const CONST: u8 = 0;

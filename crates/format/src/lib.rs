@@ -37,7 +37,7 @@ mod tables;
 pub mod varint;
 mod writer;
 
-pub use columns::{Col, ColSet, ColValue, Columns};
+pub use columns::{Col, ColSet, ColValue, Columns, MAX_CHUNK_EVENTS};
 pub use error::Error;
 pub use frame::{FORMAT_MAJOR, FORMAT_MINOR};
 pub use model::{

@@ -304,8 +304,12 @@ pub fn dev_parts(dev: u32) -> (u32, u32) {
     (dev >> 20, dev & 0xfffff)
 }
 
-/// Capture metadata, stored once in the header frame.
+/// Capture metadata, stored once in the header frame (as JSON).
+///
+/// Missing fields read as their defaults and unknown fields are ignored, so minor versions
+/// can add fields in either direction.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Meta {
     /// Version of the iocap that wrote the file.
     pub iocap_version: String,

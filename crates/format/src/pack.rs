@@ -8,6 +8,10 @@ pub const ZSTD: u8 = 1;
 pub const MAX_RAW: u64 = 256 << 20;
 /// Largest zstd window a reader accepts (log2): 2^27 = 128 MiB, the zstd default maximum.
 pub const MAX_WINDOW_LOG: u32 = 27;
+/// The most a zstd frame can expand: every block of at most 128 KiB output takes at least
+/// 4 input bytes (an RLE block). A `raw_len` beyond `data_len * MAX_RATIO` is a lie, and
+/// refusing it keeps a 20-byte hostile frame from making the reader allocate 256 MiB.
+pub const MAX_RATIO: u64 = (128 << 10) / 4;
 
 /// Reusable compression state.
 pub(crate) struct Packer {
@@ -61,6 +65,9 @@ impl Unpacker {
         }
         let data = cur.rest();
         out.clear();
+        if codec == ZSTD && raw_len > (data.len() as u64).saturating_mul(MAX_RATIO) {
+            return Err("decompressed size larger than the data can hold");
+        }
         match codec {
             RAW => {
                 if data.len() as u64 != raw_len {
@@ -69,7 +76,15 @@ impl Unpacker {
                 out.extend_from_slice(data);
             }
             ZSTD => {
-                out.resize(raw_len as usize, 0);
+                // A frame that states its content size must agree with `raw_len`: a cheap
+                // refusal before any work.
+                if let Ok(Some(size)) = zstd::zstd_safe::get_frame_content_size(data) {
+                    if size != raw_len {
+                        return Err("decompressed size does not match");
+                    }
+                }
+                // Decompress into spare capacity: no time spent zeroing what zstd overwrites.
+                out.reserve(raw_len as usize);
                 let n = self
                     .dctx
                     .decompress_to_buffer(data, out)

@@ -18,6 +18,9 @@ pub trait Source: Send + Sync {
     /// Fill `buf` from `offset`; an `UnexpectedEof` error when the source ends first.
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
     fn len(&self) -> io::Result<u64>;
+    fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
 }
 
 impl Source for File {
@@ -254,8 +257,15 @@ impl<S: Source> Reader<S> {
         if h.kind != Kind::Chunk as u16 {
             return Err(Error::corrupt(off, "not a chunk frame"));
         }
-        let n = usize::try_from(info.summary.events).map_err(|_| Error::corrupt(off, "event count"))?;
-        decode_chunk(&dec.payload, off, want, &mut dec.unpacker, &mut dec.body, cols, n)
+        decode_chunk(
+            &dec.payload,
+            off,
+            &info.summary,
+            want,
+            &mut dec.unpacker,
+            &mut dec.body,
+            cols,
+        )
     }
 
     /// Every event in file order (a convenience for tools and tests; viewers decode chunks).
@@ -400,34 +410,32 @@ impl<S: Source> Reader<S> {
         Ok(())
     }
 
-    /// Read every frame in order, keeping each whole one; skip damaged stretches.
+    /// Read every frame in order, keeping each whole one. After a damaged frame (bad magic,
+    /// bad checksum, or a length running past the end) the scan resumes at the next frame
+    /// magic, so a flipped length field costs one frame, not the rest of the file.
     fn scan(&mut self, dec: &mut ChunkDecoder, why: String) -> Result<(), Error> {
         let mut notes = vec![why];
         let mut off = PREAMBLE_LEN as u64;
-        let mut skipped_from: Option<u64> = None;
+        // Start of the damaged stretch being skipped, and whether it began with a frame
+        // header whose length ran past the end (a file cut inside its last frame).
+        let mut skipped_from: Option<(u64, bool)> = None;
         while off < self.file_len {
-            let h = match self.frame_header(off)? {
-                Some(h) if off + h.frame_len() <= self.file_len => Some(h),
-                Some(_) if skipped_from.is_none() => {
-                    notes.push(format!("the last frame, at byte {off}, was cut short"));
-                    break;
+            let left = self.file_len - off;
+            let mut runs_past_end = false;
+            let good = match self.frame_header(off)? {
+                Some(h) if h.frame_len() <= left => self.read_payload(off, &h, &mut dec.payload).is_ok().then_some(h),
+                Some(_) => {
+                    runs_past_end = true;
+                    None
                 }
-                None if off + FRAME_HEADER_LEN as u64 > self.file_len && skipped_from.is_none() => {
-                    notes.push(format!("{} stray bytes at the end", self.file_len - off));
-                    break;
-                }
-                _ => None,
-            };
-            let ok = match h {
-                Some(h) => self.read_payload(off, &h, &mut dec.payload).is_ok().then_some(h),
                 None => None,
             };
-            let Some(h) = ok else {
-                skipped_from.get_or_insert(off);
-                off += 1;
+            let Some(h) = good else {
+                skipped_from.get_or_insert((off, runs_past_end));
+                off = self.next_frame_magic(off + 1)?;
                 continue;
             };
-            if let Some(from) = skipped_from.take() {
+            if let Some((from, _)) = skipped_from.take() {
                 notes.push(format!("skipped {} damaged bytes at {from}", off - from));
             }
             match Kind::from_code(h.kind) {
@@ -453,14 +461,37 @@ impl<S: Source> Reader<S> {
             }
             off += h.frame_len();
         }
-        if let Some(from) = skipped_from {
-            notes.push(format!(
+        match skipped_from {
+            Some((from, true)) => notes.push(format!("the last frame, at byte {from}, was cut short")),
+            Some((from, false)) if self.file_len - from < FRAME_HEADER_LEN as u64 => {
+                notes.push(format!("{} stray bytes at the end", self.file_len - from));
+            }
+            Some((from, false)) => notes.push(format!(
                 "skipped {} damaged bytes at {from} up to the end",
                 self.file_len - from
-            ));
+            )),
+            None => {}
         }
         self.recovery = Some(notes.join("; "));
         Ok(())
+    }
+
+    /// Offset of the next frame magic at or after `from`, or the file length when there is none.
+    fn next_frame_magic(&self, mut from: u64) -> Result<u64, Error> {
+        const BLOCK: u64 = 64 << 10;
+        let magic = frame::FRAME_MAGIC;
+        let mut buf = Vec::new();
+        while from.saturating_add(magic.len() as u64) <= self.file_len {
+            let n = BLOCK.min(self.file_len - from);
+            buf.resize(n as usize, 0);
+            self.src.read_exact_at(&mut buf, from)?;
+            if let Some(i) = buf.windows(magic.len()).position(|w| w == magic) {
+                return Ok(from + i as u64);
+            }
+            // Blocks overlap by magic.len() - 1 bytes so a magic across a boundary is found.
+            from += n - (magic.len() as u64 - 1);
+        }
+        Ok(self.file_len)
     }
 }
 
@@ -469,18 +500,25 @@ fn chunk_summary(cur: &mut Cursor<'_>) -> Option<ChunkSummary> {
     ChunkSummary::decode(&mut Cursor::new(head))
 }
 
-/// Decode a verified chunk payload.
+/// Decode a verified chunk payload; `expected` is its summary as the index (or scan) gave it.
 fn decode_chunk(
     payload: &[u8],
     off: u64,
+    expected: &ChunkSummary,
     want: ColSet,
     unpacker: &mut Unpacker,
     body: &mut Vec<u8>,
     cols: &mut Columns,
-    n: usize,
 ) -> Result<(), Error> {
     let mut cur = Cursor::new(payload);
-    chunk_summary(&mut cur).ok_or_else(|| Error::corrupt(off, "chunk summary does not decode"))?;
+    let own = chunk_summary(&mut cur).ok_or_else(|| Error::corrupt(off, "chunk summary does not decode"))?;
+    // The index is checksummed on its own: a chunk that disagrees with it is not the one it
+    // describes (an index from another file, or frames moved), so neither can be trusted.
+    if own != *expected {
+        return Err(Error::corrupt(off, "chunk does not match its index entry"));
+    }
+    // The summary decoded, so `events` is at most MAX_CHUNK_EVENTS and fits a usize.
+    let n = own.events as usize;
     unpacker.unpack(&mut cur, body).map_err(|e| Error::corrupt(off, e))?;
     cols.decode(body, n, want).map_err(|e| Error::corrupt(off, e.0))
 }

@@ -4,7 +4,7 @@
 //! draws the whole file's overview (event counts over time, a latency histogram, drops)
 //! from the index alone.
 
-use crate::columns::Columns;
+use crate::columns::{Columns, MAX_CHUNK_EVENTS};
 use crate::model::Class;
 use crate::varint::{self, Cursor};
 
@@ -105,7 +105,8 @@ impl ChunkSummary {
         }
     }
 
-    /// Decode a summary; `None` when the bytes end early or do not add up.
+    /// Decode a summary; `None` when the bytes end early, do not add up, or claim more than
+    /// [`MAX_CHUNK_EVENTS`] events.
     pub fn decode(cur: &mut Cursor<'_>) -> Option<ChunkSummary> {
         let mut f = [0u64; 9];
         for v in &mut f {
@@ -117,7 +118,8 @@ impl ChunkSummary {
         for c in &mut log2_hist[..used] {
             *c = cur.varint()?;
         }
-        let consistent = syscalls.checked_add(blocks) == Some(events)
+        let consistent = events <= MAX_CHUNK_EVENTS
+            && syscalls.checked_add(blocks) == Some(events)
             && min_ts <= max_ts
             && log2_hist.iter().try_fold(0u64, |a, &c| a.checked_add(c)) == Some(events);
         consistent.then_some(ChunkSummary {

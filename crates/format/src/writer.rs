@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use crate::columns::Columns;
+use crate::columns::{Columns, MAX_CHUNK_EVENTS};
 use crate::error::Error;
 use crate::frame::{self, Kind};
 use crate::model::{Device, DropStats, Event, FileEntry, Meta, ProcEntry, StrId};
@@ -15,7 +15,8 @@ use crate::varint;
 /// How the writer cuts and compresses chunks.
 #[derive(Clone, Debug)]
 pub struct WriterOptions {
-    /// A chunk is closed once it holds this many events.
+    /// A chunk is closed once it holds this many events (taken as 1 if 0, and at most
+    /// [`crate::MAX_CHUNK_EVENTS`]).
     pub chunk_events: usize,
     /// zstd level for chunks and tables.
     pub level: i32,
@@ -72,7 +73,8 @@ pub struct Writer<W: Write> {
 
 impl<W: Write> Writer<W> {
     /// Start a capture: writes the preamble and the header frame.
-    pub fn new(out: W, meta: &Meta, opts: WriterOptions) -> Result<Writer<W>, Error> {
+    pub fn new(out: W, meta: &Meta, mut opts: WriterOptions) -> Result<Writer<W>, Error> {
+        opts.chunk_events = opts.chunk_events.clamp(1, MAX_CHUNK_EVENTS as usize);
         let mut w = Writer {
             out: Some(out),
             pos: 0,

@@ -1,0 +1,350 @@
+//! Hostile inputs: frames whose checksums are valid around lying payloads, newer versions,
+//! unknown frame kinds and columns, and every file under fixtures/hostile/.
+
+use std::path::Path;
+
+use iocap_format::varint::put;
+use iocap_format::{
+    ChunkDecoder, ChunkSummary, ColSet, Columns, Error, Event, Reader, FORMAT_MAJOR, LOG2_BUCKETS, MAX_CHUNK_EVENTS,
+};
+
+use crate::util::{read_chunks, small_capture};
+
+const KIND_HEADER: u16 = 1;
+const KIND_STRINGS: u16 = 2;
+const KIND_CHUNK: u16 = 6;
+const KIND_STATS: u16 = 7;
+const KIND_INDEX: u16 = 8;
+
+/// A frame with a valid checksum around any payload (the layout of FORMAT.md).
+fn frame(kind: u16, payload: &[u8]) -> Vec<u8> {
+    let mut out = b"IOFR".to_vec();
+    out.extend_from_slice(&kind.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    let mut h = crc32fast::Hasher::new();
+    h.update(&out[4..12]);
+    h.update(payload);
+    out.extend_from_slice(&h.finalize().to_le_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+/// Preamble and a minimal header frame.
+fn start(major: u16) -> Vec<u8> {
+    let mut out = b"IOCAP\x00\r\n".to_vec();
+    out.extend_from_slice(&major.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out.extend_from_slice(&[0; 4]);
+    out.extend(frame(KIND_HEADER, b"{}"));
+    out
+}
+
+/// A chunk summary for `events` syscalls, all with latency 0.
+fn summary(events: u64) -> Vec<u8> {
+    let s = ChunkSummary {
+        events,
+        syscalls: events,
+        log2_hist: {
+            let mut h = [0; LOG2_BUCKETS];
+            h[0] = events;
+            h
+        },
+        ..ChunkSummary::default()
+    };
+    let mut head = Vec::new();
+    s.encode(&mut head);
+    let mut out = Vec::new();
+    put(&mut out, head.len() as u64);
+    out.extend(head);
+    out
+}
+
+/// A chunk frame: summary, then `codec raw_len data`.
+fn chunk(events: u64, codec: u8, raw_len: u64, data: &[u8]) -> Vec<u8> {
+    let mut p = summary(events);
+    p.push(codec);
+    put(&mut p, raw_len);
+    p.extend_from_slice(data);
+    frame(KIND_CHUNK, &p)
+}
+
+/// A raw-coded chunk frame around a hand-made body.
+fn raw_chunk(events: u64, body: &[u8]) -> Vec<u8> {
+    chunk(events, 0, body.len() as u64, body)
+}
+
+/// Open `bytes` (which must open) and read chunk 0; return its result.
+fn read_first(bytes: Vec<u8>) -> Result<Columns, Error> {
+    let r = Reader::from_bytes(bytes).expect("a file with a good header opens");
+    assert!(!r.is_clean());
+    let (mut dec, mut cols) = (ChunkDecoder::new(), Columns::default());
+    r.read_chunk(0, ColSet::ALL, &mut dec, &mut cols)?;
+    Ok(cols)
+}
+
+fn assert_corrupt(r: Result<Columns, Error>, what: &str) {
+    match r {
+        Err(Error::Corrupt { what: w, .. }) => assert!(!w.contains('\n'), "{what}"),
+        other => panic!("{what}: expected a corrupt-chunk error, got {other:?}"),
+    }
+}
+
+#[test]
+fn decompressed_size_over_the_cap_is_refused() {
+    let mut f = start(FORMAT_MAJOR);
+    f.extend(chunk(10, 1, 300 << 20, &[0; 64]));
+    assert_corrupt(read_first(f), "raw_len 300 MiB");
+    // Under the cap, but far more than the 64 bytes of zstd data could expand to.
+    let mut f = start(FORMAT_MAJOR);
+    f.extend(chunk(10, 1, 200 << 20, &[0; 64]));
+    assert_corrupt(read_first(f), "raw_len 200 MiB from 64 bytes");
+    // A stored (raw) payload whose size disagrees.
+    let mut f = start(FORMAT_MAJOR);
+    f.extend(chunk(10, 0, 1000, &[0; 10]));
+    assert_corrupt(read_first(f), "raw size mismatch");
+}
+
+#[test]
+fn zstd_window_over_the_cap_is_refused() {
+    // A zstd frame: magic, descriptor 0 (no content size, not single-segment), window
+    // descriptor 0x90 (2^(10+18) = 256 MiB window), then one last raw block of 8 bytes.
+    let mut z = vec![0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x90];
+    let block_header: u32 = 1 | (8 << 3); // last block, raw, 8 bytes
+    z.extend_from_slice(&block_header.to_le_bytes()[..3]);
+    z.extend_from_slice(&[7; 8]);
+    let mut f = start(FORMAT_MAJOR);
+    f.extend(chunk(8, 1, 8, &z));
+    assert_corrupt(read_first(f), "zstd window 256 MiB");
+    // The same frame with a 1 KiB window decompresses: the test above failed for the window.
+    z[5] = 0x00;
+    let mut body = Vec::new();
+    put(&mut body, 0); // no columns: 8 events of zeros
+    let mut f = start(FORMAT_MAJOR);
+    f.extend(chunk(8, 1, 8, &z));
+    assert_corrupt(read_first(f), "8 bytes of 7s are not a column directory");
+    let mut z2 = vec![0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x00];
+    let block_header: u32 = 1 | (body.len() as u32) << 3;
+    z2.extend_from_slice(&block_header.to_le_bytes()[..3]);
+    z2.extend_from_slice(&body);
+    let mut f = start(FORMAT_MAJOR);
+    f.extend(chunk(8, 1, body.len() as u64, &z2));
+    assert_eq!(read_first(f).unwrap().len(), 8);
+}
+
+#[test]
+fn event_counts_over_the_limit_are_refused() {
+    // A constant column expands to `events` values from one byte: the count is capped.
+    for events in [MAX_CHUNK_EVENTS + 1, 1 << 40, u64::MAX / 2] {
+        let mut body = Vec::new();
+        put(&mut body, 1);
+        body.extend_from_slice(&[1, 0, 1, 5]); // ts: CONST, 1 byte, value 5
+        let mut f = start(FORMAT_MAJOR);
+        f.extend(raw_chunk(events, &body));
+        let r = Reader::from_bytes(f).unwrap();
+        assert_eq!(r.chunks().len(), 0, "{events} events");
+        assert!(r.recovery().unwrap().contains("damaged summary"), "{:?}", r.recovery());
+    }
+    // At the limit, it decodes.
+    let mut body = Vec::new();
+    put(&mut body, 1);
+    body.extend_from_slice(&[1, 0, 1, 5]);
+    let mut f = start(FORMAT_MAJOR);
+    f.extend(raw_chunk(MAX_CHUNK_EVENTS, &body));
+    let cols = read_first(f).unwrap();
+    assert_eq!(cols.len() as u64, MAX_CHUNK_EVENTS);
+    assert!(cols.ts.iter().all(|&t| t == 5));
+}
+
+#[test]
+fn lying_column_directories_are_refused() {
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("huge column count", {
+            let mut b = Vec::new();
+            put(&mut b, u64::MAX);
+            b
+        }),
+        ("column longer than the chunk", {
+            let mut b = Vec::new();
+            put(&mut b, 1);
+            b.extend_from_slice(&[1, 1]);
+            put(&mut b, 1 << 40);
+            b
+        }),
+        ("varint column shorter than the count", vec![1, 1, 1, 2, 5, 6]),
+        ("unknown encoding", vec![1, 1, 9, 1, 0]),
+        ("column stored twice", vec![2, 1, 0, 1, 1, 0, 1, 5, 5]),
+        ("cut short varint", vec![1, 2, 1, 4, 0x80, 0x80, 0x80, 0x80]),
+    ];
+    for (what, body) in cases {
+        let mut f = start(FORMAT_MAJOR);
+        f.extend(raw_chunk(4, &body));
+        assert_corrupt(read_first(f), what);
+    }
+}
+
+#[test]
+fn huge_table_and_stats_counts_are_skipped() {
+    let mut strings = vec![0u8];
+    let mut raw = Vec::new();
+    put(&mut raw, 1 << 60);
+    raw.extend_from_slice(b"\x01\x03abc");
+    put(&mut strings, raw.len() as u64);
+    strings.extend_from_slice(&raw);
+    let mut stats = Vec::new();
+    put(&mut stats, 5);
+    put(&mut stats, u64::MAX);
+    let mut f = start(FORMAT_MAJOR);
+    f.extend(frame(KIND_STRINGS, &strings));
+    f.extend(frame(KIND_STATS, &stats));
+    let r = Reader::from_bytes(f).unwrap();
+    assert_eq!(r.tables().string_count(), 0);
+    assert!(r.drop_stats().is_empty());
+    let notes = r.recovery().unwrap();
+    assert!(
+        notes.contains("table entries do not decode") && notes.contains("stats frame"),
+        "{notes}"
+    );
+}
+
+#[test]
+fn hostile_index_is_not_trusted() {
+    // An index (valid checksum) listing a chunk at a bogus offset and a count past its bytes.
+    let mut f = start(FORMAT_MAJOR);
+    let mut idx = Vec::new();
+    put(&mut idx, 1);
+    put(&mut idx, 0);
+    put(&mut idx, u64::MAX);
+    let at = f.len() as u64;
+    f.extend(frame(KIND_INDEX, &idx));
+    f.extend_from_slice(b"IOCAPIDX");
+    f.extend_from_slice(&at.to_le_bytes());
+    let r = Reader::from_bytes(f).unwrap();
+    assert!(!r.is_clean());
+    assert!(r.recovery().unwrap().contains("index is damaged"));
+    assert_eq!(r.chunks().len(), 0);
+}
+
+#[test]
+fn newer_major_version_is_a_clear_error() {
+    let (mut bytes, _) = small_capture();
+    bytes[8..10].copy_from_slice(&(FORMAT_MAJOR + 1).to_le_bytes());
+    let e = Reader::from_bytes(bytes).err().expect("refused");
+    assert!(
+        matches!(e, Error::Version { major, .. } if major == FORMAT_MAJOR + 1),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("upgrade iocap"), "{e}");
+    let e = Reader::from_bytes(start(u16::MAX)).err().expect("refused");
+    assert!(matches!(e, Error::Version { .. }));
+}
+
+/// Walk the frames of a well-formed file: (kind, offset, total length).
+fn frames(bytes: &[u8]) -> Vec<(u16, usize, usize)> {
+    let mut out = Vec::new();
+    let mut off = 16;
+    while off + 16 <= bytes.len() && &bytes[off..off + 4] == b"IOFR" {
+        let kind = u16::from_le_bytes([bytes[off + 4], bytes[off + 5]]);
+        let len = 16 + u32::from_le_bytes(bytes[off + 8..off + 12].try_into().unwrap()) as usize;
+        out.push((kind, off, len));
+        off += len;
+    }
+    out
+}
+
+#[test]
+fn unknown_frame_kinds_are_skipped() {
+    let (bytes, x) = small_capture();
+    let full = Reader::from_bytes(bytes.clone()).unwrap();
+    let unknown = frame(0x7777, b"from a newer iocap");
+    let fs = frames(&bytes);
+    assert_eq!(fs[0].0, KIND_HEADER);
+    // Rebuild the file with the unknown frame after the header, every offset shifted, and a new
+    // index that lists the unknown frame too: it opens cleanly by the index, skipping it.
+    let shift = unknown.len() as u64;
+    let mut f = bytes[..fs[0].1 + fs[0].2].to_vec();
+    let unknown_at = f.len() as u64;
+    f.extend_from_slice(&unknown);
+    let mut others = Vec::new();
+    for &(kind, off, len) in &fs[1..] {
+        if kind == KIND_INDEX {
+            break;
+        }
+        if kind != KIND_CHUNK {
+            others.push((u64::from(kind), f.len() as u64));
+        }
+        f.extend_from_slice(&bytes[off..off + len]);
+    }
+    others.push((0x7777, unknown_at));
+    let mut idx = Vec::new();
+    put(&mut idx, x.stop_ts);
+    put(&mut idx, full.drops());
+    put(&mut idx, full.chunks().len() as u64);
+    for c in full.chunks() {
+        put(&mut idx, c.offset + shift);
+        c.summary.encode(&mut idx);
+    }
+    put(&mut idx, others.len() as u64);
+    for (k, o) in others {
+        put(&mut idx, k);
+        put(&mut idx, o);
+    }
+    let at = f.len() as u64;
+    let scanned = {
+        let mut g = f.clone();
+        g.extend_from_slice(&unknown);
+        g
+    };
+    f.extend(frame(KIND_INDEX, &idx));
+    f.extend_from_slice(b"IOCAPIDX");
+    f.extend_from_slice(&at.to_le_bytes());
+    let r = Reader::from_bytes(f).unwrap();
+    assert!(r.is_clean(), "{:?}", r.recovery());
+    assert_eq!(read_chunks(&r).unwrap(), x.chunks);
+    assert_eq!(r.tables().procs(), &x.procs[..]);
+    // Without an index, the scan skips the unknown frames as well.
+    let r = Reader::from_bytes(scanned).unwrap();
+    assert!(!r.is_clean());
+    assert_eq!(read_chunks(&r).unwrap(), x.chunks);
+    assert_eq!(r.tables().files(), &x.files[..]);
+}
+
+#[test]
+fn unknown_column_ids_are_skipped() {
+    // ts VARINT [5, 7]; column 40 (from a newer writer) VARINT [1, 2]; latency CONST 9.
+    let body = [3, 1, 1, 2, 40, 1, 2, 2, 0, 1, 5, 7, 1, 2, 9];
+    let mut f = start(FORMAT_MAJOR);
+    f.extend(raw_chunk(2, &body));
+    let cols = read_first(f).unwrap();
+    let evs: Vec<Event> = (0..2).map(|i| cols.event(i)).collect();
+    assert_eq!((evs[0].ts, evs[1].ts), (5, 7));
+    assert_eq!((evs[0].latency, evs[1].latency), (9, 9));
+    assert_eq!(evs[0].pid, 0, "a missing column reads as zeros");
+}
+
+/// Every file in fixtures/hostile/ opens with a one-line error or reads back without a panic.
+#[test]
+fn hostile_fixtures_never_panic() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/hostile");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            continue;
+        }
+        n += 1;
+        match Reader::open(&path) {
+            Err(e) => assert!(!e.to_string().contains('\n'), "{}: {e}", path.display()),
+            Ok(r) => {
+                let (mut dec, mut cols) = (ChunkDecoder::new(), Columns::default());
+                for i in 0..r.chunks().len() {
+                    if r.read_chunk(i, ColSet::ALL, &mut dec, &mut cols).is_ok() {
+                        assert_eq!(cols.len() as u64, r.chunks()[i].summary.events);
+                    }
+                }
+                let _ = r.tables().procs().len();
+            }
+        }
+    }
+    assert!(n > 0, "no fixtures in {}", dir.display());
+}

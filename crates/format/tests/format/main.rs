@@ -1,0 +1,8 @@
+//! Integration tests of the capture format: round trips, truncation, corruption, hostile files.
+//! One test binary (modules below) so the crate links its tests once.
+
+mod corruption;
+mod hostile;
+mod roundtrip;
+mod truncation;
+mod util;

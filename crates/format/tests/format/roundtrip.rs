@@ -1,0 +1,275 @@
+//! Write → read gives back the same events, tables, drop stats and metadata, for arbitrary
+//! (extreme, unordered, hostile) inputs, and time-based chunk lookup finds every event.
+
+use iocap_format::escape::escape;
+use iocap_format::{
+    ChunkDecoder, Class, Col, ColSet, Columns, Device, DropStats, Event, FdType, FileEntry, Meta, ProcEntry, Reader,
+};
+use proptest::prelude::*;
+
+use crate::util::{read_chunks, write, Expected, Op};
+
+fn u64_extreme() -> impl Strategy<Value = u64> {
+    prop_oneof![Just(0), Just(u64::MAX), Just(u64::MAX - 1), 0..10_000u64, any::<u64>()]
+}
+
+fn u32_extreme() -> impl Strategy<Value = u32> {
+    prop_oneof![Just(0), Just(u32::MAX), 0..100u32, any::<u32>()]
+}
+
+fn event() -> impl Strategy<Value = Event> {
+    (
+        (
+            any::<bool>(),
+            u64_extreme(),
+            u64_extreme(),
+            u32_extreme(),
+            u32_extreme(),
+            u32_extreme(),
+            u32_extreme(),
+        ),
+        (
+            prop_oneof![Just(-1i64), Just(i64::MIN), Just(i64::MAX), -200..5000i64, any::<i64>()],
+            prop_oneof![Just(-1i32), Just(i32::MIN), Just(i32::MAX), 0..100i32],
+            u32_extreme(),
+            u64_extreme(),
+            u32_extreme(),
+            u64_extreme(),
+            u64_extreme(),
+            any::<u8>(),
+            u32_extreme(),
+        ),
+    )
+        .prop_map(
+            |((block, ts, latency, pid, tid, proc, nr), (ret, fd, file, bytes, dev, sector, queue, op, flags))| Event {
+                class: if block { Class::Block } else { Class::Syscall },
+                ts,
+                latency,
+                pid,
+                tid,
+                proc,
+                nr,
+                ret,
+                fd,
+                file,
+                bytes,
+                dev,
+                sector,
+                queue,
+                op,
+                flags,
+            },
+        )
+}
+
+/// Events that look like a recording: rising timestamps, few distinct values.
+fn realistic_events() -> impl Strategy<Value = Vec<Event>> {
+    prop::collection::vec((1..100_000u64, 100..10_000_000u64, 0..4u32, any::<bool>()), 0..200).prop_map(|v| {
+        let mut ts = 5_000_000_000u64;
+        v.into_iter()
+            .map(|(gap, lat, t, big)| {
+                ts += gap;
+                let mut e = Event::syscall(ts, lat, 1000, 1000 + t, if big { 17 } else { 0 }, 4096);
+                e.fd = 3 + t as i32;
+                e.bytes = 4096;
+                e
+            })
+            .collect()
+    })
+}
+
+fn hostile_bytes() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        prop::collection::vec(any::<u8>(), 0..40),
+        Just(b"\x1b[2J\x1b]0;owned\x07".to_vec()),
+        Just("evil\u{202e}gpj.exe\u{200b}".as_bytes().to_vec()),
+        Just(b"a\\x41\xff\xfe\r\n".to_vec()),
+        "[a-z/._-]{0,20}".prop_map(String::into_bytes),
+    ]
+}
+
+fn meta() -> impl Strategy<Value = Meta> {
+    (
+        (
+            any::<String>(),
+            any::<String>(),
+            any::<String>(),
+            "[a-z0-9_]{0,8}",
+            any::<i64>(),
+            u64_extreme(),
+        ),
+        (
+            prop::collection::vec(any::<String>(), 0..4),
+            prop::option::of(any::<String>()),
+            any::<u32>(),
+            prop::collection::vec((any::<u32>(), any::<String>()), 0..3),
+        ),
+    )
+        .prop_map(
+            |((v, host, kernel, arch, b2w, start), (cmd, filter, cpus, devs))| Meta {
+                iocap_version: v,
+                host,
+                kernel,
+                arch,
+                boot_to_wall_ns: b2w,
+                start_ts: start,
+                command_line: cmd,
+                filter,
+                cpus,
+                devices: devs.into_iter().map(|(dev, name)| Device { dev, name }).collect(),
+            },
+        )
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        12 => event().prop_map(Op::Event),
+        2 => hostile_bytes().prop_map(Op::Str),
+        1 => (u32_extreme(), u32_extreme(), u32_extreme(), u32_extreme(), u64_extreme())
+            .prop_map(|(pid, ppid, name, exe, start_ts)| Op::Proc(ProcEntry {
+                id: 0,
+                pid,
+                ppid,
+                name,
+                exe,
+                cmdline: name,
+                start_ts,
+            })),
+        1 => (u32_extreme(), any::<i32>(), 0..25u8, u32_extreme(), u64_extreme())
+            .prop_map(|(pid, fd, kind, dev, open_ts)| Op::File(FileEntry {
+                id: 0,
+                pid,
+                fd,
+                kind: FdType::from_code(kind),
+                name: pid,
+                dev,
+                open_ts,
+            })),
+        1 => (0..4u32, any::<String>()).prop_map(|(dev, name)| Op::Dev(Device { dev, name })),
+        1 => (u64_extreme(), prop::collection::vec(0..1u64 << 40, 0..5))
+            .prop_map(|(ts, per_cpu)| Op::Drops(DropStats { ts, per_cpu })),
+        1 => Just(Op::Flush),
+    ]
+}
+
+/// Everything a reader gives back equals what was written.
+fn check(bytes: Vec<u8>, x: &Expected) -> Result<(), TestCaseError> {
+    let r = Reader::from_bytes(bytes).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    prop_assert!(r.is_clean(), "{:?}", r.recovery());
+    prop_assert_eq!(r.meta(), &x.meta);
+    prop_assert_eq!(r.stop_ts(), x.stop_ts);
+    prop_assert_eq!(r.chunks().len(), x.chunks.len());
+    let chunks = read_chunks(&r).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    prop_assert_eq!(&chunks, &x.chunks);
+    prop_assert_eq!(r.event_count(), x.chunks.iter().map(Vec::len).sum::<usize>() as u64);
+    let all: Vec<Event> = r
+        .events()
+        .collect::<Result<_, _>>()
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+    prop_assert_eq!(all, x.events());
+
+    for (info, evs) in r.chunks().iter().zip(&x.chunks) {
+        let s = &info.summary;
+        prop_assert_eq!(s.events, evs.len() as u64);
+        prop_assert_eq!(s.blocks, evs.iter().filter(|e| e.class == Class::Block).count() as u64);
+        prop_assert_eq!(s.min_ts, evs.iter().map(|e| e.ts).min().unwrap());
+        prop_assert_eq!(s.max_ts, evs.iter().map(|e| e.ts).max().unwrap());
+        prop_assert_eq!(s.max_latency, evs.iter().map(|e| e.latency).max().unwrap());
+        prop_assert_eq!(s.log2_hist.iter().sum::<u64>(), s.events);
+    }
+
+    let t = r.tables();
+    for (raw, id) in &x.strings {
+        prop_assert_eq!(t.string(*id), escape(raw));
+    }
+    prop_assert_eq!(t.string(0), "");
+    prop_assert_eq!(t.string_count(), x.strings.len());
+    prop_assert_eq!(t.procs(), &x.procs[..]);
+    prop_assert_eq!(t.files(), &x.files[..]);
+    for p in &x.procs {
+        prop_assert_eq!(t.proc(p.id), Some(p));
+    }
+    prop_assert_eq!(t.devices(), &x.devices[..]);
+    prop_assert_eq!(r.drop_stats(), &x.drops[..]);
+    prop_assert_eq!(r.drops(), x.drops.iter().map(DropStats::total).max().unwrap_or(0));
+    Ok(())
+}
+
+/// `chunks_in` returns every chunk holding an event that starts in the window, and only
+/// chunks whose time range meets it.
+fn check_time_access(bytes: Vec<u8>, x: &Expected, windows: &[(u64, u64)]) -> Result<(), TestCaseError> {
+    let r = Reader::from_bytes(bytes).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    for &(a, b) in windows {
+        let (from, to) = (a.min(b), a.max(b));
+        let got: Vec<usize> = r.chunks_in(from, to).collect();
+        for (i, evs) in x.chunks.iter().enumerate() {
+            if evs.iter().any(|e| e.ts >= from && e.ts < to) {
+                prop_assert!(got.contains(&i), "chunk {} holds an event in [{}, {})", i, from, to);
+            }
+        }
+        for &i in &got {
+            let s = &r.chunks()[i].summary;
+            prop_assert!(s.max_ts >= from && s.min_ts < to);
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn arbitrary_captures_roundtrip(
+        meta in meta(),
+        ops in prop::collection::vec(op(), 0..120),
+        chunk_events in 1..20usize,
+        stop_ts in u64_extreme(),
+    ) {
+        let (bytes, x) = write(&meta, &ops, chunk_events, stop_ts);
+        check(bytes, &x)?;
+    }
+
+    #[test]
+    fn realistic_events_roundtrip_and_are_found_by_time(
+        events in realistic_events(),
+        chunk_events in 1..64usize,
+        windows in prop::collection::vec((5_000_000_000u64..5_020_000_000, 5_000_000_000u64..5_020_000_000), 1..8),
+    ) {
+        let ops: Vec<Op> = events.into_iter().map(Op::Event).collect();
+        let (bytes, x) = write(&Meta::default(), &ops, chunk_events, 1);
+        check(bytes.clone(), &x)?;
+        check_time_access(bytes, &x, &windows)?;
+    }
+
+    #[test]
+    fn extreme_events_are_found_by_time(
+        events in prop::collection::vec(event(), 1..80),
+        chunk_events in 1..10usize,
+        windows in prop::collection::vec((u64_extreme(), u64_extreme()), 1..8),
+    ) {
+        let ops: Vec<Op> = events.into_iter().map(Op::Event).collect();
+        let (bytes, x) = write(&Meta::default(), &ops, chunk_events, 1);
+        check_time_access(bytes, &x, &windows)?;
+    }
+
+    /// Decoding a subset of columns gives the same values in those columns, zeros elsewhere.
+    #[test]
+    fn partial_decode_matches_full(events in prop::collection::vec(event(), 1..60), mask in any::<u16>()) {
+        let ops: Vec<Op> = events.into_iter().map(Op::Event).collect();
+        let (bytes, x) = write(&Meta::default(), &ops, 1000, 1);
+        let r = Reader::from_bytes(bytes).unwrap();
+        let want = ColSet(u32::from(mask));
+        let (mut dec, mut cols) = (ChunkDecoder::new(), Columns::default());
+        r.read_chunk(0, want, &mut dec, &mut cols).unwrap();
+        prop_assert_eq!(cols.len(), x.chunks[0].len());
+        prop_assert_eq!(cols.decoded(), want);
+        for (i, e) in x.chunks[0].iter().enumerate() {
+            let got = cols.event(i);
+            prop_assert_eq!(got.ts, if want.contains(Col::Ts) { e.ts } else { 0 });
+            prop_assert_eq!(got.latency, if want.contains(Col::Latency) { e.latency } else { 0 });
+            prop_assert_eq!(got.ret, if want.contains(Col::Ret) { e.ret } else { 0 });
+            prop_assert_eq!(got.fd, if want.contains(Col::Fd) { e.fd } else { 0 });
+            prop_assert_eq!(got.sector, if want.contains(Col::Sector) { e.sector } else { 0 });
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! Shared helpers: a model of what was written, to compare a read against.
+
+use std::collections::HashMap;
+
+use iocap_format::escape::escape;
+use iocap_format::{
+    ChunkDecoder, ColSet, Columns, Device, DropStats, Error, Event, FileEntry, Meta, ProcEntry, Reader, Source, Writer,
+    WriterOptions,
+};
+
+/// One call on a [`Writer`].
+#[derive(Clone, Debug)]
+pub enum Op {
+    Event(Event),
+    Str(Vec<u8>),
+    Proc(ProcEntry),
+    File(FileEntry),
+    Dev(Device),
+    Drops(DropStats),
+    Flush,
+}
+
+/// What a reader must give back for a capture written by [`write`].
+#[derive(Clone, Debug, Default)]
+pub struct Expected {
+    /// Events per chunk, in file order.
+    pub chunks: Vec<Vec<Event>>,
+    /// (raw bytes, id) of every interned string.
+    pub strings: Vec<(Vec<u8>, u32)>,
+    pub procs: Vec<ProcEntry>,
+    pub files: Vec<FileEntry>,
+    /// Devices in order of first appearance, last name wins.
+    pub devices: Vec<Device>,
+    pub drops: Vec<DropStats>,
+    pub meta: Meta,
+    pub stop_ts: u64,
+}
+
+impl Expected {
+    pub fn events(&self) -> Vec<Event> {
+        self.chunks.concat()
+    }
+}
+
+/// Play `ops` on a writer into memory; returns the bytes and what reading them must give.
+pub fn write(meta: &Meta, ops: &[Op], chunk_events: usize, stop_ts: u64) -> (Vec<u8>, Expected) {
+    let opts = WriterOptions { chunk_events, level: 1 };
+    let mut w = Writer::new(Vec::new(), meta, opts).unwrap();
+    let mut x = Expected {
+        meta: meta.clone(),
+        stop_ts,
+        ..Expected::default()
+    };
+    let mut open: Vec<Event> = Vec::new();
+    let mut interned: HashMap<Vec<u8>, u32> = HashMap::new();
+    for op in ops {
+        match op {
+            Op::Event(e) => {
+                w.push(e).unwrap();
+                open.push(e.clone());
+                if open.len() == chunk_events.max(1) {
+                    x.chunks.push(std::mem::take(&mut open));
+                }
+            }
+            Op::Str(b) => {
+                let id = w.intern(b);
+                if let Some(&prev) = interned.get(b) {
+                    assert_eq!(prev, id, "interning the same bytes twice gives one id");
+                } else if !b.is_empty() {
+                    interned.insert(b.clone(), id);
+                    x.strings.push((b.clone(), id));
+                }
+            }
+            Op::Proc(p) => {
+                let id = w.add_proc(p.clone());
+                x.procs.push(ProcEntry { id, ..p.clone() });
+            }
+            Op::File(f) => {
+                let id = w.add_file(f.clone());
+                x.files.push(FileEntry { id, ..f.clone() });
+            }
+            Op::Dev(d) => {
+                w.add_device(d);
+                let d = Device {
+                    dev: d.dev,
+                    name: escape(d.name.as_bytes()),
+                };
+                match x.devices.iter_mut().find(|x| x.dev == d.dev) {
+                    Some(old) => *old = d,
+                    None => x.devices.push(d),
+                }
+            }
+            Op::Drops(s) => {
+                w.record_drops(s).unwrap();
+                x.drops.push(s.clone());
+            }
+            Op::Flush => {
+                w.flush().unwrap();
+                if !open.is_empty() {
+                    x.chunks.push(std::mem::take(&mut open));
+                }
+            }
+        }
+    }
+    if !open.is_empty() {
+        x.chunks.push(open);
+    }
+    (w.finish(stop_ts).unwrap(), x)
+}
+
+/// Decode every chunk of `r` (all columns) into rows.
+pub fn read_chunks<S: Source>(r: &Reader<S>) -> Result<Vec<Vec<Event>>, Error> {
+    let (mut dec, mut cols) = (ChunkDecoder::new(), Columns::default());
+    (0..r.chunks().len())
+        .map(|i| {
+            r.read_chunk(i, ColSet::ALL, &mut dec, &mut cols)?;
+            Ok((0..cols.len()).map(|j| cols.event(j)).collect())
+        })
+        .collect()
+}
+
+/// A small capture with several chunks, tables between them, drop stats and a flush.
+pub fn small_capture() -> (Vec<u8>, Expected) {
+    let meta = Meta {
+        iocap_version: "test".into(),
+        host: "host\x1b[31m".into(),
+        kernel: "6.18.0".into(),
+        arch: "x86_64".into(),
+        boot_to_wall_ns: 1_700_000_000_000_000_000,
+        start_ts: 1_000,
+        command_line: vec!["iocap".into(), "record".into()],
+        filter: Some("fd.type=file".into()),
+        cpus: 2,
+        devices: vec![Device {
+            dev: 0xfd0_0000,
+            name: "vda".into(),
+        }],
+    };
+    let mut ops = Vec::new();
+    let mut ts = 1_000u64;
+    for i in 0..40u32 {
+        if i % 9 == 0 {
+            ops.push(Op::Str(format!("/data/file{i}\n").into_bytes()));
+            ops.push(Op::Proc(ProcEntry {
+                pid: 100 + i,
+                name: i,
+                ..ProcEntry::default()
+            }));
+            ops.push(Op::File(FileEntry {
+                pid: 100 + i,
+                fd: 3,
+                kind: iocap_format::FdType::File,
+                ..FileEntry::default()
+            }));
+        }
+        if i == 20 {
+            ops.push(Op::Drops(DropStats {
+                ts,
+                per_cpu: vec![1, 2],
+            }));
+            ops.push(Op::Dev(Device {
+                dev: 0x800_0000,
+                name: "sda".into(),
+            }));
+        }
+        if i == 27 {
+            ops.push(Op::Flush);
+        }
+        ts += 1_000 + u64::from(i % 5) * 333;
+        let mut e = Event::syscall(ts, 200 + u64::from(i) * 17, 100, 100 + i % 3, i % 4, 4096);
+        e.fd = 3;
+        if i % 13 == 0 {
+            e.class = iocap_format::Class::Block;
+            e.dev = 0xfd0_0000;
+            e.sector = u64::from(i) * 8;
+            e.bytes = 4096;
+        }
+        ops.push(Op::Event(e));
+    }
+    write(&meta, &ops, 8, ts + 5_000)
+}
