@@ -643,8 +643,7 @@ fn scan_num<T: Copy + Default>(
     class: Option<(&[u8], u8)>,
     key: impl Fn(T) -> u64 + Copy,
     present: impl Fn(T) -> bool + Copy,
-    ranges: &[(u64, u64)],
-    negate: bool,
+    (ranges, negate): (&[(u64, u64)], bool),
     out: &mut [u64],
     mode: Mode,
 ) {
@@ -680,38 +679,69 @@ impl Kernel {
             } => {
                 let cl = class_of(class);
                 match src {
-                    NumSrc::Latency => {
-                        scan_num(&col(&cols.latency, n), cl, |x| x, always, ranges, *negate, words, mode)
+                    NumSrc::Latency => scan_num(
+                        &col(&cols.latency, n),
+                        cl,
+                        |x| x,
+                        always,
+                        (ranges, *negate),
+                        words,
+                        mode,
+                    ),
+                    NumSrc::Ts => scan_num(&col(&cols.ts, n), cl, |x| x, always, (ranges, *negate), words, mode),
+                    NumSrc::Bytes => scan_num(&col(&cols.bytes, n), cl, |x| x, always, (ranges, *negate), words, mode),
+                    NumSrc::Sector => {
+                        scan_num(&col(&cols.sector, n), cl, |x| x, always, (ranges, *negate), words, mode)
                     }
-                    NumSrc::Ts => scan_num(&col(&cols.ts, n), cl, |x| x, always, ranges, *negate, words, mode),
-                    NumSrc::Bytes => scan_num(&col(&cols.bytes, n), cl, |x| x, always, ranges, *negate, words, mode),
-                    NumSrc::Sector => scan_num(&col(&cols.sector, n), cl, |x| x, always, ranges, *negate, words, mode),
-                    NumSrc::Queue => scan_num(&col(&cols.queue, n), cl, |x| x, always, ranges, *negate, words, mode),
-                    NumSrc::Pid => scan_num(&col(&cols.pid, n), cl, u64::from, always, ranges, *negate, words, mode),
-                    NumSrc::Tid => scan_num(&col(&cols.tid, n), cl, u64::from, always, ranges, *negate, words, mode),
-                    NumSrc::Ret => scan_num(&col(&cols.ret, n), cl, signed_key, always, ranges, *negate, words, mode),
+                    NumSrc::Queue => scan_num(&col(&cols.queue, n), cl, |x| x, always, (ranges, *negate), words, mode),
+                    NumSrc::Pid => scan_num(
+                        &col(&cols.pid, n),
+                        cl,
+                        u64::from,
+                        always,
+                        (ranges, *negate),
+                        words,
+                        mode,
+                    ),
+                    NumSrc::Tid => scan_num(
+                        &col(&cols.tid, n),
+                        cl,
+                        u64::from,
+                        always,
+                        (ranges, *negate),
+                        words,
+                        mode,
+                    ),
+                    NumSrc::Ret => scan_num(
+                        &col(&cols.ret, n),
+                        cl,
+                        signed_key,
+                        always,
+                        (ranges, *negate),
+                        words,
+                        mode,
+                    ),
                     NumSrc::Fd => scan_num(
                         &col(&cols.fd, n),
                         cl,
                         |x| signed_key(i64::from(x)),
                         |x: i32| x >= 0,
-                        ranges,
-                        *negate,
+                        (ranges, *negate),
                         words,
                         mode,
                     ),
                     NumSrc::QueueLatency => {
                         let (q, l) = (col(&cols.queue, n), col(&cols.latency, n));
                         let sums: Vec<u64> = q.iter().zip(l.iter()).map(|(a, b)| a.saturating_add(*b)).collect();
-                        scan_num(&sums, cl, |x| x, always, ranges, *negate, words, mode)
+                        scan_num(&sums, cl, |x| x, always, (ranges, *negate), words, mode)
                     }
                 }
             }
             Kernel::Ids { src, class, set } => {
                 let cl = class_of(class);
                 match src {
-                    IdSrc::Proc => scan_ids(&col(&cols.proc, n), cl, |x| u64::from(x), set, words, mode),
-                    IdSrc::File => scan_ids(&col(&cols.file, n), cl, |x| u64::from(x), set, words, mode),
+                    IdSrc::Proc => scan_ids(&col(&cols.proc, n), cl, u64::from, set, words, mode),
+                    IdSrc::File => scan_ids(&col(&cols.file, n), cl, u64::from, set, words, mode),
                     IdSrc::Flags => scan_ids(
                         &col(&cols.flags, n),
                         cl,

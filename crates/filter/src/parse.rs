@@ -109,8 +109,7 @@ impl Parser {
             return Err(FilterError::new("filter nested too deeply", self.here()));
         }
         let mut lhs = self.prefix()?;
-        loop {
-            let Some(t) = self.peek() else { break };
+        while let Some(t) = self.peek() {
             let (left, right) = match &t.tok {
                 Tok::RParen => break,
                 Tok::Word(w) if infix(w).is_some() => infix(w).unwrap_or_default(),
@@ -236,6 +235,18 @@ impl Parser {
 
     fn value(&mut self, op: Op, op_span: &Range<usize>) -> Result<Lit, FilterError> {
         match self.peek() {
+            // A keyword followed by more of the filter means the value is missing
+            // (`latency> and x`); a keyword at the end is a value (`fd.filename=and`).
+            Some(Token {
+                tok: Tok::Word(w),
+                span,
+            }) if matches!(w.as_str(), "and" | "or" | "not") && self.tokens.len() > self.pos + 1 => {
+                Err(FilterError::new(
+                    format!("expected a value after `{}`, found `{w}`", op.as_str()),
+                    span.clone(),
+                )
+                .help(format!("quote it if you mean the word: \"{w}\"")))
+            }
             Some(Token {
                 tok: Tok::Word(w) | Tok::Quoted(w),
                 span,
