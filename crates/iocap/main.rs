@@ -8,7 +8,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod events;
+mod export;
 mod info;
+mod iostat;
+mod report;
+mod spectrogram;
 
 /// Record every syscall and block I/O request with its latency; replay it anywhere.
 #[derive(Parser, Debug)]
@@ -22,6 +27,16 @@ struct Cli {
 enum Command {
     /// Summarize a capture: events, time span, drops, host, whether it was finished cleanly.
     Info(info::Args),
+    /// Latency distribution of the matching events: histogram, percentiles, top groups (--by).
+    Report(report::Args),
+    /// The matching events, one per line (or JSON lines keyed by field names).
+    Events(events::Args),
+    /// Per-disk r/s, w/s, kB/s, await, aqu-sz and %util per interval, from block events.
+    Iostat(iostat::Args),
+    /// sysdig's latency spectrogram: one row per interval, ten columns per decade of latency.
+    Spectrogram(spectrogram::Args),
+    /// Write the matching events as CSV or JSON lines, or a latency heatmap as SVG.
+    Export(export::Args),
 }
 
 /// An error that should exit with status 2 (bad usage, a filter that does not parse).
@@ -40,6 +55,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Info(args) => info::run(args),
+        Command::Report(args) => report::run(args),
+        Command::Events(args) => events::run(args),
+        Command::Iostat(args) => iostat::run(args),
+        Command::Spectrogram(args) => spectrogram::run(args),
+        Command::Export(args) => export::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -10,6 +10,9 @@
 //!   spectrogram chisel.
 //! - [`GroupBy`]: events split by a field's value, top groups by count.
 //! - [`IoStat`]: per-device, per-interval iostat figures from block events.
+//! - [`scan`]: runs a compiled filter over a capture's chunks (skipping those whose summary
+//!   rules them out, decoding only the needed columns, on several threads) and feeds the
+//!   matching rows to any of the above.
 //! - [`units`]: durations and sizes formatted (and intervals parsed) the same way everywhere.
 //!
 //! Every accumulator is mergeable, so a scan can split a capture's chunks between threads and
@@ -37,10 +40,12 @@
 pub mod group;
 pub mod hist;
 pub mod iostat;
+pub mod scan;
 pub mod spectro;
 pub mod units;
 
 pub use group::{Group, GroupBy};
 pub use hist::LatencyHist;
 pub use iostat::{DeviceInterval, IoStat, IoStatError};
+pub use scan::{capture_span, for_each_match, scan, ScanStats};
 pub use spectro::Spectrogram;

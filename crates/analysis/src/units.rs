@@ -63,7 +63,9 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
         "h" => 3600e9,
         other => return Err(format!("unknown unit `{other}` in `{s}` (use ns, us, ms, s, m or h)")),
     };
-    let x: f64 = num.parse().map_err(|_| format!("`{s}` is not a duration (try 500ms or 1s)"))?;
+    let x: f64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a duration (try 500ms or 1s)"))?;
     let ns = x * scale;
     if !ns.is_finite() || ns < 1.0 || ns > u64::MAX as f64 / 2.0 {
         return Err(format!("`{s}` is out of range (from 1ns to centuries)"));

@@ -1,0 +1,156 @@
+//! `iocap events`: the matching events one per line, as sysdig and biosnoop print them, or as
+//! JSON lines keyed by the filter language's field names.
+
+use std::io::Write;
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+
+use iocap_analysis::scan;
+use iocap_analysis::units::fmt_ns;
+use iocap_filter::fields::{self, FieldInfo, Value};
+use iocap_format::{ColSet, Event, Meta, Tables};
+
+use crate::report;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The capture file.
+    file: PathBuf,
+    /// Filter, as words joined by spaces: `fd.type=file and latency>1ms`.
+    filter: Vec<String>,
+    /// Stop after this many events.
+    #[arg(long, value_name = "N")]
+    limit: Option<u64>,
+    /// JSON lines keyed by field names instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let input = report::open(&args.file, &args.filter)?;
+    let r = &input.reader;
+    let (meta, tables) = (r.meta(), r.tables());
+    let keys = canonical_fields();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    if !args.json {
+        writeln!(
+            out,
+            "{:>14} {:<16} {:>7} {:<12} {:>9} {:>9} {:>6}  NAME",
+            "TIME(s)", "PROC", "PID", "TYPE", "LATENCY", "BYTES", "RES"
+        )?;
+    }
+    let limit = args.limit.unwrap_or(u64::MAX);
+    let mut shown = 0u64;
+    let mut err: Option<std::io::Error> = None;
+    if limit > 0 {
+        scan::for_each_match(r, &input.filter, ColSet::ALL, |cols, i| {
+            let e = cols.event(i);
+            let res = if args.json {
+                write_json(&mut out, &keys, &e, meta, tables)
+            } else {
+                write_line(&mut out, &e, meta, tables)
+            };
+            if let Err(x) = res {
+                err = Some(x);
+                return ControlFlow::Break(());
+            }
+            shown += 1;
+            if shown >= limit {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })?;
+    }
+    if let Some(e) = err {
+        return Err(e.into());
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// Every field once: aliases (which read the same value as a field listed before them) left out.
+pub fn canonical_fields() -> Vec<&'static FieldInfo> {
+    let mut seen = Vec::new();
+    fields::all()
+        .iter()
+        .filter(|f| {
+            if seen.contains(&f.id) {
+                return false;
+            }
+            seen.push(f.id);
+            true
+        })
+        .collect()
+}
+
+/// A field value as JSON: strings, numbers, booleans; `null` when the event has none.
+pub fn json_value(v: &Value<'_>) -> serde_json::Value {
+    match v {
+        Value::Str(s) => serde_json::Value::String(s.to_string()),
+        Value::Int(i) => (*i).into(),
+        Value::UInt(u) | Value::Duration(u) | Value::Bytes(u) => (*u).into(),
+        Value::Bool(b) => (*b).into(),
+        Value::Absent => serde_json::Value::Null,
+        #[allow(unreachable_patterns)]
+        _ => serde_json::Value::Null,
+    }
+}
+
+/// One event as a JSON object keyed by field names.
+pub fn event_json(keys: &[&'static FieldInfo], e: &Event, meta: &Meta, tables: &Tables) -> serde_json::Value {
+    let m: serde_json::Map<String, serde_json::Value> = keys
+        .iter()
+        .map(|f| (f.name.to_string(), json_value(&fields::value(f, e, meta, tables))))
+        .collect();
+    serde_json::Value::Object(m)
+}
+
+fn write_json(
+    out: &mut impl Write,
+    keys: &[&'static FieldInfo],
+    e: &Event,
+    meta: &Meta,
+    tables: &Tables,
+) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, &event_json(keys, e, meta, tables))?;
+    writeln!(out)
+}
+
+fn text(name: &str, e: &Event, meta: &Meta, tables: &Tables) -> String {
+    fields::lookup(name).map_or_else(String::new, |f| fields::value(f, e, meta, tables).to_string())
+}
+
+fn write_line(out: &mut impl Write, e: &Event, meta: &Meta, tables: &Tables) -> std::io::Result<()> {
+    let rel = e.ts.saturating_sub(meta.start_ts);
+    let time = format!("{}.{:09}", rel / 1_000_000_000, rel % 1_000_000_000);
+    let proc = report::truncate(&text("proc.name", e, meta, tables), 16);
+    let kind = text("evt.type", e, meta, tables);
+    let mut res = text("evt.res", e, meta, tables);
+    let errno = text("evt.errno", e, meta, tables);
+    if !errno.is_empty() {
+        res = errno;
+    }
+    // Syscalls name their fd's file; block requests their disk, op and sector, as biosnoop.
+    let name = if e.class == iocap_format::Class::Block {
+        format!(
+            "{} {} sector {}",
+            text("blk.dev", e, meta, tables),
+            text("blk.op", e, meta, tables),
+            text("blk.sector", e, meta, tables)
+        )
+    } else {
+        let n = text("fd.name", e, meta, tables);
+        match (n.is_empty(), e.fd) {
+            (true, fd) if fd >= 0 => format!("fd {fd}"),
+            _ => n,
+        }
+    };
+    let line = format!(
+        "{time:>14} {proc:<16} {:>7} {kind:<12} {:>9} {:>9} {res:>6}  {name}",
+        e.pid,
+        fmt_ns(e.latency),
+        e.bytes
+    );
+    writeln!(out, "{}", line.trim_end())
+}

@@ -1,0 +1,321 @@
+//! `iocap report`: how many events matched, their latency distribution (biolatency-style
+//! histogram, percentiles), bytes, and optionally the top groups by a field.
+//!
+//! Also home of what the other analysis commands share: opening a capture with a filter
+//! ([`open`]), and the trailing-words filter convention.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use iocap_analysis::scan::{self, ScanStats};
+use iocap_analysis::units::{fmt_bytes, fmt_ns};
+use iocap_analysis::{GroupBy, LatencyHist};
+use iocap_filter::fields::{self, FieldInfo};
+use iocap_filter::{Compiled, Filter};
+use iocap_format::{log2_bucket_range, Col, ColSet, Reader};
+use serde_json::json;
+
+use crate::UsageError;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The capture file.
+    file: PathBuf,
+    /// Filter, as words joined by spaces: `proc.name=dd and latency>1ms`.
+    filter: Vec<String>,
+    /// Split the matching events by this field and show the top groups.
+    #[arg(long, value_name = "FIELD")]
+    by: Option<String>,
+    /// How many groups `--by` shows.
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    top: usize,
+    /// Log-linear histogram (16 rows per power of two) instead of log2 rows.
+    #[arg(long)]
+    fine: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// A capture opened with a compiled filter.
+pub struct Input {
+    pub reader: Reader,
+    pub filter: Compiled,
+    /// The filter's source, as typed.
+    pub src: String,
+}
+
+/// Parse the filter words (a usage error, exit 2, when they do not parse), then open the
+/// capture and compile the filter against it.
+pub fn open(file: &Path, words: &[String]) -> anyhow::Result<Input> {
+    let src = words.join(" ");
+    let parsed = Filter::parse(&src).map_err(|e| UsageError(format!("bad filter: {}", e.render(&src))))?;
+    let reader = Reader::open(file).with_context(|| format!("{}", file.display()))?;
+    let filter = parsed.compile(reader.meta(), reader.tables());
+    Ok(Input { reader, filter, src })
+}
+
+/// A field named on the command line, or a usage error.
+pub fn field_arg(name: &str) -> anyhow::Result<&'static FieldInfo> {
+    fields::lookup(name).ok_or_else(|| {
+        UsageError(format!(
+            "unknown field `{}` (`iocap fields` lists them)",
+            iocap_format::escape::escape(name.as_bytes())
+        ))
+        .into()
+    })
+}
+
+/// Threads for a scan: at most two, the machine's share.
+pub fn threads(r: &Reader) -> usize {
+    scan::default_threads(r.chunks().len()).min(2)
+}
+
+/// What `report` accumulates per thread.
+#[derive(Default)]
+struct Acc {
+    hist: LatencyHist,
+    bytes: u64,
+    groups: GroupBy<String>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let by = args.by.as_deref().map(field_arg).transpose()?;
+    let input = open(&args.file, &args.filter)?;
+    let r = &input.reader;
+    let (meta, tables) = (r.meta(), r.tables());
+    let want = match by {
+        // A field's value may read any column (fd.name needs file, proc.name needs proc...).
+        Some(_) => ColSet::ALL,
+        None => ColSet::NONE.with(Col::Latency).with(Col::Bytes),
+    };
+    let (acc, stats) = scan::scan(
+        r,
+        &input.filter,
+        want,
+        threads(r),
+        Acc::default,
+        |acc: &mut Acc, cols, bits| {
+            for i in bits.iter_ones() {
+                let (lat, bytes) = (cols.latency[i], cols.bytes[i]);
+                acc.hist.add(lat);
+                acc.bytes = acc.bytes.saturating_add(bytes);
+                if let Some(f) = by {
+                    let v = fields::value(f, &cols.event(i), meta, tables);
+                    let key = if v.is_absent() {
+                        "<NA>".to_string()
+                    } else {
+                        v.to_string()
+                    };
+                    acc.groups.add(key, lat, bytes);
+                }
+            }
+        },
+        |a, b| {
+            a.hist.merge(&b.hist);
+            a.bytes = a.bytes.saturating_add(b.bytes);
+            a.groups.merge(b.groups);
+        },
+    )?;
+    let report = Report {
+        stats,
+        drops: r.drops(),
+        hist: acc.hist,
+        bytes: acc.bytes,
+        groups: by.map(|f| (f.name, acc.groups)),
+        top: args.top,
+        fine: args.fine,
+        filter: input.src,
+    };
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &report.to_json())?;
+        writeln!(out)?;
+    } else {
+        report.write_text(&mut out)?;
+    }
+    Ok(())
+}
+
+struct Report {
+    stats: ScanStats,
+    drops: u64,
+    hist: LatencyHist,
+    bytes: u64,
+    groups: Option<(&'static str, GroupBy<String>)>,
+    top: usize,
+    fine: bool,
+    filter: String,
+}
+
+/// Histogram rows as `[lo, hi)` ns and a count: log2 rows from the first to the last non-empty
+/// one (as biolatency), or the non-empty log-linear buckets with `fine`.
+pub fn histogram_rows(h: &LatencyHist, fine: bool) -> Vec<(u64, u64, u64)> {
+    if fine {
+        return h.buckets().map(|(lo, hi, c)| (lo, hi.saturating_add(1), c)).collect();
+    }
+    let log2 = h.log2();
+    let Some(first) = log2.iter().position(|&c| c != 0) else {
+        return Vec::new();
+    };
+    let last = log2.iter().rposition(|&c| c != 0).unwrap_or(first);
+    (first..=last)
+        .map(|b| {
+            let (lo, hi) = log2_bucket_range(b);
+            (lo, hi, log2[b])
+        })
+        .collect()
+}
+
+/// A bar of `width` characters for `count` out of `max`, as biolatency's stars.
+pub fn bar(count: u64, max: u64, width: usize) -> String {
+    let n = if max == 0 {
+        0
+    } else {
+        ((count as u128 * width as u128).div_ceil(max as u128)) as usize
+    };
+    format!("{:<width$}", "*".repeat(n.min(width)))
+}
+
+impl Report {
+    fn percentiles(&self) -> [(&'static str, &'static str, u64); 4] {
+        let p = |x| self.hist.percentile(x);
+        [
+            ("p50", "p50", p(50.0)),
+            ("p90", "p90", p(90.0)),
+            ("p99", "p99", p(99.0)),
+            ("p99.9", "p999", p(99.9)),
+        ]
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        let h = &self.hist;
+        let latency = if h.is_empty() {
+            serde_json::Value::Null
+        } else {
+            let mut m = serde_json::Map::new();
+            m.insert("min".into(), json!(h.min()));
+            for (_, key, v) in self.percentiles() {
+                m.insert(key.into(), json!(v));
+            }
+            m.insert("max".into(), json!(h.max()));
+            m.insert("mean".into(), json!(h.mean()));
+            serde_json::Value::Object(m)
+        };
+        let histogram: Vec<[u64; 3]> = histogram_rows(h, self.fine)
+            .into_iter()
+            .map(|(lo, hi, c)| [lo, hi, c])
+            .collect();
+        let mut v = json!({
+            "filter": self.filter,
+            "matched": self.stats.matched,
+            "total": self.stats.total,
+            "drops": self.drops,
+            "bytes": self.bytes,
+            "latency_ns": latency,
+            "histogram_kind": if self.fine { "log-linear" } else { "log2" },
+            "histogram": histogram,
+        });
+        if let Some((field, groups)) = &self.groups {
+            v["by"] = json!(field);
+            v["group_count"] = json!(groups.len());
+            v["groups"] = groups
+                .top(self.top)
+                .into_iter()
+                .map(|(k, g)| {
+                    json!({
+                        "key": k,
+                        "count": g.count(),
+                        "bytes": g.bytes,
+                        "p50_ns": g.hist.percentile(50.0),
+                        "p99_ns": g.hist.percentile(99.0),
+                        "max_ns": g.hist.max(),
+                    })
+                })
+                .collect();
+        }
+        v
+    }
+
+    fn write_text(&self, out: &mut impl Write) -> std::io::Result<()> {
+        let st = &self.stats;
+        let pct = if st.total > 0 {
+            100.0 * st.matched as f64 / st.total as f64
+        } else {
+            0.0
+        };
+        if !self.filter.is_empty() {
+            writeln!(out, "filter   {}", iocap_format::escape::escape(self.filter.as_bytes()))?;
+        }
+        writeln!(
+            out,
+            "matched  {} of {} events ({pct:.1}%), {} dropped while recording",
+            st.matched, st.total, self.drops
+        )?;
+        let h = &self.hist;
+        if h.is_empty() {
+            return Ok(());
+        }
+        write!(out, "latency  min {}", fmt_ns(h.min()))?;
+        for (name, _, v) in self.percentiles() {
+            write!(out, "  {name} {}", fmt_ns(v))?;
+        }
+        writeln!(
+            out,
+            "  max {}  mean {}",
+            fmt_ns(h.max()),
+            fmt_ns(h.mean().round() as u64)
+        )?;
+        writeln!(out, "bytes    {} ({})", fmt_bytes(self.bytes), self.bytes)?;
+        writeln!(out)?;
+        let rows = histogram_rows(h, self.fine);
+        let max = rows.iter().map(|r| r.2).max().unwrap_or(0);
+        writeln!(out, "{:>21} : {:<9} distribution", "latency", "count")?;
+        for (lo, hi, c) in rows {
+            let hi = if hi == u64::MAX { "max".to_string() } else { fmt_ns(hi) };
+            writeln!(out, "{:>9} -> {:<8} : {:<9} |{}|", fmt_ns(lo), hi, c, bar(c, max, 40))?;
+        }
+        if let Some((field, groups)) = &self.groups {
+            writeln!(out)?;
+            let top = groups.top(self.top);
+            let w = top
+                .iter()
+                .map(|(k, _)| k.chars().count())
+                .max()
+                .unwrap_or(0)
+                .clamp(field.len(), 48);
+            writeln!(
+                out,
+                "{field:<w$}  {:>9}  {:>9}  {:>9}  {:>9}  {:>10}",
+                "count", "p50", "p99", "max", "bytes"
+            )?;
+            for (k, g) in top {
+                writeln!(
+                    out,
+                    "{:<w$}  {:>9}  {:>9}  {:>9}  {:>9}  {:>10}",
+                    truncate(k, 48),
+                    g.count(),
+                    fmt_ns(g.hist.percentile(50.0)),
+                    fmt_ns(g.hist.percentile(99.0)),
+                    fmt_ns(g.hist.max()),
+                    fmt_bytes(g.bytes)
+                )?;
+            }
+            if groups.len() > self.top {
+                writeln!(out, "({} more groups; --top N shows more)", groups.len() - self.top)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// At most `n` characters, the cut marked with `…`.
+pub fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
+    t.push('…');
+    t
+}

@@ -1,0 +1,137 @@
+//! `iocap spectrogram`: sysdig's spectrogram chisel, from a capture: one line per interval,
+//! one character per latency column (ten per decade, 1 ns to 10 s), coloured by how many
+//! events fell in the cell. Plain characters when stdout is not a terminal or `NO_COLOR` is set.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use iocap_analysis::spectro::{shade, COLS, COLS_PER_DECADE};
+use iocap_analysis::units::parse_duration;
+use iocap_analysis::{scan, Spectrogram};
+use iocap_format::{Col, ColSet};
+
+use crate::{report, UsageError};
+
+/// The most rows printed: a guard against an interval far too small for the capture.
+const MAX_ROWS: u64 = 1_000_000;
+
+/// Density characters, from one event to the most (also the plain rendering).
+const RAMP: &[u8] = b" .:-=+*#%@";
+/// ANSI 256-colour palette for the same levels: green through yellow to red.
+const PALETTE: [u8; 10] = [0, 22, 28, 34, 70, 148, 184, 214, 202, 196];
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Color {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The capture file.
+    file: PathBuf,
+    /// Filter, as words joined by spaces: `proc.name=postgres and fd.type=file`.
+    filter: Vec<String>,
+    /// Length of each row.
+    #[arg(long, default_value = "500ms", value_name = "DURATION")]
+    interval: String,
+    /// Colour the cells: auto (a terminal without NO_COLOR), always or never.
+    #[arg(long, value_enum, default_value_t = Color::Auto)]
+    color: Color,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let interval = parse_duration(&args.interval).map_err(|e| UsageError(format!("--interval: {e}")))?;
+    let input = report::open(&args.file, &args.filter)?;
+    let r = &input.reader;
+    let (start, end) = scan::capture_span(r);
+    if (end - start) / interval > MAX_ROWS {
+        return Err(UsageError(format!(
+            "--interval {} would print more than {MAX_ROWS} rows for this capture: use a longer one",
+            args.interval
+        ))
+        .into());
+    }
+    let (sp, _) = scan::scan(
+        r,
+        &input.filter,
+        ColSet::NONE.with(Col::Ts).with(Col::Latency),
+        report::threads(r),
+        || Spectrogram::new(start, interval),
+        |sp: &mut Spectrogram, c, bits| bits.iter_ones().for_each(|i| sp.add(c.ts[i], c.latency[i])),
+        |a, b| {
+            a.merge(&b);
+        },
+    )?;
+    let color = match args.color {
+        Color::Always => true,
+        Color::Never => false,
+        Color::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+    };
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    render(&mut out, &sp, ((end - start) / interval).min(MAX_ROWS), color)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// The decade labels over the columns: `1ns` at column 0, `10ns` at 10, ... `1s` at 90.
+fn header() -> String {
+    let labels = [
+        "1ns", "10ns", "100ns", "1us", "10us", "100us", "1ms", "10ms", "100ms", "1s",
+    ];
+    let mut s = String::new();
+    for l in labels {
+        s.push_str(&format!("{l:<COLS_PER_DECADE$}"));
+    }
+    s
+}
+
+/// Print the rows `0..=max(last_row, span_rows - 1)`, each `time |cells|`.
+pub fn render(out: &mut impl Write, sp: &Spectrogram, span_rows: u64, color: bool) -> std::io::Result<()> {
+    let max = sp.max_cell();
+    let last = sp
+        .last_row()
+        .unwrap_or(0)
+        .min(MAX_ROWS)
+        .max(span_rows.saturating_sub(1));
+    writeln!(out, "{:>10} |{:<COLS$}|", "", header())?;
+    for row in 0..=last {
+        let counts = sp.row(row);
+        let t = (row * sp.interval()) as f64 / 1e9;
+        let mut line = format!("{t:>9.3}s |");
+        let mut cur: Option<u8> = None;
+        for &c in counts.iter() {
+            let level = shade(c, max, RAMP.len());
+            if color {
+                let want = (level > 0).then_some(PALETTE[level]);
+                if want != cur {
+                    match want {
+                        Some(p) => line.push_str(&format!("\x1b[38;5;{p}m")),
+                        None => line.push_str("\x1b[0m"),
+                    }
+                    cur = want;
+                }
+                line.push(if level > 0 { '█' } else { ' ' });
+            } else {
+                line.push(RAMP[level] as char);
+            }
+        }
+        if cur.is_some() {
+            line.push_str("\x1b[0m");
+        }
+        line.push('|');
+        writeln!(out, "{line}")?;
+    }
+    let cells = sp.total();
+    writeln!(
+        out,
+        "{} events; one row per {}; columns: 10 per decade of latency; scale: ' ' none, '{}' 1 event .. '{}' {} events",
+        cells,
+        iocap_analysis::units::fmt_ns(sp.interval()),
+        RAMP[1] as char,
+        RAMP[RAMP.len() - 1] as char,
+        max
+    )?;
+    Ok(())
+}

@@ -1,0 +1,580 @@
+//! `iocap report`, `events`, `iostat`, `spectrogram` and `export` on a capture with known
+//! contents: snapshots of the text, JSON checked by parsing, and the commands checked against
+//! each other and against the events that went in.
+
+use std::path::{Path, PathBuf};
+
+use iocap_format::{BlockOp, Class, Device, Event, FdType, FileEntry, Meta, ProcEntry, Writer, WriterOptions};
+
+use crate::util::run;
+
+const START: u64 = 5_000_000_000;
+const SEC: u64 = 1_000_000_000;
+const VDA: u32 = 254 << 20;
+const SDB: u32 = (8 << 20) | 16;
+
+/// A small deterministic xorshift generator: the capture is the same on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Three seconds of a database (pread64/pwrite64/fsync on one file, a few ENOENT openats), `dd`
+/// reading, a process with a hostile name, and block requests on two disks. Returns the capture
+/// and every event written, in file order.
+fn workload(dir: &Path) -> (PathBuf, Vec<Event>) {
+    let path = dir.join("workload.cap");
+    let meta = Meta {
+        iocap_version: "test".into(),
+        host: "db1".into(),
+        kernel: "6.18.0".into(),
+        arch: "x86_64".into(),
+        boot_to_wall_ns: 1_700_000_000_000_000_000,
+        start_ts: START,
+        command_line: vec!["iocap".into(), "record".into()],
+        cpus: 2,
+        devices: vec![Device {
+            dev: VDA,
+            name: "vda".into(),
+        }],
+        ..Meta::default()
+    };
+    let mut w = Writer::new(
+        std::fs::File::create(&path).unwrap(),
+        &meta,
+        WriterOptions {
+            chunk_events: 256,
+            level: 1,
+        },
+    )
+    .unwrap();
+    w.add_device(&Device {
+        dev: SDB,
+        name: "sdb".into(),
+    });
+    let proc = |w: &mut Writer<std::fs::File>, pid: u32, name: &[u8]| {
+        let name = w.intern(name);
+        w.add_proc(ProcEntry {
+            pid,
+            ppid: 1,
+            name,
+            ..ProcEntry::default()
+        })
+    };
+    let pg = proc(&mut w, 300, b"postgres");
+    let dd = proc(&mut w, 400, b"dd");
+    let evil = proc(&mut w, 666, b"evil\x1b[2J\x07name");
+    let db = w.intern(b"/var/lib/pg/base/16384");
+    let db = w.add_file(FileEntry {
+        pid: 300,
+        fd: 7,
+        kind: FdType::File,
+        name: db,
+        dev: VDA,
+        ..FileEntry::default()
+    });
+    let raw = w.intern(b"/dev/sdb");
+    let raw = w.add_file(FileEntry {
+        pid: 400,
+        fd: 3,
+        kind: FdType::Device,
+        name: raw,
+        ..FileEntry::default()
+    });
+    let weird = w.intern(b"/tmp/a,\"b\"\n\x1b]0;pwned\x07");
+    let weird = w.add_file(FileEntry {
+        pid: 666,
+        fd: 4,
+        kind: FdType::File,
+        name: weird,
+        ..FileEntry::default()
+    });
+    // x86_64 syscall numbers.
+    const PREAD64: u32 = 17;
+    const PWRITE64: u32 = 18;
+    const FSYNC: u32 = 74;
+    const OPENAT: u32 = 257;
+    const READ: u32 = 0;
+    let mut rng = Rng(0x1234_5678_9abc_def1);
+    let mut events = Vec::new();
+    let mut ts = START;
+    let mut i = 0u64;
+    loop {
+        ts += 200_000 + rng.below(400_000);
+        if ts >= START + 3 * SEC {
+            break;
+        }
+        i += 1;
+        let e = match i % 10 {
+            0..=3 => {
+                // Bimodal reads: cache hits ~2-9us, misses ~1.5-4ms in the second half.
+                let miss = ts > START + 3 * SEC / 2 && rng.below(3) == 0;
+                let lat = if miss {
+                    1_500_000 + rng.below(2_500_000)
+                } else {
+                    2_000 + rng.below(7_000)
+                };
+                Event {
+                    proc: pg,
+                    fd: 7,
+                    file: db,
+                    bytes: 8192,
+                    ..Event::syscall(ts, lat, 300, 301, PREAD64, 8192)
+                }
+            }
+            4 | 5 => Event {
+                proc: pg,
+                fd: 7,
+                file: db,
+                bytes: 8192,
+                ..Event::syscall(ts, 10_000 + rng.below(20_000), 300, 302, PWRITE64, 8192)
+            },
+            6 => Event {
+                proc: pg,
+                fd: 7,
+                file: db,
+                ..Event::syscall(ts, 2_000_000 + rng.below(8_000_000), 300, 300, FSYNC, 0)
+            },
+            7 => Event {
+                proc: pg,
+                ..Event::syscall(ts, 3_000 + rng.below(2_000), 300, 300, OPENAT, -2)
+            },
+            8 => {
+                let bytes = 65_536;
+                Event {
+                    proc: dd,
+                    fd: 3,
+                    file: raw,
+                    bytes,
+                    ..Event::syscall(ts, 300_000 + rng.below(900_000), 400, 400, READ, 65_536)
+                }
+            }
+            _ => {
+                if i % 20 == 9 {
+                    Event {
+                        proc: evil,
+                        fd: 4,
+                        file: weird,
+                        ..Event::syscall(ts, 700, 666, 666, READ, 0)
+                    }
+                } else {
+                    let on_vda = rng.below(3) != 0;
+                    let op = if on_vda { BlockOp::Write } else { BlockOp::Read };
+                    Event {
+                        class: Class::Block,
+                        ts,
+                        latency: 100_000 + rng.below(2_000_000),
+                        queue: rng.below(200_000),
+                        pid: if on_vda { 300 } else { 400 },
+                        tid: if on_vda { 300 } else { 400 },
+                        proc: if on_vda { pg } else { dd },
+                        fd: -1,
+                        bytes: if on_vda { 8192 } else { 65_536 },
+                        dev: if on_vda { VDA } else { SDB },
+                        sector: rng.below(1 << 30),
+                        op: op as u8,
+                        ..Event::default()
+                    }
+                }
+            }
+        };
+        w.push(&e).unwrap();
+        events.push(e);
+    }
+    w.finish(START + 3 * SEC).unwrap();
+    (path, events)
+}
+
+fn ok(args: &[&str]) -> String {
+    let (code, out, err) = run(args);
+    assert_eq!(code, 0, "iocap {args:?} failed: {err}");
+    assert!(err.is_empty(), "iocap {args:?} wrote to stderr: {err}");
+    assert_no_control_bytes(&out);
+    out
+}
+
+/// Nothing from the capture reaches the terminal raw: no control characters but newlines
+/// (colour sequences are checked separately where they are asked for).
+fn assert_no_control_bytes(s: &str) {
+    if let Some(c) = s.chars().find(|&c| c.is_control() && c != '\n') {
+        panic!("raw control character {c:?} in output:\n{s}");
+    }
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    serde_json::from_str(&ok(args)).unwrap_or_else(|e| panic!("iocap {args:?}: not JSON: {e}"))
+}
+
+#[test]
+fn report_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cap, _) = workload(dir.path());
+    let cap = cap.to_str().unwrap();
+    insta::assert_snapshot!("report", ok(&["report", cap]));
+    insta::assert_snapshot!("report_fine", ok(&["report", cap, "evt.type=openat", "--fine"]));
+    insta::assert_snapshot!(
+        "report_by_type",
+        ok(&["report", cap, "proc.name=postgres", "--by", "evt.type"])
+    );
+}
+
+#[test]
+fn report_json_agrees_with_the_events_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cap, events) = workload(dir.path());
+    let cap = cap.to_str().unwrap();
+    let v = json(&["report", cap, "evt.type=pread64", "--json", "--by", "proc.name"]);
+    let reads: Vec<u64> = events
+        .iter()
+        .filter(|e| e.class == Class::Syscall && e.nr == 17)
+        .map(|e| e.latency)
+        .collect();
+    assert_eq!(v["total"], events.len() as u64);
+    assert_eq!(v["matched"], reads.len() as u64);
+    assert_eq!(v["drops"], 0);
+    assert_eq!(v["bytes"], 8192 * reads.len() as u64);
+    let lat = &v["latency_ns"];
+    assert_eq!(lat["min"], *reads.iter().min().unwrap());
+    assert_eq!(lat["max"], *reads.iter().max().unwrap());
+    let mean = reads.iter().sum::<u64>() as f64 / reads.len() as f64;
+    assert!((lat["mean"].as_f64().unwrap() - mean).abs() < 1e-6 * mean);
+    // Percentiles are a bucket's upper bound: at or above the exact one, within 6.25 %.
+    let mut sorted = reads.clone();
+    sorted.sort_unstable();
+    for (key, q) in [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999)] {
+        let exact = sorted[((q * sorted.len() as f64).ceil() as usize).max(1) - 1];
+        let got = lat[key].as_u64().unwrap();
+        assert!(
+            got >= exact && got as f64 <= exact as f64 * 1.0625,
+            "{key}: {got} vs exact {exact}"
+        );
+    }
+    let hist = v["histogram"].as_array().unwrap();
+    let total: u64 = hist.iter().map(|r| r[2].as_u64().unwrap()).sum();
+    assert_eq!(total, reads.len() as u64, "the histogram holds every matching event");
+    for r in hist {
+        let (lo, hi, n) = (r[0].as_u64().unwrap(), r[1].as_u64().unwrap(), r[2].as_u64().unwrap());
+        assert_eq!(hi, lo.max(1) * 2, "log2 rows");
+        assert_eq!(
+            n,
+            reads.iter().filter(|&&l| l >= lo && l < hi).count() as u64,
+            "row [{lo}, {hi})"
+        );
+    }
+    let groups = v["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 1);
+    assert_eq!(groups[0]["key"], "postgres");
+    assert_eq!(groups[0]["count"], v["matched"]);
+    assert_eq!(groups[0]["max_ns"], lat["max"]);
+    // No match at all is still a report.
+    let none = json(&["report", cap, "latency>1h", "--json"]);
+    assert_eq!(none["matched"], 0);
+    assert_eq!(none["latency_ns"], serde_json::Value::Null);
+    assert_eq!(none["histogram"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn events_text_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cap, events) = workload(dir.path());
+    let cap = cap.to_str().unwrap();
+    insta::assert_snapshot!("events", ok(&["events", cap, "--limit", "12"]));
+    insta::assert_snapshot!("events_hostile", ok(&["events", cap, "proc.pid=666", "--limit", "2"]));
+    insta::assert_snapshot!("events_block", ok(&["events", cap, "evt.class=block", "--limit", "5"]));
+    let out = ok(&["events", cap, "evt.failed", "--json"]);
+    let lines: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), events.iter().filter(|e| e.ret < 0).count());
+    let field_names: Vec<&str> = iocap_filter::fields::all().iter().map(|f| f.name).collect();
+    for l in &lines {
+        assert_eq!(l["evt.type"], "openat");
+        assert_eq!(l["evt.errno"], "ENOENT");
+        assert_eq!(l["evt.res"], -2);
+        assert_eq!(l["proc.name"], "postgres");
+        assert_eq!(l["fd.name"], serde_json::Value::Null, "absent fields are null");
+        for k in l.as_object().unwrap().keys() {
+            assert!(field_names.contains(&k.as_str()), "{k} is a filter field");
+        }
+    }
+    let hostile = ok(&["events", cap, "proc.pid=666", "--json", "--limit", "1"]);
+    let h: serde_json::Value = serde_json::from_str(hostile.trim()).unwrap();
+    assert_eq!(
+        h["proc.name"], "evil\\x1b[2J\\x07name",
+        "escaped as the tables escape it"
+    );
+}
+
+#[test]
+fn iostat_counts_the_block_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cap, events) = workload(dir.path());
+    let cap = cap.to_str().unwrap();
+    insta::assert_snapshot!("iostat", ok(&["iostat", cap]));
+    let v = json(&["iostat", cap, "--json", "--interval", "500ms"]);
+    let devices = v["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 2);
+    for (dev, name, op) in [(SDB, "sdb", BlockOp::Read), (VDA, "vda", BlockOp::Write)] {
+        let d = devices.iter().find(|d| d["device"] == name).unwrap();
+        let mine: Vec<&Event> = events
+            .iter()
+            .filter(|e| e.class == Class::Block && e.dev == dev)
+            .collect();
+        let key = if op == BlockOp::Read { "reads" } else { "writes" };
+        assert_eq!(d[key], mine.len() as u64, "{name}");
+        let bytes: u64 = mine.iter().map(|e| e.bytes).sum();
+        assert_eq!(
+            d[if op == BlockOp::Read {
+                "read_bytes"
+            } else {
+                "write_bytes"
+            }],
+            bytes
+        );
+        let wait = mine.iter().map(|e| e.queue + e.latency).sum::<u64>() as f64 / mine.len() as f64 / 1e6;
+        let await_key = if op == BlockOp::Read {
+            "r_await_ms"
+        } else {
+            "w_await_ms"
+        };
+        assert!((d[await_key].as_f64().unwrap() - wait).abs() < 1e-9, "{name} await");
+        let util = d["util_pct"].as_f64().unwrap();
+        let aqu = d["aqu_sz"].as_f64().unwrap();
+        assert!(
+            util > 0.0 && util <= 100.0 && aqu >= util / 100.0 - 1e-9,
+            "{name}: util {util}, aqu {aqu}"
+        );
+    }
+    let intervals = v["intervals"].as_array().unwrap();
+    assert_eq!(intervals.len(), 6, "3 s in 500 ms intervals");
+    let per_interval: u64 = intervals
+        .iter()
+        .flat_map(|i| i["devices"].as_array().unwrap())
+        .map(|d| d["reads"].as_u64().unwrap() + d["writes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        per_interval,
+        events.iter().filter(|e| e.class == Class::Block).count() as u64
+    );
+}
+
+#[test]
+fn spectrogram_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cap, _) = workload(dir.path());
+    let cap = cap.to_str().unwrap();
+    let plain = ok(&["spectrogram", cap, "--color", "never"]);
+    insta::assert_snapshot!("spectrogram", plain);
+    assert_eq!(plain.lines().count(), 1 + 6 + 1, "header, 3 s of 500 ms rows, legend");
+    let (code, coloured, _) = run(&["spectrogram", cap, "--color", "always", "--interval", "1s"]);
+    assert_eq!(code, 0);
+    assert!(coloured.contains("\x1b[38;5;"), "colour when asked");
+    // Only our own SGR sequences: every ESC starts `ESC [ digits/; m`.
+    for (i, _) in coloured.match_indices('\x1b') {
+        let rest = &coloured[i + 1..];
+        let end = rest.find('m').unwrap();
+        assert!(
+            rest.starts_with('[') && rest[1..end].chars().all(|c| c.is_ascii_digit() || c == ';'),
+            "{rest:.20}"
+        );
+    }
+    // Not a terminal: plain, whatever NO_COLOR says.
+    let auto = ok(&["spectrogram", cap, "--interval", "1s"]);
+    assert!(!auto.contains('\x1b'));
+}
+
+/// `export --format jsonl` lines, filtered here by reading their fields, are the events that
+/// `report --json` counts as matching the same filter.
+#[test]
+fn export_jsonl_agrees_with_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cap, events) = workload(dir.path());
+    let cap = cap.to_str().unwrap();
+    let all = dir.path().join("all.jsonl");
+    ok(&["export", cap, "--format", "jsonl", "-o", all.to_str().unwrap()]);
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&all)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), events.len());
+    type Pred = fn(&serde_json::Value) -> bool;
+    let cases: [(&str, Pred); 4] = [
+        ("evt.type=pread64 and latency>1ms", |l| {
+            l["evt.type"] == "pread64" && l["latency"].as_u64().unwrap() > 1_000_000
+        }),
+        ("proc.name=postgres and not evt.type in (pread64, pwrite64)", |l| {
+            l["proc.name"] == "postgres" && l["evt.type"] != "pread64" && l["evt.type"] != "pwrite64"
+        }),
+        ("blk.dev=vda or fd.name contains 16384", |l| {
+            l["blk.dev"] == "vda" || l["fd.name"].as_str().is_some_and(|n| n.contains("16384"))
+        }),
+        ("io.bytes>=64KiB", |l| l["io.bytes"].as_u64().unwrap() >= 65_536),
+    ];
+    for (filter, pred) in cases {
+        let expected = lines.iter().filter(|l| pred(l)).count() as u64;
+        assert!(expected > 0, "{filter} matches something");
+        let v = json(&["report", cap, filter, "--json"]);
+        assert_eq!(v["matched"], expected, "{filter}");
+        let out = dir.path().join("some.jsonl");
+        ok(&["export", cap, filter, "--format", "jsonl", "-o", out.to_str().unwrap()]);
+        let exported = std::fs::read_to_string(&out).unwrap();
+        assert_eq!(exported.lines().count() as u64, expected, "{filter}");
+        assert!(
+            exported.lines().all(|l| pred(&serde_json::from_str(l).unwrap())),
+            "{filter}"
+        );
+    }
+}
+
+#[test]
+fn export_csv_has_every_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cap, events) = workload(dir.path());
+    let out = dir.path().join("e.csv");
+    ok(&[
+        "export",
+        cap.to_str().unwrap(),
+        "--format",
+        "csv",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_no_control_bytes(&text);
+    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    assert!(header.contains(&"proc.name") && header.contains(&"latency") && header.contains(&"blk.dev"));
+    assert!(!header.contains(&"evt.latency"), "aliases are not repeated");
+    assert_eq!(text.lines().count(), events.len() + 1);
+    // The hostile path has a comma and quotes: one quoted field.
+    assert!(
+        text.contains("\"/tmp/a,\"\"b\"\"\\n\\x1b]0;pwned\\x07\""),
+        "quoted and escaped"
+    );
+}
+
+#[test]
+fn export_svg_heatmap() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cap, events) = workload(dir.path());
+    let out = dir.path().join("heat.svg");
+    // A symlink at the target is replaced, not followed.
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "keep").unwrap();
+    std::os::unix::fs::symlink(&victim, &out).unwrap();
+    ok(&[
+        "export",
+        cap.to_str().unwrap(),
+        "--format",
+        "svg",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    let meta = std::fs::symlink_metadata(&out).unwrap();
+    assert!(meta.file_type().is_file());
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777,
+        0o600
+    );
+    let svg = std::fs::read_to_string(&out).unwrap();
+    let doc = roxmltree::Document::parse(&svg).expect("the SVG is well-formed XML");
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "svg");
+    let cells: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.attribute("id") == Some("cells"))
+        .collect();
+    assert_eq!(cells.len(), 1);
+    let mut counted = 0u64;
+    for rect in cells[0].children().filter(|n| n.has_tag_name("rect")) {
+        let title = rect
+            .children()
+            .find(|n| n.has_tag_name("title"))
+            .unwrap()
+            .text()
+            .unwrap();
+        let n: u64 = title
+            .rsplit(": ")
+            .next()
+            .unwrap()
+            .trim_end_matches(" events")
+            .parse()
+            .unwrap();
+        counted += n;
+    }
+    assert_eq!(counted, events.len() as u64, "every event is in one cell");
+    let texts: Vec<&str> = doc.descendants().filter_map(|n| n.text()).collect();
+    for label in ["1us", "1ms", "latency", "events per cell"] {
+        assert!(texts.iter().any(|t| t.contains(label)), "label {label}");
+    }
+    assert!(doc.descendants().any(|n| n.attribute("id") == Some("legend")));
+}
+
+#[test]
+fn errors_are_one_line_with_the_right_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cap, _) = workload(dir.path());
+    let cap = cap.to_str().unwrap();
+    let (code, out, err) = run(&["report", cap, "proc.nme=postgres"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty());
+    assert!(
+        err.contains("unknown field `proc.nme`") && err.contains("^^^") && err.contains("proc.name"),
+        "{err}"
+    );
+    for args in [
+        vec!["iostat", cap, "--interval", "soon"],
+        vec!["spectrogram", cap, "--interval", "1ns"],
+        vec!["report", cap, "--by", "proc.nmae"],
+        vec!["export", cap, "--format", "svg", "-o", "/", "--interval", "0"],
+    ] {
+        let (code, _, err) = run(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+    let missing = dir.path().join("missing.cap");
+    let garbage = dir.path().join("garbage.cap");
+    std::fs::write(&garbage, [0x5au8; 1000]).unwrap();
+    for f in [&missing, &garbage] {
+        for cmd in ["report", "events", "iostat", "spectrogram"] {
+            let (code, out, err) = run(&[cmd, f.to_str().unwrap()]);
+            assert_eq!(code, 1, "{cmd} {f:?}: {err}");
+            assert!(
+                out.is_empty() && err.lines().count() == 1 && !err.contains("panicked"),
+                "{cmd}: {err}"
+            );
+        }
+    }
+    let (code, _, err) = run(&[
+        "export",
+        cap,
+        "--format",
+        "csv",
+        "-o",
+        dir.path().join("no/such/dir/x.csv").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+}
+
+/// A cut capture (the recorder was killed) is reported from its whole chunks.
+#[test]
+fn reports_on_a_recovered_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cap, _) = workload(dir.path());
+    let bytes = std::fs::read(&cap).unwrap();
+    let cut = dir.path().join("cut.cap");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let v = json(&["report", cut.to_str().unwrap(), "--json"]);
+    let matched = v["matched"].as_u64().unwrap();
+    assert!(matched > 0 && matched == v["total"].as_u64().unwrap());
+    let lines = ok(&["events", cut.to_str().unwrap()]).lines().count() as u64;
+    assert_eq!(lines, matched + 1);
+}
