@@ -14,6 +14,7 @@ mod info;
 mod iostat;
 mod report;
 mod spectrogram;
+mod view;
 
 /// Record every syscall and block I/O request with its latency; replay it anywhere.
 #[derive(Parser, Debug)]
@@ -37,6 +38,8 @@ enum Command {
     Spectrogram(spectrogram::Args),
     /// Write the matching events as CSV or JSON lines, or a latency heatmap as SVG.
     Export(export::Args),
+    /// The terminal viewer: scrub a latency spectrogram, read histograms, narrow with filters.
+    View(view::Args),
 }
 
 /// An error that should exit with status 2 (bad usage, a filter that does not parse).
@@ -60,6 +63,7 @@ fn main() -> ExitCode {
         Command::Iostat(args) => iostat::run(args),
         Command::Spectrogram(args) => spectrogram::run(args),
         Command::Export(args) => export::run(args),
+        Command::View(args) => view::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

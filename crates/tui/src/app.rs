@@ -106,10 +106,14 @@ pub struct Capture {
 impl Capture {
     pub fn new(reader: Arc<Reader>, path: &std::path::Path) -> Capture {
         let name = iocap_format::escape::escape(path.as_os_str().as_encoded_bytes());
-        let start = reader
-            .meta()
-            .start_ts
-            .min(reader.chunks().iter().map(|c| c.summary.min_ts).min().unwrap_or(u64::MAX));
+        let start = reader.meta().start_ts.min(
+            reader
+                .chunks()
+                .iter()
+                .map(|c| c.summary.min_ts)
+                .min()
+                .unwrap_or(u64::MAX),
+        );
         let end = reader.stop_ts().max(start + 1);
         let total = reader.event_count();
         Capture {
@@ -301,7 +305,11 @@ impl App {
             Action::FocusNext | Action::FocusPrev => {
                 let order = [Focus::Spectrogram, Focus::Breakdown, Focus::Events];
                 let i = order.iter().position(|&f| f == self.focus).unwrap_or(0);
-                let step = if matches!(action, Action::FocusNext) { 1 } else { order.len() - 1 };
+                let step = if matches!(action, Action::FocusNext) {
+                    1
+                } else {
+                    order.len() - 1
+                };
                 self.focus = order[(i + step) % order.len()];
             }
             Action::Move(m) => self.move_cursor(m),
@@ -380,7 +388,10 @@ impl App {
                 if let Some(input) = self.input.take() {
                     if let Err(e) = self.apply(input.text.clone(), true) {
                         // Keep the bar open on the mistake.
-                        self.input = Some(Input { error: Some(e), ..input });
+                        self.input = Some(Input {
+                            error: Some(e),
+                            ..input
+                        });
                     }
                 }
             }
@@ -433,7 +444,10 @@ impl App {
     }
 
     fn zoom(&mut self, dir: i32) {
-        let i = INTERVALS.iter().position(|&x| x >= self.interval).unwrap_or(INTERVALS.len() - 1);
+        let i = INTERVALS
+            .iter()
+            .position(|&x| x >= self.interval)
+            .unwrap_or(INTERVALS.len() - 1);
         let j = (i as i32 + dir).clamp(0, INTERVALS.len() as i32 - 1) as usize;
         if INTERVALS[j] == self.interval {
             return;
@@ -513,7 +527,9 @@ impl App {
             }
             Focus::Breakdown => {
                 let field = self.group_field().name;
-                let Some(g) = self.groups().get(self.group_sel) else { return };
+                let Some(g) = self.groups().get(self.group_sel) else {
+                    return;
+                };
                 let clause = if g.value.is_empty() {
                     format!("not {field} exists")
                 } else {
@@ -589,7 +605,11 @@ impl App {
             Edit::Home => input.caret = 0,
             Edit::End => input.caret = input.text.len(),
             Edit::Older | Edit::Newer => {
-                let h = if e == Edit::Older { self.history.prev() } else { self.history.next() };
+                let h = if e == Edit::Older {
+                    self.history.prev()
+                } else {
+                    self.history.next()
+                };
                 let text = h.map_or_else(|| self.filter.clone(), str::to_owned);
                 input.caret = text.len();
                 input.text = text;
@@ -720,7 +740,9 @@ impl App {
         for (i, r) in refs {
             // For the time order, `r.row` is the k-th match in the chunk; map it to a row.
             let sort = self.sort;
-            let Some(c) = self.chunk(r.chunk, start, end) else { break };
+            let Some(c) = self.chunk(r.chunk, start, end) else {
+                break;
+            };
             let row = match sort {
                 Sort::Time => c.rows.get(r.row).copied(),
                 Sort::Latency => Some(r.row),

@@ -49,16 +49,20 @@ impl Grid {
         let mut g = Grid::empty(start, interval, rows);
         g.approximate = true;
         let end = g.end();
+        if rows == 0 {
+            return g;
+        }
         for c in chunks {
             let s = &c.summary;
             if s.events == 0 || s.max_ts < start || s.min_ts >= end {
                 continue;
             }
-            let first = (s.min_ts.saturating_sub(start) / g.interval) as usize;
-            let last = ((s.max_ts.min(end - 1).saturating_sub(start)) / g.interval) as usize;
-            // Rows the chunk spans, including those outside the view, so that a chunk that
-            // straddles the view's edge contributes only its share.
-            let span_rows = ((s.max_ts - s.min_ts) / g.interval + 1).max(1);
+            // Rows the chunk spans, counted from the view's start (negative: before the view),
+            // so that a chunk straddling the view's edge contributes only its share.
+            let row_of = |ts: u64| (i128::from(ts) - i128::from(start)).div_euclid(i128::from(g.interval));
+            let (first, last) = (row_of(s.min_ts), row_of(s.max_ts));
+            let span_rows = (last - first + 1) as u64;
+            let shown = first.max(0)..=last.min(rows as i128 - 1);
             for (b, &n) in s.log2_hist.iter().enumerate() {
                 if n == 0 {
                     continue;
@@ -68,10 +72,10 @@ impl Grid {
                 let col = spectro::column(mid);
                 let per_row = n / span_rows;
                 let extra = n % span_rows;
-                for r in first..=last.min(rows.saturating_sub(1)) {
+                for r in shown.clone() {
                     // Hand the remainder to the first rows so that the total stays exact.
-                    let k = (start + r as u64 * g.interval).saturating_sub(s.min_ts) / g.interval;
-                    g.rows[r][col] += per_row + u64::from(k < extra);
+                    let k = (r - first) as u64;
+                    g.rows[r as usize][col] += per_row + u64::from(k < extra);
                 }
             }
         }
@@ -97,7 +101,10 @@ impl Grid {
     pub fn sum(&self, rows: std::ops::Range<usize>, cols: std::ops::Range<usize>) -> u64 {
         let rows = rows.start.min(self.rows.len())..rows.end.min(self.rows.len());
         let cols = cols.start.min(COLS)..cols.end.min(COLS);
-        self.rows[rows].iter().map(|r| r[cols.clone()].iter().sum::<u64>()).sum()
+        self.rows[rows]
+            .iter()
+            .map(|r| r[cols.clone()].iter().sum::<u64>())
+            .sum()
     }
 }
 
@@ -107,7 +114,13 @@ mod tests {
     use iocap_format::{log2_bucket, ChunkSummary};
 
     fn chunk(min_ts: u64, max_ts: u64, latency: u64, n: u64) -> ChunkInfo {
-        let mut summary = ChunkSummary { events: n, syscalls: n, min_ts, max_ts, ..ChunkSummary::default() };
+        let mut summary = ChunkSummary {
+            events: n,
+            syscalls: n,
+            min_ts,
+            max_ts,
+            ..ChunkSummary::default()
+        };
         summary.log2_hist[log2_bucket(latency)] = n;
         ChunkInfo { offset: 0, summary }
     }
@@ -124,7 +137,10 @@ mod tests {
         let half = Grid::from_summaries(&[chunk(0, 999, 1_000, 1000)], 500, 100, 10);
         assert_eq!(half.total(), 500);
         // A chunk outside the view adds nothing.
-        assert_eq!(Grid::from_summaries(&[chunk(5_000, 6_000, 10, 7)], 0, 100, 10).total(), 0);
+        assert_eq!(
+            Grid::from_summaries(&[chunk(5_000, 6_000, 10, 7)], 0, 100, 10).total(),
+            0
+        );
     }
 
     #[test]

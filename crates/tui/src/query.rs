@@ -43,7 +43,8 @@ pub struct Query {
 
 impl Query {
     pub fn end(&self) -> u64 {
-        self.start.saturating_add(self.interval.saturating_mul(self.rows as u64))
+        self.start
+            .saturating_add(self.interval.saturating_mul(self.rows as u64))
     }
 }
 
@@ -130,7 +131,11 @@ pub fn run(reader: &Reader, q: &Query, cancel: &Cancel) -> Result<Option<Answer>
     let mut samples: HashMap<u64, Event> = HashMap::new();
     let mut per_chunk = Vec::new();
     let mut slowest: BinaryHeap<Reverse<(u64, EventRef)>> = BinaryHeap::with_capacity(SLOWEST + 1);
-    let mut want = ColSet::NONE.with(Col::Ts).with(Col::Latency).with(Col::Bytes).union(group_cols(q.group));
+    let mut want = ColSet::NONE
+        .with(Col::Ts)
+        .with(Col::Latency)
+        .with(Col::Bytes)
+        .union(group_cols(q.group));
     if let Some(f) = &q.filter {
         want = want.union(f.columns());
     }

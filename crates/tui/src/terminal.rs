@@ -45,7 +45,12 @@ impl Drop for TerminalGuard {
 /// Leave TUI mode; safe to call more than once and when not in TUI mode.
 fn restore() {
     let _ = disable_raw_mode();
-    let _ = execute!(io::stdout(), LeaveAlternateScreen, DisableMouseCapture, crossterm::cursor::Show);
+    let _ = execute!(
+        io::stdout(),
+        LeaveAlternateScreen,
+        DisableMouseCapture,
+        crossterm::cursor::Show
+    );
 }
 
 fn install_panic_hook() {

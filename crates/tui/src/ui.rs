@@ -112,10 +112,14 @@ pub fn events_visible(app: &App) -> usize {
 pub fn pane_at(app: &App, x: u16, y: u16) -> Option<Focus> {
     let a = areas(app);
     let pos = ratatui::layout::Position { x, y };
-    [(a.spectro, Focus::Spectrogram), (a.breakdown, Focus::Breakdown), (a.events, Focus::Events)]
-        .into_iter()
-        .find(|(r, _)| r.contains(pos))
-        .map(|(_, f)| f)
+    [
+        (a.spectro, Focus::Spectrogram),
+        (a.breakdown, Focus::Breakdown),
+        (a.events, Focus::Events),
+    ]
+    .into_iter()
+    .find(|(r, _)| r.contains(pos))
+    .map(|(_, f)| f)
 }
 
 /// Draw the whole frame.
@@ -147,7 +151,10 @@ fn render_status(app: &App, f: &mut Frame, area: Rect) {
     let mut spans = vec![
         Span::raw(format!(" {} ", app.cap.name)),
         Span::raw(format!("│ {matching} │ ")),
-        Span::styled(format!("drops {}", units::count(drops)), if drops > 0 { t.drops() } else { Style::default() }),
+        Span::styled(
+            format!("drops {}", units::count(drops)),
+            if drops > 0 { t.drops() } else { Style::default() },
+        ),
         Span::raw(format!(
             " │ {}…{} │ {}/row",
             rel(app.view_start),

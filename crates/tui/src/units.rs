@@ -30,7 +30,11 @@ pub fn dur_tick(ns: u64) -> String {
     for (scale, unit) in UNITS {
         if ns >= scale {
             let v = ns as f64 / scale as f64;
-            return if v.fract() == 0.0 { format!("{v:.0}{unit}") } else { format!("{v:.1}{unit}") };
+            return if v.fract() == 0.0 {
+                format!("{v:.0}{unit}")
+            } else {
+                format!("{v:.1}{unit}")
+            };
         }
     }
     "0".to_owned()
@@ -94,18 +98,21 @@ pub fn bytes(n: u64) -> String {
     format!("{n}B")
 }
 
-/// Parse a duration typed by the user for the filter bar round trip: the same units as the
-/// filter language (`ns`, `us`, `ms`, `s`). Used to check that clauses we generate read back.
+/// A duration as a filter literal that reads back exactly: the largest unit that keeps it
+/// short, with as many decimals as needed (`5ms`, `3.981072ms`, `250us`, `7ns`).
 pub fn filter_dur(ns: u64) -> String {
-    if ns % 1_000_000_000 == 0 && ns > 0 {
-        format!("{}s", ns / 1_000_000_000)
-    } else if ns % 1_000_000 == 0 && ns > 0 {
-        format!("{}ms", ns / 1_000_000)
-    } else if ns % 1_000 == 0 && ns > 0 {
-        format!("{}us", ns / 1_000)
-    } else {
-        format!("{ns}ns")
+    const UNITS: [(u64, &str, usize); 3] = [(1_000_000_000, "s", 9), (1_000_000, "ms", 6), (1_000, "us", 3)];
+    for (scale, unit, digits) in UNITS {
+        if ns >= scale {
+            let (whole, frac) = (ns / scale, ns % scale);
+            if frac == 0 {
+                return format!("{whole}{unit}");
+            }
+            let frac = format!("{frac:0digits$}");
+            return format!("{whole}.{}{unit}", frac.trim_end_matches('0'));
+        }
     }
+    format!("{ns}ns")
 }
 
 #[cfg(test)]
@@ -121,7 +128,9 @@ mod tests {
         assert_eq!(dur(250_000_000), "250ms");
         assert_eq!(dur(2_000_000_000), "2.00s");
         assert_eq!(dur_tick(10_000), "10µs");
-        assert_eq!(filter_dur(1_500_000), "1500us");
+        assert_eq!(filter_dur(1_500_000), "1.5ms");
+        assert_eq!(filter_dur(3_981_072), "3.981072ms");
+        assert_eq!(filter_dur(1_000_000_001), "1.000000001s");
         assert_eq!(filter_dur(2_000_000), "2ms");
         assert_eq!(filter_dur(7), "7ns");
     }

@@ -18,7 +18,10 @@ use crate::query::{self, Answer, Cancel, Query};
 pub enum Reply {
     Answer(Box<Answer>),
     /// The query failed (a damaged chunk): shown on the status line.
-    Failed { gen: u64, error: String },
+    Failed {
+        gen: u64,
+        error: String,
+    },
 }
 
 /// The UI side of the worker.

@@ -26,7 +26,11 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let top = app.group_sel.saturating_sub(visible - 1);
     let total = a.matched.max(1);
     let rows = a.groups.iter().enumerate().skip(top).take(visible).map(|(i, g)| {
-        let value = if g.value.is_empty() { "(none)".to_owned() } else { g.value.clone() };
+        let value = if g.value.is_empty() {
+            "(none)".to_owned()
+        } else {
+            g.value.clone()
+        };
         let row = Row::new(vec![
             Cell::from(value),
             Cell::from(units::short_count(g.count)),
@@ -41,7 +45,12 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     });
     let table = Table::new(
         rows,
-        [Constraint::Min(6), Constraint::Length(6), Constraint::Length(4), Constraint::Length(7)],
+        [
+            Constraint::Min(6),
+            Constraint::Length(6),
+            Constraint::Length(4),
+            Constraint::Length(7),
+        ],
     )
     .header(Row::new(vec!["value", "count", "%", "p99"]).style(app.theme.dim()));
     f.render_widget(table, inner);

@@ -25,7 +25,11 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let title = if n == 0 {
         format!(" Events, none, {order} ")
     } else {
-        format!(" Events {}/{}, {order} (s) ", units::count(app.ev_sel as u64 + 1), units::count(n as u64))
+        format!(
+            " Events {}/{}, {order} (s) ",
+            units::count(app.ev_sel as u64 + 1),
+            units::count(n as u64)
+        )
     };
     let block = ui::pane_block(app, title, focused);
     let inner = block.inner(area);
@@ -71,7 +75,11 @@ fn columns(app: &App, e: &Event) -> [String; 8] {
         e.pid.to_string(),
         what,
         target,
-        if e.bytes > 0 { units::bytes(e.bytes) } else { String::new() },
+        if e.bytes > 0 {
+            units::bytes(e.bytes)
+        } else {
+            String::new()
+        },
         units::dur(e.latency),
         e.ret.to_string(),
     ]
@@ -79,10 +87,12 @@ fn columns(app: &App, e: &Event) -> [String; 8] {
 
 /// The selected event, every field.
 pub fn render_detail(app: &App, f: &mut Frame) {
-    let Some((_, e)) = app.ev_rows.iter().find(|(i, _)| *i == app.ev_sel) else { return };
+    let Some((_, e)) = app.ev_rows.iter().find(|(i, _)| *i == app.ev_sel) else {
+        return;
+    };
     let (meta, tables) = (app.cap.reader.meta(), app.cap.reader.tables());
     let mut lines = vec![Line::from(format!(
-        "{:>14}  {} UTC ({})",
+        "{:>15}  {} UTC ({})",
         "time",
         units::wall(e.ts, meta.boot_to_wall_ns),
         units::offset(e.ts.saturating_sub(app.cap.start))
@@ -95,14 +105,15 @@ pub fn render_detail(app: &App, f: &mut Frame) {
         }
         seen.push(fi.id);
         let v = fields::value(fi, e, meta, tables);
-        if v.is_absent() {
+        // Absent fields and false flags say nothing: the popup must fit small terminals.
+        if v.is_absent() || v == fields::Value::Bool(false) {
             continue;
         }
         let text = match v {
             fields::Value::Duration(ns) => units::dur(ns),
             other => other.to_string(),
         };
-        lines.push(Line::from(format!("{:>14}  {text}", fi.name)));
+        lines.push(Line::from(format!("{:>15}  {text}", fi.name)));
     }
     let area = ui::popup(app.area, 76, lines.len() as u16 + 2);
     f.render_widget(Clear, area);

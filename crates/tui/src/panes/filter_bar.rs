@@ -16,7 +16,10 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         } else {
             Span::raw(app.filter.clone())
         };
-        f.render_widget(Paragraph::new(Line::from(vec![Span::styled("filter: ", t.dim()), text])), area);
+        f.render_widget(
+            Paragraph::new(Line::from(vec![Span::styled("filter: ", t.dim()), text])),
+            area,
+        );
         return;
     };
     let text = &input.text;

@@ -18,7 +18,11 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         None => (summaries_log2(app), false),
     };
     let n: u64 = log2.iter().sum();
-    let title = format!(" Latency, {} events{} ", units::count(n), if exact { "" } else { " ≈index" });
+    let title = format!(
+        " Latency, {} events{} ",
+        units::count(n),
+        if exact { "" } else { " ≈index" }
+    );
     let block = ui::pane_block(app, title, false);
     let inner = block.inner(area);
     f.render_widget(block, area);
@@ -76,7 +80,7 @@ fn bars(app: &App, log2: &[u64; LOG2_BUCKETS], rows: usize, width: usize) -> Vec
         .map(|(from, count)| {
             let len = ((count as f64 / max as f64) * bar_w as f64).ceil() as usize;
             Line::from(vec![
-                Span::styled(format!("{:>6} ", units::dur_tick(from.max(1))), app.theme.dim()),
+                Span::styled(format!("{:>6} ", units::dur(from.max(1))), app.theme.dim()),
                 Span::styled("█".repeat(len.min(bar_w)), app.theme.bar()),
                 Span::raw(format!(" {}", units::short_count(count))),
             ])

@@ -57,7 +57,12 @@ fn draw(app: &App, geo: &Geometry, buf: &mut Buffer) {
     let region = app.anchor.map(|(t, l)| {
         let at = (t.saturating_sub(app.view_start) / app.interval) as i64;
         let at = if t < app.view_start { -1 } else { at };
-        (at.min(here.0 as i64), at.max(here.0 as i64), l.min(here.1), l.max(here.1))
+        (
+            at.min(here.0 as i64),
+            at.max(here.0 as i64),
+            l.min(here.1),
+            l.max(here.1),
+        )
     });
     for (t, row) in counts.iter().enumerate() {
         for (l, &n) in row.iter().enumerate() {
@@ -87,7 +92,9 @@ fn draw(app: &App, geo: &Geometry, buf: &mut Buffer) {
 /// Display cell where latency decade `d` (10^d ns) starts.
 fn decade_cell(d: usize, cells: usize) -> usize {
     let col = d * COLS_PER_DECADE;
-    (0..cells).find(|&c| crate::app::cell_cols(c, cells).end > col).unwrap_or(cells)
+    (0..cells)
+        .find(|&c| crate::app::cell_cols(c, cells).end > col)
+        .unwrap_or(cells)
 }
 
 fn sysdig_axes(app: &App, geo: &Geometry, buf: &mut Buffer) {
@@ -98,7 +105,11 @@ fn sysdig_axes(app: &App, geo: &Geometry, buf: &mut Buffer) {
     for d in 0..=COLS / COLS_PER_DECADE {
         let c = decade_cell(d, geo.lat_cells);
         let label = units::dur_tick(spectro::column_range(d * COLS_PER_DECADE).0.max(1));
-        let label = if d * COLS_PER_DECADE >= COLS { "10s+".to_owned() } else { label };
+        let label = if d * COLS_PER_DECADE >= COLS {
+            "10s+".to_owned()
+        } else {
+            label
+        };
         if c < next_free || c + label.chars().count() > geo.lat_cells + 1 {
             continue;
         }
@@ -134,7 +145,13 @@ fn heatmap_axes(app: &App, geo: &Geometry, buf: &mut Buffer) {
             continue;
         }
         let label = units::dur_tick(spectro::column_range(d * COLS_PER_DECADE).0.max(1));
-        buf.set_stringn(p.x - LAT_LABEL, p.bottom() - 1 - c as u16, &label, usize::from(LAT_LABEL) - 1, dim);
+        buf.set_stringn(
+            p.x - LAT_LABEL,
+            p.bottom() - 1 - c as u16,
+            &label,
+            usize::from(LAT_LABEL) - 1,
+            dim,
+        );
     }
     let y = p.bottom();
     let mut next_free = 0usize;
@@ -172,7 +189,10 @@ fn legend(app: &App, geo: &Geometry, max: u64, buf: &mut Buffer) {
         x = buf.set_stringn(x, y, g.to_string(), 1, s).0;
     }
     let cols = app.cell_cols(app.cursor_l);
-    let (lo, hi) = (spectro::column_range(cols.start).0, spectro::column_range(cols.end - 1).1);
+    let (lo, hi) = (
+        spectro::column_range(cols.start).0,
+        spectro::column_range(cols.end - 1).1,
+    );
     let here = app.grid.sum(app.cursor_t..app.cursor_t + 1, cols);
     let text = format!(
         " {} │ cursor {}…{}: {}",

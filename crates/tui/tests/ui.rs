@@ -1,0 +1,442 @@
+//! Snapshot tests of the viewer: every pane at standard sizes (text and styles), and the whole
+//! app driven by key events against ratatui's `TestBackend` with the worker run synchronously.
+//!
+//! Captures are generated here with `iocap_format::Writer`: a known, deterministic workload
+//! (two processes with a bimodal read latency, periodic slow block writes, a drop period and a
+//! process name full of escape sequences).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use iocap_format::{
+    mkdev, Class, Device, DropStats, Event, FdType, FileEntry, Meta, ProcEntry, Reader, Writer, WriterOptions,
+};
+use iocap_tui::app::{Focus, Orientation, Sort};
+use iocap_tui::history::History;
+use iocap_tui::query::{self, Cancel};
+use iocap_tui::worker::Reply;
+use iocap_tui::{keys, ui, Action, App, Capture, Palette};
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::Terminal;
+
+const START: u64 = 1_000_000_000;
+/// 2 s of events, one every 100 µs.
+const N: u64 = 20_000;
+
+/// Write the test capture into `dir`.
+fn capture(dir: &Path) -> PathBuf {
+    let path = dir.join("view.cap");
+    let meta = Meta {
+        iocap_version: "test".into(),
+        host: "testhost".into(),
+        kernel: "6.18.0".into(),
+        arch: "x86_64".into(),
+        boot_to_wall_ns: 1_700_000_000_000_000_000,
+        start_ts: START,
+        cpus: 2,
+        devices: vec![Device {
+            dev: mkdev(254, 0),
+            name: "vda".into(),
+        }],
+        ..Meta::default()
+    };
+    let file = std::fs::File::create(&path).unwrap();
+    let mut w = Writer::new(
+        file,
+        &meta,
+        WriterOptions {
+            chunk_events: 1000,
+            level: 1,
+        },
+    )
+    .unwrap();
+    let (pg, fio, evil) = (
+        w.intern(b"postgres"),
+        w.intern(b"fio"),
+        w.intern(b"ev\x1b[31mil\xe2\x80\xae"),
+    );
+    let pg = w.add_proc(ProcEntry {
+        pid: 200,
+        ppid: 1,
+        name: pg,
+        ..ProcEntry::default()
+    });
+    let fio = w.add_proc(ProcEntry {
+        pid: 100,
+        ppid: 1,
+        name: fio,
+        ..ProcEntry::default()
+    });
+    let evil = w.add_proc(ProcEntry {
+        pid: 666,
+        ppid: 1,
+        name: evil,
+        ..ProcEntry::default()
+    });
+    let db = w.intern(b"/var/lib/pg/base/16384");
+    let db = w.add_file(FileEntry {
+        pid: 200,
+        fd: 5,
+        kind: FdType::File,
+        name: db,
+        ..FileEntry::default()
+    });
+    let dat = w.intern(b"/data/fio.dat");
+    let dat = w.add_file(FileEntry {
+        pid: 100,
+        fd: 3,
+        kind: FdType::File,
+        name: dat,
+        ..FileEntry::default()
+    });
+    for i in 0..N {
+        let ts = START + i * 100_000;
+        let e = match i % 10 {
+            // Block writes: 200 µs, but 20 ms during a stall every 500 ms.
+            9 => Event {
+                class: Class::Block,
+                ts,
+                latency: if (i / 1000) % 5 == 4 { 20_000_000 } else { 200_000 },
+                pid: 100,
+                tid: 100,
+                proc: fio,
+                fd: -1,
+                bytes: 65536,
+                dev: mkdev(254, 0),
+                sector: i * 128,
+                op: 1,
+                ..Event::default()
+            },
+            // postgres reads: cache hits at 2 µs, one in four a miss at 5 ms.
+            0 | 2 | 4 | 6 => {
+                let latency = if (i / 2) % 4 == 0 { 5_000_000 } else { 2_000 + i % 7 };
+                Event {
+                    fd: 5,
+                    file: db,
+                    bytes: 8192,
+                    proc: pg,
+                    ..Event::syscall(ts, latency, 200, 201, 17, 8192)
+                }
+            }
+            // A hostile process name, getpid at 100 ns.
+            7 => Event {
+                proc: evil,
+                ..Event::syscall(ts, 100, 666, 666, 39, 666)
+            },
+            _ => Event {
+                fd: 3,
+                file: dat,
+                bytes: 4096,
+                proc: fio,
+                ..Event::syscall(ts, 40_000, 100, 100, 1, 4096)
+            },
+        };
+        w.push(&e).unwrap();
+        if i == 12_500 {
+            w.record_drops(&DropStats {
+                ts,
+                per_cpu: vec![3, 4],
+            })
+            .unwrap();
+            w.flush().unwrap();
+        }
+    }
+    w.finish(START + N * 100_000).unwrap();
+    path
+}
+
+/// An app on a fresh capture in a `w`×`h` terminal.
+fn app(w: u16, h: u16, filter: &str) -> (tempfile::TempDir, App) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = capture(dir.path());
+    let reader = Arc::new(Reader::open(&path).unwrap());
+    // Show the file name without the temp dir, so snapshots do not depend on it.
+    let cap = Capture::new(reader, Path::new("view.cap"));
+    let app = App::new(
+        cap,
+        filter,
+        Rect::new(0, 0, w, h),
+        Palette::Classic,
+        History::in_memory(Vec::new()),
+    )
+    .unwrap();
+    (dir, app)
+}
+
+/// Answer every pending query synchronously, as the worker thread would.
+fn settle(app: &mut App) {
+    while let Some(q) = app.take_query() {
+        let cancel = Cancel::default();
+        cancel.0.store(q.gen, Ordering::Relaxed);
+        let reply = match query::run(&app.cap.reader, &q, &cancel) {
+            Ok(Some(a)) => Reply::Answer(Box::new(a)),
+            Ok(None) => unreachable!("not cancelled"),
+            Err(error) => Reply::Failed { gen: q.gen, error },
+        };
+        app.update(Action::Reply(reply));
+    }
+}
+
+fn press(app: &mut App, code: KeyCode) {
+    press_mod(app, code, KeyModifiers::NONE);
+}
+
+fn press_mod(app: &mut App, code: KeyCode, m: KeyModifiers) {
+    if let Some(a) = keys::key(app, KeyEvent::new(code, m)) {
+        app.update(a);
+    }
+    settle(app);
+}
+
+fn type_text(app: &mut App, s: &str) {
+    for c in s.chars() {
+        press(app, KeyCode::Char(c));
+    }
+}
+
+fn draw(app: &App) -> Buffer {
+    let mut t = Terminal::new(TestBackend::new(app.area.width, app.area.height)).unwrap();
+    t.draw(|f| ui::render(app, f)).unwrap();
+    t.backend().buffer().clone()
+}
+
+/// `area` of `buf` as text, then its style runs (`row col..col style`), skipping unstyled ones.
+fn render_area(buf: &Buffer, area: Rect) -> String {
+    let mut text = String::new();
+    let mut styles = String::new();
+    for y in area.top()..area.bottom() {
+        let mut run: Option<(u16, Style)> = None;
+        for x in area.left()..area.right() {
+            let cell = &buf[(x, y)];
+            text.push_str(cell.symbol());
+            let s = cell.style();
+            if run.map(|r| r.1) != Some(s) {
+                if let Some((from, st)) = run.take() {
+                    if st != Style::default() {
+                        styles.push_str(&format!("{y:>3} {from:>3}..{x:<3} {st:?}\n"));
+                    }
+                }
+                run = Some((x, s));
+            }
+        }
+        if let Some((from, st)) = run {
+            if st != Style::default() {
+                styles.push_str(&format!("{y:>3} {from:>3}..{:<3} {st:?}\n", area.right()));
+            }
+        }
+        text.push('\n');
+    }
+    format!("{text}--- styles ---\n{styles}")
+}
+
+fn snap_pane(app: &App, area: Rect) -> String {
+    render_area(&draw(app), area)
+}
+
+fn full(app: &App) -> String {
+    snap_pane(app, app.area)
+}
+
+#[test]
+fn first_frame_comes_from_the_index() {
+    let (_dir, app) = app(80, 24, "");
+    // Nothing has been scanned yet: the spectrogram is the summaries' approximation, and it
+    // already accounts for every event in view.
+    assert!(app.grid.approximate);
+    assert!(app.answer.is_none());
+    let in_view: u64 = app.grid.total();
+    assert_eq!(in_view, N);
+    insta::assert_snapshot!("first_frame_80x24", full(&app));
+}
+
+#[test]
+fn panes_at_standard_sizes() {
+    for (w, h) in [(80, 24), (120, 40)] {
+        let (_dir, mut app) = app(w, h, "");
+        settle(&mut app);
+        assert!(!app.grid.approximate);
+        assert_eq!(app.answer.as_ref().unwrap().matched, N);
+        let a = ui::areas(&app);
+        insta::assert_snapshot!(format!("spectrogram_{w}x{h}"), snap_pane(&app, a.spectro));
+        insta::assert_snapshot!(format!("histogram_{w}x{h}"), snap_pane(&app, a.hist));
+        insta::assert_snapshot!(format!("breakdown_{w}x{h}"), snap_pane(&app, a.breakdown));
+        app.update(Action::FocusPrev);
+        insta::assert_snapshot!(format!("events_{w}x{h}"), snap_pane(&app, a.events));
+        insta::assert_snapshot!(format!("status_{w}x{h}"), snap_pane(&app, a.status));
+        app.update(Action::ToggleOrientation);
+        settle(&mut app);
+        assert_eq!(app.orientation, Orientation::Heatmap);
+        insta::assert_snapshot!(format!("heatmap_{w}x{h}"), snap_pane(&app, ui::areas(&app).spectro));
+    }
+}
+
+#[test]
+fn hostile_names_are_shown_escaped() {
+    let (_dir, mut app) = app(120, 40, "");
+    settle(&mut app);
+    let screen = full(&app);
+    assert!(screen.contains("ev\\x1b[31mil\\u{202e}"), "{screen}");
+    assert!(!screen.contains('\x1b'));
+}
+
+#[test]
+fn filter_bar_shows_the_error_span_and_help() {
+    let (_dir, mut app) = app(80, 24, "");
+    settle(&mut app);
+    press(&mut app, KeyCode::Char('/'));
+    type_text(&mut app, "proc.nme=fio");
+    let err = app
+        .input
+        .as_ref()
+        .and_then(|i| i.error.clone())
+        .expect("live validation");
+    assert_eq!(err.span, 0..8);
+    assert!(err.help.as_deref().unwrap_or("").contains("proc.name"));
+    insta::assert_snapshot!("filter_bar_error", snap_pane(&app, ui::areas(&app).filter));
+    // Enter on a bad filter keeps the bar open; Esc cancels and keeps the old filter.
+    press(&mut app, KeyCode::Enter);
+    assert!(app.input.is_some());
+    press(&mut app, KeyCode::Esc);
+    assert!(app.input.is_none());
+    assert_eq!(app.filter, "");
+}
+
+#[test]
+fn no_color_and_colour_blind_palettes() {
+    let (_dir, mut app) = app(80, 24, "");
+    settle(&mut app);
+    app.theme.palette = Palette::Mono;
+    let mono = snap_pane(&app, ui::areas(&app).spectro);
+    assert!(!mono.contains("fg: Some"), "{mono}");
+    insta::assert_snapshot!("spectrogram_mono", mono);
+    app.theme.palette = Palette::ColorBlind;
+    insta::assert_snapshot!("spectrogram_colour_blind", snap_pane(&app, ui::areas(&app).spectro));
+}
+
+#[test]
+fn help_lists_every_key() {
+    let (_dir, mut app) = app(80, 24, "");
+    press(&mut app, KeyCode::Char('?'));
+    let screen = full(&app);
+    for (k, _) in ui::KEYS {
+        assert!(screen.contains(k), "{k} missing");
+    }
+    insta::assert_snapshot!("help_80x24", screen);
+}
+
+/// Open → filter → select a region → drill down → event details → undo → quit.
+#[test]
+fn whole_app_driven_by_keys() {
+    let (_dir, mut app) = app(100, 30, "");
+    settle(&mut app);
+    insta::assert_snapshot!("app_1_open", full(&app));
+
+    // Filter to postgres: the slow misses and the fast hits.
+    press(&mut app, KeyCode::Char('/'));
+    type_text(&mut app, "proc.name=postgres");
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(app.filter, "proc.name=postgres");
+    let pg = app.answer.as_ref().unwrap().matched;
+    assert_eq!(pg, N * 4 / 10);
+    insta::assert_snapshot!("app_2_filtered", full(&app));
+
+    // Select the slow mode: move the cursor to the 5 ms column on the first row, mark, extend
+    // two rows down, apply.
+    let col_5ms = (0..app.lat_cells()).find(|&c| app.cell_cols(c).contains(&67)).unwrap();
+    for _ in 0..col_5ms {
+        press(&mut app, KeyCode::Right);
+    }
+    press(&mut app, KeyCode::Char('v'));
+    press(&mut app, KeyCode::Down);
+    press(&mut app, KeyCode::Down);
+    insta::assert_snapshot!("app_3_selecting", snap_pane(&app, ui::areas(&app).spectro));
+    press(&mut app, KeyCode::Enter);
+    assert!(
+        app.filter
+            .starts_with("(proc.name=postgres) and evt.time>=0ns and evt.time<"),
+        "{}",
+        app.filter
+    );
+    assert!(app.filter.contains("latency>="), "{}", app.filter);
+    let a = app.answer.as_ref().unwrap();
+    assert!(a.matched > 0 && a.matched < pg);
+    // Only misses are in the region.
+    assert!(a.hist.min() >= 4_000_000, "min {}", a.hist.min());
+    insta::assert_snapshot!("app_4_region", full(&app));
+
+    // Drill down: breakdown by evt.type, Enter adds it.
+    press(&mut app, KeyCode::Tab);
+    assert_eq!(app.focus, Focus::Breakdown);
+    press(&mut app, KeyCode::Char('f'));
+    assert_eq!(app.group_field().name, "evt.type");
+    assert_eq!(app.groups()[0].value, "pread64");
+    press(&mut app, KeyCode::Enter);
+    assert!(app.filter.ends_with(" and evt.type=\"pread64\""), "{}", app.filter);
+    insta::assert_snapshot!("app_5_drilled", full(&app));
+
+    // The event list, slowest first, and one event's details.
+    press(&mut app, KeyCode::Tab);
+    assert_eq!(app.focus, Focus::Events);
+    press(&mut app, KeyCode::Char('s'));
+    assert_eq!(app.sort, Sort::Latency);
+    press(&mut app, KeyCode::Down);
+    press(&mut app, KeyCode::Enter);
+    assert!(app.detail);
+    insta::assert_snapshot!("app_6_detail", full(&app));
+    press(&mut app, KeyCode::Esc);
+    assert!(!app.detail);
+
+    // Undo twice: back to the postgres filter.
+    press(&mut app, KeyCode::Char('u'));
+    press(&mut app, KeyCode::Char('u'));
+    assert_eq!(app.filter, "proc.name=postgres");
+    assert_eq!(app.answer.as_ref().unwrap().matched, pg);
+
+    press(&mut app, KeyCode::Char('q'));
+    assert!(app.quit);
+}
+
+#[test]
+fn scrub_zoom_and_resize() {
+    let (_dir, mut app) = app(80, 24, "");
+    settle(&mut app);
+    let (start, interval) = (app.view_start, app.interval);
+    press(&mut app, KeyCode::Char('+'));
+    assert!(app.interval < interval);
+    press(&mut app, KeyCode::PageDown);
+    assert!(app.view_start > start);
+    // Every event in view is counted by the exact grid too.
+    let a = app.answer.as_ref().unwrap();
+    assert_eq!(a.grid.total(), a.matched);
+    press(&mut app, KeyCode::Home);
+    assert_eq!(app.view_start, start);
+    app.update(Action::Resize(120, 40));
+    settle(&mut app);
+    assert!(app.time_cells() > 9);
+    app.update(Action::Resize(20, 5));
+    settle(&mut app);
+    let _ = full(&app); // Tiny terminals draw without panicking.
+    let _ = press_mod;
+}
+
+#[test]
+fn replay_advances_the_view() {
+    let (_dir, mut app) = app(80, 24, "");
+    press(&mut app, KeyCode::Char('+'));
+    press(&mut app, KeyCode::Char('+'));
+    let before = app.view_start;
+    press(&mut app, KeyCode::Char(' '));
+    press(&mut app, KeyCode::Char('x'));
+    assert!(app.playing);
+    for _ in 0..20 {
+        app.update(Action::Tick(std::time::Duration::from_millis(50)));
+        settle(&mut app);
+    }
+    // 10× for 1 s of ticks: 10 s of capture, the whole file: replay stops at the end.
+    assert!(!app.playing || app.view_start > before);
+}
