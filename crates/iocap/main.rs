@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 mod events;
 mod export;
+mod fields;
 mod info;
 mod iostat;
 mod report;
@@ -18,7 +19,13 @@ mod view;
 
 /// Record every syscall and block I/O request with its latency; replay it anywhere.
 #[derive(Parser, Debug)]
-#[command(name = "iocap", version, about, propagate_version = true)]
+#[command(
+    name = "iocap",
+    version,
+    about,
+    propagate_version = true,
+    disable_help_subcommand = true
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -40,6 +47,10 @@ enum Command {
     Export(export::Args),
     /// The terminal viewer: scrub a latency spectrogram, read histograms, narrow with filters.
     View(view::Args),
+    /// List every filter field with its type and description.
+    Fields(fields::Args),
+    /// Help on a subcommand, or on the filter language: `iocap help filter`.
+    Help(fields::HelpArgs),
 }
 
 /// An error that should exit with status 2 (bad usage, a filter that does not parse).
@@ -64,6 +75,8 @@ fn main() -> ExitCode {
         Command::Spectrogram(args) => spectrogram::run(args),
         Command::Export(args) => export::run(args),
         Command::View(args) => view::run(args),
+        Command::Fields(args) => fields::run(args),
+        Command::Help(args) => fields::help(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
