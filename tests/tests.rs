@@ -4,3 +4,4 @@ mod util;
 
 mod info;
 mod reports;
+mod view;
