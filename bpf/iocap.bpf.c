@@ -1,0 +1,620 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * iocap's BPF programs: every syscall (enter -> exit) and every block request
+ * (insert -> issue -> complete), plus the process and fd table changes userspace
+ * needs to name them. Tracepoints only (tp_btf): kprobes need not exist.
+ *
+ * The syscall path is the hot one (millions per second): a task-local storage
+ * slot holds the enter time and first arguments, and the exit program reserves one
+ * 40-byte record in the ring buffer without waking the consumer (it polls). A
+ * failed reserve is counted per CPU, never silently lost.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "iocap.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Set by userspace before load. */
+const volatile __u32 self_tgid = 0;
+const volatile bool filter_pids = false;  /* trace only tgids in `pids` */
+const volatile bool follow_forks = false; /* children of traced tgids are traced too */
+const volatile bool want_sys = true;
+const volatile bool want_blk = true;
+const volatile __u64 min_latency = 0;
+
+/* x86_64 syscall numbers of the calls that change the fd table. */
+#define NR_open 2
+#define NR_pipe 22
+#define NR_socket 41
+#define NR_connect 42
+#define NR_accept 43
+#define NR_socketpair 53
+#define NR_fcntl 72
+#define NR_creat 85
+#define NR_epoll_create 213
+#define NR_inotify_init 253
+#define NR_openat 257
+#define NR_signalfd 282
+#define NR_timerfd_create 283
+#define NR_eventfd 284
+#define NR_accept4 288
+#define NR_signalfd4 289
+#define NR_eventfd2 290
+#define NR_epoll_create1 291
+#define NR_pipe2 293
+#define NR_inotify_init1 294
+#define NR_perf_event_open 298
+#define NR_fanotify_init 300
+#define NR_memfd_create 319
+#define NR_userfaultfd 323
+#define NR_io_uring_setup 425
+#define NR_pidfd_open 434
+#define NR_openat2 437
+
+#define F_DUPFD 0
+#define F_DUPFD_CLOEXEC 1030
+#define AF_UNIX 1
+#define AF_INET 2
+#define AF_INET6 10
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 << 20); /* resized by userspace */
+} rb SEC(".maps");
+
+/* Failed reserves, per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} drops SEC(".maps");
+
+/* Traced thread groups when filter_pids is set. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u8);
+} pids SEC(".maps");
+
+/* Per thread: the syscall in flight. */
+struct tctx {
+	__u64 ts;
+	__s64 arg0;
+	__u64 arg1;
+	__u32 nr;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct tctx);
+} tstore SEC(".maps");
+
+/* Per thread, only while an open-family call is in flight: the path it was given. */
+struct open_arg {
+	char path[PATH_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct open_arg);
+} opening SEC(".maps");
+
+/* Scratch space for the path before it goes into `opening` (too big for the stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct open_arg);
+} scratch SEC(".maps");
+
+/* Block requests in flight, keyed by struct request *. */
+struct rq_info {
+	__u64 insert;
+	__u64 issue;
+	__u32 pid;
+	__u32 bytes;
+	char comm[COMM_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct rq_info);
+} rqs SEC(".maps");
+
+static __always_inline void count_drop(void)
+{
+	__u32 zero = 0;
+	__u64 *d = bpf_map_lookup_elem(&drops, &zero);
+	if (d)
+		*d += 1;
+}
+
+static __always_inline bool traced(__u32 tgid)
+{
+	if (tgid == self_tgid)
+		return false;
+	if (filter_pids && !bpf_map_lookup_elem(&pids, &tgid))
+		return false;
+	return true;
+}
+
+static __always_inline bool is_open(__u32 nr)
+{
+	return nr == NR_openat || nr == NR_open || nr == NR_creat || nr == NR_openat2;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct tctx *c;
+
+	if (!traced(pid_tgid >> 32))
+		return 0;
+	c = bpf_task_storage_get(&tstore, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!c)
+		return 0;
+	c->nr = id;
+	c->arg0 = regs->di;
+	/* socketpair's int sv[2] is its fourth argument; everything else needs at most the second. */
+	c->arg1 = id == NR_socketpair ? regs->r10 : regs->si;
+	if (is_open(id)) {
+		__u32 zero = 0, tid = pid_tgid;
+		struct open_arg *a = bpf_map_lookup_elem(&scratch, &zero);
+		const char *up = (id == NR_open || id == NR_creat) ? (const char *)regs->di : (const char *)regs->si;
+		if (a) {
+			a->path[0] = 0;
+			bpf_probe_read_user_str(a->path, sizeof(a->path), up);
+			bpf_map_update_elem(&opening, &tid, a, BPF_ANY);
+		}
+	}
+	/* Last, so the time spent above is not charged to the syscall. */
+	c->ts = bpf_ktime_get_boot_ns();
+	return 0;
+}
+
+static __always_inline struct file *fd_file(struct task_struct *t, int fd)
+{
+	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
+	struct file **arr;
+	struct file *f = NULL;
+
+	if (!fdt || fd < 0 || (unsigned int)fd >= BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	arr = BPF_CORE_READ(fdt, fd);
+	bpf_probe_read_kernel(&f, sizeof(f), &arr[fd]);
+	return f;
+}
+
+/* Describe fd `fd` of the current task from its struct file, and hand it to userspace. */
+static __noinline int emit_fd(int fd, __u32 nr, int dirfd, __u64 ts, bool with_path)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+	struct rec_fd *r;
+	struct file *f;
+	struct inode *ino;
+
+	r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+	if (!r) {
+		count_drop();
+		return 0;
+	}
+	__builtin_memset(r, 0, sizeof(*r));
+	r->kind = REC_FD;
+	r->nr = nr;
+	r->pid = pid;
+	r->fd = fd;
+	r->dirfd = dirfd;
+	r->ts = ts;
+	f = fd_file(t, fd);
+	if (f) {
+		const unsigned char *dn = BPF_CORE_READ(f, f_path.dentry, d_name.name);
+		ino = BPF_CORE_READ(f, f_inode);
+		r->mode = BPF_CORE_READ(ino, i_mode);
+		r->magic = BPF_CORE_READ(ino, i_sb, s_magic);
+		r->sdev = BPF_CORE_READ(ino, i_sb, s_dev);
+		if (dn)
+			bpf_probe_read_kernel_str(r->dname, sizeof(r->dname), dn);
+		if ((r->mode & 0170000) == 0140000) {
+			struct socket *sock = BPF_CORE_READ(f, private_data);
+			struct sock *sk = BPF_CORE_READ(sock, sk);
+			__u16 fam = BPF_CORE_READ(sk, __sk_common.skc_family);
+			r->family = fam;
+			if (fam == AF_INET) {
+				BPF_CORE_READ_INTO(r->laddr, sk, __sk_common.skc_rcv_saddr);
+				BPF_CORE_READ_INTO(r->raddr, sk, __sk_common.skc_daddr);
+			} else if (fam == AF_INET6) {
+				BPF_CORE_READ_INTO(r->laddr, sk, __sk_common.skc_v6_rcv_saddr);
+				BPF_CORE_READ_INTO(r->raddr, sk, __sk_common.skc_v6_daddr);
+			}
+			if (fam == AF_INET || fam == AF_INET6) {
+				r->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+				r->rport = __builtin_bswap16(BPF_CORE_READ(sk, __sk_common.skc_dport));
+			} else if (fam == AF_UNIX) {
+				/* The socket's own address, else its peer's (a connected client). */
+				struct unix_sock *u = (struct unix_sock *)sk;
+				struct unix_address *ua = BPF_CORE_READ(u, addr);
+				if (!ua) {
+					struct unix_sock *peer = (struct unix_sock *)BPF_CORE_READ(u, peer);
+					if (peer)
+						ua = BPF_CORE_READ(peer, addr);
+				}
+				if (ua) {
+					int len = BPF_CORE_READ(ua, len) - 2; /* minus sun_family */
+					if (len > 0) {
+						if (len > 108)
+							len = 108;
+						bpf_probe_read_kernel(r->path, len & 127, &ua->name[0].sun_path);
+						r->path_len = len;
+					}
+				}
+			}
+		}
+	}
+	if (with_path) {
+		struct open_arg *a = bpf_map_lookup_elem(&opening, &(__u32){ bpf_get_current_pid_tgid() });
+		if (a) {
+			__builtin_memcpy(r->path, a->path, sizeof(r->path));
+			r->path_len = 0xffff; /* NUL-terminated */
+		}
+	}
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}
+
+/* The two fds a pipe()/socketpair() wrote into user memory. */
+static __always_inline void emit_fd_pair(__u32 nr, __u64 uptr, __u64 ts)
+{
+	int fds[2] = {};
+	if (bpf_probe_read_user(fds, sizeof(fds), (void *)uptr))
+		return;
+	emit_fd(fds[0], nr, -1, ts, false);
+	emit_fd(fds[1], nr, -1, ts, false);
+}
+
+static __noinline int fd_changes(struct tctx *c, long ret, __u64 ts)
+{
+	__u32 pid = bpf_get_current_pid_tgid() >> 32, nr = c->nr;
+	__s64 arg0 = c->arg0;
+	__u64 arg1 = c->arg1;
+
+	switch (nr) {
+	case NR_openat:
+	case NR_openat2:
+	case NR_open:
+	case NR_creat:
+		if (ret >= 0)
+			emit_fd(ret, nr, (nr == NR_openat || nr == NR_openat2) ? (int)arg0 : -100, ts, true);
+		bpf_map_delete_elem(&opening, &(__u32){ bpf_get_current_pid_tgid() });
+		break;
+	case NR_connect:
+		/* -EINPROGRESS: a non-blocking connect has its addresses already. */
+		if (ret == 0 || ret == -115)
+			emit_fd(arg0, nr, -1, ts, false);
+		break;
+	case NR_pipe:
+	case NR_pipe2:
+	case NR_socketpair:
+		if (ret == 0)
+			emit_fd_pair(nr, nr == NR_socketpair ? arg1 : (__u64)arg0, ts);
+		break;
+	case NR_fcntl:
+		if (ret >= 0 && (arg1 == F_DUPFD || arg1 == F_DUPFD_CLOEXEC)) {
+			struct rec_dup *d = bpf_ringbuf_reserve(&rb, sizeof(*d), 0);
+			if (!d) {
+				count_drop();
+				break;
+			}
+			d->kind = REC_DUP;
+			d->pad = 0;
+			d->pid = pid;
+			d->oldfd = arg0;
+			d->newfd = ret;
+			bpf_ringbuf_submit(d, 0);
+		}
+		break;
+	case NR_socket:
+	case NR_accept:
+	case NR_accept4:
+	case NR_eventfd:
+	case NR_eventfd2:
+	case NR_epoll_create:
+	case NR_epoll_create1:
+	case NR_inotify_init:
+	case NR_inotify_init1:
+	case NR_timerfd_create:
+	case NR_memfd_create:
+	case NR_signalfd:
+	case NR_signalfd4:
+	case NR_pidfd_open:
+	case NR_userfaultfd:
+	case NR_perf_event_open:
+	case NR_io_uring_setup:
+	case NR_fanotify_init:
+		if (ret >= 0)
+			emit_fd(ret, nr, -1, ts, false);
+		break;
+	}
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
+{
+	__u64 now = bpf_ktime_get_boot_ns();
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct rec_sys *e;
+	struct tctx *c;
+	__u64 ts;
+
+	if (!traced(pid_tgid >> 32))
+		return 0;
+	c = bpf_task_storage_get(&tstore, bpf_get_current_task_btf(), 0, 0);
+	if (!c || !c->ts)
+		return 0;
+	ts = c->ts;
+	c->ts = 0;
+	/* Table changes first: userspace must know a new fd before the event that returned it. */
+	if (c->nr == NR_openat || c->nr == NR_open || c->nr == NR_socket || c->nr == NR_connect ||
+	    c->nr == NR_accept || c->nr == NR_accept4 || c->nr == NR_pipe || c->nr == NR_pipe2 ||
+	    c->nr == NR_socketpair || c->nr == NR_fcntl || c->nr == NR_creat || c->nr == NR_openat2 ||
+	    (c->nr >= NR_signalfd && c->nr <= NR_fanotify_init) || c->nr == NR_epoll_create ||
+	    c->nr == NR_inotify_init || c->nr == NR_memfd_create || c->nr == NR_userfaultfd ||
+	    c->nr == NR_io_uring_setup || c->nr == NR_pidfd_open)
+		fd_changes(c, ret, ts);
+	if (want_sys && now - ts >= min_latency) {
+		e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
+		if (e) {
+			e->kind = REC_SYS;
+			e->nr = c->nr;
+			e->tid = pid_tgid;
+			e->pid = pid_tgid >> 32;
+			e->arg0 = c->arg0;
+			e->ts = ts;
+			e->lat = now - ts;
+			e->ret = ret;
+			bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+		} else {
+			count_drop();
+		}
+	}
+	return 0;
+}
+
+/* ---- processes ---- */
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ppid = parent->tgid, pid = child->tgid;
+	struct rec_fork *r;
+
+	if (child->pid != pid) /* a new thread, not a new process */
+		return 0;
+	if (filter_pids) {
+		if (!follow_forks || !bpf_map_lookup_elem(&pids, &ppid))
+			return 0;
+		__u8 one = 1;
+		bpf_map_update_elem(&pids, &pid, &one, BPF_ANY);
+	}
+	if (ppid == self_tgid)
+		return 0;
+	r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+	if (!r) {
+		count_drop();
+		return 0;
+	}
+	r->kind = REC_FORK;
+	r->pad = 0;
+	r->pid = pid;
+	r->ppid = ppid;
+	r->pad2 = 0;
+	r->ts = bpf_ktime_get_boot_ns();
+	bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), child->comm);
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(proc_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 pid = p->tgid;
+	struct rec_exec *r;
+	struct mm_struct *mm;
+	__u64 start, end, len;
+
+	if (!traced(pid))
+		return 0;
+	r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+	if (!r) {
+		count_drop();
+		return 0;
+	}
+	r->kind = REC_EXEC;
+	r->pid = pid;
+	r->ppid = BPF_CORE_READ(p, real_parent, tgid);
+	r->pad = 0;
+	r->ts = bpf_ktime_get_boot_ns();
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	r->filename[0] = 0;
+	bpf_probe_read_kernel_str(r->filename, sizeof(r->filename), BPF_CORE_READ(bprm, filename));
+	/* The new image's argument vector is in place in its memory by now. */
+	mm = BPF_CORE_READ(p, mm);
+	start = BPF_CORE_READ(mm, arg_start);
+	end = BPF_CORE_READ(mm, arg_end);
+	len = end > start ? end - start : 0;
+	if (len > ARGS_LEN - 1)
+		len = ARGS_LEN - 1;
+	len &= ARGS_LEN - 1; /* a bound the verifier can see */
+	r->args_len = 0;
+	if (len && !bpf_probe_read_user(r->args, len, (void *)start))
+		r->args_len = len;
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}
+
+static __always_inline void emit_comm(__u16 kind, struct task_struct *t, const char *comm)
+{
+	struct rec_comm *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+	if (!r) {
+		count_drop();
+		return;
+	}
+	r->kind = kind;
+	r->pad = 0;
+	r->pid = t->tgid;
+	r->ts = bpf_ktime_get_boot_ns();
+	bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), comm);
+	bpf_ringbuf_submit(r, 0);
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(proc_exit, struct task_struct *p)
+{
+	if (p->pid != p->tgid || !traced(p->tgid))
+		return 0;
+	emit_comm(REC_EXIT, p, p->comm);
+	if (filter_pids) {
+		__u32 pid = p->tgid;
+		bpf_map_delete_elem(&pids, &pid);
+	}
+	return 0;
+}
+
+SEC("tp_btf/task_rename")
+int BPF_PROG(proc_rename, struct task_struct *t, const char *comm)
+{
+	if (t->pid != t->tgid || !traced(t->tgid))
+		return 0;
+	emit_comm(REC_COMM, t, comm);
+	return 0;
+}
+
+/* ---- block requests ---- */
+
+static __always_inline void rq_track(struct request *rq, bool insert)
+{
+	__u64 key = (__u64)rq, now = bpf_ktime_get_boot_ns();
+	struct rq_info *i = bpf_map_lookup_elem(&rqs, &key);
+
+	if (!i) {
+		/* Submission context: the task doing the I/O (blamed only here, never at completion). */
+		__u64 pid_tgid = bpf_get_current_pid_tgid();
+		struct rq_info n = {};
+		if (!traced(pid_tgid >> 32))
+			return;
+		n.pid = pid_tgid >> 32;
+		bpf_get_current_comm(n.comm, sizeof(n.comm));
+		bpf_map_update_elem(&rqs, &key, &n, BPF_ANY);
+		i = bpf_map_lookup_elem(&rqs, &key);
+		if (!i)
+			return;
+	}
+	if (insert) {
+		i->insert = now;
+	} else {
+		i->issue = now;
+		i->bytes = rq->__data_len;
+	}
+}
+
+SEC("tp_btf/block_rq_insert")
+int BPF_PROG(blk_insert, struct request *rq)
+{
+	if (want_blk)
+		rq_track(rq, true);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(blk_issue, struct request *rq)
+{
+	if (want_blk)
+		rq_track(rq, false);
+	return 0;
+}
+
+/* The kernel's REQ_* bits (they move between releases) as iocap's stable blk_flags bits. */
+static __always_inline __u32 blk_flags(__u32 f)
+{
+	__u32 r = 0;
+	if (f & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_SYNC)))
+		r |= 1 << 0;
+	if (f & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_META)))
+		r |= 1 << 1;
+	if (f & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_FUA)))
+		r |= 1 << 2;
+	if (f & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH)))
+		r |= 1 << 3;
+	if (f & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_RAHEAD)))
+		r |= 1 << 4;
+	if (f & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_PRIO)))
+		r |= 1 << 5;
+	if (f & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_IDLE)))
+		r |= 1 << 6;
+	return r;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(blk_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+{
+	__u64 key = (__u64)rq, now = bpf_ktime_get_boot_ns();
+	struct rq_info *i;
+	struct rec_blk *r;
+	struct gendisk *disk;
+
+	if (!want_blk)
+		return 0;
+	i = bpf_map_lookup_elem(&rqs, &key);
+	if (!i)
+		return 0;
+	if (!i->issue || now - i->issue < min_latency) {
+		bpf_map_delete_elem(&rqs, &key);
+		return 0;
+	}
+	r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+	if (!r) {
+		count_drop();
+		bpf_map_delete_elem(&rqs, &key);
+		return 0;
+	}
+	r->kind = REC_BLK;
+	r->op = rq->cmd_flags & 0xff;
+	r->has_pid = i->pid != 0;
+	r->cmd_flags = blk_flags(rq->cmd_flags);
+	r->pid = i->pid;
+	disk = BPF_CORE_READ(rq, q, disk);
+	r->dev = disk ? ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor) : 0;
+	r->ts = i->issue;
+	r->lat = now - i->issue;
+	r->queue = i->insert && i->insert <= i->issue ? i->issue - i->insert : 0;
+	r->sector = rq->__sector;
+	r->bytes = i->bytes;
+	r->error = error;
+	__builtin_memcpy(r->comm, i->comm, sizeof(r->comm));
+	bpf_ringbuf_submit(r, 0);
+	bpf_map_delete_elem(&rqs, &key);
+	return 0;
+}
+
+/* Dummy instances so the skeleton generator emits these types for Rust. */
+struct rec_sys _rec_sys = {};
+struct rec_blk _rec_blk = {};
+struct rec_fork _rec_fork = {};
+struct rec_exec _rec_exec = {};
+struct rec_comm _rec_comm = {};
+struct rec_fd _rec_fd = {};
+struct rec_dup _rec_dup = {};

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * The kernel/user ABI of iocap's recorder: every record the BPF programs put in the
+ * ring buffer. Each record starts with a u16 `kind`; the rest depends on the kind.
+ * The Rust side gets these types from the generated skeleton (see the dummy
+ * instances at the end of iocap.bpf.c), so nothing is kept in sync by hand.
+ * Sizes are fixed: bpf_ringbuf_reserve needs a constant size.
+ */
+#ifndef IOCAP_H
+#define IOCAP_H
+
+enum rec_kind {
+	REC_SYS = 1,
+	REC_BLK = 2,
+	REC_FORK = 3,
+	REC_EXEC = 4,
+	REC_EXIT = 5,
+	REC_COMM = 6,
+	REC_FD = 7,
+	REC_DUP = 8,
+};
+
+#define COMM_LEN 16
+#define PATH_LEN 256
+#define ARGS_LEN 256
+#define DNAME_LEN 32
+
+/* One completed syscall (40 bytes: the hot path). */
+struct rec_sys {
+	__u16 kind;
+	__u16 nr;
+	__u32 tid;
+	__u32 pid;
+	__s32 arg0; /* the first argument, truncated: the fd for syscalls taking one */
+	__u64 ts;   /* enter, ns of CLOCK_BOOTTIME */
+	__u64 lat;  /* exit - enter */
+	__s64 ret;
+};
+
+/* One completed block request; pid/comm are of the task that queued it. */
+struct rec_blk {
+	__u16 kind;
+	__u8 op;     /* REQ_OP_* & 0xff */
+	__u8 has_pid;
+	__u32 cmd_flags; /* iocap_format::blk_flags bits */
+	__u32 pid;
+	__u32 dev;   /* disk dev_t, major << 20 | minor */
+	__u64 ts;    /* issue */
+	__u64 lat;   /* complete - issue */
+	__u64 queue; /* issue - insert, 0 when not inserted */
+	__u64 sector;
+	__u32 bytes;
+	__s32 error;
+	char comm[COMM_LEN];
+};
+
+/* A new process (thread group); comm is the child's, inherited from the parent. */
+struct rec_fork {
+	__u16 kind;
+	__u16 pad;
+	__u32 pid;
+	__u32 ppid;
+	__u32 pad2;
+	__u64 ts;
+	char comm[COMM_LEN];
+};
+
+/* A successful exec: the new comm, the file name and the start of the argument vector. */
+struct rec_exec {
+	__u16 kind;
+	__u16 args_len;
+	__u32 pid;
+	__u32 ppid;
+	__u32 pad;
+	__u64 ts;
+	char comm[COMM_LEN];
+	char filename[PATH_LEN];
+	char args[ARGS_LEN];
+};
+
+/* A thread group leader exited (EXIT) or renamed itself (COMM). */
+struct rec_comm {
+	__u16 kind;
+	__u16 pad;
+	__u32 pid;
+	__u64 ts;
+	char comm[COMM_LEN];
+};
+
+/*
+ * An fd was created (open, socket, pipe, eventfd, ...) or a socket's addresses
+ * changed (connect, accept): what the kernel's struct file says about it.
+ */
+struct rec_fd {
+	__u16 kind;
+	__u16 nr;     /* the syscall that made it */
+	__u32 pid;
+	__s32 fd;
+	__s32 dirfd;  /* openat's dirfd, for resolving a relative path */
+	__u64 ts;
+	__u32 mode;   /* inode i_mode, 0 when the file could not be read */
+	__u32 magic;  /* the inode's superblock magic (anon inodes, pidfs, ...) */
+	__u32 sdev;   /* the superblock's dev_t */
+	__u16 family; /* socket family, 0 when not a socket */
+	__u16 lport;  /* host order */
+	__u16 rport;  /* host order */
+	__u16 path_len;
+	__u8 laddr[16];
+	__u8 raddr[16];
+	char dname[DNAME_LEN]; /* the dentry name: "[eventfd]", "inotify", "memfd:x" */
+	char path[PATH_LEN];   /* the path given to open, or a unix socket's address */
+};
+
+/* fcntl(F_DUPFD*) copied oldfd to newfd (dup/dup2/dup3 are decoded from rec_sys). */
+struct rec_dup {
+	__u16 kind;
+	__u16 pad;
+	__u32 pid;
+	__s32 oldfd;
+	__s32 newfd;
+};
+
+#endif

@@ -1,0 +1,300 @@
+//! What the host looks like when recording starts: processes and their open fds from /proc,
+//! socket addresses from /proc/net, block devices from /sys/block, and the capture's [`Meta`].
+//!
+//! Everything here is best effort: a process that exits while we read it is skipped.
+
+use std::collections::HashMap;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use iocap_format::{mkdev, Device, FdType, Meta};
+
+use crate::classify;
+
+/// A process found in /proc.
+#[derive(Clone, Debug, Default)]
+pub struct ProcInfo {
+    pub pid: u32,
+    pub ppid: u32,
+    pub comm: Vec<u8>,
+    pub exe: Vec<u8>,
+    pub cmdline: Vec<u8>,
+}
+
+/// An fd found in /proc/PID/fd.
+#[derive(Clone, Debug)]
+pub struct FdInfo {
+    pub fd: i32,
+    pub kind: FdType,
+    pub name: Vec<u8>,
+    pub dev: u32,
+}
+
+/// Every process in /proc (thread group leaders).
+pub fn processes() -> Vec<ProcInfo> {
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(process)
+        .collect()
+}
+
+/// One process from /proc, if it still exists.
+pub fn process(pid: u32) -> Option<ProcInfo> {
+    let base = format!("/proc/{pid}");
+    let stat = fs::read(format!("{base}/stat")).ok()?;
+    // "pid (comm) S ppid ...": comm may hold spaces and parentheses; it ends at the last ')'.
+    let open = stat.iter().position(|&c| c == b'(')?;
+    let close = stat.iter().rposition(|&c| c == b')')?;
+    let comm = stat.get(open + 1..close)?.to_vec();
+    let rest = String::from_utf8_lossy(stat.get(close + 1..)?).into_owned();
+    let ppid = rest.split_whitespace().nth(1)?.parse().ok()?;
+    let exe = fs::read_link(format!("{base}/exe"))
+        .map(|p| p.as_os_str().as_bytes().to_vec())
+        .unwrap_or_default();
+    Some(ProcInfo {
+        pid,
+        ppid,
+        comm,
+        exe,
+        cmdline: cmdline(&fs::read(format!("{base}/cmdline")).unwrap_or_default()),
+    })
+}
+
+/// An argument vector (NUL-separated) as one line, arguments joined by spaces.
+pub fn cmdline(raw: &[u8]) -> Vec<u8> {
+    let trimmed = raw.strip_suffix(b"\0").unwrap_or(raw);
+    trimmed.iter().map(|&c| if c == 0 { b' ' } else { c }).collect()
+}
+
+/// The current directory of a process, if it can still be read.
+pub fn cwd(pid: u32) -> Option<Vec<u8>> {
+    fs::read_link(format!("/proc/{pid}/cwd"))
+        .ok()
+        .map(|p| p.as_os_str().as_bytes().to_vec())
+}
+
+/// The open fds of a process, with sockets named from `sockets` (inode → (type, name)).
+pub fn fds(pid: u32, sockets: &HashMap<u64, (FdType, String)>) -> Vec<FdInfo> {
+    let dir = format!("/proc/{pid}/fd");
+    let Ok(rd) = fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in rd.flatten() {
+        let Some(fd) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(link) = fs::read_link(e.path()) else {
+            continue;
+        };
+        let link = link.as_os_str().as_bytes().to_vec();
+        let md = fs::metadata(e.path()).ok();
+        let is_dir = md.as_ref().is_some_and(|m| m.is_dir());
+        let dev = md.as_ref().map(|m| user_dev_to_kernel(m.dev())).unwrap_or(0);
+        let mut kind = classify::link_type(&link, is_dir);
+        let mut name = link.clone();
+        if kind == FdType::Socket {
+            let ino = md.as_ref().map(|m| m.ino()).unwrap_or(0);
+            if let Some((t, n)) = sockets.get(&ino) {
+                kind = *t;
+                name = n.clone().into_bytes();
+            }
+        }
+        out.push(FdInfo { fd, kind, name, dev });
+    }
+    out
+}
+
+/// A userspace `dev_t` (glibc encoding) as the kernel's internal one.
+pub fn user_dev_to_kernel(dev: u64) -> u32 {
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    mkdev(major as u32, minor as u32)
+}
+
+/// Socket inode → (type, name) from /proc/net/{tcp,tcp6,udp,udp6,unix}.
+pub fn sockets() -> HashMap<u64, (FdType, String)> {
+    let mut m = HashMap::new();
+    for (file, six) in [("tcp", false), ("udp", false), ("tcp6", true), ("udp6", true)] {
+        let Ok(text) = fs::read_to_string(format!("/proc/net/{file}")) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (Some(l), Some(r), Some(ino)) = (f.get(1), f.get(2), f.get(9).and_then(|s| s.parse::<u64>().ok()))
+            else {
+                continue;
+            };
+            let (Some((la, lp)), Some((ra, rp))) = (hex_addr(l, six), hex_addr(r, six)) else {
+                continue;
+            };
+            let fam = if six { classify::AF_INET6 } else { classify::AF_INET };
+            m.insert(
+                ino,
+                (classify::socket_type(fam), classify::inet_name(fam, &la, lp, &ra, rp)),
+            );
+        }
+    }
+    if let Ok(text) = fs::read_to_string("/proc/net/unix") {
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let Some(ino) = f.get(6).and_then(|s| s.parse::<u64>().ok()) else {
+                continue;
+            };
+            m.insert(ino, (FdType::Unix, f.get(7).copied().unwrap_or("").to_owned()));
+        }
+    }
+    m
+}
+
+/// `0100007F:1F90` (IPv4, little-endian words) → address bytes and port.
+fn hex_addr(s: &str, six: bool) -> Option<([u8; 16], u16)> {
+    let (a, p) = s.split_once(':')?;
+    let port = u16::from_str_radix(p, 16).ok()?;
+    let mut out = [0u8; 16];
+    let words = if six { 4 } else { 1 };
+    if a.len() != words * 8 {
+        return None;
+    }
+    for w in 0..words {
+        let v = u32::from_str_radix(a.get(w * 8..w * 8 + 8)?, 16).ok()?;
+        // /proc prints each 32-bit word in host order.
+        out[w * 4..w * 4 + 4].copy_from_slice(&v.to_ne_bytes());
+    }
+    Some((out, port))
+}
+
+/// Block devices and their partitions from /sys/block.
+pub fn devices() -> Vec<Device> {
+    let mut out = Vec::new();
+    let Ok(rd) = fs::read_dir("/sys/block") else {
+        return out;
+    };
+    for disk in rd.flatten() {
+        let path = disk.path();
+        push_device(&path, &mut out);
+        if let Ok(parts) = fs::read_dir(&path) {
+            for p in parts.flatten() {
+                if p.path().join("partition").exists() {
+                    push_device(&p.path(), &mut out);
+                }
+            }
+        }
+    }
+    out.sort_by_key(|d| d.dev);
+    out
+}
+
+fn push_device(path: &Path, out: &mut Vec<Device>) {
+    let Ok(dev) = fs::read_to_string(path.join("dev")) else {
+        return;
+    };
+    let Some((ma, mi)) = dev.trim().split_once(':') else {
+        return;
+    };
+    let (Ok(ma), Ok(mi)) = (ma.parse(), mi.parse()) else {
+        return;
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    out.push(Device {
+        dev: mkdev(ma, mi),
+        name: iocap_format::escape::escape(name.as_bytes()),
+    });
+}
+
+/// Now on CLOCK_BOOTTIME, ns (the clock of `bpf_ktime_get_boot_ns`).
+pub fn boot_ns() -> u64 {
+    clock_ns(libc::CLOCK_BOOTTIME) as u64
+}
+
+fn clock_ns(clock: libc::clockid_t) -> i128 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid out pointer; clock_gettime writes it and nothing else.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    i128::from(ts.tv_sec) * 1_000_000_000 + i128::from(ts.tv_nsec)
+}
+
+/// The capture header for a recording starting now.
+pub fn meta(command_line: Vec<String>, iocap_version: &str, filter: Option<String>) -> Meta {
+    // Read the two clocks back to back, twice, and keep the tighter pair.
+    let mut best = (i128::MAX, 0i128);
+    for _ in 0..3 {
+        let b0 = clock_ns(libc::CLOCK_BOOTTIME);
+        let w = clock_ns(libc::CLOCK_REALTIME);
+        let b1 = clock_ns(libc::CLOCK_BOOTTIME);
+        if b1 - b0 < best.0 {
+            best = (b1 - b0, w - (b0 + b1) / 2);
+        }
+    }
+    let mut uts: libc::utsname = unsafe_zeroed_utsname();
+    // SAFETY: uts is a valid out pointer for uname.
+    unsafe { libc::uname(&mut uts) };
+    let field = |f: &[libc::c_char]| -> String {
+        let b: Vec<u8> = f.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+        iocap_format::escape::escape(&b)
+    };
+    Meta {
+        iocap_version: iocap_version.to_owned(),
+        host: field(&uts.nodename),
+        kernel: field(&uts.release),
+        arch: std::env::consts::ARCH.to_owned(),
+        boot_to_wall_ns: best.1 as i64,
+        start_ts: boot_ns(),
+        command_line,
+        filter,
+        cpus: std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(1),
+        devices: devices(),
+    }
+}
+
+fn unsafe_zeroed_utsname() -> libc::utsname {
+    // SAFETY: utsname is plain C arrays of chars; all zeroes is a valid value.
+    unsafe { std::mem::zeroed() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_addresses() {
+        let (a, p) = hex_addr("0100007F:1F90", false).unwrap();
+        assert_eq!(&a[..4], &[127, 0, 0, 1]);
+        assert_eq!(p, 8080);
+        let (a6, p6) = hex_addr("00000000000000000000000001000000:0016", true).unwrap();
+        assert_eq!(a6[15], 1);
+        assert_eq!(p6, 22);
+        assert!(hex_addr("zz:1", false).is_none());
+        assert!(hex_addr("0100007F", false).is_none());
+    }
+
+    #[test]
+    fn cmdline_joins_arguments() {
+        assert_eq!(cmdline(b"dd\0if=/dev/zero\0"), b"dd if=/dev/zero");
+        assert_eq!(cmdline(b""), b"");
+    }
+
+    #[test]
+    fn dev_conversion() {
+        // 8:1 in glibc's encoding is 0x801.
+        assert_eq!(user_dev_to_kernel(0x801), mkdev(8, 1));
+        assert_eq!(user_dev_to_kernel(libc::makedev(259, 70000)), mkdev(259, 70000));
+    }
+
+    #[test]
+    fn this_process_is_found() {
+        let me = process(std::process::id()).unwrap();
+        assert!(!me.comm.is_empty());
+        assert!(me.ppid > 0);
+    }
+}

@@ -1,0 +1,434 @@
+//! Loading and attaching the BPF programs, and the recording loop: a poller on the caller's
+//! thread, a writer thread that owns the capture [`Writer`].
+
+use std::cell::RefCell;
+use std::io::Write;
+use std::mem::MaybeUninit;
+use std::path::Path;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use iocap_format::{Device, DropStats, Writer};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, RingBufferBuilder};
+
+use crate::abi;
+use crate::procfs;
+use crate::skel::{IocapSkel, IocapSkelBuilder};
+use crate::state::Tracker;
+
+/// Why recording could not start or went wrong. Each message is one line with the fix.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    #[error("recording needs root, or CAP_BPF and CAP_PERFMON: run it with sudo")]
+    Privileges,
+    #[error("this kernel has no BTF (/sys/kernel/btf/vmlinux): use a kernel built with CONFIG_DEBUG_INFO_BTF=y")]
+    NoBtf,
+    #[error("this kernel has no tracepoint {0}: it is needed for {1}")]
+    MissingTracepoint(String, &'static str),
+    #[error("loading BPF programs failed: {0}")]
+    Bpf(String),
+    #[error("the disk is full: stopped; the {0} events written before are kept and readable")]
+    DiskFull(u64),
+    #[error("writing the capture failed: {0}")]
+    Write(iocap_format::Error),
+}
+
+/// What to record.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Trace only these thread groups (empty: everything but ourselves).
+    pub pids: Vec<u32>,
+    /// Also trace the processes the traced ones fork.
+    pub follow_forks: bool,
+    pub syscalls: bool,
+    pub block: bool,
+    /// Drop events faster than this, in the kernel (ns).
+    pub min_latency_ns: u64,
+    /// Ring buffer size in bytes (a power of two, a multiple of the page size).
+    pub ring_bytes: u32,
+    /// Force pid filtering even with no pids yet (for `-c`: the child is added later).
+    pub filter: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            pids: Vec::new(),
+            follow_forks: false,
+            syscalls: true,
+            block: true,
+            min_latency_ns: 0,
+            ring_bytes: 64 << 20,
+            filter: false,
+        }
+    }
+}
+
+/// Figures for the live status line.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Progress {
+    pub events: u64,
+    pub drops: u64,
+    pub bytes: u64,
+    pub elapsed: Duration,
+}
+
+/// How a recording ended.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Summary {
+    pub events: u64,
+    pub drops: u64,
+    pub bytes: u64,
+}
+
+/// Whether this process may load BPF programs and read tracepoints.
+pub fn check_privileges() -> Result<(), Error> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return Ok(());
+    }
+    const CAP_PERFMON: u32 = 38;
+    const CAP_BPF: u32 = 39;
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
+    if eff & (1 << CAP_BPF) != 0 && eff & (1 << CAP_PERFMON) != 0 {
+        Ok(())
+    } else {
+        Err(Error::Privileges)
+    }
+}
+
+const TRACEPOINTS: [(&str, &str, &str); 9] = [
+    ("raw_syscalls", "sys_enter", "syscalls"),
+    ("raw_syscalls", "sys_exit", "syscalls"),
+    ("sched", "sched_process_fork", "process names"),
+    ("sched", "sched_process_exec", "process names"),
+    ("sched", "sched_process_exit", "process names"),
+    ("task", "task_rename", "process names"),
+    ("block", "block_rq_insert", "block requests (or use --no-block)"),
+    ("block", "block_rq_issue", "block requests (or use --no-block)"),
+    ("block", "block_rq_complete", "block requests (or use --no-block)"),
+];
+
+/// Name the first thing this kernel lacks, to explain a load failure.
+fn diagnose(cfg: &Config, err: &libbpf_rs::Error) -> Error {
+    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
+        return Error::NoBtf;
+    }
+    let dirs = ["/sys/kernel/tracing/events", "/sys/kernel/debug/tracing/events"];
+    if dirs.iter().any(|d| Path::new(d).is_dir()) {
+        for (cat, name, why) in TRACEPOINTS {
+            if cat == "block" && !cfg.block {
+                continue;
+            }
+            if !dirs.iter().any(|d| Path::new(d).join(cat).join(name).exists()) {
+                return Error::MissingTracepoint(format!("{cat}:{name}"), why);
+            }
+        }
+    }
+    Error::Bpf(format!("{err:#}").lines().next().unwrap_or("").to_owned())
+}
+
+/// Loaded and attached programs.
+pub struct Recorder {
+    skel: IocapSkel<'static>,
+    _links: Vec<Link>,
+    started: Instant,
+}
+
+impl Recorder {
+    /// Load and attach everything; from here on the kernel records.
+    pub fn start(cfg: &Config) -> Result<Recorder, Error> {
+        check_privileges()?;
+        // The skeleton borrows its object storage for its whole life; one recorder lives as
+        // long as the process, so the storage is leaked rather than threaded through lifetimes.
+        let storage: &'static mut MaybeUninit<OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
+        let mut open = IocapSkelBuilder::default()
+            .open(storage)
+            .map_err(|e| diagnose(cfg, &e))?;
+        if let Some(ro) = open.maps.rodata_data.as_mut() {
+            ro.self_tgid = std::process::id();
+            ro.filter_pids = cfg.filter || !cfg.pids.is_empty();
+            ro.follow_forks = cfg.follow_forks;
+            ro.want_sys = cfg.syscalls;
+            ro.want_blk = cfg.block;
+            ro.min_latency = cfg.min_latency_ns;
+        }
+        open.maps
+            .rb
+            .set_max_entries(cfg.ring_bytes)
+            .map_err(|e| Error::Bpf(format!("ring buffer of {} bytes: {e}", cfg.ring_bytes)))?;
+        if !cfg.block {
+            for p in [
+                &mut open.progs.blk_insert,
+                &mut open.progs.blk_issue,
+                &mut open.progs.blk_complete,
+            ] {
+                p.set_autoload(false);
+            }
+        }
+        let skel = open.load().map_err(|e| diagnose(cfg, &e))?;
+        let mut links = Vec::new();
+        {
+            let p = &skel.progs;
+            let mut progs = vec![
+                (&p.proc_fork, "sched:sched_process_fork"),
+                (&p.proc_exec, "sched:sched_process_exec"),
+                (&p.proc_exit, "sched:sched_process_exit"),
+                (&p.proc_rename, "task:task_rename"),
+                (&p.sys_enter, "raw_syscalls:sys_enter"),
+                (&p.sys_exit, "raw_syscalls:sys_exit"),
+            ];
+            if cfg.block {
+                progs.push((&p.blk_insert, "block:block_rq_insert"));
+                progs.push((&p.blk_issue, "block:block_rq_issue"));
+                progs.push((&p.blk_complete, "block:block_rq_complete"));
+            }
+            for (prog, name) in progs {
+                let link = prog
+                    .attach()
+                    .map_err(|e| Error::Bpf(format!("attaching to {name}: {e}")))?;
+                links.push(link);
+            }
+        }
+        let r = Recorder {
+            skel,
+            _links: links,
+            started: Instant::now(),
+        };
+        for &pid in &cfg.pids {
+            r.add_pid(pid)?;
+        }
+        Ok(r)
+    }
+
+    /// Trace `pid` too (with pid filtering on).
+    pub fn add_pid(&self, pid: u32) -> Result<(), Error> {
+        self.skel
+            .maps
+            .pids
+            .update(&pid.to_ne_bytes(), &[1u8], MapFlags::ANY)
+            .map_err(|e| Error::Bpf(format!("adding pid {pid}: {e}")))
+    }
+
+    fn drops(&self) -> DropStats {
+        let per_cpu = match self.skel.maps.drops.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY) {
+            Ok(Some(v)) => v
+                .iter()
+                .map(|b| b.get(..8).and_then(|b| b.try_into().ok()).map_or(0, u64::from_ne_bytes))
+                .collect(),
+            _ => Vec::new(),
+        };
+        DropStats {
+            ts: procfs::boot_ns(),
+            per_cpu,
+        }
+    }
+
+    /// Record into `writer` until `stop()` says so (checked every poll), then drain, finish
+    /// the file and return what was written. `progress` is called about 4 times a second.
+    pub fn run<W: Write + Send + 'static>(
+        self,
+        writer: Writer<W>,
+        devices: &[Device],
+        stop: &dyn Fn() -> bool,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<Summary, Error> {
+        let shared = Arc::new(Shared::default());
+        // 256 batches of at most 1 MiB: about a quarter second of the fastest producer.
+        let (tx, rx) = sync_channel::<Msg>(256);
+        let arch = std::env::consts::ARCH;
+        let mut tracker = Tracker::new(writer, arch, devices);
+        let sh = Arc::clone(&shared);
+        let handle = std::thread::Builder::new()
+            .name("iocap-writer".into())
+            .spawn(move || {
+                tracker.snapshot();
+                write_loop(tracker, rx, &sh)
+            })
+            .map_err(|e| Error::Bpf(format!("starting the writer thread: {e}")))?;
+
+        let batch = Rc::new(RefCell::new(Vec::<u8>::with_capacity(BATCH)));
+        let mut rbb = RingBufferBuilder::new();
+        let b2 = Rc::clone(&batch);
+        rbb.add(&self.skel.maps.rb, move |data: &[u8]| {
+            let mut b = b2.borrow_mut();
+            b.extend_from_slice(&(data.len() as u32).to_ne_bytes());
+            b.extend_from_slice(data);
+            0
+        })
+        .map_err(|e| Error::Bpf(format!("ring buffer: {e}")))?;
+        let rb = rbb.build().map_err(|e| Error::Bpf(format!("ring buffer: {e}")))?;
+
+        let mut last_drops = Instant::now();
+        let mut last_progress = Instant::now();
+        let mut writer_gone = false;
+        let send = |b: Vec<u8>, tx: &SyncSender<Msg>| -> bool { tx.send(Msg::Batch(b)).is_ok() };
+        loop {
+            let stopping = stop() || shared.failed.load(Ordering::Relaxed);
+            // Consume until the ring is empty or the batch is full, then hand it over.
+            loop {
+                let _ = rb.consume();
+                let full = batch.borrow().len() >= BATCH;
+                if !full {
+                    break;
+                }
+                let b = std::mem::replace(&mut *batch.borrow_mut(), Vec::with_capacity(BATCH));
+                if !send(b, &tx) {
+                    writer_gone = true;
+                    break;
+                }
+            }
+            if !batch.borrow().is_empty() && !writer_gone {
+                let b = std::mem::replace(&mut *batch.borrow_mut(), Vec::with_capacity(BATCH));
+                match tx.try_send(Msg::Batch(b)) {
+                    Ok(()) => {}
+                    Err(TrySendError::Full(Msg::Batch(b))) => {
+                        // The writer is behind: keep what we have and retry after the next poll.
+                        *batch.borrow_mut() = b;
+                    }
+                    Err(_) => writer_gone = true,
+                }
+            }
+            if last_drops.elapsed() >= Duration::from_secs(1) || stopping {
+                let d = self.drops();
+                shared.drops.store(d.total(), Ordering::Relaxed);
+                if tx.try_send(Msg::Drops(d)).is_err() && shared.failed.load(Ordering::Relaxed) {
+                    writer_gone = true;
+                }
+                last_drops = Instant::now();
+            }
+            if last_progress.elapsed() >= Duration::from_millis(250) {
+                progress(&shared.progress(self.started));
+                last_progress = Instant::now();
+            }
+            if stopping || writer_gone {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Final drain: whatever the kernel still holds.
+        if !writer_gone {
+            let _ = rb.consume();
+            let b = std::mem::take(&mut *batch.borrow_mut());
+            if !b.is_empty() {
+                let _ = tx.send(Msg::Batch(b));
+            }
+            let _ = tx.send(Msg::Drops(self.drops()));
+            let _ = tx.send(Msg::Finish(procfs::boot_ns()));
+        }
+        drop(tx);
+        let result = handle
+            .join()
+            .map_err(|_| Error::Bpf("the writer thread panicked".into()))?;
+        progress(&shared.progress(self.started));
+        result
+    }
+}
+
+const BATCH: usize = 1 << 20;
+
+enum Msg {
+    Batch(Vec<u8>),
+    Drops(DropStats),
+    Finish(u64),
+}
+
+#[derive(Default)]
+struct Shared {
+    events: AtomicU64,
+    bytes: AtomicU64,
+    drops: AtomicU64,
+    failed: AtomicBool,
+}
+
+impl Shared {
+    fn progress(&self, started: Instant) -> Progress {
+        Progress {
+            events: self.events.load(Ordering::Relaxed),
+            drops: self.drops.load(Ordering::Relaxed),
+            bytes: self.bytes.load(Ordering::Relaxed),
+            elapsed: started.elapsed(),
+        }
+    }
+}
+
+fn is_enospc(e: &iocap_format::Error) -> bool {
+    let s = format!("{e}");
+    matches!(e, iocap_format::Error::Io(io) if io.raw_os_error() == Some(libc::ENOSPC) || io.raw_os_error() == Some(libc::EDQUOT))
+        || s.contains("No space left")
+}
+
+fn write_loop<W: Write>(mut t: Tracker<W>, rx: Receiver<Msg>, sh: &Shared) -> Result<Summary, Error> {
+    let fail = |t: &Tracker<W>, e: iocap_format::Error, sh: &Shared| -> Error {
+        sh.failed.store(true, Ordering::Relaxed);
+        if is_enospc(&e) {
+            Error::DiskFull(t.events)
+        } else {
+            Error::Write(e)
+        }
+    };
+    let mut last_flush = Instant::now();
+    let mut drops = 0;
+    let mut stop_ts = None;
+    while let Ok(msg) = rx.recv() {
+        match msg {
+            Msg::Batch(b) => {
+                let mut rest = &b[..];
+                while rest.len() >= 4 {
+                    let n = u32::from_ne_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+                    let Some(rec) = rest.get(4..4 + n) else { break };
+                    if let Some(r) = abi::decode(rec) {
+                        if let Err(e) = t.apply(r) {
+                            return Err(fail(&t, e, sh));
+                        }
+                    }
+                    rest = &rest[4 + n..];
+                }
+                sh.events.store(t.events, Ordering::Relaxed);
+            }
+            Msg::Drops(d) => {
+                drops = d.total();
+                if let Err(e) = t.writer().record_drops(&d) {
+                    return Err(fail(&t, e, sh));
+                }
+            }
+            Msg::Finish(ts) => {
+                stop_ts = Some(ts);
+                break;
+            }
+        }
+        if last_flush.elapsed() >= Duration::from_secs(1) {
+            if let Err(e) = t.writer().flush() {
+                return Err(fail(&t, e, sh));
+            }
+            t.tidy();
+            last_flush = Instant::now();
+        }
+        sh.bytes.store(t.writer().bytes_written(), Ordering::Relaxed);
+    }
+    let events = t.events;
+    let w = t.into_writer();
+    let stop_ts = stop_ts.unwrap_or_else(procfs::boot_ns);
+    let bytes = w.bytes_written();
+    match w.finish(stop_ts) {
+        Ok(_) => Ok(Summary { events, drops, bytes }),
+        Err(e) => {
+            sh.failed.store(true, Ordering::Relaxed);
+            Err(if is_enospc(&e) {
+                Error::DiskFull(events)
+            } else {
+                Error::Write(e)
+            })
+        }
+    }
+}

@@ -1,0 +1,348 @@
+//! The writer thread's view of the host: which process entry and which file entry is
+//! current for each pid and (pid, fd), kept up to date from the kernel's records, and the
+//! conversion of each record into table rows and [`Event`]s for the [`Writer`].
+
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+
+use iocap_format::{BlockOp, Class, Event, FdType, FileEntry, ProcEntry, Writer};
+
+use crate::abi::{cstr, Rec};
+use crate::classify;
+use crate::procfs;
+use crate::skel::types;
+use crate::sysinfo::{SysInfo, BYTES, CLOSE, DUP, FD_ARG0, FD_RET};
+
+const AT_FDCWD: i32 = -100;
+
+#[derive(Clone, Debug)]
+struct Proc {
+    id: u32,
+    ppid: u32,
+    exe: Vec<u8>,
+    cmdline: Vec<u8>,
+}
+
+#[derive(Clone, Debug)]
+struct File {
+    id: u32,
+    kind: FdType,
+    name: Vec<u8>,
+    dev: u32,
+}
+
+/// Turns kernel records into capture rows.
+pub struct Tracker<W: Write> {
+    w: Writer<W>,
+    sys: SysInfo,
+    memfd_nr: u32,
+    procs: HashMap<u32, Proc>,
+    files: HashMap<(u32, i32), File>,
+    cwds: HashMap<u32, Vec<u8>>,
+    devs: HashSet<u32>,
+    /// Pids whose leader exited: forgotten at the next `tidy`, as a few records may still follow.
+    exited: Vec<u32>,
+    /// Events pushed so far.
+    pub events: u64,
+}
+
+impl<W: Write> Tracker<W> {
+    pub fn new(w: Writer<W>, arch: &str, devices: &[iocap_format::Device]) -> Tracker<W> {
+        Tracker {
+            w,
+            sys: SysInfo::new(arch),
+            memfd_nr: iocap_format::syscalls::number(arch, "memfd_create").unwrap_or(u32::MAX),
+            procs: HashMap::new(),
+            files: HashMap::new(),
+            cwds: HashMap::new(),
+            devs: devices.iter().map(|d| d.dev).collect(),
+            exited: Vec::new(),
+            events: 0,
+        }
+    }
+
+    pub fn writer(&mut self) -> &mut Writer<W> {
+        &mut self.w
+    }
+
+    pub fn into_writer(self) -> Writer<W> {
+        self.w
+    }
+
+    /// Load every process and fd that exists now (after the probes are attached, so that
+    /// anything newer arrives as a record).
+    pub fn snapshot(&mut self) {
+        let sockets = procfs::sockets();
+        for p in procfs::processes() {
+            let pid = p.pid;
+            self.set_proc(pid, p.ppid, p.comm, p.exe, p.cmdline, 0);
+            for f in procfs::fds(pid, &sockets) {
+                self.set_file(pid, f.fd, f.kind, f.name, f.dev, 0);
+            }
+        }
+    }
+
+    fn set_proc(&mut self, pid: u32, ppid: u32, comm: Vec<u8>, exe: Vec<u8>, cmdline: Vec<u8>, ts: u64) -> u32 {
+        let e = ProcEntry {
+            id: 0,
+            pid,
+            ppid,
+            name: self.w.intern(&comm),
+            exe: self.w.intern(&exe),
+            cmdline: self.w.intern(&cmdline),
+            start_ts: ts,
+        };
+        let id = self.w.add_proc(e);
+        self.procs.insert(pid, Proc { id, ppid, exe, cmdline });
+        id
+    }
+
+    fn set_file(&mut self, pid: u32, fd: i32, kind: FdType, name: Vec<u8>, dev: u32, ts: u64) -> u32 {
+        let e = FileEntry {
+            id: 0,
+            pid,
+            fd,
+            kind,
+            name: self.w.intern(&name),
+            dev,
+            open_ts: ts,
+        };
+        let id = self.w.add_file(e);
+        self.files.insert((pid, fd), File { id, kind, name, dev });
+        id
+    }
+
+    /// The process entry of `pid`, read from /proc if no record told us about it.
+    fn proc_id(&mut self, pid: u32, comm: Option<&[u8]>) -> u32 {
+        if let Some(p) = self.procs.get(&pid) {
+            return p.id;
+        }
+        match procfs::process(pid) {
+            Some(p) => self.set_proc(pid, p.ppid, p.comm, p.exe, p.cmdline, 0),
+            None => self.set_proc(pid, 0, comm.unwrap_or_default().to_vec(), Vec::new(), Vec::new(), 0),
+        }
+    }
+
+    /// Forget what exited a while ago.
+    pub fn tidy(&mut self) {
+        if self.exited.is_empty() {
+            return;
+        }
+        let gone: HashSet<u32> = self.exited.drain(..).collect();
+        for pid in &gone {
+            self.procs.remove(pid);
+            self.cwds.remove(pid);
+        }
+        self.files.retain(|(pid, _), _| !gone.contains(pid));
+    }
+
+    /// Apply one record: table changes and at most one event.
+    pub fn apply(&mut self, rec: Rec) -> Result<(), iocap_format::Error> {
+        match rec {
+            Rec::Sys(s) => self.sys_event(&s),
+            Rec::Blk(b) => self.blk_event(&b),
+            Rec::Fork(f) => {
+                let (exe, cmdline) = match self.procs.get(&f.ppid) {
+                    Some(p) => (p.exe.clone(), p.cmdline.clone()),
+                    None => (Vec::new(), Vec::new()),
+                };
+                self.set_proc(f.pid, f.ppid, cstr(&f.comm).to_vec(), exe, cmdline, f.ts);
+                // The child starts with copies of its parent's fds.
+                let inherited: Vec<(i32, File)> = self
+                    .files
+                    .iter()
+                    .filter(|((pid, _), _)| *pid == f.ppid)
+                    .map(|((_, fd), file)| (*fd, file.clone()))
+                    .collect();
+                for (fd, file) in inherited {
+                    self.set_file(f.pid, fd, file.kind, file.name, file.dev, f.ts);
+                }
+                if let Some(cwd) = self.cwds.get(&f.ppid).cloned() {
+                    self.cwds.insert(f.pid, cwd);
+                }
+                Ok(())
+            }
+            Rec::Exec(e) => {
+                let args = e.args.get(..usize::from(e.args_len)).unwrap_or(&[]);
+                let cmdline = procfs::cmdline(cstr_bytes(args));
+                self.set_proc(
+                    e.pid,
+                    e.ppid,
+                    cstr(&e.comm).to_vec(),
+                    cstr(&e.filename).to_vec(),
+                    cmdline,
+                    e.ts,
+                );
+                Ok(())
+            }
+            Rec::Comm(c) => {
+                let (ppid, exe, cmdline) = match self.procs.get(&c.pid) {
+                    Some(p) => (p.ppid, p.exe.clone(), p.cmdline.clone()),
+                    None => (0, Vec::new(), Vec::new()),
+                };
+                self.set_proc(c.pid, ppid, cstr(&c.comm).to_vec(), exe, cmdline, c.ts);
+                Ok(())
+            }
+            Rec::Exit(x) => {
+                self.exited.push(x.pid);
+                Ok(())
+            }
+            Rec::Fd(f) => {
+                self.fd_record(&f);
+                Ok(())
+            }
+            Rec::Dup(d) => {
+                self.dup(d.pid, d.oldfd, d.newfd, 0);
+                Ok(())
+            }
+        }
+    }
+
+    fn dup(&mut self, pid: u32, old: i32, new: i32, ts: u64) {
+        if old == new {
+            return;
+        }
+        match self.files.get(&(pid, old)).cloned() {
+            Some(f) => {
+                self.set_file(pid, new, f.kind, f.name, f.dev, ts);
+            }
+            None => {
+                self.files.remove(&(pid, new));
+            }
+        }
+    }
+
+    fn fd_record(&mut self, f: &types::rec_fd) {
+        let dname = String::from_utf8_lossy(cstr(&f.dname)).into_owned();
+        let kind = classify::kernel_type(f.mode, f.magic, &dname, f.family, u32::from(f.nr) == self.memfd_nr);
+        let path: &[u8] = if f.path_len == 0xffff {
+            cstr(&f.path)
+        } else {
+            let n = usize::from(f.path_len).min(f.path.len());
+            cstr_bytes(&f.path[..n])
+        };
+        let name = match kind {
+            FdType::Ipv4 | FdType::Ipv6 => {
+                classify::inet_name(f.family, &f.laddr, f.lport, &f.raddr, f.rport).into_bytes()
+            }
+            FdType::Unix => classify::unix_name(path),
+            FdType::Memfd => {
+                let mut v = dname.clone().into_bytes();
+                if !v.starts_with(b"memfd:") {
+                    v.splice(0..0, b"memfd:".iter().copied());
+                }
+                v
+            }
+            FdType::File | FdType::Directory | FdType::Device | FdType::Pipe if f.path_len == 0xffff => {
+                self.absolute(f.pid, f.dirfd, path)
+            }
+            FdType::Pipe => b"pipe".to_vec(),
+            _ if !dname.is_empty() => dname.into_bytes(),
+            _ => Vec::new(),
+        };
+        let kdev = f.sdev;
+        let dev = iocap_format::mkdev(kdev >> 20, kdev & 0xfffff);
+        self.set_file(f.pid, f.fd, kind, name, dev, f.ts);
+    }
+
+    /// An open's path made absolute against its dirfd or the process's working directory.
+    fn absolute(&mut self, pid: u32, dirfd: i32, path: &[u8]) -> Vec<u8> {
+        if path.first() == Some(&b'/') {
+            return path.to_vec();
+        }
+        let base = if dirfd == AT_FDCWD {
+            if let std::collections::hash_map::Entry::Vacant(v) = self.cwds.entry(pid) {
+                if let Some(c) = procfs::cwd(pid) {
+                    v.insert(c);
+                }
+            }
+            self.cwds.get(&pid).cloned().unwrap_or_default()
+        } else {
+            self.files
+                .get(&(pid, dirfd))
+                .map(|f| f.name.clone())
+                .unwrap_or_default()
+        };
+        classify::resolve(&base, path)
+    }
+
+    fn sys_event(&mut self, s: &types::rec_sys) -> Result<(), iocap_format::Error> {
+        let nr = u32::from(s.nr);
+        let flags = self.sys.get(nr);
+        let mut e = Event::syscall(s.ts, s.lat, s.pid, s.tid, nr, s.ret);
+        e.proc = self.proc_id(s.pid, None);
+        if flags & FD_RET != 0 && s.ret >= 0 && flags & DUP == 0 {
+            e.fd = s.ret as i32;
+        } else if flags & FD_ARG0 != 0 || flags & DUP != 0 {
+            e.fd = s.arg0;
+        }
+        if e.fd >= 0 {
+            e.file = self.files.get(&(s.pid, e.fd)).map_or(0, |f| f.id);
+        }
+        if flags & BYTES != 0 && s.ret > 0 {
+            e.bytes = s.ret as u64;
+        }
+        if flags & DUP != 0 && s.ret >= 0 {
+            self.dup(s.pid, s.arg0, s.ret as i32, s.ts + s.lat);
+        }
+        if flags & CLOSE != 0 && s.ret == 0 {
+            self.files.remove(&(s.pid, s.arg0));
+        }
+        self.events += 1;
+        self.w.push(&e)
+    }
+
+    fn blk_event(&mut self, b: &types::rec_blk) -> Result<(), iocap_format::Error> {
+        if b.dev != 0 && !self.devs.contains(&b.dev) {
+            // A disk that appeared while recording (losetup, hotplug): name it.
+            for d in procfs::devices() {
+                if self.devs.insert(d.dev) {
+                    self.w.add_device(&d);
+                }
+            }
+            self.devs.insert(b.dev);
+        }
+        let comm = cstr(&b.comm);
+        let proc = if b.has_pid != 0 {
+            self.proc_id(b.pid, Some(comm))
+        } else {
+            0
+        };
+        let e = Event {
+            class: Class::Block,
+            ts: b.ts,
+            latency: b.lat,
+            pid: b.pid,
+            tid: 0,
+            proc,
+            nr: 0,
+            ret: if b.error != 0 { -5 } else { 0 },
+            fd: -1,
+            file: 0,
+            bytes: u64::from(b.bytes),
+            dev: b.dev,
+            sector: b.sector,
+            queue: b.queue,
+            op: block_op(b.op) as u8,
+            flags: b.cmd_flags,
+        };
+        self.events += 1;
+        self.w.push(&e)
+    }
+}
+
+fn cstr_bytes(b: &[i8]) -> &[u8] {
+    // SAFETY: i8 and u8 have the same layout; every bit pattern is valid for both.
+    unsafe { std::slice::from_raw_parts(b.as_ptr().cast::<u8>(), b.len()) }
+}
+
+/// The kernel's `REQ_OP_*` (low 8 bits of cmd_flags) as a [`BlockOp`].
+pub fn block_op(op: u8) -> BlockOp {
+    match op {
+        0 => BlockOp::Read,
+        1 => BlockOp::Write,
+        2 => BlockOp::Flush,
+        3 => BlockOp::Discard,
+        _ => BlockOp::Other,
+    }
+}
