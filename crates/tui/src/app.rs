@@ -606,9 +606,9 @@ impl App {
             Edit::End => input.caret = input.text.len(),
             Edit::Older | Edit::Newer => {
                 let h = if e == Edit::Older {
-                    self.history.prev()
+                    self.history.older()
                 } else {
-                    self.history.next()
+                    self.history.newer()
                 };
                 let text = h.map_or_else(|| self.filter.clone(), str::to_owned);
                 input.caret = text.len();

@@ -93,7 +93,7 @@ impl History {
     }
 
     /// ↑: the previous (older) entry, if any.
-    pub fn prev(&mut self) -> Option<&str> {
+    pub fn older(&mut self) -> Option<&str> {
         let i = match self.cursor {
             None => self.entries.len().checked_sub(1)?,
             Some(i) => i.checked_sub(1)?,
@@ -103,7 +103,7 @@ impl History {
     }
 
     /// ↓: the next (newer) entry, or `None` past the newest (back to fresh text).
-    pub fn next(&mut self) -> Option<&str> {
+    pub fn newer(&mut self) -> Option<&str> {
         let i = self.cursor? + 1;
         if i >= self.entries.len() {
             self.cursor = None;
@@ -143,11 +143,11 @@ mod tests {
         h.push("proc.name=fio");
         h.push("latency>1ms");
         assert_eq!(h.entries(), ["proc.name=fio", "latency>1ms"]);
-        assert_eq!(h.prev(), Some("latency>1ms"));
-        assert_eq!(h.prev(), Some("proc.name=fio"));
-        assert_eq!(h.prev(), None);
-        assert_eq!(h.next(), Some("latency>1ms"));
-        assert_eq!(h.next(), None);
+        assert_eq!(h.older(), Some("latency>1ms"));
+        assert_eq!(h.older(), Some("proc.name=fio"));
+        assert_eq!(h.older(), None);
+        assert_eq!(h.newer(), Some("latency>1ms"));
+        assert_eq!(h.newer(), None);
         let again = History::load(&path);
         assert_eq!(again.entries(), ["proc.name=fio", "latency>1ms"]);
         std::fs::write(&path, b"a\x1b[2Jb\n").unwrap();
