@@ -253,11 +253,15 @@ static __noinline int emit_fd(int fd, __u32 nr, int dirfd, __u64 ts, bool with_p
 						ua = BPF_CORE_READ(peer, addr);
 				}
 				if (ua) {
-					int len = BPF_CORE_READ(ua, len) - 2; /* minus sun_family */
-					if (len > 0) {
+					__u32 len = BPF_CORE_READ(ua, len);
+					if (len > 2) {
+						len -= 2; /* minus sun_family */
 						if (len > 108)
 							len = 108;
-						bpf_probe_read_kernel(r->path, len & 127, &ua->name[0].sun_path);
+						/* Keep clang from folding the mask the verifier needs. */
+						asm volatile("" : "+r"(len));
+						len &= 127;
+						bpf_probe_read_kernel(r->path, len, &ua->name[0].sun_path);
 						r->path_len = len;
 					}
 				}

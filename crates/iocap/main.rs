@@ -13,6 +13,8 @@ mod export;
 mod fields;
 mod info;
 mod iostat;
+#[cfg(all(target_os = "linux", feature = "record"))]
+mod record;
 mod report;
 mod spectrogram;
 mod view;
@@ -33,6 +35,9 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Record every syscall and block request with its latency into a capture (Linux, root).
+    #[cfg(all(target_os = "linux", feature = "record"))]
+    Record(record::Args),
     /// Summarize a capture: events, time span, drops, host, whether it was finished cleanly.
     Info(info::Args),
     /// Latency distribution of the matching events: histogram, percentiles, top groups (--by).
@@ -68,6 +73,8 @@ impl std::error::Error for UsageError {}
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        #[cfg(all(target_os = "linux", feature = "record"))]
+        Command::Record(args) => record::run(args),
         Command::Info(args) => info::run(args),
         Command::Report(args) => report::run(args),
         Command::Events(args) => events::run(args),

@@ -149,6 +149,10 @@ impl Recorder {
     /// Load and attach everything; from here on the kernel records.
     pub fn start(cfg: &Config) -> Result<Recorder, Error> {
         check_privileges()?;
+        // libbpf's own log is pages of verifier output: only on request.
+        if std::env::var_os("IOCAP_BPF_DEBUG").is_none() {
+            libbpf_rs::set_print(None);
+        }
         // The skeleton borrows its object storage for its whole life; one recorder lives as
         // long as the process, so the storage is leaked rather than threaded through lifetimes.
         let storage: &'static mut MaybeUninit<OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));

@@ -1,0 +1,259 @@
+//! `iocap record`: trace every syscall and block request into a capture file (Linux, root).
+//!
+//! The order matters for the error promises: privileges are checked and the BPF programs are
+//! loaded before the output file is created, so a failure leaves no file behind.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, IsTerminal, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use iocap_format::{Writer, WriterOptions};
+use iocap_record::{Config, Progress, Recorder};
+
+use crate::UsageError;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The capture file to write (created 0600; an existing file is replaced, a symlink refused).
+    #[arg(short = 'w', long = "write", value_name = "FILE")]
+    file: PathBuf,
+    /// Stop after this long: 10s, 500ms, 2m.
+    #[arg(short = 'd', long, value_parser = parse_duration, value_name = "TIME")]
+    duration: Option<Duration>,
+    /// Trace only this process (repeatable); decided in the kernel.
+    #[arg(short = 'p', long = "pid", value_name = "PID")]
+    pids: Vec<u32>,
+    /// Run this shell command, trace it and its descendants, stop when it exits.
+    #[arg(short = 'c', long, value_name = "CMD")]
+    command: Option<String>,
+    /// Do not record syscalls.
+    #[arg(long)]
+    no_syscalls: bool,
+    /// Do not record block requests.
+    #[arg(long)]
+    no_block: bool,
+    /// Keep only operations at least this slow (decided in the kernel): 1ms, 200us.
+    #[arg(long, value_parser = parse_duration, value_name = "TIME")]
+    min_latency: Option<Duration>,
+    /// Ring buffer size in MiB (a power of two).
+    #[arg(long, default_value_t = 64, value_name = "MIB")]
+    ring_mib: u32,
+    /// A filter keeping only matching events (not supported at record time yet).
+    filter: Vec<String>,
+}
+
+/// `10s`, `500ms`, `250us`, `100ns`, `2m`, or plain seconds.
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a duration (try 10s or 500ms)"))?;
+    let scale = match unit {
+        "" | "s" => 1e9,
+        "ms" => 1e6,
+        "us" | "µs" => 1e3,
+        "ns" => 1.0,
+        "m" | "min" => 60e9,
+        "h" => 3600e9,
+        _ => return Err(format!("unknown unit `{unit}` in `{s}` (use ns, us, ms, s, m, h)")),
+    };
+    let ns = v * scale;
+    if !ns.is_finite() || ns < 0.0 || ns > 1e18 {
+        return Err(format!("`{s}` is out of range"));
+    }
+    Ok(Duration::from_nanos(ns as u64))
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+fn install_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        unsafe {
+            libc::signal(sig, on_signal as *const () as libc::sighandler_t);
+        }
+    }
+}
+
+/// Create the output: 0600, never through a symlink, truncating an existing regular file.
+fn create_output(path: &PathBuf) -> anyhow::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                anyhow::anyhow!(
+                    "{} is a symbolic link: refusing to write through it; remove it or pick another path",
+                    path.display()
+                )
+            } else {
+                anyhow::anyhow!("cannot create {}: {e}", path.display())
+            }
+        })
+}
+
+/// Start `sh -c CMD` held before its exec until `release` is called, so that its pid is in
+/// the kernel's filter before it runs a single instruction of the command.
+fn spawn_held(cmd: &str) -> anyhow::Result<(Child, File)> {
+    let mut fds = [0; 2];
+    // SAFETY: fds is a valid array of two ints for pipe2 to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        bail!("pipe: {}", std::io::Error::last_os_error());
+    }
+    let (rd, wr) = (fds[0], fds[1]);
+    let mut c = Command::new("/bin/sh");
+    c.arg("-c").arg(cmd);
+    // SAFETY: between fork and exec the child only calls close and read, which are
+    // async-signal-safe, and touches no memory shared with other threads.
+    unsafe {
+        c.pre_exec(move || {
+            libc::close(wr);
+            let mut b = 0u8;
+            libc::read(rd, (&mut b as *mut u8).cast(), 1);
+            Ok(())
+        });
+    }
+    let child = c.spawn().with_context(|| format!("cannot run `{cmd}`"));
+    // SAFETY: rd is ours and the child has its own copy.
+    unsafe { libc::close(rd) };
+    // SAFETY: wr is a valid fd we own from here on.
+    let release = unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(wr) };
+    Ok((child?, release))
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    if !args.filter.is_empty() {
+        return Err(UsageError(format!(
+            "record-time filters are not supported yet (got `{}`): record everything, or use -p/-c/--min-latency, and filter in `iocap view`",
+            args.filter.join(" ")
+        ))
+        .into());
+    }
+    if args.no_syscalls && args.no_block {
+        return Err(UsageError("--no-syscalls and --no-block together leave nothing to record".into()).into());
+    }
+    if !args.ring_mib.is_power_of_two() || args.ring_mib > 2048 {
+        return Err(UsageError("--ring-mib must be a power of two up to 2048".into()).into());
+    }
+    iocap_record::check_privileges()?;
+    let cfg = Config {
+        pids: args.pids.clone(),
+        follow_forks: args.command.is_some(),
+        syscalls: !args.no_syscalls,
+        block: !args.no_block,
+        min_latency_ns: args.min_latency.map_or(0, |d| d.as_nanos() as u64),
+        ring_bytes: args.ring_mib << 20,
+        filter: args.command.is_some(),
+    };
+    let recorder = Recorder::start(&cfg)?;
+    let file = create_output(&args.file)?;
+    let meta = iocap_record::meta(std::env::args().collect(), env!("CARGO_PKG_VERSION"), None);
+    let devices = meta.devices.clone();
+    let writer = Writer::new(BufWriter::with_capacity(1 << 20, file), &meta, WriterOptions::default())
+        .with_context(|| format!("writing {}", args.file.display()))?;
+    install_signals();
+    let mut child = match &args.command {
+        Some(cmd) => {
+            let (child, release) = spawn_held(cmd)?;
+            recorder.add_pid(child.id())?;
+            drop(release);
+            Some(child)
+        }
+        None => None,
+    };
+    eprintln!(
+        "recording to {} (syscalls: {}, block: {}); Ctrl-C stops",
+        args.file.display(),
+        if cfg.syscalls { "on" } else { "off" },
+        if cfg.block { "on" } else { "off" }
+    );
+    let started = Instant::now();
+    let duration = args.duration;
+    let child_done = std::cell::Cell::new(false);
+    let stop = || {
+        if STOP.load(Ordering::Relaxed) || duration.is_some_and(|d| started.elapsed() >= d) {
+            return true;
+        }
+        // Set by the progress callback, which polls the child ~4 times a second.
+        child_done.get()
+    };
+    let tty = std::io::stderr().is_terminal();
+    let mut last = (Instant::now(), 0u64);
+    let mut progress = |p: &Progress| {
+        if let Some(c) = child.as_mut() {
+            if matches!(c.try_wait(), Ok(Some(_))) {
+                child_done.set(true);
+            }
+        }
+        if !tty {
+            return;
+        }
+        let dt = last.0.elapsed().as_secs_f64().max(1e-3);
+        let rate = (p.events.saturating_sub(last.1)) as f64 / dt;
+        last = (Instant::now(), p.events);
+        let mut err = std::io::stderr().lock();
+        let _ = write!(
+            err,
+            "\r\x1b[K{} events  {:.0}/s  {} drops  {:.1} MB  {:.1}s",
+            p.events,
+            rate,
+            p.drops,
+            p.bytes as f64 / 1e6,
+            p.elapsed.as_secs_f64()
+        );
+        let _ = err.flush();
+    };
+    let result = recorder.run(writer, &devices, &stop, &mut progress);
+    if tty {
+        eprintln!();
+    }
+    if let Some(mut c) = child {
+        if !child_done.get() {
+            // Stopped by a signal or -d: we started the command, so we stop it too.
+            let _ = c.kill();
+        }
+        let _ = c.wait();
+    }
+    let s = result?;
+    eprintln!(
+        "iocap: wrote {} events ({} dropped) in {} bytes to {}",
+        s.events,
+        s.drops,
+        s.bytes,
+        args.file.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1.5ms"), Ok(Duration::from_micros(1500)));
+        assert!(parse_duration("5parsecs").is_err());
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("1e400s").is_err());
+    }
+}
