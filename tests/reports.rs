@@ -485,6 +485,10 @@ fn export_svg_heatmap() {
         0o600
     );
     let svg = std::fs::read_to_string(&out).unwrap();
+    // To look at it: IOCAP_KEEP_SVG=/tmp/heat.svg cargo test export_svg_heatmap
+    if let Some(keep) = std::env::var_os("IOCAP_KEEP_SVG") {
+        std::fs::write(keep, &svg).unwrap();
+    }
     let doc = roxmltree::Document::parse(&svg).expect("the SVG is well-formed XML");
     let root = doc.root_element();
     assert_eq!(root.tag_name().name(), "svg");
@@ -577,4 +581,42 @@ fn reports_on_a_recovered_capture() {
     assert!(matched > 0 && matched == v["total"].as_u64().unwrap());
     let lines = ok(&["events", cut.to_str().unwrap()]).lines().count() as u64;
     assert_eq!(lines, matched + 1);
+}
+
+/// Every report command on every hostile fixture: exit 0 (what is whole) or 1 with one line,
+/// never a panic, never a raw control byte.
+#[test]
+fn hostile_fixtures_never_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/hostile");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&fixtures).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "cap") {
+            continue;
+        }
+        seen += 1;
+        let p = path.to_str().unwrap();
+        let out = dir.path().join("out");
+        let runs: [&[&str]; 7] = [
+            &["report", p, "--by", "fd.name"],
+            &["report", p, "--json", "--fine"],
+            &["events", p, "--json"],
+            &["iostat", p],
+            &["spectrogram", p, "--color", "never"],
+            &["export", p, "--format", "csv", "-o", out.to_str().unwrap()],
+            &["export", p, "--format", "svg", "-o", out.to_str().unwrap()],
+        ];
+        for args in runs {
+            let (code, stdout, err) = run(args);
+            assert!(code == 0 || code == 1, "{args:?}: exit {code}: {err}");
+            assert!(!err.contains("panicked"), "{args:?}: {err}");
+            if code == 1 {
+                assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+            }
+            assert_no_control_bytes(&stdout);
+            assert_no_control_bytes(&err);
+        }
+    }
+    assert!(seen >= 5, "the hostile fixtures are there");
 }

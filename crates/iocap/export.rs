@@ -375,12 +375,15 @@ pub fn render_svg(sp: &Spectrogram, cols: u64, file: &str, filter: &str, matched
         top + 10.0
     );
     let mut from = 1u64;
+    let mut drawn = 0;
     for level in 1..LEVELS {
         let upto = (from..=max.max(1))
             .take_while(|&n| shade(n, max, LEVELS) <= level)
             .last();
         let Some(upto) = upto else { continue };
-        let y = top + 20.0 + (level - 1) as f64 * 18.0;
+        // Levels no whole count maps to (small maxima) get no swatch, and leave no gap.
+        let y = top + 20.0 + drawn as f64 * 18.0;
+        drawn += 1;
         let range = if upto == from {
             format!("{from}")
         } else {
