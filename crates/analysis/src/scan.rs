@@ -174,3 +174,81 @@ pub fn capture_span<S: Source>(r: &Reader<S>) -> (u64, u64) {
     };
     (start, r.stop_ts().max(last).max(start))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::LatencyHist;
+    use iocap_filter::Filter;
+    use iocap_format::{Col, Event, Meta, Writer, WriterOptions};
+
+    fn capture() -> Reader<Vec<u8>> {
+        let meta = Meta {
+            arch: "x86_64".into(),
+            start_ts: 1_000,
+            ..Meta::default()
+        };
+        let opts = WriterOptions {
+            chunk_events: 100,
+            ..WriterOptions::default()
+        };
+        let mut w = Writer::new(Vec::new(), &meta, opts).unwrap();
+        for i in 0..1_000u64 {
+            // Chunks 0..4 are fast (< 1 us), chunks 5..9 slow, so a latency filter skips half.
+            let latency = if i < 500 { 100 + i } else { 2_000_000 + i * 7 };
+            w.push(&Event::syscall(1_000 + i * 10, latency, 1, 1, (i % 3) as u32, 0))
+                .unwrap();
+        }
+        Reader::from_bytes(w.finish(20_000).unwrap()).unwrap()
+    }
+
+    fn hist(r: &Reader<Vec<u8>>, src: &str, threads: usize) -> (LatencyHist, ScanStats) {
+        let f = Filter::parse(src).unwrap().compile(r.meta(), r.tables());
+        scan(
+            r,
+            &f,
+            ColSet::NONE.with(Col::Latency),
+            threads,
+            LatencyHist::new,
+            |h, cols, bits| bits.iter_ones().for_each(|i| h.add(cols.latency[i])),
+            |a, b| a.merge(&b),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn results_do_not_depend_on_the_thread_count() {
+        let r = capture();
+        let (one, st1) = hist(&r, "evt.type=read or latency>1ms", 1);
+        for threads in [2, 3, 16] {
+            let (many, st) = hist(&r, "evt.type=read or latency>1ms", threads);
+            assert_eq!(many, one, "{threads} threads");
+            assert_eq!(st, st1);
+        }
+        // nr 0 is read: a third of the fast half, and all of the slow half.
+        assert_eq!(st1.matched, 167 + 500);
+        assert_eq!(st1.total, 1_000);
+    }
+
+    #[test]
+    fn chunk_summaries_skip_chunks_and_for_each_match_stops() {
+        let r = capture();
+        let (h, st) = hist(&r, "latency>1ms", 2);
+        assert_eq!((st.matched, st.chunks_skipped, st.chunks_read), (500, 5, 5));
+        assert_eq!(h.min(), 2_000_000 + 500 * 7);
+        let f = Filter::parse("").unwrap().compile(r.meta(), r.tables());
+        let mut seen = Vec::new();
+        let st = for_each_match(&r, &f, ColSet::NONE.with(Col::Ts), |cols, i| {
+            seen.push(cols.ts[i]);
+            if seen.len() == 150 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .unwrap();
+        assert_eq!(st.matched, 150);
+        assert!(seen.windows(2).all(|w| w[0] < w[1]), "file order");
+        assert_eq!(capture_span(&r), (1_000, 20_000));
+    }
+}
