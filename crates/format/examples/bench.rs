@@ -10,6 +10,7 @@
 
 use std::time::{Duration, Instant};
 
+use iocap_format::varint::Cursor;
 use iocap_format::{
     mkdev, ChunkDecoder, Class, Col, ColSet, Columns, Device, DropStats, Event, FdType, FileEntry, Meta, ProcEntry,
     Reader, Writer, WriterOptions,
@@ -239,6 +240,31 @@ fn decode(bytes: &[u8], want: ColSet, rounds: usize) -> (Duration, u64) {
     (t.elapsed(), check)
 }
 
+/// Stored bytes per event of each column, summed over every chunk, from the column directories
+/// (layout in FORMAT.md): where the bytes go.
+fn column_sizes(bytes: &[u8]) -> Vec<(u64, u64, u8)> {
+    let r = Reader::from_bytes(bytes.to_vec()).expect("reader");
+    let mut sizes: Vec<(u64, u64, u8)> = Vec::new();
+    for c in r.chunks() {
+        let payload = &bytes[c.offset as usize + 16..];
+        let mut cur = Cursor::new(payload);
+        let _summary = cur.len_bytes().expect("summary");
+        let ncols = cur.varint().expect("ncols");
+        for _ in 0..ncols {
+            let id = cur.varint().expect("id");
+            let encoding = cur.u8().expect("encoding");
+            let _codec = cur.u8().expect("codec");
+            let _raw = cur.varint().expect("raw_len");
+            let stored = cur.varint().expect("stored_len");
+            match sizes.iter_mut().find(|s| s.0 == id) {
+                Some(s) => s.1 += stored,
+                None => sizes.push((id, stored, encoding)),
+            }
+        }
+    }
+    sizes
+}
+
 fn rate(events: usize, rounds: usize, d: Duration) -> f64 {
     (events * rounds) as f64 / d.as_secs_f64() / 1e6
 }
@@ -278,6 +304,14 @@ fn main() {
         "size:            {:7.2} bytes/event ({} bytes, tables, stats and index included)",
         bytes.len() as f64 / n as f64,
         bytes.len()
+    );
+    let cols: Vec<String> = column_sizes(&bytes)
+        .iter()
+        .map(|&(id, stored, enc)| format!("{id}:{:.2}({enc})", stored as f64 / n as f64))
+        .collect();
+    println!(
+        "bytes/event by column id (encoding of the first chunk): {}",
+        cols.join(" ")
     );
     let rounds = 3;
     let (d, c1) = decode(&bytes, ColSet::ALL, rounds);

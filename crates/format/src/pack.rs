@@ -1,4 +1,5 @@
-//! Compression of frame payloads: `codec:u8 raw_len:varint data`.
+//! Compression of table frame payloads (`codec:u8 raw_len:varint data`) and of the
+//! columns of a chunk (each with its own codec and sizes in the column directory).
 
 use crate::varint::{self, Cursor};
 
@@ -29,12 +30,54 @@ impl Packer {
     pub fn pack(&mut self, raw: &[u8], out: &mut Vec<u8>) -> std::io::Result<()> {
         out.push(ZSTD);
         varint::put(out, raw.len() as u64);
+        self.compress(raw, out)
+    }
+
+    /// Append one zstd frame holding `raw` to `out`.
+    pub fn compress(&mut self, raw: &[u8], out: &mut Vec<u8>) -> std::io::Result<()> {
         let bound = zstd::zstd_safe::compress_bound(raw.len());
         let start = out.len();
         out.resize(start + bound, 0);
         let n = self.cctx.compress_to_buffer(raw, &mut out[start..])?;
         out.truncate(start + n);
         Ok(())
+    }
+}
+
+/// Check that `data` is exactly one zstd frame whose window is within [`MAX_WINDOW_LOG`] and
+/// whose stated content size, if any, is `raw_len`. zstd's one-shot decompression does not
+/// enforce a window limit itself (it needs no window buffer), so the cap is applied here, for
+/// every frame, before any work.
+fn check_zstd_frame(data: &[u8], raw_len: u64) -> Result<(), &'static str> {
+    const MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+    if data.get(..4) != Some(&MAGIC[..]) {
+        return Err("not a zstd frame");
+    }
+    let fhd = *data.get(4).ok_or("zstd frame header cut short")?;
+    let single_segment = fhd & 0x20 != 0;
+    let window = if single_segment {
+        // The window is the whole content, which `raw_len` bounds (checked just below).
+        raw_len
+    } else {
+        let wd = *data.get(5).ok_or("zstd frame header cut short")?;
+        let log = 10 + u32::from(wd >> 3);
+        if log > MAX_WINDOW_LOG {
+            return Err("zstd window over the 128 MiB limit");
+        }
+        (1u64 << log) + (1u64 << log) / 8 * u64::from(wd & 7)
+    };
+    if window > 1 << MAX_WINDOW_LOG {
+        return Err("zstd window over the 128 MiB limit");
+    }
+    match zstd::zstd_safe::get_frame_content_size(data) {
+        Ok(Some(size)) if size != raw_len => return Err("decompressed size does not match"),
+        Ok(_) => {}
+        Err(_) => return Err("zstd frame header does not decode"),
+    }
+    // One frame exactly: a second, concatenated frame would escape the checks above.
+    match zstd::zstd_safe::find_frame_compressed_size(data) {
+        Ok(n) if n == data.len() => Ok(()),
+        _ => Err("zstd data is not exactly one frame"),
     }
 }
 
@@ -60,10 +103,21 @@ impl Unpacker {
     pub fn unpack(&mut self, cur: &mut Cursor<'_>, out: &mut Vec<u8>) -> Result<(), &'static str> {
         let codec = cur.u8().ok_or("payload cut short")?;
         let raw_len = cur.varint().ok_or("payload cut short")?;
+        self.unpack_parts(codec, raw_len, cur.rest(), out)
+    }
+
+    /// Decode `data`, stored with `codec`, into `out` (cleared first); it must come to
+    /// exactly `raw_len` bytes.
+    pub fn unpack_parts(
+        &mut self,
+        codec: u8,
+        raw_len: u64,
+        data: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(), &'static str> {
         if raw_len > MAX_RAW {
             return Err("decompressed size over the 256 MiB limit");
         }
-        let data = cur.rest();
         out.clear();
         if codec == ZSTD && raw_len > (data.len() as u64).saturating_mul(MAX_RATIO) {
             return Err("decompressed size larger than the data can hold");
@@ -76,13 +130,7 @@ impl Unpacker {
                 out.extend_from_slice(data);
             }
             ZSTD => {
-                // A frame that states its content size must agree with `raw_len`: a cheap
-                // refusal before any work.
-                if let Ok(Some(size)) = zstd::zstd_safe::get_frame_content_size(data) {
-                    if size != raw_len {
-                        return Err("decompressed size does not match");
-                    }
-                }
+                check_zstd_frame(data, raw_len)?;
                 // Decompress into spare capacity: no time spent zeroing what zstd overwrites.
                 out.reserve(raw_len as usize);
                 let n = self

@@ -78,6 +78,8 @@ pub struct ChunkDecoder {
     payload: Vec<u8>,
     body: Vec<u8>,
     unpacker: Unpacker,
+    /// A second context for columns, so table and chunk reads share nothing.
+    col_unpacker: Option<Unpacker>,
 }
 
 impl ChunkDecoder {
@@ -86,6 +88,7 @@ impl ChunkDecoder {
             payload: Vec::new(),
             body: Vec::new(),
             unpacker: Unpacker::new().expect("zstd decompression context"),
+            col_unpacker: None,
         }
     }
 }
@@ -262,7 +265,7 @@ impl<S: Source> Reader<S> {
             off,
             &info.summary,
             want,
-            &mut dec.unpacker,
+            &mut dec.col_unpacker,
             &mut dec.body,
             cols,
         )
@@ -506,8 +509,8 @@ fn decode_chunk(
     off: u64,
     expected: &ChunkSummary,
     want: ColSet,
-    unpacker: &mut Unpacker,
-    body: &mut Vec<u8>,
+    unpacker: &mut Option<Unpacker>,
+    scratch: &mut Vec<u8>,
     cols: &mut Columns,
 ) -> Result<(), Error> {
     let mut cur = Cursor::new(payload);
@@ -519,6 +522,6 @@ fn decode_chunk(
     }
     // The summary decoded, so `events` is at most MAX_CHUNK_EVENTS and fits a usize.
     let n = own.events as usize;
-    unpacker.unpack(&mut cur, body).map_err(|e| Error::corrupt(off, e))?;
-    cols.decode(body, n, want).map_err(|e| Error::corrupt(off, e.0))
+    cols.decode_with(cur.rest(), n, want, unpacker, scratch)
+        .map_err(|e| Error::corrupt(off, e.0))
 }

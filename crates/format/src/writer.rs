@@ -213,14 +213,13 @@ impl<W: Write> Writer<W> {
         // Tables first: a chunk never refers to an entry that is not yet in the file.
         self.write_tables()?;
         let summary = ChunkSummary::of(&self.cols, self.drops);
-        self.scratch.clear();
-        self.cols.encode(&mut self.scratch);
-        let mut p = Vec::with_capacity(self.scratch.len() / 3 + 128);
+        let mut p = Vec::with_capacity(self.cols.len() * 6 + 256);
         let mut head = Vec::with_capacity(128);
         summary.encode(&mut head);
         varint::put(&mut p, head.len() as u64);
         p.extend_from_slice(&head);
-        self.packer.pack(&self.scratch, &mut p)?;
+        self.cols
+            .encode_with(&mut p, Some(&mut self.packer), &mut self.scratch)?;
         let pos = self.pos;
         self.write_frame(Kind::Chunk, &p)?;
         self.index.push((pos, summary));

@@ -60,18 +60,20 @@ fn summary(events: u64) -> Vec<u8> {
     out
 }
 
-/// A chunk frame: summary, then `codec raw_len data`.
+/// A chunk frame whose one column (ts, VARINT) is `data` stored with `codec` and `raw_len`.
 fn chunk(events: u64, codec: u8, raw_len: u64, data: &[u8]) -> Vec<u8> {
-    let mut p = summary(events);
-    p.push(codec);
-    put(&mut p, raw_len);
-    p.extend_from_slice(data);
-    frame(KIND_CHUNK, &p)
+    let mut body = vec![1, 1, 1, codec];
+    put(&mut body, raw_len);
+    put(&mut body, data.len() as u64);
+    body.extend_from_slice(data);
+    raw_chunk(events, &body)
 }
 
-/// A raw-coded chunk frame around a hand-made body.
+/// A chunk frame around a hand-made body (column directory and columns).
 fn raw_chunk(events: u64, body: &[u8]) -> Vec<u8> {
-    chunk(events, 0, body.len() as u64, body)
+    let mut p = summary(events);
+    p.extend_from_slice(body);
+    frame(KIND_CHUNK, &p)
 }
 
 /// Open `bytes` (which must open) and read chunk 0; return its result.
@@ -118,18 +120,9 @@ fn zstd_window_over_the_cap_is_refused() {
     assert_corrupt(read_first(f), "zstd window 256 MiB");
     // The same frame with a 1 KiB window decompresses: the test above failed for the window.
     z[5] = 0x00;
-    let mut body = Vec::new();
-    put(&mut body, 0); // no columns: 8 events of zeros
     let mut f = start(FORMAT_MAJOR);
     f.extend(chunk(8, 1, 8, &z));
-    assert_corrupt(read_first(f), "8 bytes of 7s are not a column directory");
-    let mut z2 = vec![0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x00];
-    let block_header: u32 = 1 | (body.len() as u32) << 3;
-    z2.extend_from_slice(&block_header.to_le_bytes()[..3]);
-    z2.extend_from_slice(&body);
-    let mut f = start(FORMAT_MAJOR);
-    f.extend(chunk(8, 1, body.len() as u64, &z2));
-    assert_eq!(read_first(f).unwrap().len(), 8);
+    assert_eq!(read_first(f).unwrap().ts, vec![7; 8]);
 }
 
 #[test]
@@ -138,7 +131,7 @@ fn event_counts_over_the_limit_are_refused() {
     for events in [MAX_CHUNK_EVENTS + 1, 1 << 40, u64::MAX / 2] {
         let mut body = Vec::new();
         put(&mut body, 1);
-        body.extend_from_slice(&[1, 0, 1, 5]); // ts: CONST, 1 byte, value 5
+        body.extend_from_slice(&[1, 0, 0, 1, 1, 5]); // ts: CONST, raw, 1 byte, value 5
         let mut f = start(FORMAT_MAJOR);
         f.extend(raw_chunk(events, &body));
         let r = Reader::from_bytes(f).unwrap();
@@ -148,7 +141,7 @@ fn event_counts_over_the_limit_are_refused() {
     // At the limit, it decodes.
     let mut body = Vec::new();
     put(&mut body, 1);
-    body.extend_from_slice(&[1, 0, 1, 5]);
+    body.extend_from_slice(&[1, 0, 0, 1, 1, 5]);
     let mut f = start(FORMAT_MAJOR);
     f.extend(raw_chunk(MAX_CHUNK_EVENTS, &body));
     let cols = read_first(f).unwrap();
@@ -167,14 +160,25 @@ fn lying_column_directories_are_refused() {
         ("column longer than the chunk", {
             let mut b = Vec::new();
             put(&mut b, 1);
-            b.extend_from_slice(&[1, 1]);
+            b.extend_from_slice(&[1, 1, 0]);
+            put(&mut b, 1 << 40);
             put(&mut b, 1 << 40);
             b
         }),
-        ("varint column shorter than the count", vec![1, 1, 1, 2, 5, 6]),
-        ("unknown encoding", vec![1, 1, 9, 1, 0]),
-        ("column stored twice", vec![2, 1, 0, 1, 1, 0, 1, 5, 5]),
-        ("cut short varint", vec![1, 2, 1, 4, 0x80, 0x80, 0x80, 0x80]),
+        ("varint column shorter than the count", vec![1, 1, 1, 0, 2, 2, 5, 6]),
+        ("unknown encoding", vec![1, 1, 9, 0, 1, 1, 0]),
+        ("unknown codec", vec![1, 1, 0, 7, 1, 1, 5]),
+        ("raw sizes disagree", vec![1, 1, 0, 0, 2, 1, 5]),
+        ("column stored twice", vec![2, 1, 0, 0, 1, 1, 1, 0, 0, 1, 1, 5, 5]),
+        ("cut short varint", vec![1, 2, 1, 0, 4, 4, 0x80, 0x80, 0x80, 0x80]),
+        (
+            "dictionary index past its size",
+            vec![1, 1, 4, 0, 7, 7, 2, 10, 20, 0, 1, 2, 0],
+        ),
+        ("empty dictionary", vec![1, 1, 4, 0, 1, 1, 0]),
+        ("sparse position past the count", vec![1, 1, 3, 0, 3, 3, 1, 9, 5]),
+        ("sparse count over the bytes", vec![1, 1, 3, 0, 3, 3, 100, 0, 5]),
+        ("bytes after the last column", vec![1, 1, 0, 0, 1, 1, 5, 0]),
     ];
     for (what, body) in cases {
         let mut f = start(FORMAT_MAJOR);
@@ -312,7 +316,7 @@ fn unknown_frame_kinds_are_skipped() {
 #[test]
 fn unknown_column_ids_are_skipped() {
     // ts VARINT [5, 7]; column 40 (from a newer writer) VARINT [1, 2]; latency CONST 9.
-    let body = [3, 1, 1, 2, 40, 1, 2, 2, 0, 1, 5, 7, 1, 2, 9];
+    let body = [3, 1, 1, 0, 2, 2, 40, 1, 0, 2, 2, 2, 0, 0, 1, 1, 5, 7, 1, 2, 9];
     let mut f = start(FORMAT_MAJOR);
     f.extend(raw_chunk(2, &body));
     let cols = read_first(f).unwrap();
