@@ -2,8 +2,8 @@
 //! while fio/dd run): encode+compress and decode throughput on one core, and bytes per event.
 //!
 //! ```text
-//! cargo run --release -p iocap-format --example bench [-- EVENTS]      # default 4,000,000
-//! cargo run --release -p iocap-format --example bench -- --sample PATH EVENTS [CHUNK_EVENTS]
+//! cargo run --release -p iocap-format --example format_bench [-- EVENTS]      # default 4,000,000
+//! cargo run --release -p iocap-format --example format_bench -- --sample PATH EVENTS [CHUNK_EVENTS]
 //! ```
 //!
 //! `--sample` only writes a capture of that mix (used for fuzzing seeds and fixtures).
