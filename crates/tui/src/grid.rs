@@ -4,11 +4,10 @@
 //! A grid comes from one of two places. Right after opening, [`Grid::from_summaries`] builds it
 //! from the chunk summaries in the index (no decompression: this is what makes the first frame
 //! instant at any file size); it is approximate, since a summary only knows a chunk's time range
-//! and a log2 latency histogram. Then the worker's exact scan replaces it
-//! ([`Grid::from_spectrogram`]).
+//! and a log2 latency histogram. Then the worker's exact scan ([`crate::query`]) replaces it,
+//! binned with the same [`iocap_analysis::spectro::column`] as `iocap spectrogram`.
 
 use iocap_analysis::spectro::{self, COLS};
-use iocap_analysis::Spectrogram;
 use iocap_format::{log2_bucket_range, ChunkInfo};
 
 /// Counts per (row, latency column) for `rows.len()` rows of `interval` ns from `start`.
@@ -30,17 +29,6 @@ impl Grid {
             rows: vec![[0; COLS]; rows],
             approximate: false,
         }
-    }
-
-    /// The rows of `s` that fall in this view (`s` must have `start` as its origin).
-    pub fn from_spectrogram(s: &Spectrogram, rows: usize) -> Grid {
-        let mut g = Grid::empty(s.origin(), s.interval(), rows);
-        for (r, counts) in s.rows() {
-            if let Some(row) = usize::try_from(r).ok().and_then(|r| g.rows.get_mut(r)) {
-                *row = *counts;
-            }
-        }
-        g
     }
 
     /// An approximation from chunk summaries: each chunk's log2 histogram is put in the column

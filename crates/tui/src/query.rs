@@ -13,7 +13,8 @@ use std::collections::{BinaryHeap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use iocap_analysis::{GroupBy, LatencyHist, Spectrogram};
+use iocap_analysis::spectro::{self, COLS};
+use iocap_analysis::LatencyHist;
 use iocap_filter::fields::{self, FieldId, FieldInfo};
 use iocap_filter::{Bitmap, Compiled};
 use iocap_format::{ChunkDecoder, Col, ColSet, Columns, Event, Reader};
@@ -122,26 +123,83 @@ fn group_key(field: &FieldInfo, c: &Columns, i: usize) -> u64 {
     }
 }
 
-/// Answer `q` over `reader`; `None` when cancelled.
-pub fn run(reader: &Reader, q: &Query, cancel: &Cancel) -> Result<Option<Answer>, String> {
-    let (start, end) = (q.start, q.end());
-    let mut spectro = Spectrogram::new(start, q.interval);
-    let mut hist = LatencyHist::new();
-    let mut by_key = GroupBy::<u64>::new();
-    let mut samples: HashMap<u64, Event> = HashMap::new();
-    let mut per_chunk = Vec::new();
-    let mut slowest: BinaryHeap<Reverse<(u64, EventRef)>> = BinaryHeap::with_capacity(SLOWEST + 1);
-    let mut want = ColSet::NONE
-        .with(Col::Ts)
-        .with(Col::Latency)
-        .with(Col::Bytes)
-        .union(group_cols(q.group));
-    if let Some(f) = &q.filter {
-        want = want.union(f.columns());
+/// A hasher for small integer keys (a multiply and a rotate): group keys are ids, not
+/// attacker-chosen strings, and SipHash per event would cost more than the rest of the scan.
+#[derive(Default, Clone, Copy)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
     }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0 ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+    }
+}
+
+type IdMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<IdHasher>>;
+
+/// What one scan thread accumulates over its share of the chunks.
+#[derive(Default)]
+struct Acc {
+    /// Spectrogram counts per view row, in [`spectro`]'s latency columns.
+    rows: Vec<[u64; COLS]>,
+    hist: LatencyHist,
+    /// Per group key: its histogram and one event to print its value from.
+    groups: IdMap<(LatencyHist, Event)>,
+    per_chunk: Vec<(usize, u64)>,
+    slowest: BinaryHeap<Reverse<(u64, EventRef)>>,
+}
+
+impl Acc {
+    fn new(rows: usize) -> Acc {
+        Acc {
+            rows: vec![[0; COLS]; rows],
+            ..Acc::default()
+        }
+    }
+
+    fn merge(&mut self, o: Acc) {
+        for (a, b) in self.rows.iter_mut().zip(o.rows.iter()) {
+            for (x, y) in a.iter_mut().zip(b.iter()) {
+                *x += y;
+            }
+        }
+        self.hist.merge(&o.hist);
+        for (k, (h, e)) in o.groups {
+            self.groups
+                .entry(k)
+                .or_insert_with(|| (LatencyHist::new(), e))
+                .0
+                .merge(&h);
+        }
+        self.per_chunk.extend(o.per_chunk);
+        for s in o.slowest {
+            push_slow(&mut self.slowest, s.0);
+        }
+    }
+}
+
+fn push_slow(heap: &mut BinaryHeap<Reverse<(u64, EventRef)>>, x: (u64, EventRef)) {
+    if heap.len() < SLOWEST {
+        heap.push(Reverse(x));
+    } else if heap.peek().is_some_and(|Reverse(min)| x > *min) {
+        heap.pop();
+        heap.push(Reverse(x));
+    }
+}
+
+/// Scan `chunks` into a fresh accumulator; `None` when cancelled.
+fn scan(reader: &Reader, q: &Query, want: ColSet, chunks: &[usize], cancel: &Cancel) -> Result<Option<Acc>, String> {
+    let (start, end) = (q.start, q.end());
+    let mut acc = Acc::new(q.rows);
     let (mut dec, mut cols, mut bits) = (ChunkDecoder::new(), Columns::default(), Bitmap::zeros(0));
-    let chunks: Vec<usize> = reader.chunks_in(start, end).collect();
-    for ci in chunks {
+    for &ci in chunks {
         if cancel.is_stale(q.gen) {
             return Ok(None);
         }
@@ -152,9 +210,9 @@ pub fn run(reader: &Reader, q: &Query, cancel: &Cancel) -> Result<Option<Answer>
         reader
             .read_chunk(ci, want, &mut dec, &mut cols)
             .map_err(|e| format!("chunk {ci}: {e}"))?;
-        bits.reset(cols.len(), true);
-        if let Some(f) = &q.filter {
-            f.eval(&cols, &mut bits);
+        match &q.filter {
+            Some(f) => f.eval(&cols, &mut bits),
+            None => bits.reset(cols.len(), true),
         }
         let mut n = 0u64;
         for i in bits.iter_ones() {
@@ -163,32 +221,59 @@ pub fn run(reader: &Reader, q: &Query, cancel: &Cancel) -> Result<Option<Answer>
                 continue;
             }
             n += 1;
-            spectro.add(ts, lat);
-            hist.add(lat);
-            let key = group_key(q.group, &cols, i);
-            by_key.add(key, lat, cols.bytes[i]);
-            samples.entry(key).or_insert_with(|| cols.event(i));
-            let r = EventRef { chunk: ci, row: i };
-            if slowest.len() < SLOWEST {
-                slowest.push(Reverse((lat, r)));
-            } else if slowest.peek().is_some_and(|Reverse((l, _))| lat > *l) {
-                slowest.pop();
-                slowest.push(Reverse((lat, r)));
+            let row = ((ts - start) / q.interval) as usize;
+            if let Some(r) = acc.rows.get_mut(row) {
+                r[spectro::column(lat)] += 1;
             }
+            acc.hist.add(lat);
+            let key = group_key(q.group, &cols, i);
+            acc.groups
+                .entry(key)
+                .or_insert_with(|| (LatencyHist::new(), cols.event(i)))
+                .0
+                .add(lat);
+            push_slow(&mut acc.slowest, (lat, EventRef { chunk: ci, row: i }));
         }
         if n > 0 {
-            per_chunk.push((ci, n));
+            acc.per_chunk.push((ci, n));
         }
     }
+    Ok(Some(acc))
+}
+
+/// Answer `q` over `reader`; `None` when cancelled. The view's chunks are split between up
+/// to two threads (the machine this was built for has two cores) and merged in chunk order.
+pub fn run(reader: &Reader, q: &Query, cancel: &Cancel) -> Result<Option<Answer>, String> {
+    let mut want = ColSet::NONE.with(Col::Ts).with(Col::Latency).union(group_cols(q.group));
+    if let Some(f) = &q.filter {
+        want = want.union(f.columns());
+    }
+    let chunks: Vec<usize> = reader.chunks_in(q.start, q.end()).collect();
+    let threads = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, 2);
+    let acc = if threads < 2 || chunks.len() < 4 {
+        scan(reader, q, want, &chunks, cancel)?
+    } else {
+        let (a, b) = chunks.split_at(chunks.len() / 2);
+        let (ra, rb) = std::thread::scope(|s| {
+            let hb = s.spawn(|| scan(reader, q, want, b, cancel));
+            let ra = scan(reader, q, want, a, cancel);
+            (ra, hb.join().unwrap_or_else(|_| Err("a scan thread panicked".into())))
+        });
+        match (ra?, rb?) {
+            (Some(mut a), Some(b)) => {
+                a.merge(b);
+                Some(a)
+            }
+            _ => None,
+        }
+    };
+    let Some(acc) = acc else { return Ok(None) };
     // Keys are finer than values (two proc ids may share a name): merge by printed value.
     let (meta, tables) = (reader.meta(), reader.tables());
     let mut merged: HashMap<String, LatencyHist> = HashMap::new();
-    for (key, group) in by_key.top(usize::MAX) {
-        let value = samples
-            .get(key)
-            .map(|e| fields::value(q.group, e, meta, tables).to_string())
-            .unwrap_or_default();
-        merged.entry(value).or_default().merge(&group.hist);
+    for (h, e) in acc.groups.values() {
+        let value = fields::value(q.group, e, meta, tables).to_string();
+        merged.entry(value).or_default().merge(h);
     }
     let group_count = merged.len();
     let mut groups: Vec<GroupRow> = merged
@@ -201,13 +286,20 @@ pub fn run(reader: &Reader, q: &Query, cancel: &Cancel) -> Result<Option<Answer>
         .collect();
     groups.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.value.cmp(&b.value)));
     groups.truncate(TOP_GROUPS);
-    let mut slowest: Vec<(u64, EventRef)> = slowest.into_iter().map(|Reverse(x)| x).collect();
+    let mut slowest: Vec<(u64, EventRef)> = acc.slowest.into_iter().map(|Reverse(x)| x).collect();
     slowest.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut per_chunk = acc.per_chunk;
+    per_chunk.sort_unstable();
     Ok(Some(Answer {
         gen: q.gen,
-        grid: Grid::from_spectrogram(&spectro, q.rows),
-        matched: hist.count(),
-        hist,
+        grid: Grid {
+            start: q.start,
+            interval: q.interval.max(1),
+            rows: acc.rows,
+            approximate: false,
+        },
+        matched: acc.hist.count(),
+        hist: acc.hist,
         groups,
         group_count,
         per_chunk,

@@ -1,0 +1,181 @@
+//! Viewer benchmark: time to first frame, time to re-aggregate after a filter change, and
+//! resident memory, on a generated capture.
+//!
+//! `cargo bench -p iocap-tui --bench view -- [EVENTS] [PATH]` (default 10^7 events, written to
+//! a temp file unless PATH exists already, in which case it is reused).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use iocap_format::{mkdev, Class, Device, Event, FdType, FileEntry, Meta, ProcEntry, Reader, Writer, WriterOptions};
+use iocap_tui::history::History;
+use iocap_tui::query::{self, Cancel};
+use iocap_tui::{ui, App, Capture, Palette};
+use ratatui::backend::TestBackend;
+use ratatui::layout::Rect;
+use ratatui::Terminal;
+
+fn generate(path: &Path, n: u64) {
+    let meta = Meta {
+        arch: "x86_64".into(),
+        start_ts: 1_000_000_000,
+        devices: vec![Device {
+            dev: mkdev(254, 0),
+            name: "vda".into(),
+        }],
+        ..Meta::default()
+    };
+    let mut w = Writer::new(std::fs::File::create(path).unwrap(), &meta, WriterOptions::default()).unwrap();
+    let names = ["postgres", "fio", "nginx", "java"];
+    let procs: Vec<u32> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let name = w.intern(n.as_bytes());
+            w.add_proc(ProcEntry {
+                pid: 100 + i as u32,
+                name,
+                ..ProcEntry::default()
+            })
+        })
+        .collect();
+    let file = w.intern(b"/data/db");
+    let file = w.add_file(FileEntry {
+        pid: 100,
+        fd: 3,
+        kind: FdType::File,
+        name: file,
+        ..FileEntry::default()
+    });
+    // 1 M events/s of capture time; a xorshift keeps latencies varied but reproducible.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for i in 0..n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let p = (x % 4) as usize;
+        let latency = match x % 100 {
+            0 => 1_000_000 + x % 9_000_000,
+            1..=20 => 50_000 + x % 100_000,
+            _ => 500 + x % 3_000,
+        };
+        let ts = 1_000_000_000 + i * 1_000;
+        let e = if x % 50 == 7 {
+            Event {
+                class: Class::Block,
+                ts,
+                latency,
+                pid: 101,
+                tid: 101,
+                proc: procs[1],
+                fd: -1,
+                bytes: 4096,
+                dev: mkdev(254, 0),
+                op: 1,
+                ..Event::default()
+            }
+        } else {
+            Event {
+                proc: procs[p],
+                fd: 3,
+                file,
+                bytes: 4096,
+                ..Event::syscall(ts, latency, 100 + p as u32, 100 + p as u32, (x % 3) as u32, 4096)
+            }
+        };
+        w.push(&e).unwrap();
+    }
+    w.finish(1_000_000_000 + n * 1_000).unwrap();
+}
+
+fn rss_kb(key: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(key))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let n: u64 = args.first().and_then(|a| a.parse().ok()).unwrap_or(10_000_000);
+    let path = args
+        .get(1)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("iocap-bench-{n}.cap")));
+    if !path.exists() {
+        let t = Instant::now();
+        generate(&path, n);
+        eprintln!(
+            "generated {n} events in {:.1?} ({} MB)",
+            t.elapsed(),
+            std::fs::metadata(&path).unwrap().len() >> 20
+        );
+    }
+    let (w, h) = (200, 60);
+
+    let t = Instant::now();
+    let reader = Arc::new(Reader::open(&path).unwrap());
+    let cap = Capture::new(Arc::clone(&reader), &path);
+    let mut app = App::new(
+        cap,
+        "",
+        Rect::new(0, 0, w, h),
+        Palette::Classic,
+        History::in_memory(Vec::new()),
+    )
+    .unwrap();
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| ui::render(&app, f)).unwrap();
+    let first = t.elapsed();
+
+    let cancel = Cancel::default();
+    let run = |q: query::Query| {
+        cancel.0.store(q.gen, Ordering::Relaxed);
+        let t = Instant::now();
+        let a = query::run(&reader, &q, &cancel).unwrap().unwrap();
+        (t.elapsed(), a)
+    };
+    let q = app.take_query().unwrap();
+    let (full, a) = run(q);
+    println!(
+        "events {n}  chunks {}  file {} MB",
+        reader.chunks().len(),
+        std::fs::metadata(&path).unwrap().len() >> 20
+    );
+    println!("first frame (index only)      {:>8.1?}", first);
+    println!(
+        "full scan, no filter          {:>8.1?}  {:.0} M events/s  matched {}",
+        full,
+        n as f64 / full.as_secs_f64() / 1e6,
+        a.matched
+    );
+    app.update(iocap_tui::Action::Reply(iocap_tui::worker::Reply::Answer(Box::new(a))));
+    term.draw(|f| ui::render(&app, f)).unwrap();
+    for filter in [
+        "proc.name=postgres",
+        "latency>1ms",
+        "proc.name=fio and latency>=50us and latency<200us",
+    ] {
+        let compiled = iocap_tui::app::compile(filter, &reader).unwrap();
+        let mut q = app.take_query().unwrap_or_else(|| {
+            app.update(iocap_tui::Action::NextField);
+            app.take_query().unwrap()
+        });
+        q.gen += 1;
+        q.filter = compiled;
+        let (d, a) = run(q);
+        println!(
+            "refilter {filter:<48} {:>8.1?}  {:.0} M events/s  matched {}",
+            d,
+            n as f64 / d.as_secs_f64() / 1e6,
+            a.matched
+        );
+    }
+    println!("peak RSS {} MB", rss_kb("VmHWM:") / 1024);
+}
