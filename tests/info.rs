@@ -35,7 +35,10 @@ fn info_on_a_cut_file_says_not_clean() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["clean"], false);
     let events = v["events"].as_u64().unwrap();
-    assert!(events > 0 && events < 1000 && events % 100 == 0, "whole chunks only: {events}");
+    assert!(
+        events > 0 && events < 1000 && events % 100 == 0,
+        "whole chunks only: {events}"
+    );
     let (code, text, _) = run(&["info", cut.to_str().unwrap()]);
     assert_eq!(code, 0);
     assert!(text.contains("clean        no: recovered by scanning"), "{text}");
@@ -52,7 +55,10 @@ fn info_on_bad_files_is_one_line_and_nonzero() {
         assert_eq!(code, 1, "{name}: {err}");
         assert!(out.is_empty(), "{name}: nothing on stdout");
         assert_eq!(err.lines().count(), 1, "{name}: one line: {err}");
-        assert!(err.starts_with("iocap: ") && err.contains("not an iocap capture"), "{name}: {err}");
+        assert!(
+            err.starts_with("iocap: ") && err.contains("not an iocap capture"),
+            "{name}: {err}"
+        );
         assert!(!err.contains("panicked"));
     }
     let (code, _, err) = run(&["info", dir.path().join("missing.cap").to_str().unwrap()]);

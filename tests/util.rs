@@ -47,17 +47,44 @@ pub fn synthetic_capture(dir: &Path, n: u64) -> PathBuf {
         start_ts: 1_000_000_000,
         command_line: vec!["iocap".into(), "record".into()],
         cpus: 2,
-        devices: vec![Device { dev: iocap_format::mkdev(254, 0), name: "vda".into() }],
+        devices: vec![Device {
+            dev: iocap_format::mkdev(254, 0),
+            name: "vda".into(),
+        }],
         ..Meta::default()
     };
     let file = std::fs::File::create(&path).unwrap();
-    let mut w = Writer::new(file, &meta, WriterOptions { chunk_events: 100, level: 3 }).unwrap();
+    let mut w = Writer::new(
+        file,
+        &meta,
+        WriterOptions {
+            chunk_events: 100,
+            level: 3,
+        },
+    )
+    .unwrap();
     let name = w.intern(b"fio");
     let dbname = w.intern(b"postgres");
-    let fio = w.add_proc(ProcEntry { pid: 100, ppid: 1, name, ..ProcEntry::default() });
-    let pg = w.add_proc(ProcEntry { pid: 200, ppid: 1, name: dbname, ..ProcEntry::default() });
+    let fio = w.add_proc(ProcEntry {
+        pid: 100,
+        ppid: 1,
+        name,
+        ..ProcEntry::default()
+    });
+    let pg = w.add_proc(ProcEntry {
+        pid: 200,
+        ppid: 1,
+        name: dbname,
+        ..ProcEntry::default()
+    });
     let path_id = w.intern(b"/data/fio-r.dat");
-    let f = w.add_file(FileEntry { pid: 100, fd: 3, kind: FdType::File, name: path_id, ..FileEntry::default() });
+    let f = w.add_file(FileEntry {
+        pid: 100,
+        fd: 3,
+        kind: FdType::File,
+        name: path_id,
+        ..FileEntry::default()
+    });
     for i in 0..n {
         let ts = 1_000_000_000 + i * 1_000_000;
         let e = if i % 10 == 9 {
@@ -76,9 +103,18 @@ pub fn synthetic_capture(dir: &Path, n: u64) -> PathBuf {
                 ..Event::default()
             }
         } else if i % 2 == 0 {
-            Event { fd: 3, file: f, bytes: 4096, proc: fio, ..Event::syscall(ts, 5_000 + i, 100, 100, 17, 4096) }
+            Event {
+                fd: 3,
+                file: f,
+                bytes: 4096,
+                proc: fio,
+                ..Event::syscall(ts, 5_000 + i, 100, 100, 17, 4096)
+            }
         } else {
-            Event { proc: pg, ..Event::syscall(ts, 1_000 + i, 200, 201, 202, 0) }
+            Event {
+                proc: pg,
+                ..Event::syscall(ts, 1_000 + i, 200, 201, 202, 0)
+            }
         };
         w.push(&e).unwrap();
     }
