@@ -6,8 +6,7 @@
 use iocap_filter::fields::{self, Value};
 use iocap_filter::{Bitmap, Filter};
 use iocap_format::{
-    blk_flags, mkdev, Class, Columns, Device, Event, FdType, FileEntry, Meta, ProcEntry, Reader, Writer,
-    WriterOptions,
+    blk_flags, mkdev, Class, Columns, Device, Event, FdType, FileEntry, Meta, ProcEntry, Reader, Writer, WriterOptions,
 };
 use proptest::prelude::*;
 
@@ -31,8 +30,25 @@ impl Rng {
 
 const START: u64 = 1_000_000_000;
 const NAMES: &[&str] = &["fio", "postgres", "dd", "PostMaster", "kworker/0:1"];
-const PATHS: &[&str] = &["/var/lib/x.db", "/tmp/fio-r.dat", "/tmp/fio-w.dat", "1.2.3.4:5->6.7.8.9:80", "/x"];
-const LATENCIES: &[u64] = &[0, 900, 1_000, 1_001, 50_000, 999_999, 1_000_000, 1_000_001, 7_000_000, 2_000_000_000];
+const PATHS: &[&str] = &[
+    "/var/lib/x.db",
+    "/tmp/fio-r.dat",
+    "/tmp/fio-w.dat",
+    "1.2.3.4:5->6.7.8.9:80",
+    "/x",
+];
+const LATENCIES: &[u64] = &[
+    0,
+    900,
+    1_000,
+    1_001,
+    50_000,
+    999_999,
+    1_000_000,
+    1_000_001,
+    7_000_000,
+    2_000_000_000,
+];
 
 fn capture(seed: u64, n: usize) -> Reader<Vec<u8>> {
     let mut rng = Rng(seed | 1);
@@ -75,7 +91,11 @@ fn capture(seed: u64, n: usize) -> Reader<Vec<u8>> {
         .enumerate()
         .map(|(i, path)| {
             let name = w.intern(path.as_bytes());
-            let kind = if path.starts_with('/') { FdType::File } else { FdType::Ipv4 };
+            let kind = if path.starts_with('/') {
+                FdType::File
+            } else {
+                FdType::Ipv4
+            };
             w.add_file(FileEntry {
                 pid: 100,
                 fd: 3 + i as i32,
@@ -190,15 +210,16 @@ fn atom(kind: u8, k: u8) -> Atom {
     let name = NAMES[k % NAMES.len()];
     match kind % 16 {
         0 => {
-            let (t, x) = [("1us", 1_000), ("1ms", 1_000_000), ("999999ns", 999_999), ("0", 0), ("1.5s", 1_500_000_000)]
-                [k % 5];
+            let (t, x) = [
+                ("1us", 1_000),
+                ("1ms", 1_000_000),
+                ("999999ns", 999_999),
+                ("0", 0),
+                ("1.5s", 1_500_000_000),
+            ][k % 5];
             numeric("latency", t.into(), x)
         }
-        1 => strpred(
-            "proc.name",
-            format!("proc.name={name:?}"),
-            Box::new(move |s| s == name),
-        ),
+        1 => strpred("proc.name", format!("proc.name={name:?}"), Box::new(move |s| s == name)),
         2 => strpred(
             "proc.name",
             "proc.name icontains post".into(),
@@ -206,10 +227,15 @@ fn atom(kind: u8, k: u8) -> Atom {
         ),
         3 => {
             let (t, p): (&str, fn(&str) -> bool) = [
-                ("fd.name contains fio-r.dat", (|s: &str| s.contains("fio-r.dat")) as fn(&str) -> bool),
+                (
+                    "fd.name contains fio-r.dat",
+                    (|s: &str| s.contains("fio-r.dat")) as fn(&str) -> bool,
+                ),
                 ("fd.name startswith /tmp", |s| s.starts_with("/tmp")),
                 ("fd.name endswith .dat", |s| s.ends_with(".dat")),
-                ("fd.name glob '/tmp/*.dat'", |s| s.starts_with("/tmp/") && s.ends_with(".dat")),
+                ("fd.name glob '/tmp/*.dat'", |s| {
+                    s.starts_with("/tmp/") && s.ends_with(".dat")
+                }),
                 ("fd.name != /var/lib/x.db", |s| s != "/var/lib/x.db"),
             ][k % 5];
             strpred("fd.name", t.into(), Box::new(p))
@@ -222,7 +248,11 @@ fn atom(kind: u8, k: u8) -> Atom {
         5 => {
             let set: &[&str] = [&["read"][..], &["read", "write", "block"], &["sys_999", "fsync"]][k % 3];
             let list = set.join(", ");
-            strpred("evt.type", format!("evt.type in ({list})"), Box::new(move |s| set.contains(&s)))
+            strpred(
+                "evt.type",
+                format!("evt.type in ({list})"),
+                Box::new(move |s| set.contains(&s)),
+            )
         }
         6 => Atom {
             text: ["evt.failed", "evt.failed=false", "evt.is_io_read", "evt.is_io_write"][k % 4].into(),
@@ -264,7 +294,11 @@ fn atom(kind: u8, k: u8) -> Atom {
         }
         14 => {
             let fl = ["sync", "fua", "meta"][k % 3];
-            strpred("blk.flags", format!("blk.flags contains {fl}"), Box::new(move |s| s.split(',').any(|x| x == fl)))
+            strpred(
+                "blk.flags",
+                format!("blk.flags contains {fl}"),
+                Box::new(move |s| s.split(',').any(|x| x == fl)),
+            )
         }
         _ => {
             let d = ["read", "write", "none"][k % 3];
@@ -347,8 +381,13 @@ fn absent_fields_are_false_and_not_inverts() {
 fn chunks_are_skipped_by_their_summary() {
     let r = capture(11, 3000);
     let f = Filter::parse("latency>10s").unwrap().compile(r.meta(), r.tables());
-    assert!(r.chunks().iter().all(|c| !f.may_match(&c.summary)), "no latency reaches 10s");
-    let f = Filter::parse("evt.class=block and latency>=1ms").unwrap().compile(r.meta(), r.tables());
+    assert!(
+        r.chunks().iter().all(|c| !f.may_match(&c.summary)),
+        "no latency reaches 10s"
+    );
+    let f = Filter::parse("evt.class=block and latency>=1ms")
+        .unwrap()
+        .compile(r.meta(), r.tables());
     let skipped = r.chunks().iter().filter(|c| !f.may_match(&c.summary)).count();
     assert!(skipped > 0, "chunks of short syscalls only are skipped");
     let all = Filter::parse("not latency>10s").unwrap().compile(r.meta(), r.tables());
