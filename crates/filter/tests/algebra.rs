@@ -186,9 +186,11 @@ fn string<'v>(v: &'v Value<'_>) -> Option<&'v str> {
     }
 }
 
+type Cmp = fn(i128, i128) -> bool;
+
 fn atom(kind: u8, k: u8) -> Atom {
     let k = usize::from(k);
-    let cmp_ops: [(&str, fn(i128, i128) -> bool); 6] = [
+    let cmp_ops: [(&str, Cmp); 6] = [
         ("<", |a, b| a < b),
         ("<=", |a, b| a <= b),
         (">", |a, b| a > b),
