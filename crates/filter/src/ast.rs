@@ -151,12 +151,39 @@ impl Expr {
         }
     }
 
+    /// The operands of a left-deep chain of one operator (`a and b and c` → `[a, b, c]`), so
+    /// that long chains are walked by a loop rather than by recursion.
+    pub(crate) fn chain(&self) -> Vec<&Expr> {
+        let mut out = Vec::new();
+        let mut e = self;
+        loop {
+            match (self, e) {
+                (Expr::And(..), Expr::And(a, b)) | (Expr::Or(..), Expr::Or(a, b)) => {
+                    out.push(&**b);
+                    e = a;
+                }
+                _ => {
+                    out.push(e);
+                    out.reverse();
+                    return out;
+                }
+            }
+        }
+    }
+
     /// The S-expression form: `(and (= proc.name fio) (> latency 1ms))`.
     pub fn sexpr(&self) -> String {
         match self {
             Expr::All => "all".into(),
-            Expr::And(a, b) => format!("(and {} {})", a.sexpr(), b.sexpr()),
-            Expr::Or(a, b) => format!("(or {} {})", a.sexpr(), b.sexpr()),
+            Expr::And(..) | Expr::Or(..) => {
+                let op = if matches!(self, Expr::And(..)) { "and" } else { "or" };
+                let ops = self.chain();
+                let mut s = ops[0].sexpr();
+                for o in &ops[1..] {
+                    s = format!("({op} {s} {})", o.sexpr());
+                }
+                s
+            }
             Expr::Not(a, _) => format!("(not {})", a.sexpr()),
             Expr::Cmp(c) => match c.op {
                 Op::Bare => c.field.clone(),
@@ -180,16 +207,20 @@ impl Expr {
         }
         match self {
             Expr::All => {}
-            // Left-associative: the right operand of the same operator needs parentheses.
-            Expr::And(a, b) => {
-                a.fmt_at(f, 2)?;
-                f.write_str(" and ")?;
-                b.fmt_at(f, 3)?;
-            }
-            Expr::Or(a, b) => {
-                a.fmt_at(f, 1)?;
-                f.write_str(" or ")?;
-                b.fmt_at(f, 2)?;
+            // Left-associative: an operand that is itself a chain of the same operator (which
+            // the chain did not absorb: it was on the right) needs parentheses.
+            Expr::And(..) | Expr::Or(..) => {
+                let (word, level) = if matches!(self, Expr::And(..)) {
+                    (" and ", 3)
+                } else {
+                    (" or ", 2)
+                };
+                for (i, o) in self.chain().into_iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(word)?;
+                    }
+                    o.fmt_at(f, level)?;
+                }
             }
             Expr::Not(a, _) => {
                 f.write_str("not ")?;

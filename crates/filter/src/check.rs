@@ -191,8 +191,20 @@ pub(crate) const SIZE_UNITS: &[(&str, u128)] = &[
 pub(crate) fn check(e: &Expr) -> Result<Node, FilterError> {
     Ok(match e {
         Expr::All => Node::All,
-        Expr::And(a, b) => Node::And(Box::new(check(a)?), Box::new(check(b)?)),
-        Expr::Or(a, b) => Node::Or(Box::new(check(a)?), Box::new(check(b)?)),
+        Expr::And(..) | Expr::Or(..) => {
+            let and = matches!(e, Expr::And(..));
+            let ops = e.chain();
+            let mut node = check(ops[0])?;
+            for o in &ops[1..] {
+                let rhs = Box::new(check(o)?);
+                node = if and {
+                    Node::And(Box::new(node), rhs)
+                } else {
+                    Node::Or(Box::new(node), rhs)
+                };
+            }
+            node
+        }
         Expr::Not(a, _) => Node::Not(Box::new(check(a)?)),
         Expr::Cmp(c) => Node::Pred(check_cmp(c)?),
     })

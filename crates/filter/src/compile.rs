@@ -226,6 +226,13 @@ pub(crate) fn test_value(test: &Test, v: &Value<'_>) -> bool {
 const SYSCALL: u8 = Class::Syscall as u8;
 const BLOCK: u8 = Class::Block as u8;
 
+/// Whether class code `code` is class `want`. A code other than block (only in a hostile file)
+/// is a syscall, as `Columns::event` and the chunk summary count it.
+#[inline(always)]
+fn is_class(code: u8, want: u8) -> bool {
+    (code == BLOCK) == (want == BLOCK)
+}
+
 pub(crate) fn compile(node: &Node, meta: &Meta, tables: &Tables) -> Compiled {
     let root = compile_node(node, meta, tables);
     let mut columns = ColSet::NONE;
@@ -236,35 +243,23 @@ pub(crate) fn compile(node: &Node, meta: &Meta, tables: &Tables) -> Compiled {
 fn compile_node(node: &Node, meta: &Meta, tables: &Tables) -> CNode {
     match node {
         Node::All => CNode::Const(true),
-        Node::And(a, b) => {
+        Node::And(..) | Node::Or(..) => {
+            let and = matches!(node, Node::And(..));
             let mut v = Vec::new();
-            for c in [compile_node(a, meta, tables), compile_node(b, meta, tables)] {
-                match c {
-                    CNode::And(inner) => v.extend(inner),
-                    CNode::Const(true) => {}
-                    CNode::Const(false) => return CNode::Const(false),
+            for operand in chain(node) {
+                match compile_node(operand, meta, tables) {
+                    CNode::And(inner) if and => v.extend(inner),
+                    CNode::Or(inner) if !and => v.extend(inner),
+                    // The identity of the operator drops out; its absorbing element decides.
+                    CNode::Const(b) if b == and => {}
+                    CNode::Const(b) => return CNode::Const(b),
                     c => v.push(c),
                 }
             }
             match v.len() {
-                0 => CNode::Const(true),
-                1 => v.pop().unwrap_or(CNode::Const(true)),
-                _ => CNode::And(v),
-            }
-        }
-        Node::Or(a, b) => {
-            let mut v = Vec::new();
-            for c in [compile_node(a, meta, tables), compile_node(b, meta, tables)] {
-                match c {
-                    CNode::Or(inner) => v.extend(inner),
-                    CNode::Const(false) => {}
-                    CNode::Const(true) => return CNode::Const(true),
-                    c => v.push(c),
-                }
-            }
-            match v.len() {
-                0 => CNode::Const(false),
-                1 => v.pop().unwrap_or(CNode::Const(false)),
+                0 => CNode::Const(and),
+                1 => v.pop().unwrap_or(CNode::Const(and)),
+                _ if and => CNode::And(v),
                 _ => CNode::Or(v),
             }
         }
@@ -274,6 +269,26 @@ fn compile_node(node: &Node, meta: &Meta, tables: &Tables) -> CNode {
             c => CNode::Not(Box::new(c)),
         },
         Node::Pred(p) => CNode::Leaf(compile_pred(p, meta, tables)),
+    }
+}
+
+/// The operands of a left-deep chain of one operator, walked by a loop: a chain of 500 `and`s
+/// must not recurse 500 frames deep.
+fn chain(node: &Node) -> Vec<&Node> {
+    let mut out = Vec::new();
+    let mut n = node;
+    loop {
+        match (node, n) {
+            (Node::And(..), Node::And(a, b)) | (Node::Or(..), Node::Or(a, b)) => {
+                out.push(&**b);
+                n = a;
+            }
+            _ => {
+                out.push(n);
+                out.reverse();
+                return out;
+            }
+        }
     }
 }
 
@@ -652,7 +667,7 @@ fn scan_num<T: Copy + Default>(
             let inside = $inside;
             let test = move |x: T| present(x) && (inside(key(x)) != negate);
             match class {
-                Some((c, want)) => scan2(c, v, out, mode, move |cl: u8, x: T| cl == want && test(x)),
+                Some((c, want)) => scan2(c, v, out, mode, move |cl: u8, x: T| is_class(cl, want) && test(x)),
                 None => scan1(v, out, mode, test),
             }
         }};
@@ -764,7 +779,7 @@ impl Kernel {
                             r
                         };
                         match cl {
-                            Some((c, want)) => scan2(c, &devs, words, mode, |cc, d| cc == want && test(d)),
+                            Some((c, want)) => scan2(c, &devs, words, mode, |cc, d| is_class(cc, want) && test(d)),
                             None => scan1(&devs, words, mode, test),
                         }
                     }
@@ -788,10 +803,10 @@ impl Kernel {
                     }
                     let mut bits = 0u64;
                     for (j, ((&c, &nr), &op)) in c.iter().zip(nr).zip(op).enumerate() {
-                        let m = if c == SYSCALL {
-                            nrs.contains(u64::from(nr))
+                        let m = if c == BLOCK {
+                            ops.contains(u64::from(op))
                         } else {
-                            c == BLOCK && ops.contains(u64::from(op))
+                            nrs.contains(u64::from(nr))
                         };
                         bits |= u64::from(m) << j;
                     }
@@ -818,7 +833,7 @@ fn scan_ids<T: Copy>(
     mode: Mode,
 ) {
     match class {
-        Some((c, want)) => scan2(c, v, out, mode, |cl, x| cl == want && set.contains(key(x))),
+        Some((c, want)) => scan2(c, v, out, mode, |cl, x| is_class(cl, want) && set.contains(key(x))),
         None => scan1(v, out, mode, |x| set.contains(key(x))),
     }
 }

@@ -21,6 +21,7 @@ pub fn parse(src: &str) -> Result<Expr, FilterError> {
         pos: 0,
         end: src.len(),
         depth: 0,
+        connectives: 0,
     };
     let e = p.expr(0)?;
     match p.peek() {
@@ -35,9 +36,13 @@ struct Parser {
     end: usize,
     /// Nesting of parentheses and `not`: bounded so hostile input cannot overflow the stack.
     depth: usize,
+    /// `and`/`or` so far: a chain of them is a tree as deep as it is long, which the checker,
+    /// the compiler and `Drop` walk recursively.
+    connectives: usize,
 }
 
 const MAX_DEPTH: usize = 200;
+const MAX_CONNECTIVES: usize = 500;
 
 /// (left, right) binding power of an infix keyword.
 fn infix(word: &str) -> Option<(u8, u8)> {
@@ -119,6 +124,13 @@ impl Parser {
                 break;
             }
             let kw = self.next().map(|t| t.span).unwrap_or_default();
+            self.connectives += 1;
+            if self.connectives > MAX_CONNECTIVES {
+                return Err(
+                    FilterError::new(format!("filter too long: more than {MAX_CONNECTIVES} `and`/`or`"), kw)
+                        .help("use `in (a, b, c)` for a list of values"),
+                );
+            }
             if self.peek().is_none() {
                 return Err(FilterError::new(
                     format!(

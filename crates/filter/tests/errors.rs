@@ -74,3 +74,32 @@ fn errors_are_one_line_messages() {
         }
     }
 }
+
+/// The longest chain and the deepest nesting the parser accepts are checked, compiled,
+/// printed and dropped on a spawned thread's default stack (2 MiB), in a debug build, whose
+/// frames are the largest: hostile or generated filters get an error, never a stack overflow.
+#[test]
+fn long_filters_are_bounded_not_a_stack_overflow() {
+    let nested = |n: usize| format!("{}evt.failed{}", "(evt.failed and not ".repeat(n), ")".repeat(n));
+    let deepest = (1..300).rev().map(nested).find(|s| Filter::parse(s).is_ok()).unwrap();
+    let too_deep = nested(300);
+    assert_eq!(
+        Filter::parse(&too_deep).unwrap_err().message,
+        "filter nested too deeply"
+    );
+    let longest = vec!["evt.failed"; 501].join(" and ");
+    let handle = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            for src in [deepest, longest] {
+                let f = Filter::parse(&src).unwrap();
+                let _ = f.compile(&Default::default(), &Default::default());
+                assert_eq!(Filter::parse(&f.to_string()).unwrap().sexpr(), f.sexpr());
+            }
+        })
+        .unwrap();
+    handle.join().unwrap();
+    let too_long = vec!["evt.failed"; 502].join(" or ");
+    let e = Filter::parse(&too_long).unwrap_err();
+    assert_eq!(e.message, "filter too long: more than 500 `and`/`or`");
+}
