@@ -101,6 +101,14 @@ pub(crate) mod enc {
     pub const DICT: u8 = 4;
 }
 
+/// Reusable buffers for encoding a chunk body.
+#[derive(Debug, Default)]
+pub(crate) struct EncodeBufs {
+    col: Vec<u8>,
+    dir: Vec<u8>,
+    data: Vec<u8>,
+}
+
 /// Columns whose encoded bytes are shorter than this are stored raw: zstd's frame overhead
 /// would eat the gain.
 const MIN_COMPRESS: usize = 64;
@@ -188,7 +196,7 @@ macro_rules! columns {
             /// raw (uncompressed).
             pub fn encode(&self, out: &mut Vec<u8>) {
                 // Without a packer nothing does I/O, so this cannot fail.
-                let _ = self.encode_with(out, None, &mut Vec::new());
+                let _ = self.encode_with(out, None, &mut EncodeBufs::default());
             }
 
             /// Append the chunk body to `out`, compressing columns with `packer` when given.
@@ -196,21 +204,22 @@ macro_rules! columns {
                 &self,
                 out: &mut Vec<u8>,
                 mut packer: Option<&mut Packer>,
-                scratch: &mut Vec<u8>,
+                bufs: &mut EncodeBufs,
             ) -> std::io::Result<()> {
-                let mut dir = Vec::with_capacity(128);
-                let mut data = Vec::with_capacity(self.len * 4);
+                let EncodeBufs { col: scratch, dir, data } = bufs;
+                dir.clear();
+                data.clear();
                 let mut ncols = 0u64;
                 $(
                     scratch.clear();
-                    if let Some(encoding) = encode_column(&self.$field, $delta, scratch) {
+                    if let Some(encoding) = encode_column(columns!(@raw self, $field), self.len, $delta, scratch) {
                         ncols += 1;
-                        varint::put(&mut dir, Col::$col as u64);
+                        varint::put(dir, Col::$col as u64);
                         dir.push(encoding);
                         let start = data.len();
                         let mut codec = pack::RAW;
                         if let Some(p) = packer.as_deref_mut().filter(|_| scratch.len() >= MIN_COMPRESS) {
-                            p.compress(scratch, &mut data)?;
+                            p.compress(scratch, data)?;
                             if data.len() - start < scratch.len() {
                                 codec = pack::ZSTD;
                             } else {
@@ -221,13 +230,13 @@ macro_rules! columns {
                             data.extend_from_slice(scratch);
                         }
                         dir.push(codec);
-                        varint::put(&mut dir, scratch.len() as u64);
-                        varint::put(&mut dir, (data.len() - start) as u64);
+                        varint::put(dir, scratch.len() as u64);
+                        varint::put(dir, (data.len() - start) as u64);
                     }
                 )*
                 varint::put(out, ncols);
-                out.extend_from_slice(&dir);
-                out.extend_from_slice(&data);
+                out.extend_from_slice(dir);
+                out.extend_from_slice(data);
                 Ok(())
             }
 
@@ -251,6 +260,8 @@ macro_rules! columns {
                 if n as u64 > MAX_CHUNK_EVENTS {
                     return Err(BodyError("more events than a chunk may hold"));
                 }
+                // ret is stored relative to bytes (see `@raw`): decoding it needs both.
+                let inner = if want.contains(Col::Ret) { want.with(Col::Bytes) } else { want };
                 let mut cur = Cursor::new(body);
                 let ncols = cur.varint().ok_or(BodyError("column directory cut short"))?;
                 if ncols > 64 {
@@ -276,7 +287,7 @@ macro_rules! columns {
                         }
                         seen |= 1 << id;
                     }
-                    if id >= u64::from(NCOLS) || !want.contains(COLS[id as usize]) {
+                    if id >= u64::from(NCOLS) || !inner.contains(COLS[id as usize]) {
                         // Not wanted, or a column from a newer writer: skipped undecoded.
                         continue;
                     }
@@ -302,16 +313,30 @@ macro_rules! columns {
                     return Err(BodyError("bytes after the last column"));
                 }
                 $(
-                    if want.contains(Col::$col) && seen & (1 << Col::$col as u64) == 0 {
+                    if inner.contains(Col::$col) && seen & (1 << Col::$col as u64) == 0 {
                         self.$field.resize(n, <$ty>::default());
                     }
                 )*
+                if want.contains(Col::Ret) {
+                    for (r, &b) in self.ret.iter_mut().zip(&self.bytes) {
+                        *r = r.wrapping_add(b as i64);
+                    }
+                    if !want.contains(Col::Bytes) {
+                        self.bytes.clear();
+                    }
+                }
                 self.len = n;
                 self.decoded = want.0 & ColSet::ALL.0;
                 Ok(())
             }
         }
     };
+    // The raw u64s a column stores. `ret` is stored as `ret - bytes`: an I/O syscall returns
+    // the bytes it moved, so the difference is mostly 0 and the column nearly free.
+    (@raw $s:ident, ret) => {
+        $s.ret.iter().zip(&$s.bytes).map(|(&r, &b)| varint::zigzag(r.wrapping_sub(b as i64)))
+    };
+    (@raw $s:ident, $field:ident) => { $s.$field.iter().map(|v| v.to_raw()) };
     (@get $e:ident, class) => { $e.class as u8 };
     (@get $e:ident, $field:ident) => { $e.$field };
     (@set $v:expr, class) => { Class::from_code(u64::from($v)).unwrap_or_default() };
@@ -363,13 +388,15 @@ fn varint_len(v: u64) -> usize {
 
 /// Encode one column into `out` in its smallest encoding. Returns the encoding, or `None`
 /// (writing nothing) when every value is zero: a missing column reads as zeros.
-fn encode_column<T: ColValue>(values: &[T], delta: bool, out: &mut Vec<u8>) -> Option<u8> {
-    let first = values.first()?.to_raw();
+fn encode_column<I>(values: I, n: usize, delta: bool, out: &mut Vec<u8>) -> Option<u8>
+where
+    I: Iterator<Item = u64> + Clone,
+{
+    let first = values.clone().next()?;
     // One pass for the sizes of every encoding but DICT.
     let (mut all_same, mut varint_bytes, mut delta_bytes, mut sparse_bytes) = (true, 0usize, 0usize, 0usize);
     let (mut prev, mut last_nz) = (0u64, 0usize);
-    for (i, v) in values.iter().enumerate() {
-        let raw = v.to_raw();
+    for (i, raw) in values.clone().enumerate() {
         all_same &= raw == first;
         varint_bytes += varint_len(raw);
         if delta {
@@ -388,7 +415,6 @@ fn encode_column<T: ColValue>(values: &[T], delta: bool, out: &mut Vec<u8>) -> O
         varint::put(out, first);
         return Some(enc::CONST);
     }
-    let n = values.len();
     let mut best = (varint_bytes, enc::VARINT);
     if delta && delta_bytes < best.0 {
         best = (delta_bytes, enc::DELTA);
@@ -398,32 +424,28 @@ fn encode_column<T: ColValue>(values: &[T], delta: bool, out: &mut Vec<u8>) -> O
     }
     // A dictionary only pays when values take more than a byte each.
     let mut dict = Dict::default();
-    if varint_bytes > n && dict.build(values) && dict.size(n) <= best.0 {
+    if varint_bytes > n && dict.build(values.clone()) && dict.size(n) <= best.0 {
         best = (dict.size(n), enc::DICT);
     }
     out.reserve(best.0);
     match best.1 {
-        enc::VARINT => values.iter().for_each(|v| varint::put(out, v.to_raw())),
+        enc::VARINT => values.for_each(|v| varint::put(out, v)),
         enc::DELTA => {
             let mut prev = 0u64;
-            for v in values {
-                let raw = v.to_raw();
+            for raw in values {
                 varint::put(out, varint::zigzag(raw.wrapping_sub(prev) as i64));
                 prev = raw;
             }
         }
         enc::SPARSE => {
-            let nz = values.iter().filter(|v| v.to_raw() != 0).count();
+            let nz = values.clone().filter(|&v| v != 0).count();
             varint::put(out, nz as u64);
             let mut next = 0usize;
-            for (i, _) in values.iter().enumerate().filter(|(_, v)| v.to_raw() != 0) {
+            for (i, _) in values.clone().enumerate().filter(|&(_, v)| v != 0) {
                 varint::put(out, (i - next) as u64);
                 next = i + 1;
             }
-            values
-                .iter()
-                .filter(|v| v.to_raw() != 0)
-                .for_each(|v| varint::put(out, v.to_raw()));
+            values.filter(|&v| v != 0).for_each(|v| varint::put(out, v));
         }
         _ => dict.write(values, out),
     }
@@ -471,10 +493,9 @@ impl Dict {
     }
 
     /// Collect the distinct values; false when there are more than 256.
-    fn build<T: ColValue>(&mut self, values: &[T]) -> bool {
+    fn build(&mut self, values: impl Iterator<Item = u64>) -> bool {
         let mut last = None;
-        for v in values {
-            let raw = v.to_raw();
+        for raw in values {
             if last != Some(raw) {
                 if self.index(raw).is_none() {
                     return false;
@@ -489,13 +510,18 @@ impl Dict {
         varint_len(self.keys.len() as u64) + self.keys.iter().map(|&k| varint_len(k)).sum::<usize>() + n
     }
 
-    fn write<T: ColValue>(&mut self, values: &[T], out: &mut Vec<u8>) {
+    fn write(&mut self, values: impl Iterator<Item = u64>, out: &mut Vec<u8>) {
         varint::put(out, self.keys.len() as u64);
         for &k in &self.keys {
             varint::put(out, k);
         }
-        for v in values {
-            out.push(self.index(v.to_raw()).unwrap_or(0));
+        // Runs of one value are common (one thread's burst): skip the hash lookup for them.
+        let mut last = (u64::MAX, 0u8);
+        for raw in values {
+            if raw != last.0 || self.keys.get(usize::from(last.1)) != Some(&raw) {
+                last = (raw, self.index(raw).unwrap_or(0));
+            }
+            out.push(last.1);
         }
     }
 }
@@ -670,7 +696,10 @@ mod tests {
         ];
         for (values, want) in cases {
             let mut out = Vec::new();
-            assert_eq!(encode_column(&values, true, &mut out), Some(want));
+            assert_eq!(
+                encode_column(values.iter().copied(), values.len(), true, &mut out),
+                Some(want)
+            );
             let mut back: Vec<u64> = Vec::new();
             decode_column(&out, want, values.len(), &mut back).unwrap();
             assert_eq!(back, values);

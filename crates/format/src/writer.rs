@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use crate::columns::{Columns, MAX_CHUNK_EVENTS};
+use crate::columns::{Columns, EncodeBufs, MAX_CHUNK_EVENTS};
 use crate::error::Error;
 use crate::frame::{self, Kind};
 use crate::model::{Device, DropStats, Event, FileEntry, Meta, ProcEntry, StrId};
@@ -67,7 +67,9 @@ pub struct Writer<W: Write> {
     drops: u64,
     index: Vec<(u64, ChunkSummary)>,
     others: Vec<(Kind, u64)>,
-    scratch: Vec<u8>,
+    bufs: EncodeBufs,
+    /// The payload of the chunk being written, kept to reuse its allocation.
+    chunk: Vec<u8>,
     frame: Vec<u8>,
 }
 
@@ -91,7 +93,8 @@ impl<W: Write> Writer<W> {
             drops: 0,
             index: Vec::new(),
             others: Vec::new(),
-            scratch: Vec::new(),
+            bufs: EncodeBufs::default(),
+            chunk: Vec::new(),
             frame: Vec::new(),
         };
         w.strings.insert(Vec::new(), 0);
@@ -213,15 +216,20 @@ impl<W: Write> Writer<W> {
         // Tables first: a chunk never refers to an entry that is not yet in the file.
         self.write_tables()?;
         let summary = ChunkSummary::of(&self.cols, self.drops);
-        let mut p = Vec::with_capacity(self.cols.len() * 6 + 256);
+        let mut p = std::mem::take(&mut self.chunk);
+        p.clear();
         let mut head = Vec::with_capacity(128);
         summary.encode(&mut head);
         varint::put(&mut p, head.len() as u64);
         p.extend_from_slice(&head);
-        self.cols
-            .encode_with(&mut p, Some(&mut self.packer), &mut self.scratch)?;
         let pos = self.pos;
-        self.write_frame(Kind::Chunk, &p)?;
+        let r = self
+            .cols
+            .encode_with(&mut p, Some(&mut self.packer), &mut self.bufs)
+            .map_err(Error::from)
+            .and_then(|()| self.write_frame(Kind::Chunk, &p));
+        self.chunk = p;
+        r?;
         self.index.push((pos, summary));
         self.cols.clear();
         Ok(())

@@ -268,6 +268,7 @@ proptest! {
             prop_assert_eq!(got.ts, if want.contains(Col::Ts) { e.ts } else { 0 });
             prop_assert_eq!(got.latency, if want.contains(Col::Latency) { e.latency } else { 0 });
             prop_assert_eq!(got.ret, if want.contains(Col::Ret) { e.ret } else { 0 });
+            prop_assert_eq!(got.bytes, if want.contains(Col::Bytes) { e.bytes } else { 0 });
             prop_assert_eq!(got.fd, if want.contains(Col::Fd) { e.fd } else { 0 });
             prop_assert_eq!(got.sector, if want.contains(Col::Sector) { e.sector } else { 0 });
         }
