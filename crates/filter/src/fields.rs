@@ -259,6 +259,19 @@ pub fn all() -> &'static [FieldInfo] {
     FIELDS
 }
 
+/// Every field without its aliases (`proc.tid`, `evt.latency`): one key per value, for
+/// `events --json` and `export`.
+pub fn canonical() -> impl Iterator<Item = &'static FieldInfo> {
+    FIELDS.iter().filter(|f| !f.is_alias())
+}
+
+impl FieldInfo {
+    /// Whether this name is another name for an earlier field (`evt.latency` for `latency`).
+    pub fn is_alias(&self) -> bool {
+        info(self.id).name != self.name
+    }
+}
+
 /// The field called `name`.
 pub fn lookup(name: &str) -> Option<&'static FieldInfo> {
     FIELDS.iter().find(|f| f.name == name)
@@ -548,6 +561,9 @@ mod tests {
         assert_eq!(names.len(), all().len());
         assert!(all().iter().all(|f| !f.description.is_empty()));
         assert_eq!(lookup("evt.latency").map(|f| f.id), Some(FieldId::Latency));
+        let aliases: Vec<_> = all().iter().filter(|f| f.is_alias()).map(|f| f.name).collect();
+        assert_eq!(aliases, ["proc.tid", "evt.latency"]);
+        assert_eq!(canonical().count(), all().len() - 2);
     }
 
     #[test]
