@@ -2,6 +2,7 @@
 
 mod util;
 
+mod filter;
 mod info;
 mod reports;
 mod view;
