@@ -397,16 +397,17 @@ where
     let (mut all_same, mut varint_bytes, mut delta_bytes, mut sparse_bytes) = (true, 0usize, 0usize, 0usize);
     let (mut prev, mut last_nz) = (0u64, 0usize);
     for (i, raw) in values.clone().enumerate() {
+        // Branch-free: columns mix zeros and values unpredictably.
         all_same &= raw == first;
-        varint_bytes += varint_len(raw);
+        let len = varint_len(raw);
+        varint_bytes += len;
         if delta {
             delta_bytes += varint_len(varint::zigzag(raw.wrapping_sub(prev) as i64));
             prev = raw;
         }
-        if raw != 0 {
-            sparse_bytes += varint_len(raw) + varint_len((i - last_nz) as u64);
-            last_nz = i + 1;
-        }
+        let nz = usize::from(raw != 0);
+        sparse_bytes += nz * (len + varint_len((i - last_nz) as u64));
+        last_nz = nz * (i + 1) + (1 - nz) * last_nz;
     }
     if all_same {
         if first == 0 {
