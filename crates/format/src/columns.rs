@@ -541,18 +541,19 @@ fn decode_column<T: ColValue>(data: &[u8], encoding: u8, n: usize, out: &mut Vec
             if n > data.len() {
                 return Err(BodyError("column shorter than its event count"));
             }
-            out.reserve(n);
-            let delta = encoding == enc::DELTA;
-            let mut prev = 0u64;
-            for _ in 0..n {
-                let raw = varint::read(data, &mut pos).ok_or(BodyError("column cut short"))?;
-                let v = if delta {
-                    prev = prev.wrapping_add(varint::unzigzag(raw) as u64);
-                    prev
-                } else {
-                    raw
-                };
-                out.push(T::from_raw(v));
+            // Into a pre-sized slice: no capacity check per value in the hot loop.
+            out.resize(n, T::default());
+            let cut = || BodyError("column cut short");
+            if encoding == enc::DELTA {
+                let mut prev = 0u64;
+                for slot in out.iter_mut() {
+                    prev = prev.wrapping_add(varint::unzigzag(varint::read(data, &mut pos).ok_or_else(cut)?) as u64);
+                    *slot = T::from_raw(prev);
+                }
+            } else {
+                for slot in out.iter_mut() {
+                    *slot = T::from_raw(varint::read(data, &mut pos).ok_or_else(cut)?);
+                }
             }
         }
         enc::SPARSE => {
