@@ -437,6 +437,31 @@ fn with_unit(
 mod tests {
     use super::*;
 
+    fn ranges(src: &str) -> Vec<(i128, i128)> {
+        match check(&crate::parse::parse(src).unwrap()).unwrap() {
+            Node::Pred(Pred {
+                test: Test::Num { ranges, .. },
+                ..
+            }) => ranges,
+            other => panic!("{src}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn literals_with_units() {
+        let max = i128::MAX;
+        assert_eq!(ranges("latency>1.5ms"), [(1_500_001, max)]);
+        assert_eq!(ranges("latency<=1µs"), [(i128::MIN, 1_000)]);
+        assert_eq!(ranges("latency=2m"), [(120_000_000_000, 120_000_000_000)]);
+        assert_eq!(ranges("latency>=0"), [(0, max)]);
+        assert_eq!(ranges("io.bytes>=4KiB"), [(4096, max)]);
+        assert_eq!(ranges("io.bytes<1.5MB"), [(i128::MIN, 1_499_999)]);
+        assert_eq!(ranges("io.bytes in (512, 1KB)"), [(512, 512), (1000, 1000)]);
+        assert_eq!(ranges("evt.res!=-11"), [(-11, -11)]);
+        assert_eq!(ranges("evt.failed=false"), [(0, 0)]);
+        assert_eq!(ranges("latency<0.000000001s"), [(i128::MIN, 0)]);
+    }
+
     #[test]
     fn globs() {
         assert!(glob(b"*.db", b"/var/lib/x.db"));
