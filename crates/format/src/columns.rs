@@ -334,9 +334,13 @@ macro_rules! columns {
     // The raw u64s a column stores. `ret` is stored as `ret - bytes`: an I/O syscall returns
     // the bytes it moved, so the difference is mostly 0 and the column nearly free.
     (@raw $s:ident, ret) => {
-        $s.ret.iter().zip(&$s.bytes).map(|(&r, &b)| varint::zigzag(r.wrapping_sub(b as i64)))
+        |i: usize| {
+            let (r, b) = ($s.ret.get(i).copied().unwrap_or(0), $s.bytes.get(i).copied().unwrap_or(0));
+            varint::zigzag(r.wrapping_sub(b as i64))
+        }
     };
-    (@raw $s:ident, $field:ident) => { $s.$field.iter().map(|v| v.to_raw()) };
+    // `get`, not indexing: the fields are public, and a short one reads as zeros, not a panic.
+    (@raw $s:ident, $field:ident) => { |i: usize| $s.$field.get(i).map_or(0, |v| v.to_raw()) };
     (@get $e:ident, class) => { $e.class as u8 };
     (@get $e:ident, $field:ident) => { $e.$field };
     (@set $v:expr, class) => { Class::from_code(u64::from($v)).unwrap_or_default() };
@@ -386,69 +390,92 @@ fn varint_len(v: u64) -> usize {
     (64 - (v | 1).leading_zeros()).div_ceil(7) as usize
 }
 
-/// Encode one column into `out` in its smallest encoding. Returns the encoding, or `None`
-/// (writing nothing) when every value is zero: a missing column reads as zeros.
-fn encode_column<I>(values: I, n: usize, delta: bool, out: &mut Vec<u8>) -> Option<u8>
-where
-    I: Iterator<Item = u64> + Clone,
-{
-    let first = values.clone().next()?;
-    // One pass for the sizes of every encoding but DICT.
-    let (mut all_same, mut varint_bytes, mut delta_bytes, mut sparse_bytes) = (true, 0usize, 0usize, 0usize);
-    let (mut prev, mut last_nz) = (0u64, 0usize);
-    for (i, raw) in values.clone().enumerate() {
-        // Branch-free: columns mix zeros and values unpredictably.
-        all_same &= raw == first;
-        let len = varint_len(raw);
-        varint_bytes += len;
-        if delta {
-            delta_bytes += varint_len(varint::zigzag(raw.wrapping_sub(prev) as i64));
-            prev = raw;
-        }
-        let nz = usize::from(raw != 0);
-        sparse_bytes += nz * (len + varint_len((i - last_nz) as u64));
-        last_nz = nz * (i + 1) + (1 - nz) * last_nz;
+/// Encode one column of `n` values (`get(i)` is value `i`'s raw u64) into `out` in the
+/// encoding that is smallest for it. Returns the encoding, or `None` (writing nothing) when
+/// every value is zero: a missing column reads as zeros.
+///
+/// Sizes are estimated on a sample (16 runs of 256 consecutive values spread over the chunk):
+/// sizing every encoding on every value cost more than compressing. The sample only picks the
+/// encoding; what is written is always exact.
+fn encode_column(get: impl Fn(usize) -> u64 + Copy, n: usize, delta: bool, out: &mut Vec<u8>) -> Option<u8> {
+    if n == 0 {
+        return None;
     }
-    if all_same {
+    let first = get(0);
+    if (1..n).all(|i| get(i) == first) {
         if first == 0 {
             return None;
         }
         varint::put(out, first);
         return Some(enc::CONST);
     }
+    const RUNS: usize = 16;
+    const RUN: usize = 256;
+    let (mut varint_bytes, mut delta_bytes, mut sparse_bytes, mut sampled) = (0usize, 0usize, 0usize, 0usize);
+    let runs = if n <= RUNS * RUN { 1 } else { RUNS };
+    for r in 0..runs {
+        let range = if runs == 1 {
+            0..n
+        } else {
+            (r * (n - RUN) / (RUNS - 1))..(r * (n - RUN) / (RUNS - 1) + RUN)
+        };
+        sampled += range.len();
+        let mut prev = if range.start > 0 { get(range.start - 1) } else { 0 };
+        let mut last_nz = range.start;
+        for i in range {
+            // Branch-free: columns mix zeros and values unpredictably.
+            let raw = get(i);
+            let len = varint_len(raw);
+            varint_bytes += len;
+            if delta {
+                delta_bytes += varint_len(varint::zigzag(raw.wrapping_sub(prev) as i64));
+                prev = raw;
+            }
+            let nz = usize::from(raw != 0);
+            sparse_bytes += nz * (len + varint_len((i - last_nz) as u64));
+            last_nz = nz * (i + 1) + (1 - nz) * last_nz;
+        }
+    }
     let mut best = (varint_bytes, enc::VARINT);
     if delta && delta_bytes < best.0 {
         best = (delta_bytes, enc::DELTA);
     }
-    if sparse_bytes + varint_len(n as u64) < best.0 {
-        best = (sparse_bytes + varint_len(n as u64), enc::SPARSE);
+    if sparse_bytes < best.0 {
+        best = (sparse_bytes, enc::SPARSE);
     }
-    // A dictionary only pays when values take more than a byte each.
-    let mut dict = Dict::default();
-    if varint_bytes > n && dict.build(values.clone()) && dict.size(n) <= best.0 {
-        best = (dict.size(n), enc::DICT);
+    // A dictionary (one byte per value) only pays when values take more than a byte each.
+    if varint_bytes > sampled + sampled / 8 {
+        let mut dict = Dict::default();
+        let start = out.len();
+        if dict.encode(get, n, out) {
+            // Exact size now: keep it if it beats the estimate of the best other encoding.
+            if ((out.len() - start) as u128) * (sampled as u128) <= (best.0 as u128) * (n as u128) {
+                return Some(enc::DICT);
+            }
+        }
+        out.truncate(start);
     }
-    out.reserve(best.0);
+    out.reserve(best.0 * (n / sampled.max(1)) + 16);
     match best.1 {
-        enc::VARINT => values.for_each(|v| varint::put(out, v)),
+        enc::VARINT => (0..n).for_each(|i| varint::put(out, get(i))),
         enc::DELTA => {
             let mut prev = 0u64;
-            for raw in values {
+            for i in 0..n {
+                let raw = get(i);
                 varint::put(out, varint::zigzag(raw.wrapping_sub(prev) as i64));
                 prev = raw;
             }
         }
-        enc::SPARSE => {
-            let nz = values.clone().filter(|&v| v != 0).count();
+        _ => {
+            let nz = (0..n).filter(|&i| get(i) != 0).count();
             varint::put(out, nz as u64);
             let mut next = 0usize;
-            for (i, _) in values.clone().enumerate().filter(|&(_, v)| v != 0) {
+            for i in (0..n).filter(|&i| get(i) != 0) {
                 varint::put(out, (i - next) as u64);
                 next = i + 1;
             }
-            values.filter(|&v| v != 0).for_each(|v| varint::put(out, v));
+            (0..n).map(get).filter(|&v| v != 0).for_each(|v| varint::put(out, v));
         }
-        _ => dict.write(values, out),
     }
     Some(best.1)
 }
@@ -493,37 +520,33 @@ impl Dict {
         }
     }
 
-    /// Collect the distinct values; false when there are more than 256.
-    fn build(&mut self, values: impl Iterator<Item = u64>) -> bool {
-        let mut last = None;
-        for raw in values {
-            if last != Some(raw) {
-                if self.index(raw).is_none() {
-                    return false;
-                }
-                last = Some(raw);
-            }
-        }
-        true
-    }
-
-    fn size(&self, n: usize) -> usize {
-        varint_len(self.keys.len() as u64) + self.keys.iter().map(|&k| varint_len(k)).sum::<usize>() + n
-    }
-
-    fn write(&mut self, values: impl Iterator<Item = u64>, out: &mut Vec<u8>) {
-        varint::put(out, self.keys.len() as u64);
-        for &k in &self.keys {
-            varint::put(out, k);
-        }
+    /// Append the DICT encoding of the `n` values to `out`; false (with `out` holding
+    /// garbage past its old length) when there are more than 256 distinct values.
+    fn encode(&mut self, get: impl Fn(usize) -> u64, n: usize, out: &mut Vec<u8>) -> bool {
+        // Indices first, into the tail of `out`; the keys go in front once they are known.
+        let start = out.len();
+        out.reserve(n + 8 * 257);
         // Runs of one value are common (one thread's burst): skip the hash lookup for them.
-        let mut last = (u64::MAX, 0u8);
-        for raw in values {
-            if raw != last.0 || self.keys.get(usize::from(last.1)) != Some(&raw) {
-                last = (raw, self.index(raw).unwrap_or(0));
-            }
-            out.push(last.1);
+        let mut last: Option<(u64, u8)> = None;
+        for i in 0..n {
+            let raw = get(i);
+            let idx = match last {
+                Some((v, idx)) if v == raw => idx,
+                _ => match self.index(raw) {
+                    Some(idx) => idx,
+                    None => return false,
+                },
+            };
+            last = Some((raw, idx));
+            out.push(idx);
         }
+        let mut head = Vec::with_capacity(10 + self.keys.len() * 3);
+        varint::put(&mut head, self.keys.len() as u64);
+        for &k in &self.keys {
+            varint::put(&mut head, k);
+        }
+        out.splice(start..start, head);
+        true
     }
 }
 
@@ -698,10 +721,7 @@ mod tests {
         ];
         for (values, want) in cases {
             let mut out = Vec::new();
-            assert_eq!(
-                encode_column(values.iter().copied(), values.len(), true, &mut out),
-                Some(want)
-            );
+            assert_eq!(encode_column(|i| values[i], values.len(), true, &mut out), Some(want));
             let mut back: Vec<u64> = Vec::new();
             decode_column(&out, want, values.len(), &mut back).unwrap();
             assert_eq!(back, values);
