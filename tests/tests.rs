@@ -4,5 +4,7 @@ mod util;
 
 mod filter;
 mod info;
+#[cfg(all(target_os = "linux", feature = "record"))]
+mod record;
 mod reports;
 mod view;

@@ -108,8 +108,9 @@ fn create_output(path: &PathBuf) -> anyhow::Result<File> {
         })
 }
 
-/// Start `sh -c CMD` held before its exec until `release` is called, so that its pid is in
-/// the kernel's filter before it runs a single instruction of the command.
+/// Start CMD held before it runs, so that its pid is in the kernel's filter before it runs a
+/// single instruction of the command: a shell waits for the release pipe to close, then execs
+/// `sh -c CMD` (same pid). The wait cannot be in `pre_exec`: `spawn` waits for the exec.
 fn spawn_held(cmd: &str) -> anyhow::Result<(Child, File)> {
     let mut fds = [0; 2];
     // SAFETY: fds is a valid array of two ints for pipe2 to fill.
@@ -118,19 +119,20 @@ fn spawn_held(cmd: &str) -> anyhow::Result<(Child, File)> {
     }
     let (rd, wr) = (fds[0], fds[1]);
     let mut c = Command::new("/bin/sh");
-    c.arg("-c").arg(cmd);
-    // SAFETY: between fork and exec the child only calls close and read, which are
-    // async-signal-safe, and touches no memory shared with other threads.
+    c.arg("-c")
+        .arg("read _ <&3; exec 3<&-; exec /bin/sh -c \"$0\"")
+        .arg(cmd);
+    // SAFETY: between fork and exec the child only calls dup2, which is async-signal-safe.
     unsafe {
         c.pre_exec(move || {
-            libc::close(wr);
-            let mut b = 0u8;
-            libc::read(rd, (&mut b as *mut u8).cast(), 1);
+            if libc::dup2(rd, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
             Ok(())
         });
     }
     let child = c.spawn().with_context(|| format!("cannot run `{cmd}`"));
-    // SAFETY: rd is ours and the child has its own copy.
+    // SAFETY: rd is ours and the child has its own copy (fd 3).
     unsafe { libc::close(rd) };
     // SAFETY: wr is a valid fd we own from here on.
     let release = unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(wr) };

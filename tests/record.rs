@@ -1,0 +1,229 @@
+//! End-to-end tests that really record with BPF (root only; elsewhere they print why and pass).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use iocap_format::{Class, Event, FdType, Reader};
+
+use crate::util::{iocap, root_skip_reason};
+
+fn skip() -> bool {
+    if let Some(why) = root_skip_reason() {
+        eprintln!("record tests: {why}");
+        return true;
+    }
+    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
+        eprintln!("record tests: no kernel BTF: skipped");
+        return true;
+    }
+    false
+}
+
+const PROG: &str = r#"
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    int n = atoi(argv[2]);
+    int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    char b[64] = {0};
+    for (int i = 0; i < n; i++) pwrite(fd, b, sizeof b, (off_t)i * 64);
+    fsync(fd);
+    close(fd);
+    int sv[2];
+    socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+    write(sv[0], b, 1);
+    int p[2];
+    pipe(p);
+    write(p[1], b, 2);
+    int d = open(argv[3], O_RDONLY | O_DIRECTORY);
+    close(d);
+    return 0;
+}
+"#;
+
+fn build_prog(dir: &Path) -> PathBuf {
+    let src = dir.join("pwriter.c");
+    std::fs::write(&src, PROG).unwrap();
+    let bin = dir.join("pwriter");
+    let st = Command::new("cc")
+        .arg("-O1")
+        .arg("-o")
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .expect("cc");
+    assert!(st.success(), "cc failed");
+    bin
+}
+
+fn events(r: &Reader<std::fs::File>) -> Vec<Event> {
+    r.events().map(|e| e.expect("event decodes")).collect()
+}
+
+fn nr(name: &str) -> u32 {
+    iocap_format::syscalls::number("x86_64", name).unwrap()
+}
+
+#[test]
+fn exact_pwrites_types_and_names_of_a_short_lived_process() {
+    if skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build_prog(dir.path());
+    let target = dir.path().join("data.bin");
+    let cap = dir.path().join("t.cap");
+    let n = 37;
+    let cmd = format!("{} {} {n} {}", bin.display(), target.display(), dir.path().display());
+    let out = iocap()
+        .args(["record", "--no-block", "-w"])
+        .arg(&cap)
+        .args(["-c", &cmd])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.starts_with("recording"), "{stderr}");
+    let r = Reader::open(&cap).unwrap();
+    assert!(r.is_clean());
+    let t = r.tables();
+    let evs = events(&r);
+    let pw: Vec<&Event> = evs
+        .iter()
+        .filter(|e| e.class == Class::Syscall && e.nr == nr("pwrite64"))
+        .collect();
+    assert_eq!(pw.len(), n, "pwrite64 events");
+    for e in &pw {
+        let f = t.file(e.file).expect("pwrite has a file entry");
+        assert_eq!(f.kind, FdType::File);
+        assert_eq!(t.string(f.name), target.to_str().unwrap());
+        let p = t.proc(e.proc).expect("proc entry");
+        assert_eq!(t.string(p.name), "pwriter");
+        assert_eq!(e.bytes, 64);
+        assert!(e.latency > 0);
+    }
+    let pid = pw[0].pid;
+    let kind_of = |call: &str| -> Vec<FdType> {
+        evs.iter()
+            .filter(|e| e.pid == pid && e.nr == nr(call) && e.file != 0)
+            .map(|e| t.file(e.file).unwrap().kind)
+            .collect()
+    };
+    assert_eq!(kind_of("fsync"), vec![FdType::File]);
+    // write(sv[0]) and write(p[1]), in that order.
+    assert_eq!(kind_of("write"), vec![FdType::Unix, FdType::Pipe]);
+    let dirs: Vec<_> = t
+        .files()
+        .iter()
+        .filter(|f| f.pid == pid && f.kind == FdType::Directory)
+        .map(|f| t.string(f.name).to_owned())
+        .collect();
+    assert_eq!(dirs, vec![dir.path().to_str().unwrap().to_owned()]);
+}
+
+fn diskstats_writes(name: &str) -> u64 {
+    let s = std::fs::read_to_string("/proc/diskstats").unwrap();
+    s.lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.get(2) == Some(&name))
+        .and_then(|f| f.get(7)?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A file-backed loop device, detached on drop.
+struct Loop(String);
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn dd_direct_on_a_loop_device_matches_diskstats() {
+    if skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("disk.img");
+    std::fs::write(&img, vec![0u8; 8 << 20]).unwrap();
+    let out = Command::new("losetup")
+        .args(["-f", "--show"])
+        .arg(&img)
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        eprintln!(
+            "no loop devices here: skipped ({})",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        return;
+    }
+    let dev = Loop(String::from_utf8_lossy(&out.stdout).trim().to_owned());
+    let name = dev.0.trim_start_matches("/dev/").to_owned();
+    let cap = dir.path().join("dd.cap");
+    let before = diskstats_writes(&name);
+    let cmd = format!("dd if=/dev/zero of={} bs=64k count=20 oflag=direct status=none", dev.0);
+    let out = iocap()
+        .args(["record", "--no-syscalls", "-w"])
+        .arg(&cap)
+        .args(["-c", &cmd])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let after = diskstats_writes(&name);
+    let r = Reader::open(&cap).unwrap();
+    let t = r.tables();
+    let evs = events(&r);
+    let loop_dev = r
+        .meta()
+        .devices
+        .iter()
+        .chain(t.devices())
+        .find(|d| d.name == name)
+        .map(|d| d.dev)
+        .expect("the loop device is in the device table");
+    let on_loop: Vec<&Event> = evs
+        .iter()
+        .filter(|e| e.class == Class::Block && e.dev == loop_dev)
+        .collect();
+    let writes = on_loop
+        .iter()
+        .filter(|e| e.op == iocap_format::BlockOp::Write as u8)
+        .count() as u64;
+    assert!(writes >= 20, "at least one write per dd block, got {writes}");
+    assert_eq!(
+        writes,
+        after - before,
+        "block write events vs /proc/diskstats writes completed"
+    );
+    assert_eq!(on_loop.iter().map(|e| e.bytes).sum::<u64>(), 20 * 65536);
+    for e in on_loop {
+        assert_eq!(t.string(t.proc(e.proc).unwrap().name), "dd");
+    }
+}
+
+#[test]
+fn sigkill_leaves_a_recoverable_file() {
+    if skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("k.cap");
+    let mut child = iocap()
+        .args(["record", "-w"])
+        .arg(&cap)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Two seconds: at least one flush (once a second) has happened.
+    std::thread::sleep(Duration::from_millis(2500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let r = Reader::open(&cap).expect("a killed recording opens");
+    assert!(!r.is_clean());
+    assert!(r.event_count() > 0);
+}
