@@ -620,3 +620,111 @@ fn hostile_fixtures_never_panic() {
     }
     assert!(seen >= 5, "the hostile fixtures are there");
 }
+
+/// Per-device counters of a whole disk from /proc/diskstats: (reads, read sectors, writes, write sectors).
+fn diskstats(disk: &str) -> (u64, u64, u64, u64) {
+    let text = std::fs::read_to_string("/proc/diskstats").unwrap();
+    let f: Vec<u64> = text
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.get(2) == Some(&disk))
+        .unwrap_or_else(|| panic!("{disk} in /proc/diskstats"))[3..]
+        .iter()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    (f[0], f[2], f[4], f[6])
+}
+
+/// `iostat` from a real recording agrees with the kernel's own counters: dd with O_DIRECT on a
+/// loop device of its own (so nothing else on the machine touches it), /proc/diskstats read
+/// before and after. Root only (BPF, losetup): run with
+/// `cargo test --test integration -- --ignored iostat_agrees_with_proc_diskstats`.
+#[test]
+#[ignore = "root: records with BPF on a loop device"]
+fn iostat_agrees_with_proc_diskstats() {
+    if let Some(why) = crate::util::root_skip_reason() {
+        eprintln!("iostat_agrees_with_proc_diskstats: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let backing = dir.path().join("disk.img");
+    std::fs::write(&backing, vec![0u8; 64 << 20]).unwrap();
+    let out = std::process::Command::new("losetup")
+        .args(["--find", "--show", backing.to_str().unwrap()])
+        .output();
+    let Ok(out) = out.map_err(|e| eprintln!("losetup: {e}: skipped")) else {
+        return;
+    };
+    if !out.status.success() {
+        eprintln!(
+            "losetup failed ({}): skipped",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        return;
+    }
+    let loopdev = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let disk = loopdev.trim_start_matches("/dev/").to_string();
+    let detach = || {
+        let _ = std::process::Command::new("losetup").args(["-d", &loopdev]).status();
+    };
+    let cap = dir.path().join("dd.cap");
+    let before = diskstats(&disk);
+    let workload = format!(
+        "dd if=/dev/zero of={loopdev} bs=64k count=400 oflag=direct status=none && \
+         dd if={loopdev} of=/dev/null bs=16k count=1200 iflag=direct status=none"
+    );
+    // The recorder must stop when the workload exits; a hung one is killed, not waited for.
+    let mut child = crate::util::iocap()
+        .args(["record", "-w", cap.to_str().unwrap(), "-d", "60s", "-c", &workload])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break Some(st);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let after = diskstats(&disk);
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut e, &mut err);
+    }
+    if status.is_none_or(|s| !s.success()) {
+        detach();
+        panic!("iocap record failed or hung ({status:?}): {err}");
+    }
+    let v = json(&["iostat", cap.to_str().unwrap(), "--json", &format!("blk.dev={disk}")]);
+    detach();
+    let d = v["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["device"] == disk.as_str())
+        .unwrap_or_else(|| panic!("{disk} in {v}"))
+        .clone();
+    let kernel = [
+        ("reads", after.0 - before.0),
+        ("read_bytes", (after.1 - before.1) * 512),
+        ("writes", after.2 - before.2),
+        ("write_bytes", (after.3 - before.3) * 512),
+    ];
+    for (key, k) in kernel {
+        let ours = d[key].as_u64().unwrap();
+        assert!(k > 0, "{key}: the workload did I/O on {disk}");
+        let diff = (ours as f64 - k as f64).abs() / k as f64;
+        assert!(
+            diff <= 0.02,
+            "{key}: iostat {ours} vs /proc/diskstats {k} ({:.1}% apart)",
+            diff * 100.0
+        );
+        eprintln!("{key}: iostat {ours}, /proc/diskstats {k}");
+    }
+}
