@@ -728,3 +728,39 @@ fn iostat_agrees_with_proc_diskstats() {
         eprintln!("{key}: iostat {ours}, /proc/diskstats {k}");
     }
 }
+
+/// The commands on real recordings (fixtures/README.md says how each was made).
+#[test]
+fn real_fixtures() {
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let dd = fx.join("dd-direct.cap");
+    let dd = dd.to_str().unwrap();
+    insta::assert_snapshot!(
+        "fixture_dd_direct_report",
+        ok(&["report", dd, "evt.type=write", "--by", "fd.name"])
+    );
+    insta::assert_snapshot!("fixture_dd_direct_iostat", ok(&["iostat", dd, "--interval", "10s"]));
+    insta::assert_snapshot!(
+        "fixture_dd_direct_blocks",
+        ok(&["events", dd, "evt.class=block", "--limit", "5"])
+    );
+    let fio = fx.join("fio-randread.cap");
+    let fio = fio.to_str().unwrap();
+    insta::assert_snapshot!("fixture_fio_report", ok(&["report", fio, "evt.class=block"]));
+    insta::assert_snapshot!(
+        "fixture_fio_spectrogram",
+        ok(&["spectrogram", fio, "evt.class=block", "--color", "never"])
+    );
+    // dd wrote 200 x 64 KiB with O_DIRECT: 200 writes of 64 KiB, and the same bytes on the disk.
+    let v = json(&["report", dd, "evt.type=write", "--json"]);
+    assert_eq!(v["matched"], 200);
+    assert_eq!(v["bytes"], 200 * 65_536);
+    let io = json(&["iostat", dd, "--json"]);
+    let written: u64 = io["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["write_bytes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(written, 200 * 65_536, "{io}");
+}
