@@ -637,10 +637,8 @@ fn diskstats(disk: &str) -> (u64, u64, u64, u64) {
 
 /// `iostat` from a real recording agrees with the kernel's own counters: dd with O_DIRECT on a
 /// loop device of its own (so nothing else on the machine touches it), /proc/diskstats read
-/// before and after. Root only (BPF, losetup): run with
-/// `cargo test --test integration -- --ignored iostat_agrees_with_proc_diskstats`.
+/// before and after. Root only (BPF, losetup); skipped with a printed reason elsewhere.
 #[test]
-#[ignore = "root: records with BPF on a loop device"]
 fn iostat_agrees_with_proc_diskstats() {
     if let Some(why) = crate::util::root_skip_reason() {
         eprintln!("iostat_agrees_with_proc_diskstats: {why}");
@@ -649,19 +647,16 @@ fn iostat_agrees_with_proc_diskstats() {
     let dir = tempfile::tempdir().unwrap();
     let backing = dir.path().join("disk.img");
     std::fs::write(&backing, vec![0u8; 64 << 20]).unwrap();
+    // As root a loop device must be had: a failure here is a failure, not a skip.
     let out = std::process::Command::new("losetup")
         .args(["--find", "--show", backing.to_str().unwrap()])
-        .output();
-    let Ok(out) = out.map_err(|e| eprintln!("losetup: {e}: skipped")) else {
-        return;
-    };
-    if !out.status.success() {
-        eprintln!(
-            "losetup failed ({}): skipped",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-        return;
-    }
+        .output()
+        .expect("run losetup (util-linux)");
+    assert!(
+        out.status.success(),
+        "losetup failed: {}",
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
     let loopdev = String::from_utf8(out.stdout).unwrap().trim().to_string();
     let disk = loopdev.trim_start_matches("/dev/").to_string();
     let detach = || {
