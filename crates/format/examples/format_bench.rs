@@ -4,9 +4,11 @@
 //! ```text
 //! cargo run --release -p iocap-format --example format_bench [-- EVENTS]      # default 4,000,000
 //! cargo run --release -p iocap-format --example format_bench -- --sample PATH EVENTS [CHUNK_EVENTS]
+//! cargo run --release -p iocap-format --example format_bench -- --file CAPTURE
 //! ```
 //!
-//! `--sample` only writes a capture of that mix (used for fuzzing seeds and fixtures).
+//! `--sample` only writes a capture of that mix (used for fuzzing seeds and fixtures);
+//! `--file` gives the size and decode figures of a real capture.
 
 use std::time::{Duration, Instant};
 
@@ -265,6 +267,47 @@ fn column_sizes(bytes: &[u8]) -> Vec<(u64, u64, u8)> {
     sizes
 }
 
+/// Figures for a real capture: its size, where the bytes go, decode speed, and its size when
+/// its events are rewritten in one go (the recorder closes chunks on a timer, so a short
+/// recording has small chunks).
+fn real_file(bytes: &[u8]) {
+    let r = Reader::from_bytes(bytes.to_vec()).expect("reader");
+    let n = r.event_count() as usize;
+    let events: Vec<Event> = r.events().collect::<Result<_, _>>().expect("events");
+    println!(
+        "file: {n} events in {} chunks, {} bytes, {:.2} bytes/event",
+        r.chunks().len(),
+        bytes.len(),
+        bytes.len() as f64 / n as f64
+    );
+    let cols: Vec<String> = column_sizes(bytes)
+        .iter()
+        .map(|&(id, stored, enc)| format!("{id}:{:.2}({enc})", stored as f64 / n as f64))
+        .collect();
+    println!(
+        "bytes/event by column id (encoding of the first chunk): {}",
+        cols.join(" ")
+    );
+    let rounds = (20_000_000 / n.max(1)).max(1);
+    let (d, _) = decode(bytes, ColSet::ALL, rounds);
+    println!("decode all cols: {:7.1} M events/s", rate(n, rounds, d));
+    for level in [1, 3, 6, 9] {
+        let opts = WriterOptions {
+            level,
+            ..WriterOptions::default()
+        };
+        let t = Instant::now();
+        let mut w = Writer::new(Vec::new(), r.meta(), opts).expect("writer");
+        events.iter().for_each(|e| w.push(e).expect("push"));
+        let again = w.finish(r.stop_ts()).expect("finish");
+        println!(
+            "rewritten in 65536-event chunks, zstd {level}, no tables: {:.2} bytes/event, {:.1} M events/s",
+            again.len() as f64 / n as f64,
+            rate(n, 1, t.elapsed())
+        );
+    }
+}
+
 fn rate(events: usize, rounds: usize, d: Duration) -> f64 {
     (events * rounds) as f64 / d.as_secs_f64() / 1e6
 }
@@ -280,6 +323,11 @@ fn main() {
             ..WriterOptions::default()
         };
         std::fs::write(path, write(&workload(n, 7), opts)).expect("write sample");
+        return;
+    }
+    if args.first().map(String::as_str) == Some("--file") {
+        let path = args.get(1).expect("--file PATH");
+        real_file(&std::fs::read(path).expect("read capture"));
         return;
     }
     let n: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(4_000_000);
