@@ -291,17 +291,14 @@ fn real_file(bytes: &[u8]) {
     let rounds = (20_000_000 / n.max(1)).max(1);
     let (d, _) = decode(bytes, ColSet::ALL, rounds);
     println!("decode all cols: {:7.1} M events/s", rate(n, rounds, d));
-    for level in [1, 3, 6, 9] {
-        let opts = WriterOptions {
-            level,
-            ..WriterOptions::default()
-        };
+    for (level, chunk_events) in [(1, 65_536), (3, 65_536), (9, 65_536), (3, 16_384)] {
+        let opts = WriterOptions { level, chunk_events };
         let t = Instant::now();
         let mut w = Writer::new(Vec::new(), r.meta(), opts).expect("writer");
         events.iter().for_each(|e| w.push(e).expect("push"));
         let again = w.finish(r.stop_ts()).expect("finish");
         println!(
-            "rewritten in 65536-event chunks, zstd {level}, no tables: {:.2} bytes/event, {:.1} M events/s",
+            "rewritten in {chunk_events}-event chunks, zstd {level}, no tables: {:.2} bytes/event, {:.1} M events/s",
             again.len() as f64 / n as f64,
             rate(n, 1, t.elapsed())
         );

@@ -21,9 +21,13 @@ pub(crate) struct Packer {
 
 impl Packer {
     pub fn new(level: i32) -> std::io::Result<Packer> {
-        Ok(Packer {
-            cctx: zstd::bulk::Compressor::new(level)?,
-        })
+        let mut cctx = zstd::bulk::Compressor::new(level)?;
+        // Columns are mostly short varints. zstd raises the minimum match to 5 bytes for
+        // inputs under 256 KiB (a chunk of one second's events), which loses the 4-byte repeats
+        // these have: measured on a real fio capture in 16 Ki-event chunks, 6.25 → 5.90
+        // bytes/event.
+        cctx.set_parameter(zstd::zstd_safe::CParameter::MinMatch(4))?;
+        Ok(Packer { cctx })
     }
 
     /// Append `codec raw_len data` for `raw` to `out`.
