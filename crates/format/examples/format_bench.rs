@@ -2,7 +2,7 @@
 //! while fio/dd run): encode+compress and decode throughput on one core, and bytes per event.
 //!
 //! ```text
-//! cargo run --release -p iocap-format --example format_bench [-- EVENTS]      # default 4,000,000
+//! cargo run --release -p iocap-format --example format_bench [-- EVENTS [CHUNK_EVENTS]]  # 4,000,000 65,536
 //! cargo run --release -p iocap-format --example format_bench -- --sample PATH EVENTS [CHUNK_EVENTS]
 //! cargo run --release -p iocap-format --example format_bench -- --file CAPTURE
 //! ```
@@ -334,7 +334,10 @@ fn main() {
         "workload: {n} events ({:.1}% block), {THREADS} threads, pread64/pwrite64/read/write 4 KiB, fstat, lseek, futex, epoll_wait",
         100.0 * blocks as f64 / n as f64
     );
-    let opts = WriterOptions::default();
+    let mut opts = WriterOptions::default();
+    if let Some(c) = args.get(1).and_then(|s| s.parse().ok()) {
+        opts.chunk_events = c;
+    }
     println!("writer: {} events/chunk, zstd level {}", opts.chunk_events, opts.level);
     let _warm = write(&events[..n.min(200_000)], opts.clone());
     let t = Instant::now();
