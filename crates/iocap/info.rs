@@ -46,6 +46,8 @@ struct Summary {
     meta: iocap_format::Meta,
     procs: usize,
     files: usize,
+    /// Every block device the capture names (header and device frames).
+    devices: Vec<String>,
 }
 
 impl Summary {
@@ -69,6 +71,7 @@ impl Summary {
             meta: r.meta().clone(),
             procs: r.tables().procs().len(),
             files: r.tables().files().len(),
+            devices: r.tables().devices().iter().map(|d| d.name.clone()).collect(),
         }
     }
 
@@ -100,13 +103,12 @@ impl Summary {
             "filter": self.meta.filter,
             "processes": self.procs,
             "files": self.files,
-            "devices": self.meta.devices.iter().map(|d| &d.name).collect::<Vec<_>>(),
+            "devices": self.devices,
         })
     }
 
     fn write_text(&self, out: &mut impl Write) -> std::io::Result<()> {
         let m = &self.meta;
-        let esc = iocap_format::escape::escape;
         writeln!(
             out,
             "events       {} ({} syscall, {} block)",
@@ -130,32 +132,27 @@ impl Summary {
             None => writeln!(out, "clean        yes")?,
             Some(why) => writeln!(out, "clean        no: recovered by scanning ({why})")?,
         }
+        // Meta's strings were escaped by the reader as it decoded the header.
         writeln!(
             out,
             "format       {}.{} (written by iocap {})",
-            self.version.0,
-            self.version.1,
-            esc(m.iocap_version.as_bytes())
+            self.version.0, self.version.1, m.iocap_version
         )?;
         writeln!(
             out,
             "host         {} ({}, {} CPUs, {})",
-            esc(m.host.as_bytes()),
-            esc(m.kernel.as_bytes()),
-            m.cpus,
-            esc(m.arch.as_bytes())
+            m.host, m.kernel, m.cpus, m.arch
         )?;
-        let cmd: Vec<String> = m.command_line.iter().map(|a| esc(a.as_bytes())).collect();
-        writeln!(out, "command      {}", cmd.join(" "))?;
+        writeln!(out, "command      {}", m.command_line.join(" "))?;
         if let Some(f) = &m.filter {
-            writeln!(out, "filter       {}", esc(f.as_bytes()))?;
+            writeln!(out, "filter       {f}")?;
         }
         writeln!(
             out,
             "tables       {} processes, {} files, {} devices",
             self.procs,
             self.files,
-            m.devices.len()
+            self.devices.len()
         )?;
         Ok(())
     }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use iocap_analysis::units::parse_duration;
 use iocap_analysis::{scan, DeviceInterval, IoStat};
-use iocap_format::{dev_parts, BlockOp, Class, Col, ColSet, Meta, Tables};
+use iocap_format::{BlockOp, Class, Col, ColSet};
 use serde_json::json;
 
 use crate::{report, UsageError};
@@ -64,8 +64,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         },
         |a, b| a.merge(&b),
     )?;
-    let (meta, tables) = (r.meta(), r.tables());
-    let name = |dev: u32| device_name(dev, meta, tables);
+    let tables = r.tables();
+    let name = |dev: u32| iocap_filter::fields::device_name(dev, tables).into_owned();
     let mut out = std::io::stdout().lock();
     let totals = st.totals();
     let intervals = st.interval_rows();
@@ -143,16 +143,4 @@ fn write_table(out: &mut impl Write, rows: &[DeviceInterval], name: &dyn Fn(u32)
         )?;
     }
     Ok(())
-}
-
-/// The disk's name from the capture's tables (escaped there), else `major:minor`.
-pub fn device_name(dev: u32, meta: &Meta, tables: &Tables) -> String {
-    if let Some(n) = tables.device_name(dev) {
-        return n.to_string();
-    }
-    if let Some(d) = meta.devices.iter().find(|d| d.dev == dev) {
-        return iocap_format::escape::escape(d.name.as_bytes());
-    }
-    let (ma, mi) = dev_parts(dev);
-    format!("{ma}:{mi}")
 }

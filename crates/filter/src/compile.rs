@@ -460,7 +460,7 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables) -> Kernel {
             }
         }
         FieldId::BlkDev => {
-            let devs = tables.devices().iter().chain(&meta.devices).map(|d| d.dev);
+            let devs = tables.devices().iter().map(|d| d.dev);
             let ids: Vec<(u64, bool)> = devs
                 .map(|d| (u64::from(d), passes(&synthetic(p.field, u64::from(d)))))
                 .collect();

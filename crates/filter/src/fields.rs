@@ -353,14 +353,14 @@ pub fn value<'a>(field: &FieldInfo, e: &Event, meta: &Meta, tables: &'a Tables) 
             .and_then(|f| split_path(tables.string(f.name)))
             .map_or(Value::Absent, |(_, n)| s(n)),
         FieldId::FdDev => match file() {
-            Some(f) if f.dev != 0 => Value::Str(device_name(f.dev, meta, tables)),
+            Some(f) if f.dev != 0 => Value::Str(device_name(f.dev, tables)),
             _ => Value::Absent,
         },
         FieldId::IoBytes => Value::Bytes(e.bytes),
         FieldId::IoDir => s(io_dir(&meta.arch, e.class, e.nr, e.op).name()),
         FieldId::IsIoRead => Value::Bool(io_dir(&meta.arch, e.class, e.nr, e.op) == IoDir::Read),
         FieldId::IsIoWrite => Value::Bool(io_dir(&meta.arch, e.class, e.nr, e.op) == IoDir::Write),
-        FieldId::BlkDev => blk(Value::Str(device_name(e.dev, meta, tables))),
+        FieldId::BlkDev => blk(Value::Str(device_name(e.dev, tables))),
         FieldId::BlkOp => blk(s(BlockOp::from_code(e.op).name())),
         FieldId::BlkSector => blk(Value::UInt(e.sector)),
         FieldId::BlkBytes => blk(Value::Bytes(e.bytes)),
@@ -466,13 +466,11 @@ pub fn flags_name(flags: u32) -> &'static str {
     names.get((flags & FLAGS_MASK) as usize).map_or("", String::as_str)
 }
 
-/// A block device's name from the capture's tables or header, else `major:minor`.
-pub fn device_name<'a>(dev: u32, meta: &Meta, tables: &'a Tables) -> Cow<'a, str> {
-    if let Some(n) = tables.device_name(dev) {
-        return Cow::Borrowed(n);
-    }
-    match meta.devices.iter().find(|d| d.dev == dev) {
-        Some(d) => Cow::Owned(d.name.clone()),
+/// A block device's name from the capture's device table (the reader merges the header's into it), else `major:minor`.
+pub fn device_name<'a>(dev: u32, tables: &'a Tables) -> Cow<'a, str> {
+    // The reader merges the header's devices into the table.
+    match tables.device_name(dev) {
+        Some(n) => Cow::Borrowed(n),
         None => {
             let (major, minor) = dev_parts(dev);
             Cow::Owned(format!("{major}:{minor}"))

@@ -172,6 +172,13 @@ impl<S: Source> Reader<S> {
             r.stop_ts = None;
             r.scan(&mut dec, why)?;
         }
+        // The devices known at start live in the header; device frames add later ones (and
+        // win, being newer). One table serves every lookup.
+        for d in &r.meta.devices {
+            if r.tables.device_name(d.dev).is_none() {
+                r.tables.add_device(d.clone());
+            }
+        }
         Ok(r)
     }
 
@@ -325,7 +332,9 @@ impl<S: Source> Reader<S> {
             .filter(|h| h.kind == Kind::Header as u16)
             .ok_or_else(|| Error::corrupt(off, "no header frame after the preamble"))?;
         self.read_payload(off, &h, &mut dec.payload)?;
-        self.meta = serde_json::from_slice(&dec.payload).map_err(|e| Error::corrupt(off, format!("header: {e}")))?;
+        let meta: Meta =
+            serde_json::from_slice(&dec.payload).map_err(|e| Error::corrupt(off, format!("header: {e}")))?;
+        self.meta = escape_meta(meta);
         Ok(())
     }
 
@@ -496,6 +505,22 @@ impl<S: Source> Reader<S> {
         }
         Ok(self.file_len)
     }
+}
+
+/// The header's strings came from the traced host too (host name, command line, device names):
+/// escaped here, once, like the string table.
+fn escape_meta(mut m: Meta) -> Meta {
+    let esc = |s: &mut String| *s = crate::escape::escape(s.as_bytes());
+    esc(&mut m.iocap_version);
+    esc(&mut m.host);
+    esc(&mut m.kernel);
+    esc(&mut m.arch);
+    m.command_line.iter_mut().for_each(esc);
+    if let Some(f) = m.filter.as_mut() {
+        esc(f);
+    }
+    m.devices.iter_mut().for_each(|d| esc(&mut d.name));
+    m
 }
 
 fn chunk_summary(cur: &mut Cursor<'_>) -> Option<ChunkSummary> {

@@ -47,7 +47,7 @@ pub fn write(meta: &Meta, ops: &[Op], chunk_events: usize, stop_ts: u64) -> (Vec
     let opts = WriterOptions { chunk_events, level: 1 };
     let mut w = Writer::new(Vec::new(), meta, opts).unwrap();
     let mut x = Expected {
-        meta: meta.clone(),
+        meta: escaped_meta(meta),
         stop_ts,
         ..Expected::default()
     };
@@ -105,7 +105,35 @@ pub fn write(meta: &Meta, ops: &[Op], chunk_events: usize, stop_ts: u64) -> (Vec
     if !open.is_empty() {
         x.chunks.push(open);
     }
+    // The header's devices join the device table unless a device frame named them.
+    for d in &x.meta.devices {
+        if !x.devices.iter().any(|known| known.dev == d.dev) {
+            x.devices.push(d.clone());
+        }
+    }
     (w.finish(stop_ts).unwrap(), x)
+}
+
+/// `meta` as a reader gives it back: every string from the traced host escaped.
+pub fn escaped_meta(meta: &Meta) -> Meta {
+    let esc = |s: &String| escape(s.as_bytes());
+    Meta {
+        iocap_version: esc(&meta.iocap_version),
+        host: esc(&meta.host),
+        kernel: esc(&meta.kernel),
+        arch: esc(&meta.arch),
+        command_line: meta.command_line.iter().map(esc).collect(),
+        filter: meta.filter.as_ref().map(esc),
+        devices: meta
+            .devices
+            .iter()
+            .map(|d| Device {
+                dev: d.dev,
+                name: esc(&d.name),
+            })
+            .collect(),
+        ..meta.clone()
+    }
 }
 
 /// Decode every chunk of `r` (all columns) into rows.
