@@ -48,28 +48,9 @@ pub struct Args {
     filter: Vec<String>,
 }
 
-/// `10s`, `500ms`, `250us`, `100ns`, `2m`, or plain seconds.
+/// `10s`, `500ms`, `250us`, `100ns`, `2m`, or plain seconds: the same parser as every `--interval`.
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("`{s}` is not a duration (try 10s or 500ms)"))?;
-    let scale = match unit {
-        "" | "s" => 1e9,
-        "ms" => 1e6,
-        "us" | "µs" => 1e3,
-        "ns" => 1.0,
-        "m" | "min" => 60e9,
-        "h" => 3600e9,
-        _ => return Err(format!("unknown unit `{unit}` in `{s}` (use ns, us, ms, s, m, h)")),
-    };
-    let ns = v * scale;
-    if !ns.is_finite() || ns < 0.0 || ns > 1e18 {
-        return Err(format!("`{s}` is out of range"));
-    }
-    Ok(Duration::from_nanos(ns as u64))
+    iocap_analysis::units::parse_duration(s).map(Duration::from_nanos)
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
