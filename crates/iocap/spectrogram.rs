@@ -58,7 +58,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         &input.filter,
         ColSet::NONE.with(Col::Ts).with(Col::Latency),
         report::threads(r),
-        || Spectrogram::new(start, interval),
+        || Spectrogram::covering(start, end, interval),
         |sp: &mut Spectrogram, c, bits| bits.iter_ones().for_each(|i| sp.add(c.ts[i], c.latency[i])),
         |a, b| {
             a.merge(&b);

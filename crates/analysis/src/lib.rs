@@ -7,12 +7,13 @@
 //!   count/min/max/sum, percentiles accurate to a 1/16-octave bucket, and an exact log2 view
 //!   for biolatency-style output.
 //! - [`Spectrogram`]: counts per (time row, log-scale latency column), as sysdig's
-//!   spectrogram chisel.
+//!   spectrogram chisel, over a fixed number of rows (directly indexed: one lookup per event).
 //! - [`GroupBy`]: events split by a field's value, top groups by count.
 //! - [`IoStat`]: per-device, per-interval iostat figures from block events.
-//! - [`scan`]: runs a compiled filter over a capture's chunks (skipping those whose summary
-//!   rules them out, decoding only the needed columns, on several threads) and feeds the
-//!   matching rows to any of the above.
+//! - [`Scan`] (and its common case [`scan()`]): runs a compiled filter over a capture's chunks
+//!   (a chosen set of them, skipping those whose summary rules them out, decoding only the
+//!   needed columns, on several threads, cancellable) and feeds the matching rows to any of the
+//!   above.
 //! - [`units`]: durations and sizes formatted (and intervals parsed) the same way everywhere.
 //!
 //! Every accumulator is mergeable, so a scan can split a capture's chunks between threads and
@@ -21,7 +22,7 @@
 //! ```
 //! use iocap_analysis::{GroupBy, LatencyHist, Spectrogram};
 //! let mut hist = LatencyHist::new();
-//! let mut spectro = Spectrogram::new(0, 500_000_000);
+//! let mut spectro = Spectrogram::new(0, 500_000_000, 4);
 //! let mut by_proc = GroupBy::<String>::new();
 //! for (i, latency_ns) in [900u64, 1_100, 1_200, 40_000, 2_000_000].into_iter().enumerate() {
 //!     let ts = i as u64 * 300_000_000;
@@ -34,6 +35,7 @@
 //! // p50 is the third smallest (1_200 ns), reported as its bucket's upper bound.
 //! assert!((1_200..=1_279).contains(&hist.percentile(50.0)));
 //! assert_eq!(spectro.rows().count(), 3, "events at 0, 0.3, 0.6, 0.9 and 1.2 s");
+//! assert_eq!(spectro.row(1)[iocap_analysis::spectro::column(1_200)], 1, "1.2 us at 0.6 s");
 //! assert_eq!(by_proc.top(1)[0].0, "cat");
 //! ```
 
@@ -47,5 +49,5 @@ pub mod units;
 pub use group::{Group, GroupBy};
 pub use hist::LatencyHist;
 pub use iostat::{DeviceInterval, IoStat, IoStatError};
-pub use scan::{capture_span, for_each_match, scan, ScanStats};
+pub use scan::{capture_span, for_each_match, scan, Scan, ScanStats};
 pub use spectro::Spectrogram;

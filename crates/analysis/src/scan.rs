@@ -1,12 +1,15 @@
 //! The scan driver: run a compiled filter over a capture's chunks and feed the matching rows
-//! to an accumulator.
+//! to an accumulator. Every analysis in iocap (the report commands and the viewer) goes
+//! through this one loop.
 //!
 //! For each chunk: skip it when its summary proves no event can match
 //! ([`Compiled::may_match`]), else decode only the columns the filter and the accumulator read,
-//! evaluate the filter into a [`Bitmap`] and hand both to the accumulator. [`scan`] splits the
-//! chunks into contiguous runs, one per thread, and merges the accumulators in chunk order, so
-//! the result is the same for any thread count. [`for_each_match`] visits matches one by one in
-//! file order (the order events completed) and can stop early, for listings and exports.
+//! evaluate the filter into a [`Bitmap`] and hand both, with the chunk's index, to the
+//! accumulator. [`Scan`] takes a chosen set of chunks (all by default), splits them into
+//! contiguous runs, one per thread, checks a cancel flag between chunks and merges the
+//! accumulators in chunk order, so the result is the same for any thread count. [`scan`] is
+//! the common case (every chunk, never cancelled). [`for_each_match`] visits matches one by one
+//! in file order (the order events completed) and can stop early, for listings and exports.
 
 use std::ops::ControlFlow;
 
@@ -39,38 +42,167 @@ pub fn default_threads(chunks: usize) -> usize {
     cores.min(chunks).max(1)
 }
 
-/// Scan chunks `range` of `r` sequentially into `acc`.
-fn scan_range<S: Source, A>(
-    r: &Reader<S>,
-    filter: &Compiled,
+/// A scan to run: which chunks, which columns, how many threads, when to give up.
+pub struct Scan<'a, S: Source> {
+    reader: &'a Reader<S>,
+    /// `None` (or the empty filter) matches every event without evaluating anything.
+    filter: Option<&'a Compiled>,
     want: ColSet,
-    range: std::ops::Range<usize>,
-    acc: &mut A,
-    feed: &(impl Fn(&mut A, &Columns, &Bitmap) + Sync),
-) -> Result<ScanStats, Error> {
-    let mut dec = ChunkDecoder::new();
-    let mut cols = Columns::default();
-    let mut bits = Bitmap::default();
-    let mut st = ScanStats::default();
-    for i in range {
-        if !filter.may_match(&r.chunks()[i].summary) {
-            st.chunks_skipped += 1;
-            continue;
-        }
-        r.read_chunk(i, want, &mut dec, &mut cols)?;
-        filter.eval(&cols, &mut bits);
-        st.chunks_read += 1;
-        let n = bits.count_ones() as u64;
-        if n > 0 {
-            st.matched += n;
-            feed(acc, &cols, &bits);
+    /// Chunk indices in increasing order; `None` is every chunk.
+    chunks: Option<&'a [usize]>,
+    threads: usize,
+    cancel: Option<&'a (dyn Fn() -> bool + Sync)>,
+}
+
+impl<'a, S: Source> Scan<'a, S> {
+    /// A scan of every chunk of `reader` on one thread, decoding only the filter's columns.
+    pub fn new(reader: &'a Reader<S>, filter: Option<&'a Compiled>) -> Self {
+        Scan {
+            reader,
+            filter: filter.filter(|f| !f.is_all()),
+            want: ColSet::NONE,
+            chunks: None,
+            threads: 1,
+            cancel: None,
         }
     }
-    Ok(st)
+
+    /// Also decode `want` (what the accumulator reads).
+    pub fn columns(mut self, want: ColSet) -> Self {
+        self.want = self.want.union(want);
+        self
+    }
+
+    /// Scan only these chunks (indices in increasing order; out-of-range ones are an error).
+    pub fn chunks(mut self, chunks: &'a [usize]) -> Self {
+        self.chunks = Some(chunks);
+        self
+    }
+
+    /// Split the chunks between up to `threads` threads.
+    pub fn threads(mut self, threads: usize) -> Self {
+        self.threads = threads;
+        self
+    }
+
+    /// Give up (the scan returns `Ok(None)`) as soon as `cancel` returns true; checked before
+    /// every chunk, so a superseded scan stops within one chunk's work.
+    pub fn cancel(mut self, cancel: &'a (dyn Fn() -> bool + Sync)) -> Self {
+        self.cancel = Some(cancel);
+        self
+    }
+
+    /// Feed every matching event to accumulators made by `init` and merge them in chunk
+    /// order. `feed` gets the chunk's index, its decoded columns and the bitmap of its matching
+    /// rows (never empty). `None` when cancelled.
+    pub fn run<A: Send>(
+        self,
+        init: impl Fn() -> A + Sync,
+        feed: impl Fn(&mut A, usize, &Columns, &Bitmap) + Sync,
+        merge: impl Fn(&mut A, A),
+    ) -> Result<Option<(A, ScanStats)>, Error> {
+        let all: Vec<usize>;
+        let chunks = match self.chunks {
+            Some(c) => c,
+            None => {
+                all = (0..self.reader.chunks().len()).collect();
+                &all
+            }
+        };
+        let want = match self.filter {
+            Some(f) => self.want.union(f.columns()),
+            None => self.want,
+        };
+        let n = chunks.len();
+        let threads = self.threads.clamp(1, n.max(1));
+        let this = &self;
+        let run_part = |part: &[usize]| {
+            let mut acc = init();
+            this.scan_part(want, part, &mut acc, &feed)
+                .map(|st| st.map(|st| (acc, st)))
+        };
+        let parts: Vec<Result<Option<(A, ScanStats)>, Error>> = if threads == 1 {
+            vec![run_part(chunks)]
+        } else {
+            let run_part = &run_part;
+            std::thread::scope(|s| {
+                let handles: Vec<_> = (0..threads)
+                    .map(|k| {
+                        let part = &chunks[k * n / threads..(k + 1) * n / threads];
+                        s.spawn(move || run_part(part))
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join()
+                            .unwrap_or_else(|_| Err(Error::Io(std::io::Error::other("a scan thread panicked"))))
+                    })
+                    .collect()
+            })
+        };
+        let mut stats = ScanStats {
+            total: self.reader.event_count(),
+            ..ScanStats::default()
+        };
+        let mut out: Option<A> = None;
+        // The first error in chunk order wins, whatever thread finished first.
+        for part in parts {
+            let Some((acc, st)) = part? else { return Ok(None) };
+            stats.merge(&st);
+            match &mut out {
+                None => out = Some(acc),
+                Some(o) => merge(o, acc),
+            }
+        }
+        Ok(Some((out.unwrap_or_else(init), stats)))
+    }
+
+    /// Scan `chunks` sequentially into `acc`; `None` when cancelled.
+    fn scan_part<A>(
+        &self,
+        want: ColSet,
+        chunks: &[usize],
+        acc: &mut A,
+        feed: &(impl Fn(&mut A, usize, &Columns, &Bitmap) + Sync),
+    ) -> Result<Option<ScanStats>, Error> {
+        let r = self.reader;
+        let mut dec = ChunkDecoder::new();
+        let mut cols = Columns::default();
+        let mut bits = Bitmap::default();
+        let mut st = ScanStats::default();
+        for &i in chunks {
+            if self.cancel.is_some_and(|c| c()) {
+                return Ok(None);
+            }
+            // An index past the end is left to read_chunk, which reports it.
+            let skip = match (self.filter, r.chunks().get(i)) {
+                (Some(f), Some(info)) => !f.may_match(&info.summary),
+                _ => false,
+            };
+            if skip {
+                st.chunks_skipped += 1;
+                continue;
+            }
+            r.read_chunk(i, want, &mut dec, &mut cols)?;
+            match self.filter {
+                Some(f) => f.eval(&cols, &mut bits),
+                None => bits.reset(cols.len(), true),
+            }
+            st.chunks_read += 1;
+            let n = bits.count_ones() as u64;
+            if n > 0 {
+                st.matched += n;
+                feed(acc, i, &cols, &bits);
+            }
+        }
+        Ok(Some(st))
+    }
 }
 
 /// Feed every event of `r` that matches `filter` to accumulators made by `init`, using up to
-/// `threads` threads, and merge them (in chunk order) into one.
+/// `threads` threads, and merge them (in chunk order) into one: [`Scan`] over every chunk,
+/// never cancelled.
 ///
 /// `want` names the columns `feed` reads; the filter's own are added. `feed` gets a decoded
 /// chunk and the bitmap of its matching rows (never empty).
@@ -83,48 +215,13 @@ pub fn scan<S: Source, A: Send>(
     feed: impl Fn(&mut A, &Columns, &Bitmap) + Sync,
     merge: impl Fn(&mut A, A),
 ) -> Result<(A, ScanStats), Error> {
-    let want = want.union(filter.columns());
-    let n = r.chunks().len();
-    let threads = threads.clamp(1, n.max(1));
-    let mut parts: Vec<Result<(A, ScanStats), Error>> = if threads == 1 {
-        let mut acc = init();
-        vec![scan_range(r, filter, want, 0..n, &mut acc, &feed).map(|st| (acc, st))]
-    } else {
-        let (init, feed) = (&init, &feed);
-        std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads)
-                .map(|k| {
-                    let range = k * n / threads..(k + 1) * n / threads;
-                    s.spawn(move || {
-                        let mut acc = init();
-                        scan_range(r, filter, want, range, &mut acc, feed).map(|st| (acc, st))
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(Error::Io(std::io::Error::other("a scan thread panicked"))))
-                })
-                .collect()
-        })
-    };
-    let mut stats = ScanStats {
-        total: r.event_count(),
-        ..ScanStats::default()
-    };
-    let mut out: Option<A> = None;
-    // The first error in chunk order wins, whatever thread finished first.
-    for part in parts.drain(..) {
-        let (acc, st) = part?;
-        stats.merge(&st);
-        match &mut out {
-            None => out = Some(acc),
-            Some(o) => merge(o, acc),
-        }
-    }
-    Ok((out.unwrap_or_else(init), stats))
+    let done =
+        Scan::new(r, Some(filter))
+            .columns(want)
+            .threads(threads)
+            .run(init, |a, _, c, b| feed(a, c, b), merge)?;
+    // Without a cancel check the scan always finishes; were it not to, say so rather than panic.
+    done.ok_or_else(|| Error::Io(std::io::Error::other("the scan was cancelled")))
 }
 
 /// Call `visit` with each matching row (chunk columns and row index), in file order, until it

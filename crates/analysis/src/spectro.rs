@@ -5,10 +5,8 @@
 //! column `c` holds `[10^(c/10), 10^((c+1)/10))` ns, rounded (in the first decade, where whole
 //! nanoseconds are too coarse for that, column `c` is `c` ns, from 0). Latencies of 10 s or
 //! more go to the last column, so no event is lost off the edges. Rows are `interval` ns long
-//! (500 ms by default, as the chisel) and counted from an origin, normally the capture's start.
-//! Rows are stored sparsely, so a hostile timestamp costs one row, not gigabytes.
-
-use std::collections::BTreeMap;
+//! (500 ms by default, as the chisel), a fixed number of them from an origin: the capture's
+//! span for the reports, the view for the viewer.
 
 /// Number of latency columns: 10 per decade over 1 ns .. 10 s.
 pub const COLS: usize = 100;
@@ -49,48 +47,80 @@ pub fn column_range(c: usize) -> (u64, u64) {
     (b[c], b[c + 1])
 }
 
-/// Counts per (row, latency column).
+/// Counts per (row, latency column) over a known time range: `rows` rows of `interval` ns
+/// from `origin`.
+///
+/// Rows are indexed directly (one array lookup per event, no tree or hash), but a row's 100
+/// counters are only allocated when an event lands in it, so a long capture binned finely
+/// (a million rows) costs a pointer per empty row, not 800 bytes. Events outside the range
+/// (before `origin`, or at or after [`Spectrogram::end`]) are not binned, only counted
+/// ([`Spectrogram::outside`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Spectrogram {
     origin: u64,
     interval: u64,
-    rows: BTreeMap<u64, Box<[u64; COLS]>>,
+    rows: Vec<Option<Box<[u64; COLS]>>>,
     total: u64,
+    outside: u64,
 }
 
 impl Spectrogram {
-    /// An empty spectrogram with rows of `interval` ns (at least 1) counted from `origin`.
-    pub fn new(origin: u64, interval: u64) -> Spectrogram {
+    /// An empty spectrogram of `rows` rows of `interval` ns (at least 1) from `origin`.
+    pub fn new(origin: u64, interval: u64, rows: usize) -> Spectrogram {
         Spectrogram {
             origin,
             interval: interval.max(1),
-            rows: BTreeMap::new(),
+            rows: vec![None; rows],
             total: 0,
+            outside: 0,
         }
     }
 
-    /// Count one event that started at `ts` and took `latency` ns. Events before the origin
-    /// are counted in row 0.
+    /// The spectrogram that covers `start..=end` (ns since boot) in rows of `interval` ns,
+    /// as [`crate::capture_span`] gives for a whole capture: every event of the capture has a row.
+    pub fn covering(start: u64, end: u64, interval: u64) -> Spectrogram {
+        let interval = interval.max(1);
+        let rows = end.saturating_sub(start) / interval + 1;
+        Spectrogram::new(start, interval, usize::try_from(rows).unwrap_or(usize::MAX))
+    }
+
+    /// Count one event that started at `ts` and took `latency` ns.
     #[inline]
     pub fn add(&mut self, ts: u64, latency: u64) {
-        let row = ts.saturating_sub(self.origin) / self.interval;
-        self.rows.entry(row).or_insert_with(|| Box::new([0; COLS]))[column(latency)] += 1;
-        self.total += 1;
+        // Before the origin wraps to a huge row: one bounds check covers both edges.
+        let row = ts.wrapping_sub(self.origin) / self.interval;
+        self.add_to_row(usize::try_from(row).unwrap_or(usize::MAX), column(latency), 1);
     }
 
-    /// Add the counts of `other`, which must have the same origin and interval (else nothing
-    /// is added and `false` is returned).
+    /// Add `n` events to cell (`row`, `col`) (counted as outside when the row is not in range;
+    /// `col` is clamped to the last column).
+    #[inline]
+    pub fn add_to_row(&mut self, row: usize, col: usize, n: u64) {
+        match self.rows.get_mut(row) {
+            Some(r) => {
+                r.get_or_insert_with(|| Box::new([0; COLS]))[col.min(COLS - 1)] += n;
+                self.total += n;
+            }
+            None => self.outside += n,
+        }
+    }
+
+    /// Add the counts of `other`, which must have the same origin, interval and row count
+    /// (else nothing is added and `false` is returned).
     pub fn merge(&mut self, other: &Spectrogram) -> bool {
-        if (other.origin, other.interval) != (self.origin, self.interval) {
+        if (other.origin, other.interval, other.rows.len()) != (self.origin, self.interval, self.rows.len()) {
             return false;
         }
-        for (&r, counts) in &other.rows {
-            let mine = self.rows.entry(r).or_insert_with(|| Box::new([0; COLS]));
-            for (a, b) in mine.iter_mut().zip(counts.iter()) {
-                *a += b;
+        for (mine, theirs) in self.rows.iter_mut().zip(&other.rows) {
+            if let Some(theirs) = theirs {
+                let mine = mine.get_or_insert_with(|| Box::new([0; COLS]));
+                for (a, b) in mine.iter_mut().zip(theirs.iter()) {
+                    *a += b;
+                }
             }
         }
         self.total += other.total;
+        self.outside += other.outside;
         true
     }
 
@@ -102,29 +132,68 @@ impl Spectrogram {
         self.interval
     }
 
-    /// Events counted.
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// End of the last row, ns since boot (at least one past the origin).
+    pub fn end(&self) -> u64 {
+        self.origin
+            .saturating_add(self.interval.saturating_mul(self.rows.len() as u64))
+            .max(self.origin.saturating_add(1))
+    }
+
+    /// Events binned (outside ones excluded).
     pub fn total(&self) -> u64 {
         self.total
     }
 
+    /// Events that fell outside the rows and were not binned.
+    pub fn outside(&self) -> u64 {
+        self.outside
+    }
+
     /// The highest count in any cell (what colour scales are relative to).
     pub fn max_cell(&self) -> u64 {
-        self.rows.values().flat_map(|r| r.iter().copied()).max().unwrap_or(0)
+        self.rows().flat_map(|(_, r)| r.iter().copied()).max().unwrap_or(0)
     }
 
     /// Index of the last row that holds an event, if any.
     pub fn last_row(&self) -> Option<u64> {
-        self.rows.keys().next_back().copied()
+        self.rows.iter().rposition(Option::is_some).map(|r| r as u64)
     }
 
-    /// Counts of row `r` (all zero for a row without events).
+    /// Counts of row `r` (all zero for a row without events or out of range).
     pub fn row(&self, r: u64) -> [u64; COLS] {
-        self.rows.get(&r).map_or([0; COLS], |c| **c)
+        usize::try_from(r)
+            .ok()
+            .and_then(|r| self.rows.get(r))
+            .and_then(|c| c.as_deref().copied())
+            .unwrap_or([0; COLS])
     }
 
     /// Non-empty rows, in time order, as (row index, counts).
     pub fn rows(&self) -> impl Iterator<Item = (u64, &[u64; COLS])> + '_ {
-        self.rows.iter().map(|(&r, c)| (r, &**c))
+        self.rows
+            .iter()
+            .enumerate()
+            .filter_map(|(r, c)| c.as_deref().map(|c| (r as u64, c)))
+    }
+
+    /// Sum of the counts in rows `rows` and columns `cols` (both clamped).
+    pub fn sum(&self, rows: std::ops::Range<usize>, cols: std::ops::Range<usize>) -> u64 {
+        let rows = rows.start.min(self.rows.len())..rows.end.min(self.rows.len());
+        let cols = cols.start.min(COLS)..cols.end.min(COLS);
+        self.rows[rows]
+            .iter()
+            .flatten()
+            .map(|r| r[cols.clone()].iter().sum::<u64>())
+            .sum()
     }
 
     /// Start of row `r`, ns since boot.
@@ -173,21 +242,35 @@ mod tests {
 
     #[test]
     fn rows_count_by_interval_and_merge() {
-        let mut a = Spectrogram::new(1_000, 100);
-        let mut b = Spectrogram::new(1_000, 100);
+        let mut a = Spectrogram::new(1_000, 100, 1_000);
+        let mut b = Spectrogram::new(1_000, 100, 1_000);
         a.add(1_000, 5); // row 0
         a.add(1_099, 5_000); // row 0
         b.add(1_100, 5_000); // row 1
-        b.add(500, 5); // before the origin: row 0
-        b.add(u64::MAX, 1); // a hostile timestamp: one sparse row
+        b.add(1_050, 5); // row 0
+        b.add(500, 5); // before the origin: outside
+        b.add(u64::MAX, 1); // a hostile timestamp: outside, nothing allocated
+        b.add(1_000 + 100 * 1_000, 1); // the end is exclusive
         assert!(a.merge(&b));
-        assert_eq!(a.total(), 5);
+        assert_eq!((a.total(), a.outside()), (4, 3));
         assert_eq!(a.row(0)[column(5)], 2);
         assert_eq!(a.row(0)[column(5_000)], 1);
         assert_eq!(a.row(1)[column(5_000)], 1);
-        assert_eq!(a.rows().count(), 3);
+        assert_eq!(a.rows().count(), 2, "only rows with events are allocated");
+        assert_eq!(a.last_row(), Some(1));
         assert_eq!(a.max_cell(), 2);
-        assert!(!a.merge(&Spectrogram::new(0, 100)), "different origins do not merge");
+        assert_eq!(a.sum(0..2, column(5_000)..COLS), 2);
+        assert_eq!(a.end(), 1_000 + 100 * 1_000);
+        assert!(
+            !a.merge(&Spectrogram::new(0, 100, 1_000)),
+            "different origins do not merge"
+        );
+        assert!(
+            !a.merge(&Spectrogram::new(1_000, 100, 10)),
+            "different row counts do not merge"
+        );
+        let c = Spectrogram::covering(1_000, 1_250, 100);
+        assert_eq!(c.len(), 3, "1000..=1250 in rows of 100: 1000, 1100, 1200");
     }
 
     #[test]

@@ -736,7 +736,7 @@ impl App {
                 out
             }
         };
-        let (start, end) = (a.grid.start, a.grid.end());
+        let (start, end) = (a.grid.start(), a.grid.end());
         for (i, r) in refs {
             // For the time order, `r.row` is the k-th match in the chunk; map it to a row.
             let sort = self.sort;

@@ -1,5 +1,5 @@
-//! The spectrogram as drawn: dense counts for the rows of the current view, in
-//! [`iocap_analysis::spectro`]'s latency columns.
+//! The spectrogram as drawn: an [`iocap_analysis::Spectrogram`] over the rows of the current
+//! view, and whether it is exact.
 //!
 //! A grid comes from one of two places. Right after opening, [`Grid::from_summaries`] builds it
 //! from the chunk summaries in the index (no decompression: this is what makes the first frame
@@ -7,15 +7,13 @@
 //! and a log2 latency histogram. Then the worker's exact scan ([`crate::query`]) replaces it,
 //! binned with the same [`iocap_analysis::spectro::column`] as `iocap spectrogram`.
 
-use iocap_analysis::spectro::{self, COLS};
+use iocap_analysis::spectro::{self, Spectrogram};
 use iocap_format::{log2_bucket_range, ChunkInfo};
 
-/// Counts per (row, latency column) for `rows.len()` rows of `interval` ns from `start`.
+/// The view's spectrogram (rows of `interval` ns from the view's start) and where it came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Grid {
-    pub start: u64,
-    pub interval: u64,
-    pub rows: Vec<[u64; COLS]>,
+    pub spectro: Spectrogram,
     /// Built from summaries: times and latencies are spread, not exact.
     pub approximate: bool,
 }
@@ -24,9 +22,7 @@ impl Grid {
     /// An empty grid of `rows` rows.
     pub fn empty(start: u64, interval: u64, rows: usize) -> Grid {
         Grid {
-            start,
-            interval: interval.max(1),
-            rows: vec![[0; COLS]; rows],
+            spectro: Spectrogram::new(start, interval, rows),
             approximate: false,
         }
     }
@@ -36,7 +32,7 @@ impl Grid {
     pub fn from_summaries(chunks: &[ChunkInfo], start: u64, interval: u64, rows: usize) -> Grid {
         let mut g = Grid::empty(start, interval, rows);
         g.approximate = true;
-        let end = g.end();
+        let (end, interval) = (g.end(), g.spectro.interval());
         if rows == 0 {
             return g;
         }
@@ -47,7 +43,7 @@ impl Grid {
             }
             // Rows the chunk spans, counted from the view's start (negative: before the view),
             // so that a chunk straddling the view's edge contributes only its share.
-            let row_of = |ts: u64| (i128::from(ts) - i128::from(start)).div_euclid(i128::from(g.interval));
+            let row_of = |ts: u64| (i128::from(ts) - i128::from(start)).div_euclid(i128::from(interval));
             let (first, last) = (row_of(s.min_ts), row_of(s.max_ts));
             let span_rows = (last - first + 1) as u64;
             let shown = first.max(0)..=last.min(rows as i128 - 1);
@@ -63,42 +59,41 @@ impl Grid {
                 for r in shown.clone() {
                     // Hand the remainder to the first rows so that the total stays exact.
                     let k = (r - first) as u64;
-                    g.rows[r as usize][col] += per_row + u64::from(k < extra);
+                    g.spectro.add_to_row(r as usize, col, per_row + u64::from(k < extra));
                 }
             }
         }
         g
     }
 
+    /// Start of the first row, ns since boot.
+    pub fn start(&self) -> u64 {
+        self.spectro.origin()
+    }
+
     /// End of the last row, ns since boot.
     pub fn end(&self) -> u64 {
-        self.start
-            .saturating_add(self.interval.saturating_mul(self.rows.len() as u64))
-            .max(self.start + 1)
+        self.spectro.end()
     }
 
     pub fn max_cell(&self) -> u64 {
-        self.rows.iter().flat_map(|r| r.iter().copied()).max().unwrap_or(0)
+        self.spectro.max_cell()
     }
 
     pub fn total(&self) -> u64 {
-        self.rows.iter().flat_map(|r| r.iter()).sum()
+        self.spectro.total()
     }
 
     /// Sum of the counts in rows `rows` and columns `cols` (both clamped).
     pub fn sum(&self, rows: std::ops::Range<usize>, cols: std::ops::Range<usize>) -> u64 {
-        let rows = rows.start.min(self.rows.len())..rows.end.min(self.rows.len());
-        let cols = cols.start.min(COLS)..cols.end.min(COLS);
-        self.rows[rows]
-            .iter()
-            .map(|r| r[cols.clone()].iter().sum::<u64>())
-            .sum()
+        self.spectro.sum(rows, cols)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iocap_analysis::spectro::COLS;
     use iocap_format::{log2_bucket, ChunkSummary};
 
     fn chunk(min_ts: u64, max_ts: u64, latency: u64, n: u64) -> ChunkInfo {
@@ -120,7 +115,7 @@ mod tests {
         assert!(g.approximate);
         assert_eq!(g.total(), 1000);
         let col = spectro::column(1_000);
-        assert!((col.saturating_sub(2)..=col + 2).any(|c| g.rows[0][c] == 100));
+        assert!((col.saturating_sub(2)..=col + 2).any(|c| g.spectro.row(0)[c] == 100));
         // A view over the second half of the chunk sees about half of it.
         let half = Grid::from_summaries(&[chunk(0, 999, 1_000, 1000)], 500, 100, 10);
         assert_eq!(half.total(), 500);

@@ -1,23 +1,22 @@
 //! The viewer's one question to a capture: "within this time view and filter, what is the
 //! spectrogram, the latency histogram, the top values of a field, and which events match?"
 //!
-//! [`run`] answers it by streaming chunks: chunks whose summary cannot match are skipped, only
-//! the columns the filter and the aggregates read are decoded, the filter yields a bitmap, and
-//! the accumulators of `iocap-analysis` (the same ones `iocap report` uses) take the matching
-//! rows. Nothing is kept per event except the few hundred slowest (for the latency-sorted event
-//! list). `run` checks its [`Cancel`] token between chunks, so a superseded question stops within
-//! one chunk's work.
+//! [`run`] answers it with `iocap-analysis`'s [`Scan`] over the view's chunks (the same scan
+//! driver, histogram and spectrogram `iocap report` uses): chunks whose summary cannot match
+//! are skipped, only the columns the filter and the aggregates read are decoded, the filter
+//! yields a bitmap, and the accumulators take the matching rows. Nothing is kept per event
+//! except the [`SLOWEST`] slowest (for the latency-sorted event list). The scan checks the
+//! [`Cancel`] token between chunks, so a superseded question stops within one chunk's work.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use iocap_analysis::spectro::{self, COLS};
-use iocap_analysis::LatencyHist;
+use iocap_analysis::{LatencyHist, Scan, Spectrogram};
 use iocap_filter::fields::{self, FieldId, FieldInfo};
 use iocap_filter::{Bitmap, Compiled};
-use iocap_format::{ChunkDecoder, Col, ColSet, Columns, Event, Reader};
+use iocap_format::{Col, ColSet, Columns, Event, Reader};
 
 use crate::grid::Grid;
 
@@ -145,10 +144,8 @@ impl std::hash::Hasher for IdHasher {
 type IdMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<IdHasher>>;
 
 /// What one scan thread accumulates over its share of the chunks.
-#[derive(Default)]
 struct Acc {
-    /// Spectrogram counts per view row, in [`spectro`]'s latency columns.
-    rows: Vec<[u64; COLS]>,
+    spectro: Spectrogram,
     hist: LatencyHist,
     /// Per group key: its histogram and one event to print its value from.
     groups: IdMap<(LatencyHist, Event)>,
@@ -157,19 +154,18 @@ struct Acc {
 }
 
 impl Acc {
-    fn new(rows: usize) -> Acc {
+    fn new(q: &Query) -> Acc {
         Acc {
-            rows: vec![[0; COLS]; rows],
-            ..Acc::default()
+            spectro: Spectrogram::new(q.start, q.interval, q.rows),
+            hist: LatencyHist::new(),
+            groups: IdMap::default(),
+            per_chunk: Vec::new(),
+            slowest: BinaryHeap::new(),
         }
     }
 
     fn merge(&mut self, o: Acc) {
-        for (a, b) in self.rows.iter_mut().zip(o.rows.iter()) {
-            for (x, y) in a.iter_mut().zip(b.iter()) {
-                *x += y;
-            }
-        }
+        self.spectro.merge(&o.spectro);
         self.hist.merge(&o.hist);
         for (k, (h, e)) in o.groups {
             self.groups
@@ -183,6 +179,31 @@ impl Acc {
             push_slow(&mut self.slowest, s.0);
         }
     }
+
+    /// Take the matching rows of chunk `ci` that fall inside the view.
+    fn feed(&mut self, q: &Query, ci: usize, cols: &Columns, bits: &Bitmap) {
+        let (start, end) = (q.start, q.end());
+        let mut n = 0u64;
+        for i in bits.iter_ones() {
+            let (ts, lat) = (cols.ts[i], cols.latency[i]);
+            if ts < start || ts >= end {
+                continue;
+            }
+            n += 1;
+            self.spectro.add(ts, lat);
+            self.hist.add(lat);
+            let key = group_key(q.group, cols, i);
+            self.groups
+                .entry(key)
+                .or_insert_with(|| (LatencyHist::new(), cols.event(i)))
+                .0
+                .add(lat);
+            push_slow(&mut self.slowest, (lat, EventRef { chunk: ci, row: i }));
+        }
+        if n > 0 {
+            self.per_chunk.push((ci, n));
+        }
+    }
 }
 
 fn push_slow(heap: &mut BinaryHeap<Reverse<(u64, EventRef)>>, x: (u64, EventRef)) {
@@ -194,80 +215,27 @@ fn push_slow(heap: &mut BinaryHeap<Reverse<(u64, EventRef)>>, x: (u64, EventRef)
     }
 }
 
-/// Scan `chunks` into a fresh accumulator; `None` when cancelled.
-fn scan(reader: &Reader, q: &Query, want: ColSet, chunks: &[usize], cancel: &Cancel) -> Result<Option<Acc>, String> {
-    let (start, end) = (q.start, q.end());
-    let mut acc = Acc::new(q.rows);
-    let (mut dec, mut cols, mut bits) = (ChunkDecoder::new(), Columns::default(), Bitmap::zeros(0));
-    for &ci in chunks {
-        if cancel.is_stale(q.gen) {
-            return Ok(None);
-        }
-        let summary = &reader.chunks()[ci].summary;
-        if q.filter.as_ref().is_some_and(|f| !f.may_match(summary)) {
-            continue;
-        }
-        reader
-            .read_chunk(ci, want, &mut dec, &mut cols)
-            .map_err(|e| format!("chunk {ci}: {e}"))?;
-        match &q.filter {
-            Some(f) => f.eval(&cols, &mut bits),
-            None => bits.reset(cols.len(), true),
-        }
-        let mut n = 0u64;
-        for i in bits.iter_ones() {
-            let (ts, lat) = (cols.ts[i], cols.latency[i]);
-            if ts < start || ts >= end {
-                continue;
-            }
-            n += 1;
-            let row = ((ts - start) / q.interval) as usize;
-            if let Some(r) = acc.rows.get_mut(row) {
-                r[spectro::column(lat)] += 1;
-            }
-            acc.hist.add(lat);
-            let key = group_key(q.group, &cols, i);
-            acc.groups
-                .entry(key)
-                .or_insert_with(|| (LatencyHist::new(), cols.event(i)))
-                .0
-                .add(lat);
-            push_slow(&mut acc.slowest, (lat, EventRef { chunk: ci, row: i }));
-        }
-        if n > 0 {
-            acc.per_chunk.push((ci, n));
-        }
-    }
-    Ok(Some(acc))
-}
-
 /// Answer `q` over `reader`; `None` when cancelled. The view's chunks are split between up
 /// to two threads (the machine this was built for has two cores) and merged in chunk order.
 pub fn run(reader: &Reader, q: &Query, cancel: &Cancel) -> Result<Option<Answer>, String> {
-    let mut want = ColSet::NONE.with(Col::Ts).with(Col::Latency).union(group_cols(q.group));
-    if let Some(f) = &q.filter {
-        want = want.union(f.columns());
-    }
+    let want = ColSet::NONE.with(Col::Ts).with(Col::Latency).union(group_cols(q.group));
     let chunks: Vec<usize> = reader.chunks_in(q.start, q.end()).collect();
     let threads = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, 2);
-    let acc = if threads < 2 || chunks.len() < 4 {
-        scan(reader, q, want, &chunks, cancel)?
-    } else {
-        let (a, b) = chunks.split_at(chunks.len() / 2);
-        let (ra, rb) = std::thread::scope(|s| {
-            let hb = s.spawn(|| scan(reader, q, want, b, cancel));
-            let ra = scan(reader, q, want, a, cancel);
-            (ra, hb.join().unwrap_or_else(|_| Err("a scan thread panicked".into())))
-        });
-        match (ra?, rb?) {
-            (Some(mut a), Some(b)) => {
-                a.merge(b);
-                Some(a)
-            }
-            _ => None,
-        }
-    };
-    let Some(acc) = acc else { return Ok(None) };
+    // Below a few chunks a second thread costs more than it saves.
+    let threads = if chunks.len() < 4 { 1 } else { threads };
+    let stale = || cancel.is_stale(q.gen);
+    let acc = Scan::new(reader, q.filter.as_deref())
+        .columns(want)
+        .chunks(&chunks)
+        .threads(threads)
+        .cancel(&stale)
+        .run(
+            || Acc::new(q),
+            |acc, ci, cols, bits| acc.feed(q, ci, cols, bits),
+            Acc::merge,
+        )
+        .map_err(|e| e.to_string())?;
+    let Some((acc, _)) = acc else { return Ok(None) };
     // Keys are finer than values (two proc ids may share a name): merge by printed value.
     let (meta, tables) = (reader.meta(), reader.tables());
     let mut merged: HashMap<String, LatencyHist> = HashMap::new();
@@ -293,9 +261,7 @@ pub fn run(reader: &Reader, q: &Query, cancel: &Cancel) -> Result<Option<Answer>
     Ok(Some(Answer {
         gen: q.gen,
         grid: Grid {
-            start: q.start,
-            interval: q.interval.max(1),
-            rows: acc.rows,
+            spectro: acc.spectro,
             approximate: false,
         },
         matched: acc.hist.count(),
