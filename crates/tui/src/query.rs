@@ -118,7 +118,63 @@ fn group_key(field: &FieldInfo, c: &Columns, i: usize) -> u64 {
         FieldId::FdName | FieldId::FdType | FieldId::FdDirectory | FieldId::FdFilename | FieldId::FdDev => g(&c.file),
         FieldId::BlkDev => class << 40 | g(&c.dev),
         FieldId::BlkOp => class << 40 | c.op.get(i).copied().map_or(0, u64::from),
-        _ => class << 40 | g(&c.nr) << 8 | c.op.get(i).copied().map_or(0, u64::from),
+        _ => {
+            let (nr, op) = (g(&c.nr), c.op.get(i).copied().map_or(0, u64::from));
+            // Small keys are counted in a table rather than hashed ([`Groups`]): syscall numbers
+            // and ops fit in 15 bits; anything larger (a hostile number) keeps a wide key.
+            if class < 4 && nr < 512 && op < 16 {
+                class << 13 | nr << 4 | op
+            } else {
+                1 << 63 | class << 40 | nr << 8 | op
+            }
+        }
+    }
+}
+
+/// Group keys below this are looked up in a table, not a hash map: table ids (processes,
+/// files, threads) and the event-type keys are small.
+const DENSE_KEYS: u64 = 1 << 16;
+const NO_SLOT: u32 = u32::MAX;
+
+/// The groups of one scan thread: a histogram and one event (to print the value from) per key.
+#[derive(Default)]
+struct Groups {
+    /// Slot of each small key (`NO_SLOT`: none yet), grown on demand up to [`DENSE_KEYS`].
+    dense: Vec<u32>,
+    /// Slot of each larger key.
+    sparse: IdMap<u32>,
+    slots: Vec<(u64, LatencyHist, Event)>,
+}
+
+impl Groups {
+    /// The histogram of `key`'s group; `event` makes the group's sample event when it is new.
+    #[inline]
+    fn hist(&mut self, key: u64, event: impl FnOnce() -> Event) -> &mut LatencyHist {
+        let slot = if key < DENSE_KEYS {
+            let k = key as usize;
+            if k >= self.dense.len() {
+                self.dense.resize(k + 1, NO_SLOT);
+            }
+            if self.dense[k] == NO_SLOT {
+                self.dense[k] = self.slots.len() as u32;
+                self.slots.push((key, LatencyHist::new(), event()));
+            }
+            self.dense[k] as usize
+        } else {
+            let next = self.slots.len() as u32;
+            let slot = *self.sparse.entry(key).or_insert(next);
+            if slot == next {
+                self.slots.push((key, LatencyHist::new(), event()));
+            }
+            slot as usize
+        };
+        &mut self.slots[slot].1
+    }
+
+    fn merge(&mut self, o: Groups) {
+        for (k, h, e) in o.slots {
+            self.hist(k, || e).merge(&h);
+        }
     }
 }
 
@@ -146,9 +202,8 @@ type IdMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<IdHasher>>;
 /// What one scan thread accumulates over its share of the chunks.
 struct Acc {
     spectro: Spectrogram,
-    hist: LatencyHist,
-    /// Per group key: its histogram and one event to print its value from.
-    groups: IdMap<(LatencyHist, Event)>,
+    /// Every matching event is in exactly one group: the view's histogram is their merge.
+    groups: Groups,
     per_chunk: Vec<(usize, u64)>,
     slowest: BinaryHeap<Reverse<(u64, EventRef)>>,
 }
@@ -157,8 +212,7 @@ impl Acc {
     fn new(q: &Query) -> Acc {
         Acc {
             spectro: Spectrogram::new(q.start, q.interval, q.rows),
-            hist: LatencyHist::new(),
-            groups: IdMap::default(),
+            groups: Groups::default(),
             per_chunk: Vec::new(),
             slowest: BinaryHeap::new(),
         }
@@ -166,14 +220,7 @@ impl Acc {
 
     fn merge(&mut self, o: Acc) {
         self.spectro.merge(&o.spectro);
-        self.hist.merge(&o.hist);
-        for (k, (h, e)) in o.groups {
-            self.groups
-                .entry(k)
-                .or_insert_with(|| (LatencyHist::new(), e))
-                .0
-                .merge(&h);
-        }
+        self.groups.merge(o.groups);
         self.per_chunk.extend(o.per_chunk);
         for s in o.slowest {
             push_slow(&mut self.slowest, s.0);
@@ -191,13 +238,7 @@ impl Acc {
             }
             n += 1;
             self.spectro.add(ts, lat);
-            self.hist.add(lat);
-            let key = group_key(q.group, cols, i);
-            self.groups
-                .entry(key)
-                .or_insert_with(|| (LatencyHist::new(), cols.event(i)))
-                .0
-                .add(lat);
+            self.groups.hist(group_key(q.group, cols, i), || cols.event(i)).add(lat);
             push_slow(&mut self.slowest, (lat, EventRef { chunk: ci, row: i }));
         }
         if n > 0 {
@@ -239,9 +280,11 @@ pub fn run(reader: &Reader, q: &Query, cancel: &Cancel) -> Result<Option<Answer>
     // Keys are finer than values (two proc ids may share a name): merge by printed value.
     let (meta, tables) = (reader.meta(), reader.tables());
     let mut merged: HashMap<String, LatencyHist> = HashMap::new();
-    for (h, e) in acc.groups.values() {
+    let mut hist = LatencyHist::new();
+    for (_, h, e) in &acc.groups.slots {
         let value = fields::value(q.group, e, meta, tables).to_string();
         merged.entry(value).or_default().merge(h);
+        hist.merge(h);
     }
     let group_count = merged.len();
     let mut groups: Vec<GroupRow> = merged
@@ -264,8 +307,8 @@ pub fn run(reader: &Reader, q: &Query, cancel: &Cancel) -> Result<Option<Answer>
             spectro: acc.spectro,
             approximate: false,
         },
-        matched: acc.hist.count(),
-        hist: acc.hist,
+        matched: hist.count(),
+        hist,
         groups,
         group_count,
         per_chunk,
