@@ -226,3 +226,225 @@ fn sigkill_leaves_a_recoverable_file() {
     assert!(!r.is_clean());
     assert!(r.event_count() > 0);
 }
+
+/// Run `iocap record ARGS`; returns the number of events it says it wrote, after asserting success.
+fn record_ok(args: &[&str]) -> (u64, String) {
+    let out = iocap().arg("record").args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let wrote = stderr
+        .split("iocap: wrote ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no `wrote N events` in {stderr}"));
+    (wrote, stderr)
+}
+
+#[test]
+fn record_filter_on_proc_name_keeps_one_of_two_processes() {
+    if skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build_prog(dir.path());
+    let (alpha, beta) = (dir.path().join("alpha"), dir.path().join("beta"));
+    std::fs::copy(&bin, &alpha).unwrap();
+    std::fs::copy(&bin, &beta).unwrap();
+    let d = dir.path().display();
+    let cmd = format!(
+        "{} {d}/a.bin 23 {d}; {} {d}/b.bin 31 {d}",
+        alpha.display(),
+        beta.display()
+    );
+    let cap = dir.path().join("f.cap");
+    let cap_s = cap.to_str().unwrap();
+    let (wrote, _) = record_ok(&["--no-block", "-w", cap_s, "-c", &cmd, "proc.name=alpha"]);
+    let r = Reader::open(&cap).unwrap();
+    assert!(r.is_clean());
+    assert_eq!(r.meta().filter.as_deref(), Some("proc.name=alpha"));
+    let t = r.tables();
+    let evs = events(&r);
+    assert_eq!(evs.len() as u64, wrote);
+    for e in &evs {
+        let p = t.proc(e.proc).expect("a kept event's process is in the file");
+        assert_eq!(t.string(p.name), "alpha", "{e:?}");
+    }
+    let pw: Vec<&Event> = evs.iter().filter(|e| e.nr == nr("pwrite64")).collect();
+    assert_eq!(pw.len(), 23, "alpha's pwrites, none of beta's 31");
+    for e in pw {
+        let f = t.file(e.file).expect("a kept event's file is in the file");
+        assert_eq!(t.string(f.name), format!("{d}/a.bin"));
+    }
+}
+
+const SLEEPER: &str = r#"
+#include <time.h>
+#include <unistd.h>
+int main(void) {
+    struct timespec ts = {0, 3 * 1000 * 1000};
+    for (int i = 0; i < 200; i++) getppid();
+    for (int i = 0; i < 7; i++) nanosleep(&ts, 0);
+    for (int i = 0; i < 200; i++) getppid();
+    return 0;
+}
+"#;
+
+#[test]
+fn record_filter_on_latency_keeps_only_slow_syscalls() {
+    if skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("sleeper.c");
+    std::fs::write(&src, SLEEPER).unwrap();
+    let bin = dir.path().join("sleeper");
+    assert!(Command::new("cc")
+        .arg("-o")
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .unwrap()
+        .success());
+    let cap = dir.path().join("slow.cap");
+    let (wrote, _) = record_ok(&["-w", cap.to_str().unwrap(), "-c", bin.to_str().unwrap(), "latency>1ms"]);
+    let r = Reader::open(&cap).unwrap();
+    let t = r.tables();
+    let evs = events(&r);
+    assert_eq!(evs.len() as u64, wrote);
+    assert!(evs.iter().all(|e| e.latency > 1_000_000), "only slow events");
+    let mine: Vec<&Event> = evs
+        .iter()
+        .filter(|e| t.proc(e.proc).is_some_and(|p| t.string(p.name) == "sleeper"))
+        .collect();
+    let sleeps = mine
+        .iter()
+        .filter(|e| e.nr == nr("clock_nanosleep") || e.nr == nr("nanosleep"));
+    assert_eq!(sleeps.count(), 7, "every 3 ms sleep is kept");
+    assert!(mine.iter().all(|e| e.nr != nr("getppid")), "no fast getppid");
+}
+
+#[test]
+fn record_filter_typo_exits_2_with_a_caret_and_leaves_no_file() {
+    // No root needed: the filter is checked before anything else.
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("typo.cap");
+    let out = iocap()
+        .args(["record", "-w"])
+        .arg(&cap)
+        .args(["proc.nme=fio", "and", "latency>1ms"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("unknown field `proc.nme`"), "{stderr}");
+    assert!(stderr.contains("  ^^^^^^^^\n"), "{stderr}");
+    assert!(stderr.contains("did you mean `proc.name`"), "{stderr}");
+    assert!(!cap.exists());
+}
+
+/// A workload of exactly 10 x 20000 one-byte reads of /dev/zero by dd, for rotation.
+const DD_LOOP: &str =
+    "for i in 1 2 3 4 5 6 7 8 9 10; do dd if=/dev/zero of=/dev/null bs=1 count=20000 status=none; done";
+
+/// The files of a rotation of `base` that exist, by number.
+fn rotated(base: &Path) -> Vec<(u32, PathBuf)> {
+    (0..1000)
+        .map(|n| {
+            let p = if n == 0 {
+                base.to_path_buf()
+            } else {
+                PathBuf::from(format!("{}{n}", base.display()))
+            };
+            (n, p)
+        })
+        .filter(|(_, p)| p.exists())
+        .collect()
+}
+
+#[test]
+fn rotation_files_are_self_contained_and_add_up() {
+    if skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("rot.cap");
+    let (wrote, stderr) = record_ok(&["--no-block", "-w", cap.to_str().unwrap(), "-C", "10KB", "-c", DD_LOOP]);
+    let files = rotated(&cap);
+    assert!(files.len() >= 3, "several files: {files:?}\n{stderr}");
+    assert_eq!(
+        files.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+        (0..files.len() as u32).collect::<Vec<_>>()
+    );
+    let (mut total, mut dd_reads, mut drops) = (0, 0, 0);
+    for (n, path) in &files {
+        let r = Reader::open(path).unwrap();
+        assert!(r.is_clean(), "file {n} is finished");
+        let t = r.tables();
+        drops += r.drops();
+        let evs = events(&r);
+        assert!(!evs.is_empty(), "file {n} has events");
+        for e in &evs {
+            assert!(
+                t.proc(e.proc).is_some(),
+                "file {n}: process {} of {e:?} defined",
+                e.proc
+            );
+            assert!(
+                e.file == 0 || t.file(e.file).is_some(),
+                "file {n}: file of {e:?} defined"
+            );
+        }
+        dd_reads += evs
+            .iter()
+            .filter(|e| e.nr == nr("read") && e.bytes == 1)
+            .filter(|e| t.string(t.proc(e.proc).unwrap().name) == "dd")
+            .filter(|e| t.file(e.file).is_some_and(|f| t.string(f.name) == "/dev/zero"))
+            .count();
+        total += evs.len() as u64;
+        let size = std::fs::metadata(path).unwrap().len();
+        if (*n as usize) < files.len() - 1 {
+            assert!(size >= 10_000, "file {n} ended at {size} bytes, before -C");
+        }
+    }
+    assert_eq!(total, wrote, "the files add up to what was written");
+    assert_eq!(drops, 0, "no drops, so the count below is exact");
+    assert_eq!(
+        dd_reads,
+        10 * 20000,
+        "every one-byte read of /dev/zero, named in its own file"
+    );
+}
+
+#[test]
+fn rotation_ring_keeps_at_most_w_files() {
+    if skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("ring.cap");
+    let args = [
+        "--no-block",
+        "-w",
+        cap.to_str().unwrap(),
+        "-C",
+        "100KB",
+        "-W",
+        "2",
+        "-c",
+        DD_LOOP,
+    ];
+    let (_, stderr) = record_ok(&args);
+    let more: u32 = stderr
+        .split(" and ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no `and N more files` in {stderr}"));
+    assert!(more >= 3, "rotated several times: {stderr}");
+    let files = rotated(&cap);
+    let numbers: Vec<u32> = files.iter().map(|(n, _)| *n).collect();
+    assert_eq!(numbers, [more - 1, more], "only the last two files remain: {stderr}");
+    for (_, p) in files {
+        assert!(Reader::open(&p).unwrap().is_clean());
+    }
+}

@@ -1,7 +1,16 @@
 //! `iocap record`: trace every syscall and block request into a capture file (Linux, root).
 //!
-//! The order matters for the error promises: privileges are checked and the BPF programs are
-//! loaded before the output file is created, so a failure leaves no file behind.
+//! The order matters for the error promises: the filter is parsed, privileges are checked and
+//! the BPF programs are loaded before the output file is created, so a failure leaves no file
+//! behind.
+//!
+//! A record-time filter is split: what the kernel can decide ([`Filter::pushdown`]: pids,
+//! syscalls or block requests only, a latency floor) goes into the BPF programs' settings, and
+//! the whole filter is then tested on each event in the writer thread.
+//!
+//! Rotation (`-C SIZE`, `-W COUNT`) names files as tcpdump does: FILE, then FILE1, FILE2, ...
+//! (the number appended to the whole name). With `-W N`, starting file number k removes file
+//! number k-N, so at most N files exist and the numbers keep telling their order.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, IsTerminal, Write};
@@ -13,8 +22,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use iocap_filter::Filter;
 use iocap_format::{Writer, WriterOptions};
-use iocap_record::{Config, Progress, Recorder};
+use iocap_record::{Config, Output, Progress, Recorder, Rotate};
 
 use crate::UsageError;
 
@@ -44,8 +54,54 @@ pub struct Args {
     /// Ring buffer size in MiB (a power of two).
     #[arg(long, default_value_t = 64, value_name = "MIB")]
     ring_mib: u32,
-    /// A filter keeping only matching events (not supported at record time yet).
+    /// Start a new file when the current one reaches SIZE: 100MB, 1GiB, 500KiB; a plain number
+    /// is millions of bytes, as for tcpdump. Files are FILE, FILE1, FILE2, ...
+    #[arg(short = 'C', long = "file-size", value_parser = parse_size, value_name = "SIZE")]
+    file_size: Option<u64>,
+    /// With -C: keep at most COUNT files, removing the oldest (a ring).
+    #[arg(short = 'W', long = "file-count", value_name = "COUNT", requires = "file_size")]
+    file_count: Option<u32>,
+    /// Keep only matching events (the viewer's filter language); pids, syscalls and a latency
+    /// floor are decided in the kernel: `proc.name=fio and latency>1ms`.
     filter: Vec<String>,
+}
+
+/// `100MB`, `1GiB`, `500KiB`, `4096B`; a plain number is millions of bytes (tcpdump's `-C`).
+fn parse_size(s: &str) -> Result<u64, String> {
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let scale: u64 = match unit {
+        "" | "M" | "MB" => 1_000_000,
+        "B" => 1,
+        "K" | "KB" => 1_000,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "G" | "GB" => 1_000_000_000,
+        "GiB" => 1 << 30,
+        _ => {
+            return Err(format!(
+                "unknown size unit `{unit}`: use B, KB, KiB, MB, MiB, GB or GiB"
+            ))
+        }
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a size, like 100MB or 1GiB"))?;
+    let bytes = n * scale as f64;
+    if !(1.0..=1e18).contains(&bytes) {
+        return Err(format!("`{s}` is out of range"));
+    }
+    Ok(bytes as u64)
+}
+
+/// File number `n` of a rotation: FILE, FILE1, FILE2, ... (tcpdump's naming).
+fn rotated_path(base: &std::path::Path, n: u32) -> PathBuf {
+    if n == 0 {
+        return base.to_path_buf();
+    }
+    let mut s = base.as_os_str().to_owned();
+    s.push(n.to_string());
+    PathBuf::from(s)
 }
 
 /// `10s`, `500ms`, `250us`, `100ns`, `2m`, or plain seconds: the same parser as every `--interval`.
@@ -121,12 +177,14 @@ fn spawn_held(cmd: &str) -> anyhow::Result<(Child, File)> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    if !args.filter.is_empty() {
-        return Err(UsageError(format!(
-            "record-time filters are not supported yet (got `{}`): record everything, or use -p/-c/--min-latency, and filter in `iocap view`",
-            args.filter.join(" ")
-        ))
-        .into());
+    let src = args.filter.join(" ");
+    let filter = Filter::parse(&src).map_err(|e| UsageError(format!("bad filter: {}", e.render(&src))))?;
+    if args.file_count == Some(0) || args.file_size == Some(0) {
+        return Err(UsageError("-C and -W must be at least 1".into()).into());
+    }
+    let push = filter.pushdown(std::env::consts::ARCH);
+    if !push.syscalls && !push.block || push.pids.as_ref().is_some_and(Vec::is_empty) {
+        return Err(UsageError(format!("the filter `{src}` can match no event")).into());
     }
     if args.no_syscalls && args.no_block {
         return Err(UsageError("--no-syscalls and --no-block together leave nothing to record".into()).into());
@@ -134,22 +192,65 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if !args.ring_mib.is_power_of_two() || args.ring_mib > 2048 {
         return Err(UsageError("--ring-mib must be a power of two up to 2048".into()).into());
     }
+    if args.no_syscalls && !push.block || args.no_block && !push.syscalls {
+        return Err(UsageError(format!("the filter `{src}` can match no event that is recorded")).into());
+    }
     iocap_record::check_privileges()?;
-    let cfg = Config {
+    let mut cfg = Config {
         pids: args.pids.clone(),
         follow_forks: args.command.is_some(),
-        syscalls: !args.no_syscalls,
-        block: !args.no_block,
-        min_latency_ns: args.min_latency.map_or(0, |d| d.as_nanos() as u64),
+        syscalls: !args.no_syscalls && push.syscalls,
+        block: !args.no_block && push.block,
+        min_latency_ns: args
+            .min_latency
+            .map_or(0, |d| d.as_nanos() as u64)
+            .max(push.min_latency),
         ring_bytes: args.ring_mib << 20,
         filter: args.command.is_some(),
     };
+    // The filter's pids, in the kernel: alone, or as the part of -p they allow. Not with -c,
+    // whose pids are not known yet (the writer thread still applies the whole filter).
+    if let (Some(fp), None) = (&push.pids, &args.command) {
+        cfg.pids = if cfg.pids.is_empty() {
+            fp.clone()
+        } else {
+            cfg.pids.iter().copied().filter(|p| fp.contains(p)).collect()
+        };
+        cfg.filter = true;
+    }
     let recorder = Recorder::start(&cfg)?;
     let file = create_output(&args.file)?;
-    let meta = iocap_record::meta(std::env::args().collect(), env!("CARGO_PKG_VERSION"), None);
-    let devices = meta.devices.clone();
+    let meta = iocap_record::meta(
+        std::env::args().collect(),
+        env!("CARGO_PKG_VERSION"),
+        (!filter.is_all()).then(|| filter.to_string()),
+    );
     let writer = Writer::new(BufWriter::with_capacity(1 << 20, file), &meta, WriterOptions::default())
         .with_context(|| format!("writing {}", args.file.display()))?;
+    let rotate = args.file_size.map(|max_bytes| {
+        let (base, keep) = (args.file.clone(), args.file_count);
+        Rotate {
+            max_bytes,
+            open: Box::new(move |n: u32| {
+                if let Some(old) = keep.and_then(|k| n.checked_sub(k)) {
+                    match std::fs::remove_file(rotated_path(&base, old)) {
+                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                        _ => {}
+                    }
+                }
+                let path = rotated_path(&base, n);
+                create_output(&path)
+                    .map(|f| BufWriter::with_capacity(1 << 20, f))
+                    .map_err(|e| std::io::Error::other(format!("{e:#}")))
+            }) as Box<dyn FnMut(u32) -> std::io::Result<BufWriter<File>> + Send>,
+        }
+    });
+    let out = Output {
+        meta,
+        options: WriterOptions::default(),
+        filter: (!filter.is_all()).then_some(filter),
+        rotate,
+    };
     install_signals();
     let mut child = match &args.command {
         Some(cmd) => {
@@ -202,7 +303,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
         let _ = err.flush();
     };
-    let result = recorder.run(writer, &devices, &stop, &mut progress);
+    let result = recorder.run(writer, out, &stop, &mut progress);
     if tty {
         eprintln!();
     }
@@ -214,8 +315,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let _ = c.wait();
     }
     let s = result?;
+    let files = match s.files {
+        1 => String::new(),
+        n => format!(" and {} more files", n - 1),
+    };
     eprintln!(
-        "iocap: wrote {} events ({} dropped) in {} bytes to {}",
+        "iocap: wrote {} events ({} dropped) in {} bytes to {}{files}",
         s.events,
         s.drops,
         s.bytes,
@@ -226,8 +331,23 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_duration;
+    use super::{parse_duration, parse_size, rotated_path};
+    use std::path::Path;
     use std::time::Duration;
+
+    #[test]
+    fn sizes_and_names() {
+        assert_eq!(parse_size("100MB"), Ok(100_000_000));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("1.5KiB"), Ok(1536));
+        assert_eq!(parse_size("2"), Ok(2_000_000), "tcpdump: millions of bytes");
+        assert!(parse_size("5parsecs").is_err());
+        assert!(parse_size("").is_err());
+        assert!(parse_size("0.1B").is_err());
+        assert!(parse_size("1e30").is_err());
+        assert_eq!(rotated_path(Path::new("/t/x.cap"), 0), Path::new("/t/x.cap"));
+        assert_eq!(rotated_path(Path::new("/t/x.cap"), 12), Path::new("/t/x.cap12"));
+    }
 
     #[test]
     fn durations() {

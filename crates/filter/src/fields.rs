@@ -10,6 +10,8 @@ use std::fmt;
 
 use iocap_format::{blk_flags, dev_parts, syscalls, BlockOp, Class, Event, FdType, Meta, Tables};
 
+use crate::live::Lookup;
+
 /// What a field holds, which decides the operators and literals it accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FieldType {
@@ -318,17 +320,23 @@ impl fmt::Display for Value<'_> {
 
 /// The value of `field` for event `e` of a capture with these `meta` and `tables`.
 pub fn value<'a>(field: &FieldInfo, e: &Event, meta: &Meta, tables: &'a Tables) -> Value<'a> {
+    value_in(field, e, meta, tables)
+}
+
+/// The value of `field` for event `e`, with the event's process, file and device looked up in
+/// `tables`: a capture's [`Tables`], or any other [`Lookup`] (the recorder's live tables).
+pub fn value_in<'a, L: Lookup + ?Sized>(field: &FieldInfo, e: &Event, meta: &Meta, tables: &'a L) -> Value<'a> {
     let block = e.class == Class::Block;
-    let proc = || tables.proc(e.proc);
-    let file = || tables.file(e.file);
+    let proc = || tables.lookup_proc(e.proc);
+    let file = || tables.lookup_file(e.file);
     let blk = |v: Value<'a>| if block { v } else { Value::Absent };
     let s = |x: &'a str| Value::Str(Cow::Borrowed(x));
     match field.id {
-        FieldId::ProcName => proc().map_or(Value::Absent, |p| s(tables.string(p.name))),
+        FieldId::ProcName => proc().map_or(Value::Absent, |p| s(p.name)),
         FieldId::ProcPid => Value::UInt(u64::from(e.pid)),
         FieldId::ProcPpid => proc().map_or(Value::Absent, |p| Value::UInt(u64::from(p.ppid))),
-        FieldId::ProcExe => proc().map_or(Value::Absent, |p| s(tables.string(p.exe))),
-        FieldId::ProcCmdline => proc().map_or(Value::Absent, |p| s(tables.string(p.cmdline))),
+        FieldId::ProcExe => proc().map_or(Value::Absent, |p| s(p.exe)),
+        FieldId::ProcCmdline => proc().map_or(Value::Absent, |p| s(p.cmdline)),
         FieldId::ThreadTid => Value::UInt(u64::from(e.tid)),
         FieldId::EvtType => Value::Str(evt_type(&meta.arch, e.class, e.nr)),
         FieldId::EvtClass => s(e.class.name()),
@@ -345,22 +353,22 @@ pub fn value<'a>(field: &FieldInfo, e: &Event, meta: &Meta, tables: &'a Tables) 
             _ => Value::Absent,
         },
         FieldId::FdType => file().map_or(Value::Absent, |f| s(f.kind.name())),
-        FieldId::FdName => file().map_or(Value::Absent, |f| s(tables.string(f.name))),
+        FieldId::FdName => file().map_or(Value::Absent, |f| s(f.name)),
         FieldId::FdDirectory => file()
-            .and_then(|f| split_path(tables.string(f.name)))
+            .and_then(|f| split_path(f.name))
             .map_or(Value::Absent, |(d, _)| s(d)),
         FieldId::FdFilename => file()
-            .and_then(|f| split_path(tables.string(f.name)))
+            .and_then(|f| split_path(f.name))
             .map_or(Value::Absent, |(_, n)| s(n)),
         FieldId::FdDev => match file() {
-            Some(f) if f.dev != 0 => Value::Str(device_name(f.dev, tables)),
+            Some(f) if f.dev != 0 => Value::Str(device_name_in(f.dev, tables)),
             _ => Value::Absent,
         },
         FieldId::IoBytes => Value::Bytes(e.bytes),
         FieldId::IoDir => s(io_dir(&meta.arch, e.class, e.nr, e.op).name()),
         FieldId::IsIoRead => Value::Bool(io_dir(&meta.arch, e.class, e.nr, e.op) == IoDir::Read),
         FieldId::IsIoWrite => Value::Bool(io_dir(&meta.arch, e.class, e.nr, e.op) == IoDir::Write),
-        FieldId::BlkDev => blk(Value::Str(device_name(e.dev, tables))),
+        FieldId::BlkDev => blk(Value::Str(device_name_in(e.dev, tables))),
         FieldId::BlkOp => blk(s(BlockOp::from_code(e.op).name())),
         FieldId::BlkSector => blk(Value::UInt(e.sector)),
         FieldId::BlkBytes => blk(Value::Bytes(e.bytes)),
@@ -468,8 +476,12 @@ pub fn flags_name(flags: u32) -> &'static str {
 
 /// A block device's name from the capture's device table (the reader merges the header's into it), else `major:minor`.
 pub fn device_name<'a>(dev: u32, tables: &'a Tables) -> Cow<'a, str> {
+    device_name_in(dev, tables)
+}
+
+fn device_name_in<'a, L: Lookup + ?Sized>(dev: u32, tables: &'a L) -> Cow<'a, str> {
     // The reader merges the header's devices into the table.
-    match tables.device_name(dev) {
+    match tables.lookup_device(dev) {
         Some(n) => Cow::Borrowed(n),
         None => {
             let (major, minor) = dev_parts(dev);

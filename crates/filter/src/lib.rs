@@ -13,6 +13,9 @@
 //! 4. [`Compiled::eval`] over a decoded chunk is integer column scans into a [`Bitmap`], and
 //!    [`Compiled::may_match`] skips chunks by their [`ChunkSummary`] alone.
 //!
+//! While recording, tables grow as processes start and files open: [`Filter::matches`] tests one
+//! event against any [`Lookup`], and [`Filter::pushdown`] says what the kernel can decide.
+//!
 //! A field that does not apply to an event (`fd.name` of a block request) makes a comparison
 //! false, and `not` inverts that; `exists` tests presence. [`fields::value`] gives the value
 //! each field has for an event, which is what `iocap events --json` prints.
@@ -60,6 +63,7 @@ mod compile;
 mod error;
 pub mod fields;
 mod lex;
+mod live;
 mod parse;
 
 use std::fmt;
@@ -69,6 +73,7 @@ pub use bitmap::Bitmap;
 pub use compile::Compiled;
 pub use error::FilterError;
 pub use iocap_format::{ChunkSummary, ColSet, Columns, Meta, Tables};
+pub use live::{FileView, Lookup, ProcView, Pushdown};
 
 /// A parsed and checked filter. `Display` prints it back in a form that parses to the same tree.
 #[derive(Clone, Debug)]

@@ -11,6 +11,10 @@
 //! them ([`abi`]), keeps the process and fd tables ([`state`]) and compresses and writes.
 //! The poller never touches the disk: when the writer falls behind, the channel fills, the
 //! ring fills, and the kernel counts drops per CPU, which go into the file once a second.
+//!
+//! The writer thread also applies a record-time filter ([`Output::filter`], tested on each
+//! event against the live tables) and rotates files ([`Rotate`]): each new file gets a header
+//! and every process and fd entry current at that moment, so it reads on its own.
 #![cfg(target_os = "linux")]
 
 mod abi;
@@ -32,4 +36,4 @@ mod skel {
 }
 
 pub use procfs::{boot_ns, meta};
-pub use session::{check_privileges, Config, Error, Progress, Recorder, Summary};
+pub use session::{check_privileges, Config, Error, Output, Progress, Recorder, Rotate, Summary};

@@ -11,14 +11,15 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use iocap_format::{Device, DropStats, Writer};
+use iocap_filter::Filter;
+use iocap_format::{DropStats, Meta, Writer, WriterOptions};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, RingBufferBuilder};
 
 use crate::abi;
 use crate::procfs;
 use crate::skel::{IocapSkel, IocapSkelBuilder};
-use crate::state::Tracker;
+use crate::state::{LiveFilter, Tracker};
 
 /// Why recording could not start or went wrong. Each message is one line with the fix.
 #[derive(Debug, thiserror::Error)]
@@ -36,6 +37,8 @@ pub enum Error {
     DiskFull(u64),
     #[error("writing the capture failed: {0}")]
     Write(iocap_format::Error),
+    #[error("starting the next file of the rotation failed: {0}")]
+    Rotate(String),
 }
 
 /// What to record.
@@ -81,9 +84,37 @@ pub struct Progress {
 /// How a recording ended.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Summary {
+    /// Events written (kept by the filter), in all files.
     pub events: u64,
+    /// Events the record-time filter left out in userspace (the kernel's share is not counted).
+    pub filtered: u64,
     pub drops: u64,
+    /// Bytes written, in all files.
     pub bytes: u64,
+    /// Files written (more than one with rotation).
+    pub files: u32,
+}
+
+/// Where and what [`Recorder::run`] writes, besides the first file's writer.
+pub struct Output<W> {
+    /// The header the first file was started with: every file of a rotation gets it, with its
+    /// own `start_ts` and the devices known by then. The filter's `evt.time` counts from its `start_ts`.
+    pub meta: Meta,
+    /// For the files of a rotation.
+    pub options: WriterOptions,
+    /// Keep only the events it matches: tested in the writer thread, on the live tables.
+    /// What the kernel can decide ([`Filter::pushdown`]) goes in [`Config`] too.
+    pub filter: Option<Filter>,
+    pub rotate: Option<Rotate<W>>,
+}
+
+/// Size-based rotation: a new file each time the current one reaches `max_bytes`.
+pub struct Rotate<W> {
+    /// Checked after each record: a file ends at the first chunk (or once-a-second flush) past this size.
+    pub max_bytes: u64,
+    /// Opens file number `n` (1, 2, ...; the first file, number 0, is the writer given to
+    /// `run`); also the place to remove the oldest file of a ring.
+    pub open: Box<dyn FnMut(u32) -> std::io::Result<W> + Send>,
 }
 
 /// Whether this process may load BPF programs and read tracepoints.
@@ -243,7 +274,7 @@ impl Recorder {
     pub fn run<W: Write + Send + 'static>(
         self,
         writer: Writer<W>,
-        devices: &[Device],
+        out: Output<W>,
         stop: &dyn Fn() -> bool,
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<Summary, Error> {
@@ -251,13 +282,17 @@ impl Recorder {
         // 256 batches of at most 1 MiB: about a quarter second of the fastest producer.
         let (tx, rx) = sync_channel::<Msg>(256);
         let arch = std::env::consts::ARCH;
-        let mut tracker = Tracker::new(writer, arch, devices);
+        let filter = out.filter.clone().map(|filter| LiveFilter {
+            filter,
+            meta: out.meta.clone(),
+        });
+        let mut tracker = Tracker::new(writer, arch, &out.meta.devices, filter);
         let sh = Arc::clone(&shared);
         let handle = std::thread::Builder::new()
             .name("iocap-writer".into())
             .spawn(move || {
                 tracker.snapshot();
-                write_loop(tracker, rx, &sh)
+                write_loop(tracker, rx, &sh, out)
             })
             .map_err(|e| Error::Bpf(format!("starting the writer thread: {e}")))?;
 
@@ -372,7 +407,12 @@ fn is_enospc(e: &iocap_format::Error) -> bool {
         || s.contains("No space left")
 }
 
-fn write_loop<W: Write>(mut t: Tracker<W>, rx: Receiver<Msg>, sh: &Shared) -> Result<Summary, Error> {
+fn write_loop<W: Write>(
+    mut t: Tracker<W>,
+    rx: Receiver<Msg>,
+    sh: &Shared,
+    mut out: Output<W>,
+) -> Result<Summary, Error> {
     let fail = |t: &Tracker<W>, e: iocap_format::Error, sh: &Shared| -> Error {
         sh.failed.store(true, Ordering::Relaxed);
         if is_enospc(&e) {
@@ -382,8 +422,13 @@ fn write_loop<W: Write>(mut t: Tracker<W>, rx: Receiver<Msg>, sh: &Shared) -> Re
         }
     };
     let mut last_flush = Instant::now();
-    let mut drops = 0;
+    let mut drops = DropStats::default();
+    // Each file counts its own drops: the counters as they were when it started.
+    let mut base = Vec::new();
     let mut stop_ts = None;
+    let mut done_bytes = 0;
+    let mut files = 1;
+    let mut rotate_err = None;
     while let Ok(msg) = rx.recv() {
         match msg {
             Msg::Batch(b) => {
@@ -397,12 +442,36 @@ fn write_loop<W: Write>(mut t: Tracker<W>, rx: Receiver<Msg>, sh: &Shared) -> Re
                         }
                     }
                     rest = &rest[4 + n..];
+                    // Checked per record: a late poll can make a batch of many chunks.
+                    if out
+                        .rotate
+                        .as_ref()
+                        .is_some_and(|r| t.writer().bytes_written() >= r.max_bytes)
+                    {
+                        match next_file(&mut t, &mut out, &mut files) {
+                            Ok(old) => done_bytes += old,
+                            Err(Error::Rotate(e)) => {
+                                sh.failed.store(true, Ordering::Relaxed);
+                                rotate_err = Some(Error::Rotate(e));
+                                break;
+                            }
+                            Err(e) => {
+                                sh.failed.store(true, Ordering::Relaxed);
+                                return Err(e);
+                            }
+                        }
+                        base.clone_from(&drops.per_cpu);
+                    }
                 }
                 sh.events.store(t.events, Ordering::Relaxed);
+                if rotate_err.is_some() {
+                    // Keep what is written: the current file is finished below.
+                    break;
+                }
             }
             Msg::Drops(d) => {
-                drops = d.total();
-                if let Err(e) = t.writer().record_drops(&d) {
+                drops = d;
+                if let Err(e) = t.writer().record_drops(&since(&drops, &base)) {
                     return Err(fail(&t, e, sh));
                 }
             }
@@ -418,14 +487,24 @@ fn write_loop<W: Write>(mut t: Tracker<W>, rx: Receiver<Msg>, sh: &Shared) -> Re
             t.tidy();
             last_flush = Instant::now();
         }
-        sh.bytes.store(t.writer().bytes_written(), Ordering::Relaxed);
+        sh.bytes
+            .store(done_bytes + t.writer().bytes_written(), Ordering::Relaxed);
     }
-    let events = t.events;
+    let (events, filtered) = (t.events, t.filtered);
     let w = t.into_writer();
     let stop_ts = stop_ts.unwrap_or_else(procfs::boot_ns);
-    let bytes = w.bytes_written();
+    let bytes = done_bytes + w.bytes_written();
     match w.finish(stop_ts) {
-        Ok(_) => Ok(Summary { events, drops, bytes }),
+        Ok(_) => match rotate_err {
+            Some(e) => Err(e),
+            None => Ok(Summary {
+                events,
+                filtered,
+                drops: drops.total(),
+                bytes,
+                files,
+            }),
+        },
         Err(e) => {
             sh.failed.store(true, Ordering::Relaxed);
             Err(if is_enospc(&e) {
@@ -434,5 +513,37 @@ fn write_loop<W: Write>(mut t: Tracker<W>, rx: Receiver<Msg>, sh: &Shared) -> Re
                 Error::Write(e)
             })
         }
+    }
+}
+
+/// Start file number `files` of the rotation and finish the current one; returns the bytes
+/// the finished file took (up to its index).
+fn next_file<W: Write>(t: &mut Tracker<W>, out: &mut Output<W>, files: &mut u32) -> Result<u64, Error> {
+    let Some(rot) = out.rotate.as_mut() else { return Ok(0) };
+    let w = (rot.open)(*files).map_err(|e| Error::Rotate(e.to_string()))?;
+    let mut meta = out.meta.clone();
+    meta.start_ts = procfs::boot_ns();
+    meta.devices = t.devices();
+    let next = Writer::new(w, &meta, out.options.clone()).map_err(|e| Error::Rotate(e.to_string()))?;
+    let old = t.rotate(next);
+    let bytes = old.bytes_written();
+    *files += 1;
+    match old.finish(meta.start_ts) {
+        Ok(_) => Ok(bytes),
+        Err(e) if is_enospc(&e) => Err(Error::DiskFull(t.events)),
+        Err(e) => Err(Error::Write(e)),
+    }
+}
+
+/// The drop counters `d` minus those at `base` (when the current file started).
+fn since(d: &DropStats, base: &[u64]) -> DropStats {
+    DropStats {
+        ts: d.ts,
+        per_cpu: d
+            .per_cpu
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| n.saturating_sub(base.get(i).copied().unwrap_or(0)))
+            .collect(),
     }
 }

@@ -1,11 +1,18 @@
 //! The writer thread's view of the host: which process entry and which file entry is
 //! current for each pid and (pid, fd), kept up to date from the kernel's records, and the
 //! conversion of each record into table rows and [`Event`]s for the [`Writer`].
+//!
+//! Two things a plain recording does not need live here too: the record-time filter, tested on
+//! each event against these live tables (through [`Lookup`]) before it reaches the writer, and
+//! [`Tracker::rotate`], which starts a new file with every entry that is current re-emitted, so
+//! that each file of a rotation reads on its own.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
-use iocap_format::{BlockOp, Class, Event, FdType, FileEntry, ProcEntry, Writer};
+use iocap_filter::{FileView, Filter, Lookup, ProcView};
+use iocap_format::escape::escape;
+use iocap_format::{BlockOp, Class, Device, Event, FdType, FileEntry, Meta, ProcEntry, Writer};
 
 use crate::abi::{cstr, Rec};
 use crate::classify;
@@ -19,8 +26,12 @@ const AT_FDCWD: i32 = -100;
 struct Proc {
     id: u32,
     ppid: u32,
+    comm: Vec<u8>,
     exe: Vec<u8>,
     cmdline: Vec<u8>,
+    start_ts: u64,
+    /// Escaped comm, exe and cmdline, as a filter compares them (empty without a filter).
+    shown: [String; 3],
 }
 
 #[derive(Clone, Debug)]
@@ -29,6 +40,64 @@ struct File {
     kind: FdType,
     name: Vec<u8>,
     dev: u32,
+    open_ts: u64,
+    /// Escaped name, as a filter compares it (empty without a filter).
+    shown: String,
+}
+
+/// A record-time filter and what its fields are relative to (`arch`, `start_ts`).
+pub struct LiveFilter {
+    pub filter: Filter,
+    pub meta: Meta,
+}
+
+/// The tables as a filter sees them for one event: its process and file, and the devices.
+struct Live<'a> {
+    proc: Option<&'a Proc>,
+    file: Option<&'a File>,
+    devs: &'a HashMap<u32, Dev>,
+}
+
+/// A block device as found (for the header of the next file) and as a filter compares its name.
+struct Dev {
+    /// `None` for a disk /sys/block did not name: looked up once, not on every request.
+    raw: Option<Device>,
+    shown: String,
+}
+
+impl Dev {
+    fn new(d: &Device) -> Dev {
+        Dev {
+            raw: Some(d.clone()),
+            shown: escape(d.name.as_bytes()),
+        }
+    }
+}
+
+impl Lookup for Live<'_> {
+    fn lookup_proc(&self, id: u32) -> Option<ProcView<'_>> {
+        self.proc.filter(|p| p.id == id).map(|p| ProcView {
+            ppid: p.ppid,
+            name: &p.shown[0],
+            exe: &p.shown[1],
+            cmdline: &p.shown[2],
+        })
+    }
+
+    fn lookup_file(&self, id: u32) -> Option<FileView<'_>> {
+        self.file.filter(|f| f.id == id).map(|f| FileView {
+            kind: f.kind,
+            name: &f.shown,
+            dev: f.dev,
+        })
+    }
+
+    fn lookup_device(&self, dev: u32) -> Option<&str> {
+        self.devs
+            .get(&dev)
+            .filter(|d| d.raw.is_some())
+            .map(|d| d.shown.as_str())
+    }
 }
 
 /// Turns kernel records into capture rows.
@@ -39,15 +108,19 @@ pub struct Tracker<W: Write> {
     procs: HashMap<u32, Proc>,
     files: HashMap<(u32, i32), File>,
     cwds: HashMap<u32, Vec<u8>>,
-    devs: HashSet<u32>,
+    /// Every block device seen so far, by dev_t.
+    devs: HashMap<u32, Dev>,
+    filter: Option<LiveFilter>,
     /// Pids whose leader exited: forgotten at the next `tidy`, as a few records may still follow.
     exited: Vec<u32>,
     /// Events pushed so far.
     pub events: u64,
+    /// Events the filter left out.
+    pub filtered: u64,
 }
 
 impl<W: Write> Tracker<W> {
-    pub fn new(w: Writer<W>, arch: &str, devices: &[iocap_format::Device]) -> Tracker<W> {
+    pub fn new(w: Writer<W>, arch: &str, devices: &[Device], filter: Option<LiveFilter>) -> Tracker<W> {
         Tracker {
             w,
             sys: SysInfo::new(arch),
@@ -55,10 +128,82 @@ impl<W: Write> Tracker<W> {
             procs: HashMap::new(),
             files: HashMap::new(),
             cwds: HashMap::new(),
-            devs: devices.iter().map(|d| d.dev).collect(),
+            devs: devices.iter().map(|d| (d.dev, Dev::new(d))).collect(),
+            filter,
             exited: Vec::new(),
             events: 0,
+            filtered: 0,
         }
+    }
+
+    /// The escaped form a filter compares, computed only when there is a filter.
+    fn shown(&self, b: &[u8]) -> String {
+        if self.filter.is_some() {
+            escape(b)
+        } else {
+            String::new()
+        }
+    }
+
+    /// Every block device known now: the header of a new file lists them.
+    pub fn devices(&self) -> Vec<Device> {
+        let mut v: Vec<Device> = self.devs.values().filter_map(|d| d.raw.clone()).collect();
+        v.sort_by_key(|d| d.dev);
+        v
+    }
+
+    /// Continue in `w`, a writer for a new file whose header is written: every process, fd and
+    /// string that is current now is added to it, so that its events need nothing from the
+    /// files before. Returns the previous writer, for the caller to finish.
+    pub fn rotate(&mut self, w: Writer<W>) -> Writer<W> {
+        let old = std::mem::replace(&mut self.w, w);
+        let Tracker { w, procs, files, .. } = self;
+        for (&pid, p) in procs.iter_mut() {
+            let e = ProcEntry {
+                id: 0,
+                pid,
+                ppid: p.ppid,
+                name: w.intern(&p.comm),
+                exe: w.intern(&p.exe),
+                cmdline: w.intern(&p.cmdline),
+                start_ts: p.start_ts,
+            };
+            p.id = w.add_proc(e);
+        }
+        for (&(pid, fd), f) in files.iter_mut() {
+            let e = FileEntry {
+                id: 0,
+                pid,
+                fd,
+                kind: f.kind,
+                name: w.intern(&f.name),
+                dev: f.dev,
+                open_ts: f.open_ts,
+            };
+            f.id = w.add_file(e);
+        }
+        old
+    }
+
+    /// Push `e` if the filter keeps it. `file` is the fd entry `e.file` refers to; asked
+    /// before the event's own table changes (a `close` is matched by the name it closed).
+    fn keep(&self, e: &Event, file: Option<(u32, i32)>) -> bool {
+        let Some(lf) = &self.filter else { return true };
+        let live = Live {
+            proc: self.procs.get(&e.pid),
+            file: file.and_then(|k| self.files.get(&k)),
+            devs: &self.devs,
+        };
+        lf.filter.matches(e, &lf.meta, &live)
+    }
+
+    fn push(&mut self, e: &Event, keep: bool) -> Result<(), iocap_format::Error> {
+        if !keep {
+            self.filtered += 1;
+            return Ok(());
+        }
+        self.events += 1;
+        self.w.push(e)
     }
 
     pub fn writer(&mut self) -> &mut Writer<W> {
@@ -93,7 +238,19 @@ impl<W: Write> Tracker<W> {
             start_ts: ts,
         };
         let id = self.w.add_proc(e);
-        self.procs.insert(pid, Proc { id, ppid, exe, cmdline });
+        let shown = [self.shown(&comm), self.shown(&exe), self.shown(&cmdline)];
+        self.procs.insert(
+            pid,
+            Proc {
+                id,
+                ppid,
+                comm,
+                exe,
+                cmdline,
+                start_ts: ts,
+                shown,
+            },
+        );
         id
     }
 
@@ -108,7 +265,18 @@ impl<W: Write> Tracker<W> {
             open_ts: ts,
         };
         let id = self.w.add_file(e);
-        self.files.insert((pid, fd), File { id, kind, name, dev });
+        let shown = self.shown(&name);
+        self.files.insert(
+            (pid, fd),
+            File {
+                id,
+                kind,
+                name,
+                dev,
+                open_ts: ts,
+                shown,
+            },
+        );
         id
     }
 
@@ -282,25 +450,29 @@ impl<W: Write> Tracker<W> {
         if flags & BYTES != 0 && s.ret > 0 {
             e.bytes = s.ret as u64;
         }
+        let keep = self.keep(&e, (e.file != 0).then_some((s.pid, e.fd)));
         if flags & DUP != 0 && s.ret >= 0 {
             self.dup(s.pid, s.arg0, s.ret as i32, s.ts + s.lat);
         }
         if flags & CLOSE != 0 && s.ret == 0 {
             self.files.remove(&(s.pid, s.arg0));
         }
-        self.events += 1;
-        self.w.push(&e)
+        self.push(&e, keep)
     }
 
     fn blk_event(&mut self, b: &types::rec_blk) -> Result<(), iocap_format::Error> {
-        if b.dev != 0 && !self.devs.contains(&b.dev) {
+        if b.dev != 0 && !self.devs.contains_key(&b.dev) {
             // A disk that appeared while recording (losetup, hotplug): name it.
             for d in procfs::devices() {
-                if self.devs.insert(d.dev) {
+                if !self.devs.contains_key(&d.dev) {
                     self.w.add_device(&d);
+                    self.devs.insert(d.dev, Dev::new(&d));
                 }
             }
-            self.devs.insert(b.dev);
+            self.devs.entry(b.dev).or_insert(Dev {
+                raw: None,
+                shown: String::new(),
+            });
         }
         let comm = cstr(&b.comm);
         let proc = if b.has_pid != 0 {
@@ -326,8 +498,8 @@ impl<W: Write> Tracker<W> {
             op: block_op(b.op) as u8,
             flags: b.cmd_flags,
         };
-        self.events += 1;
-        self.w.push(&e)
+        let keep = self.keep(&e, None);
+        self.push(&e, keep)
     }
 }
 

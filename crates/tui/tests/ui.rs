@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use iocap_format::{
     mkdev, Class, Device, DropStats, Event, FdType, FileEntry, Meta, ProcEntry, Reader, Writer, WriterOptions,
 };
@@ -429,14 +429,79 @@ fn replay_advances_the_view() {
     let (_dir, mut app) = app(80, 24, "");
     press(&mut app, KeyCode::Char('+'));
     press(&mut app, KeyCode::Char('+'));
-    let before = app.view_start;
+    let (before, interval, rows) = (app.view_start, app.interval, app.time_cells() as u64);
     press(&mut app, KeyCode::Char(' '));
     press(&mut app, KeyCode::Char('x'));
     assert!(app.playing);
-    for _ in 0..20 {
-        app.update(Action::Tick(std::time::Duration::from_millis(50)));
-        settle(&mut app);
+    // The replay clock starts at the view's start and the view follows once the clock passes
+    // its last row: at 10×, capture time for the clock to sit half-way into the 6th row past
+    // the view's end is the view moved by 5 rows.
+    let to = |rows_past: u64| interval * (rows - 1 + rows_past) + interval / 2;
+    app.update(Action::Tick(std::time::Duration::from_nanos(to(5) / 10)));
+    settle(&mut app);
+    assert_eq!(
+        app.view_start - before,
+        5 * interval,
+        "interval {interval}, {rows} rows"
+    );
+    assert_eq!(
+        app.answer.as_ref().unwrap().grid.start(),
+        app.view_start,
+        "the scan followed"
+    );
+    app.update(Action::Tick(std::time::Duration::from_nanos(3 * interval / 10)));
+    settle(&mut app);
+    assert_eq!(app.view_start - before, 8 * interval);
+    // Pausing stops it.
+    press(&mut app, KeyCode::Char(' '));
+    app.update(Action::Tick(std::time::Duration::from_millis(50)));
+    settle(&mut app);
+    assert_eq!(app.view_start - before, 8 * interval);
+}
+
+/// A left-button mouse event at (`x`, `y`), through the viewer's own mapping.
+fn mouse(app: &mut App, kind: MouseEventKind, x: u16, y: u16) {
+    let m = MouseEvent {
+        kind,
+        column: x,
+        row: y,
+        modifiers: KeyModifiers::NONE,
+    };
+    if let Some(a) = keys::mouse(m) {
+        app.update(a);
     }
-    // 10× for 1 s of ticks: 10 s of capture, the whole file: replay stops at the end.
-    assert!(!app.playing || app.view_start > before);
+    settle(app);
+}
+
+#[test]
+fn mouse_drag_selects_a_region() {
+    let (_dir, mut app) = app(100, 30, "proc.name=postgres");
+    settle(&mut app);
+    assert_eq!(app.orientation, Orientation::Sysdig);
+    let geo = ui::spectro_geometry(&app);
+    // From the 1 ms cell on the first row to the 10 ms cell three rows down.
+    let cell = |col: usize| (0..app.lat_cells()).find(|&c| app.cell_cols(c).contains(&col)).unwrap();
+    let (c0, c1) = (cell(60), cell(70));
+    let expect = app.grid.sum(0..4, app.cell_cols(c0).start..app.cell_cols(c1).end);
+    assert!(expect > 0, "the region holds postgres's slow reads");
+    let (x0, y0) = (geo.plot.x + c0 as u16, geo.plot.y);
+    let (x1, y1) = (geo.plot.x + c1 as u16, geo.plot.y + 3);
+    mouse(&mut app, MouseEventKind::Down(MouseButton::Left), x0, y0);
+    mouse(&mut app, MouseEventKind::Drag(MouseButton::Left), x0 + 1, y0 + 1);
+    mouse(&mut app, MouseEventKind::Drag(MouseButton::Left), x1, y1);
+    assert_eq!(
+        app.filter, "proc.name=postgres",
+        "nothing applied before the button is released"
+    );
+    mouse(&mut app, MouseEventKind::Up(MouseButton::Left), x1, y1);
+    let f = app.filter.clone();
+    assert!(
+        f.starts_with("(proc.name=postgres) and evt.time>=0ns and evt.time<"),
+        "{f}"
+    );
+    assert!(f.contains(" and latency>=") && f.contains(" and latency<"), "{f}");
+    assert_eq!(app.answer.as_ref().unwrap().matched, expect, "{f}");
+    // Undo gives the previous filter back.
+    press(&mut app, KeyCode::Char('u'));
+    assert_eq!(app.filter, "proc.name=postgres");
 }
