@@ -505,3 +505,25 @@ fn mouse_drag_selects_a_region() {
     press(&mut app, KeyCode::Char('u'));
     assert_eq!(app.filter, "proc.name=postgres");
 }
+
+#[test]
+fn latency_axis_keeps_the_unit_decades() {
+    for (w, h) in [(80, 24), (110, 30), (120, 40), (200, 50)] {
+        let (_dir, mut app) = app(w, h, "");
+        settle(&mut app);
+        let geo = ui::spectro_geometry(&app);
+        let buf = draw(&app);
+        let line: String = (geo.plot.x..geo.plot.right() + 1)
+            .map(|x| buf[(x, geo.plot.y - 1)].symbol().to_string())
+            .collect();
+        for unit in ["1ns ", "1µs ", "1ms ", "1s "] {
+            assert!(line.contains(unit), "{w}x{h}: no {unit:?} in {line:?}");
+        }
+        // Every label stands alone: at least one blank between neighbours.
+        let labels: Vec<&str> = line.split_whitespace().collect();
+        assert!(labels.len() >= 4, "{w}x{h}: {line:?}");
+        if geo.lat_cells >= 100 {
+            assert_eq!(labels.len(), 11, "{w}x{h}: every decade fits: {line:?}");
+        }
+    }
+}

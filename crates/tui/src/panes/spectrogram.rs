@@ -100,21 +100,28 @@ fn decade_cell(d: usize, cells: usize) -> usize {
 fn sysdig_axes(app: &App, geo: &Geometry, buf: &mut Buffer) {
     let p = geo.plot;
     let dim = app.theme.dim();
-    // Latency labels over the plot, at each decade that has room.
-    let mut next_free = 0usize;
-    for d in 0..=COLS / COLS_PER_DECADE {
+    // Latency labels over the plot, at each decade that has room. Where they crowd, the unit
+    // changes (1ns, 1µs, 1ms, 1s) go first, then the tens, then the hundreds, so a narrow plot
+    // drops `100ns` rather than `1µs`.
+    let width = geo.lat_cells + 1;
+    let mut taken = vec![false; width + 1];
+    let mut decades: Vec<usize> = (0..=COLS / COLS_PER_DECADE).collect();
+    decades.sort_by_key(|d| (d % 3, *d));
+    for d in decades {
         let c = decade_cell(d, geo.lat_cells);
-        let label = units::dur_tick(spectro::column_range(d * COLS_PER_DECADE).0.max(1));
         let label = if d * COLS_PER_DECADE >= COLS {
             "10s+".to_owned()
         } else {
-            label
+            units::dur_tick(spectro::column_range(d * COLS_PER_DECADE).0.max(1))
         };
-        if c < next_free || c + label.chars().count() > geo.lat_cells + 1 {
+        let w = label.chars().count();
+        // The label and one blank after it (none needed at the right edge).
+        let span = c..(c + w + 1).min(width + 1);
+        if c + w > width || taken[span.clone()].iter().any(|&t| t) || (c > 0 && taken[c - 1]) {
             continue;
         }
+        taken[span].iter_mut().for_each(|t| *t = true);
         buf.set_string(p.x + c as u16, p.y - 1, &label, dim);
-        next_free = c + label.chars().count() + 1;
     }
     // Time labels left of every few rows, and a drop mark on rows that lost events.
     let every = (geo.time_cells / 4).max(1);
