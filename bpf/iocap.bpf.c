@@ -5,9 +5,10 @@
  * needs to name them. Tracepoints only (tp_btf): kprobes need not exist.
  *
  * The syscall path is the hot one (millions per second): a task-local storage
- * slot holds the enter time and first arguments, and the exit program reserves one
- * 40-byte record in the ring buffer without waking the consumer (it polls). A
- * failed reserve is counted per CPU, never silently lost.
+ * slot holds the enter time and first arguments (and, when filtering by pid, whether
+ * the thread is traced, so the pid hash is not looked up on every call), and the exit
+ * program reserves one 32-byte record in the ring buffer without waking the consumer
+ * (it polls). A failed reserve is counted per CPU, never silently lost.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -54,6 +55,23 @@ const volatile __u64 min_latency = 0;
 #define NR_pidfd_open 434
 #define NR_openat2 437
 
+/* The syscalls above as a bitmap indexed by nr: one load and a shift on every exit. */
+#define FD_BIT(nr, w) ((nr) / 64 == (w) ? 1ULL << ((nr) % 64) : 0)
+#define FD_WORD(w)                                                                                        \
+	(FD_BIT(NR_open, w) | FD_BIT(NR_pipe, w) | FD_BIT(NR_socket, w) | FD_BIT(NR_connect, w) |        \
+	 FD_BIT(NR_accept, w) | FD_BIT(NR_socketpair, w) | FD_BIT(NR_fcntl, w) | FD_BIT(NR_creat, w) |  \
+	 FD_BIT(NR_epoll_create, w) | FD_BIT(NR_inotify_init, w) | FD_BIT(NR_openat, w) |                \
+	 FD_BIT(NR_signalfd, w) | FD_BIT(NR_timerfd_create, w) | FD_BIT(NR_eventfd, w) |                 \
+	 FD_BIT(NR_accept4, w) | FD_BIT(NR_signalfd4, w) | FD_BIT(NR_eventfd2, w) |                      \
+	 FD_BIT(NR_epoll_create1, w) | FD_BIT(NR_pipe2, w) | FD_BIT(NR_inotify_init1, w) |               \
+	 FD_BIT(NR_perf_event_open, w) | FD_BIT(NR_fanotify_init, w) | FD_BIT(NR_memfd_create, w) |      \
+	 FD_BIT(NR_userfaultfd, w) | FD_BIT(NR_io_uring_setup, w) | FD_BIT(NR_pidfd_open, w) |           \
+	 FD_BIT(NR_openat2, w))
+#define FD_NR_WORDS 8
+static const __u64 fd_nrs[FD_NR_WORDS] = {
+	FD_WORD(0), FD_WORD(1), FD_WORD(2), FD_WORD(3), FD_WORD(4), FD_WORD(5), FD_WORD(6), FD_WORD(7),
+};
+
 #define F_DUPFD 0
 #define F_DUPFD_CLOEXEC 1030
 #define AF_UNIX 1
@@ -81,13 +99,26 @@ struct {
 	__type(value, __u8);
 } pids SEC(".maps");
 
+/*
+ * Bumped by userspace each time it adds a pid to `pids`, so that threads which cached
+ * "not traced" look again (fork adds children before they run: no bump needed).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} pids_gen SEC(".maps");
+
 /* Per thread: the syscall in flight. */
 struct tctx {
-	__u64 ts;
+	__u64 ts; /* enter time; 0 when no traced syscall is in flight */
 	__s64 arg0;
 	__u64 arg1;
 	__u32 nr;
-	__u32 pad;
+	__u32 gen; /* with filter_pids: pids_gen + 1 when `traced` was decided (0: never) */
+	__u8 traced;
+	__u8 pad[7];
 };
 
 struct {
@@ -155,16 +186,31 @@ static __always_inline bool is_open(__u32 nr)
 	return nr == NR_openat || nr == NR_open || nr == NR_creat || nr == NR_openat2;
 }
 
+/* With filter_pids: whether this thread is traced, from its storage unless a pid was added since. */
+static __always_inline bool traced_cached(struct tctx *c, __u32 tgid)
+{
+	__u32 zero = 0, *gen = bpf_map_lookup_elem(&pids_gen, &zero);
+	__u32 g = gen ? *gen + 1 : 1;
+
+	if (c->gen != g) {
+		c->traced = traced(tgid);
+		c->gen = g;
+	}
+	return c->traced;
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct tctx *c;
 
-	if (!traced(pid_tgid >> 32))
+	if ((__u32)(pid_tgid >> 32) == self_tgid)
 		return 0;
 	c = bpf_task_storage_get(&tstore, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!c)
+		return 0;
+	if (filter_pids && !traced_cached(c, pid_tgid >> 32))
 		return 0;
 	c->nr = id;
 	c->arg0 = regs->di;
@@ -355,46 +401,74 @@ static __noinline int fd_changes(struct tctx *c, long ret, __u64 ts)
 	return 0;
 }
 
+/* The wide record, for the rare syscall whose latency or return value does not fit 32 bits. */
+static __noinline int emit_sys_wide(__u32 nr, __s64 arg0, __u64 ts, __u64 lat, long ret)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct rec_sys *e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
+
+	if (!e) {
+		count_drop();
+		return 0;
+	}
+	e->kind = REC_SYS;
+	e->nr = nr;
+	e->tid = pid_tgid;
+	e->pid = pid_tgid >> 32;
+	e->arg0 = arg0;
+	e->ts = ts;
+	e->lat = lat;
+	e->ret = ret;
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	return 0;
+}
+
 SEC("tp_btf/sys_exit")
 int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 {
-	__u64 now = bpf_ktime_get_boot_ns();
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	struct rec_sys *e;
+	/*
+	 * Every thread but ours is traced without a pid filter: read the clock first, so the
+	 * lookup below is not charged to the syscall. With one, most threads are not traced:
+	 * do not make them pay for the clock.
+	 */
+	__u64 now = filter_pids ? 0 : bpf_ktime_get_boot_ns();
+	struct rec_sys32 *e;
 	struct tctx *c;
-	__u64 ts;
+	__u64 ts, lat;
+	__u32 nr;
 
-	if (!traced(pid_tgid >> 32))
-		return 0;
+	/* A thread has ts set only if sys_enter traced it: no pid check needed here. */
 	c = bpf_task_storage_get(&tstore, bpf_get_current_task_btf(), 0, 0);
 	if (!c || !c->ts)
 		return 0;
+	if (filter_pids)
+		now = bpf_ktime_get_boot_ns();
 	ts = c->ts;
 	c->ts = 0;
+	nr = c->nr;
 	/* Table changes first: userspace must know a new fd before the event that returned it. */
-	if (c->nr == NR_openat || c->nr == NR_open || c->nr == NR_socket || c->nr == NR_connect ||
-	    c->nr == NR_accept || c->nr == NR_accept4 || c->nr == NR_pipe || c->nr == NR_pipe2 ||
-	    c->nr == NR_socketpair || c->nr == NR_fcntl || c->nr == NR_creat || c->nr == NR_openat2 ||
-	    (c->nr >= NR_signalfd && c->nr <= NR_fanotify_init) || c->nr == NR_epoll_create ||
-	    c->nr == NR_inotify_init || c->nr == NR_memfd_create || c->nr == NR_userfaultfd ||
-	    c->nr == NR_io_uring_setup || c->nr == NR_pidfd_open)
+	if (nr < FD_NR_WORDS * 64 && (fd_nrs[nr / 64] >> (nr % 64)) & 1)
 		fd_changes(c, ret, ts);
-	if (want_sys && now - ts >= min_latency) {
-		e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
-		if (e) {
-			e->kind = REC_SYS;
-			e->nr = c->nr;
-			e->tid = pid_tgid;
-			e->pid = pid_tgid >> 32;
-			e->arg0 = c->arg0;
-			e->ts = ts;
-			e->lat = now - ts;
-			e->ret = ret;
-			bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
-		} else {
-			count_drop();
-		}
+	lat = now - ts;
+	if (!want_sys || lat < min_latency)
+		return 0;
+	if (lat >> 32 || ret != (__s32)ret)
+		return emit_sys_wide(nr, c->arg0, ts, lat, ret);
+	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
+	if (!e) {
+		count_drop();
+		return 0;
 	}
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	e->kind = REC_SYS32;
+	e->nr = nr;
+	e->tid = pid_tgid;
+	e->pid = pid_tgid >> 32;
+	e->arg0 = c->arg0;
+	e->ts = ts;
+	e->lat = lat;
+	e->ret = ret;
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	return 0;
 }
 
@@ -616,6 +690,7 @@ int BPF_PROG(blk_complete, struct request *rq, blk_status_t error, unsigned int 
 
 /* Dummy instances so the skeleton generator emits these types for Rust. */
 struct rec_sys _rec_sys = {};
+struct rec_sys32 _rec_sys32 = {};
 struct rec_blk _rec_blk = {};
 struct rec_fork _rec_fork = {};
 struct rec_exec _rec_exec = {};

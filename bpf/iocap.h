@@ -18,6 +18,7 @@ enum rec_kind {
 	REC_COMM = 6,
 	REC_FD = 7,
 	REC_DUP = 8,
+	REC_SYS32 = 9,
 };
 
 #define COMM_LEN 16
@@ -25,7 +26,22 @@ enum rec_kind {
 #define ARGS_LEN 256
 #define DNAME_LEN 32
 
-/* One completed syscall (40 bytes: the hot path). */
+/*
+ * One completed syscall, the hot path: 32 bytes (40 in the ring with its header) when the
+ * latency fits 32 bits (under 4.29 s) and the return value fits 32 bits, as nearly all do.
+ */
+struct rec_sys32 {
+	__u16 kind; /* REC_SYS32 */
+	__u16 nr;
+	__u32 tid;
+	__u32 pid;
+	__s32 arg0; /* as in rec_sys */
+	__u64 ts;
+	__u32 lat;
+	__s32 ret;
+};
+
+/* One completed syscall whose latency or return value (mmap's address, ...) needs 64 bits. */
 struct rec_sys {
 	__u16 kind;
 	__u16 nr;

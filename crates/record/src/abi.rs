@@ -9,6 +9,7 @@ use crate::skel::types;
 /// One record from the kernel.
 #[derive(Clone, Debug)]
 pub enum Rec {
+    /// Both the 32-byte hot record (`rec_sys32`) and the wide one decode to the wide form.
     Sys(types::rec_sys),
     Blk(types::rec_blk),
     Fork(types::rec_fork),
@@ -27,6 +28,7 @@ pub const REC_EXIT: u16 = 5;
 pub const REC_COMM: u16 = 6;
 pub const REC_FD: u16 = 7;
 pub const REC_DUP: u16 = 8;
+pub const REC_SYS32: u16 = 9;
 
 /// Types that may be read from any bytes: `#[repr(C)]` structs of integers and arrays only.
 ///
@@ -35,6 +37,8 @@ pub const REC_DUP: u16 = 8;
 unsafe trait Pod: Copy {}
 // SAFETY: these generated structs hold only integers and integer arrays (see bpf/iocap.h).
 unsafe impl Pod for types::rec_sys {}
+// SAFETY: as above.
+unsafe impl Pod for types::rec_sys32 {}
 // SAFETY: as above.
 unsafe impl Pod for types::rec_blk {}
 // SAFETY: as above.
@@ -61,6 +65,18 @@ pub fn decode(b: &[u8]) -> Option<Rec> {
     let kind = u16::from_ne_bytes([*b.first()?, *b.get(1)?]);
     match kind {
         REC_SYS => read(b).map(Rec::Sys),
+        REC_SYS32 => read::<types::rec_sys32>(b).map(|s| {
+            Rec::Sys(types::rec_sys {
+                kind: REC_SYS,
+                nr: s.nr,
+                tid: s.tid,
+                pid: s.pid,
+                arg0: s.arg0,
+                ts: s.ts,
+                lat: u64::from(s.lat),
+                ret: i64::from(s.ret),
+            })
+        }),
         REC_BLK => read(b).map(Rec::Blk),
         REC_FORK => read(b).map(Rec::Fork),
         REC_EXEC => read(b).map(|r| Rec::Exec(Box::new(r))),
@@ -113,6 +129,41 @@ mod tests {
             }
             other => panic!("decoded {other:?}"),
         }
+    }
+
+    #[test]
+    fn sys32_record_widens() {
+        let r = types::rec_sys32 {
+            kind: REC_SYS32,
+            nr: 0,
+            tid: 9,
+            pid: 8,
+            arg0: -1,
+            ts: u64::MAX - 1,
+            lat: u32::MAX,
+            ret: i32::MIN,
+        };
+        let b = bytes_of(&r);
+        assert_eq!(b.len(), 32, "the hot record must stay 32 bytes");
+        match decode(&b) {
+            Some(Rec::Sys(s)) => {
+                assert_eq!(
+                    (s.kind, s.nr, s.tid, s.pid, s.arg0, s.ts, s.lat, s.ret),
+                    (
+                        REC_SYS,
+                        0,
+                        9,
+                        8,
+                        -1,
+                        u64::MAX - 1,
+                        u64::from(u32::MAX),
+                        i64::from(i32::MIN)
+                    )
+                );
+            }
+            other => panic!("decoded {other:?}"),
+        }
+        assert!(decode(&b[..31]).is_none());
     }
 
     #[test]

@@ -248,11 +248,20 @@ impl Recorder {
 
     /// Trace `pid` too (with pid filtering on).
     pub fn add_pid(&self, pid: u32) -> Result<(), Error> {
-        self.skel
-            .maps
-            .pids
+        let err = |e: libbpf_rs::Error| Error::Bpf(format!("adding pid {pid}: {e}"));
+        let maps = &self.skel.maps;
+        maps.pids
             .update(&pid.to_ne_bytes(), &[1u8], MapFlags::ANY)
-            .map_err(|e| Error::Bpf(format!("adding pid {pid}: {e}")))
+            .map_err(err)?;
+        // Threads cache whether they are traced: a new generation makes them look again.
+        let key = 0u32.to_ne_bytes();
+        let gen = match maps.pids_gen.lookup(&key, MapFlags::ANY).map_err(err)? {
+            Some(v) => v.get(..4).and_then(|b| b.try_into().ok()).map_or(0, u32::from_ne_bytes),
+            None => 0,
+        };
+        maps.pids_gen
+            .update(&key, &gen.wrapping_add(1).to_ne_bytes(), MapFlags::ANY)
+            .map_err(err)
     }
 
     fn drops(&self) -> DropStats {
