@@ -16,7 +16,7 @@ use iocap_analysis::spectro::{column_range, shade, COLS, COLS_PER_DECADE};
 use iocap_analysis::units::{fmt_ns, parse_duration};
 use iocap_analysis::{scan, Spectrogram};
 use iocap_filter::fields;
-use iocap_format::{Col, ColSet};
+use iocap_format::ColSet;
 
 use crate::events::{canonical_fields, event_json};
 use crate::{report, UsageError};
@@ -118,13 +118,27 @@ fn create_beside(target: &Path) -> anyhow::Result<(PathBuf, File)> {
 fn write_jsonl(out: &mut dyn Write, input: &report::Input) -> anyhow::Result<()> {
     let r = &input.reader;
     let keys = canonical_fields();
+    write_lines(out, input, |line, e| {
+        let v = event_json(&keys, e, r.meta(), r.tables());
+        // Serializing a Value to a String cannot fail.
+        line.push_str(&v.to_string());
+    })
+}
+
+/// Write one line per matching event, as `fill` renders it; stops at the first write error
+/// (a closed pipe, a full disk) and returns it.
+fn write_lines(
+    out: &mut dyn Write,
+    input: &report::Input,
+    mut fill: impl FnMut(&mut String, &iocap_format::Event),
+) -> anyhow::Result<()> {
     let mut err = None;
-    scan::for_each_match(r, &input.filter, ColSet::ALL, |cols, i| {
-        let v = event_json(&keys, &cols.event(i), r.meta(), r.tables());
-        match serde_json::to_writer(&mut *out, &v)
-            .map_err(std::io::Error::from)
-            .and_then(|()| writeln!(out))
-        {
+    let mut line = String::new();
+    scan::for_each_match(&input.reader, &input.filter, ColSet::ALL, |cols, i| {
+        line.clear();
+        fill(&mut line, &cols.event(i));
+        line.push('\n');
+        match out.write_all(line.as_bytes()) {
             Ok(()) => ControlFlow::Continue(()),
             Err(e) => {
                 err = Some(e);
@@ -149,27 +163,14 @@ fn write_csv(out: &mut dyn Write, input: &report::Input) -> anyhow::Result<()> {
     let keys = canonical_fields();
     let header: Vec<&str> = keys.iter().map(|f| f.name).collect();
     writeln!(out, "{}", header.join(","))?;
-    let mut err = None;
-    let mut line = String::new();
-    scan::for_each_match(r, &input.filter, ColSet::ALL, |cols, i| {
-        let e = cols.event(i);
-        line.clear();
+    write_lines(out, input, |line, e| {
         for (k, f) in keys.iter().enumerate() {
             if k > 0 {
                 line.push(',');
             }
-            line.push_str(&csv_field(&fields::value(f, &e, r.meta(), r.tables()).to_string()));
+            line.push_str(&csv_field(&fields::value(f, e, r.meta(), r.tables()).to_string()));
         }
-        line.push('\n');
-        match out.write_all(line.as_bytes()) {
-            Ok(()) => ControlFlow::Continue(()),
-            Err(e) => {
-                err = Some(e);
-                ControlFlow::Break(())
-            }
-        }
-    })?;
-    err.map_or(Ok(()), |e| Err(e.into()))
+    })
 }
 
 /// Text for an SVG text node or attribute.
@@ -243,17 +244,7 @@ fn write_svg(out: &mut dyn Write, input: &report::Input, interval: Option<u64>, 
         ))
         .into());
     }
-    let (sp, stats) = scan::scan(
-        r,
-        &input.filter,
-        ColSet::NONE.with(Col::Ts).with(Col::Latency),
-        report::threads(r),
-        || Spectrogram::covering(start, end, interval),
-        |sp: &mut Spectrogram, c, bits| bits.iter_ones().for_each(|i| sp.add(c.ts[i], c.latency[i])),
-        |a, b| {
-            a.merge(&b);
-        },
-    )?;
+    let (sp, stats) = report::spectrogram(input, start, end, interval)?;
     let svg = render_svg(&sp, cols, file, &input.src, stats.matched);
     out.write_all(svg.as_bytes())?;
     Ok(())

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use iocap_analysis::scan::{self, ScanStats};
 use iocap_analysis::units::{fmt_bytes, fmt_ns};
-use iocap_analysis::{GroupBy, LatencyHist};
+use iocap_analysis::{GroupBy, LatencyHist, Spectrogram};
 use iocap_filter::fields::{self, FieldInfo};
 use iocap_filter::{Compiled, Filter};
 use iocap_format::{log2_bucket_range, Col, ColSet, Reader};
@@ -70,6 +70,23 @@ pub fn field_arg(name: &str) -> anyhow::Result<&'static FieldInfo> {
 /// Threads for a scan: at most two, the machine's share.
 pub fn threads(r: &Reader) -> usize {
     scan::default_threads(r.chunks().len()).min(2)
+}
+
+/// The matching events binned into a spectrogram over `[start, end)` with rows of `interval` ns:
+/// what `iocap spectrogram` prints and `export --format svg` draws.
+pub fn spectrogram(input: &Input, start: u64, end: u64, interval: u64) -> anyhow::Result<(Spectrogram, ScanStats)> {
+    let r = &input.reader;
+    Ok(scan::scan(
+        r,
+        &input.filter,
+        ColSet::NONE.with(Col::Ts).with(Col::Latency),
+        threads(r),
+        || Spectrogram::covering(start, end, interval),
+        |sp: &mut Spectrogram, c, bits| bits.iter_ones().for_each(|i| sp.add(c.ts[i], c.latency[i])),
+        |a, b| {
+            a.merge(&b);
+        },
+    )?)
 }
 
 /// What `report` accumulates per thread.

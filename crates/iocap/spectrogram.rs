@@ -8,7 +8,6 @@ use std::path::PathBuf;
 use iocap_analysis::spectro::{shade, COLS, COLS_PER_DECADE};
 use iocap_analysis::units::parse_duration;
 use iocap_analysis::{scan, Spectrogram};
-use iocap_format::{Col, ColSet};
 
 use crate::{report, UsageError};
 
@@ -53,17 +52,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ))
         .into());
     }
-    let (sp, _) = scan::scan(
-        r,
-        &input.filter,
-        ColSet::NONE.with(Col::Ts).with(Col::Latency),
-        report::threads(r),
-        || Spectrogram::covering(start, end, interval),
-        |sp: &mut Spectrogram, c, bits| bits.iter_ones().for_each(|i| sp.add(c.ts[i], c.latency[i])),
-        |a, b| {
-            a.merge(&b);
-        },
-    )?;
+    let (sp, _) = report::spectrogram(&input, start, end, interval)?;
     let color = match args.color {
         Color::Always => true,
         Color::Never => false,
