@@ -202,22 +202,24 @@ static __always_inline bool traced_cached(struct tctx *c, __u32 tgid)
 SEC("tp_btf/sys_enter")
 int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	/* The ids are read from the task (the verifier inlines this helper), not by another call. */
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tgid = task->tgid;
 	struct tctx *c;
 
-	if ((__u32)(pid_tgid >> 32) == self_tgid)
+	if (tgid == self_tgid)
 		return 0;
-	c = bpf_task_storage_get(&tstore, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	c = bpf_task_storage_get(&tstore, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!c)
 		return 0;
-	if (filter_pids && !traced_cached(c, pid_tgid >> 32))
+	if (filter_pids && !traced_cached(c, tgid))
 		return 0;
 	c->nr = id;
 	c->arg0 = regs->di;
 	/* socketpair's int sv[2] is its fourth argument; everything else needs at most the second. */
 	c->arg1 = id == NR_socketpair ? regs->r10 : regs->si;
 	if (is_open(id)) {
-		__u32 zero = 0, tid = pid_tgid;
+		__u32 zero = 0, tid = task->pid;
 		struct open_arg *a = bpf_map_lookup_elem(&scratch, &zero);
 		const char *up = (id == NR_open || id == NR_creat) ? (const char *)regs->di : (const char *)regs->si;
 		if (a) {
@@ -226,8 +228,12 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 			bpf_map_update_elem(&opening, &tid, a, BPF_ANY);
 		}
 	}
-	/* Last, so the time spent above is not charged to the syscall. */
-	c->ts = bpf_ktime_get_boot_ns();
+	/*
+	 * Last, so the time spent above is not charged to the syscall. CLOCK_MONOTONIC, not
+	 * BOOTTIME: a cheaper helper on this hot path; the poller adds the boot offset
+	 * (abi::to_boottime) to the records stamped with it (rec_sys, rec_sys32, rec_fd).
+	 */
+	c->ts = bpf_ktime_get_ns();
 	return 0;
 }
 
@@ -427,22 +433,24 @@ SEC("tp_btf/sys_exit")
 int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 {
 	/*
-	 * Every thread but ours is traced without a pid filter: read the clock first, so the
+	 * Every thread but ours is traced without a pid filter: read the clock (MONOTONIC, as
+	 * at enter) first, so the
 	 * lookup below is not charged to the syscall. With one, most threads are not traced:
 	 * do not make them pay for the clock.
 	 */
-	__u64 now = filter_pids ? 0 : bpf_ktime_get_boot_ns();
+	__u64 now = filter_pids ? 0 : bpf_ktime_get_ns();
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct rec_sys32 *e;
 	struct tctx *c;
 	__u64 ts, lat;
 	__u32 nr;
 
 	/* A thread has ts set only if sys_enter traced it: no pid check needed here. */
-	c = bpf_task_storage_get(&tstore, bpf_get_current_task_btf(), 0, 0);
+	c = bpf_task_storage_get(&tstore, task, 0, 0);
 	if (!c || !c->ts)
 		return 0;
 	if (filter_pids)
-		now = bpf_ktime_get_boot_ns();
+		now = bpf_ktime_get_ns();
 	ts = c->ts;
 	c->ts = 0;
 	nr = c->nr;
@@ -459,11 +467,10 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		count_drop();
 		return 0;
 	}
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	e->kind = REC_SYS32;
 	e->nr = nr;
-	e->tid = pid_tgid;
-	e->pid = pid_tgid >> 32;
+	e->tid = task->pid;
+	e->pid = task->tgid;
 	e->arg0 = c->arg0;
 	e->ts = ts;
 	e->lat = lat;

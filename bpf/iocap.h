@@ -36,7 +36,7 @@ struct rec_sys32 {
 	__u32 tid;
 	__u32 pid;
 	__s32 arg0; /* as in rec_sys */
-	__u64 ts;
+	__u64 ts;   /* as in rec_sys */
 	__u32 lat;
 	__s32 ret;
 };
@@ -48,7 +48,7 @@ struct rec_sys {
 	__u32 tid;
 	__u32 pid;
 	__s32 arg0; /* the first argument, truncated: the fd for syscalls taking one */
-	__u64 ts;   /* enter, ns of CLOCK_BOOTTIME */
+	__u64 ts;   /* enter, ns of CLOCK_MONOTONIC in the ring, BOOTTIME once the poller has read it */
 	__u64 lat;  /* exit - enter */
 	__s64 ret;
 };
@@ -113,7 +113,7 @@ struct rec_fd {
 	__u32 pid;
 	__s32 fd;
 	__s32 dirfd;  /* openat's dirfd, for resolving a relative path */
-	__u64 ts;
+	__u64 ts;     /* the syscall's enter: CLOCK_MONOTONIC, as in rec_sys */
 	__u32 mode;   /* inode i_mode, 0 when the file could not be read */
 	__u32 magic;  /* the inode's superblock magic (anon inodes, pidfs, ...) */
 	__u32 sdev;   /* the superblock's dev_t */

@@ -88,6 +88,27 @@ pub fn decode(b: &[u8]) -> Option<Rec> {
     }
 }
 
+/// Move a record stamped with CLOCK_MONOTONIC in the kernel (the syscall path: `rec_sys`,
+/// `rec_sys32`, `rec_fd`; the cheaper clock helper there) to CLOCK_BOOTTIME, in place, by adding
+/// `offset` (BOOTTIME - MONOTONIC, sampled by the poller when it reads the record: it only moves
+/// across a suspend). Other kinds, and records too short to hold their time, are left alone.
+pub fn to_boottime(rec: &mut [u8], offset: u64) {
+    let kind = match rec.get(..2) {
+        Some(k) => u16::from_ne_bytes([k[0], k[1]]),
+        None => return,
+    };
+    let at = match kind {
+        REC_SYS => std::mem::offset_of!(types::rec_sys, ts),
+        REC_SYS32 => std::mem::offset_of!(types::rec_sys32, ts),
+        REC_FD => std::mem::offset_of!(types::rec_fd, ts),
+        _ => return,
+    };
+    if let Some(ts) = rec.get_mut(at..at + 8) {
+        let mono = u64::from_ne_bytes([ts[0], ts[1], ts[2], ts[3], ts[4], ts[5], ts[6], ts[7]]);
+        ts.copy_from_slice(&mono.wrapping_add(offset).to_ne_bytes());
+    }
+}
+
 /// The bytes of a C string field up to its first NUL.
 pub fn cstr(field: &[i8]) -> &[u8] {
     // SAFETY: i8 and u8 have the same size and alignment; any bit pattern is valid for both.
@@ -164,6 +185,49 @@ mod tests {
             other => panic!("decoded {other:?}"),
         }
         assert!(decode(&b[..31]).is_none());
+    }
+
+    #[test]
+    fn monotonic_records_move_to_boottime_and_others_stay() {
+        let sys = types::rec_sys32 {
+            kind: REC_SYS32,
+            ts: 1_000,
+            lat: 7,
+            ..Default::default()
+        };
+        let mut b = bytes_of(&sys);
+        to_boottime(&mut b, 500);
+        match decode(&b) {
+            Some(Rec::Sys(s)) => assert_eq!((s.ts, s.lat), (1_500, 7)),
+            other => panic!("decoded {other:?}"),
+        }
+        let fd = types::rec_fd {
+            kind: REC_FD,
+            ts: 10,
+            fd: 3,
+            ..Default::default()
+        };
+        let mut b = bytes_of(&fd);
+        to_boottime(&mut b, 5);
+        match decode(&b) {
+            Some(Rec::Fd(f)) => assert_eq!((f.ts, f.fd), (15, 3)),
+            other => panic!("decoded {other:?}"),
+        }
+        // Stamped with BOOTTIME in the kernel already: untouched.
+        let fork = types::rec_fork {
+            kind: REC_FORK,
+            ts: 10,
+            ..Default::default()
+        };
+        let mut b = bytes_of(&fork);
+        to_boottime(&mut b, 5);
+        assert_eq!(b, bytes_of(&fork));
+        // Too short to hold the time: no panic, no change.
+        let mut short = bytes_of(&sys)[..20].to_vec();
+        let copy = short.clone();
+        to_boottime(&mut short, 5);
+        assert_eq!(short, copy);
+        to_boottime(&mut [], 5);
     }
 
     #[test]

@@ -215,6 +215,15 @@ pub fn boot_ns() -> u64 {
     clock_ns(libc::CLOCK_BOOTTIME) as u64
 }
 
+/// CLOCK_BOOTTIME - CLOCK_MONOTONIC now: the time spent suspended since boot.
+pub fn boot_offset_ns() -> u64 {
+    // MONOTONIC read between two BOOTTIME reads: their middle is the same instant.
+    let b1 = clock_ns(libc::CLOCK_BOOTTIME);
+    let mono = clock_ns(libc::CLOCK_MONOTONIC);
+    let b2 = clock_ns(libc::CLOCK_BOOTTIME);
+    ((b1 + b2) / 2 - mono).max(0) as u64
+}
+
 fn clock_ns(clock: libc::clockid_t) -> i128 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: ts is a valid out pointer; clock_gettime writes it and nothing else.

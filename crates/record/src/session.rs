@@ -1,7 +1,7 @@
 //! Loading and attaching the BPF programs, and the recording loop: a poller on the caller's
 //! thread, a writer thread that owns the capture [`Writer`].
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::io::Write;
 use std::mem::MaybeUninit;
 use std::path::Path;
@@ -308,10 +308,15 @@ impl Recorder {
         let batch = Rc::new(RefCell::new(Vec::<u8>::with_capacity(BATCH)));
         let mut rbb = RingBufferBuilder::new();
         let b2 = Rc::clone(&batch);
+        // The syscall path stamps CLOCK_MONOTONIC (cheaper in the kernel); refreshed every poll.
+        let boot_offset = Rc::new(Cell::new(procfs::boot_offset_ns()));
+        let off = Rc::clone(&boot_offset);
         rbb.add(&self.skel.maps.rb, move |data: &[u8]| {
             let mut b = b2.borrow_mut();
             b.extend_from_slice(&(data.len() as u32).to_ne_bytes());
+            let start = b.len();
             b.extend_from_slice(data);
+            abi::to_boottime(&mut b[start..], off.get());
             0
         })
         .map_err(|e| Error::Bpf(format!("ring buffer: {e}")))?;
@@ -324,6 +329,7 @@ impl Recorder {
         loop {
             let stopping = stop() || shared.failed.load(Ordering::Relaxed);
             // Consume until the ring is empty or the batch is full, then hand it over.
+            boot_offset.set(procfs::boot_offset_ns());
             loop {
                 let _ = rb.consume();
                 let full = batch.borrow().len() >= BATCH;
