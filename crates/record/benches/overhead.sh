@@ -4,7 +4,8 @@
 # `perf record -e 'raw_syscalls:*'` and under `strace -f`; a 4 KiB pread() loop untraced and under
 # `iocap record -c`; and a sustained run of S syscalls (much more than the ring holds, so a consumer
 # that falls behind shows as drops) giving events/s written to the file. Prints ns/syscall and the
-# ratio to untraced (the median of R runs each), iocap's event and drop counts and bytes/event.
+# ratio to untraced (the median of R runs each), iocap's event and drop counts and bytes/event
+# (of the loops, and of a small mixed real workload).
 # Run as root from the workspace after `cargo build --release`:
 #   sh crates/record/benches/overhead.sh
 # N (loop count), R (repeats), S (sustained loop count) and IOCAP (binary) override the defaults.
@@ -97,6 +98,10 @@ pbase=$(median "$T/loop" p "$N" "$T/data")
 row "untraced pread 4 KiB" "$pbase" "$pbase"
 row "iocap record -c, pread 4 KiB" "$(median iocap_c p "$N" "$T/data")" "$pbase"
 facts "$T/c.cap"
+# bytes/event of a mixed real workload (metadata walk, buffered writes with fsync, reads back).
+"$IOCAP" record -w "$T/w.cap" -c "find /usr/share -maxdepth 3 >/dev/null; dd if=/dev/zero of=$T/f bs=64k count=300 conv=fsync status=none; cat $T/f >/dev/null" 2>/dev/null
+echo "real workload (find, dd, cat):"
+facts "$T/w.cap"
 # Sustained: S reads in one run; events/s = one event per syscall over the loop's time.
 ns=$(iocap_c r "$S")
 awk -v ns="$ns" -v s="$S" 'BEGIN { printf "sustained, iocap record -c, %d reads: %.2f M events/s\n", s, 1e3 / ns }'
