@@ -423,12 +423,14 @@ fn rotation_ring_keeps_at_most_w_files() {
     }
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("ring.cap");
+    // A file ends at the first chunk or once-a-second flush past -C; a chunk of this workload is
+    // 50-120 KB, so 30KB rotates at every chunk (100KB sometimes held two and rotated only twice).
     let args = [
         "--no-block",
         "-w",
         cap.to_str().unwrap(),
         "-C",
-        "100KB",
+        "30KB",
         "-W",
         "2",
         "-c",
