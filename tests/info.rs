@@ -14,7 +14,8 @@ fn info_json_has_the_documented_keys() {
     assert_eq!(v["block_events"], 100);
     assert_eq!(v["drops"], 0);
     assert_eq!(v["clean"], true);
-    assert_eq!(v["format_version"], "1.0");
+    let version = format!("{}.{}", iocap_format::FORMAT_MAJOR, iocap_format::FORMAT_MINOR);
+    assert_eq!(v["format_version"], version.as_str());
     assert_eq!(v["host"], "testhost");
     assert_eq!(v["kernel"], "6.18.0");
     assert_eq!(v["duration_ns"], 1000 * 1_000_000u64);

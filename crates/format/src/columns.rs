@@ -99,6 +99,8 @@ pub(crate) mod enc {
     pub const DELTA: u8 = 2;
     pub const SPARSE: u8 = 3;
     pub const DICT: u8 = 4;
+    /// `ts` only: the gap since the same thread's previous syscall ended (see [`super::ungap`]).
+    pub const GAP: u8 = 5;
 }
 
 /// Reusable buffers for encoding a chunk body.
@@ -212,7 +214,12 @@ macro_rules! columns {
                 let mut ncols = 0u64;
                 $(
                     scratch.clear();
-                    if let Some(encoding) = encode_column(columns!(@raw self, $field), self.len, $delta, scratch) {
+                    let encoding = if Col::$col == Col::Ts {
+                        encode_gap(self, scratch)
+                    } else {
+                        encode_column(columns!(@raw self, $field), self.len, $delta, scratch)
+                    };
+                    if let Some(encoding) = encoding {
                         ncols += 1;
                         varint::put(dir, Col::$col as u64);
                         dir.push(encoding);
@@ -278,9 +285,19 @@ macro_rules! columns {
                     let stored_len = cur.varint().ok_or_else(short)?;
                     *entry = (id, encoding, codec, raw_len, stored_len);
                 }
+                // A gap-encoded ts is rebuilt from the class, tid and latency of each event.
+                let gap = dir.iter().any(|e| e.0 == Col::Ts as u64 && e.1 == enc::GAP);
+                let inner = if gap && inner.contains(Col::Ts) {
+                    inner.with(Col::Class).with(Col::Tid).with(Col::Latency)
+                } else {
+                    inner
+                };
                 let mut seen = 0u64;
                 for &(id, encoding, codec, raw_len, stored_len) in dir.iter() {
                     let stored = cur.bytes(stored_len).ok_or(BodyError("column longer than the chunk"))?;
+                    if encoding == enc::GAP && id != Col::Ts as u64 {
+                        return Err(BodyError("gap encoding on a column other than ts"));
+                    }
                     if id < 64 {
                         if seen & (1 << id) != 0 {
                             return Err(BodyError("column stored twice"));
@@ -317,6 +334,18 @@ macro_rules! columns {
                         self.$field.resize(n, <$ty>::default());
                     }
                 )*
+                if gap && inner.contains(Col::Ts) {
+                    ungap(&mut self.ts, &self.class, &self.tid, &self.latency);
+                    if !want.contains(Col::Class) {
+                        self.class.clear();
+                    }
+                    if !want.contains(Col::Tid) {
+                        self.tid.clear();
+                    }
+                    if !want.contains(Col::Latency) {
+                        self.latency.clear();
+                    }
+                }
                 if want.contains(Col::Ret) {
                     for (r, &b) in self.ret.iter_mut().zip(&self.bytes) {
                         *r = r.wrapping_add(b as i64);
@@ -484,6 +513,65 @@ fn encode_column(get: impl Fn(usize) -> u64 + Copy, n: usize, delta: bool, out: 
     Some(best.1)
 }
 
+/// Slots of the per-thread cache of [`enc::GAP`]: a thread's slot is its tid modulo this.
+const GAP_SLOTS: usize = 256;
+
+/// The `ts` column as [`enc::GAP`]: each event's start relative to a base that the reader
+/// knows from the events before it (FORMAT.md): for a syscall, when the same thread's previous
+/// syscall ended, if that thread still holds its slot of a 256-entry cache; otherwise (and
+/// for block requests) the previous event's start. A thread's syscalls follow each other
+/// after a short time in user space, so the gap is small where the plain delta to the
+/// previous start also carries the previous event's latency (real captures: tar 1.99 → 1.24
+/// bytes/event, fio O_DIRECT 1.85 → 1.57, after zstd). `None` when every ts is 0.
+fn encode_gap(c: &Columns, out: &mut Vec<u8>) -> Option<u8> {
+    let n = c.len;
+    let ts = |i: usize| c.ts.get(i).copied().unwrap_or(0);
+    let first = ts(0);
+    if n <= 1 || (1..n).all(|i| ts(i) == first) {
+        return encode_column(ts, n, true, out);
+    }
+    out.reserve(n * 3);
+    let mut cache = [(u64::MAX, 0u64); GAP_SLOTS];
+    let mut prev = 0u64;
+    for i in 0..n {
+        let v = ts(i);
+        let base = if c.class.get(i).copied().unwrap_or(0) == Class::Block as u8 {
+            prev
+        } else {
+            let tid = c.tid.get(i).copied().unwrap_or(0);
+            let slot = &mut cache[tid as usize % GAP_SLOTS];
+            let base = if slot.0 == u64::from(tid) { slot.1 } else { prev };
+            *slot = (u64::from(tid), v.wrapping_add(c.latency.get(i).copied().unwrap_or(0)));
+            base
+        };
+        varint::put(out, varint::zigzag(v.wrapping_sub(base) as i64));
+        prev = v;
+    }
+    Some(enc::GAP)
+}
+
+/// Rebuild a [`enc::GAP`] `ts` column in place: `ts` holds the zigzagged gaps on entry and
+/// the starts on return. `class`, `tid` and `latency` hold the chunk's decoded values, as
+/// many as `ts`.
+fn ungap(ts: &mut [u64], class: &[u8], tid: &[u32], latency: &[u64]) {
+    let mut cache = [(u64::MAX, 0u64); GAP_SLOTS];
+    let mut prev = 0u64;
+    for (((t, &c), &tid), &lat) in ts.iter_mut().zip(class).zip(tid).zip(latency) {
+        let d = varint::unzigzag(*t) as u64;
+        let v = if c == Class::Block as u8 {
+            prev.wrapping_add(d)
+        } else {
+            let slot = &mut cache[tid as usize % GAP_SLOTS];
+            let base = if slot.0 == u64::from(tid) { slot.1 } else { prev };
+            let v = base.wrapping_add(d);
+            *slot = (u64::from(tid), v.wrapping_add(lat));
+            v
+        };
+        *t = v;
+        prev = v;
+    }
+}
+
 /// Up to 256 distinct values of a column, found with a small open-addressing table.
 struct Dict {
     keys: Vec<u64>,
@@ -563,7 +651,7 @@ fn decode_column<T: ColValue>(data: &[u8], encoding: u8, n: usize, out: &mut Vec
             let v = varint::read(data, &mut pos).ok_or(BodyError("constant column cut short"))?;
             out.resize(n, T::from_raw(v));
         }
-        enc::VARINT | enc::DELTA => {
+        enc::VARINT | enc::DELTA | enc::GAP => {
             // Each value takes at least one byte: a count beyond the bytes is corrupt.
             if n > data.len() {
                 return Err(BodyError("column shorter than its event count"));
@@ -733,6 +821,41 @@ mod tests {
             decode_column(&out, want, values.len(), &mut back).unwrap();
             assert_eq!(back, values);
         }
+    }
+
+    #[test]
+    fn ts_is_gap_encoded_and_gap_is_refused_elsewhere() {
+        let events = sample(300);
+        let mut cols = Columns::default();
+        events.iter().for_each(|e| cols.push(e));
+        let mut body = Vec::new();
+        cols.encode(&mut body);
+        // Directory: ncols, then (id, encoding, codec, raw_len, stored_len) per column; the
+        // class column comes first, ts second.
+        let mut cur = Cursor::new(&body);
+        let _ncols = cur.varint().unwrap();
+        let mut entries = Vec::new();
+        for _ in 0..2 {
+            let at = body.len() - cur.remaining();
+            let id = cur.varint().unwrap();
+            entries.push((id, cur.u8().unwrap(), at));
+            cur.varint().unwrap();
+            cur.u8().unwrap();
+            cur.varint().unwrap();
+        }
+        assert_eq!(entries[1].0, Col::Ts as u64);
+        assert_eq!(entries[1].1, enc::GAP);
+        let mut back = Columns::default();
+        back.decode(&body, events.len(), ColSet::ALL).unwrap();
+        assert_eq!(back.ts, cols.ts);
+        // The same bytes with the class column claiming GAP are refused, not misread.
+        assert_eq!(entries[0].0, Col::Class as u64);
+        let mut bad = body.clone();
+        bad[entries[0].2 + 1] = enc::GAP;
+        assert_eq!(
+            back.decode(&bad, events.len(), ColSet::ALL),
+            Err(BodyError("gap encoding on a column other than ts"))
+        );
     }
 
     #[test]

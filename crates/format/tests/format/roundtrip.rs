@@ -271,6 +271,45 @@ proptest! {
             prop_assert_eq!(got.bytes, if want.contains(Col::Bytes) { e.bytes } else { 0 });
             prop_assert_eq!(got.fd, if want.contains(Col::Fd) { e.fd } else { 0 });
             prop_assert_eq!(got.sector, if want.contains(Col::Sector) { e.sector } else { 0 });
+            prop_assert_eq!(got.tid, if want.contains(Col::Tid) { e.tid } else { 0 });
+            prop_assert_eq!(got.class, if want.contains(Col::Class) { e.class } else { Class::Syscall });
+        }
+    }
+
+    /// `ts` is stored as the gap since the same thread's previous syscall ended, with a
+    /// 256-slot per-thread cache: threads that share a slot (tids 256 apart), block requests
+    /// in between, wrapping ends and decoding `ts` without the columns it is rebuilt from all
+    /// give back the written starts.
+    #[test]
+    fn gap_timestamps_roundtrip_with_threads_sharing_slots(
+        events in prop::collection::vec(
+            (0..6usize, any::<bool>(), prop_oneof![1..50_000u64, u64_extreme()], u64_extreme(), any::<bool>()),
+            1..300,
+        ),
+        chunk_events in 1..400usize,
+    ) {
+        let mut ts = 1_000_000u64;
+        let events: Vec<Event> = events
+            .into_iter()
+            .map(|(t, block, gap, latency, jump)| {
+                ts = if jump { gap } else { ts.wrapping_add(gap) };
+                let tid = [7, 7 + 256, 7 + 512, 8, 0, u32::MAX][t];
+                let mut e = Event::syscall(ts, latency, 1, tid, 0, 0);
+                if block {
+                    e.class = Class::Block;
+                }
+                e
+            })
+            .collect();
+        let ops: Vec<Op> = events.into_iter().map(Op::Event).collect();
+        let (bytes, x) = write(&Meta::default(), &ops, chunk_events, 1);
+        check(bytes.clone(), &x)?;
+        let r = Reader::from_bytes(bytes).unwrap();
+        let (mut dec, mut cols) = (ChunkDecoder::new(), Columns::default());
+        for (i, evs) in x.chunks.iter().enumerate() {
+            r.read_chunk(i, ColSet::NONE.with(Col::Ts), &mut dec, &mut cols).unwrap();
+            prop_assert_eq!(&cols.ts, &evs.iter().map(|e| e.ts).collect::<Vec<_>>());
+            prop_assert!(cols.class.is_empty() && cols.tid.is_empty() && cols.latency.is_empty());
         }
     }
 }
