@@ -83,6 +83,27 @@ impl LatencyHist {
         self.sum += u128::from(ns);
     }
 
+    /// Record one latency whose bucket ([`bucket`]) the caller computed already (a scan that
+    /// also bins it in a spectrogram); a wrong `b` miscounts but never panics.
+    #[inline]
+    pub fn add_in_bucket(&mut self, b: usize, ns: u64) {
+        debug_assert_eq!(b, bucket(ns));
+        match self.counts.get_mut(b) {
+            Some(c) => *c += 1,
+            None => {
+                self.counts.resize(b.min(BUCKETS - 1) + 1, 0);
+                if let Some(c) = self.counts.get_mut(b) {
+                    *c += 1;
+                }
+            }
+        }
+        let first = self.count == 0;
+        self.min = if first { ns } else { self.min.min(ns) };
+        self.max = if first { ns } else { self.max.max(ns) };
+        self.count += 1;
+        self.sum += u128::from(ns);
+    }
+
     /// Record `n` events of the same latency.
     pub fn add_n(&mut self, ns: u64, n: u64) {
         if n == 0 {

@@ -14,6 +14,8 @@
 //!   (a chosen set of them, skipping those whose summary rules them out, decoding only the
 //!   needed columns, on several threads, cancellable) and feeds the matching rows to any of the
 //!   above.
+//! - [`ColumnCache`]: decoded columns kept narrow across scans, up to a byte budget, so a
+//!   second scan of the same chunks skips decoding.
 //! - [`units`]: durations and sizes formatted (and intervals parsed) the same way everywhere.
 //!
 //! Every accumulator is mergeable, so a scan can split a capture's chunks between threads and
@@ -39,6 +41,7 @@
 //! assert_eq!(by_proc.top(1)[0].0, "cat");
 //! ```
 
+pub mod cache;
 pub mod group;
 pub mod hist;
 pub mod iostat;
@@ -46,6 +49,7 @@ pub mod scan;
 pub mod spectro;
 pub mod units;
 
+pub use cache::{CacheStats, ColumnCache};
 pub use group::{Group, GroupBy};
 pub use hist::LatencyHist;
 pub use iostat::{DeviceInterval, IoStat, IoStatError};

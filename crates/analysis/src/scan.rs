@@ -16,6 +16,8 @@ use std::ops::ControlFlow;
 use iocap_filter::{Bitmap, Compiled};
 use iocap_format::{ChunkDecoder, ColSet, Columns, Error, Reader, Source};
 
+use crate::cache::{cols_of, ColumnCache};
+
 /// What a scan went through.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ScanStats {
@@ -52,6 +54,7 @@ pub struct Scan<'a, S: Source> {
     chunks: Option<&'a [usize]>,
     threads: usize,
     cancel: Option<&'a (dyn Fn() -> bool + Sync)>,
+    cache: Option<&'a ColumnCache>,
 }
 
 impl<'a, S: Source> Scan<'a, S> {
@@ -64,6 +67,7 @@ impl<'a, S: Source> Scan<'a, S> {
             chunks: None,
             threads: 1,
             cancel: None,
+            cache: None,
         }
     }
 
@@ -92,6 +96,13 @@ impl<'a, S: Source> Scan<'a, S> {
         self
     }
 
+    /// Take columns from `cache` when it holds them and keep what is decoded there (the cache
+    /// must belong to this reader's capture).
+    pub fn cache(mut self, cache: &'a ColumnCache) -> Self {
+        self.cache = Some(cache);
+        self
+    }
+
     /// Feed every matching event to accumulators made by `init` and merge them in chunk
     /// order. `feed` gets the chunk's index, its decoded columns and the bitmap of its matching
     /// rows (never empty). `None` when cancelled.
@@ -115,6 +126,9 @@ impl<'a, S: Source> Scan<'a, S> {
         };
         let n = chunks.len();
         let threads = self.threads.clamp(1, n.max(1));
+        if let Some(c) = self.cache {
+            c.begin();
+        }
         let this = &self;
         let run_part = |part: &[usize]| {
             let mut acc = init();
@@ -171,6 +185,7 @@ impl<'a, S: Source> Scan<'a, S> {
         let mut cols = Columns::default();
         let mut bits = Bitmap::default();
         let mut st = ScanStats::default();
+        let mut got = Vec::new();
         for &i in chunks {
             if self.cancel.is_some_and(|c| c()) {
                 return Ok(None);
@@ -184,7 +199,26 @@ impl<'a, S: Source> Scan<'a, S> {
                 st.chunks_skipped += 1;
                 continue;
             }
-            r.read_chunk(i, want, &mut dec, &mut cols)?;
+            match self.cache {
+                None => r.read_chunk(i, want, &mut dec, &mut cols)?,
+                Some(cache) => {
+                    cache.get(i, want, &mut got);
+                    let held = cols_of(want).filter(|c| got.iter().any(|(g, _)| g == c));
+                    let missing = ColSet(want.0 & !held.collect::<ColSet>().0);
+                    match ColumnCache::events(&got) {
+                        // Every column held: the chunk is not read at all. An empty body (no
+                        // column) sets the event count.
+                        Some(n) if missing == ColSet::NONE => cols
+                            .decode(&[0], n, ColSet::NONE)
+                            .map_err(|e| Error::Io(std::io::Error::other(e.0)))?,
+                        _ => {
+                            r.read_chunk(i, missing, &mut dec, &mut cols)?;
+                            cache.put(i, missing, &mut cols);
+                        }
+                    }
+                    ColumnCache::fill(&mut cols, &got);
+                }
+            }
             match self.filter {
                 Some(f) => f.eval(&cols, &mut bits),
                 None => bits.reset(cols.len(), true),
@@ -325,6 +359,35 @@ mod tests {
         // nr 0 is read: a third of the fast half, and all of the slow half.
         assert_eq!(st1.matched, 167 + 500);
         assert_eq!(st1.total, 1_000);
+    }
+
+    #[test]
+    fn a_column_cache_does_not_change_results() {
+        let r = capture();
+        let want = ColSet::NONE.with(Col::Latency).with(Col::Ts);
+        let run = |src: &str, cache: Option<&ColumnCache>| {
+            let f = Filter::parse(src).unwrap().compile(r.meta(), r.tables());
+            let mut s = Scan::new(&r, Some(&f)).columns(want).threads(2);
+            if let Some(c) = cache {
+                s = s.cache(c);
+            }
+            s.run(
+                Vec::new,
+                |v: &mut Vec<(u64, u64)>, _, c, b| v.extend(b.iter_ones().map(|i| (c.ts[i], c.latency[i]))),
+                |a, b| a.extend(b),
+            )
+            .unwrap()
+            .unwrap()
+        };
+        // Room for every column of every chunk, and room for a few chunks only.
+        for budget in [1 << 20, 2_000] {
+            let cache = ColumnCache::new(budget);
+            for src in ["", "evt.type=read or latency>1ms", "latency>1ms", "proc.pid=1", ""] {
+                assert_eq!(run(src, Some(&cache)), run(src, None), "{src} at {budget}");
+            }
+            let st = cache.stats();
+            assert!(st.hits > 0 && st.bytes <= budget, "{st:?}");
+        }
     }
 
     #[test]

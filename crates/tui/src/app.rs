@@ -169,6 +169,8 @@ pub struct App {
     pub group_field: usize,
     pub group_sel: usize,
     pub sort: Sort,
+    /// How many of the slowest events a latency-sorted list keeps ([`crate::query::SLOWEST`]).
+    pub slowest: usize,
     /// First event-list row shown, and the selected row.
     pub ev_top: usize,
     pub ev_sel: usize,
@@ -216,6 +218,7 @@ impl App {
             group_field: 0,
             group_sel: 0,
             sort: Sort::Time,
+            slowest: crate::query::SLOWEST,
             ev_top: 0,
             ev_sel: 0,
             ev_rows: Vec::new(),
@@ -366,6 +369,11 @@ impl App {
                 };
                 self.ev_top = 0;
                 self.ev_sel = 0;
+                // Only a latency-sorted list needs the slowest events kept: ask again (the
+                // column cache makes it quick), keeping the picture already drawn.
+                let grid = self.grid.clone();
+                self.requery();
+                self.grid = grid;
                 self.load_rows();
             }
             Action::NextField | Action::PrevField => {
@@ -704,6 +712,10 @@ impl App {
             interval: self.interval,
             rows,
             group: self.group_field(),
+            slowest: match self.sort {
+                Sort::Time => 0,
+                Sort::Latency => self.slowest,
+            },
         });
     }
 
@@ -714,7 +726,7 @@ impl App {
         let Some(a) = self.answer.take() else { return };
         let refs: Vec<(usize, EventRef)> = match self.sort {
             Sort::Latency => (self.ev_top..(self.ev_top + visible).min(a.slowest.len()))
-                .map(|i| (i, a.slowest[i].1))
+                .map(|i| (i, a.slowest[i].at()))
                 .collect(),
             Sort::Time => {
                 let mut out = Vec::new();

@@ -5,23 +5,30 @@
 //! driver, histogram and spectrogram `iocap report` uses): chunks whose summary cannot match
 //! are skipped, only the columns the filter and the aggregates read are decoded, the filter
 //! yields a bitmap, and the accumulators take the matching rows. Nothing is kept per event
-//! except the [`SLOWEST`] slowest (for the latency-sorted event list). The scan checks the
-//! [`Cancel`] token between chunks, so a superseded question stops within one chunk's work.
+//! except the [`SLOWEST`] slowest (for the latency-sorted event list, 16 bytes each). The scan
+//! checks the [`Cancel`] token between chunks, so a superseded question stops within one chunk's
+//! work. A [`ColumnCache`] (the worker keeps one per capture, [`CACHE_BUDGET`] bytes) makes the
+//! next question over the same chunks skip decoding.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use iocap_analysis::{LatencyHist, Scan, Spectrogram};
+use iocap_analysis::{hist, spectro, ColumnCache, LatencyHist, Scan, Spectrogram};
 use iocap_filter::fields::{self, FieldId, FieldInfo};
 use iocap_filter::{Bitmap, Compiled};
 use iocap_format::{Col, ColSet, Columns, Event, Reader};
 
 use crate::grid::Grid;
 
-/// How many of the slowest matching events a scan keeps for the latency-sorted list.
-pub const SLOWEST: usize = 1000;
+/// How many of the slowest matching events a scan keeps for the latency-sorted list: far more
+/// than anyone scrolls through, at 16 bytes each (16 MiB, and up to 1.5 times that per scan
+/// thread while scanning), well inside the viewer's 512 MB at 10^8 events. Beyond it the list
+/// says "slowest K of N".
+pub const SLOWEST: usize = 1 << 20;
+/// Bytes of decoded columns the viewer keeps across queries ([`ColumnCache`]): about 35 M
+/// events of the usual columns, leaving room under 512 MB for the rest.
+pub const CACHE_BUDGET: usize = 320 << 20;
 /// How many groups the breakdown pane shows at most.
 pub const TOP_GROUPS: usize = 50;
 
@@ -39,6 +46,9 @@ pub struct Query {
     pub rows: usize,
     /// Field the breakdown groups by.
     pub group: &'static FieldInfo,
+    /// How many of the slowest matching events to keep ([`SLOWEST`] when the list is sorted
+    /// by latency, 0 when not: keeping them costs a scan time).
+    pub slowest: usize,
 }
 
 impl Query {
@@ -64,6 +74,32 @@ pub struct EventRef {
     pub row: usize,
 }
 
+/// One of the slowest events: 16 bytes, as a million of them are kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Slow {
+    pub latency: u64,
+    pub chunk: u32,
+    pub row: u32,
+}
+
+impl Slow {
+    pub fn at(&self) -> EventRef {
+        EventRef {
+            chunk: self.chunk as usize,
+            row: self.row as usize,
+        }
+    }
+
+    /// Slowest first, then file order: a total order, so which K are kept does not depend
+    /// on how the chunks were split between threads.
+    fn order(a: &Slow, b: &Slow) -> std::cmp::Ordering {
+        b.latency
+            .cmp(&a.latency)
+            .then(a.chunk.cmp(&b.chunk))
+            .then(a.row.cmp(&b.row))
+    }
+}
+
 /// The answer to a [`Query`].
 #[derive(Clone, Debug)]
 pub struct Answer {
@@ -77,8 +113,8 @@ pub struct Answer {
     pub group_count: usize,
     /// Matching events per chunk, in chunk (time) order, chunks with none left out.
     pub per_chunk: Vec<(usize, u64)>,
-    /// The slowest matching events, slowest first.
-    pub slowest: Vec<(u64, EventRef)>,
+    /// The slowest matching events (at most [`Query::slowest`]), slowest first.
+    pub slowest: Vec<Slow>,
 }
 
 /// Cancellation: a query is stale once the shared generation moved past its own.
@@ -205,7 +241,68 @@ struct Acc {
     /// Every matching event is in exactly one group: the view's histogram is their merge.
     groups: Groups,
     per_chunk: Vec<(usize, u64)>,
-    slowest: BinaryHeap<Reverse<(u64, EventRef)>>,
+    slowest: TopK,
+}
+
+/// The K slowest events seen: candidates at or above the K-th latency so far are appended,
+/// and the list is cut back to K (a linear-time selection) when it reaches 1.5 K, so an event
+/// costs one comparison and the memory stays bounded.
+struct TopK {
+    k: usize,
+    items: Vec<Slow>,
+    /// The K-th latency once K were seen (0 before): anything faster cannot be kept.
+    floor: u64,
+}
+
+impl TopK {
+    fn new(k: usize) -> TopK {
+        TopK {
+            k,
+            items: Vec::new(),
+            floor: 0,
+        }
+    }
+
+    /// Room kept: pruning back to K every K/2 candidates.
+    fn room(&self) -> usize {
+        self.k + self.k / 2 + 1
+    }
+
+    #[inline]
+    fn push(&mut self, s: Slow) {
+        if s.latency >= self.floor && self.k > 0 {
+            if self.items.capacity() == 0 {
+                // Once, exactly: growing by doubling would overshoot the memory bound.
+                self.items.reserve_exact(self.room());
+            }
+            self.items.push(s);
+            if self.items.len() >= self.room() {
+                self.prune();
+            }
+        }
+    }
+
+    fn prune(&mut self) {
+        if self.items.len() > self.k {
+            self.items.select_nth_unstable_by(self.k - 1, Slow::order);
+            self.items.truncate(self.k);
+            self.floor = self.items.iter().map(|s| s.latency).min().unwrap_or(0);
+        }
+    }
+
+    fn merge(&mut self, o: TopK) {
+        self.floor = self.floor.max(o.floor);
+        for s in o.items {
+            self.push(s);
+        }
+    }
+
+    /// Slowest first.
+    fn into_sorted(mut self) -> Vec<Slow> {
+        self.prune();
+        self.items.sort_unstable_by(Slow::order);
+        self.items
+    }
 }
 
 impl Acc {
@@ -214,7 +311,7 @@ impl Acc {
             spectro: Spectrogram::new(q.start, q.interval, q.rows),
             groups: Groups::default(),
             per_chunk: Vec::new(),
-            slowest: BinaryHeap::new(),
+            slowest: TopK::new(q.slowest),
         }
     }
 
@@ -222,24 +319,41 @@ impl Acc {
         self.spectro.merge(&o.spectro);
         self.groups.merge(o.groups);
         self.per_chunk.extend(o.per_chunk);
-        for s in o.slowest {
-            push_slow(&mut self.slowest, s.0);
-        }
+        self.slowest.merge(o.slowest);
     }
 
     /// Take the matching rows of chunk `ci` that fall inside the view.
     fn feed(&mut self, q: &Query, ci: usize, cols: &Columns, bits: &Bitmap) {
-        let (start, end) = (q.start, q.end());
+        let (start, end, interval) = (q.start, q.end(), q.interval.max(1));
         let mut n = 0u64;
+        // The spectrogram row of the last event: a chunk's events are nearly in time order, so
+        // most share their neighbour's row and need no division.
+        let (mut row_lo, mut row_hi, mut row) = (u64::MAX, 0u64, 0usize);
         for i in bits.iter_ones() {
-            let (ts, lat) = (cols.ts[i], cols.latency[i]);
+            let (Some(&ts), Some(&lat)) = (cols.ts.get(i), cols.latency.get(i)) else {
+                continue;
+            };
             if ts < start || ts >= end {
                 continue;
             }
             n += 1;
-            self.spectro.add(ts, lat);
-            self.groups.hist(group_key(q.group, cols, i), || cols.event(i)).add(lat);
-            push_slow(&mut self.slowest, (lat, EventRef { chunk: ci, row: i }));
+            if ts < row_lo || ts >= row_hi {
+                let r = (ts - start) / interval;
+                row_lo = start + r * interval;
+                row_hi = row_lo.saturating_add(interval);
+                row = usize::try_from(r).unwrap_or(usize::MAX);
+            }
+            // One bucket computation serves the spectrogram column and the histogram.
+            let b = hist::bucket(lat);
+            self.spectro.add_to_row(row, spectro::column_in_bucket(b, lat), 1);
+            self.groups
+                .hist(group_key(q.group, cols, i), || cols.event(i))
+                .add_in_bucket(b, lat);
+            self.slowest.push(Slow {
+                latency: lat,
+                chunk: ci as u32,
+                row: i as u32,
+            });
         }
         if n > 0 {
             self.per_chunk.push((ci, n));
@@ -247,29 +361,25 @@ impl Acc {
     }
 }
 
-fn push_slow(heap: &mut BinaryHeap<Reverse<(u64, EventRef)>>, x: (u64, EventRef)) {
-    if heap.len() < SLOWEST {
-        heap.push(Reverse(x));
-    } else if heap.peek().is_some_and(|Reverse(min)| x > *min) {
-        heap.pop();
-        heap.push(Reverse(x));
-    }
-}
-
-/// Answer `q` over `reader`; `None` when cancelled. The view's chunks are split between up
-/// to two threads (the machine this was built for has two cores) and merged in chunk order.
-pub fn run(reader: &Reader, q: &Query, cancel: &Cancel) -> Result<Option<Answer>, String> {
+/// Answer `q` over `reader` (taking and keeping decoded columns in `cache`, which must be this
+/// capture's); `None` when cancelled. The view's chunks are split between up to two threads
+/// (the machine this was built for has two cores) and merged in chunk order.
+pub fn run(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Cancel) -> Result<Option<Answer>, String> {
     let want = ColSet::NONE.with(Col::Ts).with(Col::Latency).union(group_cols(q.group));
     let chunks: Vec<usize> = reader.chunks_in(q.start, q.end()).collect();
     let threads = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, 2);
     // Below a few chunks a second thread costs more than it saves.
     let threads = if chunks.len() < 4 { 1 } else { threads };
     let stale = || cancel.is_stale(q.gen);
-    let acc = Scan::new(reader, q.filter.as_deref())
+    let mut scan = Scan::new(reader, q.filter.as_deref())
         .columns(want)
         .chunks(&chunks)
         .threads(threads)
-        .cancel(&stale)
+        .cancel(&stale);
+    if let Some(c) = cache {
+        scan = scan.cache(c);
+    }
+    let acc = scan
         .run(
             || Acc::new(q),
             |acc, ci, cols, bits| acc.feed(q, ci, cols, bits),
@@ -297,8 +407,7 @@ pub fn run(reader: &Reader, q: &Query, cancel: &Cancel) -> Result<Option<Answer>
         .collect();
     groups.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.value.cmp(&b.value)));
     groups.truncate(TOP_GROUPS);
-    let mut slowest: Vec<(u64, EventRef)> = acc.slowest.into_iter().map(|Reverse(x)| x).collect();
-    slowest.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let slowest = acc.slowest.into_sorted();
     let mut per_chunk = acc.per_chunk;
     per_chunk.sort_unstable();
     Ok(Some(Answer {

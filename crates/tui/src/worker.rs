@@ -11,7 +11,9 @@ use std::thread;
 
 use iocap_format::Reader;
 
-use crate::query::{self, Answer, Cancel, Query};
+use iocap_analysis::ColumnCache;
+
+use crate::query::{self, Answer, Cancel, Query, CACHE_BUDGET};
 
 /// What the worker sends back.
 #[derive(Debug)]
@@ -52,12 +54,14 @@ impl Worker {
 }
 
 fn serve<E>(reader: &Reader, rx: &Receiver<Query>, cancel: &Cancel, out: &Sender<E>, wrap: fn(Reply) -> E) {
+    // Decoded columns kept for the next query over the same chunks.
+    let cache = ColumnCache::new(CACHE_BUDGET);
     while let Ok(mut q) = rx.recv() {
         // Skip to the newest query waiting.
         while let Ok(newer) = rx.try_recv() {
             q = newer;
         }
-        let reply = match query::run(reader, &q, cancel) {
+        let reply = match query::run(reader, Some(&cache), &q, cancel) {
             Ok(Some(a)) => Reply::Answer(Box::new(a)),
             Ok(None) => continue,
             Err(error) => Reply::Failed { gen: q.gen, error },

@@ -173,7 +173,7 @@ fn settle(app: &mut App) {
     while let Some(q) = app.take_query() {
         let cancel = Cancel::default();
         cancel.0.store(q.gen, Ordering::Relaxed);
-        let reply = match query::run(&app.cap.reader, &q, &cancel) {
+        let reply = match query::run(&app.cap.reader, None, &q, &cancel) {
             Ok(Some(a)) => Reply::Answer(Box::new(a)),
             Ok(None) => unreachable!("not cancelled"),
             Err(error) => Reply::Failed { gen: q.gen, error },
@@ -525,5 +525,67 @@ fn latency_axis_keeps_the_unit_decades() {
         if geo.lat_cells >= 100 {
             assert_eq!(labels.len(), 11, "{w}x{h}: every decade fits: {line:?}");
         }
+    }
+}
+
+/// The latency-sorted list keeps the K slowest matching events of the view, exactly those a
+/// full sort gives (ties in file order), and says "slowest of N" when it holds fewer than N.
+#[test]
+fn latency_sort_keeps_the_slowest_k_of_a_full_sort() {
+    for (k, filter) in [
+        (37, ""),
+        (5_000, "proc.name=postgres"),
+        (1_000_000, "proc.name=postgres"),
+    ] {
+        let (_dir, mut app) = app(100, 30, filter);
+        app.slowest = k;
+        settle(&mut app);
+        app.focus = Focus::Events;
+        press(&mut app, KeyCode::Char('s'));
+        assert_eq!(app.sort, Sort::Latency);
+        let a = app.answer.as_ref().unwrap();
+        let (start, end) = (a.grid.start(), a.grid.end());
+        // Every event of the view that matches, by a full sort.
+        let compiled = iocap_tui::app::compile(filter, &app.cap.reader).unwrap();
+        let mut all = Vec::new();
+        let (mut dec, mut cols) = (iocap_format::ChunkDecoder::new(), iocap_format::Columns::default());
+        let mut bits = iocap_filter::Bitmap::default();
+        for ci in 0..app.cap.reader.chunks().len() {
+            app.cap
+                .reader
+                .read_chunk(ci, iocap_format::ColSet::ALL, &mut dec, &mut cols)
+                .unwrap();
+            match &compiled {
+                Some(f) => f.eval(&cols, &mut bits),
+                None => bits.reset(cols.len(), true),
+            }
+            for row in bits.iter_ones() {
+                if (start..end).contains(&cols.ts[row]) {
+                    all.push((std::cmp::Reverse(cols.latency[row]), ci, row));
+                }
+            }
+        }
+        all.sort();
+        assert_eq!(a.matched, all.len() as u64);
+        let want: Vec<(u64, usize, usize)> = all.iter().take(k).map(|&(l, c, r)| (l.0, c, r)).collect();
+        let got: Vec<(u64, usize, usize)> = a
+            .slowest
+            .iter()
+            .map(|s| (s.latency, s.chunk as usize, s.row as usize))
+            .collect();
+        assert_eq!(got, want, "k {k} filter {filter:?}");
+        assert_eq!(app.ev_len(), k.min(all.len()));
+        let events = snap_pane(&app, ui::areas(&app).events);
+        let title = events.lines().next().unwrap();
+        if k < all.len() {
+            assert!(
+                title.contains(&format!("slowest of {}", iocap_tui::units::count(a.matched))),
+                "{title}"
+            );
+        } else {
+            assert!(title.contains("slowest first"), "{title}");
+        }
+        // The first row shown is the slowest event.
+        assert_eq!(app.ev_rows[0].1.latency, want[0].0);
     }
 }

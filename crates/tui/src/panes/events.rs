@@ -18,9 +18,13 @@ use crate::units;
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let focused = app.focus == Focus::Events;
     let n = app.ev_len();
-    let order = match app.sort {
-        Sort::Time => "by time",
-        Sort::Latency => "slowest first",
+    let order = match (app.sort, &app.answer) {
+        (Sort::Time, _) => "by time".to_string(),
+        // Only the slowest K are kept: say of how many.
+        (Sort::Latency, Some(a)) if (a.slowest.len() as u64) < a.matched => {
+            format!("slowest of {}", units::count(a.matched))
+        }
+        (Sort::Latency, _) => "slowest first".to_string(),
     };
     let title = if n == 0 {
         format!(" Events, none, {order} ")
