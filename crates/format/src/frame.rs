@@ -37,6 +37,10 @@ pub enum Kind {
     Chunk = 6,
     Stats = 7,
     Index = 8,
+    /// Strings, each stored as the bytes it shares with the previous one and the rest (1.1).
+    PrefixStrings = 9,
+    /// File entries stored field by field, each delta-coded (1.1).
+    ColumnFiles = 10,
 }
 
 impl Kind {
@@ -50,6 +54,8 @@ impl Kind {
             6 => Kind::Chunk,
             7 => Kind::Stats,
             8 => Kind::Index,
+            9 => Kind::PrefixStrings,
+            10 => Kind::ColumnFiles,
             _ => return None,
         })
     }

@@ -396,7 +396,14 @@ impl<S: Source> Reader<S> {
     /// Apply one verified non-chunk frame whose payload is in `dec.payload`.
     fn apply_frame(&mut self, kind: u16, off: u64, dec: &mut ChunkDecoder) -> Result<(), Error> {
         match Kind::from_code(kind) {
-            Some(k @ (Kind::Strings | Kind::Procs | Kind::Files | Kind::Devices)) => {
+            Some(
+                k @ (Kind::Strings
+                | Kind::Procs
+                | Kind::Files
+                | Kind::Devices
+                | Kind::PrefixStrings
+                | Kind::ColumnFiles),
+            ) => {
                 let mut cur = Cursor::new(&dec.payload);
                 dec.unpacker
                     .unpack(&mut cur, &mut dec.body)

@@ -9,7 +9,7 @@ use crate::frame::{self, Kind};
 use crate::model::{Device, DropStats, Event, FileEntry, Meta, ProcEntry, StrId};
 use crate::pack::Packer;
 use crate::summary::ChunkSummary;
-use crate::tables::{self, Pending};
+use crate::tables::{self, Pending, PendingStrings};
 use crate::varint;
 
 /// How the writer cuts and compresses chunks.
@@ -60,9 +60,9 @@ pub struct Writer<W: Write> {
     strings: HashMap<Vec<u8>, StrId>,
     next_proc: u32,
     next_file: u32,
-    pending_strings: Pending,
+    pending_strings: PendingStrings,
     pending_procs: Pending,
-    pending_files: Pending,
+    pending_files: Vec<FileEntry>,
     pending_devices: Pending,
     drops: u64,
     index: Vec<(u64, ChunkSummary)>,
@@ -86,9 +86,9 @@ impl<W: Write> Writer<W> {
             strings: HashMap::new(),
             next_proc: 1,
             next_file: 1,
-            pending_strings: Pending::default(),
+            pending_strings: PendingStrings::default(),
             pending_procs: Pending::default(),
-            pending_files: Pending::default(),
+            pending_files: Vec::new(),
             pending_devices: Pending::default(),
             drops: 0,
             index: Vec::new(),
@@ -111,7 +111,7 @@ impl<W: Write> Writer<W> {
         }
         let id = self.strings.len() as StrId;
         self.strings.insert(bytes.to_vec(), id);
-        tables::encode_string(&mut self.pending_strings, id, bytes);
+        self.pending_strings.push(id, bytes);
         id
     }
 
@@ -127,8 +127,9 @@ impl<W: Write> Writer<W> {
     pub fn add_file(&mut self, mut f: FileEntry) -> u32 {
         f.id = self.next_file;
         self.next_file += 1;
-        tables::encode_file(&mut self.pending_files, &f);
-        f.id
+        let id = f.id;
+        self.pending_files.push(f);
+        id
     }
 
     /// Add (or rename) a block device.
@@ -236,14 +237,14 @@ impl<W: Write> Writer<W> {
     }
 
     fn write_tables(&mut self) -> Result<(), Error> {
-        for kind in [Kind::Strings, Kind::Devices, Kind::Procs, Kind::Files] {
-            let pending = match kind {
-                Kind::Strings => &mut self.pending_strings,
-                Kind::Devices => &mut self.pending_devices,
-                Kind::Procs => &mut self.pending_procs,
-                _ => &mut self.pending_files,
+        for kind in [Kind::PrefixStrings, Kind::Devices, Kind::Procs, Kind::ColumnFiles] {
+            let raw = match kind {
+                Kind::PrefixStrings => self.pending_strings.take_payload(),
+                Kind::Devices => self.pending_devices.take_payload(),
+                Kind::Procs => self.pending_procs.take_payload(),
+                _ => tables::encode_files(&std::mem::take(&mut self.pending_files)),
             };
-            if let Some(raw) = pending.take_payload() {
+            if let Some(raw) = raw {
                 let mut p = Vec::with_capacity(raw.len() / 2 + 16);
                 self.packer.pack(&raw, &mut p)?;
                 let pos = self.pos;

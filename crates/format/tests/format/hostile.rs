@@ -352,3 +352,96 @@ fn hostile_fixtures_never_panic() {
     }
     assert!(n > 0, "no fixtures in {}", dir.display());
 }
+
+const KIND_FILES: u16 = 4;
+const KIND_PREFIX_STRINGS: u16 = 9;
+const KIND_COLUMN_FILES: u16 = 10;
+
+/// A table frame whose payload is `count` then `entries`, stored raw (codec 0).
+fn table(kind: u16, count: u64, entries: &[u8]) -> Vec<u8> {
+    let mut raw = Vec::new();
+    put(&mut raw, count);
+    raw.extend_from_slice(entries);
+    let mut p = vec![0u8];
+    put(&mut p, raw.len() as u64);
+    p.extend(raw);
+    frame(kind, &p)
+}
+
+/// Files written by a 1.0 writer hold whole strings (kind 2) and row-wise files (kind 4): a
+/// 1.1 reader still reads them, and the 1.1 kinds give the same tables.
+#[test]
+fn version_1_0_and_1_1_table_frames_read_the_same() {
+    let mut old = start(FORMAT_MAJOR);
+    // strings: id 1 "/usr/a", id 2 "/usr/b"
+    old.extend(table(KIND_STRINGS, 2, b"\x01\x06/usr/a\x02\x06/usr/b"));
+    // files: id 1, pid 7, fd zigzag(3)=6, kind 1 (file), name 2, dev 0, open_ts 1000
+    old.extend(table(KIND_FILES, 1, &[1, 7, 6, 1, 2, 0, 0xe8, 0x07]));
+    let mut new = start(FORMAT_MAJOR);
+    // id delta zigzag(1)=2, shared 0, "/usr/a"; then zigzag(1), shared 5, "b"
+    new.extend(table(KIND_PREFIX_STRINGS, 2, b"\x02\x00\x06/usr/a\x02\x05\x01b"));
+    // one entry, field by field: id +1, pid +7, fd +3, kind 1, name +2, dev 0, open_ts +1000
+    new.extend(table(KIND_COLUMN_FILES, 1, &[2, 14, 6, 1, 4, 0, 0xd0, 0x0f]));
+    let (old, new) = (Reader::from_bytes(old).unwrap(), Reader::from_bytes(new).unwrap());
+    for r in [&old, &new] {
+        let notes = r.recovery().unwrap_or("");
+        assert!(!notes.contains("do not decode"), "every table frame decodes: {notes}");
+        assert_eq!((r.tables().string(1), r.tables().string(2)), ("/usr/a", "/usr/b"));
+        let f = r.tables().file(1).expect("file 1");
+        assert_eq!((f.pid, f.fd, f.name, f.open_ts), (7, 3, 2, 1000));
+    }
+    assert_eq!(old.tables().files(), new.tables().files());
+}
+
+/// 1.1 table frames that lie are refused whole, without a panic or a large allocation.
+#[test]
+fn lying_prefix_strings_and_column_files_are_refused() {
+    let mut big_suffix = vec![0x02, 0x00];
+    put(&mut big_suffix, 60_000);
+    big_suffix.extend(std::iter::repeat_n(b'a', 60_000));
+    // Each further entry repeats the 60 000 bytes before it: the expansion cap stops it.
+    let mut quadratic = big_suffix.clone();
+    for _ in 0..1_200 {
+        quadratic.extend_from_slice(&[0x02]);
+        put(&mut quadratic, 60_000);
+        quadratic.push(0);
+    }
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (
+            table(KIND_PREFIX_STRINGS, 1, b"\x02\x01\x01a"),
+            "shares more than the previous string",
+        ),
+        (table(KIND_PREFIX_STRINGS, 1, b"\x01\x00\x01a"), "id below 0"),
+        (
+            table(KIND_PREFIX_STRINGS, 2, b"\x02\x00\x01a"),
+            "count over the entries",
+        ),
+        (
+            table(KIND_PREFIX_STRINGS, 1_201, &quadratic),
+            "shared prefixes over the size cap",
+        ),
+        (
+            table(KIND_COLUMN_FILES, 2, &[2, 2, 2, 1, 2, 0, 0]),
+            "count over the bytes / 7",
+        ),
+        (
+            table(KIND_COLUMN_FILES, 1, &[2, 2, 0xfe, 0xff, 0xff, 0xff, 0x1f, 1, 2, 0, 0]),
+            "fd over i32",
+        ),
+        (
+            table(KIND_COLUMN_FILES, 1, &[2, 2, 2, 1, 2, 0, 0, 9]),
+            "bytes after the last field",
+        ),
+    ];
+    for (t, what) in cases {
+        let mut f = start(FORMAT_MAJOR);
+        f.extend(t);
+        let r = Reader::from_bytes(f).unwrap();
+        assert!(
+            r.recovery().unwrap_or("").contains("table entries do not decode"),
+            "{what}: {:?}",
+            r.recovery()
+        );
+        assert!(r.tables().files().is_empty(), "{what}");
+    }
+}

@@ -276,6 +276,27 @@ proptest! {
         }
     }
 
+    /// Strings are stored as the prefix they share with the previous one in their frame plus
+    /// the rest: paths built from a few pieces (so neighbours share prefixes of every length,
+    /// including ones that end inside a UTF-8 sequence), interleaved with flushes that start
+    /// new frames, all read back whole.
+    #[test]
+    fn strings_sharing_prefixes_roundtrip(
+        paths in prop::collection::vec(prop::collection::vec(0..5usize, 0..6), 1..80),
+        flushes in prop::collection::vec(any::<bool>(), 80),
+    ) {
+        let pieces: [&[u8]; 5] = [b"/usr", b"/share/", "\u{e9}t\u{e9}".as_bytes(), b"\xff\n", b"a"];
+        let mut ops = Vec::new();
+        for (p, flush) in paths.iter().zip(&flushes) {
+            ops.push(Op::Str(p.iter().flat_map(|&i| pieces[i].iter().copied()).collect()));
+            if *flush {
+                ops.push(Op::Flush);
+            }
+        }
+        let (bytes, x) = write(&Meta::default(), &ops, 10, 1);
+        check(bytes, &x)?;
+    }
+
     /// `ts` is stored as the gap since the same thread's previous syscall ended, with a
     /// 256-slot per-thread cache: threads that share a slot (tids 256 apart), block requests
     /// in between, wrapping ends and decoding `ts` without the columns it is rebuilt from all
