@@ -589,3 +589,53 @@ fn latency_sort_keeps_the_slowest_k_of_a_full_sort() {
         assert_eq!(app.ev_rows[0].1.latency, want[0].0);
     }
 }
+
+/// The detail popup fits 80×24 whole, for a syscall and a block request: every field that
+/// applies to the event is on screen, with the popup's bottom border.
+#[test]
+fn detail_popup_fits_80x24() {
+    let (_dir, mut app) = app(80, 24, "");
+    settle(&mut app);
+    app.focus = Focus::Events;
+    for (name, sort) in [
+        ("detail_syscall_80x24", Sort::Time),
+        ("detail_block_80x24", Sort::Latency),
+    ] {
+        if app.sort != sort {
+            press(&mut app, KeyCode::Char('s'));
+        }
+        press(&mut app, KeyCode::Enter);
+        assert!(app.detail);
+        let screen = full(&app);
+        let text = screen.split("--- styles ---").next().unwrap();
+        // The popup: from its title to its bottom border, both on screen.
+        let lines: Vec<&str> = text.lines().collect();
+        let top = lines.iter().position(|l| l.contains("┌ Event")).expect("popup title");
+        let left = lines[top][..lines[top].find("┌ Event").unwrap()].chars().count();
+        let corner = |l: &&str| l.chars().nth(left) == Some('└');
+        let bottom = top + lines[top..].iter().position(corner).expect("popup bottom");
+        let popup = lines[top..=bottom].join("\n");
+        let e = app.ev_rows.iter().find(|(i, _)| *i == app.ev_sel).unwrap().1.clone();
+        let (meta, tables) = (app.cap.reader.meta(), app.cap.reader.tables());
+        let mut seen = Vec::new();
+        for fi in iocap_filter::fields::all() {
+            let v = iocap_filter::fields::value(fi, &e, meta, tables);
+            let shown = !(v.is_absent()
+                || v == iocap_filter::fields::Value::Bool(false)
+                || v == iocap_filter::fields::Value::Str("".into()));
+            // Aliases are shown once, under their first name.
+            if shown && !seen.contains(&fi.id) {
+                assert!(
+                    popup.contains(&format!("{} ", fi.name)),
+                    "{} missing in {name}:\n{text}",
+                    fi.name
+                );
+            }
+            seen.push(fi.id);
+        }
+        assert!(!popup.contains("more lines"), "{text}");
+        insta::assert_snapshot!(name, screen);
+        press(&mut app, KeyCode::Esc);
+        assert!(!app.detail);
+    }
+}

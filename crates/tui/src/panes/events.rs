@@ -7,7 +7,7 @@
 use iocap_filter::fields;
 use iocap_format::{BlockOp, Class, Event};
 use ratatui::layout::{Constraint, Rect};
-use ratatui::text::Line;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Clear, Paragraph, Row, Table};
 use ratatui::Frame;
 
@@ -89,18 +89,26 @@ fn columns(app: &App, e: &Event) -> [String; 8] {
     ]
 }
 
-/// The selected event, every field.
+/// Width of the field-name column of the detail popup (the longest name, `evt.is_io_write`).
+const KEY: usize = 15;
+
+/// The selected event, every field that applies to it, in a popup that fits the terminal
+/// (down to 80×24): one column of `name  value` when it fits, else short values in two columns
+/// and long ones (paths, the wall time) across, wrapped; what still does not fit is counted on
+/// the last line rather than cut off silently.
 pub fn render_detail(app: &App, f: &mut Frame) {
     let Some((_, e)) = app.ev_rows.iter().find(|(i, _)| *i == app.ev_sel) else {
         return;
     };
     let (meta, tables) = (app.cap.reader.meta(), app.cap.reader.tables());
-    let mut lines = vec![Line::from(format!(
-        "{:>15}  {} UTC ({})",
+    let mut entries = vec![(
         "time",
-        units::wall(e.ts, meta.boot_to_wall_ns),
-        units::offset(e.ts.saturating_sub(app.cap.start))
-    ))];
+        format!(
+            "{} UTC ({})",
+            units::wall(e.ts, meta.boot_to_wall_ns),
+            units::offset(e.ts.saturating_sub(app.cap.start))
+        ),
+    )];
     let mut seen = Vec::new();
     for fi in fields::all() {
         // Aliases share a value with the field before them.
@@ -109,20 +117,142 @@ pub fn render_detail(app: &App, f: &mut Frame) {
         }
         seen.push(fi.id);
         let v = fields::value(fi, e, meta, tables);
-        // Absent fields and false flags say nothing: the popup must fit small terminals.
-        if v.is_absent() || v == fields::Value::Bool(false) {
+        // Absent fields, empty strings and false flags say nothing.
+        if v.is_absent() || v == fields::Value::Bool(false) || v == fields::Value::Str("".into()) {
             continue;
         }
         let text = match v {
             fields::Value::Duration(ns) => units::dur(ns),
             other => other.to_string(),
         };
-        lines.push(Line::from(format!("{:>15}  {text}", fi.name)));
+        entries.push((fi.name, text));
     }
-    let area = ui::popup(app.area, 76, lines.len() as u16 + 2);
+    let outer = app.area;
+    let width = outer.width.min(78);
+    let lines = detail_lines(
+        &entries,
+        usize::from(width.saturating_sub(2)),
+        usize::from(outer.height.saturating_sub(2)),
+    );
+    let area = ui::popup(outer, width, lines.len() as u16 + 2);
     f.render_widget(Clear, area);
     f.render_widget(
         Paragraph::new(lines).block(ui::pane_block(app, " Event (Esc closes) ".into(), true)),
         area,
     );
+}
+
+/// Display width of `s` (escaped text may hold wide characters).
+fn width(s: &str) -> usize {
+    Span::raw(s).width()
+}
+
+/// `s` cut into pieces of at most `w` columns (at least one piece).
+fn wrap(s: &str, w: usize) -> Vec<String> {
+    let w = w.max(1);
+    let mut out = vec![String::new()];
+    let mut used = 0;
+    let mut buf = [0u8; 4];
+    for c in s.chars() {
+        let cw = width(c.encode_utf8(&mut buf));
+        if used + cw > w && used > 0 {
+            out.push(String::new());
+            used = 0;
+        }
+        if let Some(last) = out.last_mut() {
+            last.push(c);
+        }
+        used += cw;
+    }
+    out
+}
+
+/// Lay `entries` (field name, value) out in at most `h` lines of `w` columns.
+pub fn detail_lines(entries: &[(&str, String)], w: usize, h: usize) -> Vec<Line<'static>> {
+    let key = |k: &str| format!("{k:>KEY$}  ");
+    let val_w = w.saturating_sub(KEY + 2).max(1);
+    let one_col: usize = entries.iter().map(|(_, v)| width(v).div_ceil(val_w).max(1)).sum();
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    let full = |lines: &mut Vec<Line<'static>>, k: &str, v: &str| {
+        for (i, piece) in wrap(v, val_w).into_iter().enumerate() {
+            let k = if i == 0 { key(k) } else { " ".repeat(KEY + 2) };
+            lines.push(Line::from(format!("{k}{piece}")));
+        }
+    };
+    if one_col <= h {
+        for (k, v) in entries {
+            full(&mut lines, k, v);
+        }
+        return lines;
+    }
+    // Two columns of short values, then the long ones across.
+    let half = w.saturating_sub(1) / 2;
+    let short_w = half.saturating_sub(KEY + 2);
+    let (short, long): (Vec<_>, Vec<_>) = entries.iter().partition(|(_, v)| width(v) <= short_w);
+    for pair in short.chunks(2) {
+        let cell = |(k, v): &(&str, String)| {
+            let text = format!("{}{v}", key(k));
+            let pad = half.saturating_sub(width(&text));
+            format!("{text}{}", " ".repeat(pad))
+        };
+        let right = pair.get(1).map(|e| cell(e)).unwrap_or_default();
+        lines.push(Line::from(
+            format!("{} {}", cell(pair[0]), right).trim_end().to_string(),
+        ));
+    }
+    for (k, v) in long {
+        full(&mut lines, k, v);
+    }
+    if lines.len() > h {
+        // Say how much is hidden rather than cut it off unannounced.
+        let keep = h.saturating_sub(1);
+        let hidden = lines.len() - keep;
+        lines.truncate(keep);
+        lines.push(Line::from(format!(
+            "… {hidden} more lines: a taller terminal shows them"
+        )));
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(lines: &[Line]) -> Vec<String> {
+        lines.iter().map(|l| l.to_string()).collect()
+    }
+
+    #[test]
+    fn detail_switches_to_two_columns_and_counts_what_does_not_fit() {
+        // 26 fields (more than 22 lines hold at 80×24), one a 300-byte path.
+        let mut entries: Vec<(&str, String)> = (0..25).map(|i| ("evt.errno", format!("v{i}"))).collect();
+        entries.push(("fd.name", format!("/{}", "x".repeat(299))));
+        let lines = text(&detail_lines(&entries, 78, 22));
+        assert!(lines.len() <= 22, "{lines:#?}");
+        assert!(lines.iter().all(|l| width(l) <= 78), "{lines:#?}");
+        for i in 0..25 {
+            let v = format!("v{i}");
+            let n = lines
+                .iter()
+                .flat_map(|l| l.split_whitespace())
+                .filter(|t| *t == v)
+                .count();
+            assert_eq!(n, 1, "{v}: {lines:#?}");
+        }
+        // The path, wrapped under its name: every byte shown.
+        assert_eq!(lines.iter().map(|l| l.matches('x').count()).sum::<usize>(), 299);
+        assert!(!lines.iter().any(|l| l.contains("more lines")));
+        // Too small for even that: the last line says how much is hidden.
+        let lines = text(&detail_lines(&entries, 78, 8));
+        assert_eq!(lines.len(), 8);
+        assert!(
+            lines[7].starts_with("… ") && lines[7].contains("more lines"),
+            "{lines:#?}"
+        );
+        // Room enough: one field per line.
+        let lines = text(&detail_lines(&entries[..5], 78, 22));
+        assert_eq!(lines.len(), 5);
+        assert!(lines[0].starts_with("      evt.errno  v0"), "{lines:#?}");
+    }
 }
