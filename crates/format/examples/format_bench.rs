@@ -5,10 +5,13 @@
 //! cargo run --release -p iocap-format --example format_bench [-- EVENTS [CHUNK_EVENTS]]  # 4,000,000 65,536
 //! cargo run --release -p iocap-format --example format_bench -- --sample PATH EVENTS [CHUNK_EVENTS]
 //! cargo run --release -p iocap-format --example format_bench -- --file CAPTURE
+//! cargo run --release -p iocap-format --example format_bench -- --rewrite CAPTURE OUT
 //! ```
 //!
 //! `--sample` only writes a capture of that mix (used for fuzzing seeds and fixtures);
-//! `--file` gives the size and decode figures of a real capture.
+//! `--file` gives the size and decode figures of a real capture; `--rewrite` writes a capture
+//! again with this version's writer, chunk for chunk, each table entry just before the first
+//! chunk that needs it (as the recorder does), so one recording compares format versions.
 
 use std::time::{Duration, Instant};
 
@@ -305,6 +308,67 @@ fn real_file(bytes: &[u8]) {
     }
 }
 
+/// Rewrite a capture with the current writer; prints both sizes.
+fn rewrite(bytes: &[u8], out: &str) {
+    let r = Reader::from_bytes(bytes.to_vec()).expect("reader");
+    let t = r.tables();
+    let mut w = Writer::new(Vec::new(), r.meta(), WriterOptions::default()).expect("writer");
+    let (mut procs, mut files, mut strings) = (0usize, 0usize, 1u32);
+    let mut intern_to = |w: &mut Writer<Vec<u8>>, id: u32| {
+        while strings <= id {
+            assert_eq!(w.intern(t.string(strings).as_bytes()), strings, "string ids are dense");
+            strings += 1;
+        }
+    };
+    let (mut dec, mut cols) = (ChunkDecoder::new(), Columns::default());
+    for i in 0..r.chunks().len() {
+        r.read_chunk(i, ColSet::ALL, &mut dec, &mut cols).expect("chunk");
+        let max_proc = cols.proc.iter().copied().max().unwrap_or(0);
+        let max_file = cols.file.iter().copied().max().unwrap_or(0);
+        while procs < t.procs().len() && t.procs()[procs].id <= max_proc {
+            let p = t.procs()[procs].clone();
+            [p.name, p.exe, p.cmdline]
+                .into_iter()
+                .for_each(|s| intern_to(&mut w, s));
+            w.add_proc(p);
+            procs += 1;
+        }
+        while files < t.files().len() && t.files()[files].id <= max_file {
+            let f = t.files()[files].clone();
+            intern_to(&mut w, f.name);
+            w.add_file(f);
+            files += 1;
+        }
+        for d in t.devices() {
+            if i == 0 {
+                w.add_device(d);
+            }
+        }
+        (0..cols.len()).for_each(|e| w.push(&cols.event(e)).expect("push"));
+        w.flush().expect("flush");
+    }
+    // Entries no event refers to are still in the capture.
+    for p in &t.procs()[procs..] {
+        [p.name, p.exe, p.cmdline]
+            .into_iter()
+            .for_each(|s| intern_to(&mut w, s));
+        w.add_proc(p.clone());
+    }
+    for f in &t.files()[files..] {
+        intern_to(&mut w, f.name);
+        w.add_file(f.clone());
+    }
+    let again = w.finish(r.stop_ts()).expect("finish");
+    let n = r.event_count() as f64;
+    println!(
+        "{} events: {:.3} bytes/event as read, {:.3} rewritten",
+        n,
+        bytes.len() as f64 / n,
+        again.len() as f64 / n
+    );
+    std::fs::write(out, again).expect("write");
+}
+
 fn rate(events: usize, rounds: usize, d: Duration) -> f64 {
     (events * rounds) as f64 / d.as_secs_f64() / 1e6
 }
@@ -325,6 +389,11 @@ fn main() {
     if args.first().map(String::as_str) == Some("--file") {
         let path = args.get(1).expect("--file PATH");
         real_file(&std::fs::read(path).expect("read capture"));
+        return;
+    }
+    if args.first().map(String::as_str) == Some("--rewrite") {
+        let path = args.get(1).expect("--rewrite PATH OUT");
+        rewrite(&std::fs::read(path).expect("read capture"), args.get(2).expect("OUT"));
         return;
     }
     let n: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(4_000_000);
