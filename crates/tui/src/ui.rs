@@ -198,7 +198,8 @@ pub const KEYS: &[(&str, &str)] = &[
 ];
 
 fn render_help(app: &App, f: &mut Frame) {
-    let area = popup(app.area, 70, KEYS.len() as u16 + 2);
+    // 78 columns hold the longest line unwrapped, so every key fits 80×24.
+    let area = popup(app.area, 78, KEYS.len() as u16 + 2);
     let lines: Vec<Line> = KEYS
         .iter()
         .map(|(k, what)| {

@@ -323,8 +323,11 @@ fn help_lists_every_key() {
     let (_dir, mut app) = app(80, 24, "");
     press(&mut app, KeyCode::Char('?'));
     let screen = full(&app);
-    for (k, _) in ui::KEYS {
-        assert!(screen.contains(k), "{k} missing");
+    // Every key and what it does, whole and on one line, inside the popup.
+    let text = screen.split("--- styles ---").next().unwrap();
+    for (k, what) in ui::KEYS {
+        let line = format!("{k:>17} {what}");
+        assert!(text.lines().any(|l| l.contains(&line)), "{line:?} missing:\n{text}");
     }
     insta::assert_snapshot!("help_80x24", screen);
 }

@@ -38,8 +38,18 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let block = ui::pane_block(app, title, focused);
     let inner = block.inner(area);
     f.render_widget(block, area);
+    // Narrower fixed columns below 100 cells (80×24 leaves 76), so the file has room.
+    let fixed: [u16; 7] = if inner.width < 100 {
+        [9, 12, 7, 9, 5, 7, 5]
+    } else {
+        [10, 15, 7, 10, 6, 8, 6]
+    };
+    let [time_w, proc_w, pid_w, type_w, bytes_w, lat_w, res_w] = fixed;
+    let file_w = usize::from(inner.width.saturating_sub(fixed.iter().sum::<u16>() + 7)).max(10);
     let rows = app.ev_rows.iter().map(|(i, e)| {
-        let c = columns(app, e);
+        let mut c = columns(app, e);
+        // A path's end says more than its start: cut from the left.
+        c[4] = tail(&c[4], file_w);
         let row = Row::new(c.into_iter().map(Cell::from));
         if focused && *i == app.ev_sel {
             row.style(app.theme.cursor())
@@ -48,17 +58,36 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         }
     });
     let widths = [
-        Constraint::Length(10),
-        Constraint::Length(15),
-        Constraint::Length(7),
-        Constraint::Length(10),
+        Constraint::Length(time_w),
+        Constraint::Length(proc_w),
+        Constraint::Length(pid_w),
+        Constraint::Length(type_w),
         Constraint::Min(10),
-        Constraint::Length(6),
-        Constraint::Length(8),
-        Constraint::Length(6),
+        Constraint::Length(bytes_w),
+        Constraint::Length(lat_w),
+        Constraint::Length(res_w),
     ];
     let header = Row::new(["TIME", "PROC", "PID", "TYPE", "FILE/DISK", "BYTES", "LAT", "RES"]).style(app.theme.dim());
     f.render_widget(Table::new(rows, widths).header(header).column_spacing(1), inner);
+}
+
+/// The last `w` columns of `s`, after an ellipsis when cut.
+fn tail(s: &str, w: usize) -> String {
+    if width(s) <= w {
+        return s.to_string();
+    }
+    let mut out: Vec<char> = Vec::new();
+    let mut used = 1;
+    let mut buf = [0u8; 4];
+    for c in s.chars().rev() {
+        let cw = width(c.encode_utf8(&mut buf));
+        if used + cw > w {
+            break;
+        }
+        used += cw;
+        out.push(c);
+    }
+    std::iter::once('…').chain(out.into_iter().rev()).collect()
 }
 
 /// The list's cells for one event.
@@ -250,6 +279,8 @@ mod tests {
             lines[7].starts_with("… ") && lines[7].contains("more lines"),
             "{lines:#?}"
         );
+        assert_eq!(tail("/var/lib/pg/base/16384", 12), "…/base/16384");
+        assert_eq!(tail("/data", 12), "/data");
         // Room enough: one field per line.
         let lines = text(&detail_lines(&entries[..5], 78, 22));
         assert_eq!(lines.len(), 5);

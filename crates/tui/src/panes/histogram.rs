@@ -30,8 +30,27 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     match app.hist() {
         Some(h) if !h.is_empty() => {
             let p = |q: f64| units::dur(h.percentile(q));
-            lines.push(Line::from(format!("p50 {} p90 {} p99 {}", p(50.0), p(90.0), p(99.0))));
-            lines.push(Line::from(format!("p99.9 {} max {}", p(99.9), units::dur(h.max()))));
+            let figures = [
+                format!("p50 {}", p(50.0)),
+                format!("p90 {}", p(90.0)),
+                format!("p99 {}", p(99.0)),
+                format!("p99.9 {}", p(99.9)),
+                format!("max {}", units::dur(h.max())),
+            ];
+            // As many figures per line as fit whole: a narrow pane (80×24) takes three lines
+            // rather than cutting a number off.
+            let width = usize::from(inner.width);
+            let mut line = String::new();
+            for fig in figures {
+                if !line.is_empty() && line.chars().count() + 1 + fig.chars().count() > width {
+                    lines.push(Line::from(std::mem::take(&mut line)));
+                }
+                if !line.is_empty() {
+                    line.push(' ');
+                }
+                line.push_str(&fig);
+            }
+            lines.push(Line::from(line));
         }
         Some(_) => lines.push(Line::from("no matching events in view")),
         None => lines.push(Line::styled("percentiles: scanning…", app.theme.dim())),
