@@ -38,15 +38,35 @@ pub fn column(ns: u64) -> usize {
 }
 
 /// The latency column of `ns`, whose log-linear bucket ([`crate::hist::bucket`]) is `b`: for
-/// scans that have the bucket already. A table lookup and one comparison, no search: a bucket
-/// is at most 6.25 % wide and a column at least 20 %, so a bucket straddles at most one column
-/// bound, and the table gives the column of the bucket's lowest value.
+/// scans that have the bucket already.
 #[inline]
 pub fn column_in_bucket(b: usize, ns: u64) -> usize {
-    let (first, bounds) = bucket_columns();
-    let c = usize::from(first.get(b).copied().unwrap_or(COLS as u8 - 1));
-    let next = bounds.get(c + 1).copied().unwrap_or(u64::MAX);
-    (c + usize::from(ns >= next)).min(COLS - 1)
+    ColumnTable::get().column(b, ns)
+}
+
+/// The tables [`column_in_bucket`] reads, fetched once so a scan loop does not go through the
+/// lazy initialisation per event.
+#[derive(Clone, Copy)]
+pub struct ColumnTable {
+    first: &'static [u8; crate::hist::BUCKETS],
+    bounds: &'static [u64; COLS + 1],
+}
+
+impl ColumnTable {
+    pub fn get() -> ColumnTable {
+        let (first, bounds) = bucket_columns();
+        ColumnTable { first, bounds }
+    }
+
+    /// The column of `ns`, whose bucket is `b`. A table lookup and one comparison, no search:
+    /// a bucket is at most 6.25 % wide and a column at least 20 %, so a bucket straddles at most
+    /// one column bound, and the table gives the column of the bucket's lowest value.
+    #[inline(always)]
+    pub fn column(&self, b: usize, ns: u64) -> usize {
+        let c = usize::from(self.first.get(b).copied().unwrap_or(COLS as u8 - 1));
+        let next = self.bounds.get(c + 1).copied().unwrap_or(u64::MAX);
+        (c + usize::from(ns >= next)).min(COLS - 1)
+    }
 }
 
 /// The column of each log-linear bucket's lowest value (by search), and the column bounds.

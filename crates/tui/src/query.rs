@@ -22,10 +22,10 @@ use iocap_format::{Col, ColSet, Columns, Event, Reader};
 use crate::grid::Grid;
 
 /// How many of the slowest matching events a scan keeps for the latency-sorted list: far more
-/// than anyone scrolls through, at 16 bytes each (16 MiB, and up to 1.5 times that per scan
-/// thread while scanning), well inside the viewer's 512 MB at 10^8 events. Beyond it the list
-/// says "slowest K of N".
-pub const SLOWEST: usize = 1 << 20;
+/// than anyone scrolls through (262,144), at 16 bytes each (4 MiB, and up to 1.5 times that per
+/// scan thread while scanning). Beyond it the list says "slowest of N". 2^20 cost 0.2 s more
+/// per 10^8 events (pruning and the final sort) for rows nobody reaches.
+pub const SLOWEST: usize = 1 << 18;
 /// Bytes of decoded columns the viewer keeps across queries ([`ColumnCache`]): about 35 M
 /// events of the usual columns, leaving room under 512 MB for the rest.
 pub const CACHE_BUDGET: usize = 320 << 20;
@@ -167,6 +167,12 @@ fn group_key(field: &FieldInfo, c: &Columns, i: usize) -> u64 {
     }
 }
 
+/// The group key of a field that is a table id read from column `v`.
+#[inline(always)]
+fn id(v: &[u32]) -> impl Fn(usize) -> u64 + '_ {
+    move |i| v.get(i).map_or(0, |&x| u64::from(x))
+}
+
 /// Group keys below this are looked up in a table, not a hash map: table ids (processes,
 /// files, threads) and the event-type keys are small.
 const DENSE_KEYS: u64 = 1 << 16;
@@ -268,17 +274,23 @@ impl TopK {
         self.k + self.k / 2 + 1
     }
 
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, s: Slow) {
         if s.latency >= self.floor && self.k > 0 {
-            if self.items.capacity() == 0 {
-                // Once, exactly: growing by doubling would overshoot the memory bound.
-                self.items.reserve_exact(self.room());
-            }
-            self.items.push(s);
-            if self.items.len() >= self.room() {
-                self.prune();
-            }
+            self.keep(s);
+        }
+    }
+
+    /// The rarer half of [`TopK::push`], out of the scan loop.
+    #[inline(never)]
+    fn keep(&mut self, s: Slow) {
+        if self.items.capacity() == 0 {
+            // Once, exactly: growing by doubling would overshoot the memory bound.
+            self.items.reserve_exact(self.room());
+        }
+        self.items.push(s);
+        if self.items.len() >= self.room() {
+            self.prune();
         }
     }
 
@@ -324,13 +336,37 @@ impl Acc {
 
     /// Take the matching rows of chunk `ci` that fall inside the view.
     fn feed(&mut self, q: &Query, ci: usize, cols: &Columns, bits: &Bitmap) {
+        // The grouped field is chosen once per chunk, not per event: the common keys (a table
+        // id read from one column) get a loop of their own.
+        let n = match q.group.id {
+            FieldId::ProcName | FieldId::ProcExe | FieldId::ProcCmdline | FieldId::ProcPpid => {
+                self.feed_by(q, ci, cols, bits, id(&cols.proc))
+            }
+            FieldId::ProcPid => self.feed_by(q, ci, cols, bits, id(&cols.pid)),
+            FieldId::ThreadTid => self.feed_by(q, ci, cols, bits, id(&cols.tid)),
+            FieldId::FdName | FieldId::FdType | FieldId::FdDirectory | FieldId::FdFilename | FieldId::FdDev => {
+                self.feed_by(q, ci, cols, bits, id(&cols.file))
+            }
+            _ => self.feed_by(q, ci, cols, bits, |i| group_key(q.group, cols, i)),
+        };
+        if n > 0 {
+            self.per_chunk.push((ci, n));
+        }
+    }
+
+    /// [`Acc::feed`] with the group key of row `i` given by `key`; returns the rows taken.
+    #[inline(always)]
+    fn feed_by(&mut self, q: &Query, ci: usize, cols: &Columns, bits: &Bitmap, key: impl Fn(usize) -> u64) -> u64 {
         let (start, end, interval) = (q.start, q.end(), q.interval.max(1));
+        let (ts_col, lat_col) = (&cols.ts[..], &cols.latency[..]);
+        let columns = spectro::ColumnTable::get();
+        let keep_slowest = self.slowest.k > 0;
         let mut n = 0u64;
         // The spectrogram row of the last event: a chunk's events are nearly in time order, so
         // most share their neighbour's row and need no division.
         let (mut row_lo, mut row_hi, mut row) = (u64::MAX, 0u64, 0usize);
         for i in bits.iter_ones() {
-            let (Some(&ts), Some(&lat)) = (cols.ts.get(i), cols.latency.get(i)) else {
+            let (Some(&ts), Some(&lat)) = (ts_col.get(i), lat_col.get(i)) else {
                 continue;
             };
             if ts < start || ts >= end {
@@ -345,19 +381,17 @@ impl Acc {
             }
             // One bucket computation serves the spectrogram column and the histogram.
             let b = hist::bucket(lat);
-            self.spectro.add_to_row(row, spectro::column_in_bucket(b, lat), 1);
-            self.groups
-                .hist(group_key(q.group, cols, i), || cols.event(i))
-                .add_in_bucket(b, lat);
-            self.slowest.push(Slow {
-                latency: lat,
-                chunk: ci as u32,
-                row: i as u32,
-            });
+            self.spectro.add_to_row(row, columns.column(b, lat), 1);
+            self.groups.hist(key(i), || cols.event(i)).add_in_bucket(b, lat);
+            if keep_slowest {
+                self.slowest.push(Slow {
+                    latency: lat,
+                    chunk: ci as u32,
+                    row: i as u32,
+                });
+            }
         }
-        if n > 0 {
-            self.per_chunk.push((ci, n));
-        }
+        n
     }
 }
 
