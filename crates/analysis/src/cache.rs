@@ -8,10 +8,11 @@
 //! of 20, and widening them back is a vectorised add, far cheaper than decoding.
 //!
 //! The cache holds at most its byte budget. It is scan-resistant rather than LRU: a scan never
-//! evicts what the same scan used, so scanning a capture larger than the budget keeps the first
-//! chunks that fit (and reuses them next time) instead of evicting each chunk just before it is
-//! needed again. Entries no scan has touched since are evicted oldest first when a later scan
-//! (say, of another time range) needs the room.
+//! evicts a column it reads of a chunk it covers, so scanning a capture larger than the budget
+//! keeps the chunks that fitted first (and reuses them next time) instead of evicting each chunk
+//! just before it is needed again, and two scan threads never evict each other's chunks. Other
+//! entries (chunks outside the scan's time range, columns it does not read) are evicted, least
+//! recently used first, when the scan needs the room.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -217,6 +218,9 @@ struct Inner {
     map: HashMap<(usize, Col), Entry>,
     bytes: usize,
     scan: u64,
+    /// What the current scan reads: its chunks (increasing) and columns. Never evicted by it.
+    chunks: Vec<usize>,
+    want: u32,
     /// Whether an entry from an earlier scan may still be held (else eviction has nothing to do).
     stale: bool,
     hits: u64,
@@ -244,11 +248,20 @@ impl ColumnCache {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Start a scan: what earlier scans used becomes evictable.
-    pub(crate) fn begin(&self) {
+    /// Start a scan of columns `want` of `chunks` (in increasing order): what it does not
+    /// read becomes evictable.
+    pub(crate) fn begin(&self, chunks: &[usize], want: ColSet) {
         let mut g = self.lock();
         g.scan += 1;
-        g.stale = !g.map.is_empty();
+        g.chunks.clear();
+        g.chunks.extend_from_slice(chunks);
+        g.want = want.0;
+        let g = &mut *g;
+        g.stale = g.map.keys().any(|k| Self::evictable(&g.chunks, g.want, k));
+    }
+
+    fn evictable(chunks: &[usize], want: u32, &(chunk, c): &(usize, Col)) -> bool {
+        !ColSet(want).contains(c) || chunks.binary_search(&chunk).is_err()
     }
 
     /// The columns of `want` held for `chunk`, marked as used by this scan.
@@ -320,11 +333,10 @@ impl ColumnCache {
         if !g.stale {
             return false;
         }
-        let scan = g.scan;
         let mut old: Vec<(u64, (usize, Col))> = g
             .map
             .iter()
-            .filter(|(_, e)| e.used < scan)
+            .filter(|(k, _)| Self::evictable(&g.chunks, g.want, k))
             .map(|(k, e)| (e.used, *k))
             .collect();
         old.sort_unstable_by_key(|&(used, (chunk, c))| (used, chunk, c as u8));
@@ -387,16 +399,25 @@ mod tests {
     }
 
     #[test]
-    fn the_budget_holds_and_a_scan_keeps_what_it_uses() {
+    fn the_budget_holds_and_a_scan_keeps_what_it_reads() {
         let mut cols = Columns::default();
         for i in 0..1000u64 {
-            cols.push(&Event::syscall(i, i * 100_000, 1, 1, 0, 0));
+            cols.push(&Event::syscall(i * 100, i * 100_000, 1, 1, 0, 0));
         }
         let lat = ColSet::NONE.with(Col::Latency);
+        let all: Vec<usize> = (0..5).collect();
         // Latency spans 10^8: 4 bytes per event, 4000 per chunk; room for 2.5 chunks.
         let cache = ColumnCache::new(10_000);
         let mut got = Vec::new();
-        cache.begin();
+        let held = |cache: &ColumnCache, got: &mut Vec<_>| -> Vec<usize> {
+            (0..5)
+                .filter(|&chunk| {
+                    cache.get(chunk, lat, got);
+                    !got.is_empty()
+                })
+                .collect()
+        };
+        cache.begin(&all, lat);
         for chunk in 0..5 {
             cache.get(chunk, lat, &mut got);
             assert!(got.is_empty());
@@ -404,33 +425,29 @@ mod tests {
         }
         assert_eq!(cache.stats().entries, 2, "the first two kept, the rest refused");
         assert!(cache.stats().bytes <= 10_000);
-        // The same scan again: the first two hit, none is evicted for the others.
-        cache.begin();
-        let hits: Vec<bool> = (0..5)
-            .map(|chunk| {
-                cache.get(chunk, lat, &mut got);
-                let hit = !got.is_empty();
-                if !hit {
-                    cache.put(chunk, lat, &mut cols);
-                }
-                hit
-            })
-            .collect();
-        assert_eq!(hits, [true, true, false, false, false]);
-        // A scan of other chunks evicts what no longer is used.
-        cache.begin();
-        cache.get(3, lat, &mut got);
-        cache.put(3, lat, &mut cols);
-        cache.get(4, lat, &mut got);
-        cache.put(4, lat, &mut cols);
-        cache.begin();
-        let held: Vec<usize> = (0..5)
-            .filter(|&chunk| {
-                cache.get(chunk, lat, &mut got);
-                !got.is_empty()
-            })
-            .collect();
-        assert_eq!(held, [3, 4]);
+        // The same scan again, its chunks in any order (two threads): the first two stay.
+        cache.begin(&all, lat);
+        for chunk in [4, 0, 3, 2, 1] {
+            cache.get(chunk, lat, &mut got);
+            if got.is_empty() {
+                cache.put(chunk, lat, &mut cols);
+            }
+        }
+        assert_eq!(held(&cache, &mut got), [0, 1]);
+        // A scan of other chunks evicts what it does not read.
+        cache.begin(&[3, 4], lat);
+        for chunk in [3, 4] {
+            cache.get(chunk, lat, &mut got);
+            cache.put(chunk, lat, &mut cols);
+        }
+        cache.begin(&all, lat);
+        assert_eq!(held(&cache, &mut got), [3, 4]);
+        // So does a scan of other columns of the same chunks.
+        let ts = ColSet::NONE.with(Col::Ts);
+        cache.begin(&[3, 4], ts);
+        cache.put(3, ts, &mut cols);
+        cache.begin(&all, lat);
+        assert_eq!(held(&cache, &mut got), [4], "chunk 3's latency made room for its ts");
         let st = cache.stats();
         assert!(st.bytes <= 10_000 && st.hits > 0 && st.misses > 0, "{st:?}");
     }

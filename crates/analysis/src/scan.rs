@@ -12,6 +12,7 @@
 //! in file order (the order events completed) and can stop early, for listings and exports.
 
 use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use iocap_filter::{Bitmap, Compiled};
 use iocap_format::{ChunkDecoder, ColSet, Columns, Error, Reader, Source};
@@ -55,6 +56,7 @@ pub struct Scan<'a, S: Source> {
     threads: usize,
     cancel: Option<&'a (dyn Fn() -> bool + Sync)>,
     cache: Option<&'a ColumnCache>,
+    any_order: bool,
 }
 
 impl<'a, S: Source> Scan<'a, S> {
@@ -68,6 +70,7 @@ impl<'a, S: Source> Scan<'a, S> {
             threads: 1,
             cancel: None,
             cache: None,
+            any_order: false,
         }
     }
 
@@ -103,9 +106,20 @@ impl<'a, S: Source> Scan<'a, S> {
         self
     }
 
+    /// Hand chunks to threads as they become free rather than a contiguous run each: better
+    /// balanced when a thread is slowed (a loaded machine, chunks skipped unevenly), but each
+    /// accumulator then holds chunks in no particular order and they are merged in thread order,
+    /// so only for accumulators whose result does not depend on order (counts, histograms,
+    /// sorted tops).
+    pub fn any_order(mut self) -> Self {
+        self.any_order = true;
+        self
+    }
+
     /// Feed every matching event to accumulators made by `init` and merge them in chunk
-    /// order. `feed` gets the chunk's index, its decoded columns and the bitmap of its matching
-    /// rows (never empty). `None` when cancelled.
+    /// order (unless [`Scan::any_order`]). `feed` gets the chunk's index, its decoded columns and
+    /// the bitmap of its matching rows (never empty). `None` when cancelled. On a damaged chunk
+    /// the error is the first in chunk order.
     pub fn run<A: Send>(
         self,
         init: impl Fn() -> A + Sync,
@@ -127,30 +141,50 @@ impl<'a, S: Source> Scan<'a, S> {
         let n = chunks.len();
         let threads = self.threads.clamp(1, n.max(1));
         if let Some(c) = self.cache {
-            c.begin();
+            c.begin(chunks, want);
         }
+        // Positions (in `chunks`) are handed out by `take`: a contiguous run per thread, or, in
+        // any order, the next position to whichever thread is free. `fail_at` is the lowest
+        // position that failed: threads stop past it, so the error reported is always the first
+        // in chunk order, whatever the timing.
+        let fail_at = AtomicUsize::new(usize::MAX);
+        let shared = AtomicUsize::new(0);
         let this = &self;
-        let run_part = |part: &[usize]| {
+        let run_part = |k: usize| {
+            let (mut pos, end) = (k * n / threads, (k + 1) * n / threads);
+            let take = || -> Option<usize> {
+                let p = if this.any_order {
+                    shared.fetch_add(1, Ordering::Relaxed)
+                } else {
+                    if pos >= end {
+                        return None;
+                    }
+                    pos += 1;
+                    pos - 1
+                };
+                (p < n && p <= fail_at.load(Ordering::Relaxed)).then_some(p)
+            };
             let mut acc = init();
-            this.scan_part(want, part, &mut acc, &feed)
-                .map(|st| st.map(|st| (acc, st)))
+            match this.scan_part(want, chunks, take, &mut acc, &feed) {
+                Ok(st) => Ok(st.map(|st| (acc, st))),
+                Err((p, e)) => {
+                    fail_at.fetch_min(p, Ordering::Relaxed);
+                    Err((p, e))
+                }
+            }
         };
-        let parts: Vec<Result<Option<(A, ScanStats)>, Error>> = if threads == 1 {
-            vec![run_part(chunks)]
+        type Part<A> = Result<Option<(A, ScanStats)>, (usize, Error)>;
+        let parts: Vec<Part<A>> = if threads == 1 {
+            vec![run_part(0)]
         } else {
             let run_part = &run_part;
             std::thread::scope(|s| {
-                let handles: Vec<_> = (0..threads)
-                    .map(|k| {
-                        let part = &chunks[k * n / threads..(k + 1) * n / threads];
-                        s.spawn(move || run_part(part))
-                    })
-                    .collect();
+                let handles: Vec<_> = (0..threads).map(|k| s.spawn(move || run_part(k))).collect();
                 handles
                     .into_iter()
                     .map(|h| {
                         h.join()
-                            .unwrap_or_else(|_| Err(Error::Io(std::io::Error::other("a scan thread panicked"))))
+                            .unwrap_or_else(|_| Err((0, Error::Io(std::io::Error::other("a scan thread panicked")))))
                     })
                     .collect()
             })
@@ -159,10 +193,20 @@ impl<'a, S: Source> Scan<'a, S> {
             total: self.reader.event_count(),
             ..ScanStats::default()
         };
+        let first_err = parts
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.as_ref().err().map(|(pos, _)| (*pos, i)))
+            .min();
+        let mut parts: Vec<Option<Part<A>>> = parts.into_iter().map(Some).collect();
+        if let Some((_, i)) = first_err {
+            if let Some(Err((_, e))) = parts[i].take() {
+                return Err(e);
+            }
+        }
         let mut out: Option<A> = None;
-        // The first error in chunk order wins, whatever thread finished first.
-        for part in parts {
-            let Some((acc, st)) = part? else { return Ok(None) };
+        for part in parts.into_iter().flatten() {
+            let Ok(Some((acc, st))) = part else { return Ok(None) };
             stats.merge(&st);
             match &mut out {
                 None => out = Some(acc),
@@ -172,21 +216,24 @@ impl<'a, S: Source> Scan<'a, S> {
         Ok(Some((out.unwrap_or_else(init), stats)))
     }
 
-    /// Scan `chunks` sequentially into `acc`; `None` when cancelled.
+    /// Scan the chunks at the positions `take` hands out (in `chunks`) sequentially into `acc`;
+    /// `None` when cancelled. An error comes with its position.
     fn scan_part<A>(
         &self,
         want: ColSet,
         chunks: &[usize],
+        mut take: impl FnMut() -> Option<usize>,
         acc: &mut A,
         feed: &(impl Fn(&mut A, usize, &Columns, &Bitmap) + Sync),
-    ) -> Result<Option<ScanStats>, Error> {
+    ) -> Result<Option<ScanStats>, (usize, Error)> {
         let r = self.reader;
         let mut dec = ChunkDecoder::new();
         let mut cols = Columns::default();
         let mut bits = Bitmap::default();
         let mut st = ScanStats::default();
         let mut got = Vec::new();
-        for &i in chunks {
+        while let Some(pos) = take() {
+            let i = chunks[pos];
             if self.cancel.is_some_and(|c| c()) {
                 return Ok(None);
             }
@@ -200,7 +247,7 @@ impl<'a, S: Source> Scan<'a, S> {
                 continue;
             }
             match self.cache {
-                None => r.read_chunk(i, want, &mut dec, &mut cols)?,
+                None => r.read_chunk(i, want, &mut dec, &mut cols).map_err(|e| (pos, e))?,
                 Some(cache) => {
                     cache.get(i, want, &mut got);
                     let held = cols_of(want).filter(|c| got.iter().any(|(g, _)| g == c));
@@ -210,9 +257,9 @@ impl<'a, S: Source> Scan<'a, S> {
                         // column) sets the event count.
                         Some(n) if missing == ColSet::NONE => cols
                             .decode(&[0], n, ColSet::NONE)
-                            .map_err(|e| Error::Io(std::io::Error::other(e.0)))?,
+                            .map_err(|e| (pos, Error::Io(std::io::Error::other(e.0))))?,
                         _ => {
-                            r.read_chunk(i, missing, &mut dec, &mut cols)?;
+                            r.read_chunk(i, missing, &mut dec, &mut cols).map_err(|e| (pos, e))?;
                             cache.put(i, missing, &mut cols);
                         }
                     }
@@ -314,6 +361,10 @@ mod tests {
     use iocap_format::{Col, Event, Meta, Writer, WriterOptions};
 
     fn capture() -> Reader<Vec<u8>> {
+        Reader::from_bytes(capture_bytes()).unwrap()
+    }
+
+    fn capture_bytes() -> Vec<u8> {
         let meta = Meta {
             arch: "x86_64".into(),
             start_ts: 1_000,
@@ -330,7 +381,7 @@ mod tests {
             w.push(&Event::syscall(1_000 + i * 10, latency, 1, 1, (i % 3) as u32, 0))
                 .unwrap();
         }
-        Reader::from_bytes(w.finish(20_000).unwrap()).unwrap()
+        w.finish(20_000).unwrap()
     }
 
     fn hist(r: &Reader<Vec<u8>>, src: &str, threads: usize) -> (LatencyHist, ScanStats) {
@@ -359,6 +410,46 @@ mod tests {
         // nr 0 is read: a third of the fast half, and all of the slow half.
         assert_eq!(st1.matched, 167 + 500);
         assert_eq!(st1.total, 1_000);
+    }
+
+    #[test]
+    fn any_order_gives_the_same_answer_and_errors_are_the_first_in_chunk_order() {
+        let r = capture();
+        let f = Filter::parse("evt.type=read or latency>1ms")
+            .unwrap()
+            .compile(r.meta(), r.tables());
+        let run = |r: &Reader<Vec<u8>>, threads: usize, any: bool| {
+            let mut s = Scan::new(r, Some(&f))
+                .columns(ColSet::NONE.with(Col::Latency))
+                .threads(threads);
+            if any {
+                s = s.any_order();
+            }
+            s.run(
+                LatencyHist::new,
+                |h, _, c, b| b.iter_ones().for_each(|i| h.add(c.latency[i])),
+                |a, b| a.merge(&b),
+            )
+        };
+        let (one, st1) = run(&r, 1, false).unwrap().unwrap();
+        for threads in [2, 3, 16] {
+            let (h, st) = run(&r, threads, true).unwrap().unwrap();
+            assert_eq!((h, st), (one.clone(), st1), "{threads} threads");
+        }
+        // Damage chunks 3 and 7: every way of scanning reports chunk 3.
+        let mut bytes = capture_bytes();
+        for c in [3, 7] {
+            let at = r.chunks()[c].offset as usize + 40;
+            bytes[at] ^= 0xff;
+        }
+        let bad = Reader::from_bytes(bytes).unwrap();
+        let first = run(&bad, 1, false).expect_err("an error").to_string();
+        for (threads, any) in [(2, false), (3, false), (2, true), (16, true)] {
+            let e = run(&bad, threads, any).expect_err("an error").to_string();
+            assert_eq!(e, first, "{threads} threads, any order {any}");
+        }
+        let (at3, at7) = (bad.chunks()[3].offset.to_string(), bad.chunks()[7].offset.to_string());
+        assert!(first.contains(&at3) && !first.contains(&at7), "{first}");
     }
 
     #[test]
