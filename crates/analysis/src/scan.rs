@@ -57,6 +57,8 @@ pub struct Scan<'a, S: Source> {
     cancel: Option<&'a (dyn Fn() -> bool + Sync)>,
     cache: Option<&'a ColumnCache>,
     any_order: bool,
+    /// Columns wanted for some chunks only (see [`Scan::columns_for`]).
+    extra: Option<(ColSet, &'a (dyn Fn(usize) -> ColSet + Sync))>,
 }
 
 impl<'a, S: Source> Scan<'a, S> {
@@ -71,12 +73,21 @@ impl<'a, S: Source> Scan<'a, S> {
             cancel: None,
             cache: None,
             any_order: false,
+            extra: None,
         }
     }
 
     /// Also decode `want` (what the accumulator reads).
     pub fn columns(mut self, want: ColSet) -> Self {
         self.want = self.want.union(want);
+        self
+    }
+
+    /// Also decode, for chunk `i`, the columns `extra(i)` (a subset of `all`): for columns an
+    /// accumulator can do without in some chunks (the viewer needs no timestamps for a chunk that
+    /// lies within one spectrogram row). `feed` must then cope with them missing (empty).
+    pub fn columns_for(mut self, all: ColSet, extra: &'a (dyn Fn(usize) -> ColSet + Sync)) -> Self {
+        self.extra = Some((all, extra));
         self
     }
 
@@ -141,7 +152,7 @@ impl<'a, S: Source> Scan<'a, S> {
         let n = chunks.len();
         let threads = self.threads.clamp(1, n.max(1));
         if let Some(c) = self.cache {
-            c.begin(chunks, want);
+            c.begin(chunks, want.union(self.extra.map_or(ColSet::NONE, |e| e.0)));
         }
         // Positions (in `chunks`) are handed out by `take`: a contiguous run per thread, or, in
         // any order, the next position to whichever thread is free. `fail_at` is the lowest
@@ -234,6 +245,10 @@ impl<'a, S: Source> Scan<'a, S> {
         let mut got = Vec::new();
         while let Some(pos) = take() {
             let i = chunks[pos];
+            let want = match self.extra {
+                Some((all, f)) => want.union(ColSet(f(i).0 & all.0)),
+                None => want,
+            };
             if self.cancel.is_some_and(|c| c()) {
                 return Ok(None);
             }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use iocap_analysis::{hist, spectro, ColumnCache, LatencyHist, Scan, Spectrogram};
 use iocap_filter::fields::{self, FieldId, FieldInfo};
 use iocap_filter::{Bitmap, Compiled};
-use iocap_format::{Col, ColSet, Columns, Event, Reader};
+use iocap_format::{ChunkSummary, Col, ColSet, Columns, Event, Reader};
 
 use crate::grid::Grid;
 
@@ -334,20 +334,22 @@ impl Acc {
         self.slowest.merge(o.slowest);
     }
 
-    /// Take the matching rows of chunk `ci` that fall inside the view.
-    fn feed(&mut self, q: &Query, ci: usize, cols: &Columns, bits: &Bitmap) {
+    /// Take the matching rows of chunk `ci` that fall inside the view. `one_row` is the
+    /// spectrogram row of a chunk that lies within one row of the view (its timestamps were not
+    /// decoded: they would say nothing more).
+    fn feed(&mut self, q: &Query, ci: usize, one_row: Option<usize>, cols: &Columns, bits: &Bitmap) {
         // The grouped field is chosen once per chunk, not per event: the common keys (a table
         // id read from one column) get a loop of their own.
         let n = match q.group.id {
             FieldId::ProcName | FieldId::ProcExe | FieldId::ProcCmdline | FieldId::ProcPpid => {
-                self.feed_by(q, ci, cols, bits, id(&cols.proc))
+                self.feed_by(q, ci, one_row, cols, bits, id(&cols.proc))
             }
-            FieldId::ProcPid => self.feed_by(q, ci, cols, bits, id(&cols.pid)),
-            FieldId::ThreadTid => self.feed_by(q, ci, cols, bits, id(&cols.tid)),
+            FieldId::ProcPid => self.feed_by(q, ci, one_row, cols, bits, id(&cols.pid)),
+            FieldId::ThreadTid => self.feed_by(q, ci, one_row, cols, bits, id(&cols.tid)),
             FieldId::FdName | FieldId::FdType | FieldId::FdDirectory | FieldId::FdFilename | FieldId::FdDev => {
-                self.feed_by(q, ci, cols, bits, id(&cols.file))
+                self.feed_by(q, ci, one_row, cols, bits, id(&cols.file))
             }
-            _ => self.feed_by(q, ci, cols, bits, |i| group_key(q.group, cols, i)),
+            _ => self.feed_by(q, ci, one_row, cols, bits, |i| group_key(q.group, cols, i)),
         };
         if n > 0 {
             self.per_chunk.push((ci, n));
@@ -356,12 +358,48 @@ impl Acc {
 
     /// [`Acc::feed`] with the group key of row `i` given by `key`; returns the rows taken.
     #[inline(always)]
-    fn feed_by(&mut self, q: &Query, ci: usize, cols: &Columns, bits: &Bitmap, key: impl Fn(usize) -> u64) -> u64 {
+    fn feed_by(
+        &mut self,
+        q: &Query,
+        ci: usize,
+        one_row: Option<usize>,
+        cols: &Columns,
+        bits: &Bitmap,
+        key: impl Fn(usize) -> u64,
+    ) -> u64 {
         let (start, end, interval) = (q.start, q.end(), q.interval.max(1));
         let (ts_col, lat_col) = (&cols.ts[..], &cols.latency[..]);
         let columns = spectro::ColumnTable::get();
-        let keep_slowest = self.slowest.k > 0;
+        let Acc {
+            spectro,
+            groups,
+            slowest,
+            ..
+        } = self;
+        let keep_slowest = slowest.k > 0;
+        let mut take = |i: usize, row: usize, lat: u64| {
+            // One bucket computation serves the spectrogram column and the histogram.
+            let b = hist::bucket(lat);
+            spectro.add_to_row(row, columns.column(b, lat), 1);
+            groups.hist(key(i), || cols.event(i)).add_in_bucket(b, lat);
+            if keep_slowest {
+                slowest.push(Slow {
+                    latency: lat,
+                    chunk: ci as u32,
+                    row: i as u32,
+                });
+            }
+        };
         let mut n = 0u64;
+        if let Some(row) = one_row.filter(|_| ts_col.len() != cols.len()) {
+            for i in bits.iter_ones() {
+                if let Some(&lat) = lat_col.get(i) {
+                    n += 1;
+                    take(i, row, lat);
+                }
+            }
+            return n;
+        }
         // The spectrogram row of the last event: a chunk's events are nearly in time order, so
         // most share their neighbour's row and need no division.
         let (mut row_lo, mut row_hi, mut row) = (u64::MAX, 0u64, 0usize);
@@ -379,27 +417,34 @@ impl Acc {
                 row_hi = row_lo.saturating_add(interval);
                 row = usize::try_from(r).unwrap_or(usize::MAX);
             }
-            // One bucket computation serves the spectrogram column and the histogram.
-            let b = hist::bucket(lat);
-            self.spectro.add_to_row(row, columns.column(b, lat), 1);
-            self.groups.hist(key(i), || cols.event(i)).add_in_bucket(b, lat);
-            if keep_slowest {
-                self.slowest.push(Slow {
-                    latency: lat,
-                    chunk: ci as u32,
-                    row: i as u32,
-                });
-            }
+            take(i, row, lat);
         }
         n
     }
+}
+
+/// The spectrogram row every event of a chunk falls in, when its summary puts the whole chunk
+/// inside one row of the view (so its timestamps need not be decoded).
+fn one_row(q: &Query, s: &ChunkSummary) -> Option<usize> {
+    let (start, end, interval) = (q.start, q.end(), q.interval.max(1));
+    let inside = s.min_ts >= start && s.max_ts < end && s.min_ts <= s.max_ts;
+    let row = |t: u64| (t - start) / interval;
+    (inside && row(s.min_ts) == row(s.max_ts)).then(|| usize::try_from(row(s.min_ts)).ok())?
 }
 
 /// Answer `q` over `reader` (taking and keeping decoded columns in `cache`, which must be this
 /// capture's); `None` when cancelled. The view's chunks are split between up to two threads
 /// (the machine this was built for has two cores) and merged in chunk order.
 pub fn run(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Cancel) -> Result<Option<Answer>, String> {
-    let want = ColSet::NONE.with(Col::Ts).with(Col::Latency).union(group_cols(q.group));
+    let want = ColSet::NONE.with(Col::Latency).union(group_cols(q.group));
+    // Timestamps only for chunks that straddle a row or the view's edges (a whole-capture view
+    // has few): the others' rows come from their summaries.
+    let infos = reader.chunks();
+    let ts = ColSet::NONE.with(Col::Ts);
+    let ts_for = |i: usize| match infos.get(i).map(|c| one_row(q, &c.summary)) {
+        Some(Some(_)) => ColSet::NONE,
+        _ => ts,
+    };
     let chunks: Vec<usize> = reader.chunks_in(q.start, q.end()).collect();
     let threads = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, 2);
     // Below a few chunks a second thread costs more than it saves.
@@ -407,6 +452,7 @@ pub fn run(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Can
     let stale = || cancel.is_stale(q.gen);
     let mut scan = Scan::new(reader, q.filter.as_deref())
         .columns(want)
+        .columns_for(ts, &ts_for)
         .chunks(&chunks)
         .threads(threads)
         // Every accumulator here is order-free (counts, histograms, a sorted top, per-chunk
@@ -419,7 +465,10 @@ pub fn run(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Can
     let acc = scan
         .run(
             || Acc::new(q),
-            |acc, ci, cols, bits| acc.feed(q, ci, cols, bits),
+            |acc, ci, cols, bits| {
+                let row = infos.get(ci).and_then(|c| one_row(q, &c.summary));
+                acc.feed(q, ci, row, cols, bits)
+            },
             Acc::merge,
         )
         .map_err(|e| e.to_string())?;
