@@ -203,6 +203,24 @@ fn main() {
             a.matched
         );
     }
+    // The latency-sorted list: its first screen and a page further down decode the chunks the
+    // slowest events on screen come from (on the UI thread).
+    app.focus = iocap_tui::app::Focus::Events;
+    app.update(iocap_tui::Action::Sort);
+    let q = app.take_query().unwrap();
+    let (_, a) = run(&q, Some(&cache));
+    let t = Instant::now();
+    app.update(iocap_tui::Action::Reply(iocap_tui::worker::Reply::Answer(Box::new(a))));
+    let first_screen = t.elapsed();
+    let t = Instant::now();
+    app.update(iocap_tui::Action::Move(iocap_tui::action::Move::PageDown));
+    println!(
+        "latency-sorted list: first screen {:>8.1?}, next page {:>8.1?} ({} rows of {})",
+        first_screen,
+        t.elapsed(),
+        app.ev_rows.len(),
+        app.ev_len()
+    );
     let st = cache.stats();
     println!(
         "column cache {} MB of {} MB, {} chunk columns, hits {} misses {}",

@@ -749,6 +749,10 @@ impl App {
             }
         };
         let (start, end) = (a.grid.start(), a.grid.end());
+        // The slowest events on screen come from chunks all over the capture, more than the
+        // few kept decoded: visit them chunk by chunk so each is decoded once per screen.
+        let mut refs = refs;
+        refs.sort_by_key(|&(i, r)| (r.chunk, i));
         for (i, r) in refs {
             // For the time order, `r.row` is the k-th match in the chunk; map it to a row.
             let sort = self.sort;
@@ -764,6 +768,7 @@ impl App {
                 self.ev_rows.push((i, e));
             }
         }
+        self.ev_rows.sort_by_key(|&(i, _)| i);
         self.answer = Some(a);
     }
 
