@@ -2,10 +2,11 @@
 //! and varint decoding ([`ColumnCache`]).
 //!
 //! Entries are one column of one chunk, stored narrow: every value minus the column's minimum
-//! in the smallest of u8/u16/u32/u64 that holds the range (signed columns zigzag-mapped first,
-//! as the file does). A chunk's timestamps span milliseconds and its latencies rarely reach
-//! 4 s, so the viewer's usual columns (ts, latency, proc) cost about 9 bytes per event instead
-//! of 20, and widening them back is a vectorised add, far cheaper than decoding.
+//! in the smallest of 0 (constant), 1, 2, 4, 8, 16, 32 or 64 bits that holds the range (signed
+//! columns zigzag-mapped first, as the file does). Latencies usually take 32 bits, a chunk's
+//! event classes, syscall numbers and processes 1 to 8, so the viewer's usual columns cost 4
+//! to 6 bytes per event instead of 20 or more, and widening them back is a shift, a mask and an
+//! add, far cheaper than decoding.
 //!
 //! The cache holds at most its byte budget. It is scan-resistant rather than LRU: a scan never
 //! evicts a column it reads of a chunk it covers, so scanning a capture larger than the budget
@@ -44,19 +45,55 @@ pub(crate) fn cols_of(set: ColSet) -> impl Iterator<Item = Col> {
     ALL_COLS.into_iter().filter(move |&c| set.contains(c))
 }
 
-/// Values minus `base`, at the narrowest width that holds them.
+/// Values minus `base`, at the narrowest width that holds them: none for a constant, 1, 2 or
+/// 4 bits (event classes, syscall numbers and processes of a chunk are often a handful of
+/// values), else 8, 16, 32 or 64. Power-of-two widths never straddle a byte, so widening is a
+/// shift and a mask the compiler vectorises.
 #[derive(Debug)]
 enum Packed {
+    Const,
+    /// `W` bits per value, low bits first, in bytes.
+    Bits1(Vec<u8>),
+    Bits2(Vec<u8>),
+    Bits4(Vec<u8>),
     U8(Vec<u8>),
     U16(Vec<u16>),
     U32(Vec<u32>),
     U64(Vec<u64>),
 }
 
+/// Values of `W` bits packed `8 / W` to a byte.
+fn pack_bits<const W: usize>(offs: impl Iterator<Item = u64>, n: usize) -> Vec<u8> {
+    let per = 8 / W;
+    let mut out = vec![0u8; n.div_ceil(per)];
+    for (i, v) in offs.enumerate() {
+        out[i / per] |= (v as u8) << ((i % per) * W);
+    }
+    out
+}
+
+/// Replace `out` with the `n` values of `W` bits in `p`, plus `base`: a byte at a time, its
+/// `8 / W` values unrolled.
+#[inline]
+fn unpack_bits<const W: usize, T: ColValue>(p: &[u8], n: usize, base: u64, out: &mut Vec<T>) {
+    let per = 8 / W;
+    let mask = (1u8 << W) - 1;
+    out.clear();
+    out.resize(p.len() * per, T::default());
+    for (dst, &byte) in out.chunks_exact_mut(per).zip(p) {
+        for (k, d) in dst.iter_mut().enumerate() {
+            *d = T::from_raw(base + u64::from((byte >> (k * W)) & mask));
+        }
+    }
+    // The last byte's padding goes; a short `p` (never written so) reads as the base.
+    out.resize(n, T::from_raw(base));
+}
+
 /// One cached column of one chunk.
 #[derive(Debug)]
 pub struct Narrow {
     base: u64,
+    len: usize,
     packed: Packed,
 }
 
@@ -69,23 +106,30 @@ impl Narrow {
         let base = if v.is_empty() { 0 } else { lo };
         let range = hi.saturating_sub(base);
         let off = |x: &T| x.to_raw() - base;
-        let packed = if range <= u64::from(u8::MAX) {
-            Packed::U8(v.iter().map(|x| off(x) as u8).collect())
-        } else if range <= u64::from(u16::MAX) {
-            Packed::U16(v.iter().map(|x| off(x) as u16).collect())
-        } else if range <= u64::from(u32::MAX) {
-            Packed::U32(v.iter().map(|x| off(x) as u32).collect())
-        } else {
-            Packed::U64(v.iter().map(off).collect())
+        let offs = v.iter().map(off);
+        let n = v.len();
+        let packed = match range {
+            0 => Packed::Const,
+            1 => Packed::Bits1(pack_bits::<1>(offs, n)),
+            2..=3 => Packed::Bits2(pack_bits::<2>(offs, n)),
+            4..=15 => Packed::Bits4(pack_bits::<4>(offs, n)),
+            16..=0xff => Packed::U8(offs.map(|x| x as u8).collect()),
+            0x100..=0xffff => Packed::U16(offs.map(|x| x as u16).collect()),
+            0x1_0000..=0xffff_ffff => Packed::U32(offs.map(|x| x as u32).collect()),
+            _ => Packed::U64(offs.collect()),
         };
-        Narrow { base, packed }
+        Narrow { base, len: n, packed }
     }
 
     /// Replace `out` with the values.
     fn unpack<T: ColValue>(&self, out: &mut Vec<T>) {
         out.clear();
-        let b = self.base;
+        let (b, n) = (self.base, self.len);
         match &self.packed {
+            Packed::Const => out.resize(n, T::from_raw(b)),
+            Packed::Bits1(p) => unpack_bits::<1, T>(p, n, b, out),
+            Packed::Bits2(p) => unpack_bits::<2, T>(p, n, b, out),
+            Packed::Bits4(p) => unpack_bits::<4, T>(p, n, b, out),
             Packed::U8(p) => out.extend(p.iter().map(|&x| T::from_raw(b + u64::from(x)))),
             Packed::U16(p) => out.extend(p.iter().map(|&x| T::from_raw(b + u64::from(x)))),
             Packed::U32(p) => out.extend(p.iter().map(|&x| T::from_raw(b + u64::from(x)))),
@@ -95,18 +139,14 @@ impl Narrow {
 
     /// Number of values.
     fn len(&self) -> usize {
-        match &self.packed {
-            Packed::U8(p) => p.len(),
-            Packed::U16(p) => p.len(),
-            Packed::U32(p) => p.len(),
-            Packed::U64(p) => p.len(),
-        }
+        self.len
     }
 
-    /// Heap bytes held.
+    /// Heap bytes held (a small fixed cost per entry, so a constant column is not free).
     fn bytes(&self) -> usize {
-        match &self.packed {
-            Packed::U8(p) => p.len(),
+        64 + match &self.packed {
+            Packed::Const => 0,
+            Packed::Bits1(p) | Packed::Bits2(p) | Packed::Bits4(p) | Packed::U8(p) => p.len(),
             Packed::U16(p) => p.len() * 2,
             Packed::U32(p) => p.len() * 4,
             Packed::U64(p) => p.len() * 8,
@@ -376,7 +416,9 @@ mod tests {
         let mut cols = Columns::default();
         for i in 0..300u64 {
             let mut e = Event::syscall((1 << 40) + i * 1_000, 5 + (i % 7) * 1_000_000_000, 7, 7, 3, 0);
-            e.fd = if i % 2 == 0 { -1 } else { 3 };
+            e.fd = if i % 2 == 0 { 2 } else { -2 }; // zigzag 4 and 3
+            e.op = (i % 4) as u8;
+            e.flags = (i % 16) as u32;
             e.ret = -(i as i64);
             e.sector = u64::MAX - i;
             e.queue = if i == 0 { u64::MAX } else { 0 };
@@ -384,12 +426,17 @@ mod tests {
         }
         let all = ColSet::ALL;
         let packed: Vec<(Col, Arc<Narrow>)> = cols_of(all).map(|c| (c, Arc::new(pack_col(&mut cols, c)))).collect();
-        let widths: Vec<usize> = packed.iter().map(|(_, n)| n.bytes() / cols.len()).collect();
-        // pid is constant (u8), ts spans 299 µs (u32), latency 6 s (u64), queue the whole range.
-        assert_eq!(widths[Col::Pid as usize], 1);
-        assert_eq!(widths[Col::Ts as usize], 4);
-        assert_eq!(widths[Col::Latency as usize], 8);
-        assert_eq!(widths[Col::Queue as usize], 8);
+        // Bits per value: pid is constant, fd two values, op four, flags sixteen, ts spans 299 µs, latency
+        // 6 s, ret 300 values (zigzag: 598), queue the whole range.
+        let bits: Vec<usize> = packed.iter().map(|(_, n)| (n.bytes() - 64) * 8 / cols.len()).collect();
+        assert_eq!(bits[Col::Pid as usize], 0);
+        assert_eq!(bits[Col::Fd as usize], 1);
+        assert_eq!(bits[Col::Op as usize], 2);
+        assert_eq!(bits[Col::Flags as usize], 4);
+        assert_eq!(bits[Col::Ts as usize], 32);
+        assert_eq!(bits[Col::Latency as usize], 64);
+        assert_eq!(bits[Col::Ret as usize], 16);
+        assert_eq!(bits[Col::Queue as usize], 64);
         let mut back = cols.clone();
         for (c, _) in &packed {
             with_col!(back, *c, |v| v.clear());
