@@ -29,6 +29,9 @@ pub struct ScanStats {
     /// Chunks decoded, and chunks skipped by their summary alone.
     pub chunks_read: usize,
     pub chunks_skipped: usize,
+    /// Chunks read whose summary proved every event matches: the filter was not evaluated and
+    /// its columns not decoded.
+    pub chunks_all: usize,
 }
 
 impl ScanStats {
@@ -36,6 +39,7 @@ impl ScanStats {
         self.matched += o.matched;
         self.chunks_read += o.chunks_read;
         self.chunks_skipped += o.chunks_skipped;
+        self.chunks_all += o.chunks_all;
     }
 }
 
@@ -145,6 +149,7 @@ impl<'a, S: Source> Scan<'a, S> {
                 &all
             }
         };
+        let base = self.want;
         let want = match self.filter {
             Some(f) => self.want.union(f.columns()),
             None => self.want,
@@ -176,7 +181,7 @@ impl<'a, S: Source> Scan<'a, S> {
                 (p < n && p <= fail_at.load(Ordering::Relaxed)).then_some(p)
             };
             let mut acc = init();
-            match this.scan_part(want, chunks, take, &mut acc, &feed) {
+            match this.scan_part(base, want, chunks, take, &mut acc, &feed) {
                 Ok(st) => Ok(st.map(|st| (acc, st))),
                 Err((p, e)) => {
                     fail_at.fetch_min(p, Ordering::Relaxed);
@@ -231,6 +236,7 @@ impl<'a, S: Source> Scan<'a, S> {
     /// `None` when cancelled. An error comes with its position.
     fn scan_part<A>(
         &self,
+        base: ColSet,
         want: ColSet,
         chunks: &[usize],
         mut take: impl FnMut() -> Option<usize>,
@@ -245,22 +251,24 @@ impl<'a, S: Source> Scan<'a, S> {
         let mut got = Vec::new();
         while let Some(pos) = take() {
             let i = chunks[pos];
-            let want = match self.extra {
-                Some((all, f)) => want.union(ColSet(f(i).0 & all.0)),
-                None => want,
-            };
             if self.cancel.is_some_and(|c| c()) {
                 return Ok(None);
             }
             // An index past the end is left to read_chunk, which reports it.
-            let skip = match (self.filter, r.chunks().get(i)) {
-                (Some(f), Some(info)) => !f.may_match(&info.summary),
-                _ => false,
+            let (skip, all) = match (self.filter, r.chunks().get(i)) {
+                (Some(f), Some(info)) => (!f.may_match(&info.summary), f.all_match(&info.summary)),
+                _ => (false, false),
             };
             if skip {
                 st.chunks_skipped += 1;
                 continue;
             }
+            // When the summary proves every event matches, the filter's columns are not needed.
+            let want = if all { base } else { want };
+            let want = match self.extra {
+                Some((every, f)) => want.union(ColSet(f(i).0 & every.0)),
+                None => want,
+            };
             match self.cache {
                 None => r.read_chunk(i, want, &mut dec, &mut cols).map_err(|e| (pos, e))?,
                 Some(cache) => {
@@ -282,10 +290,11 @@ impl<'a, S: Source> Scan<'a, S> {
                 }
             }
             match self.filter {
-                Some(f) => f.eval(&cols, &mut bits),
-                None => bits.reset(cols.len(), true),
+                Some(f) if !all => f.eval(&cols, &mut bits),
+                _ => bits.reset(cols.len(), true),
             }
             st.chunks_read += 1;
+            st.chunks_all += usize::from(all);
             let n = bits.count_ones() as u64;
             if n > 0 {
                 st.matched += n;
@@ -501,6 +510,11 @@ mod tests {
         let r = capture();
         let (h, st) = hist(&r, "latency>1ms", 2);
         assert_eq!((st.matched, st.chunks_skipped, st.chunks_read), (500, 5, 5));
+        // Every slow chunk is wholly above 1 ms: counted without evaluating the filter.
+        assert_eq!(st.chunks_all, 5);
+        let (h2, st) = hist(&r, "latency>2001ms or evt.type=read", 2);
+        assert_eq!((st.chunks_all, st.chunks_skipped), (0, 0));
+        assert!(h2.count() > 0);
         assert_eq!(h.min(), 2_000_000 + 500 * 7);
         let f = Filter::parse("").unwrap().compile(r.meta(), r.tables());
         let mut seen = Vec::new();
