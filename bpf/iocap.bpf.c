@@ -4,11 +4,15 @@
  * (insert -> issue -> complete), plus the process and fd table changes userspace
  * needs to name them. Tracepoints only (tp_btf): kprobes need not exist.
  *
- * The syscall path is the hot one (millions per second): a task-local storage
- * slot holds the enter time and first arguments (and, when filtering by pid, whether
- * the thread is traced, so the pid hash is not looked up on every call), and the exit
- * program reserves one 32-byte record in the ring buffer without waking the consumer
- * (it polls). A failed reserve is counted per CPU, never silently lost.
+ * The syscall path is the hot one (millions per second). sys_enter leaves the enter
+ * time and first arguments in a per-CPU slot, where sys_exit finds them when the call
+ * did not leave the CPU (most calls: a per-CPU array lookup is a few inlined
+ * instructions). A thread switched out in the middle of a call (it blocked, or was
+ * preempted) takes its slot along into task-local storage (sched_switch), where sys_exit
+ * looks second. Task storage also caches, when filtering by pid, whether the thread is
+ * traced, so the pid hash is not looked up on every call. The exit program reserves one
+ * 32-byte record in the ring buffer without waking the consumer (it polls). A failed
+ * reserve is counted per CPU, never silently lost.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -25,6 +29,16 @@ const volatile bool follow_forks = false; /* children of traced tgids are traced
 const volatile bool want_sys = true;
 const volatile bool want_blk = true;
 const volatile __u64 min_latency = 0;
+/* Record-time filter pushdown: only these syscall numbers (a bitmap indexed by nr) ... */
+const volatile bool filter_nrs = false;
+const volatile __u64 allow_nrs[8] = {};
+/*
+ * ... and only processes (thread groups) whose leader's comm is one of these: each the 16
+ * NUL-padded bytes of a comm, read as two native-endian words.
+ */
+#define MAX_COMMS 8
+const volatile __u32 n_comms = 0;
+const volatile __u64 comms[MAX_COMMS][2] = {};
 
 /* x86_64 syscall numbers of the calls that change the fd table. */
 #define NR_open 2
@@ -54,6 +68,9 @@ const volatile __u64 min_latency = 0;
 #define NR_io_uring_setup 425
 #define NR_pidfd_open 434
 #define NR_openat2 437
+#define NR_execve 59
+#define NR_prctl 157
+#define NR_execveat 322
 
 /* The syscalls above as a bitmap indexed by nr: one load and a shift on every exit. */
 #define FD_BIT(nr, w) ((nr) / 64 == (w) ? 1ULL << ((nr) % 64) : 0)
@@ -110,15 +127,29 @@ struct {
 	__type(value, __u32);
 } pids_gen SEC(".maps");
 
-/* Per thread: the syscall in flight. */
-struct tctx {
+/* A syscall in flight, from sys_enter to sys_exit. */
+struct inflight {
 	__u64 ts; /* enter time; 0 when no traced syscall is in flight */
 	__s64 arg0;
 	__u64 arg1;
 	__u32 nr;
+	__u32 tid; /* whose call it is (the per-CPU slot is shared by every thread of the CPU) */
+};
+
+/* Per CPU: the call of the thread on the CPU, until it exits or the thread is switched out. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct inflight);
+} cpu_call SEC(".maps");
+
+/* Per thread: the call it was switched out in, and whether it is traced. */
+struct tctx {
+	struct inflight call;
 	__u32 gen; /* with filter_pids: pids_gen + 1 when `traced` was decided (0: never) */
 	__u8 traced;
-	__u8 pad[7];
+	__u8 pad[3];
 };
 
 struct {
@@ -199,21 +230,75 @@ static __always_inline bool traced_cached(struct tctx *c, __u32 tgid)
 	return c->traced;
 }
 
+/*
+ * Bit nr (< 512) of an 8-word bitmap. The mask is a bound the verifier sees even when clang
+ * reloads nr from the stack; the empty asm keeps clang from folding the mask away.
+ */
+#define BIT_OF(words, nr)                          \
+	({                                         \
+		__u32 __w = (nr) / 64;             \
+		asm volatile("" : "+r"(__w));      \
+		__w &= 7;                          \
+		((words)[__w] >> ((nr) % 64)) & 1; \
+	})
+
+static __always_inline bool is_fd_nr(__u32 nr)
+{
+	return nr < FD_NR_WORDS * 64 && BIT_OF(fd_nrs, nr);
+}
+
+/* Whether the record-time filter's syscall and process-name parts let this call through. */
+static __always_inline bool wanted(struct task_struct *task, __u32 nr)
+{
+	if (filter_nrs && (nr >= 8 * 64 || !BIT_OF(allow_nrs, nr)))
+		return false;
+	if (n_comms) {
+		char comm[16];
+		__u64 a, b;
+		bool hit = false;
+
+		/* proc.name is the process's name: its leader's comm, not this thread's. */
+		bpf_probe_read_kernel(comm, sizeof(comm), task->group_leader->comm);
+		__builtin_memcpy(&a, comm, 8);
+		__builtin_memcpy(&b, comm + 8, 8);
+		for (__u32 i = 0; i < MAX_COMMS && i < n_comms; i++)
+			hit |= a == comms[i][0] && b == comms[i][1];
+		return hit;
+	}
+	return true;
+}
+
+/*
+ * Calls followed through even when the filter does not want them: the fd table must
+ * stay right for later calls that are wanted, and exec/prctl change the process name,
+ * so they are judged at exit.
+ */
+static __always_inline bool always_followed(__u32 nr)
+{
+	return is_fd_nr(nr) || nr == NR_execve || nr == NR_execveat || nr == NR_prctl;
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 {
 	/* The ids are read from the task (the verifier inlines this helper), not by another call. */
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u32 tgid = task->tgid;
-	struct tctx *c;
+	__u32 tgid = task->tgid, zero = 0;
+	struct inflight *c;
 
 	if (tgid == self_tgid)
 		return 0;
-	c = bpf_task_storage_get(&tstore, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (filter_pids) {
+		struct tctx *t = bpf_task_storage_get(&tstore, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!t || !traced_cached(t, tgid))
+			return 0;
+	}
+	if ((filter_nrs || n_comms) && !wanted(task, id) && !always_followed(id))
+		return 0;
+	c = bpf_map_lookup_elem(&cpu_call, &zero);
 	if (!c)
 		return 0;
-	if (filter_pids && !traced_cached(c, tgid))
-		return 0;
+	c->tid = task->pid;
 	c->nr = id;
 	c->arg0 = regs->di;
 	/* socketpair's int sv[2] is its fourth argument; everything else needs at most the second. */
@@ -341,7 +426,7 @@ static __always_inline void emit_fd_pair(__u32 nr, __u64 uptr, __u64 ts)
 	emit_fd(fds[1], nr, -1, ts, false);
 }
 
-static __noinline int fd_changes(struct tctx *c, long ret, __u64 ts)
+static __noinline int fd_changes(struct inflight *c, long ret, __u64 ts)
 {
 	__u32 pid = bpf_get_current_pid_tgid() >> 32, nr = c->nr;
 	__s64 arg0 = c->arg0;
@@ -440,28 +525,40 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	 */
 	__u64 now = filter_pids ? 0 : bpf_ktime_get_ns();
 	struct task_struct *task = bpf_get_current_task_btf();
+	struct inflight call, *c;
 	struct rec_sys32 *e;
-	struct tctx *c;
+	__u32 zero = 0, nr;
 	__u64 ts, lat;
-	__u32 nr;
 
-	/* A thread has ts set only if sys_enter traced it: no pid check needed here. */
-	c = bpf_task_storage_get(&tstore, task, 0, 0);
-	if (!c || !c->ts)
-		return 0;
+	/*
+	 * A call is in flight only if sys_enter traced it: no pid check needed here. It is in
+	 * this CPU's slot unless the thread was switched out since (see spill_call).
+	 */
+	c = bpf_map_lookup_elem(&cpu_call, &zero);
+	if (c && c->ts && c->tid == task->pid) {
+		call = *c;
+		c->ts = 0;
+	} else {
+		struct tctx *t = bpf_task_storage_get(&tstore, task, 0, 0);
+		if (!t || !t->call.ts)
+			return 0;
+		call = t->call;
+		t->call.ts = 0;
+	}
 	if (filter_pids)
 		now = bpf_ktime_get_ns();
-	ts = c->ts;
-	c->ts = 0;
-	nr = c->nr;
+	ts = call.ts;
+	nr = call.nr;
 	/* Table changes first: userspace must know a new fd before the event that returned it. */
-	if (nr < FD_NR_WORDS * 64 && (fd_nrs[nr / 64] >> (nr % 64)) & 1)
-		fd_changes(c, ret, ts);
+	if (is_fd_nr(nr))
+		fd_changes(&call, ret, ts);
 	lat = now - ts;
 	if (!want_sys || lat < min_latency)
 		return 0;
+	if ((filter_nrs || n_comms) && !wanted(task, nr))
+		return 0;
 	if (lat >> 32 || ret != (__s32)ret)
-		return emit_sys_wide(nr, c->arg0, ts, lat, ret);
+		return emit_sys_wide(nr, call.arg0, ts, lat, ret);
 	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
 	if (!e) {
 		count_drop();
@@ -471,11 +568,33 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	e->nr = nr;
 	e->tid = task->pid;
 	e->pid = task->tgid;
-	e->arg0 = c->arg0;
+	e->arg0 = call.arg0;
 	e->ts = ts;
 	e->lat = lat;
 	e->ret = ret;
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	return 0;
+}
+
+/*
+ * A thread leaving the CPU in the middle of a call takes the call along: the slot is
+ * the next thread's now, and the call may end on another CPU.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(spill_call, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u32 zero = 0;
+	struct inflight *c = bpf_map_lookup_elem(&cpu_call, &zero);
+	struct tctx *t;
+
+	if (!c || !c->ts || c->tid != prev->pid)
+		return 0;
+	t = bpf_task_storage_get(&tstore, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (t)
+		t->call = *c;
+	else
+		count_drop(); /* the call's event is lost: say so */
+	c->ts = 0;
 	return 0;
 }
 
@@ -569,6 +688,12 @@ static __always_inline void emit_comm(__u16 kind, struct task_struct *t, const c
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(proc_exit, struct task_struct *p)
 {
+	__u32 zero = 0;
+	struct inflight *c = bpf_map_lookup_elem(&cpu_call, &zero);
+
+	/* exit() never returns: its call must not be taken later for a new thread with this tid. */
+	if (c && c->tid == p->pid)
+		c->ts = 0;
 	if (p->pid != p->tgid || !traced(p->tgid))
 		return 0;
 	emit_comm(REC_EXIT, p, p->comm);

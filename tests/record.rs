@@ -278,6 +278,133 @@ fn record_filter_on_proc_name_keeps_one_of_two_processes() {
     }
 }
 
+#[test]
+fn system_wide_filter_on_syscall_and_name_is_decided_in_the_kernel_and_loses_nothing() {
+    // No -c: the kernel's syscall-number and process-name checks alone narrow the whole
+    // system. The socketpair, pipe and openat calls are not wanted but must still be
+    // followed, or the kept writes would have no fd types.
+    if skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("pwuniq");
+    std::fs::copy(build_prog(dir.path()), &bin).unwrap();
+    let cap = dir.path().join("sys.cap");
+    let filter = "proc.name=pwuniq and evt.type in (pwrite64, fsync, write)";
+    let mut rec = iocap()
+        .args(["record", "--no-block", "-w"])
+        .arg(&cap)
+        .arg(filter)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(rec.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
+    assert!(line.starts_with("recording"), "{line}");
+    let target = dir.path().join("data.bin");
+    for n in [37, 5] {
+        let st = Command::new(&bin)
+            .arg(&target)
+            .arg(n.to_string())
+            .arg(dir.path())
+            .status();
+        assert!(st.unwrap().success());
+    }
+    let st = Command::new("kill").args(["-INT", &rec.id().to_string()]).status();
+    assert!(st.unwrap().success());
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    assert!(rec.wait().unwrap().success(), "{rest}");
+    let r = Reader::open(&cap).unwrap();
+    let t = r.tables();
+    let evs = events(&r);
+    let count = |call: &str| evs.iter().filter(|e| e.nr == nr(call)).count();
+    assert_eq!((count("pwrite64"), count("fsync"), count("write")), (42, 2, 4));
+    assert_eq!(evs.len(), 48, "nothing but the wanted calls");
+    for e in &evs {
+        assert_eq!(t.string(t.proc(e.proc).unwrap().name), "pwuniq");
+        assert!(e.latency > 0);
+    }
+    let kinds: Vec<FdType> = evs
+        .iter()
+        .filter(|e| e.nr == nr("write"))
+        .map(|e| t.file(e.file).expect("the written fd is known").kind)
+        .collect();
+    assert_eq!(kinds, [FdType::Unix, FdType::Pipe, FdType::Unix, FdType::Pipe]);
+    for e in evs.iter().filter(|e| e.nr == nr("pwrite64")) {
+        assert_eq!(t.string(t.file(e.file).unwrap().name), target.to_str().unwrap());
+    }
+}
+
+const THREADS: &str = r#"
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+static void *work(void *arg) {
+    struct timespec ts = {0, 50 * 1000};
+    for (int i = 0; i < 300; i++) {
+        for (int j = 0; j < 50; j++) getppid();
+        nanosleep(&ts, 0);
+    }
+    return arg;
+}
+int main(void) {
+    pthread_t t[6];
+    for (int i = 0; i < 6; i++) pthread_create(&t[i], 0, work, 0);
+    for (int i = 0; i < 6; i++) pthread_join(t[i], 0);
+    return 0;
+}
+"#;
+
+#[test]
+fn calls_of_threads_that_block_and_move_between_cpus_are_all_kept() {
+    // Six threads on two CPUs: every sleep switches the thread out mid-call (its call moves
+    // from the CPU's slot to the thread's storage) and threads wake up on either CPU.
+    if skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("threads.c");
+    std::fs::write(&src, THREADS).unwrap();
+    let bin = dir.path().join("threads");
+    let st = Command::new("cc")
+        .arg("-O1")
+        .arg("-pthread")
+        .arg("-o")
+        .arg(&bin)
+        .arg(&src)
+        .status();
+    assert!(st.unwrap().success());
+    let cap = dir.path().join("thr.cap");
+    let (wrote, stderr) = record_ok(&["--no-block", "-w", cap.to_str().unwrap(), "-c", bin.to_str().unwrap()]);
+    let r = Reader::open(&cap).unwrap();
+    assert_eq!(r.drops(), 0, "{stderr}");
+    let all = events(&r);
+    assert_eq!(all.len() as u64, wrote);
+    // Not the shell's calls (`-c` runs the command through sh).
+    let t = r.tables();
+    let evs: Vec<&Event> = all
+        .iter()
+        .filter(|e| t.proc(e.proc).is_some_and(|p| t.string(p.name) == "threads"))
+        .collect();
+    let sleeps: Vec<&&Event> = evs
+        .iter()
+        .filter(|e| e.nr == nr("clock_nanosleep") || e.nr == nr("nanosleep"))
+        .collect();
+    assert_eq!(evs.iter().filter(|e| e.nr == nr("getppid")).count(), 6 * 300 * 50);
+    assert_eq!(sleeps.len(), 6 * 300);
+    // Each sleep's latency is its own: at least the 50 us asked, never a stale enter time.
+    assert!(
+        sleeps.iter().all(|e| e.latency >= 50_000 && e.latency < 1_000_000_000),
+        "{sleeps:?}"
+    );
+    let mut tids: Vec<u32> = sleeps.iter().map(|e| e.tid).collect();
+    tids.sort_unstable();
+    tids.dedup();
+    assert_eq!(tids.len(), 6, "each thread's sleeps under its own tid");
+}
+
 const SLEEPER: &str = r#"
 #include <time.h>
 #include <unistd.h>

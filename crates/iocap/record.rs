@@ -5,7 +5,8 @@
 //! behind.
 //!
 //! A record-time filter is split: what the kernel can decide ([`Filter::pushdown`]: pids,
-//! syscalls or block requests only, a latency floor) goes into the BPF programs' settings, and
+//! syscalls or block requests only, syscall numbers, process names, a latency floor) goes
+//! into the BPF programs' settings, and
 //! the whole filter is then tested on each event in the writer thread.
 //!
 //! Rotation (`-C SIZE`, `-W COUNT`) names files as tcpdump does: FILE, then FILE1, FILE2, ...
@@ -183,7 +184,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return Err(UsageError("-C and -W must be at least 1".into()).into());
     }
     let push = filter.pushdown(std::env::consts::ARCH);
-    if !push.syscalls && !push.block || push.pids.as_ref().is_some_and(Vec::is_empty) {
+    fn none<T>(set: &Option<Vec<T>>) -> bool {
+        set.as_ref().is_some_and(Vec::is_empty)
+    }
+    if !push.syscalls && !push.block || none(&push.pids) || none(&push.names) {
         return Err(UsageError(format!("the filter `{src}` can match no event")).into());
     }
     if args.no_syscalls && args.no_block {
@@ -207,6 +211,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .max(push.min_latency),
         ring_bytes: args.ring_mib << 20,
         filter: args.command.is_some(),
+        syscall_nrs: push.syscall_nrs.clone(),
+        names: push.names.clone(),
     };
     // The filter's pids, in the kernel: alone, or as the part of -p they allow. Not with -c,
     // whose pids are not known yet (the writer thread still applies the whole filter).

@@ -80,7 +80,15 @@ pub struct Pushdown {
     pub syscall_nrs: Option<Vec<u32>>,
     /// Every matching event is at least this slow (`latency>=X`, `latency>X`), ns.
     pub min_latency: u64,
+    /// Only processes with one of these names (`proc.name=X`, `proc.name in (...)`), sorted;
+    /// `None`: any. Given only when every name is what the kernel's 16-byte comm can hold
+    /// as is: at most 15 bytes of printable ASCII without `\` (so its escaped
+    /// form, which the filter compares, is the name itself).
+    pub names: Option<Vec<String>>,
 }
+
+/// The longest process name the kernel keeps (`TASK_COMM_LEN` - 1).
+const MAX_COMM: usize = 15;
 
 /// A `proc.pid` set larger than this is not worth a kernel map (and `proc.pid>1` is not a set).
 const MAX_PIDS: i128 = 4096;
@@ -129,6 +137,7 @@ impl Filter {
             block: true,
             syscall_nrs: None,
             min_latency: 0,
+            names: None,
         };
         let mut stack = vec![&self.checked];
         while let Some(n) = stack.pop() {
@@ -155,7 +164,7 @@ fn eval<L: Lookup + ?Sized>(n: &Node, e: &Event, meta: &Meta, tables: &L) -> boo
     }
 }
 
-fn intersect(old: Option<Vec<u32>>, mut new: Vec<u32>) -> Option<Vec<u32>> {
+fn intersect<T: Ord>(old: Option<Vec<T>>, mut new: Vec<T>) -> Option<Vec<T>> {
     new.sort_unstable();
     new.dedup();
     Some(match old {
@@ -220,6 +229,21 @@ fn push_pred(p: &mut Pushdown, pred: &Pred, arch: &str) {
             p.syscalls &= !nrs.is_empty();
             p.syscall_nrs = intersect(p.syscall_nrs.take(), nrs);
         }
+        (
+            FieldId::ProcName,
+            Test::Str {
+                m: StrMatch::Eq(vs),
+                negate: false,
+            },
+        ) => {
+            let plain = |v: &String| {
+                v.len() <= MAX_COMM && v.bytes().all(|b| (b.is_ascii_graphic() && b != b'\\') || b == b' ')
+            };
+            // A name the kernel cannot hold as is (longer, or escaped) is left to userspace.
+            if vs.iter().all(plain) {
+                p.names = intersect(p.names.take(), vs.clone());
+            }
+        }
         _ => {}
     }
 }
@@ -266,6 +290,30 @@ mod tests {
         assert!(!push("evt.class=block and evt.class=syscall").syscalls);
         assert_eq!(push("evt.type!=read").syscall_nrs, None);
         assert_eq!(push("").pids, None);
+    }
+
+    #[test]
+    fn pushdown_of_process_names() {
+        let names = |src: &str| push(src).names;
+        assert_eq!(
+            names("proc.name in (fio, dd) and latency>1ms"),
+            Some(vec!["dd".into(), "fio".into()])
+        );
+        assert_eq!(
+            names("proc.name in (fio, dd) and proc.name=dd"),
+            Some(vec!["dd".into()])
+        );
+        assert_eq!(names("proc.name=fio and proc.name=dd"), Some(vec![]));
+        assert_eq!(names("proc.name='kworker/0:1 x'"), Some(vec!["kworker/0:1 x".into()]));
+        assert_eq!(names("proc.name!=fio"), None);
+        assert_eq!(names("proc.name contains fio"), None);
+        assert_eq!(names("proc.name=fio or latency>1ms"), None);
+        assert_eq!(names("proc.name=a_name_of_16_byte"), None, "longer than a comm");
+        assert_eq!(
+            names(r#"proc.name="a\\x1b""#),
+            None,
+            "escaped: compared as shown, not as in the kernel"
+        );
     }
 
     #[test]

@@ -56,6 +56,12 @@ pub struct Config {
     pub ring_bytes: u32,
     /// Force pid filtering even with no pids yet (for `-c`: the child is added later).
     pub filter: bool,
+    /// Only these syscall numbers, decided in the kernel (`None`: all).
+    pub syscall_nrs: Option<Vec<u32>>,
+    /// Only processes with these names (their leader's comm), decided in the kernel for
+    /// syscalls (`None`: all). Up to 8 names of at most 15 bytes; more or longer are left
+    /// to the writer thread's filter.
+    pub names: Option<Vec<String>>,
 }
 
 impl Default for Config {
@@ -68,6 +74,8 @@ impl Default for Config {
             min_latency_ns: 0,
             ring_bytes: 64 << 20,
             filter: false,
+            syscall_nrs: None,
+            names: None,
         }
     }
 }
@@ -138,9 +146,10 @@ pub fn check_privileges() -> Result<(), Error> {
     }
 }
 
-const TRACEPOINTS: [(&str, &str, &str); 9] = [
+const TRACEPOINTS: [(&str, &str, &str); 10] = [
     ("raw_syscalls", "sys_enter", "syscalls"),
     ("raw_syscalls", "sys_exit", "syscalls"),
+    ("sched", "sched_switch", "syscalls"),
     ("sched", "sched_process_fork", "process names"),
     ("sched", "sched_process_exec", "process names"),
     ("sched", "sched_process_exit", "process names"),
@@ -197,6 +206,29 @@ impl Recorder {
             ro.want_sys = cfg.syscalls;
             ro.want_blk = cfg.block;
             ro.min_latency = cfg.min_latency_ns;
+            if let Some(nrs) = &cfg.syscall_nrs {
+                // A number past the bitmap (none on x86_64) leaves the choice to userspace.
+                if nrs.iter().all(|&nr| (nr as usize) < ro.allow_nrs.len() * 64) {
+                    ro.filter_nrs = true;
+                    for &nr in nrs {
+                        ro.allow_nrs[nr as usize / 64] |= 1 << (nr % 64);
+                    }
+                }
+            }
+            if let Some(names) = cfg.names.as_ref().filter(|n| n.len() <= ro.comms.len()) {
+                // An empty set would mean "no process": the caller refuses such a filter.
+                if !names.is_empty() && names.iter().all(|n| n.len() < 16) {
+                    ro.n_comms = names.len() as u32;
+                    for (slot, name) in ro.comms.iter_mut().zip(names) {
+                        // NUL-padded, as the kernel keeps a comm, then as two words.
+                        let mut comm = [0u8; 16];
+                        comm[..name.len()].copy_from_slice(name.as_bytes());
+                        for (w, bytes) in slot.iter_mut().zip(comm.chunks_exact(8)) {
+                            *w = u64::from_ne_bytes(bytes.try_into().expect("8 bytes"));
+                        }
+                    }
+                }
+            }
         }
         open.maps
             .rb
@@ -220,6 +252,8 @@ impl Recorder {
                 (&p.proc_exec, "sched:sched_process_exec"),
                 (&p.proc_exit, "sched:sched_process_exit"),
                 (&p.proc_rename, "task:task_rename"),
+                // Before sys_enter: a call must never be left in a CPU's slot unspilled.
+                (&p.spill_call, "sched:sched_switch"),
                 (&p.sys_enter, "raw_syscalls:sys_enter"),
                 (&p.sys_exit, "raw_syscalls:sys_exit"),
             ];
