@@ -5,6 +5,7 @@
 //! cargo run --release -p iocap-format --example format_bench [-- EVENTS [CHUNK_EVENTS]]  # 4,000,000 65,536
 //! cargo run --release -p iocap-format --example format_bench -- --sample PATH EVENTS [CHUNK_EVENTS]
 //! cargo run --release -p iocap-format --example format_bench -- --file CAPTURE
+//!     # PER_COLUMN=1: decode cost of each column alone; DECODE_ONLY=1: no rewrites (profiling)
 //! cargo run --release -p iocap-format --example format_bench -- --rewrite CAPTURE OUT
 //! ```
 //!
@@ -320,6 +321,10 @@ fn real_file(bytes: &[u8]) {
             })
             .collect();
         println!("ns/event decoding one column alone: {}", per.join(" "));
+    }
+    if std::env::var_os("DECODE_ONLY").is_some() {
+        // For profiling the decoder alone.
+        return;
     }
     for (level, chunk_events) in [(1, 65_536), (3, 65_536), (9, 65_536), (3, 16_384)] {
         let opts = WriterOptions { level, chunk_events };

@@ -6,3 +6,4 @@ mod hostile;
 mod roundtrip;
 mod truncation;
 mod util;
+mod versions;
