@@ -311,8 +311,9 @@ macro_rules! columns {
                     inner
                 };
                 let mut seen = 0u64;
-                for &(id, encoding, codec, raw_len, stored_len) in dir.iter() {
-                    let stored = cur.bytes(stored_len).ok_or(BodyError("column longer than the chunk"))?;
+                let mut stored = [&body[..0]; 64];
+                for (&(id, encoding, _, _, stored_len), stored) in dir.iter().zip(stored.iter_mut()) {
+                    *stored = cur.bytes(stored_len).ok_or(BodyError("column longer than the chunk"))?;
                     if matches!(encoding, enc::GAP | enc::GAP_VBYTE) && id != Col::Ts as u64 {
                         return Err(BodyError("gap encoding on a column other than ts"));
                     }
@@ -322,38 +323,39 @@ macro_rules! columns {
                         }
                         seen |= 1 << id;
                     }
+                }
+                if !cur.is_empty() {
+                    return Err(BodyError("bytes after the last column"));
+                }
+                // A gap-encoded ts is decoded last, its starts rebuilt as its values are read.
+                let ts_gap = gap && inner.contains(Col::Ts);
+                for (&(id, encoding, codec, raw_len, _), stored) in dir.iter().zip(stored) {
                     if id >= u64::from(NCOLS) || !inner.contains(COLS[id as usize]) {
                         // Not wanted, or a column from a newer writer: skipped undecoded.
                         continue;
                     }
-                    let data = match codec {
-                        pack::RAW if raw_len == stored_len => stored,
-                        pack::RAW => return Err(BodyError("stored size does not match")),
-                        _ => {
-                            let u = match unpacker {
-                                Some(u) => u,
-                                None => unpacker.insert(Unpacker::new().map_err(|_| BodyError("zstd context"))?),
-                            };
-                            u.unpack_parts(codec, raw_len, stored, scratch).map_err(BodyError)?;
-                            &scratch[..]
-                        }
-                    };
+                    if ts_gap && id == Col::Ts as u64 {
+                        continue;
+                    }
+                    let data = unpack_column(codec, raw_len, stored, unpacker, scratch)?;
                     $(
                         if id == Col::$col as u64 {
                             decode_column(data, encoding, n, &mut self.$field)?;
                         }
                     )*
                 }
-                if !cur.is_empty() {
-                    return Err(BodyError("bytes after the last column"));
-                }
                 $(
                     if inner.contains(Col::$col) && seen & (1 << Col::$col as u64) == 0 {
                         self.$field.resize(n, <$ty>::default());
                     }
                 )*
-                if gap && inner.contains(Col::Ts) {
-                    ungap(&mut self.ts, &self.class, &self.tid, &self.latency);
+                if ts_gap {
+                    let at = dir.iter().position(|e| e.0 == Col::Ts as u64);
+                    if let Some(k) = at {
+                        let (_, encoding, codec, raw_len, _) = dir[k];
+                        let data = unpack_column(codec, raw_len, stored[k], unpacker, scratch)?;
+                        decode_gap_ts(data, encoding, n, &mut self.ts, &self.class, &self.tid, &self.latency)?;
+                    }
                     if !want.contains(Col::Class) {
                         self.class.clear();
                     }
@@ -646,7 +648,12 @@ fn put_vbyte(get: impl Fn(usize) -> u64, n: usize, lens: [u8; 4], out: &mut Vec<
 /// is one add of a table entry away, and the loads are independent; and bytes of 8 bits (no
 /// continuation bits) leave zstd less to decompress. All lengths are summed and checked
 /// against the bytes before any value is read.
-fn read_vbyte<T: ColValue>(data: &[u8], n: usize, out: &mut Vec<T>) -> Result<(), BodyError> {
+fn read_vbyte<T: Default + Copy>(
+    data: &[u8],
+    n: usize,
+    out: &mut Vec<T>,
+    mut map: impl FnMut(u64) -> T,
+) -> Result<(), BodyError> {
     let cut = || BodyError("vbyte column cut short");
     let lens: [u8; 4] = data.get(..4).and_then(|l| l.try_into().ok()).ok_or_else(cut)?;
     if lens.iter().any(|&l| !(1..=8).contains(&l)) {
@@ -689,7 +696,7 @@ fn read_vbyte<T: ColValue>(data: &[u8], n: usize, out: &mut Vec<T>) -> Result<()
             let c = (b >> (2 * j)) & 3;
             let mut w = [0u8; 8];
             w.copy_from_slice(&vals[pos..pos + 8]);
-            *d = T::from_raw(u64::from_le_bytes(w) & masks[c]);
+            *d = map(u64::from_le_bytes(w) & masks[c]);
             pos += lens[c];
         }
         done += 4;
@@ -699,31 +706,81 @@ fn read_vbyte<T: ColValue>(data: &[u8], n: usize, out: &mut Vec<T>) -> Result<()
         let c = usize::from(ctrl[i / 4] >> (2 * (i % 4))) & 3;
         let mut w = [0u8; 8];
         w[..lens[c]].copy_from_slice(&vals[pos..pos + lens[c]]);
-        *d = T::from_raw(u64::from_le_bytes(w));
+        *d = map(u64::from_le_bytes(w));
         pos += lens[c];
     }
     Ok(())
 }
 
-/// Rebuild a [`enc::GAP`] `ts` column in place: `ts` holds the zigzagged gaps on entry and
-/// the starts on return. `class`, `tid` and `latency` hold the chunk's decoded values, as
-/// many as `ts`.
-fn ungap(ts: &mut [u64], class: &[u8], tid: &[u32], latency: &[u64]) {
+/// Decode a [`enc::GAP`] or [`enc::GAP_VBYTE`] `ts` column of `n` values into `ts`, rebuilding
+/// each start from its gap as it is read (one pass, no second walk over the column). `class`,
+/// `tid` and `latency` hold the chunk's `n` decoded values.
+fn decode_gap_ts(
+    data: &[u8],
+    encoding: u8,
+    n: usize,
+    ts: &mut Vec<u64>,
+    class: &[u8],
+    tid: &[u32],
+    latency: &[u64],
+) -> Result<(), BodyError> {
     let mut cache = [(u64::MAX, 0u64); GAP_SLOTS];
     let mut prev = 0u64;
-    for (((t, &c), &tid), &lat) in ts.iter_mut().zip(class).zip(tid).zip(latency) {
-        let d = varint::unzigzag(*t) as u64;
-        let v = if c == Class::Block as u8 {
+    let mut i = 0usize;
+    // Called once per value, in order (`get`: the slices hold `n` values, this keeps a
+    // miscount from ever being a panic).
+    let rebuild = |z: u64| {
+        let d = varint::unzigzag(z) as u64;
+        let v = if class.get(i).copied().unwrap_or(0) == Class::Block as u8 {
             prev.wrapping_add(d)
         } else {
+            let tid = tid.get(i).copied().unwrap_or(0);
             let slot = &mut cache[tid as usize % GAP_SLOTS];
             let base = if slot.0 == u64::from(tid) { slot.1 } else { prev };
             let v = base.wrapping_add(d);
-            *slot = (u64::from(tid), v.wrapping_add(lat));
+            *slot = (u64::from(tid), v.wrapping_add(latency.get(i).copied().unwrap_or(0)));
             v
         };
-        *t = v;
         prev = v;
+        i += 1;
+        v
+    };
+    match encoding {
+        enc::GAP_VBYTE => read_vbyte(data, n, ts, rebuild),
+        enc::GAP => {
+            if n > data.len() {
+                return Err(BodyError("column shorter than its event count"));
+            }
+            ts.resize(n, 0);
+            match read_varints(data, ts, rebuild) {
+                Some(pos) if pos == data.len() => Ok(()),
+                Some(_) => Err(BodyError("column longer than its event count")),
+                None => Err(BodyError("column cut short")),
+            }
+        }
+        _ => Err(BodyError("unknown column encoding")),
+    }
+}
+
+/// The decompressed bytes of a column stored with `codec` (`stored` itself when raw).
+fn unpack_column<'a>(
+    codec: u8,
+    raw_len: u64,
+    stored: &'a [u8],
+    unpacker: &mut Option<Unpacker>,
+    scratch: &'a mut Vec<u8>,
+) -> Result<&'a [u8], BodyError> {
+    match codec {
+        pack::RAW if raw_len == stored.len() as u64 => Ok(stored),
+        pack::RAW => Err(BodyError("stored size does not match")),
+        _ => {
+            let u = match unpacker {
+                Some(u) => u,
+                None => unpacker.insert(Unpacker::new().map_err(|_| BodyError("zstd context"))?),
+            };
+            u.unpack_parts(codec, raw_len, stored, scratch).map_err(BodyError)?;
+            Ok(&scratch[..])
+        }
     }
 }
 
@@ -954,7 +1011,7 @@ fn decode_column<T: ColValue>(data: &[u8], encoding: u8, n: usize, out: &mut Vec
             }
         }
         enc::VBYTE | enc::GAP_VBYTE => {
-            read_vbyte(data, n, out)?;
+            read_vbyte(data, n, out, T::from_raw)?;
             pos = data.len();
         }
         enc::SPARSE => {
@@ -1278,7 +1335,7 @@ mod tests {
             put_vbyte(|i| values[i], values.len(), lens, &mut out);
             proptest::prop_assert_eq!(out.len(), 4 + values.len().div_ceil(4) + value_bytes);
             let mut back: Vec<u64> = Vec::new();
-            read_vbyte(&out, values.len(), &mut back).unwrap();
+            read_vbyte(&out, values.len(), &mut back, |v| v).unwrap();
             proptest::prop_assert_eq!(back, values);
         }
 
