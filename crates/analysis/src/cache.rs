@@ -62,14 +62,15 @@ enum Packed {
     U64(Vec<u64>),
 }
 
-/// Values of `W` bits packed `8 / W` to a byte.
-fn pack_bits<const W: usize>(offs: impl Iterator<Item = u64>, n: usize) -> Vec<u8> {
-    let per = 8 / W;
-    let mut out = vec![0u8; n.div_ceil(per)];
-    for (i, v) in offs.enumerate() {
-        out[i / per] |= (v as u8) << ((i % per) * W);
-    }
-    out
+/// Values of `W` bits packed `8 / W` to a byte, a byte at a time.
+fn pack_bits<const W: usize, T: ColValue>(v: &[T], base: u64) -> Vec<u8> {
+    v.chunks(8 / W)
+        .map(|c| {
+            c.iter().enumerate().fold(0u8, |byte, (k, x)| {
+                byte | ((x.to_raw().wrapping_sub(base) as u8) << (k * W))
+            })
+        })
+        .collect()
 }
 
 /// Replace `out` with the `n` values of `W` bits in `p`, plus `base`: a byte at a time, its
@@ -110,9 +111,9 @@ impl Narrow {
         let n = v.len();
         let packed = match range {
             0 => Packed::Const,
-            1 => Packed::Bits1(pack_bits::<1>(offs, n)),
-            2..=3 => Packed::Bits2(pack_bits::<2>(offs, n)),
-            4..=15 => Packed::Bits4(pack_bits::<4>(offs, n)),
+            1 => Packed::Bits1(pack_bits::<1, T>(v, base)),
+            2..=3 => Packed::Bits2(pack_bits::<2, T>(v, base)),
+            4..=15 => Packed::Bits4(pack_bits::<4, T>(v, base)),
             16..=0xff => Packed::U8(offs.map(|x| x as u8).collect()),
             0x100..=0xffff => Packed::U16(offs.map(|x| x as u16).collect()),
             0x1_0000..=0xffff_ffff => Packed::U32(offs.map(|x| x as u32).collect()),

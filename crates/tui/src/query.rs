@@ -379,25 +379,29 @@ impl Acc {
             ..
         } = self;
         let keep_slowest = slowest.k > 0;
-        let mut take = |i: usize, row: usize, lat: u64| {
-            // One bucket computation serves the spectrogram column and the histogram.
-            let b = hist::bucket(lat);
-            spectro.add_to_row(row, columns.column(b, lat), 1);
-            groups.hist(key(i), || cols.event(i)).add_in_bucket(b, lat);
-            if keep_slowest {
-                slowest.push(Slow {
-                    latency: lat,
-                    chunk: ci as u32,
-                    row: i as u32,
-                });
-            }
-        };
+        // Takes row `i` into the accumulators (a macro, so it is inlined in both loops).
+        macro_rules! take {
+            ($i:expr, $row:expr, $lat:expr) => {{
+                let (i, lat) = ($i, $lat);
+                // One bucket computation serves the spectrogram column and the histogram.
+                let b = hist::bucket(lat);
+                spectro.add_to_row($row, columns.column(b, lat), 1);
+                groups.hist(key(i), || cols.event(i)).add_in_bucket(b, lat);
+                if keep_slowest {
+                    slowest.push(Slow {
+                        latency: lat,
+                        chunk: ci as u32,
+                        row: i as u32,
+                    });
+                }
+            }};
+        }
         let mut n = 0u64;
         if let Some(row) = one_row.filter(|_| ts_col.len() != cols.len()) {
             for i in bits.iter_ones() {
                 if let Some(&lat) = lat_col.get(i) {
                     n += 1;
-                    take(i, row, lat);
+                    take!(i, row, lat);
                 }
             }
             return n;
@@ -419,7 +423,7 @@ impl Acc {
                 row_hi = row_lo.saturating_add(interval);
                 row = usize::try_from(r).unwrap_or(usize::MAX);
             }
-            take(i, row, lat);
+            take!(i, row, lat);
         }
         n
     }
