@@ -380,12 +380,14 @@ impl Acc {
         } = self;
         let keep_slowest = slowest.k > 0;
         // Takes row `i` into the accumulators (a macro, so it is inlined in both loops).
+        // `$bin` counts the event in spectrogram column `$col`.
         macro_rules! take {
-            ($i:expr, $row:expr, $lat:expr) => {{
+            ($i:expr, $lat:expr, |$col:ident| $bin:expr) => {{
                 let (i, lat) = ($i, $lat);
                 // One bucket computation serves the spectrogram column and the histogram.
                 let b = hist::bucket(lat);
-                spectro.add_to_row($row, columns.column(b, lat), 1);
+                let $col = columns.column(b, lat);
+                $bin;
                 groups.hist(key(i), || cols.event(i)).add_in_bucket(b, lat);
                 if keep_slowest {
                     slowest.push(Slow {
@@ -398,11 +400,16 @@ impl Acc {
         }
         let mut n = 0u64;
         if let Some(row) = one_row.filter(|_| ts_col.len() != cols.len()) {
+            // One row for the whole chunk: count its cells here, add them to the row once.
+            let mut cells = [0u64; spectro::COLS];
             for i in bits.iter_ones() {
                 if let Some(&lat) = lat_col.get(i) {
                     n += 1;
-                    take!(i, row, lat);
+                    take!(i, lat, |col| cells[col] += 1);
                 }
+            }
+            for (col, &k) in cells.iter().enumerate().filter(|(_, &k)| k > 0) {
+                spectro.add_to_row(row, col, k);
             }
             return n;
         }
@@ -423,7 +430,7 @@ impl Acc {
                 row_hi = row_lo.saturating_add(interval);
                 row = usize::try_from(r).unwrap_or(usize::MAX);
             }
-            take!(i, row, lat);
+            take!(i, lat, |col| spectro.add_to_row(row, col, 1));
         }
         n
     }
