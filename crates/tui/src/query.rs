@@ -445,36 +445,69 @@ fn one_row(q: &Query, s: &ChunkSummary) -> Option<usize> {
     (inside && row(s.min_ts) == row(s.max_ts)).then(|| usize::try_from(row(s.min_ts)).ok())?
 }
 
-/// Answer `q` over `reader` (taking and keeping decoded columns in `cache`, which must be this
-/// capture's); `None` when cancelled. The view's chunks are split between up to two threads
-/// (the machine this was built for has two cores) and merged in chunk order.
-pub fn run(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Cancel) -> Result<Option<Answer>, String> {
+/// The scan that answers `q`, before its accumulators: the view's chunks, the columns the
+/// filter and the aggregates read (timestamps only for chunks that straddle a row or the view's
+/// edges: a whole-capture view has few, the others' rows come from their summaries), split
+/// between up to two threads (the machine this was built for has two cores), stopped when `q`
+/// is superseded.
+fn scan_for<'a, F>(
+    reader: &'a Reader,
+    q: &'a Query,
+    chunks: &'a [usize],
+    ts_for: &'a F,
+    stale: &'a (dyn Fn() -> bool + Sync),
+) -> Scan<'a, std::fs::File>
+where
+    F: Fn(usize) -> ColSet + Sync,
+{
     let want = ColSet::NONE.with(Col::Latency).union(group_cols(q.group));
-    // Timestamps only for chunks that straddle a row or the view's edges (a whole-capture view
-    // has few): the others' rows come from their summaries.
-    let infos = reader.chunks();
-    let ts = ColSet::NONE.with(Col::Ts);
-    let ts_for = |i: usize| match infos.get(i).map(|c| one_row(q, &c.summary)) {
-        Some(Some(_)) => ColSet::NONE,
-        _ => ts,
-    };
-    let chunks: Vec<usize> = reader.chunks_in(q.start, q.end()).collect();
     let threads = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, 2);
     // Below a few chunks a second thread costs more than it saves.
     let threads = if chunks.len() < 4 { 1 } else { threads };
-    let stale = || cancel.is_stale(q.gen);
-    let mut scan = Scan::new(reader, q.filter.as_deref())
+    Scan::new(reader, q.filter.as_deref())
         .columns(want)
-        .columns_for(ts, &ts_for)
-        .chunks(&chunks)
+        .columns_for(ColSet::NONE.with(Col::Ts), ts_for)
+        .chunks(chunks)
         .threads(threads)
         // Every accumulator here is order-free (counts, histograms, a sorted top, per-chunk
         // counts sorted below): a thread slowed by the rest of the machine takes fewer chunks.
         .any_order()
-        .cancel(&stale);
-    if let Some(c) = cache {
-        scan = scan.cache(c);
+        .cancel(stale)
+}
+
+/// Which extra columns chunk `i` needs for `q`: timestamps unless it lies within one row.
+fn ts_for(reader: &Reader, q: &Query, i: usize) -> ColSet {
+    match reader.chunks().get(i).map(|c| one_row(q, &c.summary)) {
+        Some(Some(_)) => ColSet::NONE,
+        _ => ColSet::NONE.with(Col::Ts),
     }
+}
+
+/// Decode, while the viewer is idle, the columns `q` read into `cache` (what fits), so the
+/// next question over the same chunks skips decoding; stops as soon as `q` is superseded.
+/// Returns whether it finished.
+pub fn warm(reader: &Reader, cache: &ColumnCache, q: &Query, cancel: &Cancel) -> Result<bool, String> {
+    let chunks: Vec<usize> = reader.chunks_in(q.start, q.end()).collect();
+    let ts = |i: usize| ts_for(reader, q, i);
+    let stale = || cancel.is_stale(q.gen);
+    let done = scan_for(reader, q, &chunks, &ts, &stale)
+        .cache(cache, true)
+        .run(|| (), |_, _, _, _| (), |_, _| ())
+        .map_err(|e| e.to_string())?;
+    Ok(done.is_some())
+}
+
+/// Answer `q` over `reader`, taking decoded columns from `cache` when given (it must be this
+/// capture's; it is only read: [`warm`] fills it); `None` when cancelled.
+pub fn run(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Cancel) -> Result<Option<Answer>, String> {
+    let chunks: Vec<usize> = reader.chunks_in(q.start, q.end()).collect();
+    let ts = |i: usize| ts_for(reader, q, i);
+    let stale = || cancel.is_stale(q.gen);
+    let mut scan = scan_for(reader, q, &chunks, &ts, &stale);
+    if let Some(c) = cache {
+        scan = scan.cache(c, false);
+    }
+    let infos = reader.chunks();
     let acc = scan
         .run(
             || Acc::new(q),

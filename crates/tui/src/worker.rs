@@ -3,6 +3,8 @@
 //! The UI bumps a shared generation counter with every new query; the worker always takes the
 //! newest waiting query (older ones are dropped unanswered) and a running scan stops at its
 //! next chunk once the counter has moved on, so typing and scrubbing never wait for a scan.
+//! Between questions it fills the capture's column cache ([`query::warm`]) with what the last
+//! one read, so the next one over the same chunks skips decoding.
 
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -69,5 +71,8 @@ fn serve<E>(reader: &Reader, rx: &Receiver<Query>, cancel: &Cancel, out: &Sender
         if out.send(wrap(reply)).is_err() {
             return;
         }
+        // Idle until the next question: decode this view's columns into the cache (it stops at
+        // the next chunk once a new query is asked), so that question skips decoding.
+        let _ = query::warm(reader, &cache, &q, cancel);
     }
 }
