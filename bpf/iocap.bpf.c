@@ -217,15 +217,58 @@ static __always_inline bool is_open(__u32 nr)
 	return nr == NR_openat || nr == NR_open || nr == NR_creat || nr == NR_openat2;
 }
 
-/* With filter_pids: whether this thread is traced, from its storage unless a pid was added since. */
-static __always_inline bool traced_cached(struct tctx *c, __u32 tgid)
+/*
+ * Per CPU, with filter_pids: the last thread decided on this CPU, so a thread that keeps
+ * its CPU is not looked up in task storage on every call. Keyed by tid, so pids_gen is
+ * bumped whenever a tid could change hands between traced and untraced tasks: a traced
+ * task is born or dies (proc_fork, proc_exit), or userspace adds a pid.
+ */
+struct pick {
+	__u32 tid;
+	__u32 gen;
+	__u8 traced;
+	__u8 pad[7];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pick);
+} cpu_pick SEC(".maps");
+
+static __always_inline void bump_pids_gen(void)
 {
 	__u32 zero = 0, *gen = bpf_map_lookup_elem(&pids_gen, &zero);
-	__u32 g = gen ? *gen + 1 : 1;
 
+	if (gen)
+		__sync_fetch_and_add(gen, 1);
+}
+
+/*
+ * With filter_pids: whether this thread is traced, from this CPU's last pick, else from
+ * its storage, unless the pid set changed since.
+ */
+static __always_inline bool traced_cached(struct task_struct *task, __u32 tgid)
+{
+	__u32 zero = 0, *gen = bpf_map_lookup_elem(&pids_gen, &zero);
+	__u32 g = gen ? *gen + 1 : 1, tid = task->pid;
+	struct pick *p = bpf_map_lookup_elem(&cpu_pick, &zero);
+	struct tctx *c;
+
+	if (p && p->tid == tid && p->gen == g)
+		return p->traced;
+	c = bpf_task_storage_get(&tstore, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!c)
+		return false;
 	if (c->gen != g) {
 		c->traced = traced(tgid);
 		c->gen = g;
+	}
+	if (p) {
+		p->tid = tid;
+		p->gen = g;
+		p->traced = c->traced;
 	}
 	return c->traced;
 }
@@ -288,11 +331,8 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 
 	if (tgid == self_tgid)
 		return 0;
-	if (filter_pids) {
-		struct tctx *t = bpf_task_storage_get(&tstore, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (!t || !traced_cached(t, tgid))
-			return 0;
-	}
+	if (filter_pids && !traced_cached(task, tgid))
+		return 0;
 	if ((filter_nrs || n_comms) && !wanted(task, id) && !always_followed(id))
 		return 0;
 	c = bpf_map_lookup_elem(&cpu_call, &zero);
@@ -606,13 +646,18 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 	__u32 ppid = parent->tgid, pid = child->tgid;
 	struct rec_fork *r;
 
-	if (child->pid != pid) /* a new thread, not a new process */
+	if (child->pid != pid) { /* a new thread, not a new process */
+		/* Its tid may be cached as someone else's (cpu_pick). */
+		if (filter_pids && bpf_map_lookup_elem(&pids, &ppid))
+			bump_pids_gen();
 		return 0;
+	}
 	if (filter_pids) {
 		if (!follow_forks || !bpf_map_lookup_elem(&pids, &ppid))
 			return 0;
 		__u8 one = 1;
 		bpf_map_update_elem(&pids, &pid, &one, BPF_ANY);
+		bump_pids_gen();
 	}
 	if (ppid == self_tgid)
 		return 0;
@@ -694,7 +739,12 @@ int BPF_PROG(proc_exit, struct task_struct *p)
 	/* exit() never returns: its call must not be taken later for a new thread with this tid. */
 	if (c && c->tid == p->pid)
 		c->ts = 0;
-	if (p->pid != p->tgid || !traced(p->tgid))
+	if (!traced(p->tgid))
+		return 0;
+	/* Its tid may be given to an untraced task next (cpu_pick). */
+	if (filter_pids)
+		bump_pids_gen();
+	if (p->pid != p->tgid)
 		return 0;
 	emit_comm(REC_EXIT, p, p->comm);
 	if (filter_pids) {

@@ -6,6 +6,8 @@
 # that falls behind shows as drops) giving events/s written to the file. Prints ns/syscall and the
 # ratio to untraced (the median of R runs each), iocap's event and drop counts and bytes/event
 # (of the loops, and of a small mixed real workload).
+# Each loop times itself in thread CPU time (CLOCK_THREAD_CPUTIME_ID): the cost a traced thread
+# pays per call, steady on a shared machine where wall time counts waiting for a CPU too.
 # Run as root from the workspace after `cargo build --release`:
 #   sh crates/record/benches/overhead.sh
 # N (loop count), R (repeats), S (sustained loop count) and IOCAP (binary) override the defaults.
@@ -29,12 +31,12 @@ int main(int c, char **v) {
     int pread_mode = v[1][0] == 'p';
     int fd = open(pread_mode && c > 3 ? v[3] : "/dev/zero", O_RDONLY);
     if (fd < 0) return 1;
-    struct timespec a, z; clock_gettime(CLOCK_MONOTONIC, &a);
+    struct timespec a, z; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
     if (pread_mode)
         for (long i = 0; i < n; i++) pread(fd, b, sizeof(b), 0);
     else
         for (long i = 0; i < n; i++) read(fd, b, 1);
-    clock_gettime(CLOCK_MONOTONIC, &z);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &z);
     printf("%.1f\n", ((z.tv_sec - a.tv_sec) * 1e9 + (z.tv_nsec - a.tv_nsec)) / n);
     return 0;
 }

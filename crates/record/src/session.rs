@@ -288,13 +288,17 @@ impl Recorder {
             .update(&pid.to_ne_bytes(), &[1u8], MapFlags::ANY)
             .map_err(err)?;
         // Threads cache whether they are traced: a new generation makes them look again.
+        // The kernel bumps it too (by 1, atomically, on traced forks and exits) and this
+        // read-modify-write can lose such a bump: a step this large still lands on a value
+        // no cache holds, which is all a generation has to be.
+        const STEP: u32 = 1 << 20;
         let key = 0u32.to_ne_bytes();
         let gen = match maps.pids_gen.lookup(&key, MapFlags::ANY).map_err(err)? {
             Some(v) => v.get(..4).and_then(|b| b.try_into().ok()).map_or(0, u32::from_ne_bytes),
             None => 0,
         };
         maps.pids_gen
-            .update(&key, &gen.wrapping_add(1).to_ne_bytes(), MapFlags::ANY)
+            .update(&key, &gen.wrapping_add(STEP).to_ne_bytes(), MapFlags::ANY)
             .map_err(err)
     }
 
