@@ -642,3 +642,46 @@ fn detail_popup_fits_80x24() {
         assert!(!app.detail);
     }
 }
+
+/// The worker's idle fill: after `query::warm` the same question is answered from the cache,
+/// identically; a superseded warm-up stops without filling.
+#[test]
+fn warm_cache_answers_the_same() {
+    for filter in ["", "proc.name=postgres", "latency>1ms and evt.time<1s"] {
+        let (_dir, mut app) = app(100, 30, filter);
+        let q = app.take_query().unwrap();
+        let cancel = Cancel::default();
+        cancel.0.store(q.gen, Ordering::Relaxed);
+        let reader = &app.cap.reader;
+        let cold = query::run(reader, None, &q, &cancel).unwrap().unwrap();
+        let cache = iocap_analysis::ColumnCache::new(query::CACHE_BUDGET);
+        // Superseded before it starts: nothing is filled.
+        let stale = Cancel::default();
+        stale.0.store(q.gen + 1, Ordering::Relaxed);
+        assert!(!query::warm(reader, &cache, &q, &stale).unwrap());
+        assert_eq!(cache.stats().entries, 0);
+        assert!(query::warm(reader, &cache, &q, &cancel).unwrap());
+        let filled = cache.stats();
+        assert!(filled.entries > 0, "{filter}");
+        let warm = query::run(reader, Some(&cache), &q, &cancel).unwrap().unwrap();
+        let st = cache.stats();
+        assert_eq!(st.misses - filled.misses, 0, "{filter}: every column from the cache");
+        assert_eq!(
+            (
+                warm.matched,
+                &warm.hist,
+                &warm.groups,
+                &warm.per_chunk,
+                &warm.grid.spectro
+            ),
+            (
+                cold.matched,
+                &cold.hist,
+                &cold.groups,
+                &cold.per_chunk,
+                &cold.grid.spectro
+            ),
+            "{filter}"
+        );
+    }
+}
