@@ -7,7 +7,8 @@
  * The syscall path is the hot one (millions per second). sys_enter leaves the enter
  * time and first arguments in a per-CPU slot, where sys_exit finds them when the call
  * did not leave the CPU (most calls: a per-CPU array lookup is a few inlined
- * instructions). A thread switched out in the middle of a call (it blocked, or was
+ * instructions). That needs programs the kernel cannot preempt half-way (cpu_slot);
+ * without that guarantee the call goes to task-local storage directly. A thread switched out in the middle of a call (it blocked, or was
  * preempted) takes its slot along into task-local storage (sched_switch), where sys_exit
  * looks second. Task storage also caches, when filtering by pid, whether the thread is
  * traced, so the pid hash is not looked up on every call. The exit program reserves one
@@ -29,6 +30,12 @@ const volatile bool follow_forks = false; /* children of traced tgids are traced
 const volatile bool want_sys = true;
 const volatile bool want_blk = true;
 const volatile __u64 min_latency = 0;
+/*
+ * Whether per-CPU state (cpu_call, cpu_pick) may be used: only when these programs cannot be
+ * preempted half-way (userspace decides from the kernel's preemption model), or another
+ * thread could take the CPU between two stores. Otherwise everything goes through task storage.
+ */
+const volatile bool cpu_slot = false;
 /* Record-time filter pushdown: only these syscall numbers (a bitmap indexed by nr) ... */
 const volatile bool filter_nrs = false;
 const volatile __u64 allow_nrs[8] = {};
@@ -256,6 +263,8 @@ static __always_inline bool traced_cached(struct task_struct *task, __u32 tgid)
 	struct pick *p = bpf_map_lookup_elem(&cpu_pick, &zero);
 	struct tctx *c;
 
+	if (!cpu_slot)
+		p = NULL;
 	if (p && p->tid == tid && p->gen == g)
 		return p->traced;
 	c = bpf_task_storage_get(&tstore, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -335,7 +344,12 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 		return 0;
 	if ((filter_nrs || n_comms) && !wanted(task, id) && !always_followed(id))
 		return 0;
-	c = bpf_map_lookup_elem(&cpu_call, &zero);
+	if (cpu_slot) {
+		c = bpf_map_lookup_elem(&cpu_call, &zero);
+	} else {
+		struct tctx *t = bpf_task_storage_get(&tstore, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		c = t ? &t->call : NULL;
+	}
 	if (!c)
 		return 0;
 	c->tid = task->pid;
@@ -574,7 +588,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	 * A call is in flight only if sys_enter traced it: no pid check needed here. It is in
 	 * this CPU's slot unless the thread was switched out since (see spill_call).
 	 */
-	c = bpf_map_lookup_elem(&cpu_call, &zero);
+	c = cpu_slot ? bpf_map_lookup_elem(&cpu_call, &zero) : NULL;
 	if (c && c->ts && c->tid == task->pid) {
 		call = *c;
 		c->ts = 0;
@@ -627,7 +641,7 @@ int BPF_PROG(spill_call, bool preempt, struct task_struct *prev, struct task_str
 	struct inflight *c = bpf_map_lookup_elem(&cpu_call, &zero);
 	struct tctx *t;
 
-	if (!c || !c->ts || c->tid != prev->pid)
+	if (!cpu_slot || !c || !c->ts || c->tid != prev->pid)
 		return 0;
 	t = bpf_task_storage_get(&tstore, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (t)

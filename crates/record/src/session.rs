@@ -146,6 +146,63 @@ pub fn check_privileges() -> Result<(), Error> {
     }
 }
 
+/// The kernel's preemption model (`none`, `voluntary`, `full`, `lazy`, `rt`), from the
+/// first place that tells: debugfs (the live setting), `preempt=` on the command line, the
+/// kernel's build config. `None` when nothing does.
+fn preemption_model() -> Option<String> {
+    if let Ok(s) = std::fs::read_to_string("/sys/kernel/debug/sched/preempt") {
+        // "none (voluntary) full lazy": the current one is in parentheses.
+        if let Some(m) = s
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix('(')?.strip_suffix(')'))
+        {
+            return Some(m.to_owned());
+        }
+    }
+    let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
+    if let Some(m) = cmdline.split_whitespace().find_map(|w| w.strip_prefix("preempt=")) {
+        return Some(m.to_owned());
+    }
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let config = std::fs::read(format!("/boot/config-{}", release.trim()))
+        .ok()
+        .or_else(|| {
+            // gzip is everywhere; a decompressor linked in for this one file is not worth it.
+            let out = std::process::Command::new("gzip")
+                .args(["-dc", "/proc/config.gz"])
+                .stderr(std::process::Stdio::null())
+                .output()
+                .ok()?;
+            out.status.success().then_some(out.stdout)
+        })?;
+    model_from_config(&String::from_utf8_lossy(&config))
+}
+
+/// The default preemption model a kernel config builds.
+fn model_from_config(config: &str) -> Option<String> {
+    let set = |opt: &str| config.lines().any(|l| l.trim() == format!("CONFIG_{opt}=y"));
+    let model = if set("PREEMPT_RT") {
+        "rt"
+    } else if set("PREEMPT_NONE") {
+        "none"
+    } else if set("PREEMPT_VOLUNTARY") {
+        "voluntary"
+    } else if set("PREEMPT_LAZY") {
+        "lazy"
+    } else if set("PREEMPT") {
+        "full"
+    } else {
+        return None;
+    };
+    Some(model.to_owned())
+}
+
+/// Whether per-CPU state is safe for the syscall programs: with `none` and `voluntary`
+/// preemption, kernel code (and so a BPF program) is never preempted half-way.
+fn cpu_slot_safe(model: Option<&str>) -> bool {
+    matches!(model, Some("none" | "voluntary"))
+}
+
 const TRACEPOINTS: [(&str, &str, &str); 10] = [
     ("raw_syscalls", "sys_enter", "syscalls"),
     ("raw_syscalls", "sys_exit", "syscalls"),
@@ -199,6 +256,15 @@ impl Recorder {
         let mut open = IocapSkelBuilder::default()
             .open(storage)
             .map_err(|e| diagnose(cfg, &e))?;
+        // IOCAP_CPU_SLOT=0/1 overrides the choice (tests run both ways on one kernel).
+        let cpu_slot = match std::env::var("IOCAP_CPU_SLOT").as_deref() {
+            Ok("0") => false,
+            Ok("1") => true,
+            _ => cpu_slot_safe(preemption_model().as_deref()),
+        };
+        if !cpu_slot {
+            open.progs.spill_call.set_autoload(false);
+        }
         if let Some(ro) = open.maps.rodata_data.as_mut() {
             ro.self_tgid = std::process::id();
             ro.filter_pids = cfg.filter || !cfg.pids.is_empty();
@@ -206,6 +272,7 @@ impl Recorder {
             ro.want_sys = cfg.syscalls;
             ro.want_blk = cfg.block;
             ro.min_latency = cfg.min_latency_ns;
+            ro.cpu_slot = cpu_slot;
             if let Some(nrs) = &cfg.syscall_nrs {
                 // A number past the bitmap (none on x86_64) leaves the choice to userspace.
                 if nrs.iter().all(|&nr| (nr as usize) < ro.allow_nrs.len() * 64) {
@@ -252,11 +319,13 @@ impl Recorder {
                 (&p.proc_exec, "sched:sched_process_exec"),
                 (&p.proc_exit, "sched:sched_process_exit"),
                 (&p.proc_rename, "task:task_rename"),
-                // Before sys_enter: a call must never be left in a CPU's slot unspilled.
-                (&p.spill_call, "sched:sched_switch"),
                 (&p.sys_enter, "raw_syscalls:sys_enter"),
                 (&p.sys_exit, "raw_syscalls:sys_exit"),
             ];
+            if cpu_slot {
+                // Before sys_enter: a call must never be left in a CPU's slot unspilled.
+                progs.insert(4, (&p.spill_call, "sched:sched_switch"));
+            }
             if cfg.block {
                 progs.push((&p.blk_insert, "block:block_rq_insert"));
                 progs.push((&p.blk_issue, "block:block_rq_issue"));
@@ -598,5 +667,36 @@ fn since(d: &DropStats, base: &[u64]) -> DropStats {
             .enumerate()
             .map(|(i, &n)| n.saturating_sub(base.get(i).copied().unwrap_or(0)))
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preemption_model_from_a_kernel_config() {
+        let config = |opts: &[&str]| {
+            let mut c =
+                String::from("# Linux kernel config\nCONFIG_PREEMPT_BUILD=y\n# CONFIG_PREEMPT_VOLUNTARY is not set\n");
+            for o in opts {
+                c += &format!("CONFIG_{o}=y\n");
+            }
+            model_from_config(&c)
+        };
+        assert_eq!(config(&["PREEMPT_NONE", "PREEMPT_DYNAMIC"]).as_deref(), Some("none"));
+        assert_eq!(config(&["PREEMPT_VOLUNTARY"]).as_deref(), Some("voluntary"));
+        assert_eq!(config(&["PREEMPT", "PREEMPT_DYNAMIC"]).as_deref(), Some("full"));
+        assert_eq!(config(&["PREEMPT_LAZY"]).as_deref(), Some("lazy"));
+        assert_eq!(config(&["PREEMPT", "PREEMPT_RT"]).as_deref(), Some("rt"));
+        assert_eq!(config(&[]), None, "\"is not set\" lines set nothing");
+    }
+
+    #[test]
+    fn per_cpu_state_only_where_programs_are_not_preempted() {
+        assert!(cpu_slot_safe(Some("none")) && cpu_slot_safe(Some("voluntary")));
+        for m in [Some("full"), Some("lazy"), Some("rt"), Some("other"), None] {
+            assert!(!cpu_slot_safe(m), "{m:?}");
+        }
     }
 }
