@@ -396,6 +396,19 @@ impl ColumnCache {
         g.bytes + size <= self.budget
     }
 
+    /// Whether every column of `want` of `chunk` is held (nothing marked as used).
+    pub fn holds(&self, chunk: usize, want: ColSet) -> bool {
+        let g = self.lock();
+        cols_of(want).all(|c| g.map.contains_key(&(chunk, c)))
+    }
+
+    /// Whether the running scan can add nothing more: less than a MiB left and nothing it may
+    /// evict. A scan run only to fill the cache can stop there.
+    pub fn full(&self) -> bool {
+        let g = self.lock();
+        self.budget.saturating_sub(g.bytes) < 1 << 20 && !g.stale
+    }
+
     pub fn stats(&self) -> CacheStats {
         let g = self.lock();
         CacheStats {
@@ -472,6 +485,9 @@ mod tests {
             cache.put(chunk, lat, &mut cols);
         }
         assert_eq!(cache.stats().entries, 2, "the first two kept, the rest refused");
+        assert!(cache.holds(0, lat) && cache.holds(1, lat) && !cache.holds(2, lat));
+        assert!(!cache.holds(0, lat.with(Col::Ts)));
+        assert!(cache.full(), "nothing this scan may evict");
         assert!(cache.stats().bytes <= 10_000);
         // The same scan again, its chunks in any order (two threads): the first two stay.
         cache.begin(&all, lat);
@@ -484,6 +500,7 @@ mod tests {
         assert_eq!(held(&cache, &mut got), [0, 1]);
         // A scan of other chunks evicts what it does not read.
         cache.begin(&[3, 4], lat);
+        assert!(!cache.full(), "chunks 0 and 1 may go");
         for chunk in [3, 4] {
             cache.get(chunk, lat, &mut got);
             cache.put(chunk, lat, &mut cols);

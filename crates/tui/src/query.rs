@@ -489,7 +489,17 @@ fn ts_for(reader: &Reader, q: &Query, i: usize) -> ColSet {
 pub fn warm(reader: &Reader, cache: &ColumnCache, q: &Query, cancel: &Cancel) -> Result<bool, String> {
     let chunks: Vec<usize> = reader.chunks_in(q.start, q.end()).collect();
     let ts = |i: usize| ts_for(reader, q, i);
-    let stale = || cancel.is_stale(q.gen);
+    // Nothing to do when every chunk's columns are held already.
+    let mut want = ColSet::NONE.with(Col::Latency).union(group_cols(q.group));
+    if let Some(f) = &q.filter {
+        want = want.union(f.columns());
+    }
+    if chunks.iter().all(|&i| cache.holds(i, want.union(ts(i)))) {
+        return Ok(true);
+    }
+    // Stop when superseded, or once the cache is full of what this view reads: the rest
+    // would be decoded for nothing.
+    let stale = || cancel.is_stale(q.gen) || cache.full();
     let done = scan_for(reader, q, &chunks, &ts, &stale)
         .cache(cache, true)
         .run(|| (), |_, _, _, _| (), |_, _| ())
