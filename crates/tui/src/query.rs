@@ -4,11 +4,17 @@
 //! [`run`] answers it with `iocap-analysis`'s [`Scan`] over the view's chunks (the same scan
 //! driver, histogram and spectrogram `iocap report` uses): chunks whose summary cannot match
 //! are skipped, only the columns the filter and the aggregates read are decoded, the filter
-//! yields a bitmap, and the accumulators take the matching rows. Nothing is kept per event
-//! except the [`SLOWEST`] slowest (for the latency-sorted event list, 16 bytes each). The scan
-//! checks the [`Cancel`] token between chunks, so a superseded question stops within one chunk's
-//! work. A [`ColumnCache`] (the worker keeps one per capture, [`CACHE_BUDGET`] bytes) makes the
-//! next question over the same chunks skip decoding.
+//! yields a bitmap, and the accumulators take the matching rows. Chunks that lie within one
+//! spectrogram row need no timestamps (their row comes from the summary), and chunks whose
+//! summary proves every event matches need neither the filter nor its columns. Nothing is kept
+//! per event except, when the list is sorted by latency, the [`SLOWEST`] slowest (16 bytes
+//! each). The scan checks the [`Cancel`] token between chunks, so a superseded question stops
+//! within one chunk's work.
+//!
+//! A [`ColumnCache`] (the worker keeps one per capture, [`CACHE_BUDGET`] bytes) is read by
+//! [`run`] and filled by [`warm`], which the worker calls while idle after each answer: the
+//! first question costs no more than without a cache, the next one over the same chunks skips
+//! decoding.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
