@@ -54,10 +54,11 @@ row() { awk -v n="$1" -v ns="$2" -v b="$3" 'BEGIN { printf "%-34s %9.1f ns/sysca
 # Events, drops and bytes/event of the last capture (one line).
 facts() { "$IOCAP" info "$1" | awk '/^events/ { e = $2 } /^drops/ { d = $2 } /bytes\/event/ { for (i = 1; i <= NF; i++) if ($i == "bytes/event") b = $(i - 1) } END { printf "    events %s, drops %s, %s bytes/event\n", e, d, b }'; }
 # Wait (up to 10 s) for a line matching $2 in file $1; fail if it never comes.
+# (Its counter is not `i`: sh variables are global, and median's loop counts with `i`.)
 await() {
-    i=0
+    w=0
     while ! grep -q "$2" "$1" 2>/dev/null; do
-        i=$((i + 1)); [ $i -lt 100 ] || return 1; sleep 0.1
+        w=$((w + 1)); [ $w -lt 100 ] || return 1; sleep 0.1
     done
 }
 iocap_c() { "$IOCAP" record -w "$T/c.cap" -c "$T/loop $*" 2>"$T/err"; }
