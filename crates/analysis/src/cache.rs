@@ -20,31 +20,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use iocap_format::{Col, ColSet, ColValue, Columns};
 
-/// Every column, by on-disk id.
-const ALL_COLS: [Col; 16] = [
-    Col::Class,
-    Col::Ts,
-    Col::Latency,
-    Col::Pid,
-    Col::Tid,
-    Col::Proc,
-    Col::Nr,
-    Col::Ret,
-    Col::Fd,
-    Col::File,
-    Col::Bytes,
-    Col::Dev,
-    Col::Sector,
-    Col::Queue,
-    Col::Op,
-    Col::Flags,
-];
-
-/// The columns of `set`.
-pub(crate) fn cols_of(set: ColSet) -> impl Iterator<Item = Col> {
-    ALL_COLS.into_iter().filter(move |&c| set.contains(c))
-}
-
 /// Values minus `base`, at the narrowest width that holds them: none for a constant, 1, 2 or
 /// 4 bits (event classes, syscall numbers and processes of a chunk are often a handful of
 /// values), else 8, 16, 32 or 64. Power-of-two widths never straddle a byte, so widening is a
@@ -310,7 +285,7 @@ impl ColumnCache {
         out.clear();
         let mut g = self.lock();
         let scan = g.scan;
-        for c in cols_of(want) {
+        for c in want.cols() {
             if let Some(e) = g.map.get_mut(&(chunk, c)) {
                 e.used = scan;
                 out.push((c, Arc::clone(&e.col)));
@@ -318,7 +293,7 @@ impl ColumnCache {
         }
         let hits = out.len() as u64;
         g.hits += hits;
-        g.misses += cols_of(want).count() as u64 - hits;
+        g.misses += want.cols().count() as u64 - hits;
     }
 
     /// Events in the chunk `got` came from (`None` when nothing was cached).
@@ -345,7 +320,7 @@ impl ColumnCache {
                 return;
             }
         }
-        for c in cols_of(cols_set) {
+        for c in cols_set.cols() {
             let n = pack_col(cols, c);
             let size = n.bytes();
             let mut g = self.lock();
@@ -399,7 +374,7 @@ impl ColumnCache {
     /// Whether every column of `want` of `chunk` is held (nothing marked as used).
     pub fn holds(&self, chunk: usize, want: ColSet) -> bool {
         let g = self.lock();
-        cols_of(want).all(|c| g.map.contains_key(&(chunk, c)))
+        want.cols().all(|c| g.map.contains_key(&(chunk, c)))
     }
 
     /// Whether the running scan can add nothing more: less than a MiB left and nothing it may
@@ -439,7 +414,7 @@ mod tests {
             cols.push(&e);
         }
         let all = ColSet::ALL;
-        let packed: Vec<(Col, Arc<Narrow>)> = cols_of(all).map(|c| (c, Arc::new(pack_col(&mut cols, c)))).collect();
+        let packed: Vec<(Col, Arc<Narrow>)> = all.cols().map(|c| (c, Arc::new(pack_col(&mut cols, c)))).collect();
         // Bits per value: pid is constant, fd two values, op four, flags sixteen, ts spans 299 µs, latency
         // 6 s, ret 300 values (zigzag: 598), queue the whole range.
         let bits: Vec<usize> = packed.iter().map(|(_, n)| (n.bytes() - 64) * 8 / cols.len()).collect();

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use iocap_filter::{Bitmap, Compiled};
 use iocap_format::{ChunkDecoder, ColSet, Columns, Error, Reader, Source};
 
-use crate::cache::{cols_of, ColumnCache};
+use crate::cache::ColumnCache;
 
 /// What a scan went through.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -278,7 +278,7 @@ impl<'a, S: Source> Scan<'a, S> {
                 None => r.read_chunk(i, want, &mut dec, &mut cols).map_err(|e| (pos, e))?,
                 Some(cache) => {
                     cache.get(i, want, &mut got);
-                    let held = cols_of(want).filter(|c| got.iter().any(|(g, _)| g == c));
+                    let held = want.cols().filter(|c| got.iter().any(|(g, _)| g == c));
                     let missing = ColSet(want.0 & !held.collect::<ColSet>().0);
                     match ColumnCache::events(&got) {
                         // Every column held: the chunk is not read at all. An empty body (no

@@ -59,6 +59,11 @@ impl ColSet {
     pub fn contains(self, c: Col) -> bool {
         self.0 & (1 << c as u32) != 0
     }
+
+    /// The columns of the set, by on-disk id.
+    pub fn cols(self) -> impl Iterator<Item = Col> {
+        Col::ALL.into_iter().filter(move |&c| self.contains(c))
+    }
 }
 
 impl FromIterator<Col> for ColSet {
@@ -69,25 +74,27 @@ impl FromIterator<Col> for ColSet {
 
 const NCOLS: u32 = 16;
 
-/// Columns by id.
-const COLS: [Col; NCOLS as usize] = [
-    Col::Class,
-    Col::Ts,
-    Col::Latency,
-    Col::Pid,
-    Col::Tid,
-    Col::Proc,
-    Col::Nr,
-    Col::Ret,
-    Col::Fd,
-    Col::File,
-    Col::Bytes,
-    Col::Dev,
-    Col::Sector,
-    Col::Queue,
-    Col::Op,
-    Col::Flags,
-];
+impl Col {
+    /// Every column, by on-disk id (`Col::ALL[id]` is the column with that id).
+    pub const ALL: [Col; NCOLS as usize] = [
+        Col::Class,
+        Col::Ts,
+        Col::Latency,
+        Col::Pid,
+        Col::Tid,
+        Col::Proc,
+        Col::Nr,
+        Col::Ret,
+        Col::Fd,
+        Col::File,
+        Col::Bytes,
+        Col::Dev,
+        Col::Sector,
+        Col::Queue,
+        Col::Op,
+        Col::Flags,
+    ];
+}
 
 /// Most events one chunk may hold. A reader refuses a chunk summary claiming more, because a
 /// constant or missing column expands to `events` values from no bytes at all: this cap is
@@ -330,7 +337,7 @@ macro_rules! columns {
                 // A gap-encoded ts is decoded last, its starts rebuilt as its values are read.
                 let ts_gap = gap && inner.contains(Col::Ts);
                 for (&(id, encoding, codec, raw_len, _), stored) in dir.iter().zip(stored) {
-                    if id >= u64::from(NCOLS) || !inner.contains(COLS[id as usize]) {
+                    if id >= u64::from(NCOLS) || !inner.contains(Col::ALL[id as usize]) {
                         // Not wanted, or a column from a newer writer: skipped undecoded.
                         continue;
                     }
