@@ -609,7 +609,8 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	lat = now - ts;
 	if (!want_sys || lat < min_latency)
 		return 0;
-	if ((filter_nrs || n_comms) && !wanted(task, nr))
+	/* Other calls were judged at enter; these may have changed the name since (see always_followed). */
+	if ((filter_nrs || n_comms) && always_followed(nr) && !wanted(task, nr))
 		return 0;
 	if (lat >> 32 || ret != (__s32)ret)
 		return emit_sys_wide(nr, call.arg0, ts, lat, ret);
