@@ -2,11 +2,13 @@
 //! and varint decoding ([`ColumnCache`]).
 //!
 //! Entries are one column of one chunk, stored narrow: every value minus the column's minimum
-//! in the smallest of 0 (constant), 1, 2, 4, 8, 16, 32 or 64 bits that holds the range (signed
-//! columns zigzag-mapped first, as the file does). Latencies usually take 32 bits, a chunk's
-//! event classes, syscall numbers and processes 1 to 8, so the viewer's usual columns cost 4
-//! to 6 bytes per event instead of 20 or more, and widening them back is a shift, a mask and an
-//! add, far cheaper than decoding.
+//! in the smallest of 0 (constant), 1, 2, 4, 8, 16, 24, 32 or 64 bits that holds the range
+//! (signed columns zigzag-mapped first, as the file does). A wide column may take a narrower
+//! width than its range when the few values that do not fit are cheaper kept aside as patches
+//! (row, value): a chunk's latencies are mostly under 16 ms (24 bits) with a rare sleep of
+//! seconds. A chunk's event classes, syscall numbers and processes take 1 to 8 bits, so the
+//! viewer's usual columns cost 3 to 5 bytes per event instead of 20 or more, and widening them
+//! back is a shift, a mask and an add, far cheaper than decoding.
 //!
 //! The cache holds at most its byte budget. It is scan-resistant rather than LRU: a scan never
 //! evicts a column it reads of a chunk it covers, so scanning a capture larger than the budget
@@ -22,8 +24,9 @@ use iocap_format::{Col, ColSet, ColValue, Columns};
 
 /// Values minus `base`, at the narrowest width that holds them: none for a constant, 1, 2 or
 /// 4 bits (event classes, syscall numbers and processes of a chunk are often a handful of
-/// values), else 8, 16, 32 or 64. Power-of-two widths never straddle a byte, so widening is a
-/// shift and a mask the compiler vectorises.
+/// values), else 8, 16, 24, 32 or 64. The widths under a byte never straddle one, so widening
+/// is a shift and a mask the compiler vectorises; 24 bits are read as a little-endian word of
+/// three bytes.
 #[derive(Debug)]
 enum Packed {
     Const,
@@ -33,17 +36,19 @@ enum Packed {
     Bits4(Vec<u8>),
     U8(Vec<u8>),
     U16(Vec<u16>),
+    /// Three bytes a value, little-endian.
+    U24(Vec<u8>),
     U32(Vec<u32>),
     U64(Vec<u64>),
 }
 
-/// Values of `W` bits packed `8 / W` to a byte, a byte at a time.
-fn pack_bits<const W: usize, T: ColValue>(v: &[T], base: u64) -> Vec<u8> {
-    v.chunks(8 / W)
+/// Offsets of `W` bits packed `8 / W` to a byte, a byte at a time.
+fn pack_bits<const W: usize>(offs: &[u64]) -> Vec<u8> {
+    offs.chunks(8 / W)
         .map(|c| {
-            c.iter().enumerate().fold(0u8, |byte, (k, x)| {
-                byte | ((x.to_raw().wrapping_sub(base) as u8) << (k * W))
-            })
+            c.iter()
+                .enumerate()
+                .fold(0u8, |byte, (k, &x)| byte | ((x as u8) << (k * W)))
         })
         .collect()
 }
@@ -71,7 +76,13 @@ pub struct Narrow {
     base: u64,
     len: usize,
     packed: Packed,
+    /// Values too wide for `packed` (which holds 0 in their place), as rows and raw values.
+    patch_rows: Vec<u32>,
+    patch_raw: Vec<u64>,
 }
+
+/// Bytes a patch costs: its row and its raw value.
+const PATCH_BYTES: usize = 4 + 8;
 
 impl Narrow {
     fn pack<T: ColValue>(v: &[T]) -> Narrow {
@@ -81,20 +92,72 @@ impl Narrow {
             .fold((u64::MAX, 0), |(lo, hi), r| (lo.min(r), hi.max(r)));
         let base = if v.is_empty() { 0 } else { lo };
         let range = hi.saturating_sub(base);
-        let off = |x: &T| x.to_raw() - base;
-        let offs = v.iter().map(off);
-        let n = v.len();
-        let packed = match range {
-            0 => Packed::Const,
-            1 => Packed::Bits1(pack_bits::<1, T>(v, base)),
-            2..=3 => Packed::Bits2(pack_bits::<2, T>(v, base)),
-            4..=15 => Packed::Bits4(pack_bits::<4, T>(v, base)),
-            16..=0xff => Packed::U8(offs.map(|x| x as u8).collect()),
-            0x100..=0xffff => Packed::U16(offs.map(|x| x as u16).collect()),
-            0x1_0000..=0xffff_ffff => Packed::U32(offs.map(|x| x as u32).collect()),
-            _ => Packed::U64(offs.collect()),
+        let width = match range {
+            0 => 0,
+            1 => 1,
+            2..=3 => 2,
+            4..=15 => 4,
+            16..=0xff => 8,
+            _ => Self::wide_width(v, base),
         };
-        Narrow { base, len: n, packed }
+        // Offsets from the base; those wider than the width become patches (0 in the packing).
+        let limit = if width >= 64 { u64::MAX } else { (1u64 << width) - 1 };
+        let (mut patch_rows, mut patch_raw) = (Vec::new(), Vec::new());
+        let offs: Vec<u64> = v
+            .iter()
+            .enumerate()
+            .map(|(i, x)| {
+                let off = x.to_raw() - base;
+                if off > limit {
+                    patch_rows.push(i as u32);
+                    patch_raw.push(x.to_raw());
+                    0
+                } else {
+                    off
+                }
+            })
+            .collect();
+        let packed = match width {
+            0 => Packed::Const,
+            1 => Packed::Bits1(pack_bits::<1>(&offs)),
+            2 => Packed::Bits2(pack_bits::<2>(&offs)),
+            4 => Packed::Bits4(pack_bits::<4>(&offs)),
+            8 => Packed::U8(offs.iter().map(|&x| x as u8).collect()),
+            16 => Packed::U16(offs.iter().map(|&x| x as u16).collect()),
+            24 => {
+                // A byte of padding, so every value can be read as a 4-byte word.
+                let mut p = Vec::with_capacity(offs.len() * 3 + 1);
+                for &x in &offs {
+                    p.extend_from_slice(&(x as u32).to_le_bytes()[..3]);
+                }
+                p.push(0);
+                Packed::U24(p)
+            }
+            32 => Packed::U32(offs.iter().map(|&x| x as u32).collect()),
+            _ => Packed::U64(offs),
+        };
+        Narrow {
+            base,
+            len: v.len(),
+            packed,
+            patch_rows,
+            patch_raw,
+        }
+    }
+
+    /// Bits per value for values spanning more than a byte: of 8, 16, 24, 32 and 64, the width
+    /// that takes the fewest bytes once the values wider than it are kept as patches.
+    fn wide_width<T: ColValue>(v: &[T], base: u64) -> u32 {
+        // Values by bit length of their offset.
+        let mut lens = [0usize; 65];
+        for x in v {
+            lens[64 - (x.to_raw() - base).leading_zeros() as usize] += 1;
+        }
+        let wider = |w: u32| lens[w as usize + 1..].iter().sum::<usize>();
+        [8, 16, 24, 32, 64]
+            .into_iter()
+            .min_by_key(|&w| v.len() * w as usize / 8 + wider(w) * PATCH_BYTES)
+            .unwrap_or(64)
     }
 
     /// Replace `out` with the values.
@@ -108,8 +171,17 @@ impl Narrow {
             Packed::Bits4(p) => unpack_bits::<4, T>(p, n, b, out),
             Packed::U8(p) => out.extend(p.iter().map(|&x| T::from_raw(b + u64::from(x)))),
             Packed::U16(p) => out.extend(p.iter().map(|&x| T::from_raw(b + u64::from(x)))),
+            Packed::U24(p) => out.extend(
+                p.chunks_exact(3)
+                    .map(|w| T::from_raw(b + u64::from(u32::from_le_bytes([w[0], w[1], w[2], 0])))),
+            ),
             Packed::U32(p) => out.extend(p.iter().map(|&x| T::from_raw(b + u64::from(x)))),
             Packed::U64(p) => out.extend(p.iter().map(|&x| T::from_raw(b.wrapping_add(x)))),
+        }
+        for (&row, &raw) in self.patch_rows.iter().zip(&self.patch_raw) {
+            if let Some(d) = out.get_mut(row as usize) {
+                *d = T::from_raw(raw);
+            }
         }
     }
 
@@ -120,13 +192,14 @@ impl Narrow {
 
     /// Heap bytes held (a small fixed cost per entry, so a constant column is not free).
     fn bytes(&self) -> usize {
-        64 + match &self.packed {
-            Packed::Const => 0,
-            Packed::Bits1(p) | Packed::Bits2(p) | Packed::Bits4(p) | Packed::U8(p) => p.len(),
-            Packed::U16(p) => p.len() * 2,
-            Packed::U32(p) => p.len() * 4,
-            Packed::U64(p) => p.len() * 8,
-        }
+        96 + self.patch_rows.len() * PATCH_BYTES
+            + match &self.packed {
+                Packed::Const => 0,
+                Packed::Bits1(p) | Packed::Bits2(p) | Packed::Bits4(p) | Packed::U8(p) | Packed::U24(p) => p.len(),
+                Packed::U16(p) => p.len() * 2,
+                Packed::U32(p) => p.len() * 4,
+                Packed::U64(p) => p.len() * 8,
+            }
     }
 }
 
@@ -400,38 +473,89 @@ mod tests {
     use super::*;
     use iocap_format::Event;
 
+    impl Narrow {
+        /// Bits per packed value, and patches.
+        fn shape(&self) -> (usize, usize) {
+            let packed = self.bytes() - 96 - self.patch_rows.len() * PATCH_BYTES;
+            let bits = match self.packed {
+                // The 24-bit packing has a byte of padding.
+                Packed::U24(_) => (packed - 1) * 8 / self.len,
+                _ => packed * 8 / self.len,
+            };
+            (bits, self.patch_rows.len())
+        }
+    }
+
     #[test]
     fn narrow_columns_round_trip_at_every_width() {
         let mut cols = Columns::default();
         for i in 0..300u64 {
-            let mut e = Event::syscall((1 << 40) + i * 1_000, 5 + (i % 7) * 1_000_000_000, 7, 7, 3, 0);
+            // Latency mostly under 300 µs, every hundredth 6 s.
+            let lat = if i % 100 == 50 { 6_000_000_000 } else { 5 + i * 1_000 };
+            let mut e = Event::syscall((1 << 40) + i * 1_000, lat, 7, 7, 3, 0);
             e.fd = if i % 2 == 0 { 2 } else { -2 }; // zigzag 4 and 3
             e.op = (i % 4) as u8;
             e.flags = (i % 16) as u32;
             e.ret = -(i as i64);
-            e.sector = u64::MAX - i;
-            e.queue = if i == 0 { u64::MAX } else { 0 };
+            e.bytes = i * 10_000_000;
+            e.sector = i << 40;
+            e.queue = if i == 7 { u64::MAX } else { 0 };
             cols.push(&e);
         }
         let all = ColSet::ALL;
         let packed: Vec<(Col, Arc<Narrow>)> = all.cols().map(|c| (c, Arc::new(pack_col(&mut cols, c)))).collect();
-        // Bits per value: pid is constant, fd two values, op four, flags sixteen, ts spans 299 µs, latency
-        // 6 s, ret 300 values (zigzag: 598), queue the whole range.
-        let bits: Vec<usize> = packed.iter().map(|(_, n)| (n.bytes() - 64) * 8 / cols.len()).collect();
-        assert_eq!(bits[Col::Pid as usize], 0);
-        assert_eq!(bits[Col::Fd as usize], 1);
-        assert_eq!(bits[Col::Op as usize], 2);
-        assert_eq!(bits[Col::Flags as usize], 4);
-        assert_eq!(bits[Col::Ts as usize], 32);
-        assert_eq!(bits[Col::Latency as usize], 64);
-        assert_eq!(bits[Col::Ret as usize], 16);
-        assert_eq!(bits[Col::Queue as usize], 64);
+        let shape = |c: Col| packed[c as usize].1.shape();
+        // Bits per value and patches: pid is constant, fd two values, op four, flags sixteen, ret 300
+        // values (zigzag: 598), ts spans 299 µs, bytes 3 s, sector 49 bits spread evenly; latency
+        // spans 6 s but a 24-bit packing and 3 patches are cheaper; queue is 0 but once.
+        assert_eq!(shape(Col::Pid), (0, 0));
+        assert_eq!(shape(Col::Fd), (1, 0));
+        assert_eq!(shape(Col::Op), (2, 0));
+        assert_eq!(shape(Col::Flags), (4, 0));
+        assert_eq!(shape(Col::Ret), (16, 0));
+        assert_eq!(shape(Col::Ts), (24, 0));
+        assert_eq!(shape(Col::Bytes), (32, 0));
+        assert_eq!(shape(Col::Sector), (64, 0));
+        assert_eq!(shape(Col::Latency), (24, 3));
+        assert_eq!(shape(Col::Queue), (8, 1));
         let mut back = cols.clone();
         for (c, _) in &packed {
             with_col!(back, *c, |v| v.clear());
         }
         ColumnCache::fill(&mut back, &packed);
         assert_eq!(back, cols);
+    }
+
+    #[test]
+    fn random_columns_round_trip() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for round in 0..400 {
+            let n = (next() % 3000) as usize;
+            // Mostly values of a few bits over a random base, some outliers of any width.
+            let (base, bits, outliers) = (next() >> (next() % 64), next() % 40, next() % 50);
+            let v: Vec<u64> = (0..n)
+                .map(|_| {
+                    if next() % 1000 < outliers {
+                        next()
+                    } else {
+                        base.wrapping_add(next() & ((1u64 << bits) - 1))
+                    }
+                })
+                .collect();
+            let mut back: Vec<u64> = Vec::new();
+            Narrow::pack(&v).unpack(&mut back);
+            assert_eq!(back, v, "round {round}");
+            let signed: Vec<i64> = v.iter().map(|&r| r as i64 >> (round % 8)).collect();
+            let mut back: Vec<i64> = Vec::new();
+            Narrow::pack(&signed).unpack(&mut back);
+            assert_eq!(back, signed, "round {round}");
+        }
     }
 
     #[test]
