@@ -49,19 +49,60 @@ pub fn bucket_range(b: usize) -> (u64, u64) {
 ///
 /// Histograms are mergeable ([`LatencyHist::merge`]): the histogram of a union of event sets is
 /// the merge of theirs, whatever the order, which is what parallel scans rely on.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LatencyHist {
     /// Counts per bucket, only as long as the highest bucket used (groups stay small).
     counts: Vec<u64>,
     count: u64,
+    /// `u64::MAX` while empty, so recording a latency is a compare with no special first case.
     min: u64,
     max: u64,
-    sum: u128,
+    /// The sum as two words: the low one takes every latency, the high one the rare carry (one
+    /// store per event where a `u128` costs two).
+    sum_lo: u64,
+    sum_hi: u64,
+}
+
+impl Default for LatencyHist {
+    fn default() -> LatencyHist {
+        LatencyHist {
+            counts: Vec::new(),
+            count: 0,
+            min: u64::MAX,
+            max: 0,
+            sum_lo: 0,
+            sum_hi: 0,
+        }
+    }
 }
 
 impl LatencyHist {
     pub fn new() -> LatencyHist {
         LatencyHist::default()
+    }
+
+    /// Count `ns` in the totals (everything but its bucket).
+    #[inline(always)]
+    fn add_total(&mut self, ns: u64) {
+        // Branches rather than `min`/`max`: after the first few events they are never taken,
+        // so they cost no store.
+        if ns < self.min {
+            self.min = ns;
+        }
+        if ns > self.max {
+            self.max = ns;
+        }
+        self.count += 1;
+        let (lo, carry) = self.sum_lo.overflowing_add(ns);
+        self.sum_lo = lo;
+        if carry {
+            self.sum_hi += 1;
+        }
+    }
+
+    fn add_sum(&mut self, v: u128) {
+        let sum = self.sum() + v;
+        (self.sum_lo, self.sum_hi) = (sum as u64, (sum >> 64) as u64);
     }
 
     /// Record one latency, in ns.
@@ -76,11 +117,7 @@ impl LatencyHist {
                 self.counts[b] = 1;
             }
         }
-        let first = self.count == 0;
-        self.min = if first { ns } else { self.min.min(ns) };
-        self.max = if first { ns } else { self.max.max(ns) };
-        self.count += 1;
-        self.sum += u128::from(ns);
+        self.add_total(ns);
     }
 
     /// Record one latency whose bucket ([`bucket`]) the caller computed already (a scan that
@@ -97,11 +134,7 @@ impl LatencyHist {
                 }
             }
         }
-        let first = self.count == 0;
-        self.min = if first { ns } else { self.min.min(ns) };
-        self.max = if first { ns } else { self.max.max(ns) };
-        self.count += 1;
-        self.sum += u128::from(ns);
+        self.add_total(ns);
     }
 
     /// Record `n` events of the same latency.
@@ -114,15 +147,10 @@ impl LatencyHist {
             self.counts.resize(b + 1, 0);
         }
         self.counts[b] += n;
-        if self.count == 0 {
-            self.min = ns;
-            self.max = ns;
-        } else {
-            self.min = self.min.min(ns);
-            self.max = self.max.max(ns);
-        }
+        self.min = self.min.min(ns);
+        self.max = self.max.max(ns);
         self.count += n;
-        self.sum += u128::from(ns) * u128::from(n);
+        self.add_sum(u128::from(ns) * u128::from(n));
     }
 
     /// Add every event of `other`.
@@ -136,15 +164,10 @@ impl LatencyHist {
         for (a, b) in self.counts.iter_mut().zip(&other.counts) {
             *a += b;
         }
-        if self.count == 0 {
-            self.min = other.min;
-            self.max = other.max;
-        } else {
-            self.min = self.min.min(other.min);
-            self.max = self.max.max(other.max);
-        }
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
         self.count += other.count;
-        self.sum += other.sum;
+        self.add_sum(other.sum());
     }
 
     pub fn count(&self) -> u64 {
@@ -157,7 +180,11 @@ impl LatencyHist {
 
     /// Smallest latency recorded (exact); 0 when empty.
     pub fn min(&self) -> u64 {
-        self.min
+        if self.count == 0 {
+            0
+        } else {
+            self.min
+        }
     }
 
     /// Largest latency recorded (exact); 0 when empty.
@@ -167,7 +194,7 @@ impl LatencyHist {
 
     /// Sum of every latency recorded (exact).
     pub fn sum(&self) -> u128 {
-        self.sum
+        u128::from(self.sum_hi) << 64 | u128::from(self.sum_lo)
     }
 
     /// Mean latency in ns (exact up to f64 rounding); 0 when empty.
@@ -175,7 +202,7 @@ impl LatencyHist {
         if self.count == 0 {
             0.0
         } else {
-            self.sum as f64 / self.count as f64
+            self.sum() as f64 / self.count as f64
         }
     }
 
@@ -263,6 +290,23 @@ mod tests {
         }
         assert_eq!(h.percentile(100.0), 10_000);
         assert_eq!(h.percentile(0.0), 1);
+    }
+
+    #[test]
+    fn sums_past_u64_are_exact_and_empty_is_zero() {
+        let mut h = LatencyHist::new();
+        assert_eq!((h.min(), h.max(), h.sum()), (0, 0, 0));
+        h.add(u64::MAX);
+        h.add(u64::MAX);
+        h.add_in_bucket(bucket(7), 7);
+        h.add_n(u64::MAX - 1, 3);
+        assert_eq!(h.sum(), 5 * u128::from(u64::MAX) - 3 + 7);
+        assert_eq!((h.min(), h.max(), h.count()), (7, u64::MAX, 6));
+        let mut m = LatencyHist::new();
+        m.merge(&h);
+        m.merge(&h);
+        m.merge(&LatencyHist::new());
+        assert_eq!((m.sum(), m.min(), m.count()), (2 * h.sum(), 7, 12));
     }
 
     #[test]

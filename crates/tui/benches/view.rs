@@ -6,7 +6,9 @@
 //! worker does while idle; the fill is timed too).
 //!
 //! `cargo bench -p iocap-tui --bench view -- [EVENTS] [PATH]` (default 10^7 events, written to
-//! a temp file unless PATH exists already, in which case it is reused).
+//! a temp file unless PATH exists already, in which case it is reused). Environment:
+//! `VIEW_ONLY=TEXT` runs only the refilters whose label contains TEXT, `VIEW_REPS=N` times each
+//! warm refilter N times and prints the median (default 1).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -173,6 +175,12 @@ fn main() {
     });
     // The list sorted by time (the default) keeps no event; sorted by latency, the slowest 2^20.
     let mut stats = iocap_analysis::CacheStats::default();
+    let only = std::env::var("VIEW_ONLY").unwrap_or_default();
+    let reps: usize = std::env::var("VIEW_REPS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(1)
+        .max(1);
     for (filter, slowest) in [
         ("", 0),
         ("proc.name=postgres", 0),
@@ -181,6 +189,14 @@ fn main() {
         ("", query::SLOWEST),
         ("proc.name=postgres", query::SLOWEST),
     ] {
+        let label = format!(
+            "{}{}",
+            if filter.is_empty() { "(none)" } else { filter },
+            if slowest > 0 { ", by latency" } else { "" }
+        );
+        if !label.contains(&only) {
+            continue;
+        }
         q.gen += 1;
         q.slowest = slowest;
         q.filter = if filter.is_empty() {
@@ -193,15 +209,13 @@ fn main() {
         let t = Instant::now();
         query::warm(&reader, &cache, &q, &cancel).unwrap();
         let fill = t.elapsed();
-        let (warm, _) = run(&q, Some(&cache));
+        let mut warms: Vec<_> = (0..reps).map(|_| run(&q, Some(&cache)).0).collect();
+        warms.sort();
+        let warm = warms[reps / 2];
         stats = cache.stats();
         println!(
             "refilter {:<50} cold {:>8.1?} {:>4.0} M/s  warm {:>8.1?} {:>4.0} M/s  (fill {:>7.1?})  matched {}",
-            format!(
-                "{}{}",
-                if filter.is_empty() { "(none)" } else { filter },
-                if slowest > 0 { ", by latency" } else { "" }
-            ),
+            label,
             cold,
             rate(cold),
             warm,

@@ -685,3 +685,50 @@ fn warm_cache_answers_the_same() {
         );
     }
 }
+
+/// The breakdown, for every field it can group by, against a plain count: every matching event
+/// of the view decoded whole, its value printed as the filter language reads it.
+#[test]
+fn breakdown_matches_a_plain_count_for_every_field() {
+    for filter in ["", "latency>1ms or proc.name=postgres"] {
+        let (_dir, mut app) = app(100, 30, filter);
+        for (k, name) in iocap_tui::app::GROUP_FIELDS.iter().enumerate() {
+            app.group_field = k;
+            let mut q = app.take_query().unwrap_or_else(|| {
+                app.update(Action::NextField);
+                app.update(Action::PrevField);
+                app.take_query().unwrap()
+            });
+            q.group = iocap_filter::fields::lookup(name).unwrap();
+            let cancel = Cancel::default();
+            cancel.0.store(q.gen, Ordering::Relaxed);
+            let reader = &app.cap.reader;
+            let a = query::run(reader, None, &q, &cancel).unwrap().unwrap();
+            let compiled = iocap_tui::app::compile(filter, reader).unwrap();
+            let mut want: std::collections::HashMap<String, u64> = Default::default();
+            let (mut dec, mut cols) = (iocap_format::ChunkDecoder::new(), iocap_format::Columns::default());
+            let mut bits = iocap_filter::Bitmap::default();
+            for ci in 0..reader.chunks().len() {
+                reader
+                    .read_chunk(ci, iocap_format::ColSet::ALL, &mut dec, &mut cols)
+                    .unwrap();
+                match &compiled {
+                    Some(f) => f.eval(&cols, &mut bits),
+                    None => bits.reset(cols.len(), true),
+                }
+                for row in bits.iter_ones().filter(|&r| (q.start..q.end()).contains(&cols.ts[r])) {
+                    let v = iocap_filter::fields::value(q.group, &cols.event(row), reader.meta(), reader.tables());
+                    *want.entry(v.to_string()).or_default() += 1;
+                }
+            }
+            let mut want: Vec<(String, u64)> = want.into_iter().collect();
+            want.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            want.truncate(query::TOP_GROUPS);
+            let got: Vec<(String, u64)> = a.groups.iter().map(|g| (g.value.clone(), g.count)).collect();
+            // The capture has several processes, syscalls and block ops, so these split.
+            let splits = ["proc.name", "evt.type", "proc.pid"].contains(name);
+            assert!(!got.is_empty() && (got.len() > 1 || !splits), "{name}: {got:?}");
+            assert_eq!(got, want, "{name} with filter {filter:?}");
+        }
+    }
+}
