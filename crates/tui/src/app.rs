@@ -3,8 +3,8 @@
 //! Rendering borrows an `App` immutably (see [`crate::ui`]). `update` never blocks on a scan:
 //! when the view or the filter changes it bumps the generation and leaves a [`Query`] for the
 //! event loop to hand to the worker ([`App::take_query`]); the answer comes back later as
-//! [`Action::Reply`]. The only capture reads `update` does itself are the one or two chunks the
-//! event list shows, which is what "virtualized" means here.
+//! [`Action::Reply`]. The event list's rows on screen are asked for the same way
+//! ([`App::take_rows`], [`crate::rows`]): `update` reads no capture data at all.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,14 +12,15 @@ use std::time::Duration;
 use iocap_analysis::spectro::{self, COLS};
 use iocap_analysis::LatencyHist;
 use iocap_filter::fields::{self, FieldInfo};
-use iocap_filter::{Bitmap, Compiled, FilterError};
-use iocap_format::{ChunkDecoder, ColSet, Columns, Event, Reader};
+use iocap_filter::{Compiled, FilterError};
+use iocap_format::{Event, Reader};
 use ratatui::layout::Rect;
 
 use crate::action::{Action, Edit, Mouse, Move};
 use crate::grid::Grid;
 use crate::history::History;
 use crate::query::{Answer, EventRef, GroupRow, Query};
+use crate::rows::RowsQuery;
 use crate::theme::{Palette, Theme};
 use crate::ui;
 use crate::units;
@@ -126,14 +127,6 @@ impl Capture {
     }
 }
 
-/// One decoded chunk kept for the event list.
-struct ChunkCache {
-    chunk: usize,
-    cols: Columns,
-    /// Rows matching the filter and the view, in row order.
-    rows: Vec<usize>,
-}
-
 /// The whole viewer state.
 pub struct App {
     pub cap: Capture,
@@ -174,10 +167,12 @@ pub struct App {
     /// First event-list row shown, and the selected row.
     pub ev_top: usize,
     pub ev_sel: usize,
-    /// Events on screen in the list: (index in the list, event).
+    /// Events of the list decoded so far, near the screen: (index in the list, event), by
+    /// index. Rows on screen not yet here are being decoded ([`App::take_rows`]).
     pub ev_rows: Vec<(usize, Event)>,
-    cache: Vec<ChunkCache>,
-    decoder: ChunkDecoder,
+    /// Generation of the newest rows request, and the request not yet handed over.
+    rows_gen: u64,
+    pending_rows: Option<RowsQuery>,
     pub detail: bool,
     pub help: bool,
     pub playing: bool,
@@ -222,8 +217,8 @@ impl App {
             ev_top: 0,
             ev_sel: 0,
             ev_rows: Vec::new(),
-            cache: Vec::new(),
-            decoder: ChunkDecoder::new(),
+            rows_gen: 0,
+            pending_rows: None,
             detail: false,
             help: false,
             playing: false,
@@ -247,6 +242,20 @@ impl App {
     /// The query the event loop should send to the worker, if the view changed.
     pub fn take_query(&mut self) -> Option<Query> {
         self.pending.take()
+    }
+
+    /// The event-list rows the event loop should have decoded ([`crate::rows::RowLoader`]),
+    /// if the list scrolled to rows not yet decoded.
+    pub fn take_rows(&mut self) -> Option<RowsQuery> {
+        self.pending_rows.take()
+    }
+
+    /// The decoded event at list index `i`, if it has arrived.
+    pub fn ev_row(&self, i: usize) -> Option<&Event> {
+        self.ev_rows
+            .binary_search_by_key(&i, |&(j, _)| j)
+            .ok()
+            .map(|k| &self.ev_rows[k].1)
     }
 
     pub fn compiled(&self) -> Option<&Arc<Compiled>> {
@@ -369,6 +378,7 @@ impl App {
                 };
                 self.ev_top = 0;
                 self.ev_sel = 0;
+                self.ev_rows.clear();
                 // Only a latency-sorted list needs the slowest events kept: ask again (the
                 // column cache makes it quick), keeping the picture already drawn.
                 let grid = self.grid.clone();
@@ -682,8 +692,15 @@ impl App {
                 let n = self.ev_len();
                 self.ev_sel = self.ev_sel.min(n.saturating_sub(1));
                 self.ev_top = self.ev_top.min(self.ev_sel);
-                self.cache.clear();
+                // Rows of the previous answer may not be rows of this one.
+                self.ev_rows.clear();
                 self.load_rows();
+            }
+            Reply::Rows(r) if r.gen == self.rows_gen => {
+                self.ev_rows = r.rows;
+                if let Some(e) = r.error {
+                    self.note = Some(e);
+                }
             }
             Reply::Failed { gen, error } if gen == self.gen => {
                 self.busy = false;
@@ -719,11 +736,13 @@ impl App {
         });
     }
 
-    /// Decode the events the list shows (only their chunks).
+    /// Ask for the events the list shows, unless they are decoded already.
     fn load_rows(&mut self) {
-        self.ev_rows.clear();
         let visible = ui::events_visible(self);
-        let Some(a) = self.answer.take() else { return };
+        let Some(a) = &self.answer else {
+            self.ev_rows.clear();
+            return;
+        };
         let refs: Vec<(usize, EventRef)> = match self.sort {
             Sort::Latency => (self.ev_top..(self.ev_top + visible).min(a.slowest.len()))
                 .map(|i| (i, a.slowest[i].at()))
@@ -748,53 +767,19 @@ impl App {
                 out
             }
         };
-        let (start, end) = (a.grid.start(), a.grid.end());
-        // The slowest events on screen come from chunks all over the capture, more than the
-        // few kept decoded: visit them chunk by chunk so each is decoded once per screen.
-        let mut refs = refs;
-        refs.sort_by_key(|&(i, r)| (r.chunk, i));
-        for (i, r) in refs {
-            // For the time order, `r.row` is the k-th match in the chunk; map it to a row.
-            let sort = self.sort;
-            let Some(c) = self.chunk(r.chunk, start, end) else {
-                break;
-            };
-            let row = match sort {
-                Sort::Time => c.rows.get(r.row).copied(),
-                Sort::Latency => Some(r.row),
-            };
-            let event = row.filter(|&row| row < c.cols.len()).map(|row| c.cols.event(row));
-            if let Some(e) = event {
-                self.ev_rows.push((i, e));
-            }
+        if refs.iter().all(|&(i, _)| self.ev_row(i).is_some()) {
+            return;
         }
-        self.ev_rows.sort_by_key(|&(i, _)| i);
-        self.answer = Some(a);
-    }
-
-    /// Chunk `i` decoded whole, with its rows that match the filter in `[start, end)`.
-    fn chunk(&mut self, i: usize, start: u64, end: u64) -> Option<&ChunkCache> {
-        if let Some(p) = self.cache.iter().position(|c| c.chunk == i) {
-            return self.cache.get(p);
-        }
-        let mut cols = Columns::default();
-        if let Err(e) = self.cap.reader.read_chunk(i, ColSet::ALL, &mut self.decoder, &mut cols) {
-            self.note = Some(format!("chunk {i}: {e}"));
-            return None;
-        }
-        let mut bits = Bitmap::ones(cols.len());
-        if let Some(f) = &self.compiled {
-            f.eval(&cols, &mut bits);
-        }
-        let rows = bits
-            .iter_ones()
-            .filter(|&r| (start..end).contains(&cols.ts[r]))
-            .collect();
-        if self.cache.len() >= 4 {
-            self.cache.remove(0);
-        }
-        self.cache.push(ChunkCache { chunk: i, cols, rows });
-        self.cache.last()
+        self.rows_gen += 1;
+        self.pending_rows = Some(RowsQuery {
+            gen: self.rows_gen,
+            answer: a.gen,
+            sort: self.sort,
+            refs,
+            filter: self.compiled.clone(),
+            start: a.grid.start(),
+            end: a.grid.end(),
+        });
     }
 }
 

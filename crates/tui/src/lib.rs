@@ -4,8 +4,9 @@
 //!   [`Action`] (a key's meaning, a mouse gesture, a tick, a worker reply).
 //! - [`ui::render`] draws a frame from `&App`: the spectrogram, histogram, breakdown and event
 //!   panes ([`panes`]), the filter bar and the status line.
-//! - Scans run on a [`worker::Worker`] thread and are cancelled when superseded;
-//!   the first frame is drawn from the capture's index alone, before any chunk is decoded.
+//! - Scans run on a [`worker::Worker`] thread and are cancelled when superseded; the event
+//!   list's rows are decoded on a second one ([`rows`]); the first frame is drawn from the
+//!   capture's index alone, before any chunk is decoded.
 //! - [`run`] is the event loop: an input thread and the worker feed one channel, as in
 //!   ratatui's event-driven template; a [`terminal::TerminalGuard`] restores the terminal on
 //!   exit and on panic.
@@ -23,6 +24,7 @@ pub mod history;
 pub mod keys;
 pub mod panes;
 pub mod query;
+pub mod rows;
 pub mod terminal;
 pub mod theme;
 pub mod ui;
@@ -75,9 +77,7 @@ pub fn run(path: &Path, reader: Reader, filter: &str) -> io::Result<()> {
 
     let mut last_tick = Instant::now();
     while !app.quit {
-        if let Some(q) = app.take_query() {
-            worker.ask(q);
-        }
+        hand_over(&mut app, &worker);
         guard.terminal.draw(|f| ui::render(&app, f))?;
         // Block for one message, then take everything already waiting before drawing again,
         // so a burst of keys or a fast worker costs one frame.
@@ -99,12 +99,20 @@ pub fn run(path: &Path, reader: Reader, filter: &str) -> io::Result<()> {
             if let Some(a) = action {
                 app.update(a);
             }
-            if let Some(q) = app.take_query() {
-                worker.ask(q);
-            }
+            hand_over(&mut app, &worker);
         }
     }
     Ok(())
+}
+
+/// Give the worker what the last update left for it: a query, rows to decode.
+fn hand_over(app: &mut App, worker: &worker::Worker) {
+    if let Some(q) = app.take_query() {
+        worker.ask(q);
+    }
+    if let Some(r) = app.take_rows() {
+        worker.rows(r);
+    }
 }
 
 /// The input thread: terminal events and ticks into the loop's channel. It ends when the loop

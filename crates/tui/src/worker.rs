@@ -1,10 +1,14 @@
-//! The worker thread: answers [`Query`]s off the UI thread.
+//! The worker threads: answer [`Query`]s and decode the event list's rows ([`RowsQuery`]) off
+//! the UI thread.
 //!
 //! The UI bumps a shared generation counter with every new query; the worker always takes the
 //! newest waiting query (older ones are dropped unanswered) and a running scan stops at its
 //! next chunk once the counter has moved on, so typing and scrubbing never wait for a scan.
 //! Between questions it fills the capture's column cache ([`query::warm`]) with what the last
 //! one read, so the next one over the same chunks skips decoding.
+//!
+//! Rows have a thread of their own, so a page of the list never waits behind a scan: it too
+//! takes only the newest request waiting.
 
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -16,6 +20,7 @@ use iocap_format::Reader;
 use iocap_analysis::ColumnCache;
 
 use crate::query::{self, Answer, Cancel, Query, CACHE_BUDGET};
+use crate::rows::{RowLoader, Rows, RowsQuery};
 
 /// What the worker sends back.
 #[derive(Debug)]
@@ -26,11 +31,14 @@ pub enum Reply {
         gen: u64,
         error: String,
     },
+    /// The event list's rows on screen.
+    Rows(Rows),
 }
 
 /// The UI side of the worker.
 pub struct Worker {
     tx: Sender<Query>,
+    rows: Sender<RowsQuery>,
     cancel: Cancel,
 }
 
@@ -38,20 +46,44 @@ impl Worker {
     /// Start the worker thread; replies are turned into the UI's events by `wrap`.
     pub fn spawn<E: Send + 'static>(reader: Arc<Reader>, events: Sender<E>, wrap: fn(Reply) -> E) -> Worker {
         let (tx, rx) = channel::<Query>();
+        let (rows, rows_rx) = channel::<RowsQuery>();
         let cancel = Cancel::default();
         let theirs = cancel.clone();
+        let (their_reader, their_events) = (Arc::clone(&reader), events.clone());
         thread::Builder::new()
             .name("iocap-query".into())
-            .spawn(move || serve(&reader, &rx, &theirs, &events, wrap))
+            .spawn(move || serve(&their_reader, &rx, &theirs, &their_events, wrap))
             .map(|_| ())
             .unwrap_or_else(|e| eprintln!("iocap: cannot start the query thread: {e}"));
-        Worker { tx, cancel }
+        thread::Builder::new()
+            .name("iocap-rows".into())
+            .spawn(move || serve_rows(&reader, &rows_rx, &events, wrap))
+            .map(|_| ())
+            .unwrap_or_else(|e| eprintln!("iocap: cannot start the rows thread: {e}"));
+        Worker { tx, rows, cancel }
     }
 
     /// Ask `q`, superseding every earlier query.
     pub fn ask(&self, q: Query) {
         self.cancel.0.store(q.gen, Ordering::Relaxed);
         let _ = self.tx.send(q);
+    }
+
+    /// Decode the rows `q` asks for, superseding earlier requests not yet started.
+    pub fn rows(&self, q: RowsQuery) {
+        let _ = self.rows.send(q);
+    }
+}
+
+fn serve_rows<E>(reader: &Reader, rx: &Receiver<RowsQuery>, out: &Sender<E>, wrap: fn(Reply) -> E) {
+    let mut loader = RowLoader::new();
+    while let Ok(mut q) = rx.recv() {
+        while let Ok(newer) = rx.try_recv() {
+            q = newer;
+        }
+        if out.send(wrap(Reply::Rows(loader.load(reader, &q)))).is_err() {
+            return;
+        }
     }
 }
 

@@ -16,6 +16,7 @@ use iocap_format::{
 use iocap_tui::app::{Focus, Orientation, Sort};
 use iocap_tui::history::History;
 use iocap_tui::query::{self, Cancel};
+use iocap_tui::rows::RowLoader;
 use iocap_tui::worker::Reply;
 use iocap_tui::{keys, ui, Action, App, Capture, Palette};
 use ratatui::backend::TestBackend;
@@ -168,17 +169,24 @@ fn app(w: u16, h: u16, filter: &str) -> (tempfile::TempDir, App) {
     (dir, app)
 }
 
-/// Answer every pending query synchronously, as the worker thread would.
+/// Answer every pending query and rows request synchronously, as the worker threads would.
 fn settle(app: &mut App) {
-    while let Some(q) = app.take_query() {
-        let cancel = Cancel::default();
-        cancel.0.store(q.gen, Ordering::Relaxed);
-        let reply = match query::run(&app.cap.reader, None, &q, &cancel) {
-            Ok(Some(a)) => Reply::Answer(Box::new(a)),
-            Ok(None) => unreachable!("not cancelled"),
-            Err(error) => Reply::Failed { gen: q.gen, error },
-        };
-        app.update(Action::Reply(reply));
+    loop {
+        if let Some(q) = app.take_query() {
+            let cancel = Cancel::default();
+            cancel.0.store(q.gen, Ordering::Relaxed);
+            let reply = match query::run(&app.cap.reader, None, &q, &cancel) {
+                Ok(Some(a)) => Reply::Answer(Box::new(a)),
+                Ok(None) => unreachable!("not cancelled"),
+                Err(error) => Reply::Failed { gen: q.gen, error },
+            };
+            app.update(Action::Reply(reply));
+        } else if let Some(r) = app.take_rows() {
+            let rows = RowLoader::new().load(&app.cap.reader, &r);
+            app.update(Action::Reply(Reply::Rows(rows)));
+        } else {
+            return;
+        }
     }
 }
 
@@ -731,4 +739,43 @@ fn breakdown_matches_a_plain_count_for_every_field() {
             assert_eq!(got, want, "{name} with filter {filter:?}");
         }
     }
+}
+
+/// Scrolling the list asks for its rows rather than decoding them on the UI thread: until they
+/// arrive the rows show as `…`, a reply to a superseded request is dropped, and the newest one
+/// fills the screen.
+#[test]
+fn list_rows_arrive_from_the_rows_thread() {
+    let (_dir, mut app) = app(100, 30, "");
+    settle(&mut app);
+    app.focus = Focus::Events;
+    assert!(app.ev_row(0).is_some(), "the first screen is decoded after the answer");
+    let page = ui::events_visible(&app);
+    // Two pages down, one request each; neither answered yet.
+    let step = |app: &mut App| {
+        app.update(keys::key(app, KeyEvent::new(KeyCode::PageDown, KeyModifiers::NONE)).unwrap());
+        app.take_rows().expect("rows asked for")
+    };
+    let first = step(&mut app);
+    let second = step(&mut app);
+    assert!(app.ev_row(app.ev_sel).is_none());
+    let events = snap_pane(&app, ui::areas(&app).events);
+    assert!(events.lines().filter(|l| l.contains('…')).count() >= page, "{events}");
+    let mut loader = RowLoader::new();
+    let stale = loader.load(&app.cap.reader, &first);
+    assert!(!stale.rows.is_empty());
+    app.update(Action::Reply(Reply::Rows(stale)));
+    assert!(app.ev_row(app.ev_sel).is_none(), "a superseded reply is dropped");
+    app.update(Action::Reply(Reply::Rows(loader.load(&app.cap.reader, &second))));
+    let shown: Vec<usize> = (app.ev_top..app.ev_top + page)
+        .filter(|&i| app.ev_row(i).is_some())
+        .collect();
+    assert_eq!(shown.len(), page);
+    assert_eq!(app.ev_sel, 2 * page);
+    // The rows are the events at those places in time order.
+    let ts: Vec<u64> = shown.iter().map(|&i| app.ev_row(i).unwrap().ts).collect();
+    assert!(ts.windows(2).all(|w| w[0] <= w[1]), "{ts:?}");
+    // Scrolling back within what is decoded asks for nothing.
+    app.update(Action::Move(iocap_tui::action::Move::Up));
+    assert!(app.take_rows().is_none());
 }

@@ -1,8 +1,9 @@
 //! The event list pane (columns as biosnoop/sysdig print them) and the detail popup.
 //!
-//! Only the rows on screen are decoded ([`crate::App`] keeps them in `ev_rows`); the list's
-//! length comes from the scan's per-chunk counts, so scrolling through millions of events
-//! decodes one chunk at a time.
+//! Only the rows on screen are decoded, off the UI thread ([`crate::rows`]; [`crate::App`]
+//! keeps them in `ev_rows`, and a row not decoded yet shows as `…`); the list's length comes
+//! from the scan's per-chunk counts, so scrolling through millions of events decodes one chunk
+//! at a time.
 
 use iocap_filter::fields;
 use iocap_format::{BlockOp, Class, Event};
@@ -46,12 +47,18 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     };
     let [time_w, proc_w, pid_w, type_w, bytes_w, lat_w, res_w] = fixed;
     let file_w = usize::from(inner.width.saturating_sub(fixed.iter().sum::<u16>() + 7)).max(10);
-    let rows = app.ev_rows.iter().map(|(i, e)| {
-        let mut c = columns(app, e);
-        // A path's end says more than its start: cut from the left.
-        c[4] = tail(&c[4], file_w);
-        let row = Row::new(c.into_iter().map(Cell::from));
-        if focused && *i == app.ev_sel {
+    let shown = app.ev_top..(app.ev_top + ui::events_visible(app)).min(n);
+    let rows = shown.map(|i| {
+        let row = match app.ev_row(i) {
+            Some(e) => {
+                let mut c = columns(app, e);
+                // A path's end says more than its start: cut from the left.
+                c[4] = tail(&c[4], file_w);
+                Row::new(c.into_iter().map(Cell::from))
+            }
+            None => Row::new([Cell::from("…")]).style(app.theme.dim()),
+        };
+        if focused && i == app.ev_sel {
             row.style(app.theme.cursor())
         } else {
             row

@@ -1,0 +1,129 @@
+//! The event list's rows on screen, decoded off the UI thread.
+//!
+//! The list is virtual: an [`Answer`](crate::query::Answer) says how many events match per
+//! chunk (time order) or which are the slowest (latency order), and only the rows on screen
+//! are ever decoded. Those rows can come from chunks all over the capture (the slowest events
+//! of a view are anywhere), so decoding them is heavy work: the UI leaves a [`RowsQuery`] for
+//! the event loop ([`crate::App::take_rows`]), a [`RowLoader`] on the worker's rows thread
+//! answers it with [`Rows`], and the list shows the rows it has meanwhile. The loader keeps
+//! the last few chunks decoded, so scrolling within them costs no decoding.
+
+use std::sync::Arc;
+
+use iocap_filter::{Bitmap, Compiled};
+use iocap_format::{ChunkDecoder, ColSet, Columns, Event, Reader};
+
+use crate::app::Sort;
+use crate::query::EventRef;
+
+/// Chunks the loader keeps decoded (each holds every column of up to 64 Ki events).
+const KEPT: usize = 4;
+
+/// The rows the list shows, to be decoded.
+#[derive(Clone)]
+pub struct RowsQuery {
+    /// Generation: a reply to an older request is dropped.
+    pub gen: u64,
+    /// Generation of the answer the rows belong to: decoded chunks of another answer's view
+    /// and filter are not reused.
+    pub answer: u64,
+    pub sort: Sort,
+    /// `(index in the list, where)`: for the time order `where.row` is the k-th matching
+    /// event of the chunk, for the latency order the chunk's row itself.
+    pub refs: Vec<(usize, EventRef)>,
+    pub filter: Option<Arc<Compiled>>,
+    /// The view: events outside `[start, end)` are not in the list.
+    pub start: u64,
+    pub end: u64,
+}
+
+/// The answer to a [`RowsQuery`].
+#[derive(Debug)]
+pub struct Rows {
+    pub gen: u64,
+    /// `(index in the list, event)`, by index.
+    pub rows: Vec<(usize, Event)>,
+    /// A chunk that could not be read (the rows before it are still given).
+    pub error: Option<String>,
+}
+
+/// One decoded chunk, with its rows that match the filter in the view, in row order.
+struct Decoded {
+    chunk: usize,
+    cols: Columns,
+    matching: Vec<usize>,
+}
+
+/// Decodes rows for [`RowsQuery`]s, keeping the last [`KEPT`] chunks decoded.
+#[derive(Default)]
+pub struct RowLoader {
+    answer: u64,
+    kept: Vec<Decoded>,
+    decoder: ChunkDecoder,
+}
+
+impl RowLoader {
+    pub fn new() -> RowLoader {
+        RowLoader::default()
+    }
+
+    /// Decode the rows `q` asks for.
+    pub fn load(&mut self, reader: &Reader, q: &RowsQuery) -> Rows {
+        if q.answer != self.answer {
+            self.kept.clear();
+            self.answer = q.answer;
+        }
+        let mut refs = q.refs.clone();
+        // Chunk by chunk, so each is decoded once per request.
+        refs.sort_by_key(|&(i, r)| (r.chunk, i));
+        let (mut rows, mut error) = (Vec::with_capacity(refs.len()), None);
+        for (i, r) in refs {
+            let c = match self.chunk(reader, q, r.chunk) {
+                Ok(c) => c,
+                Err(e) => {
+                    error = Some(format!("chunk {}: {e}", r.chunk));
+                    break;
+                }
+            };
+            let row = match q.sort {
+                Sort::Time => c.matching.get(r.row).copied(),
+                Sort::Latency => Some(r.row),
+            };
+            if let Some(row) = row.filter(|&row| row < c.cols.len()) {
+                rows.push((i, c.cols.event(row)));
+            }
+        }
+        rows.sort_by_key(|&(i, _)| i);
+        Rows {
+            gen: q.gen,
+            rows,
+            error,
+        }
+    }
+
+    /// Chunk `i` decoded whole, with its matching rows.
+    fn chunk(&mut self, reader: &Reader, q: &RowsQuery, i: usize) -> Result<&Decoded, iocap_format::Error> {
+        if let Some(p) = self.kept.iter().position(|c| c.chunk == i) {
+            return Ok(&self.kept[p]);
+        }
+        let mut cols = Columns::default();
+        reader.read_chunk(i, ColSet::ALL, &mut self.decoder, &mut cols)?;
+        let mut bits = Bitmap::ones(cols.len());
+        if let Some(f) = &q.filter {
+            f.eval(&cols, &mut bits);
+        }
+        let matching = bits
+            .iter_ones()
+            .filter(|&r| cols.ts.get(r).is_some_and(|t| (q.start..q.end).contains(t)))
+            .collect();
+        if self.kept.len() >= KEPT {
+            self.kept.remove(0);
+        }
+        self.kept.push(Decoded {
+            chunk: i,
+            cols,
+            matching,
+        });
+        Ok(&self.kept[self.kept.len() - 1])
+    }
+}
