@@ -117,6 +117,17 @@ fn view_filters_drills_down_and_restores_the_terminal() {
     let s = t.wait_for("the drill-down", |s| s.contains("and evt.type="));
     assert!(s.contains("400/1,000"), "{s}");
 
+    // The event list, slowest first: its rows come from the rows thread.
+    t.keys(&["Tab", "s"]);
+    let s = t.wait_for("the latency-sorted rows", |s| {
+        s.contains("slowest first") && s.lines().filter(|l| l.contains("postgres")).count() >= 5
+    });
+    // A row not decoded yet would show as `…` alone.
+    assert!(
+        !s.lines().any(|l| l.starts_with("│…")),
+        "every row on screen decoded: {s}"
+    );
+
     // Help, then quit.
     t.keys(&["?"]);
     t.wait_for("the help", |s| {
