@@ -398,14 +398,16 @@ impl Acc {
             FieldId::FdName | FieldId::FdType | FieldId::FdDirectory | FieldId::FdFilename | FieldId::FdDev => {
                 self.feed_by(q, ci, one_row, cols, bits, id(&cols.file))
             }
-            _ => {
-                // Built for every row in a loop of its own, ahead of the per-event work.
+            // When most rows match, the keys are built for every row in a loop of their own
+            // ahead of the per-event work (it vectorises); for a few, only theirs are.
+            _ if bits.count_ones() >= cols.len() / 2 => {
                 let mut keys = std::mem::take(&mut self.keys);
                 group_keys(q.group, cols, &mut keys);
                 let n = self.feed_by(q, ci, one_row, cols, bits, |i| keys.get(i).copied().unwrap_or(0));
                 self.keys = keys;
                 n
             }
+            _ => self.feed_by(q, ci, one_row, cols, bits, |i| group_key(q.group, cols, i)),
         };
         if n > 0 {
             self.per_chunk.push((ci, n));
