@@ -175,11 +175,10 @@ fn group_key(field: &FieldInfo, c: &Columns, i: usize) -> u64 {
     }
 }
 
-/// [`group_key`] of every row of `c`, into `out`.
-fn group_keys(field: &FieldInfo, c: &Columns, out: &mut Vec<u64>) {
-    out.clear();
-    let n = c.len();
-    // Keys [`group_key`] builds from the event type (class, syscall number, op), its last arm.
+/// [`group_key`] of every row of `c` into `out`, when the field is the event type (its last
+/// arm) and every row's key is a small one (class, syscall number and op in 15 bits): then
+/// they are built in loops that vectorise, 2 bytes a row. Whether it did.
+fn small_type_keys(field: &FieldInfo, c: &Columns, out: &mut Vec<u16>) -> bool {
     let event_type = !matches!(
         field.id,
         FieldId::ProcName
@@ -196,21 +195,23 @@ fn group_keys(field: &FieldInfo, c: &Columns, out: &mut Vec<u64>) {
             | FieldId::BlkDev
             | FieldId::BlkOp
     );
+    let n = c.len();
     if !event_type || [c.class.len(), c.nr.len(), c.op.len()] != [n; 3] {
-        out.extend((0..n).map(|i| group_key(field, c, i)));
-        return;
+        return false;
     }
-    // One loop over three columns with no branch in the common case, so it vectorises.
-    out.extend(c.class.iter().zip(&c.nr).zip(&c.op).map(|((&class, &nr), &op)| {
-        let (class, nr, op) = (u64::from(class), u64::from(nr), u64::from(op));
-        let small = class << 13 | nr << 4 | op;
-        let wide = 1 << 63 | class << 40 | nr << 8 | op;
-        if class < 4 && nr < 512 && op < 16 {
-            small
-        } else {
-            wide
-        }
-    }));
+    let max = |v: &[u8]| v.iter().fold(0, |m, &x| m.max(x));
+    if max(&c.class) >= 4 || max(&c.op) >= 16 || c.nr.iter().fold(0, |m, &x| m.max(x)) >= 512 {
+        return false;
+    }
+    out.clear();
+    out.extend(
+        c.class
+            .iter()
+            .zip(&c.nr)
+            .zip(&c.op)
+            .map(|((&class, &nr), &op)| u16::from(class) << 13 | (nr as u16) << 4 | u16::from(op)),
+    );
+    true
 }
 
 /// The group key of a field that is a table id read from column `v`.
@@ -294,8 +295,8 @@ struct Acc {
     groups: Groups,
     per_chunk: Vec<(usize, u64)>,
     slowest: TopK,
-    /// The group keys of a chunk's rows, for fields whose key is built from several columns.
-    keys: Vec<u64>,
+    /// The group keys of a chunk's rows, for the event type ([`small_type_keys`]).
+    keys: Vec<u16>,
 }
 
 /// The K slowest events seen: candidates at or above the K-th latency so far are appended,
@@ -304,16 +305,19 @@ struct Acc {
 struct TopK {
     k: usize,
     items: Vec<Slow>,
-    /// The K-th latency once K were seen (0 before): anything faster cannot be kept.
+    /// The K-th latency once K were seen (before: a bound known from the summaries, or 0):
+    /// anything faster cannot be kept.
     floor: u64,
 }
 
 impl TopK {
-    fn new(k: usize) -> TopK {
+    /// The `k` slowest of events of which at least `k` take `floor` ns or more (0 when not
+    /// known): faster ones are never candidates.
+    fn new(k: usize, floor: u64) -> TopK {
         TopK {
             k,
             items: Vec::new(),
-            floor: 0,
+            floor,
         }
     }
 
@@ -366,12 +370,12 @@ impl TopK {
 }
 
 impl Acc {
-    fn new(q: &Query) -> Acc {
+    fn new(q: &Query, slow_floor: u64) -> Acc {
         Acc {
             spectro: Spectrogram::new(q.start, q.interval, q.rows),
             groups: Groups::default(),
             per_chunk: Vec::new(),
-            slowest: TopK::new(q.slowest),
+            slowest: TopK::new(q.slowest, slow_floor),
             keys: Vec::new(),
         }
     }
@@ -398,12 +402,11 @@ impl Acc {
             FieldId::FdName | FieldId::FdType | FieldId::FdDirectory | FieldId::FdFilename | FieldId::FdDev => {
                 self.feed_by(q, ci, one_row, cols, bits, id(&cols.file))
             }
-            // When most rows match, the keys are built for every row in a loop of their own
-            // ahead of the per-event work (it vectorises); for a few, only theirs are.
-            _ if bits.count_ones() >= cols.len() / 2 => {
-                let mut keys = std::mem::take(&mut self.keys);
-                group_keys(q.group, cols, &mut keys);
-                let n = self.feed_by(q, ci, one_row, cols, bits, |i| keys.get(i).copied().unwrap_or(0));
+            // When most rows match, the keys are built for every row in loops of their own
+            // ahead of the per-event work; for a few, only theirs are.
+            _ if bits.count_ones() >= cols.len() / 2 && small_type_keys(q.group, cols, &mut self.keys) => {
+                let keys = std::mem::take(&mut self.keys);
+                let n = self.feed_by(q, ci, one_row, cols, bits, |i| keys.get(i).map_or(0, |&k| u64::from(k)));
                 self.keys = keys;
                 n
             }
@@ -571,6 +574,34 @@ pub fn warm(reader: &Reader, cache: &ColumnCache, q: &Query, cancel: &Cancel) ->
     Ok(done.is_some())
 }
 
+/// A latency that at least [`Query::slowest`] events of the view reach, from the chunk
+/// summaries (0 when they cannot tell): the slowest are found among those events only, instead
+/// of every event being a candidate until a thread has seen that many. Only without a filter
+/// (a summary counts every event of its chunk), and only from chunks wholly in the view.
+fn slow_floor(q: &Query, chunks: &[iocap_format::ChunkInfo]) -> u64 {
+    if q.slowest == 0 || q.filter.is_some() {
+        return 0;
+    }
+    let mut per_bucket = [0u64; iocap_format::LOG2_BUCKETS];
+    for c in chunks {
+        let s = &c.summary;
+        if s.min_ts >= q.start && s.max_ts < q.end() && s.min_ts <= s.max_ts {
+            for (total, n) in per_bucket.iter_mut().zip(&s.log2_hist) {
+                *total = total.saturating_add(*n);
+            }
+        }
+    }
+    // From the slowest bucket down, the first whose events and all slower ones are enough.
+    let mut seen = 0u64;
+    for b in (0..per_bucket.len()).rev() {
+        seen = seen.saturating_add(per_bucket[b]);
+        if seen >= q.slowest as u64 {
+            return iocap_format::log2_bucket_range(b).0;
+        }
+    }
+    0
+}
+
 /// Answer `q` over `reader`, taking decoded columns from `cache` when given (it must be this
 /// capture's; it is only read: [`warm`] fills it); `None` when cancelled.
 pub fn run(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Cancel) -> Result<Option<Answer>, String> {
@@ -582,9 +613,10 @@ pub fn run(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Can
         scan = scan.cache(c, false);
     }
     let infos = reader.chunks();
+    let floor = slow_floor(q, infos);
     let acc = scan
         .run(
-            || Acc::new(q),
+            || Acc::new(q, floor),
             |acc, ci, cols, bits| {
                 let row = infos.get(ci).and_then(|c| one_row(q, &c.summary));
                 acc.feed(q, ci, row, cols, bits)

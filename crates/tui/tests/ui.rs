@@ -545,6 +545,7 @@ fn latency_axis_keeps_the_unit_decades() {
 fn latency_sort_keeps_the_slowest_k_of_a_full_sort() {
     for (k, filter) in [
         (37, ""),
+        (3_000, ""),
         (5_000, "proc.name=postgres"),
         (1_000_000, "proc.name=postgres"),
     ] {
