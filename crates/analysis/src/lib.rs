@@ -53,5 +53,5 @@ pub use cache::{CacheStats, ColumnCache};
 pub use group::{Group, GroupBy};
 pub use hist::LatencyHist;
 pub use iostat::{DeviceInterval, IoStat, IoStatError};
-pub use scan::{capture_span, for_each_match, scan, Scan, ScanStats};
+pub use scan::{capture_span, for_each_match, scan, Damage, Scan, ScanStats};
 pub use spectro::Spectrogram;

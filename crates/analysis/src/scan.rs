@@ -19,8 +19,17 @@ use iocap_format::{ChunkDecoder, ColSet, Columns, Error, Reader, Source};
 
 use crate::cache::ColumnCache;
 
+/// A chunk a scan left out because it could not be read ([`Scan::skip_damaged`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Damage {
+    pub chunk: usize,
+    /// Events the chunk's index entry says it holds (all missing from the answer).
+    pub events: u64,
+    pub error: String,
+}
+
 /// What a scan went through.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ScanStats {
     /// Events in the capture.
     pub total: u64,
@@ -32,14 +41,18 @@ pub struct ScanStats {
     /// Chunks read whose summary proved every event matches: the filter was not evaluated and
     /// its columns not decoded.
     pub chunks_all: usize,
+    /// Chunks left out as unreadable, in chunk order (only with [`Scan::skip_damaged`]).
+    pub damaged: Vec<Damage>,
 }
 
 impl ScanStats {
-    fn merge(&mut self, o: &ScanStats) {
+    fn merge(&mut self, o: ScanStats) {
         self.matched += o.matched;
         self.chunks_read += o.chunks_read;
         self.chunks_skipped += o.chunks_skipped;
         self.chunks_all += o.chunks_all;
+        self.damaged.extend(o.damaged);
+        self.damaged.sort_by_key(|d| d.chunk);
     }
 }
 
@@ -65,6 +78,7 @@ pub struct Scan<'a, S: Source> {
     any_order: bool,
     /// Columns wanted for some chunks only (see [`Scan::columns_for`]).
     extra: Option<(ColSet, &'a (dyn Fn(usize) -> ColSet + Sync))>,
+    skip_damaged: bool,
 }
 
 impl<'a, S: Source> Scan<'a, S> {
@@ -81,7 +95,16 @@ impl<'a, S: Source> Scan<'a, S> {
             fill: false,
             any_order: false,
             extra: None,
+            skip_damaged: false,
         }
+    }
+
+    /// Leave out a chunk that cannot be read (a damaged or truncated capture) and list it in
+    /// [`ScanStats::damaged`], instead of failing the scan: a viewer shows the rest. The
+    /// answer then lacks those chunks' events, which the caller must say.
+    pub fn skip_damaged(mut self) -> Self {
+        self.skip_damaged = true;
+        self
     }
 
     /// Also decode `want` (what the accumulator reads).
@@ -228,7 +251,7 @@ impl<'a, S: Source> Scan<'a, S> {
         let mut out: Option<A> = None;
         for part in parts.into_iter().flatten() {
             let Ok(Some((acc, st))) = part else { return Ok(None) };
-            stats.merge(&st);
+            stats.merge(st);
             match &mut out {
                 None => out = Some(acc),
                 Some(o) => merge(o, acc),
@@ -274,9 +297,9 @@ impl<'a, S: Source> Scan<'a, S> {
                 Some((every, f)) => want.union(ColSet(f(i).0 & every.0)),
                 None => want,
             };
-            match self.cache {
-                None => r.read_chunk(i, want, &mut dec, &mut cols).map_err(|e| (pos, e))?,
-                Some(cache) => {
+            let read = match self.cache {
+                None => r.read_chunk(i, want, &mut dec, &mut cols),
+                Some(cache) => (|| {
                     cache.get(i, want, &mut got);
                     let held = want.cols().filter(|c| got.iter().any(|(g, _)| g == c));
                     let missing = ColSet(want.0 & !held.collect::<ColSet>().0);
@@ -285,16 +308,29 @@ impl<'a, S: Source> Scan<'a, S> {
                         // column) sets the event count.
                         Some(n) if missing == ColSet::NONE => cols
                             .decode(&[0], n, ColSet::NONE)
-                            .map_err(|e| (pos, Error::Io(std::io::Error::other(e.0))))?,
+                            .map_err(|e| Error::Io(std::io::Error::other(e.0)))?,
                         _ => {
-                            r.read_chunk(i, missing, &mut dec, &mut cols).map_err(|e| (pos, e))?;
+                            r.read_chunk(i, missing, &mut dec, &mut cols)?;
                             if self.fill {
                                 cache.put(i, missing, &mut cols);
                             }
                         }
                     }
                     ColumnCache::fill(&mut cols, &got);
+                    Ok(())
+                })(),
+            };
+            match read {
+                Ok(()) => {}
+                Err(e) if self.skip_damaged => {
+                    st.damaged.push(Damage {
+                        chunk: i,
+                        events: r.chunks().get(i).map_or(0, |c| c.summary.events),
+                        error: e.to_string(),
+                    });
+                    continue;
                 }
+                Err(e) => return Err((pos, e)),
             }
             match self.filter {
                 Some(f) if !all => f.eval(&cols, &mut bits),
@@ -465,7 +501,7 @@ mod tests {
         let (one, st1) = run(&r, 1, false).unwrap().unwrap();
         for threads in [2, 3, 16] {
             let (h, st) = run(&r, threads, true).unwrap().unwrap();
-            assert_eq!((h, st), (one.clone(), st1), "{threads} threads");
+            assert_eq!((h, st), (one.clone(), st1.clone()), "{threads} threads");
         }
         // Damage chunks 3 and 7: every way of scanning reports chunk 3.
         let mut bytes = capture_bytes();
@@ -481,6 +517,44 @@ mod tests {
         }
         let (at3, at7) = (bad.chunks()[3].offset.to_string(), bad.chunks()[7].offset.to_string());
         assert!(first.contains(&at3) && !first.contains(&at7), "{first}");
+        // Skipping damage: the answer is the other chunks', and both are listed, in order.
+        let matching = |r: &Reader<Vec<u8>>, chunks: &[usize]| {
+            Scan::new(r, Some(&f))
+                .columns(ColSet::NONE.with(Col::Latency))
+                .chunks(chunks)
+                .run(
+                    LatencyHist::new,
+                    |h, _, c, b| b.iter_ones().for_each(|i| h.add(c.latency[i])),
+                    |a, b| a.merge(&b),
+                )
+                .unwrap()
+                .unwrap()
+                .0
+        };
+        let good: Vec<usize> = (0..r.chunks().len()).filter(|c| ![3, 7].contains(c)).collect();
+        let want = matching(&r, &good);
+        for (threads, any) in [(1, false), (2, false), (2, true), (16, true)] {
+            let mut s = Scan::new(&bad, Some(&f))
+                .columns(ColSet::NONE.with(Col::Latency))
+                .threads(threads)
+                .skip_damaged();
+            if any {
+                s = s.any_order();
+            }
+            let (h, st) = s
+                .run(
+                    LatencyHist::new,
+                    |h, _, c, b| b.iter_ones().for_each(|i| h.add(c.latency[i])),
+                    |a, b| a.merge(&b),
+                )
+                .unwrap()
+                .unwrap();
+            assert_eq!(h, want, "{threads} threads, any order {any}");
+            let damaged: Vec<(usize, u64)> = st.damaged.iter().map(|d| (d.chunk, d.events)).collect();
+            let events = |c: usize| r.chunks()[c].summary.events;
+            assert_eq!(damaged, [(3, events(3)), (7, events(7))]);
+            assert!(st.damaged[0].error.contains(&at3), "{:?}", st.damaged);
+        }
     }
 
     #[test]

@@ -688,6 +688,17 @@ impl App {
                 self.busy = false;
                 self.grid = a.grid.clone();
                 self.group_sel = self.group_sel.min(a.groups.len().saturating_sub(1));
+                if let Some(d) = a.damaged.first() {
+                    let (chunks, events) = (a.damaged.len(), a.damaged.iter().map(|d| d.events).sum::<u64>());
+                    self.note = Some(format!(
+                        "{} unreadable chunk{} left out ({} events); chunk {}: {}",
+                        chunks,
+                        if chunks == 1 { "" } else { "s" },
+                        units::count(events),
+                        d.chunk,
+                        d.error
+                    ));
+                }
                 self.answer = Some(*a);
                 let n = self.ev_len();
                 self.ev_sel = self.ev_sel.min(n.saturating_sub(1));

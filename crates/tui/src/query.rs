@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use iocap_analysis::{hist, spectro, ColumnCache, LatencyHist, Scan, Spectrogram};
+use iocap_analysis::{hist, spectro, ColumnCache, Damage, LatencyHist, Scan, Spectrogram};
 use iocap_filter::fields::{self, FieldId, FieldInfo};
 use iocap_filter::{Bitmap, Compiled};
 use iocap_format::{ChunkSummary, Col, ColSet, Columns, Event, Reader};
@@ -123,6 +123,8 @@ pub struct Answer {
     pub per_chunk: Vec<(usize, u64)>,
     /// The slowest matching events (at most [`Query::slowest`]), slowest first.
     pub slowest: Vec<Slow>,
+    /// Chunks of the view that could not be read: the answer is the rest's.
+    pub damaged: Vec<Damage>,
 }
 
 /// Cancellation: a query is stale once the shared generation moved past its own.
@@ -568,6 +570,7 @@ pub fn warm(reader: &Reader, cache: &ColumnCache, q: &Query, cancel: &Cancel) ->
     // would be decoded for nothing.
     let stale = || cancel.is_stale(q.gen) || cache.full();
     let done = scan_for(reader, q, &chunks, &ts, &stale)
+        .skip_damaged()
         .cache(cache, true)
         .run(|| (), |_, _, _, _| (), |_, _| ())
         .map_err(|e| e.to_string())?;
@@ -608,7 +611,8 @@ pub fn run(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Can
     let chunks: Vec<usize> = reader.chunks_in(q.start, q.end()).collect();
     let ts = |i: usize| ts_for(reader, q, i);
     let stale = || cancel.is_stale(q.gen);
-    let mut scan = scan_for(reader, q, &chunks, &ts, &stale);
+    // A damaged chunk is left out (and said) rather than losing the whole view.
+    let mut scan = scan_for(reader, q, &chunks, &ts, &stale).skip_damaged();
     if let Some(c) = cache {
         scan = scan.cache(c, false);
     }
@@ -624,7 +628,7 @@ pub fn run(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Can
             Acc::merge,
         )
         .map_err(|e| e.to_string())?;
-    let Some((acc, _)) = acc else { return Ok(None) };
+    let Some((acc, stats)) = acc else { return Ok(None) };
     // Keys are finer than values (two proc ids may share a name): merge by printed value.
     let (meta, tables) = (reader.meta(), reader.tables());
     let mut merged: HashMap<String, LatencyHist> = HashMap::new();
@@ -660,5 +664,6 @@ pub fn run(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Can
         group_count,
         per_chunk,
         slowest,
+        damaged: stats.damaged,
     }))
 }

@@ -781,3 +781,64 @@ fn list_rows_arrive_from_the_rows_thread() {
     app.update(Action::Move(iocap_tui::action::Move::Up));
     assert!(app.take_rows().is_none());
 }
+
+/// A capture with a damaged chunk: the view is answered from the other chunks and the status
+/// line says what was left out; the list's rows from it say so too; nothing panics.
+#[test]
+fn a_damaged_chunk_is_reported_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = capture(dir.path());
+    let (bad, next) = {
+        let r = Reader::open(&path).unwrap();
+        let c = r.chunks();
+        assert!(c.len() > 3);
+        (c[2].offset, c[3].offset)
+    };
+    // Flip bytes in the middle of chunk 2's frame: its checksum no longer matches.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mid = ((bad + next) / 2) as usize;
+    for b in &mut bytes[mid..mid + 8] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let reader = Arc::new(Reader::open(&path).unwrap());
+    let cap = Capture::new(reader, Path::new("view.cap"));
+    let mut app = App::new(
+        cap,
+        "",
+        Rect::new(0, 0, 100, 30),
+        Palette::Classic,
+        History::in_memory(Vec::new()),
+    )
+    .unwrap();
+    settle(&mut app);
+    let lost = app.cap.reader.chunks()[2].summary.events;
+    let a = app.answer.as_ref().expect("answered from the other chunks");
+    assert_eq!(a.matched, N - lost);
+    assert_eq!(a.damaged.len(), 1);
+    let note = app.note.clone().unwrap_or_default();
+    let lost_text = iocap_tui::units::count(lost);
+    assert!(
+        note.starts_with(&format!("1 unreadable chunk left out ({lost_text} events); chunk 2: ")),
+        "{note}"
+    );
+    assert!(note.contains("checksum"), "{note}");
+    let screen = full(&app);
+    assert!(screen.contains("1 unreadable chunk left out"), "{screen}");
+    // The list's rows: a request touching chunk 2 stops there, with the error.
+    let refs = (0..4)
+        .map(|c| (c, iocap_tui::query::EventRef { chunk: c, row: 0 }))
+        .collect();
+    let q = iocap_tui::rows::RowsQuery {
+        gen: 1,
+        answer: 1,
+        sort: Sort::Latency,
+        refs,
+        filter: None,
+        start: 0,
+        end: u64::MAX,
+    };
+    let rows = RowLoader::new().load(&app.cap.reader, &q);
+    assert_eq!(rows.rows.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [0, 1]);
+    assert!(rows.error.is_some_and(|e| e.contains("chunk 2")));
+}
