@@ -32,10 +32,10 @@ use crate::grid::Grid;
 /// scan thread while scanning). Beyond it the list says "slowest of N". 2^20 cost 0.2 s more
 /// per 10^8 events (pruning and the final sort) for rows nobody reaches.
 pub const SLOWEST: usize = 1 << 18;
-/// Bytes of decoded columns the viewer keeps across queries ([`ColumnCache`]): at 4 to 6 bytes
+/// Bytes of decoded columns the viewer keeps across queries ([`ColumnCache`]): at 3 to 5 bytes
 /// per event for the usual columns (latency, the grouped field, the filter's; timestamps only
-/// where a chunk straddles a row), most of 10^8 events, leaving over 100 MB under the 512 MB
-/// goal for everything else.
+/// where a chunk straddles a row), 10^8 events' worth (363 MB in the viewer bench), leaving over
+/// 100 MB under the 512 MB goal for everything else.
 pub const CACHE_BUDGET: usize = 384 << 20;
 /// How many groups the breakdown pane shows at most.
 pub const TOP_GROUPS: usize = 50;
