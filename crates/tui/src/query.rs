@@ -463,7 +463,7 @@ impl Acc {
         if let Some(row) = one_row.filter(|_| ts_col.len() != cols.len()) {
             // One row for the whole chunk: count its cells here, add them to the row once.
             let mut cells = [0u64; spectro::COLS];
-            if bits.count_ones() == lat_col.len() {
+            if bits.len() == lat_col.len() && bits.count_ones() == lat_col.len() {
                 // Every row matches (no filter, or one every row passes): no bitmap to walk.
                 for (i, &lat) in lat_col.iter().enumerate() {
                     take!(i, lat, |col| cells[col] += 1);
