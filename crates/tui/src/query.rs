@@ -181,22 +181,7 @@ fn group_key(field: &FieldInfo, c: &Columns, i: usize) -> u64 {
 /// arm) and every row's key is a small one (class, syscall number and op in 15 bits): then
 /// they are built in loops that vectorise, 2 bytes a row. Whether it did.
 fn small_type_keys(field: &FieldInfo, c: &Columns, out: &mut Vec<u16>) -> bool {
-    let event_type = !matches!(
-        field.id,
-        FieldId::ProcName
-            | FieldId::ProcExe
-            | FieldId::ProcCmdline
-            | FieldId::ProcPpid
-            | FieldId::ProcPid
-            | FieldId::ThreadTid
-            | FieldId::FdName
-            | FieldId::FdType
-            | FieldId::FdDirectory
-            | FieldId::FdFilename
-            | FieldId::FdDev
-            | FieldId::BlkDev
-            | FieldId::BlkOp
-    );
+    let event_type = group_cols(field) == [Col::Class, Col::Nr, Col::Op].into_iter().collect();
     let n = c.len();
     if !event_type || [c.class.len(), c.nr.len(), c.op.len()] != [n; 3] {
         return false;
