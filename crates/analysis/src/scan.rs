@@ -13,11 +13,12 @@
 
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use iocap_filter::{Bitmap, Compiled};
-use iocap_format::{ChunkDecoder, ColSet, Columns, Error, Reader, Source};
+use iocap_format::{ChunkDecoder, Col, ColSet, Columns, Error, Reader, Source};
 
-use crate::cache::ColumnCache;
+use crate::cache::{ColumnCache, Narrow};
 
 /// A chunk a scan left out because it could not be read ([`Scan::skip_damaged`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -299,26 +300,7 @@ impl<'a, S: Source> Scan<'a, S> {
             };
             let read = match self.cache {
                 None => r.read_chunk(i, want, &mut dec, &mut cols),
-                Some(cache) => (|| {
-                    cache.get(i, want, &mut got);
-                    let held = want.cols().filter(|c| got.iter().any(|(g, _)| g == c));
-                    let missing = ColSet(want.0 & !held.collect::<ColSet>().0);
-                    match ColumnCache::events(&got) {
-                        // Every column held: the chunk is not read at all. An empty body (no
-                        // column) sets the event count.
-                        Some(n) if missing == ColSet::NONE => cols
-                            .decode(&[0], n, ColSet::NONE)
-                            .map_err(|e| Error::Io(std::io::Error::other(e.0)))?,
-                        _ => {
-                            r.read_chunk(i, missing, &mut dec, &mut cols)?;
-                            if self.fill {
-                                cache.put(i, missing, &mut cols);
-                            }
-                        }
-                    }
-                    ColumnCache::fill(&mut cols, &got);
-                    Ok(())
-                })(),
+                Some(cache) => self.read_cached(cache, i, want, &mut dec, &mut cols, &mut got),
             };
             match read {
                 Ok(()) => {}
@@ -345,6 +327,37 @@ impl<'a, S: Source> Scan<'a, S> {
             }
         }
         Ok(Some(st))
+    }
+
+    /// Columns `want` of chunk `i` into `cols`: those `cache` holds from it, the others decoded
+    /// (and added to it when filling). `got` is scratch for the held ones.
+    fn read_cached(
+        &self,
+        cache: &ColumnCache,
+        i: usize,
+        want: ColSet,
+        dec: &mut ChunkDecoder,
+        cols: &mut Columns,
+        got: &mut Vec<(Col, Arc<Narrow>)>,
+    ) -> Result<(), Error> {
+        cache.get(i, want, got);
+        let held = want.cols().filter(|c| got.iter().any(|(g, _)| g == c));
+        let missing = ColSet(want.0 & !held.collect::<ColSet>().0);
+        match ColumnCache::events(got) {
+            // Every column held: the chunk is not read at all. An empty body (no column) sets
+            // the event count.
+            Some(n) if missing == ColSet::NONE => cols
+                .decode(&[0], n, ColSet::NONE)
+                .map_err(|e| Error::Io(std::io::Error::other(e.0)))?,
+            _ => {
+                self.reader.read_chunk(i, missing, dec, cols)?;
+                if self.fill {
+                    cache.put(i, missing, cols);
+                }
+            }
+        }
+        ColumnCache::fill(cols, got);
+        Ok(())
     }
 }
 
@@ -485,19 +498,23 @@ mod tests {
         let f = Filter::parse("evt.type=read or latency>1ms")
             .unwrap()
             .compile(r.meta(), r.tables());
-        let run = |r: &Reader<Vec<u8>>, threads: usize, any: bool| {
-            let mut s = Scan::new(r, Some(&f))
-                .columns(ColSet::NONE.with(Col::Latency))
-                .threads(threads);
-            if any {
-                s = s.any_order();
-            }
-            s.run(
+        // The latency histogram of the matching events, by scan `s`.
+        fn hist(s: Scan<'_, Vec<u8>>) -> Result<Option<(LatencyHist, ScanStats)>, Error> {
+            s.columns(ColSet::NONE.with(Col::Latency)).run(
                 LatencyHist::new,
                 |h, _, c, b| b.iter_ones().for_each(|i| h.add(c.latency[i])),
                 |a, b| a.merge(&b),
             )
-        };
+        }
+        fn scan<'a>(r: &'a Reader<Vec<u8>>, f: &'a Compiled, threads: usize, any: bool) -> Scan<'a, Vec<u8>> {
+            let s = Scan::new(r, Some(f)).threads(threads);
+            if any {
+                s.any_order()
+            } else {
+                s
+            }
+        }
+        let run = |r: &Reader<Vec<u8>>, threads: usize, any: bool| hist(scan(r, &f, threads, any));
         let (one, st1) = run(&r, 1, false).unwrap().unwrap();
         for threads in [2, 3, 16] {
             let (h, st) = run(&r, threads, true).unwrap().unwrap();
@@ -518,37 +535,10 @@ mod tests {
         let (at3, at7) = (bad.chunks()[3].offset.to_string(), bad.chunks()[7].offset.to_string());
         assert!(first.contains(&at3) && !first.contains(&at7), "{first}");
         // Skipping damage: the answer is the other chunks', and both are listed, in order.
-        let matching = |r: &Reader<Vec<u8>>, chunks: &[usize]| {
-            Scan::new(r, Some(&f))
-                .columns(ColSet::NONE.with(Col::Latency))
-                .chunks(chunks)
-                .run(
-                    LatencyHist::new,
-                    |h, _, c, b| b.iter_ones().for_each(|i| h.add(c.latency[i])),
-                    |a, b| a.merge(&b),
-                )
-                .unwrap()
-                .unwrap()
-                .0
-        };
         let good: Vec<usize> = (0..r.chunks().len()).filter(|c| ![3, 7].contains(c)).collect();
-        let want = matching(&r, &good);
+        let want = hist(Scan::new(&r, Some(&f)).chunks(&good)).unwrap().unwrap().0;
         for (threads, any) in [(1, false), (2, false), (2, true), (16, true)] {
-            let mut s = Scan::new(&bad, Some(&f))
-                .columns(ColSet::NONE.with(Col::Latency))
-                .threads(threads)
-                .skip_damaged();
-            if any {
-                s = s.any_order();
-            }
-            let (h, st) = s
-                .run(
-                    LatencyHist::new,
-                    |h, _, c, b| b.iter_ones().for_each(|i| h.add(c.latency[i])),
-                    |a, b| a.merge(&b),
-                )
-                .unwrap()
-                .unwrap();
+            let (h, st) = hist(scan(&bad, &f, threads, any).skip_damaged()).unwrap().unwrap();
             assert_eq!(h, want, "{threads} threads, any order {any}");
             let damaged: Vec<(usize, u64)> = st.damaged.iter().map(|d| (d.chunk, d.events)).collect();
             let events = |c: usize| r.chunks()[c].summary.events;
