@@ -155,18 +155,22 @@ fn capture(dir: &Path) -> PathBuf {
 fn app(w: u16, h: u16, filter: &str) -> (tempfile::TempDir, App) {
     let dir = tempfile::tempdir().unwrap();
     let path = capture(dir.path());
-    let reader = Arc::new(Reader::open(&path).unwrap());
+    (dir, app_on(&path, w, h, filter))
+}
+
+/// An app on the capture at `path` in a `w`×`h` terminal.
+fn app_on(path: &Path, w: u16, h: u16, filter: &str) -> App {
+    let reader = Arc::new(Reader::open(path).unwrap());
     // Show the file name without the temp dir, so snapshots do not depend on it.
     let cap = Capture::new(reader, Path::new("view.cap"));
-    let app = App::new(
+    App::new(
         cap,
         filter,
         Rect::new(0, 0, w, h),
         Palette::Classic,
         History::in_memory(Vec::new()),
     )
-    .unwrap();
-    (dir, app)
+    .unwrap()
 }
 
 /// Answer every pending query and rows request synchronously, as the worker threads would.
@@ -801,16 +805,7 @@ fn a_damaged_chunk_is_reported_not_fatal() {
         *b ^= 0x5a;
     }
     std::fs::write(&path, &bytes).unwrap();
-    let reader = Arc::new(Reader::open(&path).unwrap());
-    let cap = Capture::new(reader, Path::new("view.cap"));
-    let mut app = App::new(
-        cap,
-        "",
-        Rect::new(0, 0, 100, 30),
-        Palette::Classic,
-        History::in_memory(Vec::new()),
-    )
-    .unwrap();
+    let mut app = app_on(&path, 100, 30, "");
     settle(&mut app);
     let lost = app.cap.reader.chunks()[2].summary.events;
     let a = app.answer.as_ref().expect("answered from the other chunks");
