@@ -255,6 +255,18 @@ fn decode(bytes: &[u8], want: ColSet, rounds: usize) -> (Duration, u64) {
     (t.elapsed(), check)
 }
 
+/// Print bytes/event of each column of the `n` events in `bytes` ([`column_sizes`]).
+fn print_column_sizes(bytes: &[u8], n: usize) {
+    let cols: Vec<String> = column_sizes(bytes)
+        .iter()
+        .map(|&(id, stored, enc)| format!("{id}:{:.2}({enc})", stored as f64 / n as f64))
+        .collect();
+    println!(
+        "bytes/event by column id (encoding of the first chunk): {}",
+        cols.join(" ")
+    );
+}
+
 /// Stored bytes per event of each column, summed over every chunk, from the column directories
 /// (layout in FORMAT.md): where the bytes go.
 fn column_sizes(bytes: &[u8]) -> Vec<(u64, u64, u8)> {
@@ -293,14 +305,7 @@ fn real_file(bytes: &[u8]) {
         bytes.len(),
         bytes.len() as f64 / n as f64
     );
-    let cols: Vec<String> = column_sizes(bytes)
-        .iter()
-        .map(|&(id, stored, enc)| format!("{id}:{:.2}({enc})", stored as f64 / n as f64))
-        .collect();
-    println!(
-        "bytes/event by column id (encoding of the first chunk): {}",
-        cols.join(" ")
-    );
+    print_column_sizes(bytes, n);
     let rounds = (20_000_000 / n.max(1)).max(1);
     let (d, _) = decode(bytes, ColSet::ALL, rounds);
     println!(
@@ -467,14 +472,7 @@ fn main() {
         bytes.len() as f64 / n as f64,
         bytes.len()
     );
-    let cols: Vec<String> = column_sizes(&bytes)
-        .iter()
-        .map(|&(id, stored, enc)| format!("{id}:{:.2}({enc})", stored as f64 / n as f64))
-        .collect();
-    println!(
-        "bytes/event by column id (encoding of the first chunk): {}",
-        cols.join(" ")
-    );
+    print_column_sizes(&bytes, n);
     let rounds = 3;
     let (d, c1) = decode(&bytes, ColSet::ALL, rounds);
     println!("decode all cols: {:7.1} M events/s per CPU second", rate(n, rounds, d));
