@@ -119,8 +119,17 @@ fn view_filters_drills_down_and_restores_the_terminal() {
 
     // The event list, slowest first: its rows come from the rows thread.
     t.keys(&["Tab", "s"]);
+    // The first row is the slowest event, the histogram's max (2.00µs).
+    let first_row = |s: &str| -> String {
+        let mut lines = s.lines().skip_while(|l| !l.contains("TIME"));
+        lines.nth(1).unwrap_or("").to_owned()
+    };
     let s = t.wait_for("the latency-sorted rows", |s| {
-        s.contains("slowest first") && s.lines().filter(|l| l.contains("postgres")).count() >= 5
+        let first = first_row(s);
+        s.contains("slowest first")
+            && first.contains("postgres")
+            && first.contains("2.00µs")
+            && s.lines().filter(|l| l.contains("postgres")).count() >= 5
     });
     // A row not decoded yet would show as `…` alone.
     assert!(

@@ -378,7 +378,7 @@ impl App {
                 };
                 self.ev_top = 0;
                 self.ev_sel = 0;
-                self.ev_rows.clear();
+                self.forget_rows();
                 // Only a latency-sorted list needs the slowest events kept: ask again (the
                 // column cache makes it quick), keeping the picture already drawn.
                 let grid = self.grid.clone();
@@ -704,7 +704,7 @@ impl App {
                 self.ev_sel = self.ev_sel.min(n.saturating_sub(1));
                 self.ev_top = self.ev_top.min(self.ev_sel);
                 // Rows of the previous answer may not be rows of this one.
-                self.ev_rows.clear();
+                self.forget_rows();
                 self.load_rows();
             }
             Reply::Rows(r) if r.gen == self.rows_gen => {
@@ -747,11 +747,19 @@ impl App {
         });
     }
 
+    /// Drop the decoded rows, and the replies still to come for them: they belong to another
+    /// answer or order.
+    fn forget_rows(&mut self) {
+        self.ev_rows.clear();
+        self.rows_gen += 1;
+        self.pending_rows = None;
+    }
+
     /// Ask for the events the list shows, unless they are decoded already.
     fn load_rows(&mut self) {
         let visible = ui::events_visible(self);
         let Some(a) = &self.answer else {
-            self.ev_rows.clear();
+            self.forget_rows();
             return;
         };
         let refs: Vec<(usize, EventRef)> = match self.sort {

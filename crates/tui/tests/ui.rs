@@ -784,6 +784,17 @@ fn list_rows_arrive_from_the_rows_thread() {
     // Scrolling back within what is decoded asks for nothing.
     app.update(Action::Move(iocap_tui::action::Move::Up));
     assert!(app.take_rows().is_none());
+    // Rows asked for in time order and answered after the list was re-sorted by latency are
+    // not shown as the slowest.
+    let by_time = step(&mut app);
+    app.update(Action::Sort);
+    assert_eq!(app.sort, Sort::Latency);
+    // The reply comes before the latency-sorted answer.
+    app.update(Action::Reply(Reply::Rows(loader.load(&app.cap.reader, &by_time))));
+    assert!(app.ev_rows.is_empty(), "rows of the time order dropped");
+    settle(&mut app);
+    let shown: Vec<u64> = (0..page).map(|i| app.ev_row(i).unwrap().latency).collect();
+    assert!(shown.windows(2).all(|w| w[0] >= w[1]), "{shown:?}");
 }
 
 /// A capture with a damaged chunk: the view is answered from the other chunks and the status
