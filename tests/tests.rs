@@ -4,6 +4,7 @@ mod util;
 
 mod filter;
 mod info;
+mod output;
 #[cfg(all(target_os = "linux", feature = "record"))]
 mod record;
 mod reports;

@@ -1,15 +1,15 @@
 //! `iocap export`: the matching events as CSV or JSON lines with every field, or a latency
 //! heatmap (time × latency, as Brendan Gregg's) as an SVG picture for a ticket.
 //!
-//! The output is written to a new file (mode 0600) beside the target and renamed over it, so a
-//! symlink planted at the target is replaced, never followed, and a failed export leaves no
-//! half-written file. `-o -` writes to stdout.
+//! The output is a new file (mode 0600) put in place only when it is whole ([`crate::output`]):
+//! a symlink planted at the target is replaced, never followed, and a failed or killed export
+//! leaves nothing behind. A character device or FIFO at the target is written to in place;
+//! `-o -` writes to stdout.
 
 use std::fmt::Write as _;
-use std::fs::{self, File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 use iocap_analysis::spectro::{column_range, shade, COLS, COLS_PER_DECADE};
@@ -19,6 +19,7 @@ use iocap_filter::fields;
 use iocap_format::ColSet;
 
 use crate::events::{canonical_fields, event_json};
+use crate::output::{self, Existing};
 use crate::{report, UsageError};
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,49 +71,31 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         out.flush()?;
         return Ok(());
     }
-    let (tmp, file) = create_beside(&args.output)?;
-    let mut out = BufWriter::new(file);
-    let done = write(&mut out)
-        .and_then(|()| out.flush().map_err(Into::into))
-        .and_then(|()| out.get_ref().sync_all().map_err(Into::into))
-        .and_then(|()| fs::rename(&tmp, &args.output).with_context(|| format!("{}", args.output.display())));
-    if done.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    done
-}
-
-/// A new file next to `target`, created exclusively (`O_EXCL` never follows a symlink) and
-/// readable only by its owner: the capture may name private paths.
-fn create_beside(target: &Path) -> anyhow::Result<(PathBuf, File)> {
-    let dir = match target.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = target
-        .file_name()
-        .ok_or_else(|| UsageError(format!("-o {}: not a file name", target.display())))?;
-    let mut last = None;
-    for attempt in 0..16u32 {
-        let tmp = dir.join(format!(
-            ".{}.iocap-{}-{attempt}.tmp",
-            name.to_string_lossy(),
-            std::process::id()
-        ));
-        let mut opts = OpenOptions::new();
-        opts.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
-        match opts.open(&tmp) {
-            Ok(f) => return Ok((tmp, f)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
-            Err(e) => return Err(anyhow::Error::new(e).context(format!("{}", target.display()))),
+    let path = &args.output;
+    match Existing::of(path)? {
+        // `-o /dev/null`, `-o /dev/stderr`, a FIFO: written as asked, as `cp` and `tee` do;
+        // replacing them would turn a device node into a regular file for the whole machine.
+        Existing::CharDevice | Existing::Fifo => {
+            let mut out = BufWriter::new(output::open_in_place(path)?);
+            write(&mut out)?;
+            out.flush().with_context(|| format!("{}", path.display()))?;
+            Ok(())
+        }
+        e @ (Existing::Directory | Existing::BlockDevice | Existing::Socket) => Err(e.refuse(
+            path,
+            "an export is written to a file, a character device or a FIFO (or `-o -`)",
+        )),
+        Existing::Nothing | Existing::Regular | Existing::Symlink => {
+            let (file, mut new) = output::create(path)?;
+            let mut out = BufWriter::new(file);
+            write(&mut out)?;
+            out.flush().with_context(|| format!("{}", path.display()))?;
+            out.get_ref()
+                .sync_all()
+                .with_context(|| format!("{}", path.display()))?;
+            new.publish()
         }
     }
-    Err(
-        anyhow::Error::new(last.unwrap_or_else(|| std::io::Error::other("no temporary name")))
-            .context(format!("{}", target.display())),
-    )
 }
 
 fn write_jsonl(out: &mut dyn Write, input: &report::Input) -> anyhow::Result<()> {

@@ -13,6 +13,8 @@ mod export;
 mod fields;
 mod info;
 mod iostat;
+#[cfg(unix)]
+mod output;
 #[cfg(all(target_os = "linux", feature = "record"))]
 mod record;
 mod report;

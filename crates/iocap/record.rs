@@ -13,25 +13,26 @@
 //! (the number appended to the whole name). With `-W N`, starting file number k removes file
 //! number k-N, so at most N files exist and the numbers keep telling their order.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use iocap_filter::Filter;
-use iocap_format::{Writer, WriterOptions};
+use iocap_format::{Meta, Writer, WriterOptions};
 use iocap_record::{Config, Output, Progress, Recorder, Rotate};
 
+use crate::output::{self, Existing};
 use crate::UsageError;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The capture file to write (created 0600; an existing file is replaced, a symlink refused).
+    /// The capture file to write (a new file, 0600; an existing file is replaced, a symlink,
+    /// device or FIFO refused).
     #[arg(short = 'w', long = "write", value_name = "FILE")]
     file: PathBuf,
     /// Stop after this long: 10s, 500ms, 2m.
@@ -125,25 +126,29 @@ fn install_signals() {
     }
 }
 
-/// Create the output: 0600, never through a symlink, truncating an existing regular file.
-fn create_output(path: &PathBuf) -> anyhow::Result<File> {
-    OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| {
-            if e.raw_os_error() == Some(libc::ELOOP) {
-                anyhow::anyhow!(
-                    "{} is a symbolic link: refusing to write through it; remove it or pick another path",
-                    path.display()
-                )
-            } else {
-                anyhow::anyhow!("cannot create {}: {e}", path.display())
-            }
-        })
+/// Refuse, before anything is loaded, a target that `record` must not write: anything but
+/// nothing or a regular file (which is replaced by a new file, never opened in place).
+fn check_target(path: &Path) -> anyhow::Result<()> {
+    match Existing::of(path)? {
+        Existing::Nothing | Existing::Regular => Ok(()),
+        Existing::Symlink => {
+            Err(Existing::Symlink.refuse(path, "refusing to write through it; remove it or pick another path"))
+        }
+        e => Err(e.refuse(path, "a capture is written to a new regular file; pick another path")),
+    }
+}
+
+/// A new capture file at `path` (0600, owned by us; what was there is replaced by a rename),
+/// with the header on disk before it gets its name: a recorder killed at any point leaves
+/// either nothing or a file that opens.
+fn create_capture(path: &Path, meta: &Meta) -> anyhow::Result<Writer<BufWriter<File>>> {
+    check_target(path)?;
+    let (file, mut new) = output::create(path)?;
+    let writer = Writer::new(BufWriter::with_capacity(1 << 20, file), meta, WriterOptions::default())
+        .and_then(|mut w| w.flush().map(|()| w))
+        .with_context(|| format!("writing {}", path.display()))?;
+    new.publish()?;
+    Ok(writer)
 }
 
 /// Start CMD held before it runs, so that its pid is in the kernel's filter before it runs a
@@ -224,15 +229,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         };
         cfg.filter = true;
     }
+    // Refused now rather than after the probes are attached.
+    check_target(&args.file)?;
     let recorder = Recorder::start(&cfg)?;
-    let file = create_output(&args.file)?;
     let meta = iocap_record::meta(
         std::env::args().collect(),
         env!("CARGO_PKG_VERSION"),
         (!filter.is_all()).then(|| filter.to_string()),
     );
-    let writer = Writer::new(BufWriter::with_capacity(1 << 20, file), &meta, WriterOptions::default())
-        .with_context(|| format!("writing {}", args.file.display()))?;
+    let writer = create_capture(&args.file, &meta)?;
     let rotate = args.file_size.map(|max_bytes| {
         let (base, keep) = (args.file.clone(), args.file_count);
         Rotate {
@@ -245,7 +250,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     }
                 }
                 let path = rotated_path(&base, n);
-                create_output(&path)
+                let new_file = || -> anyhow::Result<File> {
+                    check_target(&path)?;
+                    let (file, mut new) = output::create(&path)?;
+                    new.publish()?;
+                    Ok(file)
+                };
+                new_file()
                     .map(|f| BufWriter::with_capacity(1 << 20, f))
                     .map_err(|e| std::io::Error::other(format!("{e:#}")))
             }) as Box<dyn FnMut(u32) -> std::io::Result<BufWriter<File>> + Send>,
