@@ -594,3 +594,57 @@ fn rotation_ring_keeps_at_most_w_files() {
         assert!(Reader::open(&p).unwrap().is_clean());
     }
 }
+
+/// `record -w` onto something that exists: a file (pre-created 0666 by another user, with a
+/// second hard link) is replaced by a new one of ours, 0600; a FIFO is refused at once,
+/// before any probe is attached, instead of hanging in open().
+#[test]
+fn an_existing_target_is_replaced_by_a_new_file_and_a_fifo_refused() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    if skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("trace.cap");
+    std::fs::write(&cap, "planted").unwrap();
+    std::fs::set_permissions(&cap, std::fs::Permissions::from_mode(0o666)).unwrap();
+    std::os::unix::fs::chown(&cap, Some(65534), Some(65534)).unwrap();
+    let twin = dir.path().join("twin");
+    std::fs::hard_link(&cap, &twin).unwrap();
+    let old = std::fs::metadata(&cap).unwrap();
+    record_ok(&["--no-block", "-w", cap.to_str().unwrap(), "-c", "true"]);
+    let new = std::fs::metadata(&cap).unwrap();
+    assert_ne!(new.ino(), old.ino(), "a new file, not the planted one opened in place");
+    assert_eq!((new.uid(), new.mode() & 0o777), (0, 0o600));
+    assert_eq!(
+        std::fs::read_to_string(&twin).unwrap(),
+        "planted",
+        "not written through a hard link"
+    );
+    assert!(Reader::open(&cap).unwrap().is_clean());
+
+    let fifo = dir.path().join("fifo.cap");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let mut child = iocap()
+        .args(["record", "-d", "2s", "-w"])
+        .arg(&fifo)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(15) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let hung = child.try_wait().unwrap().is_none();
+    if hung {
+        child.kill().unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!hung, "record hung on a FIFO: {err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("is a FIFO") && err.lines().count() == 1, "{err}");
+    assert!(!err.contains("recording"), "refused before attaching: {err}");
+}
