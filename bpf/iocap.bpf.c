@@ -210,6 +210,27 @@ static __always_inline void count_drop(void)
 		*d += 1;
 }
 
+/*
+ * Unconsumed ring bytes past which syscall and block records are dropped (and counted),
+ * written by userspace (the skeleton's mmapped .bss) as about half a second of what it can
+ * drain. What waits in the ring is what a killed recorder loses, so a ring far longer than
+ * the recorder can keep up with only makes the file fall seconds behind, then lose them all:
+ * this keeps the backlog short in time and sheds the excess here, counted, at the moment it
+ * happens. Process and fd records are not held to it, so the tables stay whole. 0: no limit.
+ */
+volatile __u64 backlog_max = 0;
+
+static __always_inline bool shed(void)
+{
+	__u64 max = backlog_max;
+
+	if (max && bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA) > max) {
+		count_drop();
+		return true;
+	}
+	return false;
+}
+
 static __always_inline bool traced(__u32 tgid)
 {
 	if (tgid == self_tgid)
@@ -550,8 +571,11 @@ static __noinline int fd_changes(struct inflight *c, long ret, __u64 ts)
 static __noinline int emit_sys_wide(__u32 nr, __s64 arg0, __u64 ts, __u64 lat, long ret)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	struct rec_sys *e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
+	struct rec_sys *e;
 
+	if (shed())
+		return 0;
+	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
 	if (!e) {
 		count_drop();
 		return 0;
@@ -614,6 +638,8 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		return 0;
 	if (lat >> 32 || ret != (__s32)ret)
 		return emit_sys_wide(nr, call.arg0, ts, lat, ret);
+	if (shed())
+		return 0;
 	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
 	if (!e) {
 		count_drop();
@@ -857,6 +883,10 @@ int BPF_PROG(blk_complete, struct request *rq, blk_status_t error, unsigned int 
 	if (!i)
 		return 0;
 	if (!i->issue || now - i->issue < min_latency) {
+		bpf_map_delete_elem(&rqs, &key);
+		return 0;
+	}
+	if (shed()) {
 		bpf_map_delete_elem(&rqs, &key);
 		return 0;
 	}

@@ -648,3 +648,126 @@ fn an_existing_target_is_replaced_by_a_new_file_and_a_fifo_refused() {
     assert!(err.contains("is a FIFO") && err.lines().count() == 1, "{err}");
     assert!(!err.contains("recording"), "refused before attaching: {err}");
 }
+
+/// CLOCK_BOOTTIME now, in ns: the clock of every timestamp in a capture.
+fn boottime_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid timespec for clock_gettime to fill.
+    assert_eq!(unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) }, 0);
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+const FLOOD: &str = r#"
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(void) {
+    for (;;) syscall(SYS_getppid);
+}
+"#;
+
+/// A recorder killed under a load it cannot keep up with (four processes flooding getppid,
+/// the recorder at nice 10) still leaves a file that opens, whose last event is at most 1.5 s
+/// older than the kill: the backlog it holds is bounded in time, and what it could not take
+/// was dropped (and counted) in the kernel instead of queued in memory.
+#[test]
+fn killed_under_overload_the_file_reaches_the_last_second() {
+    if skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("flood.c");
+    std::fs::write(&src, FLOOD).unwrap();
+    let bin = dir.path().join("flood");
+    assert!(Command::new("cc")
+        .arg("-O1")
+        .arg("-o")
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .unwrap()
+        .success());
+    let mut report = Vec::new();
+    for round in 0..5 {
+        let cap = dir.path().join(format!("flood{round}.cap"));
+        let mut floods: Vec<_> = (0..4).map(|_| Command::new(&bin).spawn().unwrap()).collect();
+        let mut rec = Command::new("nice")
+            .args(["-n", "10"])
+            .arg(env!("CARGO_BIN_EXE_iocap"))
+            .args(["record", "--no-block", "-w"])
+            .arg(&cap)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(6000));
+        let killed_at = boottime_ns();
+        rec.kill().unwrap();
+        rec.wait().unwrap();
+        for f in &mut floods {
+            f.kill().unwrap();
+            f.wait().unwrap();
+        }
+        let r = Reader::open(&cap).unwrap_or_else(|e| panic!("round {round}: a killed recording opens: {e}"));
+        let last = r.chunks().iter().map(|c| c.summary.max_ts).max().unwrap_or(0);
+        let behind = killed_at.saturating_sub(last);
+        report.push(format!(
+            "round {round}: {} events, {} drops, last event {:.2} s before the kill",
+            r.event_count(),
+            r.drops(),
+            behind as f64 / 1e9
+        ));
+        assert!(r.event_count() > 0, "{report:?}");
+        assert!(behind <= 1_500_000_000, "{report:?}");
+        let _ = std::fs::remove_file(&cap);
+    }
+    eprintln!("{}", report.join("\n"));
+}
+
+const COUNTED_FLOOD: &str = r#"
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    long n = atol(argv[1]);
+    for (int p = 0; p < 3; p++)
+        if (fork() == 0) break;
+    for (long i = 0; i < n; i++) syscall(SYS_getppid);
+    while (wait(NULL) > 0) {}
+    return 0;
+}
+"#;
+
+/// What the kernel sheds when the writer cannot keep up is counted: four processes make
+/// exactly 4N getppid calls while the recorder runs at nice 10, and the getppid events kept
+/// plus the drops add up to 4N (plus at most the few other calls those processes make).
+#[test]
+fn shed_events_are_counted_as_drops() {
+    if skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("counted.c");
+    std::fs::write(&src, COUNTED_FLOOD).unwrap();
+    let bin = dir.path().join("counted");
+    assert!(Command::new("cc").arg("-O1").arg("-o").arg(&bin).arg(&src).status().unwrap().success());
+    let cap = dir.path().join("c.cap");
+    let n: u64 = 2_000_000;
+    let out = Command::new("nice")
+        .args(["-n", "10"])
+        .arg(env!("CARGO_BIN_EXE_iocap"))
+        .args(["record", "--no-block", "-w"])
+        .arg(&cap)
+        .args(["-c", &format!("{} {n}", bin.display())])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = Reader::open(&cap).unwrap();
+    let all = events(&r);
+    let getppid = all.iter().filter(|e| e.nr == nr("getppid")).count() as u64;
+    let others = all.len() as u64 - getppid;
+    let drops = r.drops();
+    eprintln!("{getppid} getppid kept, {others} other calls, {drops} dropped, of {} getppid", 4 * n);
+    assert!(drops > 0, "the writer kept up with four floods at nice 10: the test shows nothing");
+    assert!(getppid + drops >= 4 * n, "lost without being counted: {getppid} + {drops} < {}", 4 * n);
+    assert!(getppid + drops <= 4 * n + 4 * 200, "counted drops that did not happen: {getppid} + {drops}");
+}

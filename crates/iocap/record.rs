@@ -126,6 +126,10 @@ fn install_signals() {
     }
 }
 
+/// The capture's write buffer: small, as what sits in it is lost if the recorder is killed
+/// (a chunk frame larger than it goes straight through).
+const OUT_BUFFER: usize = 64 << 10;
+
 /// Refuse, before anything is loaded, a target that `record` must not write: anything but
 /// nothing or a regular file (which is replaced by a new file, never opened in place).
 fn check_target(path: &Path) -> anyhow::Result<()> {
@@ -144,9 +148,13 @@ fn check_target(path: &Path) -> anyhow::Result<()> {
 fn create_capture(path: &Path, meta: &Meta) -> anyhow::Result<Writer<BufWriter<File>>> {
     check_target(path)?;
     let (file, mut new) = output::create(path)?;
-    let writer = Writer::new(BufWriter::with_capacity(1 << 20, file), meta, WriterOptions::default())
-        .and_then(|mut w| w.flush().map(|()| w))
-        .with_context(|| format!("writing {}", path.display()))?;
+    let writer = Writer::new(
+        BufWriter::with_capacity(OUT_BUFFER, file),
+        meta,
+        WriterOptions::default(),
+    )
+    .and_then(|mut w| w.flush().map(|()| w))
+    .with_context(|| format!("writing {}", path.display()))?;
     new.publish()?;
     Ok(writer)
 }
@@ -257,7 +265,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     Ok(file)
                 };
                 new_file()
-                    .map(|f| BufWriter::with_capacity(1 << 20, f))
+                    .map(|f| BufWriter::with_capacity(OUT_BUFFER, f))
                     .map_err(|e| std::io::Error::other(format!("{e:#}")))
             }) as Box<dyn FnMut(u32) -> std::io::Result<BufWriter<File>> + Send>,
         }

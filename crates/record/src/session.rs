@@ -7,7 +7,7 @@ use std::mem::MaybeUninit;
 use std::path::Path;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{sync_channel, Receiver, TrySendError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -240,6 +240,7 @@ pub struct Recorder {
     skel: IocapSkel<'static>,
     _links: Vec<Link>,
     started: Instant,
+    ring_bytes: u32,
 }
 
 impl Recorder {
@@ -310,7 +311,10 @@ impl Recorder {
                 p.set_autoload(false);
             }
         }
-        let skel = open.load().map_err(|e| diagnose(cfg, &e))?;
+        let mut skel = open.load().map_err(|e| diagnose(cfg, &e))?;
+        // Limited from the first event: without it, a flood fills the whole ring before the
+        // recording loop starts, and the file stays that far behind for seconds.
+        set_backlog_max(&mut skel, INITIAL_BACKLOG.min(u64::from(cfg.ring_bytes) / 2));
         let mut links = Vec::new();
         {
             let p = &skel.progs;
@@ -342,6 +346,7 @@ impl Recorder {
             skel,
             _links: links,
             started: Instant::now(),
+            ring_bytes: cfg.ring_bytes,
         };
         for &pid in &cfg.pids {
             r.add_pid(pid)?;
@@ -388,15 +393,17 @@ impl Recorder {
     /// Record into `writer` until `stop()` says so (checked every poll), then drain, finish
     /// the file and return what was written. `progress` is called about 4 times a second.
     pub fn run<W: Write + Send + 'static>(
-        self,
+        mut self,
         writer: Writer<W>,
         out: Output<W>,
         stop: &dyn Fn() -> bool,
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<Summary, Error> {
         let shared = Arc::new(Shared::default());
-        // 256 batches of at most 1 MiB: about a quarter second of the fastest producer.
-        let (tx, rx) = sync_channel::<Msg>(256);
+        // A short queue: what waits in it is lost if the recorder is killed, and the kernel
+        // sheds what the writer cannot take (see `backlog_max`), counted, rather than this
+        // process buffering seconds of events in memory.
+        let (tx, rx) = sync_channel::<Msg>(QUEUE);
         let arch = std::env::consts::ARCH;
         let filter = out.filter.clone().map(|filter| LiveFilter {
             filter,
@@ -424,31 +431,48 @@ impl Recorder {
             let start = b.len();
             b.extend_from_slice(data);
             abi::to_boottime(&mut b[start..], off.get());
-            0
+            // libbpf's consume() goes on for as long as records keep coming: under a flood it
+            // would never return, growing the batch without bound and never checking for
+            // stop. A negative return ends it (this record is kept: libbpf has already moved
+            // past it).
+            if b.len() >= BATCH {
+                -1
+            } else {
+                0
+            }
         })
         .map_err(|e| Error::Bpf(format!("ring buffer: {e}")))?;
         let rb = rbb.build().map_err(|e| Error::Bpf(format!("ring buffer: {e}")))?;
 
         let mut last_drops = Instant::now();
+        let mut sent_drops = None;
         let mut last_progress = Instant::now();
-        let mut writer_gone = false;
-        let send = |b: Vec<u8>, tx: &SyncSender<Msg>| -> bool { tx.send(Msg::Batch(b)).is_ok() };
-        loop {
-            let stopping = stop() || shared.failed.load(Ordering::Relaxed);
-            // Consume until the ring is empty or the batch is full, then hand it over.
-            boot_offset.set(procfs::boot_offset_ns());
+        let mut last_backlog = Instant::now();
+        let mut writer_gone;
+        // Consume until the ring is empty, handing over each full batch (waiting for room),
+        // for at most `budget` bytes: a flood never empties the ring, and stop, drops and
+        // the backlog limit must be looked at between rounds. False once the writer is gone.
+        let pump = |budget: usize| -> bool {
+            let mut moved = 0;
             loop {
                 let _ = rb.consume();
-                let full = batch.borrow().len() >= BATCH;
-                if !full {
-                    break;
+                if batch.borrow().len() < BATCH {
+                    return true;
                 }
                 let b = std::mem::replace(&mut *batch.borrow_mut(), Vec::with_capacity(BATCH));
-                if !send(b, &tx) {
-                    writer_gone = true;
-                    break;
+                moved += b.len();
+                if tx.send(Msg::Batch(b)).is_err() {
+                    return false;
+                }
+                if moved >= budget {
+                    return true;
                 }
             }
+        };
+        loop {
+            let stopping = stop() || shared.failed.load(Ordering::Relaxed);
+            boot_offset.set(procfs::boot_offset_ns());
+            writer_gone = !pump(QUEUE * BATCH);
             if !batch.borrow().is_empty() && !writer_gone {
                 let b = std::mem::replace(&mut *batch.borrow_mut(), Vec::with_capacity(BATCH));
                 match tx.try_send(Msg::Batch(b)) {
@@ -460,13 +484,27 @@ impl Recorder {
                     Err(_) => writer_gone = true,
                 }
             }
-            if last_drops.elapsed() >= Duration::from_secs(1) || stopping {
+            // Read often and sent whenever they grew, in line with the batches (waiting for
+            // room if need be): drops happen exactly when the queue is full, and a reading
+            // skipped then would place a whole overload's losses at its end.
+            if last_drops.elapsed() >= DROPS_EVERY && !stopping && !writer_gone {
                 let d = self.drops();
-                shared.drops.store(d.total(), Ordering::Relaxed);
-                if tx.try_send(Msg::Drops(d)).is_err() && shared.failed.load(Ordering::Relaxed) {
-                    writer_gone = true;
+                let total = d.total();
+                shared.drops.store(total, Ordering::Relaxed);
+                if sent_drops != Some(total) && (total > 0 || sent_drops.is_some()) {
+                    if tx.send(Msg::Drops(d)).is_err() {
+                        writer_gone = true;
+                    }
+                    sent_drops = Some(total);
                 }
                 last_drops = Instant::now();
+            }
+            if last_backlog.elapsed() >= Duration::from_millis(100) {
+                let rate = shared.drain_rate.load(Ordering::Relaxed);
+                if rate > 0 {
+                    set_backlog_max(&mut self.skel, backlog_for(rate, u64::from(self.ring_bytes)));
+                }
+                last_backlog = Instant::now();
             }
             if last_progress.elapsed() >= Duration::from_millis(250) {
                 progress(&shared.progress(self.started));
@@ -477,9 +515,8 @@ impl Recorder {
             }
             std::thread::sleep(Duration::from_millis(1));
         }
-        // Final drain: whatever the kernel still holds.
-        if !writer_gone {
-            let _ = rb.consume();
+        // Final drain: what the kernel holds now (not what a flood adds while we drain).
+        if !writer_gone && pump(self.ring_bytes as usize) {
             let b = std::mem::take(&mut *batch.borrow_mut());
             if !b.is_empty() {
                 let _ = tx.send(Msg::Batch(b));
@@ -496,7 +533,28 @@ impl Recorder {
     }
 }
 
-const BATCH: usize = 1 << 20;
+/// Bytes of ring records handed to the writer at once.
+const BATCH: usize = 128 << 10;
+/// Batches that may wait for the writer: with `BATCH`, half a megabyte.
+const QUEUE: usize = 4;
+/// How often the drop counters are read (and written to the file when they grew).
+const DROPS_EVERY: Duration = Duration::from_millis(250);
+/// The ring backlog allowed before the writer's drain rate is known.
+const INITIAL_BACKLOG: u64 = 4 << 20;
+/// The backlog the kernel may build, as time of the writer's drain rate.
+const BACKLOG_TIME: Duration = Duration::from_millis(150);
+/// How often the open chunk is closed and everything written is handed to the kernel: what
+/// a killed recorder can lose on top of the backlog and the queue.
+const FLUSH_EVERY: Duration = Duration::from_millis(500);
+/// The least backlog allowed however slow the writer: jitter of a few ms at full rate.
+const MIN_BACKLOG: u64 = 1 << 20;
+
+/// The ring backlog for a writer that drains `rate` bytes a second: `BACKLOG_TIME` of it,
+/// within [`MIN_BACKLOG`, half the ring].
+fn backlog_for(rate: u64, ring_bytes: u64) -> u64 {
+    let want = (rate as f64 * BACKLOG_TIME.as_secs_f64()) as u64;
+    want.clamp(MIN_BACKLOG.min(ring_bytes / 2), ring_bytes / 2)
+}
 
 enum Msg {
     Batch(Vec<u8>),
@@ -506,6 +564,9 @@ enum Msg {
 
 #[derive(Default)]
 struct Shared {
+    /// How fast the writer gets through ring bytes while it works (bytes per second of
+    /// wall time spent outside waiting for a batch, so a writer starved of CPU measures slow).
+    drain_rate: AtomicU64,
     events: AtomicU64,
     bytes: AtomicU64,
     drops: AtomicU64,
@@ -551,9 +612,13 @@ fn write_loop<W: Write>(
     let mut done_bytes = 0;
     let mut files = 1;
     let mut rotate_err = None;
+    let mut rate = DrainRate::default();
     while let Ok(msg) = rx.recv() {
+        let got = Instant::now();
+        let mut batch_bytes = 0;
         match msg {
             Msg::Batch(b) => {
+                batch_bytes = b.len();
                 let mut rest = &b[..];
                 while rest.len() >= 4 {
                     let n = u32::from_ne_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
@@ -602,7 +667,7 @@ fn write_loop<W: Write>(
                 break;
             }
         }
-        if last_flush.elapsed() >= Duration::from_secs(1) {
+        if last_flush.elapsed() >= FLUSH_EVERY {
             if let Err(e) = t.writer().flush() {
                 return Err(fail(&t, e, sh));
             }
@@ -611,6 +676,9 @@ fn write_loop<W: Write>(
         }
         sh.bytes
             .store(done_bytes + t.writer().bytes_written(), Ordering::Relaxed);
+        if let Some(r) = rate.add(batch_bytes, got.elapsed()) {
+            sh.drain_rate.store(r, Ordering::Relaxed);
+        }
     }
     let (events, filtered) = (t.events, t.filtered);
     let w = t.into_writer();
@@ -638,6 +706,40 @@ fn write_loop<W: Write>(
     }
 }
 
+/// The ring backlog past which the kernel sheds syscall and block records.
+fn set_backlog_max(skel: &mut IocapSkel<'static>, bytes: u64) {
+    if let Some(bss) = skel.maps.bss_data.as_mut() {
+        // SAFETY: the .bss map is mmapped for the skeleton's life; a volatile store makes
+        // sure it reaches the memory the BPF programs read.
+        unsafe { std::ptr::write_volatile(&mut bss.backlog_max, bytes) };
+    }
+}
+
+/// The writer's drain rate: bytes over busy time, per window of at least 100 ms of work,
+/// smoothed over windows.
+#[derive(Default)]
+struct DrainRate {
+    bytes: u64,
+    busy: Duration,
+    smoothed: Option<f64>,
+}
+
+impl DrainRate {
+    /// Count `bytes` handled in `busy`; returns a new estimate once a window is complete.
+    fn add(&mut self, bytes: usize, busy: Duration) -> Option<u64> {
+        self.bytes += bytes as u64;
+        self.busy += busy;
+        if self.busy < Duration::from_millis(100) || self.bytes == 0 {
+            return None;
+        }
+        let now = self.bytes as f64 / self.busy.as_secs_f64();
+        let r = self.smoothed.map_or(now, |old| 0.5 * old + 0.5 * now);
+        self.smoothed = Some(r);
+        (self.bytes, self.busy) = (0, Duration::ZERO);
+        Some(r as u64)
+    }
+}
+
 /// Start file number `files` of the rotation and finish the current one; returns the bytes
 /// the finished file took (up to its index).
 fn next_file<W: Write>(t: &mut Tracker<W>, out: &mut Output<W>, files: &mut u32) -> Result<u64, Error> {
@@ -646,7 +748,10 @@ fn next_file<W: Write>(t: &mut Tracker<W>, out: &mut Output<W>, files: &mut u32)
     let mut meta = out.meta.clone();
     meta.start_ts = procfs::boot_ns();
     meta.devices = t.devices();
-    let next = Writer::new(w, &meta, out.options.clone()).map_err(|e| Error::Rotate(e.to_string()))?;
+    // The header on disk at once: the new file opens even if the recorder is killed now.
+    let next = Writer::new(w, &meta, out.options.clone())
+        .and_then(|mut w| w.flush().map(|()| w))
+        .map_err(|e| Error::Rotate(e.to_string()))?;
     let old = t.rotate(next);
     let bytes = old.bytes_written();
     *files += 1;
