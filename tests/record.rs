@@ -749,7 +749,14 @@ fn shed_events_are_counted_as_drops() {
     let src = dir.path().join("counted.c");
     std::fs::write(&src, COUNTED_FLOOD).unwrap();
     let bin = dir.path().join("counted");
-    assert!(Command::new("cc").arg("-O1").arg("-o").arg(&bin).arg(&src).status().unwrap().success());
+    assert!(Command::new("cc")
+        .arg("-O1")
+        .arg("-o")
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .unwrap()
+        .success());
     let cap = dir.path().join("c.cap");
     let n: u64 = 2_000_000;
     let out = Command::new("nice")
@@ -766,8 +773,47 @@ fn shed_events_are_counted_as_drops() {
     let getppid = all.iter().filter(|e| e.nr == nr("getppid")).count() as u64;
     let others = all.len() as u64 - getppid;
     let drops = r.drops();
-    eprintln!("{getppid} getppid kept, {others} other calls, {drops} dropped, of {} getppid", 4 * n);
-    assert!(drops > 0, "the writer kept up with four floods at nice 10: the test shows nothing");
-    assert!(getppid + drops >= 4 * n, "lost without being counted: {getppid} + {drops} < {}", 4 * n);
-    assert!(getppid + drops <= 4 * n + 4 * 200, "counted drops that did not happen: {getppid} + {drops}");
+    eprintln!(
+        "{getppid} getppid kept, {others} other calls, {drops} dropped, of {} getppid",
+        4 * n
+    );
+    assert!(
+        drops > 0,
+        "the writer kept up with four floods at nice 10: the test shows nothing"
+    );
+    assert!(
+        getppid + drops >= 4 * n,
+        "lost without being counted: {getppid} + {drops} < {}",
+        4 * n
+    );
+    assert!(
+        getppid + drops <= 4 * n + 4 * 200,
+        "counted drops that did not happen: {getppid} + {drops}"
+    );
+    // Placed in time: readings all along the overload (not one at its end), every half
+    // second of the flood with drops in it, give or take one.
+    let flood: Vec<u64> = all.iter().filter(|e| e.nr == nr("getppid")).map(|e| e.ts).collect();
+    let (first, last) = (
+        flood.iter().min().copied().unwrap(),
+        flood.iter().max().copied().unwrap(),
+    );
+    let half = 500_000_000;
+    let mut without = Vec::new();
+    let mut t = first;
+    while t + half <= last {
+        if iocap_analysis::drops::between(&r, t.saturating_sub(half), t + 2 * half) == 0 {
+            without.push((t - first) as f64 / 1e9);
+        }
+        t += half;
+    }
+    assert!(
+        without.is_empty(),
+        "no drops within a half second of {without:?} s into the flood"
+    );
+    assert!(
+        r.drop_stats().len() as u64 >= (last - first) / half,
+        "{} readings over {} ms",
+        r.drop_stats().len(),
+        (last - first) / 1_000_000
+    );
 }

@@ -16,6 +16,7 @@
 //!   above.
 //! - [`ColumnCache`]: decoded columns kept narrow across scans, up to a byte budget, so a
 //!   second scan of the same chunks skips decoding.
+//! - [`drops::between`]: events the recorder lost in a time range, placed by its readings.
 //! - [`units`]: durations and sizes formatted (and intervals parsed) the same way everywhere.
 //!
 //! Every accumulator is mergeable, so a scan can split a capture's chunks between threads and
@@ -42,6 +43,7 @@
 //! ```
 
 pub mod cache;
+pub mod drops;
 pub mod group;
 pub mod hist;
 pub mod iostat;

@@ -299,9 +299,9 @@ impl App {
         }
     }
 
-    /// Drops the recorder counted in chunks overlapping the view.
+    /// Events the recorder lost during the view.
     pub fn drops_in_view(&self) -> u64 {
-        drops_between(&self.cap.reader, self.view_start, self.view_end())
+        iocap_analysis::drops::between(&self.cap.reader, self.view_start, self.view_end())
     }
 
     /// Latency spectrogram columns covered by display cell `cell`.
@@ -821,21 +821,6 @@ pub fn cell_cols(cell: usize, cells: usize) -> std::ops::Range<usize> {
     let lo = cell * COLS / cells;
     let hi = ((cell + 1) * COLS / cells).max(lo + 1).min(COLS);
     lo.min(COLS - 1)..hi
-}
-
-/// Drops counted between chunks overlapping `[start, end)`: the growth of the cumulative counter.
-pub fn drops_between(r: &Reader, start: u64, end: u64) -> u64 {
-    let chunks = r.chunks();
-    let mut before = 0;
-    let mut last = None;
-    for c in chunks {
-        if c.summary.max_ts < start {
-            before = before.max(c.summary.drops);
-        } else if c.summary.min_ts < end {
-            last = Some(last.unwrap_or(0).max(c.summary.drops));
-        }
-    }
-    last.map_or(0, |l: u64| l.saturating_sub(before))
 }
 
 /// A filter string literal for `value`.

@@ -4,13 +4,14 @@
 //! Sysdig orientation (default): latency 1 ns … 10 s+ left→right, one row per interval, time
 //! going down. Heatmap orientation: time left→right, latency going up.
 
+use iocap_analysis::drops;
 use iocap_analysis::spectro::{self, COLS, COLS_PER_DECADE};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::Frame;
 
-use crate::app::{drops_between, App, Focus, Orientation};
+use crate::app::{App, Focus, Orientation};
 use crate::theme::{Theme, HEAT_GLYPHS};
 use crate::ui::{self, Geometry, LAT_LABEL, TIME_LABEL};
 use crate::units;
@@ -133,7 +134,7 @@ fn sysdig_axes(app: &App, geo: &Geometry, buf: &mut Buffer) {
             let style = if t == app.cursor_t { Style::default() } else { dim };
             buf.set_stringn(p.x - TIME_LABEL, y, &label, usize::from(TIME_LABEL) - 1, style);
         }
-        if drops_between(&app.cap.reader, start, start + app.interval) > 0 {
+        if drops::between(&app.cap.reader, start, start + app.interval) > 0 {
             buf.set_string(p.x - 1, y, "!", app.theme.drops());
         }
     }
@@ -173,7 +174,7 @@ fn heatmap_axes(app: &App, geo: &Geometry, buf: &mut Buffer) {
     }
     for t in 0..geo.time_cells {
         let start = app.view_start + app.interval * t as u64;
-        if drops_between(&app.cap.reader, start, start + app.interval) > 0 {
+        if drops::between(&app.cap.reader, start, start + app.interval) > 0 {
             buf.set_string(p.x + t as u16, p.y, "!", app.theme.drops());
         }
     }
