@@ -817,3 +817,68 @@ fn shed_events_are_counted_as_drops() {
         (last - first) / 1_000_000
     );
 }
+
+/// A full disk stops the recording with a one-line error whose count of readable events is
+/// what a reader really gets back; a closed stderr is no panic.
+#[test]
+fn a_full_disk_says_what_is_readable_and_a_closed_stderr_is_no_panic() {
+    if skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "iocap-test"])
+        .arg(&mnt)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "mount a 1 MiB tmpfs");
+    let cap = mnt.join("full.cap");
+    // A flood big enough to fill 1 MiB in well under a second.
+    let src = dir.path().join("counted.c");
+    std::fs::write(&src, COUNTED_FLOOD).unwrap();
+    let bin = dir.path().join("counted");
+    assert!(Command::new("cc")
+        .arg("-O1")
+        .arg("-o")
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .unwrap()
+        .success());
+    let out = iocap()
+        .args(["record", "--no-block", "-w"])
+        .arg(&cap)
+        .args(["-c", &format!("{} 5000000", bin.display())])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let readable = Reader::open(&cap).map(|r| r.event_count());
+    let _ = Command::new("umount").arg(&mnt).status();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let last = err.lines().last().unwrap_or("");
+    assert!(last.contains("the disk is full"), "{err}");
+    let said: u64 = last
+        .split("; ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {last}"));
+    assert_eq!(Ok(said), readable.map_err(|e| e.to_string()), "{last}");
+    assert!(said > 0, "{last}");
+
+    // stderr closed before iocap writes its first line.
+    let cap = dir.path().join("quiet.cap");
+    let mut child = iocap()
+        .args(["record", "--no-block", "-d", "1s", "-w"])
+        .arg(&cap)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "exit 101 is a panic");
+    assert!(Reader::open(&cap).unwrap().is_clean());
+}

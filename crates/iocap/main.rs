@@ -93,7 +93,7 @@ fn main() -> ExitCode {
             if is_broken_pipe(&err) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("iocap: {err:#}");
+            say(format_args!("iocap: {err:#}"));
             if err.downcast_ref::<UsageError>().is_some() {
                 ExitCode::from(2)
             } else {
@@ -101,6 +101,14 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// A line on stderr. Unlike `eprintln!`, a closed stderr (`iocap record ... 2>&1 | grep -m1
+/// recording`) is not a panic: the line is lost and iocap goes on.
+pub fn say(line: std::fmt::Arguments) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_fmt(line).and_then(|()| err.write_all(b"\n"));
 }
 
 /// `iocap events big.cap | head` closes our stdout early: that is not an error.

@@ -19,6 +19,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
@@ -27,7 +28,7 @@ use iocap_format::{Meta, Writer, WriterOptions};
 use iocap_record::{Config, Output, Progress, Recorder, Rotate};
 
 use crate::output::{self, Existing};
-use crate::UsageError;
+use crate::{say, UsageError};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -246,13 +247,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         (!filter.is_all()).then(|| filter.to_string()),
     );
     let writer = create_capture(&args.file, &meta)?;
+    // The files of this recording that still exist, to count what is readable after an error.
+    let files = Arc::new(Mutex::new(vec![args.file.clone()]));
     let rotate = args.file_size.map(|max_bytes| {
-        let (base, keep) = (args.file.clone(), args.file_count);
+        let (base, keep, files) = (args.file.clone(), args.file_count, Arc::clone(&files));
         Rotate {
             max_bytes,
             open: Box::new(move |n: u32| {
                 if let Some(old) = keep.and_then(|k| n.checked_sub(k)) {
-                    match std::fs::remove_file(rotated_path(&base, old)) {
+                    let old = rotated_path(&base, old);
+                    files.lock().unwrap_or_else(|e| e.into_inner()).retain(|p| *p != old);
+                    match std::fs::remove_file(&old) {
                         Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
                         _ => {}
                     }
@@ -264,8 +269,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     new.publish()?;
                     Ok(file)
                 };
-                new_file()
-                    .map(|f| BufWriter::with_capacity(OUT_BUFFER, f))
+                let file = new_file();
+                if file.is_ok() {
+                    files.lock().unwrap_or_else(|e| e.into_inner()).push(path.clone());
+                }
+                file.map(|f| BufWriter::with_capacity(OUT_BUFFER, f))
                     .map_err(|e| std::io::Error::other(format!("{e:#}")))
             }) as Box<dyn FnMut(u32) -> std::io::Result<BufWriter<File>> + Send>,
         }
@@ -286,12 +294,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         None => None,
     };
-    eprintln!(
+    say(format_args!(
         "recording to {} (syscalls: {}, block: {}); Ctrl-C stops",
         args.file.display(),
         if cfg.syscalls { "on" } else { "off" },
         if cfg.block { "on" } else { "off" }
-    );
+    ));
     let started = Instant::now();
     let duration = args.duration;
     let child_done = std::cell::Cell::new(false);
@@ -330,7 +338,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let result = recorder.run(writer, out, &stop, &mut progress);
     if tty {
-        eprintln!();
+        say(format_args!(""));
     }
     if let Some(mut c) = child {
         if !child_done.get() {
@@ -339,18 +347,36 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         let _ = c.wait();
     }
-    let s = result?;
+    let s = match result {
+        Ok(s) => s,
+        Err(e @ iocap_record::Error::DiskFull) => {
+            // What a reader gets back, counted by reading it back: the writer's own count
+            // would include what was still in its buffers.
+            let files = files.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let readable: u64 = files
+                .iter()
+                .filter_map(|p| iocap_format::Reader::open(p).ok())
+                .map(|r| r.event_count())
+                .sum();
+            let names = match files.len() {
+                1 => files[0].display().to_string(),
+                n => format!("{} and {} more files", files[0].display(), n - 1),
+            };
+            bail!("{e}; {readable} events are kept and readable in {names}");
+        }
+        Err(e) => return Err(e.into()),
+    };
     let files = match s.files {
         1 => String::new(),
         n => format!(" and {} more files", n - 1),
     };
-    eprintln!(
+    say(format_args!(
         "iocap: wrote {} events ({} dropped) in {} bytes to {}{files}",
         s.events,
         s.drops,
         s.bytes,
         args.file.display()
-    );
+    ));
     Ok(())
 }
 

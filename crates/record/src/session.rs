@@ -33,8 +33,10 @@ pub enum Error {
     MissingTracepoint(String, &'static str),
     #[error("loading BPF programs failed: {0}")]
     Bpf(String),
-    #[error("the disk is full: stopped; the {0} events written before are kept and readable")]
-    DiskFull(u64),
+    /// What is readable is what a reader recovers from the file(s), which the caller, who
+    /// knows their paths, can count: the writer's own count includes what was still buffered.
+    #[error("the disk is full: recording stopped")]
+    DiskFull,
     #[error("writing the capture failed: {0}")]
     Write(iocap_format::Error),
     #[error("starting the next file of the rotation failed: {0}")]
@@ -585,9 +587,7 @@ impl Shared {
 }
 
 fn is_enospc(e: &iocap_format::Error) -> bool {
-    let s = format!("{e}");
-    matches!(e, iocap_format::Error::Io(io) if io.raw_os_error() == Some(libc::ENOSPC) || io.raw_os_error() == Some(libc::EDQUOT))
-        || s.contains("No space left")
+    matches!(e, iocap_format::Error::Io(io) if matches!(io.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)))
 }
 
 fn write_loop<W: Write>(
@@ -596,10 +596,10 @@ fn write_loop<W: Write>(
     sh: &Shared,
     mut out: Output<W>,
 ) -> Result<Summary, Error> {
-    let fail = |t: &Tracker<W>, e: iocap_format::Error, sh: &Shared| -> Error {
+    let fail = |e: iocap_format::Error, sh: &Shared| -> Error {
         sh.failed.store(true, Ordering::Relaxed);
         if is_enospc(&e) {
-            Error::DiskFull(t.events)
+            Error::DiskFull
         } else {
             Error::Write(e)
         }
@@ -625,7 +625,7 @@ fn write_loop<W: Write>(
                     let Some(rec) = rest.get(4..4 + n) else { break };
                     if let Some(r) = abi::decode(rec) {
                         if let Err(e) = t.apply(r) {
-                            return Err(fail(&t, e, sh));
+                            return Err(fail(e, sh));
                         }
                     }
                     rest = &rest[4 + n..];
@@ -659,7 +659,7 @@ fn write_loop<W: Write>(
             Msg::Drops(d) => {
                 drops = d;
                 if let Err(e) = t.writer().record_drops(&since(&drops, &base)) {
-                    return Err(fail(&t, e, sh));
+                    return Err(fail(e, sh));
                 }
             }
             Msg::Finish(ts) => {
@@ -669,7 +669,7 @@ fn write_loop<W: Write>(
         }
         if last_flush.elapsed() >= FLUSH_EVERY {
             if let Err(e) = t.writer().flush() {
-                return Err(fail(&t, e, sh));
+                return Err(fail(e, sh));
             }
             t.tidy();
             last_flush = Instant::now();
@@ -698,7 +698,7 @@ fn write_loop<W: Write>(
         Err(e) => {
             sh.failed.store(true, Ordering::Relaxed);
             Err(if is_enospc(&e) {
-                Error::DiskFull(events)
+                Error::DiskFull
             } else {
                 Error::Write(e)
             })
@@ -757,7 +757,7 @@ fn next_file<W: Write>(t: &mut Tracker<W>, out: &mut Output<W>, files: &mut u32)
     *files += 1;
     match old.finish(meta.start_ts) {
         Ok(_) => Ok(bytes),
-        Err(e) if is_enospc(&e) => Err(Error::DiskFull(t.events)),
+        Err(e) if is_enospc(&e) => Err(Error::DiskFull),
         Err(e) => Err(Error::Write(e)),
     }
 }
