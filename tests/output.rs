@@ -160,3 +160,94 @@ fn a_killed_export_leaves_nothing() {
         assert!(left.is_empty(), "signal {sig} left {left:?}");
     }
 }
+
+/// Names from the traced host that a spreadsheet would run as formulas are exported as text;
+/// negative numbers stay numbers.
+#[test]
+fn csv_cells_are_not_formulas() {
+    use iocap_format::{Event, FdType, FileEntry, Meta, ProcEntry, Writer, WriterOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("hostile.cap");
+    let mut w = Writer::new(
+        std::fs::File::create(&cap).unwrap(),
+        &Meta::default(),
+        WriterOptions::default(),
+    )
+    .unwrap();
+    let name = w.intern(b"@evil");
+    let proc = w.add_proc(ProcEntry {
+        pid: 7,
+        name,
+        ..ProcEntry::default()
+    });
+    let hostile = [
+        &b"=HYPERLINK(\"http://x\",\"y\")"[..],
+        b"+1+1",
+        b"-2+3",
+        b"\tx",
+        b"/ok/path",
+    ];
+    for (i, path) in hostile.iter().enumerate() {
+        let name = w.intern(path);
+        let file = w.add_file(FileEntry {
+            pid: 7,
+            fd: 3 + i as i32,
+            kind: FdType::File,
+            name,
+            ..FileEntry::default()
+        });
+        w.push(&Event {
+            proc,
+            file,
+            fd: 3 + i as i32,
+            ret: -2,
+            ..Event::syscall(1_000 + i as u64, 10, 7, 7, 0, 0)
+        })
+        .unwrap();
+    }
+    w.finish(10_000).unwrap();
+    let out = dir.path().join("o.csv");
+    let (code, _, err) = export_csv(&cap, out.to_str().unwrap());
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    let ret_col = header.iter().position(|h| *h == "evt.res").expect("an evt.res column");
+    let mut rows = 0;
+    for line in text.lines().skip(1) {
+        // Good enough to split these rows: the only quoted cell is the HYPERLINK one.
+        let cells: Vec<String> = split_csv(line);
+        assert_eq!(cells[ret_col], "-2", "{line}");
+        for (k, c) in cells.iter().enumerate() {
+            if k != ret_col {
+                assert!(
+                    !c.starts_with(['=', '+', '-', '@', '\t']),
+                    "cell {} is a formula: {line}",
+                    header[k]
+                );
+            }
+        }
+        assert!(line.contains("'@evil"), "{line}");
+        rows += 1;
+    }
+    assert_eq!(rows, hostile.len());
+    assert!(text.contains("\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\""), "{text}");
+    assert!(text.contains(",/ok/path,"), "a plain path is left as it is: {text}");
+}
+
+/// RFC 4180 cells of one line.
+fn split_csv(line: &str) -> Vec<String> {
+    let (mut cells, mut cur, mut quoted, mut chars) = (Vec::new(), String::new(), false, line.chars().peekable());
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => cells.push(std::mem::take(&mut cur)),
+            (c, _) => cur.push(c),
+        }
+    }
+    cells.push(cur);
+    cells
+}

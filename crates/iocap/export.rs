@@ -141,6 +141,18 @@ fn csv_field(s: &str) -> String {
     }
 }
 
+/// A string from the traced host as a CSV field a spreadsheet shows as text: one starting with
+/// `=`, `+`, `-`, `@`, a tab or a carriage return would be run as a formula (a file named
+/// `=HYPERLINK(...)`), so it gets a leading `'` (OWASP's advice). Numbers are never strings
+/// here, so a negative return value stays a number.
+fn csv_text(s: &str) -> String {
+    if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        csv_field(&format!("'{s}"))
+    } else {
+        csv_field(s)
+    }
+}
+
 fn write_csv(out: &mut dyn Write, input: &report::Input) -> anyhow::Result<()> {
     let r = &input.reader;
     let keys = canonical_fields();
@@ -151,7 +163,10 @@ fn write_csv(out: &mut dyn Write, input: &report::Input) -> anyhow::Result<()> {
             if k > 0 {
                 line.push(',');
             }
-            line.push_str(&csv_field(&fields::value(f, e, r.meta(), r.tables()).to_string()));
+            match fields::value(f, e, r.meta(), r.tables()) {
+                fields::Value::Str(text) => line.push_str(&csv_text(&text)),
+                v => line.push_str(&csv_field(&v.to_string())),
+            }
         }
     })
 }

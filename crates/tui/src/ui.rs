@@ -168,6 +168,11 @@ fn render_status(app: &App, f: &mut Frame, area: Rect) {
     if app.busy {
         spans.push(Span::raw(" │ scanning…"));
     }
+    if let Some(why) = app.cap.reader.recovery() {
+        // A file the recorder never finished (killed, full disk) or that was damaged since:
+        // what is shown is what could be read back.
+        spans.push(Span::styled(format!(" │ unfinished file, recovered: {why}"), t.error()));
+    }
     if let Some(n) = &app.note {
         spans.push(Span::styled(format!(" │ {n}"), t.error()));
     }

@@ -799,6 +799,24 @@ fn list_rows_arrive_from_the_rows_thread() {
 
 /// A capture with a damaged chunk: the view is answered from the other chunks and the status
 /// line says what was left out; the list's rows from it say so too; nothing panics.
+/// A capture cut short (a killed recorder) says so on the status line; a whole one does not.
+#[test]
+fn an_unfinished_capture_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = capture(dir.path());
+    let whole = full(&app_on(&path, 160, 30, ""));
+    assert!(!whole.contains("recovered"), "{whole}");
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let mut app = app_on(&path, 160, 30, "");
+    settle(&mut app);
+    let screen = full(&app);
+    assert!(
+        screen.contains("unfinished file, recovered: no footer index"),
+        "{screen}"
+    );
+}
+
 #[test]
 fn a_damaged_chunk_is_reported_not_fatal() {
     let dir = tempfile::tempdir().unwrap();
