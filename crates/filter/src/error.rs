@@ -53,29 +53,65 @@ impl FilterError {
         let end = floor_char_boundary(src, self.span.end.clamp(start, src.len()));
         let line_start = src[..start].rfind('\n').map_or(0, |i| i + 1);
         let line_end = src[start..].find('\n').map_or(src.len(), |i| start + i);
-        let line = &src[line_start..line_end];
-        let pad = src[line_start..start].chars().count();
-        let width = src[start..end.min(line_end)].chars().count().max(1);
+        let end = end.min(line_end);
+        // A window around the marked place, not the whole line: a filter can be kilobytes
+        // (generated, or pasted by mistake), and an error must stay a few lines.
+        let before: Vec<char> = src[line_start..start].chars().collect();
+        let marked: Vec<char> = src[start..end].chars().collect();
+        let after: Vec<char> = src[end..line_end].chars().collect();
+        let pre = &before[before.len().saturating_sub(CONTEXT)..];
+        let mark = &marked[..marked.len().min(MARK)];
+        let post = &after[..after.len().min(CONTEXT)];
+        let mut line = String::new();
+        let mut pad = pre.len();
+        if pre.len() < before.len() {
+            line.push('…');
+            pad += 1;
+        }
+        line.extend(pre.iter().chain(mark));
+        if mark.len() < marked.len() {
+            line.push('…');
+        } else {
+            line.extend(post);
+            if post.len() < after.len() {
+                line.push('…');
+            }
+        }
         let mut out = format!(
             "{}\n  {}\n  {}{}",
-            self.message,
+            clip(&self.message),
             line,
             " ".repeat(pad),
-            "^".repeat(width)
+            "^".repeat(mark.len().max(1))
         );
         if let Some(h) = &self.help {
             out.push_str("\n  help: ");
-            out.push_str(h);
+            out.push_str(&clip(h));
         }
         out
     }
 }
 
+/// Characters of the filter shown either side of an error's place.
+const CONTEXT: usize = 60;
+/// The most characters of a marked place shown (and underlined).
+const MARK: usize = 60;
+/// The longest message or help shown whole: they can quote a token of the filter.
+const MESSAGE: usize = 200;
+
+/// `s`, cut to [`MESSAGE`] characters with a `…` when longer.
+fn clip(s: &str) -> std::borrow::Cow<'_, str> {
+    match s.char_indices().nth(MESSAGE) {
+        Some((i, _)) => format!("{}…", &s[..i]).into(),
+        None => s.into(),
+    }
+}
+
 impl fmt::Display for FilterError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)?;
+        f.write_str(&clip(&self.message))?;
         if let Some(h) = &self.help {
-            write!(f, " ({h})")?;
+            write!(f, " ({})", clip(h))?;
         }
         Ok(())
     }

@@ -103,3 +103,27 @@ fn long_filters_are_bounded_not_a_stack_overflow() {
     let e = Filter::parse(&too_long).unwrap_err();
     assert_eq!(e.message, "filter too long: more than 500 `and`/`or`");
 }
+
+/// A 20 KB filter with a typo at its end: the error shows a window around the typo, not the
+/// whole filter back, and its caret is still under the typo.
+#[test]
+fn a_huge_filter_is_not_echoed_whole() {
+    let names: Vec<String> = (0..2000).map(|i| format!("process{i:05}")).collect();
+    let src = format!("proc.name in ({}) and proc.nme=dd", names.join(", "));
+    assert!(src.len() > 20_000);
+    let out = render(&src);
+    assert!(out.len() < 600, "{} bytes: {out}", out.len());
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("unknown field `proc.nme`"), "{out}");
+    let caret = lines[2].chars().position(|c| c == '^').unwrap();
+    assert_eq!(
+        lines[1].chars().skip(caret).take(8).collect::<String>(),
+        "proc.nme",
+        "{out}"
+    );
+    // A field name of 20 KB is quoted cut, too.
+    let long = format!("{}=1", "x".repeat(20_000));
+    let out = render(&long);
+    assert!(out.len() < 600, "{} bytes", out.len());
+    assert!(out.lines().all(|l| l.chars().count() < 250), "{out}");
+}
