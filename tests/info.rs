@@ -66,3 +66,14 @@ fn info_on_bad_files_is_one_line_and_nonzero() {
     assert_eq!(code, 1);
     assert!(err.contains("No such file"), "{err}");
 }
+
+/// An OS error is said once: "Is a directory (os error 21)", not that twice over.
+#[test]
+fn an_os_error_is_said_once() {
+    let dir = tempfile::tempdir().unwrap();
+    for cmd in ["info", "report", "events"] {
+        let (code, _, err) = run(&[cmd, dir.path().to_str().unwrap()]);
+        assert_eq!(code, 1, "{err}");
+        assert_eq!(err.matches("os error").count(), 1, "{cmd}: {err}");
+    }
+}
