@@ -1,24 +1,53 @@
-//! Human units shared by every front end: durations and sizes printed the same way on screen
-//! and in reports, and interval arguments parsed the same way.
+//! How numbers read, in every front end: durations, sizes, counts and times printed, and
+//! durations parsed.
+//!
+//! The viewer draws on a terminal and the commands print for pipes, logs and scripts, so two
+//! quantities are written two ways on purpose, chosen by [`Style`]: `µs` on screen and ASCII
+//! `us` in reports; sizes in a narrow `4.0K` on screen (the event list's column, as biosnoop)
+//! and `4.00KiB` in reports. Each is still one computation, with the same rounding and the
+//! same unit steps. Durations typed by the user are read by the filter language's reader
+//! ([`iocap_filter::literal`]), so `--interval 1.5ms` and `latency>1.5ms` mean the same.
 
-/// A duration in ns with three significant digits and a unit: `0ns`, `850ns`, `1.02us`,
-/// `16.4us`, `3.00ms`, `1.50s`; `1234s` past 1000 s.
-pub fn fmt_ns(ns: u64) -> String {
-    let v = ns as f64;
-    let (x, unit) = if ns < 1_000 {
-        return format!("{ns}ns");
-    } else if ns < 1_000_000 {
-        (v / 1e3, "us")
-    } else if ns < 1_000_000_000 {
-        (v / 1e6, "ms")
-    } else {
-        (v / 1e9, "s")
-    };
-    sig3(x, unit)
+use iocap_filter::literal::{self, LiteralError};
+
+/// Who the text is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Style {
+    /// The viewer: `µs`, sizes as `4.0K`.
+    Terminal,
+    /// The commands' output, plain ASCII: `us`, sizes as `4.00KiB`.
+    Ascii,
 }
 
-/// Three significant digits; rounding up to 1000 moves to the next unit where there is one.
-fn sig3(x: f64, unit: &str) -> String {
+impl Style {
+    fn micro(self) -> &'static str {
+        match self {
+            Style::Terminal => "µs",
+            Style::Ascii => "us",
+        }
+    }
+
+    /// Duration units, largest first.
+    fn duration_units(self) -> [(u64, &'static str); 4] {
+        [
+            (1_000_000_000, "s"),
+            (1_000_000, "ms"),
+            (1_000, self.micro()),
+            (1, "ns"),
+        ]
+    }
+}
+
+/// A duration in ns with three significant digits and a unit: `0ns`, `850ns`, `1.02us`,
+/// `16.4us`, `3.00ms`, `1.50s`; `1234s` past 1000 s. Rounding up to 1000 moves to the next
+/// unit (`999_999` ns is `1.00ms`, not `1000us`).
+pub fn duration(ns: u64, style: Style) -> String {
+    let units = style.duration_units();
+    let Some(i) = units.iter().position(|&(scale, _)| ns >= scale).filter(|&i| i < 3) else {
+        return format!("{ns}ns");
+    };
+    let (scale, unit) = units[i];
+    let x = ns as f64 / scale as f64;
     let s = if x < 9.995 {
         format!("{x:.2}")
     } else if x < 99.95 {
@@ -26,51 +55,130 @@ fn sig3(x: f64, unit: &str) -> String {
     } else {
         format!("{x:.0}")
     };
-    match (s.as_str(), unit) {
-        ("1000", "us") => "1.00ms".into(),
-        ("1000", "ms") => "1.00s".into(),
+    match i.checked_sub(1) {
+        Some(up) if s == "1000" => format!("1.00{}", units[up].1),
         _ => format!("{s}{unit}"),
     }
 }
 
-/// A byte count in binary units: `512B`, `4.00KiB`, `1.50MiB`, `2.00GiB`.
-pub fn fmt_bytes(b: u64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+/// [`duration`] for the commands' output.
+pub fn fmt_ns(ns: u64) -> String {
+    duration(ns, Style::Ascii)
+}
+
+/// A short label for a latency axis tick: `1ns`, `10µs`, `2.5ms`, `10s`; `0` for zero.
+pub fn tick(ns: u64, style: Style) -> String {
+    for (scale, unit) in style.duration_units() {
+        if ns >= scale {
+            let v = ns as f64 / scale as f64;
+            return if v.fract() == 0.0 {
+                format!("{v:.0}{unit}")
+            } else {
+                format!("{v:.1}{unit}")
+            };
+        }
+    }
+    "0".to_owned()
+}
+
+/// A byte count in powers of 1024: `512B`, then `4.00KiB`, `1.50MiB` (ASCII) or `4.0K`,
+/// `1.5M` (terminal, five cells).
+pub fn bytes(b: u64, style: Style) -> String {
+    let units: [&str; 6] = match style {
+        Style::Ascii => ["B", "KiB", "MiB", "GiB", "TiB", "PiB"],
+        Style::Terminal => ["B", "K", "M", "G", "T", "P"],
+    };
     if b < 1024 {
         return format!("{b}B");
     }
     let mut x = b as f64;
     let mut u = 0;
-    while x >= 1024.0 && u < UNITS.len() - 1 {
+    while x >= 1024.0 && u < units.len() - 1 {
         x /= 1024.0;
         u += 1;
     }
-    format!("{x:.2}{}", UNITS[u])
+    match style {
+        Style::Ascii => format!("{x:.2}{}", units[u]),
+        Style::Terminal => format!("{x:.1}{}", units[u]),
+    }
 }
 
-/// Parse an interval such as `500ms`, `1s`, `2.5s`, `100us`, `250000ns`, `1m`. A bare number
-/// is seconds. The result is at least 1 ns.
+/// [`bytes`] for the commands' output.
+pub fn fmt_bytes(b: u64) -> String {
+    bytes(b, Style::Ascii)
+}
+
+/// A time offset from the start of the capture: `+12.345s`, `+1m02.5s`.
+pub fn offset(ns: u64) -> String {
+    let s = ns as f64 / 1e9;
+    if s < 60.0 {
+        format!("+{s:.3}s")
+    } else {
+        let m = (s / 60.0).floor();
+        format!("+{m:.0}m{:04.1}s", s - m * 60.0)
+    }
+}
+
+/// Wall-clock time of day (UTC) for a boot-time `ts`: `22:13:21.000123`.
+pub fn wall(ts: u64, boot_to_wall_ns: i64) -> String {
+    let ns = i128::from(ts) + i128::from(boot_to_wall_ns);
+    let ns = ns.rem_euclid(86_400 * 1_000_000_000) as u64;
+    let (h, m, s, us) = (
+        ns / 3_600_000_000_000,
+        ns / 60_000_000_000 % 60,
+        ns / 1_000_000_000 % 60,
+        ns / 1_000 % 1_000_000,
+    );
+    format!("{h:02}:{m:02}:{s:02}.{us:06}")
+}
+
+/// A count with thousands separators: `12,345,678`.
+pub fn count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A count in at most 5 characters: `999`, `12.3k`, `4.5M`, `1.2G`.
+pub fn short_count(n: u64) -> String {
+    match n {
+        0..=9_999 => n.to_string(),
+        10_000..=999_999 => format!("{:.1}k", n as f64 / 1e3),
+        1_000_000..=999_999_999 => format!("{:.1}M", n as f64 / 1e6),
+        _ => format!("{:.1}G", n as f64 / 1e9),
+    }
+}
+
+/// Parse an interval such as `500ms`, `1s`, `2.5s`, `100us`, `250000ns`, `1m`, `1min`. A bare
+/// number is seconds; a space may stand between the number and the unit. The result is at
+/// least 1 ns.
 pub fn parse_duration(s: &str) -> Result<u64, String> {
+    // The filter language's units, and `min`, which a command line reads without ambiguity.
+    let units: Vec<(&str, u128)> = literal::DURATION_UNITS
+        .iter()
+        .copied()
+        .chain([("min", 60_000_000_000)])
+        .collect();
     let t = s.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let scale = match unit.trim() {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "" | "s" => 1e9,
-        "m" | "min" => 60e9,
-        "h" => 3600e9,
-        other => return Err(format!("unknown unit `{other}` in `{s}` (use ns, us, ms, s, m or h)")),
-    };
-    let x: f64 = num
-        .parse()
-        .map_err(|_| format!("`{s}` is not a duration (try 500ms or 1s)"))?;
-    let ns = x * scale;
-    if !ns.is_finite() || ns < 1.0 || ns > u64::MAX as f64 / 2.0 {
-        return Err(format!("`{s}` is out of range (from 1ns to centuries)"));
+    let (num, unit) = (&t[..split], t[split..].trim());
+    let range = || format!("`{s}` is out of range (from 1ns to centuries)");
+    match literal::parse_number(&format!("{num}{unit}"), &units, Some(1_000_000_000)) {
+        Ok(ns) if (1..=u64::MAX / 2).contains(&ns) => Ok(ns),
+        Ok(_) | Err(LiteralError::TooLarge) => Err(range()),
+        Err(LiteralError::UnknownUnit { .. }) => {
+            Err(format!("unknown unit `{unit}` in `{s}` (use ns, us, ms, s, m or h)"))
+        }
+        Err(LiteralError::NotANumber | LiteralError::NeedsUnit) => {
+            Err(format!("`{s}` is not a duration (try 500ms or 1s)"))
+        }
     }
-    Ok(ns.round() as u64)
 }
 
 #[cfg(test)]
@@ -86,9 +194,44 @@ mod tests {
         assert_eq!(fmt_ns(999_999), "1.00ms");
         assert_eq!(fmt_ns(3_000_000), "3.00ms");
         assert_eq!(fmt_ns(1_500_000_000), "1.50s");
+        assert_eq!(fmt_ns(2_000_000_000_000), "2000s");
         assert_eq!(fmt_bytes(512), "512B");
         assert_eq!(fmt_bytes(4096), "4.00KiB");
         assert_eq!(fmt_bytes(3 << 29), "1.50GiB");
+    }
+
+    #[test]
+    fn the_terminal_style_differs_only_in_spelling() {
+        let t = |ns| duration(ns, Style::Terminal);
+        assert_eq!(t(0), "0ns");
+        assert_eq!(t(850), "850ns");
+        assert_eq!(t(12_345), "12.3µs");
+        assert_eq!(t(9_999), "10.0µs");
+        assert_eq!(t(999_999), "1.00ms");
+        assert_eq!(t(1_500_000), "1.50ms");
+        assert_eq!(t(250_000_000), "250ms");
+        assert_eq!(t(2_000_000_000), "2.00s");
+        for ns in [0, 7, 999, 1_000, 12_345, 999_499, 999_999, 5_000_000, u64::MAX] {
+            assert_eq!(t(ns).replace('µ', "u"), fmt_ns(ns), "{ns}");
+        }
+        assert_eq!(tick(10_000, Style::Terminal), "10µs");
+        assert_eq!(tick(10_000, Style::Ascii), "10us");
+        assert_eq!(tick(2_500_000, Style::Ascii), "2.5ms");
+        assert_eq!(tick(0, Style::Ascii), "0");
+        assert_eq!(bytes(4096, Style::Terminal), "4.0K");
+        assert_eq!(bytes(100, Style::Terminal), "100B");
+        assert_eq!(bytes(3 << 29, Style::Terminal), "1.5G");
+    }
+
+    #[test]
+    fn counts_and_times() {
+        assert_eq!(count(0), "0");
+        assert_eq!(count(1234567), "1,234,567");
+        assert_eq!(count(123), "123");
+        assert_eq!(short_count(12_345), "12.3k");
+        assert_eq!(offset(12_345_000_000), "+12.345s");
+        assert_eq!(offset(62_500_000_000), "+1m02.5s");
+        assert_eq!(wall(1_000_000_000, 1_700_000_000_000_000_000), "22:13:21.000000");
     }
 
     #[test]
@@ -97,10 +240,17 @@ mod tests {
         assert_eq!(parse_duration("1s"), Ok(1_000_000_000));
         assert_eq!(parse_duration("2.5"), Ok(2_500_000_000));
         assert_eq!(parse_duration("100us"), Ok(100_000));
+        assert_eq!(parse_duration("100µs"), Ok(100_000));
         assert_eq!(parse_duration("1m"), Ok(60_000_000_000));
+        assert_eq!(parse_duration("1min"), Ok(60_000_000_000));
+        assert_eq!(parse_duration(" 10 s "), Ok(10_000_000_000));
         assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("").is_err());
         assert!(parse_duration("fast").is_err());
-        assert!(parse_duration("1 fortnight").is_err());
+        assert!(parse_duration("1 fortnight")
+            .unwrap_err()
+            .contains("unknown unit `fortnight`"));
         assert!(parse_duration("1e400s").is_err());
+        assert!(parse_duration("99999999999h").unwrap_err().contains("out of range"));
     }
 }

@@ -100,14 +100,7 @@ impl Lit {
 impl fmt::Display for Lit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.quoted || self.needs_quotes() {
-            f.write_str("\"")?;
-            for c in self.text.chars() {
-                if c == '"' || c == '\\' {
-                    f.write_str("\\")?;
-                }
-                write!(f, "{c}")?;
-            }
-            f.write_str("\"")
+            f.write_str(&crate::literal::string(&self.text))
         } else {
             f.write_str(&self.text)
         }

@@ -8,6 +8,7 @@
 use crate::ast::{Cmp, Expr, Lit, Op};
 use crate::error::{did_you_mean, nearest, FilterError};
 use crate::fields::{self, FieldId, FieldInfo, FieldType};
+use crate::literal::{self, LiteralError};
 
 /// A checked filter.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -163,30 +164,6 @@ fn class(pat: &[u8], p: usize, s: &[u8], i: usize) -> Option<(bool, usize)> {
         }
     }
 }
-
-/// Duration units and their value in ns.
-pub(crate) const DURATION_UNITS: &[(&str, u128)] = &[
-    ("ns", 1),
-    ("us", 1_000),
-    ("µs", 1_000),
-    ("ms", 1_000_000),
-    ("s", 1_000_000_000),
-    ("m", 60_000_000_000),
-    ("h", 3_600_000_000_000),
-];
-
-/// Size units and their value in bytes.
-pub(crate) const SIZE_UNITS: &[(&str, u128)] = &[
-    ("B", 1),
-    ("KB", 1_000),
-    ("KiB", 1 << 10),
-    ("MB", 1_000_000),
-    ("MiB", 1 << 20),
-    ("GB", 1_000_000_000),
-    ("GiB", 1 << 30),
-    ("TB", 1_000_000_000_000),
-    ("TiB", 1 << 40),
-];
 
 pub(crate) fn check(e: &Expr) -> Result<Node, FilterError> {
     Ok(match e {
@@ -352,14 +329,14 @@ fn number(f: &FieldInfo, v: &Lit) -> Result<i128, FilterError> {
         FieldType::Duration => with_unit(
             f,
             v,
-            DURATION_UNITS,
+            literal::DURATION_UNITS,
             false,
             "durations look like 500us, 1.5ms, 2s (units: ns us µs ms s m h)",
         ),
         FieldType::Bytes => with_unit(
             f,
             v,
-            SIZE_UNITS,
+            literal::SIZE_UNITS,
             true,
             "sizes look like 4096, 4KiB, 1.5MB (units: B KB KiB MB MiB GB GiB)",
         ),
@@ -367,9 +344,8 @@ fn number(f: &FieldInfo, v: &Lit) -> Result<i128, FilterError> {
     }
 }
 
-/// `1.5ms` → 1 500 000 with `units`; a bare number is allowed when `bare_ok` (sizes: bytes),
-/// and for durations only `0`, since `latency>100` is ambiguous (sysdig means ns, users
-/// often mean ms).
+/// `1.5ms` → 1 500 000 with `units` ([`literal::parse_number`]); a bare number is allowed when
+/// `bare_ok` (sizes: bytes), and for durations only `0`, since `latency>100` is ambiguous.
 fn with_unit(
     f: &FieldInfo,
     v: &Lit,
@@ -378,59 +354,28 @@ fn with_unit(
     example: &str,
 ) -> Result<i128, FilterError> {
     let t = v.text.as_str();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let mismatch = || {
-        FilterError::new(
+    match literal::parse_number(t, units, bare_ok.then_some(1)) {
+        Ok(n) => Ok(i128::from(n)),
+        Err(LiteralError::NotANumber) => Err(FilterError::new(
             format!("expected a {} for `{}`, found `{}`", f.ty, f.name, t),
             v.span.clone(),
         )
-        .help(example.to_string())
-    };
-    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
-    if int.is_empty() || !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(mismatch());
+        .help(example.to_string())),
+        Err(LiteralError::NeedsUnit) => Err(FilterError::new(format!("`{t}` needs a unit"), v.span.clone())
+            .help(format!("durations take a unit: `{t}ms`, `{t}us` or `{t}ns`"))),
+        Err(LiteralError::UnknownUnit { at }) => {
+            let unit = &t[at..];
+            let span = if v.quoted {
+                v.span.clone()
+            } else {
+                v.span.start + at.min(v.span.len())..v.span.end
+            };
+            let near = nearest(unit, units.iter().map(|(u, _)| *u), 2);
+            let help = did_you_mean(&near).unwrap_or_else(|| example.to_string());
+            Err(FilterError::new(format!("unknown unit `{unit}` for `{}`", f.name), span).help(help))
+        }
+        Err(LiteralError::TooLarge) => Err(FilterError::new(format!("`{t}` is too large"), v.span.clone())),
     }
-    let scale = if unit.is_empty() {
-        if !bare_ok && int.bytes().any(|b| b != b'0') {
-            return Err(FilterError::new(format!("`{t}` needs a unit"), v.span.clone())
-                .help(format!("durations take a unit: `{t}ms`, `{t}us` or `{t}ns`")));
-        }
-        1
-    } else {
-        match units.iter().find(|(u, _)| *u == unit) {
-            Some(&(_, s)) => s,
-            None => {
-                let unit_start = v.span.start + split.min(v.span.len());
-                let span = if v.quoted {
-                    v.span.clone()
-                } else {
-                    unit_start..v.span.end
-                };
-                let near = nearest(unit, units.iter().map(|(u, _)| *u), 2);
-                let help = did_you_mean(&near).unwrap_or_else(|| example.to_string());
-                return Err(FilterError::new(format!("unknown unit `{unit}` for `{}`", f.name), span).help(help));
-            }
-        }
-    };
-    let too_big = || FilterError::new(format!("`{t}` is too large"), v.span.clone());
-    let int: u128 = if int.len() > 30 {
-        return Err(too_big());
-    } else {
-        int.parse().map_err(|_| mismatch())?
-    };
-    let frac = &frac[..frac.len().min(18)];
-    let frac_val: u128 = if frac.is_empty() {
-        0
-    } else {
-        frac.parse().map_err(|_| mismatch())?
-    };
-    let total = int
-        .checked_mul(scale)
-        .and_then(|x| x.checked_add(frac_val * scale / 10u128.pow(frac.len() as u32)))
-        .filter(|&x| x <= u128::from(u64::MAX))
-        .ok_or_else(too_big)?;
-    Ok(total as i128)
 }
 
 #[cfg(test)]

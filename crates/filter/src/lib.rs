@@ -16,6 +16,9 @@
 //! While recording, tables grow as processes start and files open: [`Filter::matches`] tests one
 //! event against any [`Lookup`], and [`Filter::pushdown`] says what the kernel can decide.
 //!
+//! [`literal`] reads numbers with units (`1.5ms`, `4KiB`) for the checker and for every
+//! command-line duration, and writes durations and strings back as literals.
+//!
 //! A field that does not apply to an event (`fd.name` of a block request) makes a comparison
 //! false, and `not` inverts that; `exists` tests presence. [`fields::value`] gives the value
 //! each field has for an event, which is what `iocap events --json` prints.
@@ -63,6 +66,7 @@ mod compile;
 mod error;
 pub mod fields;
 mod lex;
+pub mod literal;
 mod live;
 mod parse;
 

@@ -79,9 +79,9 @@ fn sym_op(s: Sym) -> Op {
 }
 
 fn is_unit_like(w: &str) -> bool {
-    crate::check::DURATION_UNITS
+    crate::literal::DURATION_UNITS
         .iter()
-        .chain(crate::check::SIZE_UNITS)
+        .chain(crate::literal::SIZE_UNITS)
         .any(|(u, _)| u == &w)
 }
 

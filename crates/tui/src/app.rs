@@ -10,9 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use iocap_analysis::spectro::{self, COLS};
+use iocap_analysis::units;
 use iocap_analysis::LatencyHist;
 use iocap_filter::fields::{self, FieldInfo};
-use iocap_filter::{Compiled, FilterError};
+use iocap_filter::{literal, Compiled, FilterError};
 use iocap_format::{Event, Reader};
 use ratatui::layout::Rect;
 
@@ -23,7 +24,6 @@ use crate::query::{Answer, EventRef, GroupRow, Query};
 use crate::rows::RowsQuery;
 use crate::theme::{Palette, Theme};
 use crate::ui;
-use crate::units;
 use crate::worker::Reply;
 
 /// Finest and coarsest spectrogram row.
@@ -551,7 +551,7 @@ impl App {
                 let clause = if g.value.is_empty() {
                     format!("not {field} exists")
                 } else {
-                    format!("{field}={}", quote(&g.value))
+                    format!("{field}={}", literal::string(&g.value))
                 };
                 let filter = match self.filter.is_empty() {
                     true => clause,
@@ -572,13 +572,13 @@ impl App {
         let (t0, t1) = (a.min(here.0), a.max(here.0).saturating_add(self.interval));
         let (l0, l1) = (b.min(here.1), b.max(here.1));
         let (c0, c1) = (self.cell_cols(l0).start, self.cell_cols(l1).end);
-        let rel = |t: u64| units::filter_dur(t.saturating_sub(self.cap.reader.meta().start_ts));
+        let rel = |t: u64| literal::duration(t.saturating_sub(self.cap.reader.meta().start_ts));
         let mut parts = vec![format!("evt.time>={}", rel(t0)), format!("evt.time<{}", rel(t1))];
         if c0 > 0 {
-            parts.push(format!("latency>={}", units::filter_dur(spectro::column_range(c0).0)));
+            parts.push(format!("latency>={}", literal::duration(spectro::column_range(c0).0)));
         }
         if c1 < COLS {
-            parts.push(format!("latency<{}", units::filter_dur(spectro::column_range(c1).0)));
+            parts.push(format!("latency<{}", literal::duration(spectro::column_range(c1).0)));
         }
         parts.join(" and ")
     }
@@ -821,11 +821,6 @@ pub fn cell_cols(cell: usize, cells: usize) -> std::ops::Range<usize> {
     let lo = cell * COLS / cells;
     let hi = ((cell + 1) * COLS / cells).max(lo + 1).min(COLS);
     lo.min(COLS - 1)..hi
-}
-
-/// A filter string literal for `value`.
-pub fn quote(value: &str) -> String {
-    format!("\"{}\"", value.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 /// Parse, check and compile `text` against this capture; `None` for an empty filter.

@@ -28,7 +28,6 @@ pub mod rows;
 pub mod terminal;
 pub mod theme;
 pub mod ui;
-pub mod units;
 pub mod worker;
 
 use std::io;

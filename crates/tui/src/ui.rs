@@ -4,6 +4,7 @@
 //! Layout is a pure function of the terminal size and the filter bar's state, so [`crate::App`]
 //! can ask how many spectrogram rows fit (to size its queries) without having drawn anything.
 
+use iocap_analysis::units::{self, Style::Terminal as TERM};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -12,7 +13,6 @@ use ratatui::Frame;
 
 use crate::app::{App, Focus, Orientation, SPEEDS};
 use crate::panes;
-use crate::units;
 
 /// Where everything goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,7 +159,7 @@ fn render_status(app: &App, f: &mut Frame, area: Rect) {
             " │ {}…{} │ {}/row",
             rel(app.view_start),
             rel(app.view_end()),
-            units::dur_tick(app.interval)
+            units::tick(app.interval, TERM)
         )),
     ];
     if app.playing {

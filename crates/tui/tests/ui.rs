@@ -595,7 +595,7 @@ fn latency_sort_keeps_the_slowest_k_of_a_full_sort() {
         let title = events.lines().next().unwrap();
         if k < all.len() {
             assert!(
-                title.contains(&format!("slowest of {}", iocap_tui::units::count(a.matched))),
+                title.contains(&format!("slowest of {}", iocap_analysis::units::count(a.matched))),
                 "{title}"
             );
         } else {
@@ -841,7 +841,7 @@ fn a_damaged_chunk_is_reported_not_fatal() {
     assert_eq!(a.matched, N - lost);
     assert_eq!(a.damaged.len(), 1);
     let note = app.note.clone().unwrap_or_default();
-    let lost_text = iocap_tui::units::count(lost);
+    let lost_text = iocap_analysis::units::count(lost);
     assert!(
         note.starts_with(&format!("1 unreadable chunk left out ({lost_text} events); chunk 2: ")),
         "{note}"

@@ -1,6 +1,7 @@
 //! The breakdown pane: what the view is made of — the top values of a field among matching
 //! events, with counts, share and p99. Enter adds `field=value` to the filter.
 
+use iocap_analysis::units::{self, Style::Terminal as TERM};
 use ratatui::layout::{Constraint, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::{Cell, Row, Table};
@@ -8,7 +9,6 @@ use ratatui::Frame;
 
 use crate::app::{App, Focus};
 use crate::ui;
-use crate::units;
 
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let field = app.group_field().name;
@@ -35,7 +35,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
             Cell::from(value),
             Cell::from(units::short_count(g.count)),
             Cell::from(format!("{:.0}%", g.count as f64 * 100.0 / total as f64)),
-            Cell::from(units::dur(g.p99)),
+            Cell::from(units::duration(g.p99, TERM)),
         ]);
         if focused && i == app.group_sel {
             row.style(app.theme.cursor())

@@ -5,6 +5,7 @@
 //! from the scan's per-chunk counts, so scrolling through millions of events decodes one chunk
 //! at a time.
 
+use iocap_analysis::units::{self, Style::Terminal as TERM};
 use iocap_filter::fields;
 use iocap_format::{BlockOp, Class, Event};
 use ratatui::layout::{Constraint, Rect};
@@ -14,7 +15,6 @@ use ratatui::Frame;
 
 use crate::app::{App, Focus, Sort};
 use crate::ui;
-use crate::units;
 
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let focused = app.focus == Focus::Events;
@@ -116,11 +116,11 @@ fn columns(app: &App, e: &Event) -> [String; 8] {
         what,
         target,
         if e.bytes > 0 {
-            units::bytes(e.bytes)
+            units::bytes(e.bytes, TERM)
         } else {
             String::new()
         },
-        units::dur(e.latency),
+        units::duration(e.latency, TERM),
         e.ret.to_string(),
     ]
 }
@@ -158,7 +158,7 @@ pub fn render_detail(app: &App, f: &mut Frame) {
             continue;
         }
         let text = match v {
-            fields::Value::Duration(ns) => units::dur(ns),
+            fields::Value::Duration(ns) => units::duration(ns, TERM),
             other => other.to_string(),
         };
         entries.push((fi.name, text));

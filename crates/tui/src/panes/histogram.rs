@@ -2,6 +2,7 @@
 //! with counts, and p50/p90/p99/p99.9/max from [`iocap_analysis::LatencyHist`] (the numbers
 //! `iocap report` prints). Before the first scan answers, bars come from the chunk summaries.
 
+use iocap_analysis::units::{self, Style::Terminal as TERM};
 use iocap_format::{log2_bucket_range, LOG2_BUCKETS};
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -10,7 +11,6 @@ use ratatui::Frame;
 
 use crate::app::App;
 use crate::ui;
-use crate::units;
 
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let (log2, exact) = match app.hist() {
@@ -29,13 +29,13 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let mut lines = Vec::new();
     match app.hist() {
         Some(h) if !h.is_empty() => {
-            let p = |q: f64| units::dur(h.percentile(q));
+            let p = |q: f64| units::duration(h.percentile(q), TERM);
             let figures = [
                 format!("p50 {}", p(50.0)),
                 format!("p90 {}", p(90.0)),
                 format!("p99 {}", p(99.0)),
                 format!("p99.9 {}", p(99.9)),
-                format!("max {}", units::dur(h.max())),
+                format!("max {}", units::duration(h.max(), TERM)),
             ];
             // As many figures per line as fit whole: a narrow pane (80×24) takes three lines
             // rather than cutting a number off.
@@ -99,7 +99,7 @@ fn bars(app: &App, log2: &[u64; LOG2_BUCKETS], rows: usize, width: usize) -> Vec
         .map(|(from, count)| {
             let len = ((count as f64 / max as f64) * bar_w as f64).ceil() as usize;
             Line::from(vec![
-                Span::styled(format!("{:>6} ", units::dur(from.max(1))), app.theme.dim()),
+                Span::styled(format!("{:>6} ", units::duration(from.max(1), TERM)), app.theme.dim()),
                 Span::styled("█".repeat(len.min(bar_w)), app.theme.bar()),
                 Span::raw(format!(" {}", units::short_count(count))),
             ])

@@ -6,6 +6,7 @@
 
 use iocap_analysis::drops;
 use iocap_analysis::spectro::{self, COLS, COLS_PER_DECADE};
+use iocap_analysis::units::{self, Style::Terminal as TERM};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -14,7 +15,6 @@ use ratatui::Frame;
 use crate::app::{App, Focus, Orientation};
 use crate::theme::{Theme, HEAT_GLYPHS};
 use crate::ui::{self, Geometry, LAT_LABEL, TIME_LABEL};
-use crate::units;
 
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let focused = app.focus == Focus::Spectrogram;
@@ -23,7 +23,10 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         Orientation::Sysdig => "latency →",
         Orientation::Heatmap => "time →",
     };
-    let title = format!(" Spectrogram {}/row, {orient}{approx} ", units::dur_tick(app.interval));
+    let title = format!(
+        " Spectrogram {}/row, {orient}{approx} ",
+        units::tick(app.interval, TERM)
+    );
     f.render_widget(ui::pane_block(app, title, focused), area);
     let geo = ui::spectro_geometry(app);
     if geo.time_cells == 0 || geo.lat_cells == 0 {
@@ -113,7 +116,7 @@ fn sysdig_axes(app: &App, geo: &Geometry, buf: &mut Buffer) {
         let label = if d * COLS_PER_DECADE >= COLS {
             "10s+".to_owned()
         } else {
-            units::dur_tick(spectro::column_range(d * COLS_PER_DECADE).0.max(1))
+            units::tick(spectro::column_range(d * COLS_PER_DECADE).0.max(1), TERM)
         };
         let w = label.chars().count();
         // The label and one blank after it (none needed at the right edge).
@@ -152,7 +155,7 @@ fn heatmap_axes(app: &App, geo: &Geometry, buf: &mut Buffer) {
         if d > 0 && decade_cell(d - 1, geo.lat_cells) == c {
             continue;
         }
-        let label = units::dur_tick(spectro::column_range(d * COLS_PER_DECADE).0.max(1));
+        let label = units::tick(spectro::column_range(d * COLS_PER_DECADE).0.max(1), TERM);
         buf.set_stringn(
             p.x - LAT_LABEL,
             p.bottom() - 1 - c as u16,
@@ -205,8 +208,8 @@ fn legend(app: &App, geo: &Geometry, max: u64, buf: &mut Buffer) {
     let text = format!(
         " {} │ cursor {}…{}: {}",
         units::short_count(max),
-        units::dur(lo),
-        units::dur(hi),
+        units::duration(lo, TERM),
+        units::duration(hi, TERM),
         units::count(here)
     );
     let left = usize::from(p.right().saturating_sub(x));
