@@ -247,16 +247,20 @@ impl Spectrogram {
     }
 }
 
-/// Map a cell count to one of `levels` shades (0 only for an empty cell), log-scaled against
-/// the highest count so that a single event is visible next to a million.
+/// Map a cell count to one of `levels` shades, log-scaled against the highest count so that a
+/// single event is visible next to a million: 0 only for an empty cell, 1 for a single event
+/// (what the legends of the viewer and of `iocap spectrogram` say), `levels - 1` for the
+/// highest count. The viewer, `iocap spectrogram` and the SVG heatmap all shade through this.
 pub fn shade(count: u64, max: u64, levels: usize) -> usize {
     if count == 0 || levels < 2 {
         return 0;
     }
     let max = max.max(count);
-    let top = (levels - 1) as f64;
-    let x = ((count as f64).ln_1p() / (max as f64).ln_1p() * top).ceil();
-    (x as usize).clamp(1, levels - 1)
+    if max == 1 {
+        return levels - 1;
+    }
+    let f = ((count as f64).ln() / (max as f64).ln()).clamp(0.0, 1.0);
+    1 + (f * (levels - 2) as f64).round() as usize
 }
 
 #[cfg(test)]
@@ -346,11 +350,19 @@ mod tests {
         assert_eq!(shade(0, 1000, 10), 0);
         assert_eq!(shade(1, 1_000_000, 10), 1);
         assert_eq!(shade(1000, 1000, 10), 9);
+        assert_eq!(shade(1, 1, 10), 9);
+        assert_eq!(shade(1, 1000, 10), 1);
         let mut last = 0;
         for c in 0..=1000 {
             let s = shade(c, 1000, 10);
             assert!(s >= last);
+            assert!(c == 0 || (1..=9).contains(&s));
             last = s;
+        }
+        // Any number of levels: one event is the first shade, the highest count the last.
+        for levels in 2..12 {
+            assert_eq!(shade(1, 151, levels), 1);
+            assert_eq!(shade(151, 151, levels), levels - 1);
         }
     }
 }

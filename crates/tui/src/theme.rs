@@ -71,20 +71,7 @@ impl Theme {
         }
     }
 
-    /// The heat level (0..=9) of `count` among counts up to `max`, on a log scale so that one
-    /// event is visible next to a million.
-    pub fn level(count: u64, max: u64) -> usize {
-        if count == 0 || max == 0 {
-            return 0;
-        }
-        if max == 1 {
-            return HEAT_GLYPHS.len() - 1;
-        }
-        let f = ((count as f64).ln() / (max as f64).ln()).clamp(0.0, 1.0);
-        1 + (f * (HEAT_GLYPHS.len() - 2) as f64).round() as usize
-    }
-
-    /// Glyph and style of heat level `level`.
+    /// Glyph and style of heat level `level` ([`iocap_analysis::spectro::shade`] of a cell).
     pub fn heat(&self, level: usize) -> (char, Style) {
         let level = level.min(HEAT_GLYPHS.len() - 1);
         let glyph = HEAT_GLYPHS[level];
@@ -163,20 +150,6 @@ impl Theme {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn levels_are_monotonic_and_bounded() {
-        assert_eq!(Theme::level(0, 1000), 0);
-        assert_eq!(Theme::level(1, 1), 9);
-        assert_eq!(Theme::level(1, 1000), 1);
-        assert_eq!(Theme::level(1000, 1000), 9);
-        let mut last = 0;
-        for c in 1..=1000 {
-            let l = Theme::level(c, 1000);
-            assert!(l >= last && (1..=9).contains(&l));
-            last = l;
-        }
-    }
 
     #[test]
     fn mono_has_no_colour() {

@@ -13,7 +13,7 @@ use ratatui::style::Style;
 use ratatui::Frame;
 
 use crate::app::{App, Focus, Orientation};
-use crate::theme::{Theme, HEAT_GLYPHS};
+use crate::theme::HEAT_GLYPHS;
 use crate::ui::{self, Geometry, LAT_LABEL, TIME_LABEL};
 
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
@@ -70,7 +70,7 @@ fn draw(app: &App, geo: &Geometry, buf: &mut Buffer) {
     });
     for (t, row) in counts.iter().enumerate() {
         for (l, &n) in row.iter().enumerate() {
-            let (glyph, mut style) = theme.heat(Theme::level(n, max));
+            let (glyph, mut style) = theme.heat(spectro::shade(n, max, HEAT_GLYPHS.len()));
             if let Some((t0, t1, l0, l1)) = region {
                 if (t0..=t1).contains(&(t as i64)) && (l0..=l1).contains(&l) {
                     style = style.patch(theme.selection());
