@@ -38,12 +38,12 @@ pub mod varint;
 mod writer;
 
 pub use columns::{Col, ColSet, ColValue, Columns, MAX_CHUNK_EVENTS};
-pub use error::Error;
+pub use error::{Error, Limit};
 pub use frame::{FORMAT_MAJOR, FORMAT_MINOR};
 pub use model::{
     blk_flags, dev_parts, mkdev, BlockOp, Class, Device, DropStats, Event, FdType, FileEntry, Meta, ProcEntry, StrId,
 };
 pub use reader::{ChunkDecoder, ChunkInfo, Reader, Source};
 pub use summary::{log2_bucket, log2_bucket_range, ChunkSummary, LOG2_BUCKETS};
-pub use tables::Tables;
+pub use tables::{table_budget, Tables, MAX_STRING, MAX_TABLE_BYTES, TABLE_BUDGET_FLOOR, TABLE_BYTES_PER_FILE_BYTE};
 pub use writer::{Writer, WriterOptions};

@@ -1,7 +1,7 @@
 //! Compression of table frame payloads (`codec:u8 raw_len:varint data`) and of the
 //! columns of a chunk (each with its own codec and sizes in the column directory).
 
-use crate::varint::{self, Cursor};
+use crate::varint;
 
 pub const RAW: u8 = 0;
 pub const ZSTD: u8 = 1;
@@ -101,13 +101,6 @@ impl Unpacker {
         let mut dctx = zstd::bulk::Decompressor::new()?;
         dctx.window_log_max(MAX_WINDOW_LOG)?;
         Ok(Unpacker { dctx })
-    }
-
-    /// Decode `codec raw_len data` from `cur` into `out` (cleared first).
-    pub fn unpack(&mut self, cur: &mut Cursor<'_>, out: &mut Vec<u8>) -> Result<(), &'static str> {
-        let codec = cur.u8().ok_or("payload cut short")?;
-        let raw_len = cur.varint().ok_or("payload cut short")?;
-        self.unpack_parts(codec, raw_len, cur.rest(), out)
     }
 
     /// Decode `data`, stored with `codec`, into `out` (cleared first); it must come to

@@ -5,12 +5,12 @@ use std::io;
 use std::path::Path;
 
 use crate::columns::{ColSet, Columns};
-use crate::error::Error;
+use crate::error::{Error, Limit};
 use crate::frame::{self, FrameHeader, Kind, FRAME_HEADER_LEN, PREAMBLE_LEN, TRAILER_LEN};
 use crate::model::{DropStats, Event, Meta};
 use crate::pack::Unpacker;
 use crate::summary::ChunkSummary;
-use crate::tables::Tables;
+use crate::tables::{table_budget, TableError, Tables};
 use crate::varint::Cursor;
 
 /// Bytes that can be read at any offset from several threads at once.
@@ -157,7 +157,7 @@ impl<S: Source> Reader<S> {
             file_len,
             version,
             meta: Meta::default(),
-            tables: Tables::default(),
+            tables: Tables::with_budget(table_budget(file_len)),
             chunks: Vec::new(),
             drop_stats: Vec::new(),
             stop_ts: None,
@@ -166,7 +166,7 @@ impl<S: Source> Reader<S> {
         let mut dec = ChunkDecoder::new();
         r.read_header(&mut dec)?;
         if let Err(why) = r.open_by_index(&mut dec) {
-            r.tables = Tables::default();
+            r.tables = Tables::with_budget(table_budget(file_len));
             r.chunks.clear();
             r.drop_stats.clear();
             r.stop_ts = None;
@@ -405,12 +405,32 @@ impl<S: Source> Reader<S> {
                 | Kind::ColumnFiles),
             ) => {
                 let mut cur = Cursor::new(&dec.payload);
+                let cut = || Error::corrupt(off, "payload cut short");
+                let codec = cur.u8().ok_or_else(cut)?;
+                let raw_len = cur.varint().ok_or_else(cut)?;
+                // The entries take at least as many bytes decoded as their payload does: a
+                // payload larger than the budget left is refused before it is decompressed.
+                let (used, budget) = self.tables.budget_used();
+                if raw_len > self.tables.budget_left() {
+                    return Err(Error::OverLimit {
+                        offset: off,
+                        limit: Limit::Tables,
+                        len: used.saturating_add(raw_len),
+                        max: budget,
+                    });
+                }
                 dec.unpacker
-                    .unpack(&mut cur, &mut dec.body)
+                    .unpack_parts(codec, raw_len, cur.rest(), &mut dec.body)
                     .map_err(|e| Error::corrupt(off, e))?;
-                self.tables
-                    .apply(k, &dec.body)
-                    .ok_or_else(|| Error::corrupt(off, "table entries do not decode"))?;
+                self.tables.apply(k, &dec.body).map_err(|e| match e {
+                    TableError::Corrupt => Error::corrupt(off, "table entries do not decode"),
+                    TableError::Over { limit, len, max } => Error::OverLimit {
+                        offset: off,
+                        limit,
+                        len,
+                        max,
+                    },
+                })?;
             }
             Some(Kind::Stats) => {
                 let mut cur = Cursor::new(&dec.payload);

@@ -5,15 +5,72 @@
 //! as they are decoded (see [`crate::escape`]), so nothing downstream sees raw host bytes.
 //! Writers since 1.1 store strings prefix-coded (kind 9) and files field by field (kind 10);
 //! the 1.0 kinds (2 and 4, one whole entry after another) are still read.
+//!
+//! A few bytes of a table frame can describe a lot: a zstd frame expands up to 32 768 times,
+//! a prefix-coded string repeats the one before it, and escaping makes a byte up to four. So
+//! what the tables may hold is limited, checked before each allocation: one string at most
+//! [`MAX_STRING`] bytes, and all the tables together, decoded, at most [`table_budget`] of the
+//! file's size ([`crate::Error::OverLimit`] past either).
 
 use std::collections::HashMap;
 
+use crate::error::Limit;
 use crate::escape::escape;
 use crate::model::{Device, FdType, FileEntry, ProcEntry, StrId};
 use crate::varint::{self, Cursor};
 
+/// The longest string a table may hold, in bytes before escaping. Strings are process names
+/// (16 bytes), paths (the kernel's PATH_MAX is 4 096; the recorder joins a working directory of
+/// up to that with a relative path of up to 256 bytes), socket names (under 128), device names
+/// (32) and command lines, which the recorder reads from `/proc` whole and [`crate::Writer`]
+/// cuts to this length. Longer is no name a recorder wrote: the reader refuses it.
+pub const MAX_STRING: usize = 8 << 10;
+
+/// The most the decoded tables of any capture may take: 1 GiB. That is ten million files with
+/// 50-byte paths, more than a day of a whole busy machine opens; past it a capture is refused
+/// the rest of its tables (its events still read) rather than take the memory.
+pub const MAX_TABLE_BYTES: u64 = 1 << 30;
+
+/// Decoded tables any capture may have, however small: 16 MiB, the tables of 100 000 files (a
+/// `/proc` seed of a busy machine, or a tree walk) whatever their paths compress to.
+pub const TABLE_BUDGET_FLOOR: u64 = 16 << 20;
+
+/// How many bytes of decoded tables each byte of a file may bring on top of the floor.
+/// Prefix coding and zstd store a regular table in very few bytes: measured on synthetic tree
+/// walks (`bombs::real_tables_fit_the_budget` in the format tests), decoded tables
+/// took 5 to 10 bytes per byte of the file with 40-byte paths, 59 with 1 KiB paths and 213
+/// with 4 KiB paths, when every file is also opened, read and closed; a capture of tables alone
+/// (the recorder's start, before events), 9 to 102 with 40-byte paths and 590 with 1 KiB ones,
+/// which the floor covers up to its 16 MiB. So a small crafted file cannot take more than the
+/// floor and a fraction of a MB (8 KB: 18 MiB), and memory stays proportional to a file's size.
+pub const TABLE_BYTES_PER_FILE_BYTE: u64 = 256;
+
+/// What a string costs in the budget besides its escaped bytes: its `String` and map slot.
+const STRING_COST: u64 = 64;
+/// What a process, file or device entry costs in the budget: the entry, its slot in the
+/// vector (which may have doubled) and in the index map.
+const ENTRY_COST: u64 = 96;
+
+/// The budget of decoded tables for a file of `file_len` bytes: [`TABLE_BUDGET_FLOOR`] and
+/// [`TABLE_BYTES_PER_FILE_BYTE`] per byte, at most [`MAX_TABLE_BYTES`].
+pub fn table_budget(file_len: u64) -> u64 {
+    file_len
+        .saturating_mul(TABLE_BYTES_PER_FILE_BYTE)
+        .saturating_add(TABLE_BUDGET_FLOOR)
+        .min(MAX_TABLE_BYTES)
+}
+
+/// Why a table frame was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TableError {
+    /// Entries that do not decode (a count over the bytes, an out-of-range field, bytes left).
+    Corrupt,
+    /// A limit passed: `len` bytes where `max` are allowed.
+    Over { limit: Limit, len: u64, max: u64 },
+}
+
 /// All table entries of a capture, by id.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Tables {
     strings: HashMap<StrId, String>,
     procs: Vec<ProcEntry>,
@@ -21,9 +78,61 @@ pub struct Tables {
     files: Vec<FileEntry>,
     file_index: HashMap<u32, usize>,
     devices: Vec<Device>,
+    device_index: HashMap<u32, usize>,
+    /// Bytes of decoded tables allowed, and counted so far (never given back when an entry is
+    /// replaced: a file that rewrites one id over and over uses its budget up too).
+    budget: u64,
+    used: u64,
+}
+
+impl Default for Tables {
+    fn default() -> Self {
+        Tables::with_budget(MAX_TABLE_BYTES)
+    }
 }
 
 impl Tables {
+    /// Empty tables that may grow to `budget` bytes decoded (see [`table_budget`]).
+    pub(crate) fn with_budget(budget: u64) -> Tables {
+        Tables {
+            strings: HashMap::new(),
+            procs: Vec::new(),
+            proc_index: HashMap::new(),
+            files: Vec::new(),
+            file_index: HashMap::new(),
+            devices: Vec::new(),
+            device_index: HashMap::new(),
+            budget,
+            used: 0,
+        }
+    }
+
+    /// Bytes of the budget left: a table frame decompressing to more than this is refused
+    /// before it is decompressed (its entries would take at least as much).
+    pub(crate) fn budget_left(&self) -> u64 {
+        self.budget - self.used
+    }
+
+    /// Bytes of decoded tables counted so far (strings escaped, and a fixed cost per entry),
+    /// and the most this capture's tables may take ([`table_budget`] of its size).
+    pub fn budget_used(&self) -> (u64, u64) {
+        (self.used, self.budget)
+    }
+
+    /// Count `bytes` more against the budget, or refuse them.
+    fn charge(&mut self, bytes: u64) -> Result<(), TableError> {
+        let used = self.used.saturating_add(bytes);
+        if used > self.budget {
+            return Err(TableError::Over {
+                limit: Limit::Tables,
+                len: used,
+                max: self.budget,
+            });
+        }
+        self.used = used;
+        Ok(())
+    }
+
     /// The (escaped) string with this id; `""` for 0 or an id the file never defined.
     pub fn string(&self, id: StrId) -> &str {
         self.strings.get(&id).map_or("", String::as_str)
@@ -53,7 +162,7 @@ impl Tables {
 
     /// The name of block device `dev` (`vda`), if the capture knows it.
     pub fn device_name(&self, dev: u32) -> Option<&str> {
-        self.devices.iter().find(|d| d.dev == dev).map(|d| d.name.as_str())
+        self.device_index.get(&dev).map(|&i| self.devices[i].name.as_str())
     }
 
     /// Number of strings.
@@ -61,15 +170,25 @@ impl Tables {
         self.strings.len()
     }
 
+    /// Add (or rename) a device. By an index, like processes and files: the budget lets a
+    /// file hold a million devices, which a search per insert would make quadratic.
     pub(crate) fn add_device(&mut self, d: Device) {
-        match self.devices.iter_mut().find(|x| x.dev == d.dev) {
-            Some(x) => *x = d,
-            None => self.devices.push(d),
+        match self.device_index.get(&d.dev) {
+            Some(&i) => self.devices[i] = d,
+            None => {
+                self.device_index.insert(d.dev, self.devices.len());
+                self.devices.push(d);
+            }
         }
     }
 
-    pub(crate) fn add_string(&mut self, id: StrId, bytes: &[u8]) {
-        self.strings.insert(id, escape(bytes));
+    /// Add a string decoded from a table frame, escaped.
+    fn add_string(&mut self, id: StrId, bytes: &[u8]) -> Result<(), TableError> {
+        check_string(bytes.len())?;
+        let s = escape(bytes);
+        self.charge(STRING_COST + s.len() as u64)?;
+        self.strings.insert(id, s);
+        Ok(())
     }
 
     pub(crate) fn add_proc(&mut self, p: ProcEntry) {
@@ -93,13 +212,14 @@ impl Tables {
     }
 
     /// Merge the entries of one table frame's (decompressed) payload.
-    pub(crate) fn apply(&mut self, kind: crate::frame::Kind, data: &[u8]) -> Option<()> {
+    pub(crate) fn apply(&mut self, kind: crate::frame::Kind, data: &[u8]) -> Result<(), TableError> {
         use crate::frame::Kind;
+        let corrupt = TableError::Corrupt;
         let mut cur = Cursor::new(data);
-        let count = cur.varint()?;
+        let count = cur.varint().ok_or(corrupt)?;
         // Every entry takes at least one byte: a count past the bytes left is corrupt.
         if count > cur.remaining() as u64 {
-            return None;
+            return Err(corrupt);
         }
         match kind {
             Kind::PrefixStrings => return self.apply_prefix_strings(cur, count),
@@ -107,80 +227,128 @@ impl Tables {
             _ => {}
         }
         for _ in 0..count {
-            match kind {
-                Kind::Strings => {
-                    let id = u32::try_from(cur.varint()?).ok()?;
-                    let bytes = cur.len_bytes()?;
-                    self.add_string(id, bytes);
-                }
-                Kind::Procs => {
-                    let p = ProcEntry {
-                        id: u32::try_from(cur.varint()?).ok()?,
-                        pid: u32::try_from(cur.varint()?).ok()?,
-                        ppid: u32::try_from(cur.varint()?).ok()?,
-                        name: u32::try_from(cur.varint()?).ok()?,
-                        exe: u32::try_from(cur.varint()?).ok()?,
-                        cmdline: u32::try_from(cur.varint()?).ok()?,
-                        start_ts: cur.varint()?,
-                    };
+            match entry(kind, &mut cur).ok_or(corrupt)? {
+                Entry::String(id, bytes) => self.add_string(id, bytes)?,
+                Entry::Proc(p) => {
+                    self.charge(ENTRY_COST)?;
                     self.add_proc(p);
                 }
-                Kind::Files => {
-                    let f = FileEntry {
-                        id: u32::try_from(cur.varint()?).ok()?,
-                        pid: u32::try_from(cur.varint()?).ok()?,
-                        fd: i32::try_from(cur.signed()?).ok()?,
-                        kind: FdType::from_code(cur.u8()?),
-                        name: u32::try_from(cur.varint()?).ok()?,
-                        dev: u32::try_from(cur.varint()?).ok()?,
-                        open_ts: cur.varint()?,
-                    };
+                Entry::File(f) => {
+                    self.charge(ENTRY_COST)?;
                     self.add_file(f);
                 }
-                Kind::Devices => {
-                    let dev = u32::try_from(cur.varint()?).ok()?;
-                    let name = escape(cur.len_bytes()?);
+                Entry::Device(dev, name) => {
+                    check_string(name.len())?;
+                    let name = escape(name);
+                    self.charge(ENTRY_COST + name.len() as u64)?;
                     self.add_device(Device { dev, name });
                 }
-                _ => return None,
             }
         }
-        cur.is_empty().then_some(())
+        if !cur.is_empty() {
+            return Err(corrupt);
+        }
+        Ok(())
     }
+}
+
+/// One entry of a 1.0 table frame (kinds 2 to 5), its strings still raw.
+enum Entry<'a> {
+    String(StrId, &'a [u8]),
+    Proc(ProcEntry),
+    File(FileEntry),
+    Device(u32, &'a [u8]),
+}
+
+/// Decode the next entry of a `kind` frame; `None` when it does not decode.
+fn entry<'a>(kind: crate::frame::Kind, cur: &mut Cursor<'a>) -> Option<Entry<'a>> {
+    use crate::frame::Kind;
+    Some(match kind {
+        Kind::Strings => Entry::String(u32::try_from(cur.varint()?).ok()?, cur.len_bytes()?),
+        Kind::Procs => Entry::Proc(ProcEntry {
+            id: u32::try_from(cur.varint()?).ok()?,
+            pid: u32::try_from(cur.varint()?).ok()?,
+            ppid: u32::try_from(cur.varint()?).ok()?,
+            name: u32::try_from(cur.varint()?).ok()?,
+            exe: u32::try_from(cur.varint()?).ok()?,
+            cmdline: u32::try_from(cur.varint()?).ok()?,
+            start_ts: cur.varint()?,
+        }),
+        Kind::Files => Entry::File(FileEntry {
+            id: u32::try_from(cur.varint()?).ok()?,
+            pid: u32::try_from(cur.varint()?).ok()?,
+            fd: i32::try_from(cur.signed()?).ok()?,
+            kind: FdType::from_code(cur.u8()?),
+            name: u32::try_from(cur.varint()?).ok()?,
+            dev: u32::try_from(cur.varint()?).ok()?,
+            open_ts: cur.varint()?,
+        }),
+        Kind::Devices => Entry::Device(u32::try_from(cur.varint()?).ok()?, cur.len_bytes()?),
+        _ => return None,
+    })
+}
+
+/// A host string of a table frame must be at most [`MAX_STRING`] bytes.
+fn check_string(len: usize) -> Result<(), TableError> {
+    if len > MAX_STRING {
+        return Err(TableError::Over {
+            limit: Limit::String,
+            len: len as u64,
+            max: MAX_STRING as u64,
+        });
+    }
+    Ok(())
 }
 
 impl Tables {
     /// Entries of a [`crate::frame::Kind::PrefixStrings`] frame: `id_delta shared suffix`
     /// (the id as a zigzag delta to the previous entry's),
     /// each string being the previous one's first `shared` bytes then `suffix`.
-    fn apply_prefix_strings(&mut self, mut cur: Cursor, count: u64) -> Option<()> {
+    fn apply_prefix_strings(&mut self, mut cur: Cursor, count: u64) -> Result<(), TableError> {
         let (mut id, mut prev, mut total) = (0i64, Vec::new(), 0u64);
         for _ in 0..count {
             id = id
-                .checked_add(cur.signed()?)
-                .filter(|&i| (0..=i64::from(u32::MAX)).contains(&i))?;
-            let shared = usize::try_from(cur.varint()?).ok().filter(|&n| n <= prev.len())?;
-            let suffix = cur.len_bytes()?;
+                .checked_add(cur.signed().ok_or(TableError::Corrupt)?)
+                .filter(|&i| (0..=i64::from(u32::MAX)).contains(&i))
+                .ok_or(TableError::Corrupt)?;
+            let shared = usize::try_from(cur.varint().ok_or(TableError::Corrupt)?)
+                .ok()
+                .filter(|&n| n <= prev.len())
+                .ok_or(TableError::Corrupt)?;
+            let suffix = cur.len_bytes().ok_or(TableError::Corrupt)?;
+            // Checked before `prev` grows: shared bytes plus a suffix may not pass one string's
+            // limit either.
+            check_string(shared + suffix.len())?;
             // Shared prefixes could otherwise expand a small frame quadratically: the strings
-            // of one frame may total no more than a frame's payload.
+            // of one frame may total no more than a frame's payload (the budget bounds them
+            // across frames).
             total += (shared + suffix.len()) as u64;
             if total > u64::from(crate::frame::MAX_PAYLOAD) {
-                return None;
+                return Err(TableError::Corrupt);
             }
             prev.truncate(shared);
             prev.extend_from_slice(suffix);
-            self.add_string(id as StrId, &prev);
+            self.add_string(id as StrId, &prev)?;
         }
-        cur.is_empty().then_some(())
+        if !cur.is_empty() {
+            return Err(TableError::Corrupt);
+        }
+        Ok(())
     }
 
     /// Entries of a [`crate::frame::Kind::ColumnFiles`] frame: `count` values of each field in
     /// turn, every field but `kind` and `dev` as the zigzag delta to the previous entry's.
-    fn apply_column_files(&mut self, mut cur: Cursor, count: u64) -> Option<()> {
+    fn apply_column_files(&mut self, cur: Cursor, count: u64) -> Result<(), TableError> {
         // Seven fields of at least one byte each.
         if count > cur.remaining() as u64 / 7 {
-            return None;
+            return Err(TableError::Corrupt);
         }
+        // Counted whole before the entries are allocated.
+        self.charge(count.saturating_mul(ENTRY_COST))?;
+        self.decode_column_files(cur, count).ok_or(TableError::Corrupt)
+    }
+
+    fn decode_column_files(&mut self, mut cur: Cursor, count: u64) -> Option<()> {
         let mut files = vec![FileEntry::default(); count as usize];
         fn delta(cur: &mut Cursor, files: &mut [FileEntry], set: fn(&mut FileEntry, i64) -> Option<()>) -> Option<()> {
             let mut prev = 0i64;

@@ -9,8 +9,11 @@ use crate::frame::{self, Kind};
 use crate::model::{Device, DropStats, Event, FileEntry, Meta, ProcEntry, StrId};
 use crate::pack::Packer;
 use crate::summary::ChunkSummary;
-use crate::tables::{self, Pending, PendingStrings};
+use crate::tables::{self, Pending, PendingStrings, MAX_STRING};
 use crate::varint;
+
+/// What ends a string cut to [`MAX_STRING`] bytes.
+const ELLIPSIS: &[u8] = "…".as_bytes();
 
 /// How the writer cuts and compresses chunks.
 #[derive(Clone, Debug)]
@@ -104,8 +107,17 @@ impl<W: Write> Writer<W> {
         Ok(w)
     }
 
-    /// The id of `bytes` in the string table, adding it if it is new.
+    /// The id of `bytes` in the string table, adding it if it is new. A string longer than
+    /// [`crate::MAX_STRING`] (a command line read whole from `/proc` can be megabytes) is cut
+    /// to that length, its last three bytes `…`, since readers refuse longer ones.
     pub fn intern(&mut self, bytes: &[u8]) -> StrId {
+        let cut;
+        let bytes = if bytes.len() > MAX_STRING {
+            cut = [&bytes[..MAX_STRING - ELLIPSIS.len()], ELLIPSIS].concat();
+            &cut[..]
+        } else {
+            bytes
+        };
         if let Some(&id) = self.strings.get(bytes) {
             return id;
         }
@@ -132,8 +144,18 @@ impl<W: Write> Writer<W> {
         id
     }
 
-    /// Add (or rename) a block device.
+    /// Add (or rename) a block device. A name longer than [`crate::MAX_STRING`] bytes (no
+    /// kernel's is) is cut to that length, as [`Writer::intern`] cuts strings.
     pub fn add_device(&mut self, d: &Device) {
+        if d.name.len() > MAX_STRING {
+            let mut end = MAX_STRING - ELLIPSIS.len();
+            while !d.name.is_char_boundary(end) {
+                end -= 1;
+            }
+            let name = format!("{}…", &d.name[..end]);
+            tables::encode_device(&mut self.pending_devices, &Device { dev: d.dev, name });
+            return;
+        }
         tables::encode_device(&mut self.pending_devices, d);
     }
 
