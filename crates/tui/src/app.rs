@@ -107,15 +107,9 @@ pub struct Capture {
 impl Capture {
     pub fn new(reader: Arc<Reader>, path: &std::path::Path) -> Capture {
         let name = iocap_format::escape::escape(path.as_os_str().as_encoded_bytes());
-        let start = reader.meta().start_ts.min(
-            reader
-                .chunks()
-                .iter()
-                .map(|c| c.summary.min_ts)
-                .min()
-                .unwrap_or(u64::MAX),
-        );
-        let end = reader.stop_ts().max(start + 1);
+        // The span every report is laid over; a view needs at least one ns of it.
+        let (start, end) = iocap_analysis::capture_span(&reader);
+        let end = end.max(start + 1);
         let total = reader.event_count();
         Capture {
             reader,
