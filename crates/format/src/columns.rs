@@ -103,6 +103,59 @@ impl Col {
 /// event, incompressible) under the 64 MiB frame limit. Writers cap their chunks to it.
 pub const MAX_CHUNK_EVENTS: u64 = 1 << 18;
 
+impl Col {
+    /// Bits of the widest raw value of the column's type (FORMAT.md): 8 for `u8`, 32 for `u32`
+    /// and `i32` (zigzag), 64 for `u64` and `i64` (zigzag).
+    pub(crate) const fn raw_bits(self) -> u32 {
+        match self {
+            Col::Class | Col::Op => 8,
+            Col::Ts | Col::Latency | Col::Ret | Col::Bytes | Col::Sector | Col::Queue => 64,
+            _ => 32,
+        }
+    }
+}
+
+/// The most bytes a column of `n` values of `col`'s type can take in `encoding`, its varints
+/// in their shortest form (as writers write them); `None` for an unknown encoding. A reader
+/// refuses a column that declares more before decompressing it: without this a few KB of zstd
+/// could make every chunk's column 256 MiB, where 2^18 events of the widest type need 3.4 MB.
+pub(crate) fn max_column_bytes(col: Col, encoding: u8, n: u64) -> Option<u64> {
+    let bits = col.raw_bits();
+    // A value's varint: 2 bytes for a u8, 5 for a u32, 10 for a u64.
+    let value = u64::from(bits.div_ceil(7));
+    // A zigzag delta between two values spans one more bit: 2, 5 and 10 bytes again.
+    let delta = u64::from((bits + 1).min(64).div_ceil(7));
+    // A count or position, at most n.
+    let pos = varint_len(n) as u64;
+    let n = n as u128;
+    let max = match encoding {
+        // One varint, in any of its forms (at most 10 bytes).
+        enc::CONST => 10,
+        enc::VARINT => n * value as u128,
+        enc::DELTA => n * delta as u128,
+        enc::GAP => n * 10,
+        // k ≤ n, then k gaps (each < n) and k values.
+        enc::SPARSE => pos as u128 + n * (pos + value) as u128,
+        // k ≤ 256 keys, then one byte per event.
+        enc::DICT => 2 + 256 * value as u128 + n,
+        // bits, k ≤ 16 keys, then at most 4 bits per event.
+        enc::PACKED_DICT => 2 + 16 * value as u128 + n.div_ceil(2),
+        // four lengths, 2 bits per event, at most 8 bytes per event.
+        enc::VBYTE | enc::GAP_VBYTE => 4 + n.div_ceil(4) + 8 * n,
+        _ => return None,
+    };
+    Some(u64::try_from(max).unwrap_or(u64::MAX))
+}
+
+/// Refuse a column of `n` values whose decompressed size is more than its encoding needs.
+fn check_column_size(col: Col, encoding: u8, raw_len: u64, n: usize) -> Result<(), DecodeError> {
+    let max = max_column_bytes(col, encoding, n as u64).ok_or(BodyError("unknown column encoding"))?;
+    if raw_len > max {
+        return Err(DecodeError::TooLarge { col, len: raw_len, max });
+    }
+    Ok(())
+}
+
 /// Column encodings (on-disk codes).
 pub(crate) mod enc {
     pub const CONST: u8 = 0;
@@ -177,6 +230,25 @@ impl ColValue for i32 {
 /// Why a chunk body could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BodyError(pub &'static str);
+
+/// Why a chunk body could not be decoded, with the numbers when a column was too large.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DecodeError {
+    Body(BodyError),
+    /// Column `col` declares `len` bytes decompressed where its encoding needs at most `max`
+    /// for the chunk's events ([`max_column_bytes`]).
+    TooLarge {
+        col: Col,
+        len: u64,
+        max: u64,
+    },
+}
+
+impl From<BodyError> for DecodeError {
+    fn from(e: BodyError) -> DecodeError {
+        DecodeError::Body(e)
+    }
+}
 
 macro_rules! columns {
     ($( $(#[$doc:meta])* $field:ident : $ty:ty = $col:ident, $delta:expr; )*) => {
@@ -276,6 +348,10 @@ macro_rules! columns {
             pub fn decode(&mut self, body: &[u8], n: usize, want: ColSet) -> Result<(), BodyError> {
                 let mut unpacker = None;
                 self.decode_with(body, n, want, &mut unpacker, &mut Vec::new())
+                    .map_err(|e| match e {
+                        DecodeError::Body(e) => e,
+                        DecodeError::TooLarge { .. } => BodyError("column larger than its events need"),
+                    })
             }
 
             /// [`Columns::decode`] with reusable decompression state (created on first need)
@@ -287,17 +363,17 @@ macro_rules! columns {
                 want: ColSet,
                 unpacker: &mut Option<Unpacker>,
                 scratch: &mut Vec<u8>,
-            ) -> Result<(), BodyError> {
+            ) -> Result<(), DecodeError> {
                 self.clear();
                 if n as u64 > MAX_CHUNK_EVENTS {
-                    return Err(BodyError("more events than a chunk may hold"));
+                    return Err(BodyError("more events than a chunk may hold").into());
                 }
                 // ret is stored relative to bytes (see `@raw`): decoding it needs both.
                 let inner = if want.contains(Col::Ret) { want.with(Col::Bytes) } else { want };
                 let mut cur = Cursor::new(body);
                 let ncols = cur.varint().ok_or(BodyError("column directory cut short"))?;
                 if ncols > 64 {
-                    return Err(BodyError("column directory too long"));
+                    return Err(BodyError("column directory too long").into());
                 }
                 let mut dir = [(0u64, 0u8, 0u8, 0u64, 0u64); 64];
                 let dir = &mut dir[..ncols as usize];
@@ -322,17 +398,17 @@ macro_rules! columns {
                 for (&(id, encoding, _, _, stored_len), stored) in dir.iter().zip(stored.iter_mut()) {
                     *stored = cur.bytes(stored_len).ok_or(BodyError("column longer than the chunk"))?;
                     if matches!(encoding, enc::GAP | enc::GAP_VBYTE) && id != Col::Ts as u64 {
-                        return Err(BodyError("gap encoding on a column other than ts"));
+                        return Err(BodyError("gap encoding on a column other than ts").into());
                     }
                     if id < 64 {
                         if seen & (1 << id) != 0 {
-                            return Err(BodyError("column stored twice"));
+                            return Err(BodyError("column stored twice").into());
                         }
                         seen |= 1 << id;
                     }
                 }
                 if !cur.is_empty() {
-                    return Err(BodyError("bytes after the last column"));
+                    return Err(BodyError("bytes after the last column").into());
                 }
                 // A gap-encoded ts is decoded last, its starts rebuilt as its values are read.
                 let ts_gap = gap && inner.contains(Col::Ts);
@@ -344,6 +420,7 @@ macro_rules! columns {
                     if ts_gap && id == Col::Ts as u64 {
                         continue;
                     }
+                    check_column_size(Col::ALL[id as usize], encoding, raw_len, n)?;
                     let data = unpack_column(codec, raw_len, stored, unpacker, scratch)?;
                     $(
                         if id == Col::$col as u64 {
@@ -360,6 +437,7 @@ macro_rules! columns {
                     let at = dir.iter().position(|e| e.0 == Col::Ts as u64);
                     if let Some(k) = at {
                         let (_, encoding, codec, raw_len, _) = dir[k];
+                        check_column_size(Col::Ts, encoding, raw_len, n)?;
                         let data = unpack_column(codec, raw_len, stored[k], unpacker, scratch)?;
                         decode_gap_ts(data, encoding, n, &mut self.ts, &self.class, &self.tid, &self.latency)?;
                     }
@@ -1366,6 +1444,45 @@ mod tests {
             if let Some(want) = want {
                 proptest::prop_assert_eq!(got_pos, Some(pos));
                 proptest::prop_assert_eq!(got, want);
+            }
+        }
+    }
+
+    /// Whatever the values, a column as the writer encodes it is within the limit readers
+    /// check for its type and encoding: the widest values, zeros between them (sparse), few
+    /// distinct values (dictionaries), runs (constant), for every column.
+    #[test]
+    fn written_columns_are_within_their_limits() {
+        for col in Col::ALL {
+            let top = u64::MAX >> (64 - col.raw_bits());
+            let cases: [Box<dyn Fn(u64) -> u64>; 6] = [
+                Box::new(move |_| top),
+                Box::new(move |i| if i % 2 == 0 { top } else { 0 }),
+                Box::new(move |i| if i % 97 == 0 { top - (i / 97) % 50 } else { 0 }),
+                Box::new(move |i| top - i % 200),
+                Box::new(move |i| top - i % 9),
+                Box::new(move |i| {
+                    if i % 2 == 0 {
+                        top
+                    } else {
+                        top - (i.wrapping_mul(0x9e37_79b9) & top)
+                    }
+                }),
+            ];
+            for (k, f) in cases.iter().enumerate() {
+                for n in [1usize, 5, 1000, 20_000] {
+                    for (delta, vbyte) in [(false, false), (true, false), (false, true)] {
+                        let mut out = Vec::new();
+                        if let Some(e) = encode_column(|i| f(i as u64), n, delta, vbyte, &mut out) {
+                            let max = max_column_bytes(col, e, n as u64).unwrap();
+                            assert!(
+                                out.len() as u64 <= max,
+                                "{col:?} case {k} n {n}: encoding {e}, {} > {max}",
+                                out.len()
+                            );
+                        }
+                    }
+                }
             }
         }
     }

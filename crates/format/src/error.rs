@@ -3,6 +3,7 @@
 use std::fmt;
 use std::io;
 
+use crate::columns::Col;
 
 /// Why a capture could not be written or read.
 #[derive(Debug, thiserror::Error)]
@@ -26,8 +27,8 @@ pub enum Error {
     #[error("{what} of {len} bytes is over the limit of {max}")]
     TooLarge { what: &'static str, len: u64, max: u64 },
     /// A frame (at `offset`) declares more than the reader lets one file use: a string longer
-    /// than any path or command line, tables larger than the file could hold ([`Limit`] says
-    /// which). Checked before allocating.
+    /// than any path or command line, tables larger than the file could hold, a column larger
+    /// than its chunk's events need ([`Limit`] says which). Checked before allocating.
     #[error("capture at byte {offset}: {limit} is {len} bytes, over the limit of {max}")]
     OverLimit {
         offset: u64,
@@ -50,6 +51,9 @@ pub enum Limit {
     /// Every table of the capture together, decoded, strings counted escaped: at most
     /// [`crate::table_budget`] of the file's size.
     Tables,
+    /// One column of a chunk of `events` events, decompressed: at most what the column's
+    /// encoding can take for that many values of the column's type.
+    Column { col: Col, events: u64 },
 }
 
 impl fmt::Display for Limit {
@@ -57,6 +61,13 @@ impl fmt::Display for Limit {
         match self {
             Limit::String => f.write_str("a table string"),
             Limit::Tables => f.write_str("decoded table data"),
+            Limit::Column { col, events } => {
+                write!(
+                    f,
+                    "the decompressed {} column of a {events}-event chunk",
+                    format!("{col:?}").to_lowercase()
+                )
+            }
         }
     }
 }

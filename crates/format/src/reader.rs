@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io;
 use std::path::Path;
 
-use crate::columns::{ColSet, Columns};
+use crate::columns::{ColSet, Columns, DecodeError};
 use crate::error::{Error, Limit};
 use crate::frame::{self, FrameHeader, Kind, FRAME_HEADER_LEN, PREAMBLE_LEN, TRAILER_LEN};
 use crate::model::{DropStats, Event, Meta};
@@ -575,5 +575,13 @@ fn decode_chunk(
     // The summary decoded, so `events` is at most MAX_CHUNK_EVENTS and fits a usize.
     let n = own.events as usize;
     cols.decode_with(cur.rest(), n, want, unpacker, scratch)
-        .map_err(|e| Error::corrupt(off, e.0))
+        .map_err(|e| match e {
+            DecodeError::Body(e) => Error::corrupt(off, e.0),
+            DecodeError::TooLarge { col, len, max } => Error::OverLimit {
+                offset: off,
+                limit: Limit::Column { col, events: n as u64 },
+                len,
+                max,
+            },
+        })
 }

@@ -94,16 +94,22 @@ fn assert_corrupt(r: Result<Columns, Error>, what: &str) {
 
 #[test]
 fn decompressed_size_over_the_cap_is_refused() {
+    // Ten VARINT values of a u64 take at most 100 bytes: more is refused before decompressing.
+    for raw_len in [300 << 20, 200 << 20, 101] {
+        let mut f = start(FORMAT_MAJOR);
+        f.extend(chunk(10, 1, raw_len, &[0; 64]));
+        match read_first(f) {
+            Err(Error::OverLimit { len, max: 100, .. }) if len == raw_len => {}
+            other => panic!("raw_len {raw_len}: expected the column limit, got {other:?}"),
+        }
+    }
+    // Within the column's limit, but more than the 8 bytes of zstd data could expand to.
     let mut f = start(FORMAT_MAJOR);
-    f.extend(chunk(10, 1, 300 << 20, &[0; 64]));
-    assert_corrupt(read_first(f), "raw_len 300 MiB");
-    // Under the cap, but far more than the 64 bytes of zstd data could expand to.
-    let mut f = start(FORMAT_MAJOR);
-    f.extend(chunk(10, 1, 200 << 20, &[0; 64]));
-    assert_corrupt(read_first(f), "raw_len 200 MiB from 64 bytes");
+    f.extend(chunk(1 << 18, 1, 1 << 20, &[0; 8]));
+    assert_corrupt(read_first(f), "raw_len 1 MiB from 8 bytes");
     // A stored (raw) payload whose size disagrees.
     let mut f = start(FORMAT_MAJOR);
-    f.extend(chunk(10, 0, 1000, &[0; 10]));
+    f.extend(chunk(10, 0, 50, &[0; 10]));
     assert_corrupt(read_first(f), "raw size mismatch");
 }
 
