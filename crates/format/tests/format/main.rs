@@ -1,6 +1,7 @@
 //! Integration tests of the capture format: round trips, truncation, corruption, hostile files.
 //! One test binary (modules below) so the crate links its tests once.
 
+mod bombs;
 mod corruption;
 mod hostile;
 mod roundtrip;
