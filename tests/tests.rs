@@ -3,6 +3,7 @@
 mod util;
 
 mod filter;
+mod hostile;
 mod info;
 mod output;
 #[cfg(all(target_os = "linux", feature = "record"))]

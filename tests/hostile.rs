@@ -1,0 +1,417 @@
+//! Memory bombs (fixtures/hostile/, made by crates/format/tests/format/bombs.rs): files of a
+//! few KB declaring huge string tables or huge zstd columns. Every command that reads a capture
+//! (`info`, `report`, `export`, and the viewer's scan, run as `iocap view` on a pseudo-terminal)
+//! must stay under 128 MB of peak RSS on each, measured on the child with `wait4`.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::FromRawFd;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// 128 MB, in the KiB `ru_maxrss` counts.
+const MAX_RSS_KIB: u64 = 128_000_000 / 1024;
+
+/// The crafted files (see fixtures/hostile/README.md).
+const BOMBS: [&str; 6] = [
+    "strings-frames.cap",
+    "string-255mib.cap",
+    "column-files.cap",
+    "column-bomb.cap",
+    "column-bombs.cap",
+    "column-at-limit.cap",
+];
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/hostile")
+        .join(name)
+}
+
+/// The binary under test; `IOCAP_HOSTILE_BIN` runs these tests against another build (an older
+/// one, to see them fail).
+fn iocap() -> Command {
+    match std::env::var_os("IOCAP_HOSTILE_BIN") {
+        Some(bin) => Command::new(bin),
+        None => Command::new(env!("CARGO_BIN_EXE_iocap")),
+    }
+}
+
+/// Wait for child `pid` (blocking, or not with `WNOHANG`): its wait status and resource usage
+/// (peak RSS in `ru_maxrss`, KiB), or `None` while it still runs.
+fn wait4(pid: u32, flags: i32) -> Option<(i32, libc::rusage)> {
+    let mut status = 0;
+    // SAFETY: rusage is plain data, valid all zero.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our child, not yet reaped (std's `Child` is never waited on here);
+    // status and ru are valid for writes.
+    let r = unsafe { libc::wait4(pid as libc::pid_t, &mut status, flags, &mut ru) };
+    assert!(r >= 0, "wait4: {}", std::io::Error::last_os_error());
+    (r != 0).then_some((status, ru))
+}
+
+fn cpu_seconds(ru: &libc::rusage) -> f64 {
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    t(ru.ru_utime) + t(ru.ru_stime)
+}
+
+/// What one run cost and said.
+struct Run {
+    rss_kib: u64,
+    cpu: f64,
+    /// Exit code; `None` when killed by a signal (an abort on allocation).
+    code: Option<i32>,
+    stderr: String,
+}
+
+/// Run `iocap args`, its output thrown away, and measure it.
+fn measure(args: &[&std::ffi::OsStr]) -> Run {
+    let mut err = tempfile::tempfile().unwrap();
+    let child = iocap()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(err.try_clone().unwrap())
+        .spawn()
+        .expect("run iocap");
+    let (status, ru) = wait4(child.id(), 0).expect("blocking wait");
+    std::mem::forget(child);
+    let mut stderr = String::new();
+    std::io::Seek::rewind(&mut err).unwrap();
+    err.read_to_string(&mut stderr).unwrap();
+    Run {
+        rss_kib: ru.ru_maxrss as u64,
+        cpu: cpu_seconds(&ru),
+        code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
+        stderr,
+    }
+}
+
+/// column-bomb.cap's chunk frame `n` times after its header, without an index (so the reader
+/// finds them by scanning): the 2,000-chunk file that kept the viewer busy for over a minute.
+fn many_column_bombs(dir: &Path, n: usize) -> PathBuf {
+    let bytes = std::fs::read(fixture("column-bomb.cap")).unwrap();
+    let frame_end = |at: usize| at + 16 + u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+    let header_end = frame_end(16);
+    let chunk = &bytes[header_end..frame_end(header_end)];
+    assert_eq!(
+        u16::from_le_bytes([chunk[4], chunk[5]]),
+        6,
+        "the second frame is the chunk"
+    );
+    let path = dir.join("bombs-2000.cap");
+    let mut f = std::io::BufWriter::new(File::create(&path).unwrap());
+    f.write_all(&bytes[..header_end]).unwrap();
+    for _ in 0..n {
+        f.write_all(chunk).unwrap();
+    }
+    f.flush().unwrap();
+    path
+}
+
+fn all_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = BOMBS.iter().map(|n| fixture(n)).collect();
+    files.push(many_column_bombs(dir, 2000));
+    files
+}
+
+#[test]
+fn crafted_files_cost_info_report_and_export_little_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.csv");
+    for file in all_files(dir.path()) {
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        let commands: [Vec<&std::ffi::OsStr>; 3] = [
+            vec!["info".as_ref(), file.as_ref()],
+            vec!["report".as_ref(), file.as_ref()],
+            vec![
+                "export".as_ref(),
+                "--format".as_ref(),
+                "csv".as_ref(),
+                "-o".as_ref(),
+                out.as_ref(),
+                file.as_ref(),
+            ],
+        ];
+        for args in commands {
+            let cmd = args[0].to_string_lossy();
+            let run = measure(&args);
+            eprintln!(
+                "{name:22} {cmd:7} peak RSS {:6.1} MB, CPU {:.2} s, exit {:?}",
+                run.rss_kib as f64 * 1024.0 / 1e6,
+                run.cpu,
+                run.code
+            );
+            assert!(
+                run.rss_kib <= MAX_RSS_KIB,
+                "{cmd} {name}: peak RSS {} KiB over 128 MB",
+                run.rss_kib
+            );
+            // An error, if any, is one line, and no command is killed (an abort on allocation).
+            assert!(
+                matches!(run.code, Some(0 | 1)),
+                "{cmd} {name}: {:?} {}",
+                run.code,
+                run.stderr
+            );
+            assert!(
+                run.stderr.trim_end().lines().count() <= 1,
+                "{cmd} {name}: {}",
+                run.stderr
+            );
+            // info opens the file only; a column bomb is what report and export read.
+            let column_bomb = name.contains("bomb");
+            if column_bomb && cmd != "info" {
+                assert!(
+                    run.stderr
+                        .contains("column of a 262144-event chunk is 268435456 bytes, over the limit"),
+                    "{cmd} {name}: {}",
+                    run.stderr
+                );
+            } else {
+                assert_eq!(run.code, Some(0), "{cmd} {name}: {}", run.stderr);
+            }
+        }
+    }
+}
+
+/// A pseudo-terminal: the master side, and the path of the slave.
+struct Pty {
+    master: File,
+    slave: PathBuf,
+}
+
+fn open_pty(rows: u16, cols: u16) -> Pty {
+    // SAFETY: plain libc calls on a descriptor we own; ptsname_r writes into our buffer.
+    unsafe {
+        let fd = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+        assert!(fd >= 0, "posix_openpt: {}", std::io::Error::last_os_error());
+        let master = File::from_raw_fd(fd);
+        assert_eq!(libc::grantpt(fd), 0);
+        assert_eq!(libc::unlockpt(fd), 0);
+        let mut name = [0 as libc::c_char; 128];
+        assert_eq!(libc::ptsname_r(fd, name.as_mut_ptr(), name.len()), 0);
+        let slave = std::ffi::CStr::from_ptr(name.as_ptr()).to_string_lossy().into_owned();
+        let ws = libc::winsize {
+            ws_row: rows,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        assert_eq!(libc::ioctl(fd, libc::TIOCSWINSZ, &ws), 0);
+        Pty {
+            master,
+            slave: slave.into(),
+        }
+    }
+}
+
+const ROWS: usize = 40;
+const COLS: usize = 300;
+
+/// CPU time (s) child `pid` has used so far, from /proc; `None` once it is gone or a zombie.
+fn cpu_so_far(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    if fields.first() == Some(&"Z") {
+        return None;
+    }
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / hz)
+}
+
+/// Run `iocap view file` on a pseudo-terminal until it has been idle for two seconds, its scan
+/// answered and its cache warmed, then quit it with `q`. Returns what it cost, and the screen
+/// it left just before quitting.
+fn view(file: &Path, state: &Path) -> (Run, String) {
+    let pty = open_pty(ROWS as u16, COLS as u16);
+    let slave = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&pty.slave)
+        .unwrap();
+    let mut cmd = iocap();
+    cmd.arg("view")
+        .arg(file)
+        .env("XDG_STATE_HOME", state)
+        .env("TERM", "xterm-256color")
+        .stdin(slave.try_clone().unwrap())
+        .stdout(slave.try_clone().unwrap())
+        .stderr(slave);
+    // SAFETY: only async-signal-safe calls between fork and exec: a new session whose
+    // controlling terminal is the pseudo-terminal on stdin.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child: Child = cmd.spawn().expect("run iocap view");
+    drop(cmd);
+    let pid = child.id();
+    std::mem::forget(child);
+    let output = Arc::new(Mutex::new(Vec::new()));
+    let (mut master, seen) = (pty.master.try_clone().unwrap(), Arc::clone(&output));
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 65536];
+        // Ends with an error (EIO) once the viewer has exited and closed the terminal.
+        while let Ok(n) = master.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            seen.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
+    });
+    // Wait for the answer on the status line ("matching/total" where "…/total" was), then for
+    // the idle cache fill after it: until under half a CPU over two seconds (the UI thread of
+    // a debug build redraws at a few percent), at most 30 s.
+    let start = Instant::now();
+    let mut samples: Vec<(Instant, f64)> = Vec::new();
+    let (mut alive, mut answered) = (false, None);
+    while start.elapsed() < Duration::from_secs(300) {
+        let Some(cpu) = cpu_so_far(pid) else { break };
+        alive = true;
+        let now = Instant::now();
+        samples.push((now, cpu));
+        if answered.is_none() {
+            let text = screen(&String::from_utf8_lossy(&output.lock().unwrap()), ROWS, COLS);
+            answered = has_answer(&text).then_some(now);
+        }
+        if let Some(at) = answered {
+            let calm = samples
+                .iter()
+                .find(|(t, _)| now.duration_since(*t) <= Duration::from_secs(2))
+                .is_some_and(|&(t, before)| now.duration_since(t) > Duration::from_millis(1900) && cpu - before < 1.0);
+            if (calm && now.duration_since(at) > Duration::from_secs(2))
+                || now.duration_since(at) > Duration::from_secs(30)
+            {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let still_running = cpu_so_far(pid).is_some();
+    let drawn = output.lock().unwrap().len();
+    let _ = (&pty.master).write_all(b"q");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let (status, ru) = loop {
+        if let Some(done) = wait4(pid, libc::WNOHANG) {
+            break done;
+        }
+        if Instant::now() > deadline {
+            // SAFETY: pid is our child, not yet reaped.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            break wait4(pid, 0).expect("blocking wait");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(pty);
+    let _ = reader.join();
+    let text = screen(&String::from_utf8_lossy(&output.lock().unwrap()[..drawn]), ROWS, COLS);
+    assert!(
+        alive && still_running,
+        "{}: the viewer exited before it was asked to: {text}",
+        file.display()
+    );
+    let run = Run {
+        rss_kib: ru.ru_maxrss as u64,
+        cpu: cpu_seconds(&ru),
+        code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
+        stderr: String::new(),
+    };
+    (run, text)
+}
+
+/// Whether the viewer's status line shows an answer: "matching/total", not "…/total".
+fn has_answer(screen: &str) -> bool {
+    screen.lines().any(|l| {
+        l.split(" │ ").nth(1).is_some_and(|m| {
+            m.split('/')
+                .next()
+                .is_some_and(|a| !a.is_empty() && a.chars().all(|c| c.is_ascii_digit() || c == ','))
+        })
+    })
+}
+
+/// The screen a terminal stream leaves, `rows` lines of `cols` characters: printable
+/// characters at the cursor, cursor moves (`CSI row;col H`, CR, LF), every other escape
+/// sequence ignored. Enough for what the viewer draws (it moves, then writes changed cells).
+fn screen(stream: &str, rows: usize, cols: usize) -> String {
+    let mut grid = vec![vec![' '; cols]; rows];
+    let (mut r, mut c) = (0usize, 0usize);
+    let mut chars = stream.chars().peekable();
+    while let Some(ch) = chars.next() {
+        match ch {
+            '\u{1b}' => {
+                if chars.peek() != Some(&'[') {
+                    chars.next();
+                    continue;
+                }
+                chars.next();
+                let mut params = String::new();
+                for d in chars.by_ref() {
+                    if ('@'..='~').contains(&d) {
+                        if d == 'J' && params == "2" {
+                            grid.iter_mut().for_each(|row| row.fill(' '));
+                        }
+                        if d == 'H' {
+                            let mut it = params.split(';').map(|p| p.parse::<usize>().unwrap_or(1).max(1));
+                            r = it.next().unwrap_or(1) - 1;
+                            c = it.next().unwrap_or(1) - 1;
+                        }
+                        break;
+                    }
+                    params.push(d);
+                }
+            }
+            '\r' => c = 0,
+            '\n' => r += 1,
+            ch if !ch.is_control() => {
+                if let Some(cell) = grid.get_mut(r).and_then(|row| row.get_mut(c)) {
+                    *cell = ch;
+                }
+                c += 1;
+            }
+            _ => {}
+        }
+    }
+    grid.into_iter()
+        .map(|row| row.into_iter().collect::<String>() + "\n")
+        .collect()
+}
+
+#[test]
+fn the_viewer_scans_crafted_files_in_little_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    for file in all_files(dir.path()) {
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        let (run, text) = view(&file, dir.path());
+        eprintln!(
+            "{name:22} view    peak RSS {:6.1} MB, CPU {:.2} s, exit {:?}",
+            run.rss_kib as f64 * 1024.0 / 1e6,
+            run.cpu,
+            run.code
+        );
+        assert!(
+            run.rss_kib <= MAX_RSS_KIB,
+            "view {name}: peak RSS {} KiB over 128 MB",
+            run.rss_kib
+        );
+        assert_eq!(run.code, Some(0), "view {name} did not quit cleanly: {text}");
+        if name.contains("bomb") {
+            // The scan answered, leaving the column bombs out and saying so.
+            assert!(text.contains("unreadable chunk"), "view {name}: {text}");
+        }
+        if name == "bombs-2000.cap" {
+            // Refused before decompressing: 2,000 of them took over a minute of CPU before.
+            assert!(run.cpu < 10.0, "view {name}: {:.1} s of CPU", run.cpu);
+        }
+    }
+}
