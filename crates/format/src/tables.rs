@@ -9,8 +9,8 @@
 //! A few bytes of a table frame can describe a lot: a zstd frame expands up to 32 768 times,
 //! a prefix-coded string repeats the one before it, and escaping makes a byte up to four. So
 //! what the tables may hold is limited, checked before each allocation: one string at most
-//! [`MAX_STRING`] bytes, and all the tables together, decoded, at most [`table_budget`] of the
-//! file's size ([`crate::Error::OverLimit`] past either).
+//! [`MAX_STRING`] bytes (a longer one is left out), and all the tables together, decoded, at
+//! most [`table_budget`] of the file's size ([`crate::Error::OverLimit`] past either).
 
 use std::collections::HashMap;
 
@@ -23,7 +23,9 @@ use crate::varint::{self, Cursor};
 /// (16 bytes), paths (the kernel's PATH_MAX is 4 096; the recorder joins a working directory of
 /// up to that with a relative path of up to 256 bytes), socket names (under 128), device names
 /// (32) and command lines, which the recorder reads from `/proc` whole and [`crate::Writer`]
-/// cuts to this length. Longer is no name a recorder wrote: the reader refuses it.
+/// cuts to this length (an older writer did not). The reader leaves a longer string out (its
+/// id reads as `""`, the frame's other entries are read) and reports the frame
+/// ([`crate::Limit::String`]).
 pub const MAX_STRING: usize = 8 << 10;
 
 /// The most the decoded tables of any capture may take: 1 GiB. That is ten million files with
@@ -182,9 +184,12 @@ impl Tables {
         }
     }
 
-    /// Add a string decoded from a table frame, escaped.
-    fn add_string(&mut self, id: StrId, bytes: &[u8]) -> Result<(), TableError> {
-        check_string(bytes.len())?;
+    /// Add a string decoded from a table frame, escaped; one over [`MAX_STRING`] is left out
+    /// (its id reads as `""`) and counted in `long`.
+    fn add_string(&mut self, id: StrId, bytes: &[u8], long: &mut LeftOut) -> Result<(), TableError> {
+        if long.over(bytes.len()) {
+            return Ok(());
+        }
         let s = escape(bytes);
         self.charge(STRING_COST + s.len() as u64)?;
         self.strings.insert(id, s);
@@ -226,9 +231,10 @@ impl Tables {
             Kind::ColumnFiles => return self.apply_column_files(cur, count),
             _ => {}
         }
+        let mut long = LeftOut::default();
         for _ in 0..count {
             match entry(kind, &mut cur).ok_or(corrupt)? {
-                Entry::String(id, bytes) => self.add_string(id, bytes)?,
+                Entry::String(id, bytes) => self.add_string(id, bytes, &mut long)?,
                 Entry::Proc(p) => {
                     self.charge(ENTRY_COST)?;
                     self.add_proc(p);
@@ -238,17 +244,18 @@ impl Tables {
                     self.add_file(f);
                 }
                 Entry::Device(dev, name) => {
-                    check_string(name.len())?;
-                    let name = escape(name);
-                    self.charge(ENTRY_COST + name.len() as u64)?;
-                    self.add_device(Device { dev, name });
+                    if !long.over(name.len()) {
+                        let name = escape(name);
+                        self.charge(ENTRY_COST + name.len() as u64)?;
+                        self.add_device(Device { dev, name });
+                    }
                 }
             }
         }
         if !cur.is_empty() {
             return Err(corrupt);
         }
-        Ok(())
+        long.result()
     }
 }
 
@@ -288,16 +295,35 @@ fn entry<'a>(kind: crate::frame::Kind, cur: &mut Cursor<'a>) -> Option<Entry<'a>
     })
 }
 
-/// A host string of a table frame must be at most [`MAX_STRING`] bytes.
-fn check_string(len: usize) -> Result<(), TableError> {
-    if len > MAX_STRING {
-        return Err(TableError::Over {
-            limit: Limit::String,
-            len: len as u64,
-            max: MAX_STRING as u64,
-        });
+/// The strings of a table frame left out for being longer than [`MAX_STRING`]: the frame's
+/// other entries are still read (a capture written before writers cut command lines keeps
+/// its paths), and the frame is reported with the longest.
+#[derive(Default)]
+struct LeftOut {
+    longest: usize,
+}
+
+impl LeftOut {
+    /// Whether a string of `len` bytes is over the limit (and so left out).
+    fn over(&mut self, len: usize) -> bool {
+        let over = len > MAX_STRING;
+        if over {
+            self.longest = self.longest.max(len);
+        }
+        over
     }
-    Ok(())
+
+    /// The frame's result once all its entries are in.
+    fn result(&self) -> Result<(), TableError> {
+        if self.longest > 0 {
+            return Err(TableError::Over {
+                limit: Limit::String,
+                len: self.longest as u64,
+                max: MAX_STRING as u64,
+            });
+        }
+        Ok(())
+    }
 }
 
 impl Tables {
@@ -306,6 +332,7 @@ impl Tables {
     /// each string being the previous one's first `shared` bytes then `suffix`.
     fn apply_prefix_strings(&mut self, mut cur: Cursor, count: u64) -> Result<(), TableError> {
         let (mut id, mut prev, mut total) = (0i64, Vec::new(), 0u64);
+        let mut long = LeftOut::default();
         for _ in 0..count {
             id = id
                 .checked_add(cur.signed().ok_or(TableError::Corrupt)?)
@@ -316,9 +343,6 @@ impl Tables {
                 .filter(|&n| n <= prev.len())
                 .ok_or(TableError::Corrupt)?;
             let suffix = cur.len_bytes().ok_or(TableError::Corrupt)?;
-            // Checked before `prev` grows: shared bytes plus a suffix may not pass one string's
-            // limit either.
-            check_string(shared + suffix.len())?;
             // Shared prefixes could otherwise expand a small frame quadratically: the strings
             // of one frame may total no more than a frame's payload (the budget bounds them
             // across frames).
@@ -326,14 +350,17 @@ impl Tables {
             if total > u64::from(crate::frame::MAX_PAYLOAD) {
                 return Err(TableError::Corrupt);
             }
+            // `prev` holds what the next entry may share, even past MAX_STRING: every byte of
+            // it came from a suffix, so it is no longer than the payload, which the budget
+            // bounded before it was decompressed.
             prev.truncate(shared);
             prev.extend_from_slice(suffix);
-            self.add_string(id as StrId, &prev)?;
+            self.add_string(id as StrId, &prev, &mut long)?;
         }
         if !cur.is_empty() {
             return Err(TableError::Corrupt);
         }
-        Ok(())
+        long.result()
     }
 
     /// Entries of a [`crate::frame::Kind::ColumnFiles`] frame: `count` values of each field in
