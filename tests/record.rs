@@ -2,22 +2,37 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use iocap_format::{Class, Event, FdType, Reader};
 
 use crate::util::{iocap, root_skip_reason};
 
-fn skip() -> bool {
+fn can_record() -> bool {
     if let Some(why) = root_skip_reason() {
         eprintln!("record tests: {why}");
-        return true;
+        return false;
     }
     if !Path::new("/sys/kernel/btf/vmlinux").exists() {
         eprintln!("record tests: no kernel BTF: skipped");
-        return true;
+        return false;
     }
-    false
+    true
+}
+
+/// Recording tests run side by side, but not beside those that flood the machine: a
+/// recorder starved by another test's flood drops events the test counts on.
+static FLOODS: RwLock<()> = RwLock::new(());
+
+/// Start a recording test (`None`: it cannot run here, and says why).
+fn recording() -> Option<RwLockReadGuard<'static, ()>> {
+    can_record().then(|| FLOODS.read().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Start a test that floods the machine: it runs alone among the recording tests.
+fn flooding() -> Option<RwLockWriteGuard<'static, ()>> {
+    can_record().then(|| FLOODS.write().unwrap_or_else(|e| e.into_inner()))
 }
 
 const PROG: &str = r#"
@@ -69,9 +84,7 @@ fn nr(name: &str) -> u32 {
 
 #[test]
 fn exact_pwrites_types_and_names_of_a_short_lived_process() {
-    if skip() {
-        return;
-    }
+    let Some(_running) = recording() else { return };
     let dir = tempfile::tempdir().unwrap();
     let bin = build_prog(dir.path());
     let target = dir.path().join("data.bin");
@@ -144,9 +157,7 @@ impl Drop for Loop {
 
 #[test]
 fn dd_direct_on_a_loop_device_matches_diskstats() {
-    if skip() {
-        return;
-    }
+    let Some(_running) = recording() else { return };
     let dir = tempfile::tempdir().unwrap();
     let img = dir.path().join("disk.img");
     std::fs::write(&img, vec![0u8; 8 << 20]).unwrap();
@@ -207,9 +218,7 @@ fn dd_direct_on_a_loop_device_matches_diskstats() {
 
 #[test]
 fn sigkill_leaves_a_recoverable_file() {
-    if skip() {
-        return;
-    }
+    let Some(_running) = recording() else { return };
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("k.cap");
     let mut child = iocap()
@@ -243,9 +252,7 @@ fn record_ok(args: &[&str]) -> (u64, String) {
 
 #[test]
 fn record_filter_on_proc_name_keeps_one_of_two_processes() {
-    if skip() {
-        return;
-    }
+    let Some(_running) = recording() else { return };
     let dir = tempfile::tempdir().unwrap();
     let bin = build_prog(dir.path());
     let (alpha, beta) = (dir.path().join("alpha"), dir.path().join("beta"));
@@ -283,9 +290,7 @@ fn system_wide_filter_on_syscall_and_name_is_decided_in_the_kernel_and_loses_not
     // No -c: the kernel's syscall-number and process-name checks alone narrow the whole
     // system. The socketpair, pipe and openat calls are not wanted but must still be
     // followed, or the kept writes would have no fd types.
-    if skip() {
-        return;
-    }
+    let Some(_running) = recording() else { return };
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("pwuniq");
     std::fs::copy(build_prog(dir.path()), &bin).unwrap();
@@ -361,9 +366,7 @@ int main(void) {
 fn calls_of_threads_that_block_and_move_between_cpus_are_all_kept() {
     // Six threads on two CPUs: every sleep switches the thread out mid-call (its call moves
     // from the CPU's slot to the thread's storage) and threads wake up on either CPU.
-    if skip() {
-        return;
-    }
+    let Some(_running) = recording() else { return };
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("threads.c");
     std::fs::write(&src, THREADS).unwrap();
@@ -436,9 +439,7 @@ int main(void) {
 
 #[test]
 fn record_filter_on_latency_keeps_only_slow_syscalls() {
-    if skip() {
-        return;
-    }
+    let Some(_running) = recording() else { return };
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("sleeper.c");
     std::fs::write(&src, SLEEPER).unwrap();
@@ -508,9 +509,7 @@ fn rotated(base: &Path) -> Vec<(u32, PathBuf)> {
 
 #[test]
 fn rotation_files_are_self_contained_and_add_up() {
-    if skip() {
-        return;
-    }
+    let Some(_running) = recording() else { return };
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("rot.cap");
     let (wrote, stderr) = record_ok(&["--no-block", "-w", cap.to_str().unwrap(), "-C", "10KB", "-c", DD_LOOP]);
@@ -562,9 +561,7 @@ fn rotation_files_are_self_contained_and_add_up() {
 
 #[test]
 fn rotation_ring_keeps_at_most_w_files() {
-    if skip() {
-        return;
-    }
+    let Some(_running) = recording() else { return };
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("ring.cap");
     // A file ends at the first chunk or once-a-second flush past -C; a chunk of this workload is
@@ -601,9 +598,7 @@ fn rotation_ring_keeps_at_most_w_files() {
 #[test]
 fn an_existing_target_is_replaced_by_a_new_file_and_a_fifo_refused() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    if skip() {
-        return;
-    }
+    let Some(_running) = recording() else { return };
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("trace.cap");
     std::fs::write(&cap, "planted").unwrap();
@@ -671,9 +666,7 @@ int main(void) {
 /// was dropped (and counted) in the kernel instead of queued in memory.
 #[test]
 fn killed_under_overload_the_file_reaches_the_last_second() {
-    if skip() {
-        return;
-    }
+    let Some(_alone) = flooding() else { return };
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("flood.c");
     std::fs::write(&src, FLOOD).unwrap();
@@ -742,9 +735,7 @@ int main(int argc, char **argv) {
 /// plus the drops add up to 4N (plus at most the few other calls those processes make).
 #[test]
 fn shed_events_are_counted_as_drops() {
-    if skip() {
-        return;
-    }
+    let Some(_alone) = flooding() else { return };
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("counted.c");
     std::fs::write(&src, COUNTED_FLOOD).unwrap();
@@ -822,9 +813,7 @@ fn shed_events_are_counted_as_drops() {
 /// what a reader really gets back; a closed stderr is no panic.
 #[test]
 fn a_full_disk_says_what_is_readable_and_a_closed_stderr_is_no_panic() {
-    if skip() {
-        return;
-    }
+    let Some(_alone) = flooding() else { return };
     let dir = tempfile::tempdir().unwrap();
     let mnt = dir.path().join("small");
     std::fs::create_dir(&mnt).unwrap();
@@ -881,4 +870,26 @@ fn a_full_disk_says_what_is_readable_and_a_closed_stderr_is_no_panic() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0), "exit 101 is a panic");
     assert!(Reader::open(&cap).unwrap().is_clean());
+}
+
+/// A request that can record nothing is a usage error before anything is loaded or created
+/// (no root needed to see it).
+#[test]
+fn requests_that_record_nothing_exit_2_and_create_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("n.cap");
+    for (args, says) in [
+        (
+            vec!["--no-block", "evt.class=block"],
+            "can match no event that is recorded",
+        ),
+        (vec!["--no-block", "--no-syscalls"], "leave nothing to record"),
+        (vec!["evt.class=block and evt.type=read"], "can match no event"),
+    ] {
+        let out = iocap().args(["record", "-w"]).arg(&cap).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says) && err.lines().count() == 1, "{args:?}: {err}");
+        assert!(!cap.exists());
+    }
 }

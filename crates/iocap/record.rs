@@ -1,17 +1,11 @@
-//! `iocap record`: trace every syscall and block request into a capture file (Linux, root).
+//! `iocap record`: the recorder's command line (Linux, root). Options become a [`Request`],
+//! which `iocap_record::plan` turns into the kernel's settings with the filter's pushdown; this
+//! module creates the output files ([`crate::output`]), names a rotation's files
+//! ([`rotation`]), starts the `-c` command, handles signals and draws the status line.
 //!
-//! The order matters for the error promises: the filter is parsed, privileges are checked and
-//! the BPF programs are loaded before the output file is created, so a failure leaves no file
-//! behind.
-//!
-//! A record-time filter is split: what the kernel can decide ([`Filter::pushdown`]: pids,
-//! syscalls or block requests only, syscall numbers, process names, a latency floor) goes
-//! into the BPF programs' settings, and
-//! the whole filter is then tested on each event in the writer thread.
-//!
-//! Rotation (`-C SIZE`, `-W COUNT`) names files as tcpdump does: FILE, then FILE1, FILE2, ...
-//! (the number appended to the whole name). With `-W N`, starting file number k removes file
-//! number k-N, so at most N files exist and the numbers keep telling their order.
+//! The order matters for the error promises: the filter is parsed and planned, privileges are
+//! checked and the BPF programs are loaded before the output file is created, so a failure
+//! leaves no file behind.
 
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
@@ -25,7 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use iocap_filter::Filter;
 use iocap_format::{Meta, Writer, WriterOptions};
-use iocap_record::{Config, Output, Progress, Recorder, Rotate};
+use iocap_record::{rotation, Output, Progress, Recorder, Request, Rotate};
 
 use crate::output::{self, Existing};
 use crate::{say, UsageError};
@@ -95,16 +89,6 @@ fn parse_size(s: &str) -> Result<u64, String> {
         return Err(format!("`{s}` is out of range"));
     }
     Ok(bytes as u64)
-}
-
-/// File number `n` of a rotation: FILE, FILE1, FILE2, ... (tcpdump's naming).
-fn rotated_path(base: &std::path::Path, n: u32) -> PathBuf {
-    if n == 0 {
-        return base.to_path_buf();
-    }
-    let mut s = base.as_os_str().to_owned();
-    s.push(n.to_string());
-    PathBuf::from(s)
 }
 
 /// `10s`, `500ms`, `250us`, `100ns`, `2m`, or plain seconds: the same parser as every `--interval`.
@@ -197,47 +181,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.file_count == Some(0) || args.file_size == Some(0) {
         return Err(UsageError("-C and -W must be at least 1".into()).into());
     }
-    let push = filter.pushdown(std::env::consts::ARCH);
-    fn none<T>(set: &Option<Vec<T>>) -> bool {
-        set.as_ref().is_some_and(Vec::is_empty)
-    }
-    if !push.syscalls && !push.block || none(&push.pids) || none(&push.names) {
-        return Err(UsageError(format!("the filter `{src}` can match no event")).into());
-    }
-    if args.no_syscalls && args.no_block {
-        return Err(UsageError("--no-syscalls and --no-block together leave nothing to record".into()).into());
-    }
     if !args.ring_mib.is_power_of_two() || args.ring_mib > 2048 {
         return Err(UsageError("--ring-mib must be a power of two up to 2048".into()).into());
     }
-    if args.no_syscalls && !push.block || args.no_block && !push.syscalls {
-        return Err(UsageError(format!("the filter `{src}` can match no event that is recorded")).into());
-    }
-    iocap_record::check_privileges()?;
-    let mut cfg = Config {
+    let request = Request {
         pids: args.pids.clone(),
-        follow_forks: args.command.is_some(),
-        syscalls: !args.no_syscalls && push.syscalls,
-        block: !args.no_block && push.block,
-        min_latency_ns: args
-            .min_latency
-            .map_or(0, |d| d.as_nanos() as u64)
-            .max(push.min_latency),
+        command: args.command.is_some(),
+        syscalls: !args.no_syscalls,
+        block: !args.no_block,
+        min_latency_ns: args.min_latency.map_or(0, |d| d.as_nanos() as u64),
         ring_bytes: args.ring_mib << 20,
-        filter: args.command.is_some(),
-        syscall_nrs: push.syscall_nrs.clone(),
-        names: push.names.clone(),
     };
-    // The filter's pids, in the kernel: alone, or as the part of -p they allow. Not with -c,
-    // whose pids are not known yet (the writer thread still applies the whole filter).
-    if let (Some(fp), None) = (&push.pids, &args.command) {
-        cfg.pids = if cfg.pids.is_empty() {
-            fp.clone()
-        } else {
-            cfg.pids.iter().copied().filter(|p| fp.contains(p)).collect()
-        };
-        cfg.filter = true;
-    }
+    let cfg = iocap_record::plan(&request, &filter).map_err(|e| UsageError(e.to_string()))?;
+    iocap_record::check_privileges()?;
     // Refused now rather than after the probes are attached.
     check_target(&args.file)?;
     let recorder = Recorder::start(&cfg)?;
@@ -254,15 +210,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Rotate {
             max_bytes,
             open: Box::new(move |n: u32| {
-                if let Some(old) = keep.and_then(|k| n.checked_sub(k)) {
-                    let old = rotated_path(&base, old);
+                if let Some(old) = rotation::expired(&base, n, keep) {
                     files.lock().unwrap_or_else(|e| e.into_inner()).retain(|p| *p != old);
                     match std::fs::remove_file(&old) {
                         Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
                         _ => {}
                     }
                 }
-                let path = rotated_path(&base, n);
+                let path = rotation::path(&base, n);
                 let new_file = || -> anyhow::Result<File> {
                     check_target(&path)?;
                     let (file, mut new) = output::create(&path)?;
@@ -285,14 +240,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         rotate,
     };
     install_signals();
-    let mut child = match &args.command {
+    // The command is held until the writer has read /proc and takes events as they come.
+    let (mut child, mut release) = match &args.command {
         Some(cmd) => {
             let (child, release) = spawn_held(cmd)?;
             recorder.add_pid(child.id())?;
-            drop(release);
-            Some(child)
+            (Some(child), Some(release))
         }
-        None => None,
+        None => (None, None),
     };
     say(format_args!(
         "recording to {} (syscalls: {}, block: {}); Ctrl-C stops",
@@ -313,6 +268,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let tty = std::io::stderr().is_terminal();
     let mut last = (Instant::now(), 0u64);
     let mut progress = |p: &Progress| {
+        if p.ready {
+            // Closing the pipe lets the held command run.
+            release.take();
+        }
         if let Some(c) = child.as_mut() {
             if matches!(c.try_wait(), Ok(Some(_))) {
                 child_done.set(true);
@@ -382,8 +341,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_duration, parse_size, rotated_path};
-    use std::path::Path;
+    use super::{parse_duration, parse_size};
     use std::time::Duration;
 
     #[test]
@@ -396,8 +354,6 @@ mod tests {
         assert!(parse_size("").is_err());
         assert!(parse_size("0.1B").is_err());
         assert!(parse_size("1e30").is_err());
-        assert_eq!(rotated_path(Path::new("/t/x.cap"), 0), Path::new("/t/x.cap"));
-        assert_eq!(rotated_path(Path::new("/t/x.cap"), 12), Path::new("/t/x.cap12"));
     }
 
     #[test]

@@ -109,6 +109,36 @@ pub fn to_boottime(rec: &mut [u8], offset: u64) {
     }
 }
 
+/// When an event record's operation completed (ns of CLOCK_BOOTTIME, read after
+/// [`to_boottime`]): `None` for table records (processes, fds), which are never discarded.
+pub fn event_end(rec: &[u8]) -> Option<u64> {
+    let u64_at = |at: usize| {
+        rec.get(at..at + 8)
+            .map(|b| u64::from_ne_bytes(b.try_into().unwrap_or([0; 8])))
+    };
+    let u32_at = |at: usize| {
+        rec.get(at..at + 4)
+            .map(|b| u64::from(u32::from_ne_bytes(b.try_into().unwrap_or([0; 4]))))
+    };
+    let kind = u16::from_ne_bytes([*rec.first()?, *rec.get(1)?]);
+    let (ts, lat) = match kind {
+        REC_SYS => (
+            u64_at(std::mem::offset_of!(types::rec_sys, ts))?,
+            u64_at(std::mem::offset_of!(types::rec_sys, lat))?,
+        ),
+        REC_SYS32 => (
+            u64_at(std::mem::offset_of!(types::rec_sys32, ts))?,
+            u32_at(std::mem::offset_of!(types::rec_sys32, lat))?,
+        ),
+        REC_BLK => (
+            u64_at(std::mem::offset_of!(types::rec_blk, ts))?,
+            u64_at(std::mem::offset_of!(types::rec_blk, lat))?,
+        ),
+        _ => return None,
+    };
+    Some(ts.saturating_add(lat))
+}
+
 /// The bytes of a C string field up to its first NUL.
 pub fn cstr(field: &[i8]) -> &[u8] {
     // SAFETY: i8 and u8 have the same size and alignment; any bit pattern is valid for both.
@@ -150,6 +180,42 @@ mod tests {
             }
             other => panic!("decoded {other:?}"),
         }
+    }
+
+    #[test]
+    fn events_end_at_enter_plus_latency_and_tables_never_do() {
+        let sys32 = types::rec_sys32 {
+            kind: REC_SYS32,
+            ts: 1_000,
+            lat: 250,
+            ..Default::default()
+        };
+        assert_eq!(event_end(&bytes_of(&sys32)), Some(1_250));
+        let sys = types::rec_sys {
+            kind: REC_SYS,
+            ts: 5_000_000_000,
+            lat: 10_000_000_000,
+            ..Default::default()
+        };
+        assert_eq!(
+            event_end(&bytes_of(&sys)),
+            Some(15_000_000_000),
+            "a 10 s sleep ends now"
+        );
+        let blk = types::rec_blk {
+            kind: REC_BLK,
+            ts: 7,
+            lat: 3,
+            ..Default::default()
+        };
+        assert_eq!(event_end(&bytes_of(&blk)), Some(10));
+        let fd = types::rec_fd {
+            kind: REC_FD,
+            ts: 1,
+            ..Default::default()
+        };
+        assert_eq!(event_end(&bytes_of(&fd)), None);
+        assert_eq!(event_end(&bytes_of(&sys32)[..20]), None);
     }
 
     #[test]

@@ -1,0 +1,95 @@
+//! What a recording is asked to do ([`Config`]: what the kernel records; [`Output`]: where the
+//! writer thread writes it, with a filter and rotation) and what it reports back
+//! ([`Progress`] while it runs, [`Summary`] at the end).
+
+use std::time::Duration;
+
+use iocap_filter::Filter;
+use iocap_format::{Meta, WriterOptions};
+
+/// What to record.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Trace only these thread groups (empty: everything but ourselves).
+    pub pids: Vec<u32>,
+    /// Also trace the processes the traced ones fork.
+    pub follow_forks: bool,
+    pub syscalls: bool,
+    pub block: bool,
+    /// Drop events faster than this, in the kernel (ns).
+    pub min_latency_ns: u64,
+    /// Ring buffer size in bytes (a power of two, a multiple of the page size).
+    pub ring_bytes: u32,
+    /// Force pid filtering even with no pids yet (for `-c`: the child is added later).
+    pub filter: bool,
+    /// Only these syscall numbers, decided in the kernel (`None`: all).
+    pub syscall_nrs: Option<Vec<u32>>,
+    /// Only processes with these names (their leader's comm), decided in the kernel for
+    /// syscalls (`None`: all). Up to 8 names of at most 15 bytes; more or longer are left
+    /// to the writer thread's filter.
+    pub names: Option<Vec<String>>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            pids: Vec::new(),
+            follow_forks: false,
+            syscalls: true,
+            block: true,
+            min_latency_ns: 0,
+            ring_bytes: 64 << 20,
+            filter: false,
+            syscall_nrs: None,
+            names: None,
+        }
+    }
+}
+
+/// Figures for the live status line.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Progress {
+    /// The writer thread has read /proc and takes events as they come: the moment to start a
+    /// traced command, whose first burst would otherwise meet a pipeline not yet draining.
+    pub ready: bool,
+    pub events: u64,
+    pub drops: u64,
+    pub bytes: u64,
+    pub elapsed: Duration,
+}
+
+/// How a recording ended.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Summary {
+    /// Events written (kept by the filter), in all files.
+    pub events: u64,
+    /// Events the record-time filter left out in userspace (the kernel's share is not counted).
+    pub filtered: u64,
+    pub drops: u64,
+    /// Bytes written, in all files.
+    pub bytes: u64,
+    /// Files written (more than one with rotation).
+    pub files: u32,
+}
+
+/// Where and what [`Recorder::run`](crate::Recorder::run) writes, besides the first file's writer.
+pub struct Output<W> {
+    /// The header the first file was started with: every file of a rotation gets it, with its
+    /// own `start_ts` and the devices known by then. The filter's `evt.time` counts from its `start_ts`.
+    pub meta: Meta,
+    /// For the files of a rotation.
+    pub options: WriterOptions,
+    /// Keep only the events it matches: tested in the writer thread, on the live tables.
+    /// What the kernel can decide ([`Filter::pushdown`]) goes in [`Config`] too.
+    pub filter: Option<Filter>,
+    pub rotate: Option<Rotate<W>>,
+}
+
+/// Size-based rotation: a new file each time the current one reaches `max_bytes`.
+pub struct Rotate<W> {
+    /// Checked after each record: a file ends at the first chunk (or once-a-second flush) past this size.
+    pub max_bytes: u64,
+    /// Opens file number `n` (1, 2, ...; the first file, number 0, is the writer given to
+    /// `run`); also the place to remove the oldest file of a ring.
+    pub open: Box<dyn FnMut(u32) -> std::io::Result<W> + Send>,
+}

@@ -1,0 +1,133 @@
+//! From what was asked (pids, a command, which classes, a latency floor, a filter) to what the
+//! kernel is told ([`Config`]): the part of the filter the kernel can decide
+//! ([`Filter::pushdown`]) joins the options, and a request that can record nothing is refused
+//! before anything is loaded.
+
+use iocap_filter::Filter;
+
+use crate::config::Config;
+
+/// What the user asked for, besides the filter.
+#[derive(Clone, Debug)]
+pub struct Request {
+    /// `-p`: only these processes.
+    pub pids: Vec<u32>,
+    /// `-c`: a command is started and traced with its descendants (its pid is added later).
+    pub command: bool,
+    /// Record syscalls (not `--no-syscalls`).
+    pub syscalls: bool,
+    /// Record block requests (not `--no-block`).
+    pub block: bool,
+    /// `--min-latency`, ns.
+    pub min_latency_ns: u64,
+    /// Ring buffer bytes.
+    pub ring_bytes: u32,
+}
+
+/// Why a request can record nothing.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlanError {
+    /// The filter alone rules every event out (`proc.pid in ()`, `evt.class=block and evt.type=read`).
+    #[error("the filter `{0}` can match no event")]
+    MatchesNothing(String),
+    /// What the filter can match is what the options leave out (`--no-block 'evt.class=block'`).
+    #[error("the filter `{0}` can match no event that is recorded")]
+    MatchesNothingRecorded(String),
+    /// `--no-syscalls --no-block`.
+    #[error("--no-syscalls and --no-block together leave nothing to record")]
+    NothingToRecord,
+}
+
+/// The kernel's settings for `req` and `filter` (whose whole is still applied to every event
+/// by the writer thread).
+pub fn plan(req: &Request, filter: &Filter) -> Result<Config, PlanError> {
+    let src = filter.to_string();
+    let push = filter.pushdown(std::env::consts::ARCH);
+    let none = |set: &Option<Vec<_>>| set.as_ref().is_some_and(Vec::is_empty);
+    if !push.syscalls && !push.block || none(&push.pids) || push.names.as_ref().is_some_and(Vec::is_empty) {
+        return Err(PlanError::MatchesNothing(src));
+    }
+    if !req.syscalls && !req.block {
+        return Err(PlanError::NothingToRecord);
+    }
+    if !req.syscalls && !push.block || !req.block && !push.syscalls {
+        return Err(PlanError::MatchesNothingRecorded(src));
+    }
+    let mut cfg = Config {
+        pids: req.pids.clone(),
+        follow_forks: req.command,
+        syscalls: req.syscalls && push.syscalls,
+        block: req.block && push.block,
+        min_latency_ns: req.min_latency_ns.max(push.min_latency),
+        ring_bytes: req.ring_bytes,
+        filter: req.command,
+        syscall_nrs: push.syscall_nrs.clone(),
+        names: push.names.clone(),
+    };
+    // The filter's pids, in the kernel: alone, or as the part of -p they allow. Not with -c,
+    // whose pids are not known yet (the writer thread still applies the whole filter).
+    if let (Some(fp), false) = (&push.pids, req.command) {
+        cfg.pids = if cfg.pids.is_empty() {
+            fp.clone()
+        } else {
+            cfg.pids.iter().copied().filter(|p| fp.contains(p)).collect()
+        };
+        cfg.filter = true;
+    }
+    Ok(cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req() -> Request {
+        Request {
+            pids: Vec::new(),
+            command: false,
+            syscalls: true,
+            block: true,
+            min_latency_ns: 0,
+            ring_bytes: 1 << 20,
+        }
+    }
+
+    fn f(src: &str) -> Filter {
+        Filter::parse(src).unwrap()
+    }
+
+    #[test]
+    fn the_kernel_gets_what_it_can_decide() {
+        let c = plan(&req(), &f("proc.pid in (7, 9) and latency>1ms and evt.type=read")).unwrap();
+        assert_eq!(c.pids, [7, 9]);
+        assert!(c.filter && c.syscalls && !c.block);
+        assert_eq!(c.min_latency_ns, 1_000_001);
+        assert_eq!(c.syscall_nrs.as_deref(), Some(&[0][..]), "read is 0 on x86_64");
+        let c = plan(
+            &Request {
+                pids: vec![9, 11],
+                ..req()
+            },
+            &f("proc.pid in (7, 9)"),
+        )
+        .unwrap();
+        assert_eq!(c.pids, [9], "-p narrowed by the filter");
+        let c = plan(&Request { command: true, ..req() }, &f("proc.pid=7")).unwrap();
+        assert!(c.pids.is_empty() && c.follow_forks && c.filter, "-c: pids come later");
+    }
+
+    #[test]
+    fn requests_that_record_nothing_are_refused() {
+        let nothing = |r: Request, src: &str| plan(&r, &f(src)).unwrap_err().to_string();
+        assert!(nothing(req(), "evt.class=block and evt.type=read").contains("can match no event"));
+        let no_block = Request { block: false, ..req() };
+        assert!(nothing(no_block, "evt.class=block").contains("no event that is recorded"));
+        let neither = Request {
+            block: false,
+            syscalls: false,
+            ..req()
+        };
+        assert!(nothing(neither, "").contains("leave nothing"));
+    }
+}

@@ -1,0 +1,149 @@
+//! What this machine allows and has, asked before and after loading: privileges, the kernel's
+//! preemption model (which decides whether per-CPU call slots are safe), and the tracepoints a
+//! load failure can be explained by.
+
+use std::path::Path;
+
+use crate::config::Config;
+use crate::error::Error;
+
+/// Whether this process may load BPF programs and read tracepoints.
+pub fn check_privileges() -> Result<(), Error> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return Ok(());
+    }
+    const CAP_PERFMON: u32 = 38;
+    const CAP_BPF: u32 = 39;
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
+    if eff & (1 << CAP_BPF) != 0 && eff & (1 << CAP_PERFMON) != 0 {
+        Ok(())
+    } else {
+        Err(Error::Privileges)
+    }
+}
+
+/// The kernel's preemption model (`none`, `voluntary`, `full`, `lazy`, `rt`), from the
+/// first place that tells: debugfs (the live setting), `preempt=` on the command line, the
+/// kernel's build config. `None` when nothing does.
+pub(crate) fn preemption_model() -> Option<String> {
+    if let Ok(s) = std::fs::read_to_string("/sys/kernel/debug/sched/preempt") {
+        // "none (voluntary) full lazy": the current one is in parentheses.
+        if let Some(m) = s
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix('(')?.strip_suffix(')'))
+        {
+            return Some(m.to_owned());
+        }
+    }
+    let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
+    if let Some(m) = cmdline.split_whitespace().find_map(|w| w.strip_prefix("preempt=")) {
+        return Some(m.to_owned());
+    }
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let config = std::fs::read(format!("/boot/config-{}", release.trim()))
+        .ok()
+        .or_else(|| {
+            // gzip is everywhere; a decompressor linked in for this one file is not worth it.
+            let out = std::process::Command::new("gzip")
+                .args(["-dc", "/proc/config.gz"])
+                .stderr(std::process::Stdio::null())
+                .output()
+                .ok()?;
+            out.status.success().then_some(out.stdout)
+        })?;
+    model_from_config(&String::from_utf8_lossy(&config))
+}
+
+/// The default preemption model a kernel config builds.
+fn model_from_config(config: &str) -> Option<String> {
+    let set = |opt: &str| config.lines().any(|l| l.trim() == format!("CONFIG_{opt}=y"));
+    let model = if set("PREEMPT_RT") {
+        "rt"
+    } else if set("PREEMPT_NONE") {
+        "none"
+    } else if set("PREEMPT_VOLUNTARY") {
+        "voluntary"
+    } else if set("PREEMPT_LAZY") {
+        "lazy"
+    } else if set("PREEMPT") {
+        "full"
+    } else {
+        return None;
+    };
+    Some(model.to_owned())
+}
+
+/// Whether per-CPU state is safe for the syscall programs: with `none` and `voluntary`
+/// preemption, kernel code (and so a BPF program) is never preempted half-way.
+pub(crate) fn cpu_slot_safe(model: Option<&str>) -> bool {
+    matches!(model, Some("none" | "voluntary"))
+}
+
+const TRACEPOINTS: [(&str, &str, &str); 10] = [
+    ("raw_syscalls", "sys_enter", "syscalls"),
+    ("raw_syscalls", "sys_exit", "syscalls"),
+    ("sched", "sched_switch", "syscalls"),
+    ("sched", "sched_process_fork", "process names"),
+    ("sched", "sched_process_exec", "process names"),
+    ("sched", "sched_process_exit", "process names"),
+    ("task", "task_rename", "process names"),
+    ("block", "block_rq_insert", "block requests (or use --no-block)"),
+    ("block", "block_rq_issue", "block requests (or use --no-block)"),
+    ("block", "block_rq_complete", "block requests (or use --no-block)"),
+];
+
+/// Name the first thing this kernel lacks, to explain a load failure.
+pub(crate) fn diagnose(cfg: &Config, err: &libbpf_rs::Error) -> Error {
+    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
+        return Error::NoBtf;
+    }
+    let dirs = ["/sys/kernel/tracing/events", "/sys/kernel/debug/tracing/events"];
+    if dirs.iter().any(|d| Path::new(d).is_dir()) {
+        for (cat, name, why) in TRACEPOINTS {
+            if cat == "block" && !cfg.block {
+                continue;
+            }
+            if !dirs.iter().any(|d| Path::new(d).join(cat).join(name).exists()) {
+                return Error::MissingTracepoint(format!("{cat}:{name}"), why);
+            }
+        }
+    }
+    Error::Bpf(format!("{err:#}").lines().next().unwrap_or("").to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preemption_model_from_a_kernel_config() {
+        let config = |opts: &[&str]| {
+            let mut c =
+                String::from("# Linux kernel config\nCONFIG_PREEMPT_BUILD=y\n# CONFIG_PREEMPT_VOLUNTARY is not set\n");
+            for o in opts {
+                c += &format!("CONFIG_{o}=y\n");
+            }
+            model_from_config(&c)
+        };
+        assert_eq!(config(&["PREEMPT_NONE", "PREEMPT_DYNAMIC"]).as_deref(), Some("none"));
+        assert_eq!(config(&["PREEMPT_VOLUNTARY"]).as_deref(), Some("voluntary"));
+        assert_eq!(config(&["PREEMPT", "PREEMPT_DYNAMIC"]).as_deref(), Some("full"));
+        assert_eq!(config(&["PREEMPT_LAZY"]).as_deref(), Some("lazy"));
+        assert_eq!(config(&["PREEMPT", "PREEMPT_RT"]).as_deref(), Some("rt"));
+        assert_eq!(config(&[]), None, "\"is not set\" lines set nothing");
+    }
+
+    #[test]
+    fn per_cpu_state_only_where_programs_are_not_preempted() {
+        assert!(cpu_slot_safe(Some("none")) && cpu_slot_safe(Some("voluntary")));
+        for m in [Some("full"), Some("lazy"), Some("rt"), Some("other"), None] {
+            assert!(!cpu_slot_safe(m), "{m:?}");
+        }
+    }
+}

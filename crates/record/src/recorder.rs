@@ -1,0 +1,187 @@
+//! Loading and attaching the BPF programs ([`Recorder::start`]), and the settings userspace
+//! changes while they run: traced pids, the ring backlog limit, the drop counters.
+
+use std::mem::MaybeUninit;
+use std::time::Instant;
+
+use iocap_format::DropStats;
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
+
+use crate::backlog;
+use crate::config::Config;
+use crate::error::Error;
+use crate::probe::{check_privileges, cpu_slot_safe, diagnose, preemption_model};
+use crate::procfs;
+use crate::skel::{IocapSkel, IocapSkelBuilder};
+
+/// Loaded and attached programs.
+pub struct Recorder {
+    pub(crate) skel: IocapSkel<'static>,
+    _links: Vec<Link>,
+    pub(crate) started: Instant,
+    pub(crate) ring_bytes: u32,
+}
+
+impl Recorder {
+    /// Load and attach everything; from here on the kernel records.
+    pub fn start(cfg: &Config) -> Result<Recorder, Error> {
+        check_privileges()?;
+        // libbpf's own log is pages of verifier output: only on request.
+        if std::env::var_os("IOCAP_BPF_DEBUG").is_none() {
+            libbpf_rs::set_print(None);
+        }
+        // The skeleton borrows its object storage for its whole life; one recorder lives as
+        // long as the process, so the storage is leaked rather than threaded through lifetimes.
+        let storage: &'static mut MaybeUninit<OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
+        let mut open = IocapSkelBuilder::default()
+            .open(storage)
+            .map_err(|e| diagnose(cfg, &e))?;
+        // IOCAP_CPU_SLOT=0/1 overrides the choice (tests run both ways on one kernel).
+        let cpu_slot = match std::env::var("IOCAP_CPU_SLOT").as_deref() {
+            Ok("0") => false,
+            Ok("1") => true,
+            _ => cpu_slot_safe(preemption_model().as_deref()),
+        };
+        if !cpu_slot {
+            open.progs.spill_call.set_autoload(false);
+        }
+        if let Some(ro) = open.maps.rodata_data.as_mut() {
+            ro.self_tgid = std::process::id();
+            ro.filter_pids = cfg.filter || !cfg.pids.is_empty();
+            ro.follow_forks = cfg.follow_forks;
+            ro.want_sys = cfg.syscalls;
+            ro.want_blk = cfg.block;
+            ro.min_latency = cfg.min_latency_ns;
+            ro.cpu_slot = cpu_slot;
+            if let Some(nrs) = &cfg.syscall_nrs {
+                // A number past the bitmap (none on x86_64) leaves the choice to userspace.
+                if nrs.iter().all(|&nr| (nr as usize) < ro.allow_nrs.len() * 64) {
+                    ro.filter_nrs = true;
+                    for &nr in nrs {
+                        ro.allow_nrs[nr as usize / 64] |= 1 << (nr % 64);
+                    }
+                }
+            }
+            if let Some(names) = cfg.names.as_ref().filter(|n| n.len() <= ro.comms.len()) {
+                // An empty set would mean "no process": the caller refuses such a filter.
+                if !names.is_empty() && names.iter().all(|n| n.len() < 16) {
+                    ro.n_comms = names.len() as u32;
+                    for (slot, name) in ro.comms.iter_mut().zip(names) {
+                        // NUL-padded, as the kernel keeps a comm, then as two words.
+                        let mut comm = [0u8; 16];
+                        comm[..name.len()].copy_from_slice(name.as_bytes());
+                        for (w, bytes) in slot.iter_mut().zip(comm.chunks_exact(8)) {
+                            *w = u64::from_ne_bytes(bytes.try_into().expect("8 bytes"));
+                        }
+                    }
+                }
+            }
+        }
+        open.maps
+            .rb
+            .set_max_entries(cfg.ring_bytes)
+            .map_err(|e| Error::Bpf(format!("ring buffer of {} bytes: {e}", cfg.ring_bytes)))?;
+        if !cfg.block {
+            for p in [
+                &mut open.progs.blk_insert,
+                &mut open.progs.blk_issue,
+                &mut open.progs.blk_complete,
+            ] {
+                p.set_autoload(false);
+            }
+        }
+        let mut skel = open.load().map_err(|e| diagnose(cfg, &e))?;
+        // Limited from the first event: without it, a flood fills the whole ring before the
+        // recording loop starts, and the file stays that far behind for seconds.
+        set_backlog_max(&mut skel, backlog::INITIAL.min(u64::from(cfg.ring_bytes) / 2));
+        let mut links = Vec::new();
+        {
+            let p = &skel.progs;
+            let mut progs = vec![
+                (&p.proc_fork, "sched:sched_process_fork"),
+                (&p.proc_exec, "sched:sched_process_exec"),
+                (&p.proc_exit, "sched:sched_process_exit"),
+                (&p.proc_rename, "task:task_rename"),
+                (&p.sys_enter, "raw_syscalls:sys_enter"),
+                (&p.sys_exit, "raw_syscalls:sys_exit"),
+            ];
+            if cpu_slot {
+                // Before sys_enter: a call must never be left in a CPU's slot unspilled.
+                progs.insert(4, (&p.spill_call, "sched:sched_switch"));
+            }
+            if cfg.block {
+                progs.push((&p.blk_insert, "block:block_rq_insert"));
+                progs.push((&p.blk_issue, "block:block_rq_issue"));
+                progs.push((&p.blk_complete, "block:block_rq_complete"));
+            }
+            for (prog, name) in progs {
+                let link = prog
+                    .attach()
+                    .map_err(|e| Error::Bpf(format!("attaching to {name}: {e}")))?;
+                links.push(link);
+            }
+        }
+        let r = Recorder {
+            skel,
+            _links: links,
+            started: Instant::now(),
+            ring_bytes: cfg.ring_bytes,
+        };
+        for &pid in &cfg.pids {
+            r.add_pid(pid)?;
+        }
+        Ok(r)
+    }
+
+    /// Trace `pid` too (with pid filtering on).
+    pub fn add_pid(&self, pid: u32) -> Result<(), Error> {
+        let err = |e: libbpf_rs::Error| Error::Bpf(format!("adding pid {pid}: {e}"));
+        let maps = &self.skel.maps;
+        maps.pids
+            .update(&pid.to_ne_bytes(), &[1u8], MapFlags::ANY)
+            .map_err(err)?;
+        // Threads cache whether they are traced: a new generation makes them look again.
+        // The kernel bumps it too (by 1, atomically, on traced forks and exits) and this
+        // read-modify-write can lose such a bump: a step this large still lands on a value
+        // no cache holds, which is all a generation has to be.
+        const STEP: u32 = 1 << 20;
+        let key = 0u32.to_ne_bytes();
+        let gen = match maps.pids_gen.lookup(&key, MapFlags::ANY).map_err(err)? {
+            Some(v) => v.get(..4).and_then(|b| b.try_into().ok()).map_or(0, u32::from_ne_bytes),
+            None => 0,
+        };
+        maps.pids_gen
+            .update(&key, &gen.wrapping_add(STEP).to_ne_bytes(), MapFlags::ANY)
+            .map_err(err)
+    }
+
+    /// The kernel's drop counters, with `discarded` (records the poller threw away as too
+    /// old) added to the first CPU's: the total is what counts, and stays exact.
+    pub(crate) fn drops(&self, discarded: u64) -> DropStats {
+        let mut per_cpu: Vec<u64> = match self.skel.maps.drops.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY) {
+            Ok(Some(v)) => v
+                .iter()
+                .map(|b| b.get(..8).and_then(|b| b.try_into().ok()).map_or(0, u64::from_ne_bytes))
+                .collect(),
+            _ => Vec::new(),
+        };
+        match per_cpu.first_mut() {
+            Some(first) => *first += discarded,
+            None => per_cpu.push(discarded),
+        }
+        DropStats {
+            ts: procfs::boot_ns(),
+            per_cpu,
+        }
+    }
+}
+
+/// The ring backlog past which the kernel sheds syscall and block records.
+pub(crate) fn set_backlog_max(skel: &mut IocapSkel<'static>, bytes: u64) {
+    if let Some(bss) = skel.maps.bss_data.as_mut() {
+        // SAFETY: the .bss map is mmapped for the skeleton's life; a volatile store makes
+        // sure it reaches the memory the BPF programs read.
+        unsafe { std::ptr::write_volatile(&mut bss.backlog_max, bytes) };
+    }
+}

@@ -1,0 +1,203 @@
+//! The writer thread: decodes the poller's batches, keeps the tables ([`Tracker`]), applies
+//! the record-time filter, writes and rotates the capture, and measures how fast it drains
+//! (which the poller turns into the kernel's backlog limit).
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use iocap_format::{DropStats, Writer};
+
+use crate::abi;
+use crate::config::{Output, Progress, Summary};
+use crate::error::Error;
+use crate::procfs;
+use crate::state::Tracker;
+
+/// How often the open chunk is closed and everything written handed to the kernel: what a
+/// killed recorder can lose on top of the backlog and the queue. Every 250 ms once the chunk
+/// holds `FLUSH_EVENTS` (a chunk's summary and headers are then a small share of it), and at
+/// least every second however few.
+const FLUSH_EVERY: Duration = Duration::from_millis(250);
+const FLUSH_EVENTS: usize = 1024;
+const FLUSH_AT_LEAST: Duration = Duration::from_secs(1);
+
+pub(crate) enum Msg {
+    Batch(Vec<u8>),
+    Drops(DropStats),
+    Finish(u64),
+}
+
+#[derive(Default)]
+pub(crate) struct Shared {
+    /// Set once the writer has read /proc and takes batches: until then the pipeline's
+    /// drain rate means nothing.
+    pub(crate) ready: AtomicBool,
+    pub(crate) events: AtomicU64,
+    pub(crate) bytes: AtomicU64,
+    pub(crate) drops: AtomicU64,
+    pub(crate) failed: AtomicBool,
+}
+
+impl Shared {
+    pub(crate) fn progress(&self, started: Instant) -> Progress {
+        Progress {
+            ready: self.ready.load(Ordering::Relaxed),
+            events: self.events.load(Ordering::Relaxed),
+            drops: self.drops.load(Ordering::Relaxed),
+            bytes: self.bytes.load(Ordering::Relaxed),
+            elapsed: started.elapsed(),
+        }
+    }
+}
+
+fn is_enospc(e: &iocap_format::Error) -> bool {
+    matches!(e, iocap_format::Error::Io(io) if matches!(io.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)))
+}
+
+pub(crate) fn write_loop<W: Write>(
+    mut t: Tracker<W>,
+    rx: Receiver<Msg>,
+    sh: &Shared,
+    mut out: Output<W>,
+) -> Result<Summary, Error> {
+    let fail = |e: iocap_format::Error, sh: &Shared| -> Error {
+        sh.failed.store(true, Ordering::Relaxed);
+        if is_enospc(&e) {
+            Error::DiskFull
+        } else {
+            Error::Write(e)
+        }
+    };
+    let mut last_flush = Instant::now();
+    let mut drops = DropStats::default();
+    // Each file counts its own drops: the counters as they were when it started.
+    let mut base = Vec::new();
+    let mut stop_ts = None;
+    let mut done_bytes = 0;
+    let mut files = 1;
+    let mut rotate_err = None;
+    sh.ready.store(true, Ordering::Relaxed);
+    while let Ok(msg) = rx.recv() {
+        match msg {
+            Msg::Batch(b) => {
+                let mut rest = &b[..];
+                while rest.len() >= 4 {
+                    let n = u32::from_ne_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+                    let Some(rec) = rest.get(4..4 + n) else { break };
+                    if let Some(r) = abi::decode(rec) {
+                        if let Err(e) = t.apply(r) {
+                            return Err(fail(e, sh));
+                        }
+                    }
+                    rest = &rest[4 + n..];
+                    // Checked per record: a late poll can make a batch of many chunks.
+                    if out
+                        .rotate
+                        .as_ref()
+                        .is_some_and(|r| t.writer().bytes_written() >= r.max_bytes)
+                    {
+                        match next_file(&mut t, &mut out, &mut files) {
+                            Ok(old) => done_bytes += old,
+                            Err(Error::Rotate(e)) => {
+                                sh.failed.store(true, Ordering::Relaxed);
+                                rotate_err = Some(Error::Rotate(e));
+                                break;
+                            }
+                            Err(e) => {
+                                sh.failed.store(true, Ordering::Relaxed);
+                                return Err(e);
+                            }
+                        }
+                        base.clone_from(&drops.per_cpu);
+                    }
+                }
+                sh.events.store(t.events, Ordering::Relaxed);
+                if rotate_err.is_some() {
+                    // Keep what is written: the current file is finished below.
+                    break;
+                }
+            }
+            Msg::Drops(d) => {
+                drops = d;
+                if let Err(e) = t.writer().record_drops(&since(&drops, &base)) {
+                    return Err(fail(e, sh));
+                }
+            }
+            Msg::Finish(ts) => {
+                stop_ts = Some(ts);
+                break;
+            }
+        }
+        let since = last_flush.elapsed();
+        if since >= FLUSH_AT_LEAST || since >= FLUSH_EVERY && t.writer().buffered() >= FLUSH_EVENTS {
+            if let Err(e) = t.writer().flush() {
+                return Err(fail(e, sh));
+            }
+            t.tidy();
+            last_flush = Instant::now();
+        }
+        sh.bytes
+            .store(done_bytes + t.writer().bytes_written(), Ordering::Relaxed);
+    }
+    let (events, filtered) = (t.events, t.filtered);
+    let w = t.into_writer();
+    let stop_ts = stop_ts.unwrap_or_else(procfs::boot_ns);
+    let bytes = done_bytes + w.bytes_written();
+    match w.finish(stop_ts) {
+        Ok(_) => match rotate_err {
+            Some(e) => Err(e),
+            None => Ok(Summary {
+                events,
+                filtered,
+                drops: drops.total(),
+                bytes,
+                files,
+            }),
+        },
+        Err(e) => {
+            sh.failed.store(true, Ordering::Relaxed);
+            Err(if is_enospc(&e) {
+                Error::DiskFull
+            } else {
+                Error::Write(e)
+            })
+        }
+    }
+}
+
+/// Start file number `files` of the rotation and finish the current one; returns the bytes
+/// the finished file took (up to its index).
+fn next_file<W: Write>(t: &mut Tracker<W>, out: &mut Output<W>, files: &mut u32) -> Result<u64, Error> {
+    let Some(rot) = out.rotate.as_mut() else { return Ok(0) };
+    let w = (rot.open)(*files).map_err(|e| Error::Rotate(e.to_string()))?;
+    let mut meta = out.meta.clone();
+    meta.start_ts = procfs::boot_ns();
+    meta.devices = t.devices();
+    // The header on disk at once: the new file opens even if the recorder is killed now.
+    let next = Writer::new(w, &meta, out.options.clone())
+        .and_then(|mut w| w.flush().map(|()| w))
+        .map_err(|e| Error::Rotate(e.to_string()))?;
+    let old = t.rotate(next);
+    let bytes = old.bytes_written();
+    *files += 1;
+    match old.finish(meta.start_ts) {
+        Ok(_) => Ok(bytes),
+        Err(e) if is_enospc(&e) => Err(Error::DiskFull),
+        Err(e) => Err(Error::Write(e)),
+    }
+}
+
+/// The drop counters `d` minus those at `base` (when the current file started).
+fn since(d: &DropStats, base: &[u64]) -> DropStats {
+    DropStats {
+        ts: d.ts,
+        per_cpu: d
+            .per_cpu
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| n.saturating_sub(base.get(i).copied().unwrap_or(0)))
+            .collect(),
+    }
+}
