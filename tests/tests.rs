@@ -6,7 +6,7 @@ mod filter;
 mod hostile;
 mod info;
 mod output;
-#[cfg(all(target_os = "linux", feature = "record"))]
+#[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
 mod record;
 mod reports;
 mod view;

@@ -15,7 +15,7 @@ mod info;
 mod iostat;
 #[cfg(unix)]
 mod output;
-#[cfg(all(target_os = "linux", feature = "record"))]
+#[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
 mod record;
 mod report;
 mod spectrogram;
@@ -38,8 +38,14 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Record every syscall and block request with its latency into a capture (Linux, root).
-    #[cfg(all(target_os = "linux", feature = "record"))]
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
     Record(record::Args),
+    /// Record (not in this build: recording needs Linux on x86_64, built with the `record` feature).
+    #[cfg(not(all(target_os = "linux", target_arch = "x86_64", feature = "record")))]
+    Record {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        args: Vec<String>,
+    },
     /// Summarize a capture: events, time span, drops, host, whether it was finished cleanly.
     Info(info::Args),
     /// Latency distribution of the matching events: histogram, percentiles, top groups (--by).
@@ -75,8 +81,14 @@ impl std::error::Error for UsageError {}
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        #[cfg(all(target_os = "linux", feature = "record"))]
+        #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
         Command::Record(args) => record::run(args),
+        #[cfg(not(all(target_os = "linux", target_arch = "x86_64", feature = "record")))]
+        Command::Record { .. } => Err(anyhow::anyhow!(
+            "this iocap ({}/{}) reads captures only: recording needs Linux on x86_64 and the `record` feature",
+            std::env::consts::OS,
+            std::env::consts::ARCH
+        )),
         Command::Info(args) => info::run(args),
         Command::Report(args) => report::run(args),
         Command::Events(args) => events::run(args),

@@ -1,4 +1,5 @@
-//! Compiles bpf/iocap.bpf.c into a libbpf skeleton (Linux only: the viewer builds without clang).
+//! Compiles bpf/iocap.bpf.c into a libbpf skeleton (Linux on x86_64 only: the viewer builds
+//! without clang, anywhere).
 //! `CLANG` and `BPF_CFLAGS` override the compiler and add flags.
 
 fn main() {
@@ -8,18 +9,32 @@ fn main() {
 
 #[cfg(target_os = "linux")]
 fn skeleton() {
+    // Build scripts run on the host: the target decides, below.
     use std::path::PathBuf;
 
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bpf");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bpf");
     let src = root.join("iocap.bpf.c");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("iocap.skel.rs");
-    let arch = match std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() {
-        Ok("x86_64") => "x86",
-        Ok("aarch64") => "arm64",
-        Ok(other) => panic!("iocap-record: no BPF target for architecture {other}"),
-        Err(_) => "x86",
-    };
-    let mut args = vec![format!("-D__TARGET_ARCH_{arch}"), format!("-I{}", root.display())];
+    // The programs read syscall arguments from x86_64 registers, switch on x86_64 syscall
+    // numbers and include one x86_64 vmlinux.h: another architecture would build and then
+    // record nonsense. The root package depends on this crate only on x86_64.
+    // Elsewhere the crate is empty (lib.rs is cfg'd the same way) and `iocap record` says why.
+    let target = (
+        std::env::var("CARGO_CFG_TARGET_OS"),
+        std::env::var("CARGO_CFG_TARGET_ARCH"),
+    );
+    match target {
+        (Ok(os), Ok(arch)) if os == "linux" && arch == "x86_64" => {}
+        (Ok(os), Ok(arch)) => {
+            println!(
+                "cargo:warning=iocap-record records on Linux x86_64 only (its BPF programs use \
+                 x86_64 syscall numbers and registers): this {os}/{arch} build has no recorder"
+            );
+            return;
+        }
+        _ => {}
+    }
+    let mut args = vec!["-D__TARGET_ARCH_x86".to_owned(), format!("-I{}", root.display())];
     if let Ok(extra) = std::env::var("BPF_CFLAGS") {
         args.extend(extra.split_whitespace().map(str::to_owned));
     }

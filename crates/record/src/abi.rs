@@ -182,6 +182,36 @@ mod tests {
         }
     }
 
+    /// The record kinds are numbered in bpf/iocap.h (C) and here (Rust): the same numbers.
+    #[test]
+    fn record_kinds_match_the_c_header() {
+        let header = include_str!("../bpf/iocap.h");
+        let body = header
+            .split("enum rec_kind {")
+            .nth(1)
+            .and_then(|s| s.split('}').next())
+            .expect("enum rec_kind in iocap.h");
+        let c: Vec<(&str, u16)> = body
+            .split(',')
+            .filter_map(|item| {
+                let (name, value) = item.split_once('=')?;
+                Some((name.trim(), value.trim().parse().ok()?))
+            })
+            .collect();
+        let rust = [
+            ("REC_SYS", REC_SYS),
+            ("REC_BLK", REC_BLK),
+            ("REC_FORK", REC_FORK),
+            ("REC_EXEC", REC_EXEC),
+            ("REC_EXIT", REC_EXIT),
+            ("REC_COMM", REC_COMM),
+            ("REC_FD", REC_FD),
+            ("REC_DUP", REC_DUP),
+            ("REC_SYS32", REC_SYS32),
+        ];
+        assert_eq!(c, rust, "bpf/iocap.h and abi.rs disagree");
+    }
+
     #[test]
     fn events_end_at_enter_plus_latency_and_tables_never_do() {
         let sys32 = types::rec_sys32 {

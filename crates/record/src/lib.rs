@@ -1,5 +1,6 @@
-//! iocap's recorder (Linux only): BPF programs on the syscall, block and sched tracepoints
-//! (bpf/iocap.bpf.c), drained into an [`iocap_format::Writer`].
+//! iocap's recorder (Linux on x86_64 only): BPF programs on the syscall, block and sched
+//! tracepoints (`bpf/iocap.bpf.c`, with the records shared with Rust in `bpf/iocap.h`), drained
+//! into an [`iocap_format::Writer`].
 //!
 //! One file per job:
 //! - [`plan()`] (`plan.rs`): a [`Request`] and a filter become the kernel's [`Config`]
@@ -19,7 +20,7 @@
 //!   record-time filter ([`Output::filter`], on the live tables), writes, flushes every
 //!   500 ms and rotates files ([`Rotate`]): each new file gets a header and every process and
 //!   fd entry current at that moment, so it reads on its own.
-#![cfg(target_os = "linux")]
+#![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 
 mod abi;
 mod backlog;
