@@ -10,7 +10,7 @@ use std::fmt;
 
 use iocap_format::{blk_flags, dev_parts, syscalls, BlockOp, Class, Event, FdType, Meta, Tables};
 
-use crate::live::Lookup;
+use crate::lookup::Lookup;
 
 /// What a field holds, which decides the operators and literals it accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -68,6 +68,7 @@ pub mod fields;
 mod lex;
 pub mod literal;
 mod live;
+mod lookup;
 mod parse;
 
 use std::fmt;

@@ -1,5 +1,5 @@
 //! Filtering one event at a time, for the recorder: [`Filter::matches`] against any [`Lookup`]
-//! (a capture's [`Tables`], or tables still being built while recording), and
+//! (a capture's [`Tables`](iocap_format::Tables), or tables still being built while recording), and
 //! [`Filter::pushdown`], the part of a filter simple enough for the kernel to decide.
 //!
 //! [`Filter::compile`] decides string tests once per table id, which needs every table entry
@@ -7,62 +7,14 @@
 //! recorder asks each event's values instead ([`crate::fields::value_in`]). Both paths share
 //! the checked tree and [`crate::compile`]'s test of a value, so they cannot disagree.
 
-use iocap_format::{syscalls, Event, FdType, Meta, Tables};
+use iocap_format::{syscalls, Event, Meta};
+
+pub use crate::lookup::{FileView, Lookup, ProcView};
 
 use crate::check::{Node, Pred, StrMatch, Test};
 use crate::compile::test_value;
 use crate::fields::{self, FieldId};
 use crate::Filter;
-
-/// A process as a filter sees it: strings already escaped, as a capture's [`Tables`] hold them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ProcView<'a> {
-    pub ppid: u32,
-    pub name: &'a str,
-    pub exe: &'a str,
-    pub cmdline: &'a str,
-}
-
-/// A file as a filter sees it (name escaped).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FileView<'a> {
-    pub kind: FdType,
-    pub name: &'a str,
-    /// Device of the file's filesystem, 0 when none.
-    pub dev: u32,
-}
-
-/// Where the per-event evaluation finds what an event's ids (`Event::proc`, `Event::file`,
-/// `Event::dev`) stand for.
-pub trait Lookup {
-    fn lookup_proc(&self, id: u32) -> Option<ProcView<'_>>;
-    fn lookup_file(&self, id: u32) -> Option<FileView<'_>>;
-    /// The block device's name (`vda`); `None` prints it as `major:minor`.
-    fn lookup_device(&self, dev: u32) -> Option<&str>;
-}
-
-impl Lookup for Tables {
-    fn lookup_proc(&self, id: u32) -> Option<ProcView<'_>> {
-        self.proc(id).map(|p| ProcView {
-            ppid: p.ppid,
-            name: self.string(p.name),
-            exe: self.string(p.exe),
-            cmdline: self.string(p.cmdline),
-        })
-    }
-
-    fn lookup_file(&self, id: u32) -> Option<FileView<'_>> {
-        self.file(id).map(|f| FileView {
-            kind: f.kind,
-            name: self.string(f.name),
-            dev: f.dev,
-        })
-    }
-
-    fn lookup_device(&self, dev: u32) -> Option<&str> {
-        self.device_name(dev)
-    }
-}
 
 /// What the kernel can decide of a filter without ever dropping an event the whole filter
 /// would keep: taken from the conjuncts at the top of an `and` chain only (anything under
@@ -251,6 +203,7 @@ fn push_pred(p: &mut Pushdown, pred: &Pred, arch: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iocap_format::FdType;
 
     fn push(src: &str) -> Pushdown {
         Filter::parse(src).unwrap().pushdown("x86_64")

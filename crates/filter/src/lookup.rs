@@ -1,0 +1,55 @@
+//! What an event's ids (`Event::proc`, `Event::file`, `Event::dev`) stand for, as the filter
+//! sees them: [`Lookup`], answered by a capture's [`Tables`] or by the recorder's tables while
+//! they are being built. A leaf of the crate: `fields` asks it, and nothing here asks back.
+
+use iocap_format::{FdType, Tables};
+
+/// A process as a filter sees it: strings already escaped, as a capture's [`Tables`] hold them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProcView<'a> {
+    pub ppid: u32,
+    pub name: &'a str,
+    pub exe: &'a str,
+    pub cmdline: &'a str,
+}
+
+/// A file as a filter sees it (name escaped).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileView<'a> {
+    pub kind: FdType,
+    pub name: &'a str,
+    /// Device of the file's filesystem, 0 when none.
+    pub dev: u32,
+}
+
+/// Where the per-event evaluation finds what an event's ids (`Event::proc`, `Event::file`,
+/// `Event::dev`) stand for.
+pub trait Lookup {
+    fn lookup_proc(&self, id: u32) -> Option<ProcView<'_>>;
+    fn lookup_file(&self, id: u32) -> Option<FileView<'_>>;
+    /// The block device's name (`vda`); `None` prints it as `major:minor`.
+    fn lookup_device(&self, dev: u32) -> Option<&str>;
+}
+
+impl Lookup for Tables {
+    fn lookup_proc(&self, id: u32) -> Option<ProcView<'_>> {
+        self.proc(id).map(|p| ProcView {
+            ppid: p.ppid,
+            name: self.string(p.name),
+            exe: self.string(p.exe),
+            cmdline: self.string(p.cmdline),
+        })
+    }
+
+    fn lookup_file(&self, id: u32) -> Option<FileView<'_>> {
+        self.file(id).map(|f| FileView {
+            kind: f.kind,
+            name: self.string(f.name),
+            dev: f.dev,
+        })
+    }
+
+    fn lookup_device(&self, dev: u32) -> Option<&str> {
+        self.device_name(dev)
+    }
+}
