@@ -59,19 +59,23 @@ int main(int argc, char **argv) {
 }
 "#;
 
-fn build_prog(dir: &Path) -> PathBuf {
-    let src = dir.join("pwriter.c");
-    std::fs::write(&src, PROG).unwrap();
-    let bin = dir.join("pwriter");
+/// Compile the C program `src` into `dir/name` (with `-O1 -pthread`).
+fn build_c(dir: &Path, name: &str, src: &str) -> PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).unwrap();
+    let bin = dir.join(name);
     let st = Command::new("cc")
-        .arg("-O1")
-        .arg("-o")
+        .args(["-O1", "-pthread", "-o"])
         .arg(&bin)
-        .arg(&src)
+        .arg(&c)
         .status()
         .expect("cc");
-    assert!(st.success(), "cc failed");
+    assert!(st.success(), "cc failed on {name}.c");
     bin
+}
+
+fn build_prog(dir: &Path) -> PathBuf {
+    build_c(dir, "pwriter", PROG)
 }
 
 fn events(r: &Reader<std::fs::File>) -> Vec<Event> {
@@ -368,17 +372,7 @@ fn calls_of_threads_that_block_and_move_between_cpus_are_all_kept() {
     // from the CPU's slot to the thread's storage) and threads wake up on either CPU.
     let Some(_running) = recording() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("threads.c");
-    std::fs::write(&src, THREADS).unwrap();
-    let bin = dir.path().join("threads");
-    let st = Command::new("cc")
-        .arg("-O1")
-        .arg("-pthread")
-        .arg("-o")
-        .arg(&bin)
-        .arg(&src)
-        .status();
-    assert!(st.unwrap().success());
+    let bin = build_c(dir.path(), "threads", THREADS);
     // Both ways of keeping a call in flight: per-CPU slots (kernels that cannot preempt the
     // programs), task storage only (the others).
     for slot in ["1", "0"] {
@@ -441,16 +435,7 @@ int main(void) {
 fn record_filter_on_latency_keeps_only_slow_syscalls() {
     let Some(_running) = recording() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("sleeper.c");
-    std::fs::write(&src, SLEEPER).unwrap();
-    let bin = dir.path().join("sleeper");
-    assert!(Command::new("cc")
-        .arg("-o")
-        .arg(&bin)
-        .arg(&src)
-        .status()
-        .unwrap()
-        .success());
+    let bin = build_c(dir.path(), "sleeper", SLEEPER);
     let cap = dir.path().join("slow.cap");
     let (wrote, _) = record_ok(&["-w", cap.to_str().unwrap(), "-c", bin.to_str().unwrap(), "latency>1ms"]);
     let r = Reader::open(&cap).unwrap();
@@ -668,17 +653,7 @@ int main(void) {
 fn killed_under_overload_the_file_reaches_the_last_second() {
     let Some(_alone) = flooding() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("flood.c");
-    std::fs::write(&src, FLOOD).unwrap();
-    let bin = dir.path().join("flood");
-    assert!(Command::new("cc")
-        .arg("-O1")
-        .arg("-o")
-        .arg(&bin)
-        .arg(&src)
-        .status()
-        .unwrap()
-        .success());
+    let bin = build_c(dir.path(), "flood", FLOOD);
     let mut report = Vec::new();
     for round in 0..5 {
         let cap = dir.path().join(format!("flood{round}.cap"));
@@ -737,17 +712,7 @@ int main(int argc, char **argv) {
 fn shed_events_are_counted_as_drops() {
     let Some(_alone) = flooding() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("counted.c");
-    std::fs::write(&src, COUNTED_FLOOD).unwrap();
-    let bin = dir.path().join("counted");
-    assert!(Command::new("cc")
-        .arg("-O1")
-        .arg("-o")
-        .arg(&bin)
-        .arg(&src)
-        .status()
-        .unwrap()
-        .success());
+    let bin = build_c(dir.path(), "counted", COUNTED_FLOOD);
     let cap = dir.path().join("c.cap");
     let n: u64 = 2_000_000;
     let out = Command::new("nice")
@@ -826,17 +791,7 @@ fn a_full_disk_says_what_is_readable_and_a_closed_stderr_is_no_panic() {
     assert!(ok, "mount a 1 MiB tmpfs");
     let cap = mnt.join("full.cap");
     // A flood big enough to fill 1 MiB in well under a second.
-    let src = dir.path().join("counted.c");
-    std::fs::write(&src, COUNTED_FLOOD).unwrap();
-    let bin = dir.path().join("counted");
-    assert!(Command::new("cc")
-        .arg("-O1")
-        .arg("-o")
-        .arg(&bin)
-        .arg(&src)
-        .status()
-        .unwrap()
-        .success());
+    let bin = build_c(dir.path(), "counted", COUNTED_FLOOD);
     let out = iocap()
         .args(["record", "--no-block", "-w"])
         .arg(&cap)
