@@ -8,12 +8,13 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use iocap_analysis::group::{Feed, Slots};
 use iocap_analysis::scan::{self, ScanStats};
 use iocap_analysis::units::{fmt_bytes, fmt_ns};
-use iocap_analysis::{GroupBy, LatencyHist, Spectrogram};
+use iocap_analysis::{FieldGroups, GroupBy, LatencyHist, Spectrogram};
 use iocap_filter::fields::{self, FieldInfo};
-use iocap_filter::{Compiled, Filter};
-use iocap_format::{log2_bucket_range, Col, ColSet, Reader};
+use iocap_filter::{Bitmap, Compiled, Filter};
+use iocap_format::{log2_bucket_range, Col, ColSet, Columns, Reader};
 use serde_json::json;
 
 use crate::UsageError;
@@ -90,11 +91,35 @@ pub fn spectrogram(input: &Input, start: u64, end: u64, interval: u64) -> anyhow
 }
 
 /// What `report` accumulates per thread.
-#[derive(Default)]
-struct Acc {
+struct Acc<'r> {
     hist: LatencyHist,
     bytes: u64,
-    groups: GroupBy<String>,
+    groups: Option<FieldGroups<'r>>,
+}
+
+/// The per-event loop: the totals, and each event's group (keyed as
+/// [`FieldGroups::feed`] decides, never by a value printed per event).
+struct Totals<'a> {
+    cols: &'a Columns,
+    bits: &'a Bitmap,
+    hist: &'a mut LatencyHist,
+    bytes: &'a mut u64,
+}
+
+impl Feed for Totals<'_> {
+    type Out = ();
+
+    fn feed<K: Fn(usize) -> u64>(self, key: K, groups: &mut Slots) {
+        let c = self.cols;
+        for i in self.bits.iter_ones() {
+            let (lat, bytes) = (c.latency[i], c.bytes[i]);
+            self.hist.add(lat);
+            *self.bytes = self.bytes.saturating_add(bytes);
+            let g = groups.get(key(i), || c.event(i));
+            g.hist.add(lat);
+            g.bytes = g.bytes.saturating_add(bytes);
+        }
+    }
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -102,45 +127,60 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let input = open(&args.file, &args.filter)?;
     let r = &input.reader;
     let (meta, tables) = (r.meta(), r.tables());
-    let want = match by {
-        // A field's value may read any column (fd.name needs file, proc.name needs proc...).
-        Some(_) => ColSet::ALL,
-        None => ColSet::NONE.with(Col::Latency).with(Col::Bytes),
-    };
+    let want = ColSet::NONE
+        .with(Col::Latency)
+        .with(Col::Bytes)
+        .union(by.map_or(ColSet::NONE, FieldGroups::columns));
     let (acc, stats) = scan::scan(
         r,
         &input.filter,
         want,
         threads(r),
-        Acc::default,
-        |acc: &mut Acc, cols, bits| {
-            for i in bits.iter_ones() {
-                let (lat, bytes) = (cols.latency[i], cols.bytes[i]);
-                acc.hist.add(lat);
-                acc.bytes = acc.bytes.saturating_add(bytes);
-                if let Some(f) = by {
-                    let v = fields::value(f, &cols.event(i), meta, tables);
-                    let key = if v.is_absent() {
-                        "<NA>".to_string()
-                    } else {
-                        v.to_string()
-                    };
-                    acc.groups.add(key, lat, bytes);
+        || Acc {
+            hist: LatencyHist::new(),
+            bytes: 0,
+            groups: by.map(|f| FieldGroups::new(f, meta, tables)),
+        },
+        |acc: &mut Acc, cols, bits| match &mut acc.groups {
+            Some(groups) => groups.feed(
+                cols,
+                bits,
+                Totals {
+                    cols,
+                    bits,
+                    hist: &mut acc.hist,
+                    bytes: &mut acc.bytes,
+                },
+            ),
+            None => {
+                for i in bits.iter_ones() {
+                    acc.hist.add(cols.latency[i]);
+                    acc.bytes = acc.bytes.saturating_add(cols.bytes[i]);
                 }
             }
         },
         |a, b| {
             a.hist.merge(&b.hist);
             a.bytes = a.bytes.saturating_add(b.bytes);
-            a.groups.merge(b.groups);
+            if let (Some(mine), Some(theirs)) = (&mut a.groups, b.groups) {
+                mine.merge(theirs);
+            }
         },
     )?;
+    // An event without the field is counted under `<NA>`, apart from an empty value.
+    let na = |v: &fields::Value| {
+        if v.is_absent() {
+            "<NA>".to_string()
+        } else {
+            v.to_string()
+        }
+    };
     let report = Report {
         stats,
         drops: r.drops(),
         hist: acc.hist,
         bytes: acc.bytes,
-        groups: by.map(|f| (f.name, acc.groups)),
+        groups: by.zip(acc.groups).map(|(f, g)| (f.name, g.finish(na))),
         top: args.top,
         fine: args.fine,
         filter: input.src,

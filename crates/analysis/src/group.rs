@@ -1,10 +1,28 @@
 //! Group-by: events split by the value of a field, each group with its count, bytes and
 //! latency histogram, and the top groups by count.
+//!
+//! Two halves. [`FieldGroups`] is what a scan thread feeds, one chunk at a time: it tells
+//! events apart by a cheap key read from the columns (a process or file table id, a syscall
+//! number; [`key`]), never by printing a value per event, and keeps one sample event per key.
+//! [`FieldGroups::finish`] prints each key's value once and merges keys of equal value into a
+//! [`GroupBy`], the groups by value, which gives the top groups. `iocap report --by` and the
+//! viewer's breakdown are the same computation.
 
-use std::collections::HashMap;
+mod key;
+mod table;
+
+use std::cell::RefCell;
+use std::collections::hash_map::{Entry, HashMap};
+use std::fmt::Write as _;
 use std::hash::Hash;
 
+use iocap_filter::fields::{self, FieldInfo, Value};
+use iocap_filter::Bitmap;
+use iocap_format::{ColSet, Columns, Meta, Tables};
+
 use crate::hist::LatencyHist;
+use key::KeyOf;
+pub use table::Slots;
 
 /// One group's totals.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -17,6 +35,12 @@ pub struct Group {
 impl Group {
     pub fn count(&self) -> u64 {
         self.hist.count()
+    }
+
+    /// Add every event of `other`.
+    pub fn merge(&mut self, other: &Group) {
+        self.bytes = self.bytes.saturating_add(other.bytes);
+        self.hist.merge(&other.hist);
     }
 }
 
@@ -58,11 +82,19 @@ impl<K: Hash + Eq + Ord + Clone> GroupBy<K> {
         }
     }
 
+    /// Add the events of `group` to group `key`.
+    pub fn add_group(&mut self, key: K, group: Group) {
+        match self.groups.entry(key) {
+            Entry::Occupied(mut e) => e.get_mut().merge(&group),
+            Entry::Vacant(e) => {
+                e.insert(group);
+            }
+        }
+    }
+
     pub fn merge(&mut self, other: GroupBy<K>) {
         for (k, g) in other.groups {
-            let mine = self.groups.entry(k).or_default();
-            mine.bytes = mine.bytes.saturating_add(g.bytes);
-            mine.hist.merge(&g.hist);
+            self.add_group(k, g);
         }
     }
 
@@ -79,6 +111,11 @@ impl<K: Hash + Eq + Ord + Clone> GroupBy<K> {
         self.groups.get(key)
     }
 
+    /// Every group, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &Group)> {
+        self.groups.iter()
+    }
+
     /// The `n` groups with the most events, most first; ties by key, so the order is
     /// deterministic.
     pub fn top(&self, n: usize) -> Vec<(&K, &Group)> {
@@ -89,9 +126,307 @@ impl<K: Hash + Eq + Ord + Clone> GroupBy<K> {
     }
 }
 
+/// A scan's loop over one chunk's matching rows, given each row's group key: implemented by
+/// the caller, and called by [`FieldGroups::feed`] with the key function that suits the field
+/// and the chunk, so that the loop is compiled for each and a key costs a load, not a call.
+pub trait Feed {
+    type Out;
+
+    /// Take the rows, adding row `i` to `groups.get(key(i), || sample of row i)`.
+    fn feed<K: Fn(usize) -> u64>(self, key: K, groups: &mut Slots) -> Self::Out;
+}
+
+/// Events split by the value of `field`, as one scan thread sees them (see the module's doc).
+pub struct FieldGroups<'a> {
+    field: &'static FieldInfo,
+    key: KeyOf,
+    meta: &'a Meta,
+    tables: &'a Tables,
+    slots: Slots,
+    /// Printed values seen, for a field keyed by its printed value ([`KeyOf::Printed`]): the
+    /// key is the index. Behind a cell, as the key function reads it while the groups are fed.
+    printed: RefCell<Interner>,
+    /// The event-type keys of a chunk's rows ([`key::small_type_keys`]).
+    type_keys: Vec<u16>,
+}
+
+impl<'a> FieldGroups<'a> {
+    /// No groups yet, by `field`, for a capture with these `meta` and `tables`.
+    pub fn new(field: &'static FieldInfo, meta: &'a Meta, tables: &'a Tables) -> FieldGroups<'a> {
+        FieldGroups {
+            field,
+            key: KeyOf::of(field),
+            meta,
+            tables,
+            slots: Slots::default(),
+            printed: RefCell::default(),
+            type_keys: Vec::new(),
+        }
+    }
+
+    /// The columns to decode for grouping by `field`.
+    pub fn columns(field: &FieldInfo) -> ColSet {
+        KeyOf::of(field).columns()
+    }
+
+    /// Feed the rows of chunk `cols` whose `bits` are set through `f`, with the key function
+    /// that suits the field.
+    #[inline]
+    pub fn feed<F: Feed>(&mut self, cols: &Columns, bits: &Bitmap, f: F) -> F::Out {
+        let FieldGroups {
+            field,
+            key,
+            meta,
+            tables,
+            slots,
+            printed,
+            type_keys,
+        } = self;
+        let (key, field, meta, tables) = (*key, *field, *meta, *tables);
+        if let Some(ids) = key.id_column(cols) {
+            return f.feed(|i| ids.get(i).map_or(0, |&x| u64::from(x)), slots);
+        }
+        match key {
+            // When most rows match, the keys are built for every row in loops of their own
+            // ahead of the per-event work; for a few, only theirs are.
+            KeyOf::EventType if bits.count_ones() >= cols.len() / 2 && key::small_type_keys(cols, type_keys) => {
+                let keys = &type_keys[..];
+                f.feed(|i| keys.get(i).map_or(0, |&k| u64::from(k)), slots)
+            }
+            KeyOf::Printed => f.feed(
+                |i| {
+                    let v = fields::value(field, &cols.event(i), meta, tables);
+                    printed.borrow_mut().key(&v)
+                },
+                slots,
+            ),
+            _ => f.feed(|i| key.key(cols, i), slots),
+        }
+    }
+
+    /// Add the groups another thread fed.
+    pub fn merge(&mut self, other: FieldGroups<'a>) {
+        // Printed values are numbered per thread: theirs are numbered again here.
+        let interner = other.printed.into_inner();
+        let theirs = interner.by_key();
+        for (k, g, e) in other.slots.slots {
+            let k = match self.key {
+                KeyOf::Printed => self.printed.get_mut().key_of_text(theirs[k as usize]),
+                _ => k,
+            };
+            self.slots.add(k, g, e);
+        }
+    }
+
+    /// The groups by value, each key's value printed once by `name` (which may print an
+    /// absent value its own way).
+    pub fn finish(self, name: impl Fn(&Value) -> String) -> GroupBy<String> {
+        let mut by = GroupBy::new();
+        for (_, g, e) in self.slots.slots {
+            by.add_group(name(&fields::value(self.field, &e, self.meta, self.tables)), g);
+        }
+        by
+    }
+}
+
+/// Printed values numbered in order of first appearance.
+#[derive(Default)]
+struct Interner {
+    ids: HashMap<Box<str>, u64>,
+    /// What the value being numbered prints, reused from one event to the next.
+    buf: String,
+}
+
+impl Interner {
+    /// The number of `v`, as printed (absent apart from an empty string).
+    fn key(&mut self, v: &Value) -> u64 {
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        buf.push(if v.is_absent() { '-' } else { '=' });
+        let _ = write!(buf, "{v}");
+        let k = self.key_of_text(&buf);
+        self.buf = buf;
+        k
+    }
+
+    fn key_of_text(&mut self, text: &str) -> u64 {
+        if let Some(&k) = self.ids.get(text) {
+            return k;
+        }
+        let k = self.ids.len() as u64;
+        self.ids.insert(text.into(), k);
+        k
+    }
+
+    /// Every text, at its number.
+    fn by_key(&self) -> Vec<&str> {
+        let mut texts = vec![""; self.ids.len()];
+        for (t, &k) in &self.ids {
+            texts[k as usize] = t;
+        }
+        texts
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iocap_format::{mkdev, Class, Event, FdType, FileEntry, ProcEntry, Reader, Writer, WriterOptions};
+
+    /// Processes sharing a name, files, failed calls, block requests on two disks.
+    fn capture() -> Reader<Vec<u8>> {
+        let meta = Meta {
+            arch: "x86_64".into(),
+            start_ts: 1_000,
+            devices: vec![iocap_format::Device {
+                dev: mkdev(254, 0),
+                name: "vda".into(),
+            }],
+            ..Meta::default()
+        };
+        let opts = WriterOptions {
+            chunk_events: 64,
+            ..WriterOptions::default()
+        };
+        let mut w = Writer::new(Vec::new(), &meta, opts).unwrap();
+        let (pg, fio) = (w.intern(b"postgres"), w.intern(b"fio"));
+        let procs: Vec<u32> = [(10, pg), (11, pg), (12, fio)]
+            .into_iter()
+            .map(|(pid, name)| {
+                w.add_proc(ProcEntry {
+                    pid,
+                    ppid: 1,
+                    name,
+                    ..ProcEntry::default()
+                })
+            })
+            .collect();
+        let names = [w.intern(b"/var/lib/a"), w.intern(b"/data/b"), w.intern(b"")];
+        let files: Vec<u32> = names
+            .iter()
+            .enumerate()
+            .map(|(i, &name)| {
+                w.add_file(FileEntry {
+                    pid: 10,
+                    fd: 3 + i as i32,
+                    kind: if i == 2 { FdType::Pipe } else { FdType::File },
+                    name,
+                    dev: if i == 0 { mkdev(254, 0) } else { 0 },
+                    ..FileEntry::default()
+                })
+            })
+            .collect();
+        for i in 0..1_000u64 {
+            let p = (i % 3) as usize;
+            let e = if i % 7 == 0 {
+                Event {
+                    class: Class::Block,
+                    ts: 1_000 + i * 10,
+                    latency: 1_000 + i % 5 * 100,
+                    queue: i % 3,
+                    pid: 12,
+                    tid: 12,
+                    proc: procs[2],
+                    fd: -1,
+                    bytes: 4096 * (1 + i % 2),
+                    dev: if i % 2 == 0 { mkdev(254, 0) } else { mkdev(8, 0) },
+                    sector: i,
+                    op: (i % 3) as u8,
+                    flags: (i % 4) as u32,
+                    ..Event::default()
+                }
+            } else {
+                let ret = match i % 5 {
+                    0 => -2,
+                    1 => -11,
+                    _ => (i % 4) as i64 * 512,
+                };
+                Event {
+                    proc: procs[p],
+                    fd: if i % 11 == 0 { -1 } else { 3 + (i % 3) as i32 },
+                    file: files[(i % 3) as usize],
+                    bytes: ret.max(0) as u64,
+                    ..Event::syscall(
+                        1_000 + i * 10,
+                        100 + i % 13,
+                        10 + p as u32,
+                        100 + (i % 4) as u32,
+                        (i % 4) as u32,
+                        ret,
+                    )
+                }
+            };
+            w.push(&e).unwrap();
+        }
+        Reader::from_bytes(w.finish(20_000).unwrap()).unwrap()
+    }
+
+    /// Every row into its group, latency and bytes.
+    struct Add<'c>(&'c Columns, &'c Bitmap);
+
+    impl Feed for Add<'_> {
+        type Out = ();
+        fn feed<K: Fn(usize) -> u64>(self, key: K, groups: &mut Slots) {
+            for i in self.1.iter_ones() {
+                let g = groups.get(key(i), || self.0.event(i));
+                g.hist.add(self.0.latency[i]);
+                g.bytes += self.0.bytes[i];
+            }
+        }
+    }
+
+    /// For every field: the groups fed by two threads (chunks split between them) and merged
+    /// are those of a plain count by printed value, absent values apart from empty strings.
+    #[test]
+    fn field_groups_count_by_printed_value_for_every_field() {
+        let r = capture();
+        let (meta, tables) = (r.meta(), r.tables());
+        let name = |v: &Value| {
+            if v.is_absent() {
+                "<NA>".to_string()
+            } else {
+                v.to_string()
+            }
+        };
+        for field in fields::all() {
+            let mut want = GroupBy::<String>::new();
+            let mut threads = [
+                FieldGroups::new(field, meta, tables),
+                FieldGroups::new(field, meta, tables),
+            ];
+            let want_cols = FieldGroups::columns(field)
+                .with(iocap_format::Col::Latency)
+                .with(iocap_format::Col::Bytes);
+            let (mut dec, mut all, mut cols) = (Default::default(), Columns::default(), Columns::default());
+            for ci in 0..r.chunks().len() {
+                r.read_chunk(ci, ColSet::ALL, &mut dec, &mut all).unwrap();
+                r.read_chunk(ci, want_cols, &mut dec, &mut cols).unwrap();
+                // Every other row, so groups are fed from a bitmap with gaps.
+                let mut bits = Bitmap::ones(cols.len());
+                for i in (0..cols.len()).step_by(2) {
+                    bits.set(i, false);
+                }
+                for i in bits.iter_ones() {
+                    want.add(
+                        name(&fields::value(field, &all.event(i), meta, tables)),
+                        all.latency[i],
+                        all.bytes[i],
+                    );
+                }
+                threads[ci % 2].feed(&cols, &bits, Add(&cols, &bits));
+            }
+            let [mut a, b] = threads;
+            a.merge(b);
+            let got = a.finish(name);
+            let sorted = |g: &GroupBy<String>| -> Vec<(String, u64, u64)> {
+                g.top(usize::MAX)
+                    .into_iter()
+                    .map(|(k, g)| (k.clone(), g.count(), g.bytes))
+                    .collect()
+            };
+            assert_eq!(sorted(&got), sorted(&want), "{}", field.name);
+        }
+    }
 
     #[test]
     fn top_groups_by_count_then_key() {

@@ -8,7 +8,9 @@
 //!   for biolatency-style output.
 //! - [`Spectrogram`]: counts per (time row, log-scale latency column), as sysdig's
 //!   spectrogram chisel, over a fixed number of rows (directly indexed: one lookup per event).
-//! - [`GroupBy`]: events split by a field's value, top groups by count.
+//! - [`FieldGroups`] and [`GroupBy`]: events split by a field's value (told apart per event by
+//!   a table id or a syscall number, printed once per key), top groups by count.
+//! - [`slowest`]: the K slowest events of a scan, in bounded memory.
 //! - [`IoStat`]: per-device, per-interval iostat figures from block events.
 //! - [`Scan`] (and its common case [`scan()`]): runs a compiled filter over a capture's chunks
 //!   (a chosen set of them, skipping those whose summary rules them out, decoding only the
@@ -48,11 +50,12 @@ pub mod group;
 pub mod hist;
 pub mod iostat;
 pub mod scan;
+pub mod slowest;
 pub mod spectro;
 pub mod units;
 
 pub use cache::{CacheStats, ColumnCache};
-pub use group::{Group, GroupBy};
+pub use group::{FieldGroups, Group, GroupBy};
 pub use hist::LatencyHist;
 pub use iostat::{DeviceInterval, IoStat, IoStatError};
 pub use scan::{capture_span, for_each_match, scan, Damage, Scan, ScanStats};

@@ -758,7 +758,7 @@ impl App {
         };
         let refs: Vec<(usize, EventRef)> = match self.sort {
             Sort::Latency => (self.ev_top..(self.ev_top + visible).min(a.slowest.len()))
-                .map(|i| (i, a.slowest[i].at()))
+                .map(|i| (i, EventRef::of(&a.slowest[i])))
                 .collect(),
             Sort::Time => {
                 let mut out = Vec::new();

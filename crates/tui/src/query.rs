@@ -16,14 +16,17 @@
 //! first question costs no more than without a cache, the next one over the same chunks skips
 //! decoding.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use iocap_analysis::{hist, spectro, ColumnCache, Damage, LatencyHist, Scan, Spectrogram};
-use iocap_filter::fields::{self, FieldId, FieldInfo};
+use iocap_analysis::group::{Feed, Slots};
+use iocap_analysis::slowest::{self, Slowest};
+use iocap_analysis::{hist, spectro, ColumnCache, Damage, FieldGroups, LatencyHist, Scan, Spectrogram};
+use iocap_filter::fields::FieldInfo;
 use iocap_filter::{Bitmap, Compiled};
-use iocap_format::{ChunkSummary, Col, ColSet, Columns, Event, Reader};
+use iocap_format::{ChunkSummary, Col, ColSet, Columns, Meta, Reader, Tables};
+
+pub use iocap_analysis::slowest::Slow;
 
 use crate::grid::Grid;
 
@@ -82,29 +85,13 @@ pub struct EventRef {
     pub row: usize,
 }
 
-/// One of the slowest events: 16 bytes, as a million of them are kept.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Slow {
-    pub latency: u64,
-    pub chunk: u32,
-    pub row: u32,
-}
-
-impl Slow {
-    pub fn at(&self) -> EventRef {
+impl EventRef {
+    /// Where one of the slowest events is.
+    pub fn of(s: &Slow) -> EventRef {
         EventRef {
-            chunk: self.chunk as usize,
-            row: self.row as usize,
+            chunk: s.chunk as usize,
+            row: s.row as usize,
         }
-    }
-
-    /// Slowest first, then file order: a total order, so which K are kept does not depend
-    /// on how the chunks were split between threads.
-    fn order(a: &Slow, b: &Slow) -> std::cmp::Ordering {
-        b.latency
-            .cmp(&a.latency)
-            .then(a.chunk.cmp(&b.chunk))
-            .then(a.row.cmp(&b.row))
     }
 }
 
@@ -137,237 +124,26 @@ impl Cancel {
     }
 }
 
-/// Columns needed to tell the grouped field's value apart (the key) and to print it.
-fn group_cols(field: &FieldInfo) -> ColSet {
-    use Col::*;
-    let cols: &[Col] = match field.id {
-        FieldId::ProcName | FieldId::ProcExe | FieldId::ProcCmdline | FieldId::ProcPpid => &[Proc],
-        FieldId::ProcPid => &[Pid],
-        FieldId::ThreadTid => &[Tid],
-        FieldId::FdName | FieldId::FdType | FieldId::FdDirectory | FieldId::FdFilename | FieldId::FdDev => &[File],
-        FieldId::BlkDev => &[Class, Dev],
-        FieldId::BlkOp => &[Class, Op],
-        _ => &[Class, Nr, Op],
-    };
-    cols.iter().copied().collect()
-}
-
-/// A cheap per-event key for the grouped field: events with equal keys have equal values.
-#[inline]
-fn group_key(field: &FieldInfo, c: &Columns, i: usize) -> u64 {
-    let g = |v: &Vec<u32>| v.get(i).copied().map_or(0, u64::from);
-    let class = c.class.get(i).copied().map_or(0, u64::from);
-    match field.id {
-        FieldId::ProcName | FieldId::ProcExe | FieldId::ProcCmdline | FieldId::ProcPpid => g(&c.proc),
-        FieldId::ProcPid => g(&c.pid),
-        FieldId::ThreadTid => g(&c.tid),
-        FieldId::FdName | FieldId::FdType | FieldId::FdDirectory | FieldId::FdFilename | FieldId::FdDev => g(&c.file),
-        FieldId::BlkDev => class << 40 | g(&c.dev),
-        FieldId::BlkOp => class << 40 | c.op.get(i).copied().map_or(0, u64::from),
-        _ => {
-            let (nr, op) = (g(&c.nr), c.op.get(i).copied().map_or(0, u64::from));
-            // Small keys are counted in a table rather than hashed ([`Groups`]): syscall numbers
-            // and ops fit in 15 bits; anything larger (a hostile number) keeps a wide key.
-            if class < 4 && nr < 512 && op < 16 {
-                class << 13 | nr << 4 | op
-            } else {
-                1 << 63 | class << 40 | nr << 8 | op
-            }
-        }
-    }
-}
-
-/// [`group_key`] of every row of `c` into `out`, when the field is the event type (its last
-/// arm) and every row's key is a small one (class, syscall number and op in 15 bits): then
-/// they are built in loops that vectorise, 2 bytes a row. Whether it did.
-fn small_type_keys(field: &FieldInfo, c: &Columns, out: &mut Vec<u16>) -> bool {
-    let event_type = group_cols(field) == [Col::Class, Col::Nr, Col::Op].into_iter().collect();
-    let n = c.len();
-    if !event_type || [c.class.len(), c.nr.len(), c.op.len()] != [n; 3] {
-        return false;
-    }
-    let max = |v: &[u8]| v.iter().fold(0, |m, &x| m.max(x));
-    if max(&c.class) >= 4 || max(&c.op) >= 16 || c.nr.iter().fold(0, |m, &x| m.max(x)) >= 512 {
-        return false;
-    }
-    out.clear();
-    out.extend(
-        c.class
-            .iter()
-            .zip(&c.nr)
-            .zip(&c.op)
-            .map(|((&class, &nr), &op)| u16::from(class) << 13 | (nr as u16) << 4 | u16::from(op)),
-    );
-    true
-}
-
-/// The group key of a field that is a table id read from column `v`.
-#[inline(always)]
-fn id(v: &[u32]) -> impl Fn(usize) -> u64 + '_ {
-    move |i| v.get(i).map_or(0, |&x| u64::from(x))
-}
-
-/// Group keys below this are looked up in a table, not a hash map: table ids (processes,
-/// files, threads) and the event-type keys are small.
-const DENSE_KEYS: u64 = 1 << 16;
-const NO_SLOT: u32 = u32::MAX;
-
-/// The groups of one scan thread: a histogram and one event (to print the value from) per key.
-#[derive(Default)]
-struct Groups {
-    /// Slot of each small key (`NO_SLOT`: none yet), grown on demand up to [`DENSE_KEYS`].
-    dense: Vec<u32>,
-    /// Slot of each larger key.
-    sparse: IdMap<u32>,
-    slots: Vec<(u64, LatencyHist, Event)>,
-}
-
-impl Groups {
-    /// The histogram of `key`'s group; `event` makes the group's sample event when it is new.
-    #[inline]
-    fn hist(&mut self, key: u64, event: impl FnOnce() -> Event) -> &mut LatencyHist {
-        let slot = if key < DENSE_KEYS {
-            let k = key as usize;
-            if k >= self.dense.len() {
-                self.dense.resize(k + 1, NO_SLOT);
-            }
-            if self.dense[k] == NO_SLOT {
-                self.dense[k] = self.slots.len() as u32;
-                self.slots.push((key, LatencyHist::new(), event()));
-            }
-            self.dense[k] as usize
-        } else {
-            let next = self.slots.len() as u32;
-            let slot = *self.sparse.entry(key).or_insert(next);
-            if slot == next {
-                self.slots.push((key, LatencyHist::new(), event()));
-            }
-            slot as usize
-        };
-        &mut self.slots[slot].1
-    }
-
-    fn merge(&mut self, o: Groups) {
-        for (k, h, e) in o.slots {
-            self.hist(k, || e).merge(&h);
-        }
-    }
-}
-
-/// A hasher for small integer keys (a multiply and a rotate): group keys are ids, not
-/// attacker-chosen strings, and SipHash per event would cost more than the rest of the scan.
-#[derive(Default, Clone, Copy)]
-struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0 ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
-    }
-}
-
-type IdMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<IdHasher>>;
-
 /// What one scan thread accumulates over its share of the chunks.
-struct Acc {
+struct Acc<'r> {
     spectro: Spectrogram,
     /// Every matching event is in exactly one group: the view's histogram is their merge.
-    groups: Groups,
+    groups: FieldGroups<'r>,
     per_chunk: Vec<(usize, u64)>,
-    slowest: TopK,
-    /// The group keys of a chunk's rows, for the event type ([`small_type_keys`]).
-    keys: Vec<u16>,
+    slowest: Slowest,
 }
 
-/// The K slowest events seen: candidates at or above the K-th latency so far are appended,
-/// and the list is cut back to K (a linear-time selection) when it reaches 1.5 K, so an event
-/// costs one comparison and the memory stays bounded.
-struct TopK {
-    k: usize,
-    items: Vec<Slow>,
-    /// The K-th latency once K were seen (before: a bound known from the summaries, or 0):
-    /// anything faster cannot be kept.
-    floor: u64,
-}
-
-impl TopK {
-    /// The `k` slowest of events of which at least `k` take `floor` ns or more (0 when not
-    /// known): faster ones are never candidates.
-    fn new(k: usize, floor: u64) -> TopK {
-        TopK {
-            k,
-            items: Vec::new(),
-            floor,
-        }
-    }
-
-    /// Room kept: pruning back to K every K/2 candidates.
-    fn room(&self) -> usize {
-        self.k + self.k / 2 + 1
-    }
-
-    #[inline(always)]
-    fn push(&mut self, s: Slow) {
-        if s.latency >= self.floor && self.k > 0 {
-            self.keep(s);
-        }
-    }
-
-    /// The rarer half of [`TopK::push`], out of the scan loop.
-    #[inline(never)]
-    fn keep(&mut self, s: Slow) {
-        if self.items.capacity() == 0 {
-            // Once, exactly: growing by doubling would overshoot the memory bound.
-            self.items.reserve_exact(self.room());
-        }
-        self.items.push(s);
-        if self.items.len() >= self.room() {
-            self.prune();
-        }
-    }
-
-    fn prune(&mut self) {
-        if self.items.len() > self.k {
-            self.items.select_nth_unstable_by(self.k - 1, Slow::order);
-            self.items.truncate(self.k);
-            self.floor = self.items.iter().map(|s| s.latency).min().unwrap_or(0);
-        }
-    }
-
-    fn merge(&mut self, o: TopK) {
-        self.floor = self.floor.max(o.floor);
-        for s in o.items {
-            self.push(s);
-        }
-    }
-
-    /// Slowest first.
-    fn into_sorted(mut self) -> Vec<Slow> {
-        self.prune();
-        self.items.sort_unstable_by(Slow::order);
-        self.items
-    }
-}
-
-impl Acc {
-    fn new(q: &Query, slow_floor: u64) -> Acc {
+impl<'r> Acc<'r> {
+    fn new(q: &Query, slow_floor: u64, meta: &'r Meta, tables: &'r Tables) -> Acc<'r> {
         Acc {
             spectro: Spectrogram::new(q.start, q.interval, q.rows),
-            groups: Groups::default(),
+            groups: FieldGroups::new(q.group, meta, tables),
             per_chunk: Vec::new(),
-            slowest: TopK::new(q.slowest, slow_floor),
-            keys: Vec::new(),
+            slowest: Slowest::new(q.slowest, slow_floor),
         }
     }
 
-    fn merge(&mut self, o: Acc) {
+    fn merge(&mut self, o: Acc<'r>) {
         self.spectro.merge(&o.spectro);
         self.groups.merge(o.groups);
         self.per_chunk.extend(o.per_chunk);
@@ -378,53 +154,59 @@ impl Acc {
     /// spectrogram row of a chunk that lies within one row of the view (its timestamps were not
     /// decoded: they would say nothing more).
     fn feed(&mut self, q: &Query, ci: usize, one_row: Option<usize>, cols: &Columns, bits: &Bitmap) {
-        // The grouped field is chosen once per chunk, not per event: the common keys (a table
-        // id read from one column) get a loop of their own.
-        let n = match q.group.id {
-            FieldId::ProcName | FieldId::ProcExe | FieldId::ProcCmdline | FieldId::ProcPpid => {
-                self.feed_by(q, ci, one_row, cols, bits, id(&cols.proc))
-            }
-            FieldId::ProcPid => self.feed_by(q, ci, one_row, cols, bits, id(&cols.pid)),
-            FieldId::ThreadTid => self.feed_by(q, ci, one_row, cols, bits, id(&cols.tid)),
-            FieldId::FdName | FieldId::FdType | FieldId::FdDirectory | FieldId::FdFilename | FieldId::FdDev => {
-                self.feed_by(q, ci, one_row, cols, bits, id(&cols.file))
-            }
-            // When most rows match, the keys are built for every row in loops of their own
-            // ahead of the per-event work; for a few, only theirs are.
-            _ if bits.count_ones() >= cols.len() / 2 && small_type_keys(q.group, cols, &mut self.keys) => {
-                let keys = std::mem::take(&mut self.keys);
-                let n = self.feed_by(q, ci, one_row, cols, bits, |i| keys.get(i).map_or(0, |&k| u64::from(k)));
-                self.keys = keys;
-                n
-            }
-            _ => self.feed_by(q, ci, one_row, cols, bits, |i| group_key(q.group, cols, i)),
-        };
-        if n > 0 {
-            self.per_chunk.push((ci, n));
-        }
-    }
-
-    /// [`Acc::feed`] with the group key of row `i` given by `key`; returns the rows taken.
-    #[inline(always)]
-    fn feed_by(
-        &mut self,
-        q: &Query,
-        ci: usize,
-        one_row: Option<usize>,
-        cols: &Columns,
-        bits: &Bitmap,
-        key: impl Fn(usize) -> u64,
-    ) -> u64 {
-        let (start, end, interval) = (q.start, q.end(), q.interval.max(1));
-        let (ts_col, lat_col) = (&cols.ts[..], &cols.latency[..]);
-        let columns = spectro::ColumnTable::get();
         let Acc {
             spectro,
             groups,
+            per_chunk,
             slowest,
-            ..
         } = self;
-        let keep_slowest = slowest.k > 0;
+        let rows = ViewRows {
+            q,
+            ci,
+            one_row,
+            cols,
+            bits,
+            spectro,
+            slowest,
+        };
+        let n = groups.feed(cols, bits, rows);
+        if n > 0 {
+            per_chunk.push((ci, n));
+        }
+    }
+}
+
+/// The per-event loop of [`Acc::feed`] over one chunk: each matching row in the view into the
+/// spectrogram, its group and the slowest. [`FieldGroups::feed`] runs it with the group key
+/// that suits the grouped field; it returns the rows taken.
+struct ViewRows<'a> {
+    q: &'a Query,
+    ci: usize,
+    one_row: Option<usize>,
+    cols: &'a Columns,
+    bits: &'a Bitmap,
+    spectro: &'a mut Spectrogram,
+    slowest: &'a mut Slowest,
+}
+
+impl Feed for ViewRows<'_> {
+    type Out = u64;
+
+    #[inline(always)]
+    fn feed<K: Fn(usize) -> u64>(self, key: K, groups: &mut Slots) -> u64 {
+        let ViewRows {
+            q,
+            ci,
+            one_row,
+            cols,
+            bits,
+            spectro,
+            slowest,
+        } = self;
+        let (start, end, interval) = (q.start, q.end(), q.interval.max(1));
+        let (ts_col, lat_col) = (&cols.ts[..], &cols.latency[..]);
+        let columns = spectro::ColumnTable::get();
+        let keep_slowest = slowest.keeps();
         // Takes row `i` into the accumulators (a macro, so it is inlined in both loops).
         // `$bin` counts the event in spectrogram column `$col`.
         macro_rules! take {
@@ -434,7 +216,7 @@ impl Acc {
                 let b = hist::bucket(lat);
                 let $col = columns.column(b, lat);
                 $bin;
-                groups.hist(key(i), || cols.event(i)).add_in_bucket(b, lat);
+                groups.get(key(i), || cols.event(i)).hist.add_in_bucket(b, lat);
                 if keep_slowest {
                     slowest.push(Slow {
                         latency: lat,
@@ -514,7 +296,7 @@ fn scan_for<'a, F>(
 where
     F: Fn(usize) -> ColSet + Sync,
 {
-    let want = ColSet::NONE.with(Col::Latency).union(group_cols(q.group));
+    let want = ColSet::NONE.with(Col::Latency).union(FieldGroups::columns(q.group));
     let threads = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, 2);
     // Below a few chunks a second thread costs more than it saves.
     let threads = if chunks.len() < 4 { 1 } else { threads };
@@ -544,7 +326,7 @@ pub fn warm(reader: &Reader, cache: &ColumnCache, q: &Query, cancel: &Cancel) ->
     let chunks: Vec<usize> = reader.chunks_in(q.start, q.end()).collect();
     let ts = |i: usize| ts_for(reader, q, i);
     // Nothing to do when every chunk's columns are held already.
-    let mut want = ColSet::NONE.with(Col::Latency).union(group_cols(q.group));
+    let mut want = ColSet::NONE.with(Col::Latency).union(FieldGroups::columns(q.group));
     if let Some(f) = &q.filter {
         want = want.union(f.columns());
     }
@@ -562,32 +344,13 @@ pub fn warm(reader: &Reader, cache: &ColumnCache, q: &Query, cancel: &Cancel) ->
     Ok(done.is_some())
 }
 
-/// A latency that at least [`Query::slowest`] events of the view reach, from the chunk
-/// summaries (0 when they cannot tell): the slowest are found among those events only, instead
-/// of every event being a candidate until a thread has seen that many. Only without a filter
-/// (a summary counts every event of its chunk), and only from chunks wholly in the view.
+/// Where the slowest events can start: known from the chunk summaries only without a filter
+/// (a summary counts every event of its chunk).
 fn slow_floor(q: &Query, chunks: &[iocap_format::ChunkInfo]) -> u64 {
-    if q.slowest == 0 || q.filter.is_some() {
-        return 0;
+    match q.filter {
+        Some(_) => 0,
+        None => slowest::floor(chunks, q.start, q.end(), q.slowest),
     }
-    let mut per_bucket = [0u64; iocap_format::LOG2_BUCKETS];
-    for c in chunks {
-        let s = &c.summary;
-        if s.min_ts >= q.start && s.max_ts < q.end() && s.min_ts <= s.max_ts {
-            for (total, n) in per_bucket.iter_mut().zip(&s.log2_hist) {
-                *total = total.saturating_add(*n);
-            }
-        }
-    }
-    // From the slowest bucket down, the first whose events and all slower ones are enough.
-    let mut seen = 0u64;
-    for b in (0..per_bucket.len()).rev() {
-        seen = seen.saturating_add(per_bucket[b]);
-        if seen >= q.slowest as u64 {
-            return iocap_format::log2_bucket_range(b).0;
-        }
-    }
-    0
 }
 
 /// Answer `q` over `reader`, taking decoded columns from `cache` when given (it must be this
@@ -605,7 +368,7 @@ pub fn run(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Can
     let floor = slow_floor(q, infos);
     let acc = scan
         .run(
-            || Acc::new(q, floor),
+            || Acc::new(q, floor, reader.meta(), reader.tables()),
             |acc, ci, cols, bits| {
                 let row = infos.get(ci).and_then(|c| one_row(q, &c.summary));
                 acc.feed(q, ci, row, cols, bits)
@@ -614,26 +377,22 @@ pub fn run(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Can
         )
         .map_err(|e| e.to_string())?;
     let Some((acc, stats)) = acc else { return Ok(None) };
-    // Keys are finer than values (two proc ids may share a name): merge by printed value.
-    let (meta, tables) = (reader.meta(), reader.tables());
-    let mut merged: HashMap<String, LatencyHist> = HashMap::new();
+    // Keys are finer than values (two proc ids may share a name): merged by printed value.
+    let by = acc.groups.finish(|v| v.to_string());
     let mut hist = LatencyHist::new();
-    for (_, h, e) in &acc.groups.slots {
-        let value = fields::value(q.group, e, meta, tables).to_string();
-        merged.entry(value).or_default().merge(h);
-        hist.merge(h);
+    for (_, g) in by.iter() {
+        hist.merge(&g.hist);
     }
-    let group_count = merged.len();
-    let mut groups: Vec<GroupRow> = merged
+    let groups: Vec<GroupRow> = by
+        .top(TOP_GROUPS)
         .into_iter()
-        .map(|(value, h)| GroupRow {
-            value,
-            count: h.count(),
-            p99: h.percentile(99.0),
+        .map(|(value, g)| GroupRow {
+            value: value.clone(),
+            count: g.count(),
+            p99: g.hist.percentile(99.0),
         })
         .collect();
-    groups.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.value.cmp(&b.value)));
-    groups.truncate(TOP_GROUPS);
+    let group_count = by.len();
     let slowest = acc.slowest.into_sorted();
     let mut per_chunk = acc.per_chunk;
     per_chunk.sort_unstable();

@@ -1,0 +1,134 @@
+//! How a field's value is told apart per event without printing it: a key read from one or
+//! two columns (a table id, a syscall number), such that events with equal keys have equal
+//! values. Keys may be finer than values (two process entries can share a name); groups are
+//! merged by printed value once per key, at the end ([`super::FieldGroups::finish`]).
+
+use iocap_filter::fields::{FieldId, FieldInfo};
+use iocap_format::{Col, ColSet, Columns};
+
+/// A column holding a table id or a plain number that decides the value alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IdCol {
+    /// The process entry: `proc.name`, `proc.exe`, `proc.cmdline`, `proc.ppid`.
+    Proc,
+    Pid,
+    Tid,
+    /// The file entry: every `fd.*` field but `fd.num`.
+    File,
+}
+
+/// The key of a field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum KeyOf {
+    Id(IdCol),
+    /// The class and one more column: `blk.dev`, `blk.op` (absent for syscalls), `fd.num`.
+    ClassAnd(Col),
+    /// Class, syscall number and op: `evt.type`, `evt.class`, `io.dir` and its flags.
+    EventType,
+    /// The return value when negative, else 0: `evt.errno`, `evt.failed`.
+    Error,
+    /// The return value: `evt.res`.
+    Ret,
+    /// Anything else (latencies, times, sizes, sectors, flags): the printed value, interned.
+    /// Rarely grouped by, and a value per event, so there is no cheaper key worth keeping.
+    Printed,
+}
+
+impl KeyOf {
+    pub(crate) fn of(field: &FieldInfo) -> KeyOf {
+        use FieldId::*;
+        match field.id {
+            ProcName | ProcExe | ProcCmdline | ProcPpid => KeyOf::Id(IdCol::Proc),
+            ProcPid => KeyOf::Id(IdCol::Pid),
+            ThreadTid => KeyOf::Id(IdCol::Tid),
+            FdName | FdType | FdDirectory | FdFilename | FdDev => KeyOf::Id(IdCol::File),
+            FdNum => KeyOf::ClassAnd(Col::Fd),
+            BlkDev => KeyOf::ClassAnd(Col::Dev),
+            BlkOp => KeyOf::ClassAnd(Col::Op),
+            EvtType | EvtClass | IoDir | IsIoRead | IsIoWrite => KeyOf::EventType,
+            EvtErrno | EvtFailed => KeyOf::Error,
+            EvtRes => KeyOf::Ret,
+            _ => KeyOf::Printed,
+        }
+    }
+
+    /// The columns the key reads, which are also all a sample event needs for the value to
+    /// be printed from it.
+    pub(crate) fn columns(self) -> ColSet {
+        use Col::*;
+        let cols: &[Col] = match self {
+            KeyOf::Id(IdCol::Proc) => &[Proc],
+            KeyOf::Id(IdCol::Pid) => &[Pid],
+            KeyOf::Id(IdCol::Tid) => &[Tid],
+            KeyOf::Id(IdCol::File) => &[File],
+            KeyOf::ClassAnd(c) => return ColSet::NONE.with(Class).with(c),
+            KeyOf::EventType => &[Class, Nr, Op],
+            KeyOf::Error | KeyOf::Ret => &[Ret],
+            KeyOf::Printed => return ColSet::ALL,
+        };
+        cols.iter().copied().collect()
+    }
+
+    /// Row `i`'s key, for every kind but [`KeyOf::Printed`] (which needs the tables).
+    #[inline]
+    pub(crate) fn key(self, c: &Columns, i: usize) -> u64 {
+        let g = |v: &Vec<u32>| v.get(i).copied().map_or(0, u64::from);
+        let class = c.class.get(i).copied().map_or(0, u64::from);
+        let ret = || c.ret.get(i).copied().unwrap_or(0);
+        match self {
+            KeyOf::Id(IdCol::Proc) => g(&c.proc),
+            KeyOf::Id(IdCol::Pid) => g(&c.pid),
+            KeyOf::Id(IdCol::Tid) => g(&c.tid),
+            KeyOf::Id(IdCol::File) => g(&c.file),
+            KeyOf::ClassAnd(Col::Dev) => class << 40 | g(&c.dev),
+            KeyOf::ClassAnd(Col::Op) => class << 40 | c.op.get(i).copied().map_or(0, u64::from),
+            KeyOf::ClassAnd(_) => class << 40 | c.fd.get(i).map_or(0, |&fd| u64::from(fd as u32)),
+            KeyOf::Error => ret().min(0) as u64,
+            KeyOf::Ret => ret() as u64,
+            KeyOf::EventType | KeyOf::Printed => {
+                let (nr, op) = (g(&c.nr), c.op.get(i).copied().map_or(0, u64::from));
+                // Small keys are counted in a table rather than hashed: syscall numbers and
+                // ops fit in 15 bits; anything larger (a hostile number) keeps a wide key.
+                if class < 4 && nr < 512 && op < 16 {
+                    class << 13 | nr << 4 | op
+                } else {
+                    1 << 63 | class << 40 | nr << 8 | op
+                }
+            }
+        }
+    }
+
+    /// The column of an [`KeyOf::Id`] key, whose value is the key itself.
+    pub(crate) fn id_column(self, c: &Columns) -> Option<&[u32]> {
+        match self {
+            KeyOf::Id(IdCol::Proc) => Some(&c.proc),
+            KeyOf::Id(IdCol::Pid) => Some(&c.pid),
+            KeyOf::Id(IdCol::Tid) => Some(&c.tid),
+            KeyOf::Id(IdCol::File) => Some(&c.file),
+            _ => None,
+        }
+    }
+}
+
+/// The [`KeyOf::EventType`] key of every row of `c` into `out`, when every row's is a small
+/// one (class, syscall number and op in 15 bits): then they are built in loops that
+/// vectorise, 2 bytes a row. Whether it did.
+pub(crate) fn small_type_keys(c: &Columns, out: &mut Vec<u16>) -> bool {
+    let n = c.len();
+    if [c.class.len(), c.nr.len(), c.op.len()] != [n; 3] {
+        return false;
+    }
+    let max = |v: &[u8]| v.iter().fold(0, |m, &x| m.max(x));
+    if max(&c.class) >= 4 || max(&c.op) >= 16 || c.nr.iter().fold(0, |m, &x| m.max(x)) >= 512 {
+        return false;
+    }
+    out.clear();
+    out.extend(
+        c.class
+            .iter()
+            .zip(&c.nr)
+            .zip(&c.op)
+            .map(|((&class, &nr), &op)| u16::from(class) << 13 | (nr as u16) << 4 | u16::from(op)),
+    );
+    true
+}
