@@ -226,7 +226,7 @@ fn main() {
     }
     // The latency-sorted list: the UI only asks for its rows (timed as "UI"); the rows thread
     // decodes the chunks the slowest events on screen come from (timed as "rows").
-    app.focus = iocap_tui::app::Focus::Events;
+    app.focus = iocap_tui::layout::Pane::Events;
     app.update(iocap_tui::Action::Sort);
     let q = app.take_query().unwrap();
     let (_, a) = run(&q, None);

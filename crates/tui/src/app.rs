@@ -20,10 +20,10 @@ use ratatui::layout::Rect;
 use crate::action::{Action, Edit, Mouse, Move};
 use crate::grid::Grid;
 use crate::history::History;
+use crate::layout::{Layout, Orientation, Pane};
 use crate::query::{Answer, EventRef, GroupRow, Query};
 use crate::rows::RowsQuery;
 use crate::theme::{Palette, Theme};
-use crate::ui;
 use crate::worker::Reply;
 
 /// Finest and coarsest spectrogram row.
@@ -58,23 +58,6 @@ pub const GROUP_FIELDS: [&str; 8] = [
     "io.dir",
     "evt.errno",
 ];
-
-/// Which pane has the keyboard.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Focus {
-    Spectrogram,
-    Breakdown,
-    Events,
-}
-
-/// How the spectrogram is drawn.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Orientation {
-    /// As sysdig: latency left→right, one row per interval, time going down.
-    Sysdig,
-    /// A heatmap: time left→right, latency going up.
-    Heatmap,
-}
 
 /// Event list order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,9 +108,9 @@ impl Capture {
 pub struct App {
     pub cap: Capture,
     pub theme: Theme,
-    /// Terminal size.
-    pub area: Rect,
-    pub focus: Focus,
+    /// Where everything goes, for the terminal size, the filter bar and the orientation now.
+    pub layout: Layout,
+    pub focus: Pane,
     pub orientation: Orientation,
     /// Start of the first spectrogram row, ns since boot.
     pub view_start: u64,
@@ -186,8 +169,8 @@ impl App {
         let span = cap.end - cap.start;
         let mut app = App {
             theme: Theme::new(palette),
-            area,
-            focus: Focus::Spectrogram,
+            layout: Layout::new(area, 1, Orientation::Sysdig),
+            focus: Pane::Spectrogram,
             orientation: Orientation::Sysdig,
             view_start: cap.start,
             interval: INTERVALS[0],
@@ -223,7 +206,7 @@ impl App {
             cap,
         };
         // Pick the finest interval that shows the whole capture, so it opens on everything.
-        let rows = app.time_cells().max(1) as u64;
+        let rows = app.layout.time_cells.max(1) as u64;
         app.interval = INTERVALS
             .iter()
             .copied()
@@ -256,19 +239,9 @@ impl App {
         self.compiled.as_ref()
     }
 
-    /// Intervals shown (rows in sysdig orientation, columns in the heatmap).
-    pub fn time_cells(&self) -> usize {
-        ui::spectro_geometry(self).time_cells
-    }
-
-    /// Latency cells shown (columns in sysdig orientation, rows in the heatmap).
-    pub fn lat_cells(&self) -> usize {
-        ui::spectro_geometry(self).lat_cells
-    }
-
     pub fn view_end(&self) -> u64 {
         self.view_start
-            .saturating_add(self.interval.saturating_mul(self.time_cells() as u64))
+            .saturating_add(self.interval.saturating_mul(self.layout.time_cells as u64))
     }
 
     pub fn group_field(&self) -> &'static FieldInfo {
@@ -298,18 +271,13 @@ impl App {
         iocap_analysis::drops::between(&self.cap.reader, self.view_start, self.view_end())
     }
 
-    /// Latency spectrogram columns covered by display cell `cell`.
-    pub fn cell_cols(&self, cell: usize) -> std::ops::Range<usize> {
-        cell_cols(cell, self.lat_cells())
-    }
-
     /// Change the state for `action`.
     pub fn update(&mut self, action: Action) {
         match action {
             Action::Quit => self.quit = true,
             Action::ToggleHelp => self.help = !self.help,
             Action::FocusNext | Action::FocusPrev => {
-                let order = [Focus::Spectrogram, Focus::Breakdown, Focus::Events];
+                let order = [Pane::Spectrogram, Pane::Breakdown, Pane::Events];
                 let i = order.iter().position(|&f| f == self.focus).unwrap_or(0);
                 let step = if matches!(action, Action::FocusNext) {
                     1
@@ -320,7 +288,7 @@ impl App {
             }
             Action::Move(m) => self.move_cursor(m),
             Action::Scrub(pages) => {
-                let span = self.interval.saturating_mul(self.time_cells().max(1) as u64) as i64;
+                let span = self.interval.saturating_mul(self.layout.time_cells.max(1) as u64) as i64;
                 self.scrub(pages.saturating_mul(span));
             }
             Action::ZoomIn => self.zoom(-1),
@@ -331,7 +299,8 @@ impl App {
                     Orientation::Sysdig => Orientation::Heatmap,
                     Orientation::Heatmap => Orientation::Sysdig,
                 };
-                self.cursor_l = self.cursor_l.min(self.lat_cells().saturating_sub(1));
+                self.relayout();
+                self.cursor_l = self.cursor_l.min(self.layout.lat_cells.saturating_sub(1));
                 self.center_on(t);
             }
             Action::Mark => {
@@ -394,33 +363,60 @@ impl App {
                     error: None,
                 });
                 self.history.reset();
+                self.relayout();
             }
-            Action::FilterEdit(e) => self.edit(e),
+            Action::FilterEdit(e) => {
+                self.edit(e);
+                self.relayout();
+            }
             Action::FilterSubmit => {
                 if let Some(input) = self.input.take() {
+                    self.relayout();
                     if let Err(e) = self.apply(input.text.clone(), true) {
                         // Keep the bar open on the mistake.
                         self.input = Some(Input {
                             error: Some(e),
                             ..input
                         });
+                        self.relayout();
                     }
                 }
             }
             Action::FilterCancel => {
                 self.input = None;
                 self.history.reset();
+                self.relayout();
             }
             Action::Mouse(m) => self.mouse(m),
             Action::Resize(w, h) => {
                 let t = self.cursor_time();
-                self.area = Rect::new(0, 0, w, h);
-                self.cursor_l = self.cursor_l.min(self.lat_cells().saturating_sub(1));
+                self.layout.area = Rect::new(0, 0, w, h);
+                self.relayout();
+                self.cursor_l = self.cursor_l.min(self.layout.lat_cells.saturating_sub(1));
                 self.center_on(t);
             }
             Action::Tick(dt) => self.tick(dt),
             Action::Reply(r) => self.reply(r),
         }
+        debug_assert_eq!(
+            self.layout,
+            self.fresh_layout(),
+            "every change the layout depends on relayouts"
+        );
+    }
+
+    /// The layout for the terminal size, the filter bar and the orientation now.
+    fn fresh_layout(&self) -> Layout {
+        let bar = match &self.input {
+            Some(i) if i.error.is_some() => 3,
+            _ => 1,
+        };
+        Layout::new(self.layout.area, bar, self.orientation)
+    }
+
+    /// Compute the layout again, after a change of what it depends on.
+    fn relayout(&mut self) {
+        self.layout = self.fresh_layout();
     }
 
     /// Start time of the row under the cursor.
@@ -431,7 +427,7 @@ impl App {
 
     /// Put `t` under the cursor, keeping the cursor's position on screen when possible.
     fn center_on(&mut self, t: u64) {
-        let cells = self.time_cells().max(1);
+        let cells = self.layout.time_cells.max(1);
         self.cursor_t = self.cursor_t.min(cells - 1);
         let back = self.interval.saturating_mul(self.cursor_t as u64);
         let aligned = self.cap.start + (t.saturating_sub(self.cap.start) / self.interval) * self.interval;
@@ -440,7 +436,7 @@ impl App {
     }
 
     fn scrub(&mut self, by: i64) {
-        let span = self.interval.saturating_mul(self.time_cells().max(1) as u64);
+        let span = self.interval.saturating_mul(self.layout.time_cells.max(1) as u64);
         let latest = self.cap.end.saturating_sub(span / 2).max(self.cap.start);
         let earliest = self.cap.start.saturating_sub(span / 2);
         let t = if by < 0 {
@@ -471,14 +467,14 @@ impl App {
 
     fn move_cursor(&mut self, m: Move) {
         match self.focus {
-            Focus::Spectrogram => self.move_spectro(m),
-            Focus::Breakdown => {
+            Pane::Spectrogram => self.move_spectro(m),
+            Pane::Breakdown => {
                 let n = self.groups().len();
                 self.group_sel = step_list(self.group_sel, n, m, 5);
             }
-            Focus::Events => {
+            Pane::Events => {
                 let n = self.ev_len();
-                let page = ui::events_visible(self).max(1);
+                let page = self.layout.list_rows.max(1);
                 self.ev_sel = step_list(self.ev_sel, n, m, page);
                 if self.ev_sel < self.ev_top {
                     self.ev_top = self.ev_sel;
@@ -506,13 +502,13 @@ impl App {
             }
             (_, Move::End) => {
                 let t = self.cap.end.saturating_sub(1);
-                self.cursor_t = self.time_cells().saturating_sub(1);
+                self.cursor_t = self.layout.time_cells.saturating_sub(1);
                 return self.center_on(t);
             }
         };
-        let lat = self.lat_cells().max(1) as i64;
+        let lat = self.layout.lat_cells.max(1) as i64;
         self.cursor_l = (self.cursor_l as i64 + dl).clamp(0, lat - 1) as usize;
-        let cells = self.time_cells().max(1) as i64;
+        let cells = self.layout.time_cells.max(1) as i64;
         let t = self.cursor_t as i64 + dt;
         if t < 0 {
             self.scrub(-(self.interval as i64));
@@ -526,7 +522,7 @@ impl App {
     /// Enter, by pane.
     fn activate(&mut self) {
         match self.focus {
-            Focus::Spectrogram => {
+            Pane::Spectrogram => {
                 let clause = self.region_clause();
                 let filter = match self.filter.is_empty() {
                     true => clause,
@@ -537,7 +533,7 @@ impl App {
                     self.note = Some(format!("region: {}", e.message));
                 }
             }
-            Focus::Breakdown => {
+            Pane::Breakdown => {
                 let field = self.group_field().name;
                 let Some(g) = self.groups().get(self.group_sel) else {
                     return;
@@ -555,7 +551,7 @@ impl App {
                     self.note = Some(format!("breakdown: {}", e.message));
                 }
             }
-            Focus::Events => self.detail = !self.detail && self.ev_len() > 0,
+            Pane::Events => self.detail = !self.detail && self.ev_len() > 0,
         }
     }
 
@@ -565,7 +561,7 @@ impl App {
         let (a, b) = self.anchor.unwrap_or(here);
         let (t0, t1) = (a.min(here.0), a.max(here.0).saturating_add(self.interval));
         let (l0, l1) = (b.min(here.1), b.max(here.1));
-        let (c0, c1) = (self.cell_cols(l0).start, self.cell_cols(l1).end);
+        let (c0, c1) = (self.layout.cell_cols(l0).start, self.layout.cell_cols(l1).end);
         let rel = |t: u64| literal::duration(t.saturating_sub(self.cap.reader.meta().start_ts));
         let mut parts = vec![format!("evt.time>={}", rel(t0)), format!("evt.time<{}", rel(t1))];
         if c0 > 0 {
@@ -632,20 +628,19 @@ impl App {
     }
 
     fn mouse(&mut self, m: Mouse) {
-        let geo = ui::spectro_geometry(self);
         let (x, y) = match m {
             Mouse::Down { x, y } | Mouse::Drag { x, y } | Mouse::Up { x, y } => (x, y),
             Mouse::ScrollUp { .. } => return self.scrub(-(self.interval as i64) * 3),
             Mouse::ScrollDown { .. } => return self.scrub(self.interval as i64 * 3),
         };
-        let Some((t, l)) = geo.cell_at(x, y, self.orientation) else {
+        let Some((t, l)) = self.layout.cell_at(x, y) else {
             // A click elsewhere focuses the pane under it.
-            if let Some(f) = ui::pane_at(self, x, y) {
+            if let Some(f) = self.layout.pane_at(x, y) {
                 self.focus = f;
             }
             return;
         };
-        self.focus = Focus::Spectrogram;
+        self.focus = Pane::Spectrogram;
         self.cursor_t = t;
         self.cursor_l = l;
         match m {
@@ -667,7 +662,7 @@ impl App {
             return;
         }
         // Keep the replay clock on the last row, as the animated spectrogram scrolled.
-        let rows = self.time_cells().max(1) as u64;
+        let rows = self.layout.time_cells.max(1) as u64;
         let want = self.replay_at.saturating_sub(self.interval.saturating_mul(rows - 1));
         let want = self.cap.start + (want.saturating_sub(self.cap.start) / self.interval) * self.interval;
         if want != self.view_start && !self.busy {
@@ -718,7 +713,7 @@ impl App {
     /// The view or the filter changed: show the summaries' picture now, ask for the exact one.
     fn requery(&mut self) {
         self.gen += 1;
-        let rows = self.time_cells();
+        let rows = self.layout.time_cells;
         let chunks = self.cap.reader.chunks();
         self.grid = if self.filter.is_empty() {
             Grid::from_summaries(chunks, self.view_start, self.interval, rows)
@@ -751,7 +746,7 @@ impl App {
 
     /// Ask for the events the list shows, unless they are decoded already.
     fn load_rows(&mut self) {
-        let visible = ui::events_visible(self);
+        let visible = self.layout.list_rows;
         let Some(a) = &self.answer else {
             self.forget_rows();
             return;
@@ -807,14 +802,6 @@ fn step_list(sel: usize, n: usize, m: Move, page: usize) -> usize {
         Move::Home => 0,
         Move::End => last,
     }
-}
-
-/// Spectrogram columns behind display cell `cell` of `cells`.
-pub fn cell_cols(cell: usize, cells: usize) -> std::ops::Range<usize> {
-    let cells = cells.max(1);
-    let lo = cell * COLS / cells;
-    let hi = ((cell + 1) * COLS / cells).max(lo + 1).min(COLS);
-    lo.min(COLS - 1)..hi
 }
 
 /// Parse, check and compile `text` against this capture; `None` for an empty filter.

@@ -4,7 +4,8 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 
 use crate::action::{Action, Edit, Mouse, Move};
-use crate::app::{App, Focus};
+use crate::app::App;
+use crate::layout::Pane;
 
 /// The action for a key press, if it means anything here.
 pub fn key(app: &App, k: KeyEvent) -> Option<Action> {
@@ -58,7 +59,7 @@ pub fn key(app: &App, k: KeyEvent) -> Option<Action> {
         KeyCode::Char('c') => Action::CyclePalette,
         KeyCode::Char(' ') => Action::PlayPause,
         KeyCode::Char('x') => Action::Speed,
-        KeyCode::Char('s') if app.focus == Focus::Events => Action::Sort,
+        KeyCode::Char('s') if app.focus == Pane::Events => Action::Sort,
         KeyCode::Char('f') => Action::NextField,
         KeyCode::Char('F') => Action::PrevField,
         _ => return None,

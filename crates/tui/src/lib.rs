@@ -22,6 +22,7 @@ pub mod app;
 pub mod grid;
 pub mod history;
 pub mod keys;
+pub mod layout;
 pub mod panes;
 pub mod query;
 pub mod rows;

@@ -13,8 +13,9 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent,
 use iocap_format::{
     mkdev, Class, Device, DropStats, Event, FdType, FileEntry, Meta, ProcEntry, Reader, Writer, WriterOptions,
 };
-use iocap_tui::app::{Focus, Orientation, Sort};
+use iocap_tui::app::Sort;
 use iocap_tui::history::History;
+use iocap_tui::layout::{Orientation, Pane};
 use iocap_tui::query::{self, Cancel};
 use iocap_tui::rows::RowLoader;
 use iocap_tui::worker::Reply;
@@ -212,7 +213,7 @@ fn type_text(app: &mut App, s: &str) {
 }
 
 fn draw(app: &App) -> Buffer {
-    let mut t = Terminal::new(TestBackend::new(app.area.width, app.area.height)).unwrap();
+    let mut t = Terminal::new(TestBackend::new(app.layout.area.width, app.layout.area.height)).unwrap();
     t.draw(|f| ui::render(app, f)).unwrap();
     t.backend().buffer().clone()
 }
@@ -251,7 +252,7 @@ fn snap_pane(app: &App, area: Rect) -> String {
 }
 
 fn full(app: &App) -> String {
-    snap_pane(app, app.area)
+    snap_pane(app, app.layout.area)
 }
 
 #[test]
@@ -273,7 +274,7 @@ fn panes_at_standard_sizes() {
         settle(&mut app);
         assert!(!app.grid.approximate);
         assert_eq!(app.answer.as_ref().unwrap().matched, N);
-        let a = ui::areas(&app);
+        let a = app.layout;
         insta::assert_snapshot!(format!("spectrogram_{w}x{h}"), snap_pane(&app, a.spectro));
         insta::assert_snapshot!(format!("histogram_{w}x{h}"), snap_pane(&app, a.hist));
         insta::assert_snapshot!(format!("breakdown_{w}x{h}"), snap_pane(&app, a.breakdown));
@@ -283,7 +284,7 @@ fn panes_at_standard_sizes() {
         app.update(Action::ToggleOrientation);
         settle(&mut app);
         assert_eq!(app.orientation, Orientation::Heatmap);
-        insta::assert_snapshot!(format!("heatmap_{w}x{h}"), snap_pane(&app, ui::areas(&app).spectro));
+        insta::assert_snapshot!(format!("heatmap_{w}x{h}"), snap_pane(&app, app.layout.spectro));
     }
 }
 
@@ -309,7 +310,7 @@ fn filter_bar_shows_the_error_span_and_help() {
         .expect("live validation");
     assert_eq!(err.span, 0..8);
     assert!(err.help.as_deref().unwrap_or("").contains("proc.name"));
-    insta::assert_snapshot!("filter_bar_error", snap_pane(&app, ui::areas(&app).filter));
+    insta::assert_snapshot!("filter_bar_error", snap_pane(&app, app.layout.filter));
     // Enter on a bad filter keeps the bar open; Esc cancels and keeps the old filter.
     press(&mut app, KeyCode::Enter);
     assert!(app.input.is_some());
@@ -323,11 +324,11 @@ fn no_color_and_colour_blind_palettes() {
     let (_dir, mut app) = app(80, 24, "");
     settle(&mut app);
     app.theme.palette = Palette::Mono;
-    let mono = snap_pane(&app, ui::areas(&app).spectro);
+    let mono = snap_pane(&app, app.layout.spectro);
     assert!(!mono.contains("fg: Some"), "{mono}");
     insta::assert_snapshot!("spectrogram_mono", mono);
     app.theme.palette = Palette::ColorBlind;
-    insta::assert_snapshot!("spectrogram_colour_blind", snap_pane(&app, ui::areas(&app).spectro));
+    insta::assert_snapshot!("spectrogram_colour_blind", snap_pane(&app, app.layout.spectro));
 }
 
 #[test]
@@ -362,14 +363,16 @@ fn whole_app_driven_by_keys() {
 
     // Select the slow mode: move the cursor to the 5 ms column on the first row, mark, extend
     // two rows down, apply.
-    let col_5ms = (0..app.lat_cells()).find(|&c| app.cell_cols(c).contains(&67)).unwrap();
+    let col_5ms = (0..app.layout.lat_cells)
+        .find(|&c| app.layout.cell_cols(c).contains(&67))
+        .unwrap();
     for _ in 0..col_5ms {
         press(&mut app, KeyCode::Right);
     }
     press(&mut app, KeyCode::Char('v'));
     press(&mut app, KeyCode::Down);
     press(&mut app, KeyCode::Down);
-    insta::assert_snapshot!("app_3_selecting", snap_pane(&app, ui::areas(&app).spectro));
+    insta::assert_snapshot!("app_3_selecting", snap_pane(&app, app.layout.spectro));
     press(&mut app, KeyCode::Enter);
     assert!(
         app.filter
@@ -386,7 +389,7 @@ fn whole_app_driven_by_keys() {
 
     // Drill down: breakdown by evt.type, Enter adds it.
     press(&mut app, KeyCode::Tab);
-    assert_eq!(app.focus, Focus::Breakdown);
+    assert_eq!(app.focus, Pane::Breakdown);
     press(&mut app, KeyCode::Char('f'));
     assert_eq!(app.group_field().name, "evt.type");
     assert_eq!(app.groups()[0].value, "pread64");
@@ -396,7 +399,7 @@ fn whole_app_driven_by_keys() {
 
     // The event list, slowest first, and one event's details.
     press(&mut app, KeyCode::Tab);
-    assert_eq!(app.focus, Focus::Events);
+    assert_eq!(app.focus, Pane::Events);
     press(&mut app, KeyCode::Char('s'));
     assert_eq!(app.sort, Sort::Latency);
     press(&mut app, KeyCode::Down);
@@ -432,7 +435,7 @@ fn scrub_zoom_and_resize() {
     assert_eq!(app.view_start, start);
     app.update(Action::Resize(120, 40));
     settle(&mut app);
-    assert!(app.time_cells() > 9);
+    assert!(app.layout.time_cells > 9);
     app.update(Action::Resize(20, 5));
     settle(&mut app);
     let _ = full(&app); // Tiny terminals draw without panicking.
@@ -444,7 +447,7 @@ fn replay_advances_the_view() {
     let (_dir, mut app) = app(80, 24, "");
     press(&mut app, KeyCode::Char('+'));
     press(&mut app, KeyCode::Char('+'));
-    let (before, interval, rows) = (app.view_start, app.interval, app.time_cells() as u64);
+    let (before, interval, rows) = (app.view_start, app.interval, app.layout.time_cells as u64);
     press(&mut app, KeyCode::Char(' '));
     press(&mut app, KeyCode::Char('x'));
     assert!(app.playing);
@@ -493,11 +496,17 @@ fn mouse_drag_selects_a_region() {
     let (_dir, mut app) = app(100, 30, "proc.name=postgres");
     settle(&mut app);
     assert_eq!(app.orientation, Orientation::Sysdig);
-    let geo = ui::spectro_geometry(&app);
+    let geo = app.layout;
     // From the 1 ms cell on the first row to the 10 ms cell three rows down.
-    let cell = |col: usize| (0..app.lat_cells()).find(|&c| app.cell_cols(c).contains(&col)).unwrap();
+    let cell = |col: usize| {
+        (0..app.layout.lat_cells)
+            .find(|&c| app.layout.cell_cols(c).contains(&col))
+            .unwrap()
+    };
     let (c0, c1) = (cell(60), cell(70));
-    let expect = app.grid.sum(0..4, app.cell_cols(c0).start..app.cell_cols(c1).end);
+    let expect = app
+        .grid
+        .sum(0..4, app.layout.cell_cols(c0).start..app.layout.cell_cols(c1).end);
     assert!(expect > 0, "the region holds postgres's slow reads");
     let (x0, y0) = (geo.plot.x + c0 as u16, geo.plot.y);
     let (x1, y1) = (geo.plot.x + c1 as u16, geo.plot.y + 3);
@@ -526,7 +535,7 @@ fn latency_axis_keeps_the_unit_decades() {
     for (w, h) in [(80, 24), (110, 30), (120, 40), (200, 50)] {
         let (_dir, mut app) = app(w, h, "");
         settle(&mut app);
-        let geo = ui::spectro_geometry(&app);
+        let geo = app.layout;
         let buf = draw(&app);
         let line: String = (geo.plot.x..geo.plot.right() + 1)
             .map(|x| buf[(x, geo.plot.y - 1)].symbol().to_string())
@@ -556,7 +565,7 @@ fn latency_sort_keeps_the_slowest_k_of_a_full_sort() {
         let (_dir, mut app) = app(100, 30, filter);
         app.slowest = k;
         settle(&mut app);
-        app.focus = Focus::Events;
+        app.focus = Pane::Events;
         press(&mut app, KeyCode::Char('s'));
         assert_eq!(app.sort, Sort::Latency);
         let a = app.answer.as_ref().unwrap();
@@ -591,7 +600,7 @@ fn latency_sort_keeps_the_slowest_k_of_a_full_sort() {
             .collect();
         assert_eq!(got, want, "k {k} filter {filter:?}");
         assert_eq!(app.ev_len(), k.min(all.len()));
-        let events = snap_pane(&app, ui::areas(&app).events);
+        let events = snap_pane(&app, app.layout.events);
         let title = events.lines().next().unwrap();
         if k < all.len() {
             assert!(
@@ -612,7 +621,7 @@ fn latency_sort_keeps_the_slowest_k_of_a_full_sort() {
 fn detail_popup_fits_80x24() {
     let (_dir, mut app) = app(80, 24, "");
     settle(&mut app);
-    app.focus = Focus::Events;
+    app.focus = Pane::Events;
     for (name, sort) in [
         ("detail_syscall_80x24", Sort::Time),
         ("detail_block_80x24", Sort::Latency),
@@ -754,9 +763,9 @@ fn breakdown_matches_a_plain_count_for_every_field() {
 fn list_rows_arrive_from_the_rows_thread() {
     let (_dir, mut app) = app(100, 30, "");
     settle(&mut app);
-    app.focus = Focus::Events;
+    app.focus = Pane::Events;
     assert!(app.ev_row(0).is_some(), "the first screen is decoded after the answer");
-    let page = ui::events_visible(&app);
+    let page = app.layout.list_rows;
     // Two pages down, one request each; neither answered yet.
     let step = |app: &mut App| {
         app.update(keys::key(app, KeyEvent::new(KeyCode::PageDown, KeyModifiers::NONE)).unwrap());
@@ -765,7 +774,7 @@ fn list_rows_arrive_from_the_rows_thread() {
     let first = step(&mut app);
     let second = step(&mut app);
     assert!(app.ev_row(app.ev_sel).is_none());
-    let events = snap_pane(&app, ui::areas(&app).events);
+    let events = snap_pane(&app, app.layout.events);
     assert!(events.lines().filter(|l| l.contains('…')).count() >= page, "{events}");
     let mut loader = RowLoader::new();
     let stale = loader.load(&app.cap.reader, &first);

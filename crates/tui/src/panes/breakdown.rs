@@ -7,13 +7,14 @@ use ratatui::text::Line;
 use ratatui::widgets::{Cell, Row, Table};
 use ratatui::Frame;
 
-use crate::app::{App, Focus};
+use crate::app::App;
+use crate::layout::Pane;
 use crate::ui;
 
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let field = app.group_field().name;
     let distinct = app.answer.as_ref().map_or(0, |a| a.group_count);
-    let focused = app.focus == Focus::Breakdown;
+    let focused = app.focus == Pane::Breakdown;
     let title = format!(" By {field} ({distinct}) f:field ");
     let block = ui::pane_block(app, title, focused);
     let inner = block.inner(area);

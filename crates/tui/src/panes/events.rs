@@ -13,11 +13,12 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Clear, Paragraph, Row, Table};
 use ratatui::Frame;
 
-use crate::app::{App, Focus, Sort};
+use crate::app::{App, Sort};
+use crate::layout::Pane;
 use crate::ui;
 
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
-    let focused = app.focus == Focus::Events;
+    let focused = app.focus == Pane::Events;
     let n = app.ev_len();
     let order = match (app.sort, &app.answer) {
         (Sort::Time, _) => "by time".to_string(),
@@ -47,7 +48,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     };
     let [time_w, proc_w, pid_w, type_w, bytes_w, lat_w, res_w] = fixed;
     let file_w = usize::from(inner.width.saturating_sub(fixed.iter().sum::<u16>() + 7)).max(10);
-    let shown = app.ev_top..(app.ev_top + ui::events_visible(app)).min(n);
+    let shown = app.ev_top..(app.ev_top + app.layout.list_rows).min(n);
     let rows = shown.map(|i| {
         let row = match app.ev_row(i) {
             Some(e) => {
@@ -163,14 +164,14 @@ pub fn render_detail(app: &App, f: &mut Frame) {
         };
         entries.push((fi.name, text));
     }
-    let outer = app.area;
+    let outer = app.layout.area;
     let width = outer.width.min(78);
     let lines = detail_lines(
         &entries,
         usize::from(width.saturating_sub(2)),
         usize::from(outer.height.saturating_sub(2)),
     );
-    let area = ui::popup(outer, width, lines.len() as u16 + 2);
+    let area = crate::layout::popup(outer, width, lines.len() as u16 + 2);
     f.render_widget(Clear, area);
     f.render_widget(
         Paragraph::new(lines).block(ui::pane_block(app, " Event (Esc closes) ".into(), true)),

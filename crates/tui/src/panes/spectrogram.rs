@@ -12,12 +12,13 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::Frame;
 
-use crate::app::{App, Focus, Orientation};
+use crate::app::App;
+use crate::layout::{self, Layout, Orientation, Pane, LAT_LABEL, TIME_LABEL};
 use crate::theme::HEAT_GLYPHS;
-use crate::ui::{self, Geometry, LAT_LABEL, TIME_LABEL};
+use crate::ui;
 
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
-    let focused = app.focus == Focus::Spectrogram;
+    let focused = app.focus == Pane::Spectrogram;
     let approx = if app.grid.approximate { " ≈index" } else { "" };
     let orient = match app.orientation {
         Orientation::Sysdig => "latency →",
@@ -28,21 +29,21 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         units::tick(app.interval, TERM)
     );
     f.render_widget(ui::pane_block(app, title, focused), area);
-    let geo = ui::spectro_geometry(app);
+    let geo = &app.layout;
     if geo.time_cells == 0 || geo.lat_cells == 0 {
         return;
     }
-    draw(app, &geo, f.buffer_mut());
+    draw(app, geo, f.buffer_mut());
 }
 
 /// Counts of every display cell, `[time][lat]`, and their maximum.
-fn cells(app: &App, geo: &Geometry) -> (Vec<Vec<u64>>, u64) {
+fn cells(app: &App, geo: &Layout) -> (Vec<Vec<u64>>, u64) {
     let mut max = 0;
     let out: Vec<Vec<u64>> = (0..geo.time_cells)
         .map(|t| {
             (0..geo.lat_cells)
                 .map(|l| {
-                    let n = app.grid.sum(t..t + 1, app.cell_cols(l));
+                    let n = app.grid.sum(t..t + 1, app.layout.cell_cols(l));
                     max = max.max(n);
                     n
                 })
@@ -52,7 +53,7 @@ fn cells(app: &App, geo: &Geometry) -> (Vec<Vec<u64>>, u64) {
     (out, max)
 }
 
-fn draw(app: &App, geo: &Geometry, buf: &mut Buffer) {
+fn draw(app: &App, geo: &Layout, buf: &mut Buffer) {
     let theme = &app.theme;
     let (counts, max) = cells(app, geo);
     let p = geo.plot;
@@ -76,7 +77,7 @@ fn draw(app: &App, geo: &Geometry, buf: &mut Buffer) {
                     style = style.patch(theme.selection());
                 }
             }
-            if app.focus == Focus::Spectrogram && (t, l) == here {
+            if app.focus == Pane::Spectrogram && (t, l) == here {
                 style = style.patch(theme.cursor());
             }
             let (x, y) = match app.orientation {
@@ -97,11 +98,11 @@ fn draw(app: &App, geo: &Geometry, buf: &mut Buffer) {
 fn decade_cell(d: usize, cells: usize) -> usize {
     let col = d * COLS_PER_DECADE;
     (0..cells)
-        .find(|&c| crate::app::cell_cols(c, cells).end > col)
+        .find(|&c| layout::cell_cols(c, cells).end > col)
         .unwrap_or(cells)
 }
 
-fn sysdig_axes(app: &App, geo: &Geometry, buf: &mut Buffer) {
+fn sysdig_axes(app: &App, geo: &Layout, buf: &mut Buffer) {
     let p = geo.plot;
     let dim = app.theme.dim();
     // Latency labels over the plot, at each decade that has room. Where they crowd, the unit
@@ -143,7 +144,7 @@ fn sysdig_axes(app: &App, geo: &Geometry, buf: &mut Buffer) {
     }
 }
 
-fn heatmap_axes(app: &App, geo: &Geometry, buf: &mut Buffer) {
+fn heatmap_axes(app: &App, geo: &Layout, buf: &mut Buffer) {
     let p = geo.plot;
     let dim = app.theme.dim();
     for d in 0..=COLS / COLS_PER_DECADE {
@@ -184,7 +185,7 @@ fn heatmap_axes(app: &App, geo: &Geometry, buf: &mut Buffer) {
 }
 
 /// The bottom line: the heat ramp from 1 to the highest cell count, and the cursor cell.
-fn legend(app: &App, geo: &Geometry, max: u64, buf: &mut Buffer) {
+fn legend(app: &App, geo: &Layout, max: u64, buf: &mut Buffer) {
     let p = geo.plot;
     let y = p.bottom() + u16::from(app.orientation == Orientation::Heatmap);
     let x0 = p.x.saturating_sub(match app.orientation {
@@ -199,7 +200,7 @@ fn legend(app: &App, geo: &Geometry, max: u64, buf: &mut Buffer) {
         let (g, s) = app.theme.heat(level);
         x = buf.set_stringn(x, y, g.to_string(), 1, s).0;
     }
-    let cols = app.cell_cols(app.cursor_l);
+    let cols = app.layout.cell_cols(app.cursor_l);
     let (lo, hi) = (
         spectro::column_range(cols.start).0,
         spectro::column_range(cols.end - 1).1,

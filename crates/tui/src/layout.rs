@@ -1,0 +1,159 @@
+//! Where everything goes: the panes' rectangles and the spectrogram's cells at a terminal size.
+//!
+//! [`Layout::new`] is a pure function of the terminal size, the filter bar's height and the
+//! spectrogram's orientation. The app keeps the layout of its current state (computed again
+//! when one of the three changes), so its update can ask how many spectrogram rows or list
+//! rows fit, and a mouse click which cell it hit, without anything having been drawn; the
+//! panes draw into the same rectangles.
+
+use std::ops::Range;
+
+use iocap_analysis::spectro::COLS;
+use ratatui::layout::{Constraint, Layout as Split, Position, Rect};
+use ratatui::widgets::{Block, Borders};
+
+/// The panes that can have the keyboard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pane {
+    Spectrogram,
+    Breakdown,
+    Events,
+}
+
+/// How the spectrogram is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Orientation {
+    /// As sysdig: latency left→right, one row per interval, time going down.
+    Sysdig,
+    /// A heatmap: time left→right, latency going up.
+    Heatmap,
+}
+
+/// Width of the time labels left of the sysdig-oriented plot, drop marker included.
+pub const TIME_LABEL: u16 = 10;
+/// Width of the latency labels left of the heatmap plot.
+pub const LAT_LABEL: u16 = 7;
+
+/// The frame's rectangles at one terminal size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// The whole terminal.
+    pub area: Rect,
+    pub filter: Rect,
+    pub spectro: Rect,
+    pub hist: Rect,
+    pub breakdown: Rect,
+    pub events: Rect,
+    pub status: Rect,
+    pub orientation: Orientation,
+    /// The spectrogram's cells (no labels, no legend).
+    pub plot: Rect,
+    /// Intervals shown (rows in sysdig orientation, columns in the heatmap).
+    pub time_cells: usize,
+    /// Latency cells shown (columns in sysdig orientation, rows in the heatmap).
+    pub lat_cells: usize,
+    /// Rows of events the list shows.
+    pub list_rows: usize,
+}
+
+impl Layout {
+    /// The layout of a terminal of `area`, with a filter bar `filter_lines` high (more than
+    /// one while it shows an error) and the spectrogram drawn in `orientation`.
+    pub fn new(area: Rect, filter_lines: u16, orientation: Orientation) -> Layout {
+        let [filter, main, status] = Split::vertical([
+            Constraint::Length(filter_lines),
+            Constraint::Min(0),
+            Constraint::Length(1),
+        ])
+        .areas(area);
+        let [top, events] = Split::vertical([Constraint::Percentage(60), Constraint::Min(5)]).areas(main);
+        let [spectro, right] = Split::horizontal([Constraint::Percentage(60), Constraint::Min(20)]).areas(top);
+        let [hist, breakdown] = Split::vertical([Constraint::Percentage(55), Constraint::Min(3)]).areas(right);
+        let inner = Block::default().borders(Borders::ALL).inner(spectro);
+        // One line of axis labels and one of legend in either orientation.
+        let plot = match orientation {
+            Orientation::Sysdig => Rect {
+                x: inner.x + TIME_LABEL.min(inner.width),
+                y: inner.y + 1.min(inner.height),
+                width: inner.width.saturating_sub(TIME_LABEL),
+                height: inner.height.saturating_sub(2),
+            },
+            Orientation::Heatmap => Rect {
+                x: inner.x + LAT_LABEL.min(inner.width),
+                y: inner.y,
+                width: inner.width.saturating_sub(LAT_LABEL),
+                height: inner.height.saturating_sub(2),
+            },
+        };
+        let (t, l) = match orientation {
+            Orientation::Sysdig => (plot.height, plot.width),
+            Orientation::Heatmap => (plot.width, plot.height),
+        };
+        Layout {
+            area,
+            filter,
+            spectro,
+            hist,
+            breakdown,
+            events,
+            status,
+            orientation,
+            plot,
+            time_cells: usize::from(t),
+            lat_cells: usize::from(l),
+            // Borders and the header line.
+            list_rows: usize::from(events.height.saturating_sub(3)),
+        }
+    }
+
+    /// The (time cell, latency cell) of the spectrogram under terminal cell `(x, y)`.
+    pub fn cell_at(&self, x: u16, y: u16) -> Option<(usize, usize)> {
+        let p = self.plot;
+        if x < p.x || y < p.y || x >= p.right() || y >= p.bottom() {
+            return None;
+        }
+        let (dx, dy) = (usize::from(x - p.x), usize::from(y - p.y));
+        Some(match self.orientation {
+            Orientation::Sysdig => (dy, dx),
+            Orientation::Heatmap => (dx, usize::from(p.height) - 1 - dy),
+        })
+    }
+
+    /// The focusable pane under terminal cell `(x, y)`.
+    pub fn pane_at(&self, x: u16, y: u16) -> Option<Pane> {
+        let pos = Position { x, y };
+        [
+            (self.spectro, Pane::Spectrogram),
+            (self.breakdown, Pane::Breakdown),
+            (self.events, Pane::Events),
+        ]
+        .into_iter()
+        .find(|(r, _)| r.contains(pos))
+        .map(|(_, p)| p)
+    }
+
+    /// Spectrogram columns behind latency cell `cell`.
+    pub fn cell_cols(&self, cell: usize) -> Range<usize> {
+        cell_cols(cell, self.lat_cells)
+    }
+}
+
+/// Spectrogram columns behind latency cell `cell` of `cells`.
+pub fn cell_cols(cell: usize, cells: usize) -> Range<usize> {
+    let cells = cells.max(1);
+    let lo = cell * COLS / cells;
+    let hi = ((cell + 1) * COLS / cells).max(lo + 1).min(COLS);
+    lo.min(COLS - 1)..hi
+}
+
+/// A centred rectangle at most `w` × `h`.
+pub fn popup(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    }
+}
