@@ -22,7 +22,7 @@ use crate::grid::Grid;
 use crate::history::History;
 use crate::layout::{Layout, Orientation, Pane};
 use crate::query::{Answer, EventRef, GroupRow, Query};
-use crate::rows::RowsQuery;
+use crate::rows::{Counting, RowsQuery};
 use crate::theme::{Palette, Theme};
 use crate::worker::Reply;
 
@@ -782,7 +782,10 @@ impl App {
         self.pending_rows = Some(RowsQuery {
             gen: self.rows_gen,
             answer: a.gen,
-            sort: self.sort,
+            counting: match self.sort {
+                Sort::Time => Counting::Matching,
+                Sort::Latency => Counting::Rows,
+            },
             refs,
             filter: self.compiled.clone(),
             start: a.grid.start(),

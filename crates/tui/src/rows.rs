@@ -13,11 +13,20 @@ use std::sync::Arc;
 use iocap_filter::{Bitmap, Compiled};
 use iocap_format::{ChunkDecoder, ColSet, Columns, Event, Reader};
 
-use crate::app::Sort;
 use crate::query::EventRef;
 
 /// Chunks the loader keeps decoded (each holds every column of up to 64 Ki events).
 const KEPT: usize = 4;
+
+/// How the refs of a [`RowsQuery`] name their rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counting {
+    /// `row` is the k-th event of the chunk that matches the filter in the view: the list in
+    /// time order knows only how many match per chunk.
+    Matching,
+    /// `row` is the chunk's row itself: the slowest events, which the scan located.
+    Rows,
+}
 
 /// The rows the list shows, to be decoded.
 #[derive(Clone)]
@@ -27,9 +36,8 @@ pub struct RowsQuery {
     /// Generation of the answer the rows belong to: decoded chunks of another answer's view
     /// and filter are not reused.
     pub answer: u64,
-    pub sort: Sort,
-    /// `(index in the list, where)`: for the time order `where.row` is the k-th matching
-    /// event of the chunk, for the latency order the chunk's row itself.
+    pub counting: Counting,
+    /// `(index in the list, where)`, `where.row` counted as `counting` says.
     pub refs: Vec<(usize, EventRef)>,
     pub filter: Option<Arc<Compiled>>,
     /// The view: events outside `[start, end)` are not in the list.
@@ -85,9 +93,9 @@ impl RowLoader {
                     break;
                 }
             };
-            let row = match q.sort {
-                Sort::Time => c.matching.get(r.row).copied(),
-                Sort::Latency => Some(r.row),
+            let row = match q.counting {
+                Counting::Matching => c.matching.get(r.row).copied(),
+                Counting::Rows => Some(r.row),
             };
             if let Some(row) = row.filter(|&row| row < c.cols.len()) {
                 rows.push((i, c.cols.event(row)));

@@ -865,7 +865,7 @@ fn a_damaged_chunk_is_reported_not_fatal() {
     let q = iocap_tui::rows::RowsQuery {
         gen: 1,
         answer: 1,
-        sort: Sort::Latency,
+        counting: iocap_tui::rows::Counting::Rows,
         refs,
         filter: None,
         start: 0,
