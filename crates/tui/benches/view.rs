@@ -129,7 +129,7 @@ fn main() {
     let t = Instant::now();
     let reader = Arc::new(Reader::open(&path).unwrap());
     let cap = Capture::new(Arc::clone(&reader), &path);
-    let mut app = App::new(
+    let (mut app, first_fx) = App::new(
         cap,
         "",
         Rect::new(0, 0, w, h),
@@ -152,7 +152,7 @@ fn main() {
         (t.elapsed(), a)
     };
     let rate = |d: std::time::Duration| n as f64 / d.as_secs_f64() / 1e6;
-    let q = app.take_query().unwrap();
+    let q = first_fx.query.unwrap();
     let (full, a) = run(&q, None);
     println!(
         "events {n}  chunks {}  file {} MB  threads {}",
@@ -167,12 +167,11 @@ fn main() {
         rate(full),
         a.matched
     );
-    app.update(iocap_tui::Action::Reply(iocap_tui::worker::Reply::Answer(Box::new(a))));
+    let fx = app.update(iocap_tui::Action::Reply(iocap_tui::worker::Reply::Answer(Box::new(a))));
     term.draw(|f| ui::render(&app, f)).unwrap();
-    let mut q = app.take_query().unwrap_or_else(|| {
-        app.update(iocap_tui::Action::NextField);
-        app.take_query().unwrap()
-    });
+    let mut q = fx
+        .query
+        .unwrap_or_else(|| app.update(iocap_tui::Action::NextField).query.unwrap());
     // The list sorted by time (the default) keeps no event; sorted by latency, the slowest 2^20.
     let mut stats = iocap_analysis::CacheStats::default();
     let only = std::env::var("VIEW_ONLY").unwrap_or_default();
@@ -227,18 +226,17 @@ fn main() {
     // The latency-sorted list: the UI only asks for its rows (timed as "UI"); the rows thread
     // decodes the chunks the slowest events on screen come from (timed as "rows").
     app.focus = iocap_tui::layout::Pane::Events;
-    app.update(iocap_tui::Action::Sort);
-    let q = app.take_query().unwrap();
+    let q = app.update(iocap_tui::Action::Sort).query.unwrap();
     let (_, a) = run(&q, None);
     let mut loader = iocap_tui::rows::RowLoader::new();
     let mut screen = |app: &mut App, action: iocap_tui::Action| {
         let t = Instant::now();
-        app.update(action);
+        let fx = app.update(action);
         let ui = t.elapsed();
         let t = Instant::now();
-        let rows = loader.load(&reader, &app.take_rows().unwrap());
+        let rows = loader.load(&reader, &fx.rows.unwrap());
         let load = t.elapsed();
-        app.update(iocap_tui::Action::Reply(iocap_tui::worker::Reply::Rows(rows)));
+        let _ = app.update(iocap_tui::Action::Reply(iocap_tui::worker::Reply::Rows(rows)));
         (ui, load)
     };
     let first = screen(

@@ -1,10 +1,10 @@
 //! The viewer's state ([`App`]) and the only place it changes ([`App::update`]).
 //!
 //! Rendering borrows an `App` immutably (see [`crate::ui`]). `update` never blocks on a scan:
-//! when the view or the filter changes it bumps the generation and leaves a [`Query`] for the
-//! event loop to hand to the worker ([`App::take_query`]); the answer comes back later as
+//! when the view or the filter changes it bumps the generation and returns a [`Query`] in its
+//! [`Effects`], which the event loop hands to the worker; the answer comes back later as
 //! [`Action::Reply`]. The event list's rows on screen are asked for the same way
-//! ([`App::take_rows`], [`crate::rows`]): `update` reads no capture data at all.
+//! ([`crate::rows`]): `update` reads no capture data at all.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -104,6 +104,16 @@ impl Capture {
     }
 }
 
+/// What an update asks of the workers: a query for the view (the exact picture, histogram,
+/// breakdown and list of a changed view, filter, field or order) and rows of the list to
+/// decode. A newer question supersedes an older one, so an update asks at most one of each.
+#[must_use]
+#[derive(Default)]
+pub struct Effects {
+    pub query: Option<Query>,
+    pub rows: Option<RowsQuery>,
+}
+
 /// The whole viewer state.
 pub struct App {
     pub cap: Capture,
@@ -135,7 +145,6 @@ pub struct App {
     pub gen: u64,
     /// A query is out and not yet answered.
     pub busy: bool,
-    pending: Option<Query>,
     pub group_field: usize,
     pub group_sel: usize,
     pub sort: Sort,
@@ -145,11 +154,10 @@ pub struct App {
     pub ev_top: usize,
     pub ev_sel: usize,
     /// Events of the list decoded so far, near the screen: (index in the list, event), by
-    /// index. Rows on screen not yet here are being decoded ([`App::take_rows`]).
+    /// index. Rows on screen not yet here are being decoded ([`Effects::rows`]).
     pub ev_rows: Vec<(usize, Event)>,
-    /// Generation of the newest rows request, and the request not yet handed over.
+    /// Generation of the newest rows request: a reply to an older one is dropped.
     rows_gen: u64,
-    pending_rows: Option<RowsQuery>,
     pub detail: bool,
     pub help: bool,
     pub playing: bool,
@@ -163,8 +171,15 @@ pub struct App {
 
 impl App {
     /// A viewer on `cap` in a terminal of `area`, showing `filter` (which must compile: the
-    /// caller reports a bad one as a usage error before starting the UI).
-    pub fn new(cap: Capture, filter: &str, area: Rect, palette: Palette, history: History) -> Result<App, FilterError> {
+    /// caller reports a bad one as a usage error before starting the UI), and the query for
+    /// the exact picture of its first view (the first frame comes from the index).
+    pub fn new(
+        cap: Capture,
+        filter: &str,
+        area: Rect,
+        palette: Palette,
+        history: History,
+    ) -> Result<(App, Effects), FilterError> {
         let compiled = compile(filter, &cap.reader)?;
         let span = cap.end - cap.start;
         let mut app = App {
@@ -186,7 +201,6 @@ impl App {
             answer: None,
             gen: 0,
             busy: false,
-            pending: None,
             group_field: 0,
             group_sel: 0,
             sort: Sort::Time,
@@ -195,7 +209,6 @@ impl App {
             ev_sel: 0,
             ev_rows: Vec::new(),
             rows_gen: 0,
-            pending_rows: None,
             detail: false,
             help: false,
             playing: false,
@@ -212,19 +225,9 @@ impl App {
             .copied()
             .find(|&i| i.saturating_mul(rows) >= span)
             .unwrap_or(MAX_INTERVAL);
-        app.requery();
-        Ok(app)
-    }
-
-    /// The query the event loop should send to the worker, if the view changed.
-    pub fn take_query(&mut self) -> Option<Query> {
-        self.pending.take()
-    }
-
-    /// The event-list rows the event loop should have decoded ([`crate::rows::RowLoader`]),
-    /// if the list scrolled to rows not yet decoded.
-    pub fn take_rows(&mut self) -> Option<RowsQuery> {
-        self.pending_rows.take()
+        let mut fx = Effects::default();
+        app.requery(&mut fx);
+        Ok((app, fx))
     }
 
     /// The decoded event at list index `i`, if it has arrived.
@@ -271,8 +274,10 @@ impl App {
         iocap_analysis::drops::between(&self.cap.reader, self.view_start, self.view_end())
     }
 
-    /// Change the state for `action`.
-    pub fn update(&mut self, action: Action) {
+    /// Change the state for `action`; what the workers are to do about it is returned.
+    pub fn update(&mut self, action: Action) -> Effects {
+        let mut effects = Effects::default();
+        let fx = &mut effects;
         match action {
             Action::Quit => self.quit = true,
             Action::ToggleHelp => self.help = !self.help,
@@ -286,13 +291,10 @@ impl App {
                 };
                 self.focus = order[(i + step) % order.len()];
             }
-            Action::Move(m) => self.move_cursor(m),
-            Action::Scrub(pages) => {
-                let span = self.interval.saturating_mul(self.layout.time_cells.max(1) as u64) as i64;
-                self.scrub(pages.saturating_mul(span));
-            }
-            Action::ZoomIn => self.zoom(-1),
-            Action::ZoomOut => self.zoom(1),
+            Action::Move(m) => self.move_cursor(m, fx),
+            Action::Scrub(pages) => self.scrub_pages(pages, fx),
+            Action::ZoomIn => self.zoom(-1, fx),
+            Action::ZoomOut => self.zoom(1, fx),
             Action::ToggleOrientation => {
                 let t = self.cursor_time();
                 self.orientation = match self.orientation {
@@ -301,7 +303,7 @@ impl App {
                 };
                 self.relayout();
                 self.cursor_l = self.cursor_l.min(self.layout.lat_cells.saturating_sub(1));
-                self.center_on(t);
+                self.center_on(t, fx);
             }
             Action::Mark => {
                 self.anchor = match self.anchor {
@@ -309,7 +311,7 @@ impl App {
                     None => Some((self.cursor_time(), self.cursor_l)),
                 }
             }
-            Action::Activate => self.activate(),
+            Action::Activate => self.activate(fx),
             Action::Back => {
                 if self.help {
                     self.help = false;
@@ -321,7 +323,7 @@ impl App {
             }
             Action::Undo => match self.undo.pop() {
                 Some(previous) => {
-                    let _ = self.apply(previous, false);
+                    let _ = self.apply(previous, false, fx);
                     self.note = Some("filter change undone".into());
                 }
                 None => self.note = Some("nothing to undo".into()),
@@ -341,20 +343,20 @@ impl App {
                 };
                 self.ev_top = 0;
                 self.ev_sel = 0;
-                self.forget_rows();
+                self.forget_rows(fx);
                 // Only a latency-sorted list needs the slowest events kept: ask again (the
                 // column cache makes it quick), keeping the picture already drawn.
                 let grid = self.grid.clone();
-                self.requery();
+                self.requery(fx);
                 self.grid = grid;
-                self.load_rows();
+                self.load_rows(fx);
             }
             Action::NextField | Action::PrevField => {
                 let n = GROUP_FIELDS.len();
                 let step = if matches!(action, Action::NextField) { 1 } else { n - 1 };
                 self.group_field = (self.group_field + step) % n;
                 self.group_sel = 0;
-                self.requery();
+                self.requery(fx);
             }
             Action::EditFilter => {
                 self.input = Some(Input {
@@ -372,7 +374,7 @@ impl App {
             Action::FilterSubmit => {
                 if let Some(input) = self.input.take() {
                     self.relayout();
-                    if let Err(e) = self.apply(input.text.clone(), true) {
+                    if let Err(e) = self.apply(input.text.clone(), true, fx) {
                         // Keep the bar open on the mistake.
                         self.input = Some(Input {
                             error: Some(e),
@@ -387,22 +389,23 @@ impl App {
                 self.history.reset();
                 self.relayout();
             }
-            Action::Mouse(m) => self.mouse(m),
+            Action::Mouse(m) => self.mouse(m, fx),
             Action::Resize(w, h) => {
                 let t = self.cursor_time();
                 self.layout.area = Rect::new(0, 0, w, h);
                 self.relayout();
                 self.cursor_l = self.cursor_l.min(self.layout.lat_cells.saturating_sub(1));
-                self.center_on(t);
+                self.center_on(t, fx);
             }
-            Action::Tick(dt) => self.tick(dt),
-            Action::Reply(r) => self.reply(r),
+            Action::Tick(dt) => self.tick(dt, fx),
+            Action::Reply(r) => self.reply(r, fx),
         }
         debug_assert_eq!(
             self.layout,
             self.fresh_layout(),
             "every change the layout depends on relayouts"
         );
+        effects
     }
 
     /// The layout for the terminal size, the filter bar and the orientation now.
@@ -426,16 +429,16 @@ impl App {
     }
 
     /// Put `t` under the cursor, keeping the cursor's position on screen when possible.
-    fn center_on(&mut self, t: u64) {
+    fn center_on(&mut self, t: u64, fx: &mut Effects) {
         let cells = self.layout.time_cells.max(1);
         self.cursor_t = self.cursor_t.min(cells - 1);
         let back = self.interval.saturating_mul(self.cursor_t as u64);
         let aligned = self.cap.start + (t.saturating_sub(self.cap.start) / self.interval) * self.interval;
         self.view_start = aligned.saturating_sub(back).max(self.cap.start.saturating_sub(back));
-        self.requery();
+        self.requery(fx);
     }
 
-    fn scrub(&mut self, by: i64) {
+    fn scrub(&mut self, by: i64, fx: &mut Effects) {
         let span = self.interval.saturating_mul(self.layout.time_cells.max(1) as u64);
         let latest = self.cap.end.saturating_sub(span / 2).max(self.cap.start);
         let earliest = self.cap.start.saturating_sub(span / 2);
@@ -447,11 +450,17 @@ impl App {
         let t = t.clamp(earliest, latest.max(earliest));
         if t != self.view_start {
             self.view_start = t;
-            self.requery();
+            self.requery(fx);
         }
     }
 
-    fn zoom(&mut self, dir: i32) {
+    /// Scrub by whole pages of rows.
+    fn scrub_pages(&mut self, pages: i64, fx: &mut Effects) {
+        let span = self.interval.saturating_mul(self.layout.time_cells.max(1) as u64) as i64;
+        self.scrub(pages.saturating_mul(span), fx);
+    }
+
+    fn zoom(&mut self, dir: i32, fx: &mut Effects) {
         let i = INTERVALS
             .iter()
             .position(|&x| x >= self.interval)
@@ -462,12 +471,12 @@ impl App {
         }
         let t = self.cursor_time();
         self.interval = INTERVALS[j];
-        self.center_on(t);
+        self.center_on(t, fx);
     }
 
-    fn move_cursor(&mut self, m: Move) {
+    fn move_cursor(&mut self, m: Move, fx: &mut Effects) {
         match self.focus {
-            Pane::Spectrogram => self.move_spectro(m),
+            Pane::Spectrogram => self.move_spectro(m, fx),
             Pane::Breakdown => {
                 let n = self.groups().len();
                 self.group_sel = step_list(self.group_sel, n, m, 5);
@@ -481,29 +490,29 @@ impl App {
                 } else if self.ev_sel >= self.ev_top + page {
                     self.ev_top = self.ev_sel + 1 - page;
                 }
-                self.load_rows();
+                self.load_rows(fx);
             }
         }
     }
 
-    fn move_spectro(&mut self, m: Move) {
+    fn move_spectro(&mut self, m: Move, fx: &mut Effects) {
         // Moves along time and latency, whichever way the pane is drawn.
         let (dt, dl): (i64, i64) = match (self.orientation, m) {
             (Orientation::Sysdig, Move::Up) | (Orientation::Heatmap, Move::Left) => (-1, 0),
             (Orientation::Sysdig, Move::Down) | (Orientation::Heatmap, Move::Right) => (1, 0),
             (Orientation::Sysdig, Move::Left) | (Orientation::Heatmap, Move::Down) => (0, -1),
             (Orientation::Sysdig, Move::Right) | (Orientation::Heatmap, Move::Up) => (0, 1),
-            (_, Move::PageUp) => return self.update(Action::Scrub(-1)),
-            (_, Move::PageDown) => return self.update(Action::Scrub(1)),
+            (_, Move::PageUp) => return self.scrub_pages(-1, fx),
+            (_, Move::PageDown) => return self.scrub_pages(1, fx),
             (_, Move::Home) => {
                 self.cursor_t = 0;
                 let t = self.cap.start;
-                return self.center_on(t);
+                return self.center_on(t, fx);
             }
             (_, Move::End) => {
                 let t = self.cap.end.saturating_sub(1);
                 self.cursor_t = self.layout.time_cells.saturating_sub(1);
-                return self.center_on(t);
+                return self.center_on(t, fx);
             }
         };
         let lat = self.layout.lat_cells.max(1) as i64;
@@ -511,16 +520,16 @@ impl App {
         let cells = self.layout.time_cells.max(1) as i64;
         let t = self.cursor_t as i64 + dt;
         if t < 0 {
-            self.scrub(-(self.interval as i64));
+            self.scrub(-(self.interval as i64), fx);
         } else if t >= cells {
-            self.scrub(self.interval as i64);
+            self.scrub(self.interval as i64, fx);
         } else {
             self.cursor_t = t as usize;
         }
     }
 
     /// Enter, by pane.
-    fn activate(&mut self) {
+    fn activate(&mut self, fx: &mut Effects) {
         match self.focus {
             Pane::Spectrogram => {
                 let clause = self.region_clause();
@@ -529,7 +538,7 @@ impl App {
                     false => format!("({}) and {clause}", self.filter),
                 };
                 self.anchor = None;
-                if let Err(e) = self.apply(filter.clone(), true) {
+                if let Err(e) = self.apply(filter.clone(), true, fx) {
                     self.note = Some(format!("region: {}", e.message));
                 }
             }
@@ -547,7 +556,7 @@ impl App {
                     true => clause,
                     false => format!("({}) and {clause}", self.filter),
                 };
-                if let Err(e) = self.apply(filter, true) {
+                if let Err(e) = self.apply(filter, true, fx) {
                     self.note = Some(format!("breakdown: {}", e.message));
                 }
             }
@@ -574,7 +583,7 @@ impl App {
     }
 
     /// Make `text` the filter in force (remembering the old one for undo when `record`).
-    fn apply(&mut self, text: String, record: bool) -> Result<(), FilterError> {
+    fn apply(&mut self, text: String, record: bool, fx: &mut Effects) -> Result<(), FilterError> {
         let text = text.trim().to_owned();
         let compiled = compile(&text, &self.cap.reader)?;
         if record && text != self.filter {
@@ -585,7 +594,7 @@ impl App {
         }
         self.compiled = compiled;
         self.history.reset();
-        self.requery();
+        self.requery(fx);
         Ok(())
     }
 
@@ -627,11 +636,11 @@ impl App {
         input.error = compile(&input.text, &self.cap.reader).err();
     }
 
-    fn mouse(&mut self, m: Mouse) {
+    fn mouse(&mut self, m: Mouse, fx: &mut Effects) {
         let (x, y) = match m {
             Mouse::Down { x, y } | Mouse::Drag { x, y } | Mouse::Up { x, y } => (x, y),
-            Mouse::ScrollUp { .. } => return self.scrub(-(self.interval as i64) * 3),
-            Mouse::ScrollDown { .. } => return self.scrub(self.interval as i64 * 3),
+            Mouse::ScrollUp { .. } => return self.scrub(-(self.interval as i64) * 3, fx),
+            Mouse::ScrollDown { .. } => return self.scrub(self.interval as i64 * 3, fx),
         };
         let Some((t, l)) = self.layout.cell_at(x, y) else {
             // A click elsewhere focuses the pane under it.
@@ -645,12 +654,12 @@ impl App {
         self.cursor_l = l;
         match m {
             Mouse::Down { .. } => self.anchor = Some((self.cursor_time(), l)),
-            Mouse::Up { .. } if self.anchor.is_some_and(|a| a != (self.cursor_time(), l)) => self.activate(),
+            Mouse::Up { .. } if self.anchor.is_some_and(|a| a != (self.cursor_time(), l)) => self.activate(fx),
             _ => {}
         }
     }
 
-    fn tick(&mut self, dt: Duration) {
+    fn tick(&mut self, dt: Duration, fx: &mut Effects) {
         if !self.playing {
             return;
         }
@@ -667,11 +676,11 @@ impl App {
         let want = self.cap.start + (want.saturating_sub(self.cap.start) / self.interval) * self.interval;
         if want != self.view_start && !self.busy {
             self.view_start = want;
-            self.requery();
+            self.requery(fx);
         }
     }
 
-    fn reply(&mut self, r: Reply) {
+    fn reply(&mut self, r: Reply, fx: &mut Effects) {
         match r {
             Reply::Answer(a) if a.gen == self.gen => {
                 self.busy = false;
@@ -693,8 +702,8 @@ impl App {
                 self.ev_sel = self.ev_sel.min(n.saturating_sub(1));
                 self.ev_top = self.ev_top.min(self.ev_sel);
                 // Rows of the previous answer may not be rows of this one.
-                self.forget_rows();
-                self.load_rows();
+                self.forget_rows(fx);
+                self.load_rows(fx);
             }
             Reply::Rows(r) if r.gen == self.rows_gen => {
                 self.ev_rows = r.rows;
@@ -711,7 +720,7 @@ impl App {
     }
 
     /// The view or the filter changed: show the summaries' picture now, ask for the exact one.
-    fn requery(&mut self) {
+    fn requery(&mut self, fx: &mut Effects) {
         self.gen += 1;
         let rows = self.layout.time_cells;
         let chunks = self.cap.reader.chunks();
@@ -722,7 +731,7 @@ impl App {
             Grid::empty(self.view_start, self.interval, rows)
         };
         self.busy = true;
-        self.pending = Some(Query {
+        fx.query = Some(Query {
             gen: self.gen,
             filter: self.compiled.clone(),
             start: self.view_start,
@@ -738,17 +747,17 @@ impl App {
 
     /// Drop the decoded rows, and the replies still to come for them: they belong to another
     /// answer or order.
-    fn forget_rows(&mut self) {
+    fn forget_rows(&mut self, fx: &mut Effects) {
         self.ev_rows.clear();
         self.rows_gen += 1;
-        self.pending_rows = None;
+        fx.rows = None;
     }
 
     /// Ask for the events the list shows, unless they are decoded already.
-    fn load_rows(&mut self) {
+    fn load_rows(&mut self, fx: &mut Effects) {
         let visible = self.layout.list_rows;
         let Some(a) = &self.answer else {
-            self.forget_rows();
+            self.forget_rows(fx);
             return;
         };
         let refs: Vec<(usize, EventRef)> = match self.sort {
@@ -779,7 +788,7 @@ impl App {
             return;
         }
         self.rows_gen += 1;
-        self.pending_rows = Some(RowsQuery {
+        fx.rows = Some(RowsQuery {
             gen: self.rows_gen,
             answer: a.gen,
             counting: match self.sort {

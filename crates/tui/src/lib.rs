@@ -68,16 +68,16 @@ pub fn run(path: &Path, reader: Reader, filter: &str) -> io::Result<()> {
     let mut guard = terminal::TerminalGuard::enter()?;
     let size = guard.terminal.size()?;
     let area = Rect::new(0, 0, size.width, size.height);
-    let mut app = App::new(cap, filter, area, Palette::from_env(), history::History::load_default())
+    let (mut app, first) = App::new(cap, filter, area, Palette::from_env(), history::History::load_default())
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.render(filter)))?;
 
     let (tx, rx) = channel::<Msg>();
     let worker = worker::Worker::spawn(reader, tx.clone(), Msg::Reply);
     spawn_input(tx);
+    hand_over(first, &worker);
 
     let mut last_tick = Instant::now();
     while !app.quit {
-        hand_over(&mut app, &worker);
         guard.terminal.draw(|f| ui::render(&app, f))?;
         // Block for one message, then take everything already waiting before drawing again,
         // so a burst of keys or a fast worker costs one frame.
@@ -97,20 +97,19 @@ pub fn run(path: &Path, reader: Reader, filter: &str) -> io::Result<()> {
                 Msg::Reply(r) => Some(Action::Reply(r)),
             };
             if let Some(a) = action {
-                app.update(a);
+                hand_over(app.update(a), &worker);
             }
-            hand_over(&mut app, &worker);
         }
     }
     Ok(())
 }
 
-/// Give the worker what the last update left for it: a query, rows to decode.
-fn hand_over(app: &mut App, worker: &worker::Worker) {
-    if let Some(q) = app.take_query() {
+/// Give the workers what an update asked for: a query, rows to decode.
+fn hand_over(fx: app::Effects, worker: &worker::Worker) {
+    if let Some(q) = fx.query {
         worker.ask(q);
     }
-    if let Some(r) = app.take_rows() {
+    if let Some(r) = fx.rows {
         worker.rows(r);
     }
 }

@@ -3,8 +3,8 @@
 //! The list is virtual: an [`Answer`](crate::query::Answer) says how many events match per
 //! chunk (time order) or which are the slowest (latency order), and only the rows on screen
 //! are ever decoded. Those rows can come from chunks all over the capture (the slowest events
-//! of a view are anywhere), so decoding them is heavy work: the UI leaves a [`RowsQuery`] for
-//! the event loop ([`crate::App::take_rows`]), a [`RowLoader`] on the worker's rows thread
+//! of a view are anywhere), so decoding them is heavy work: an update of the UI returns a
+//! [`RowsQuery`] ([`crate::app::Effects`]), a [`RowLoader`] on the worker's rows thread
 //! answers it with [`Rows`], and the list shows the rows it has meanwhile. The loader keeps
 //! the last few chunks decoded, so scrolling within them costs no decoding.
 

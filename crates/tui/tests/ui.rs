@@ -13,7 +13,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent,
 use iocap_format::{
     mkdev, Class, Device, DropStats, Event, FdType, FileEntry, Meta, ProcEntry, Reader, Writer, WriterOptions,
 };
-use iocap_tui::app::Sort;
+use iocap_tui::app::{Effects, Sort};
 use iocap_tui::history::History;
 use iocap_tui::layout::{Orientation, Pane};
 use iocap_tui::query::{self, Cancel};
@@ -152,15 +152,16 @@ fn capture(dir: &Path) -> PathBuf {
     path
 }
 
-/// An app on a fresh capture in a `w`×`h` terminal.
-fn app(w: u16, h: u16, filter: &str) -> (tempfile::TempDir, App) {
+/// An app on a fresh capture in a `w`×`h` terminal, and what it asks the workers first.
+fn app(w: u16, h: u16, filter: &str) -> (tempfile::TempDir, App, Effects) {
     let dir = tempfile::tempdir().unwrap();
     let path = capture(dir.path());
-    (dir, app_on(&path, w, h, filter))
+    let (app, fx) = app_on(&path, w, h, filter);
+    (dir, app, fx)
 }
 
-/// An app on the capture at `path` in a `w`×`h` terminal.
-fn app_on(path: &Path, w: u16, h: u16, filter: &str) -> App {
+/// An app on the capture at `path` in a `w`×`h` terminal, and what it asks the workers first.
+fn app_on(path: &Path, w: u16, h: u16, filter: &str) -> (App, Effects) {
     let reader = Arc::new(Reader::open(path).unwrap());
     // Show the file name without the temp dir, so snapshots do not depend on it.
     let cap = Capture::new(reader, Path::new("view.cap"));
@@ -174,10 +175,11 @@ fn app_on(path: &Path, w: u16, h: u16, filter: &str) -> App {
     .unwrap()
 }
 
-/// Answer every pending query and rows request synchronously, as the worker threads would.
-fn settle(app: &mut App) {
+/// Answer the query and rows request `fx` asks, and those their answers ask, synchronously,
+/// as the worker threads would.
+fn settle(app: &mut App, mut fx: Effects) {
     loop {
-        if let Some(q) = app.take_query() {
+        let more = if let Some(q) = fx.query.take() {
             let cancel = Cancel::default();
             cancel.0.store(q.gen, Ordering::Relaxed);
             let reply = match query::run(&app.cap.reader, None, &q, &cancel) {
@@ -185,14 +187,25 @@ fn settle(app: &mut App) {
                 Ok(None) => unreachable!("not cancelled"),
                 Err(error) => Reply::Failed { gen: q.gen, error },
             };
-            app.update(Action::Reply(reply));
-        } else if let Some(r) = app.take_rows() {
+            app.update(Action::Reply(reply))
+        } else if let Some(r) = fx.rows.take() {
             let rows = RowLoader::new().load(&app.cap.reader, &r);
-            app.update(Action::Reply(Reply::Rows(rows)));
+            app.update(Action::Reply(Reply::Rows(rows)))
         } else {
             return;
-        }
+        };
+        // A newer request supersedes an older one.
+        fx = Effects {
+            query: more.query.or(fx.query),
+            rows: more.rows.or(fx.rows),
+        };
     }
+}
+
+/// Do `action` and let the workers answer.
+fn act(app: &mut App, action: Action) {
+    let fx = app.update(action);
+    settle(app, fx);
 }
 
 fn press(app: &mut App, code: KeyCode) {
@@ -201,9 +214,8 @@ fn press(app: &mut App, code: KeyCode) {
 
 fn press_mod(app: &mut App, code: KeyCode, m: KeyModifiers) {
     if let Some(a) = keys::key(app, KeyEvent::new(code, m)) {
-        app.update(a);
+        act(app, a);
     }
-    settle(app);
 }
 
 fn type_text(app: &mut App, s: &str) {
@@ -257,7 +269,7 @@ fn full(app: &App) -> String {
 
 #[test]
 fn first_frame_comes_from_the_index() {
-    let (_dir, app) = app(80, 24, "");
+    let (_dir, app, _) = app(80, 24, "");
     // Nothing has been scanned yet: the spectrogram is the summaries' approximation, and it
     // already accounts for every event in view.
     assert!(app.grid.approximate);
@@ -270,19 +282,18 @@ fn first_frame_comes_from_the_index() {
 #[test]
 fn panes_at_standard_sizes() {
     for (w, h) in [(80, 24), (120, 40)] {
-        let (_dir, mut app) = app(w, h, "");
-        settle(&mut app);
+        let (_dir, mut app, fx) = app(w, h, "");
+        settle(&mut app, fx);
         assert!(!app.grid.approximate);
         assert_eq!(app.answer.as_ref().unwrap().matched, N);
         let a = app.layout;
         insta::assert_snapshot!(format!("spectrogram_{w}x{h}"), snap_pane(&app, a.spectro));
         insta::assert_snapshot!(format!("histogram_{w}x{h}"), snap_pane(&app, a.hist));
         insta::assert_snapshot!(format!("breakdown_{w}x{h}"), snap_pane(&app, a.breakdown));
-        app.update(Action::FocusPrev);
+        act(&mut app, Action::FocusPrev);
         insta::assert_snapshot!(format!("events_{w}x{h}"), snap_pane(&app, a.events));
         insta::assert_snapshot!(format!("status_{w}x{h}"), snap_pane(&app, a.status));
-        app.update(Action::ToggleOrientation);
-        settle(&mut app);
+        act(&mut app, Action::ToggleOrientation);
         assert_eq!(app.orientation, Orientation::Heatmap);
         insta::assert_snapshot!(format!("heatmap_{w}x{h}"), snap_pane(&app, app.layout.spectro));
     }
@@ -290,8 +301,8 @@ fn panes_at_standard_sizes() {
 
 #[test]
 fn hostile_names_are_shown_escaped() {
-    let (_dir, mut app) = app(120, 40, "");
-    settle(&mut app);
+    let (_dir, mut app, fx) = app(120, 40, "");
+    settle(&mut app, fx);
     let screen = full(&app);
     assert!(screen.contains("ev\\x1b[31mil\\u{202e}"), "{screen}");
     assert!(!screen.contains('\x1b'));
@@ -299,8 +310,8 @@ fn hostile_names_are_shown_escaped() {
 
 #[test]
 fn filter_bar_shows_the_error_span_and_help() {
-    let (_dir, mut app) = app(80, 24, "");
-    settle(&mut app);
+    let (_dir, mut app, fx) = app(80, 24, "");
+    settle(&mut app, fx);
     press(&mut app, KeyCode::Char('/'));
     type_text(&mut app, "proc.nme=fio");
     let err = app
@@ -321,8 +332,8 @@ fn filter_bar_shows_the_error_span_and_help() {
 
 #[test]
 fn no_color_and_colour_blind_palettes() {
-    let (_dir, mut app) = app(80, 24, "");
-    settle(&mut app);
+    let (_dir, mut app, fx) = app(80, 24, "");
+    settle(&mut app, fx);
     app.theme.palette = Palette::Mono;
     let mono = snap_pane(&app, app.layout.spectro);
     assert!(!mono.contains("fg: Some"), "{mono}");
@@ -333,7 +344,8 @@ fn no_color_and_colour_blind_palettes() {
 
 #[test]
 fn help_lists_every_key() {
-    let (_dir, mut app) = app(80, 24, "");
+    let (_dir, mut app, fx) = app(80, 24, "");
+    settle(&mut app, fx);
     press(&mut app, KeyCode::Char('?'));
     let screen = full(&app);
     // Every key and what it does, whole and on one line, inside the popup.
@@ -348,8 +360,8 @@ fn help_lists_every_key() {
 /// Open → filter → select a region → drill down → event details → undo → quit.
 #[test]
 fn whole_app_driven_by_keys() {
-    let (_dir, mut app) = app(100, 30, "");
-    settle(&mut app);
+    let (_dir, mut app, fx) = app(100, 30, "");
+    settle(&mut app, fx);
     insta::assert_snapshot!("app_1_open", full(&app));
 
     // Filter to postgres: the slow misses and the fast hits.
@@ -421,8 +433,8 @@ fn whole_app_driven_by_keys() {
 
 #[test]
 fn scrub_zoom_and_resize() {
-    let (_dir, mut app) = app(80, 24, "");
-    settle(&mut app);
+    let (_dir, mut app, fx) = app(80, 24, "");
+    settle(&mut app, fx);
     let (start, interval) = (app.view_start, app.interval);
     press(&mut app, KeyCode::Char('+'));
     assert!(app.interval < interval);
@@ -433,18 +445,17 @@ fn scrub_zoom_and_resize() {
     assert_eq!(a.grid.total(), a.matched);
     press(&mut app, KeyCode::Home);
     assert_eq!(app.view_start, start);
-    app.update(Action::Resize(120, 40));
-    settle(&mut app);
+    act(&mut app, Action::Resize(120, 40));
     assert!(app.layout.time_cells > 9);
-    app.update(Action::Resize(20, 5));
-    settle(&mut app);
+    act(&mut app, Action::Resize(20, 5));
     let _ = full(&app); // Tiny terminals draw without panicking.
     let _ = press_mod;
 }
 
 #[test]
 fn replay_advances_the_view() {
-    let (_dir, mut app) = app(80, 24, "");
+    // The first query is superseded by the zoom before anyone answers it.
+    let (_dir, mut app, _) = app(80, 24, "");
     press(&mut app, KeyCode::Char('+'));
     press(&mut app, KeyCode::Char('+'));
     let (before, interval, rows) = (app.view_start, app.interval, app.layout.time_cells as u64);
@@ -455,8 +466,7 @@ fn replay_advances_the_view() {
     // its last row: at 10×, capture time for the clock to sit half-way into the 6th row past
     // the view's end is the view moved by 5 rows.
     let to = |rows_past: u64| interval * (rows - 1 + rows_past) + interval / 2;
-    app.update(Action::Tick(std::time::Duration::from_nanos(to(5) / 10)));
-    settle(&mut app);
+    act(&mut app, Action::Tick(std::time::Duration::from_nanos(to(5) / 10)));
     assert_eq!(
         app.view_start - before,
         5 * interval,
@@ -467,13 +477,14 @@ fn replay_advances_the_view() {
         app.view_start,
         "the scan followed"
     );
-    app.update(Action::Tick(std::time::Duration::from_nanos(3 * interval / 10)));
-    settle(&mut app);
+    act(
+        &mut app,
+        Action::Tick(std::time::Duration::from_nanos(3 * interval / 10)),
+    );
     assert_eq!(app.view_start - before, 8 * interval);
     // Pausing stops it.
     press(&mut app, KeyCode::Char(' '));
-    app.update(Action::Tick(std::time::Duration::from_millis(50)));
-    settle(&mut app);
+    act(&mut app, Action::Tick(std::time::Duration::from_millis(50)));
     assert_eq!(app.view_start - before, 8 * interval);
 }
 
@@ -486,15 +497,14 @@ fn mouse(app: &mut App, kind: MouseEventKind, x: u16, y: u16) {
         modifiers: KeyModifiers::NONE,
     };
     if let Some(a) = keys::mouse(m) {
-        app.update(a);
+        act(app, a);
     }
-    settle(app);
 }
 
 #[test]
 fn mouse_drag_selects_a_region() {
-    let (_dir, mut app) = app(100, 30, "proc.name=postgres");
-    settle(&mut app);
+    let (_dir, mut app, fx) = app(100, 30, "proc.name=postgres");
+    settle(&mut app, fx);
     assert_eq!(app.orientation, Orientation::Sysdig);
     let geo = app.layout;
     // From the 1 ms cell on the first row to the 10 ms cell three rows down.
@@ -533,8 +543,8 @@ fn mouse_drag_selects_a_region() {
 #[test]
 fn latency_axis_keeps_the_unit_decades() {
     for (w, h) in [(80, 24), (110, 30), (120, 40), (200, 50)] {
-        let (_dir, mut app) = app(w, h, "");
-        settle(&mut app);
+        let (_dir, mut app, fx) = app(w, h, "");
+        settle(&mut app, fx);
         let geo = app.layout;
         let buf = draw(&app);
         let line: String = (geo.plot.x..geo.plot.right() + 1)
@@ -562,9 +572,9 @@ fn latency_sort_keeps_the_slowest_k_of_a_full_sort() {
         (5_000, "proc.name=postgres"),
         (1_000_000, "proc.name=postgres"),
     ] {
-        let (_dir, mut app) = app(100, 30, filter);
+        let (_dir, mut app, fx) = app(100, 30, filter);
         app.slowest = k;
-        settle(&mut app);
+        settle(&mut app, fx);
         app.focus = Pane::Events;
         press(&mut app, KeyCode::Char('s'));
         assert_eq!(app.sort, Sort::Latency);
@@ -619,8 +629,8 @@ fn latency_sort_keeps_the_slowest_k_of_a_full_sort() {
 /// applies to the event is on screen, with the popup's bottom border.
 #[test]
 fn detail_popup_fits_80x24() {
-    let (_dir, mut app) = app(80, 24, "");
-    settle(&mut app);
+    let (_dir, mut app, fx) = app(80, 24, "");
+    settle(&mut app, fx);
     app.focus = Pane::Events;
     for (name, sort) in [
         ("detail_syscall_80x24", Sort::Time),
@@ -670,8 +680,8 @@ fn detail_popup_fits_80x24() {
 #[test]
 fn warm_cache_answers_the_same() {
     for filter in ["", "proc.name=postgres", "latency>1ms and evt.time<1s"] {
-        let (_dir, mut app) = app(100, 30, filter);
-        let q = app.take_query().unwrap();
+        let (_dir, app, fx) = app(100, 30, filter);
+        let q = fx.query.unwrap();
         let cancel = Cancel::default();
         cancel.0.store(q.gen, Ordering::Relaxed);
         let reader = &app.cap.reader;
@@ -714,13 +724,13 @@ fn warm_cache_answers_the_same() {
 fn breakdown_matches_a_plain_count_for_every_field() {
     // All rows, about half, a few: the group keys are built both ways.
     for filter in ["", "latency>1ms or proc.name=postgres", "latency>1ms"] {
-        let (_dir, mut app) = app(100, 30, filter);
+        let (_dir, mut app, fx) = app(100, 30, filter);
+        let mut first = fx.query;
         for (k, name) in iocap_tui::app::GROUP_FIELDS.iter().enumerate() {
             app.group_field = k;
-            let mut q = app.take_query().unwrap_or_else(|| {
-                app.update(Action::NextField);
-                app.update(Action::PrevField);
-                app.take_query().unwrap()
+            let mut q = first.take().unwrap_or_else(|| {
+                let _ = app.update(Action::NextField);
+                app.update(Action::PrevField).query.unwrap()
             });
             q.group = iocap_filter::fields::lookup(name).unwrap();
             let cancel = Cancel::default();
@@ -761,15 +771,15 @@ fn breakdown_matches_a_plain_count_for_every_field() {
 /// fills the screen.
 #[test]
 fn list_rows_arrive_from_the_rows_thread() {
-    let (_dir, mut app) = app(100, 30, "");
-    settle(&mut app);
+    let (_dir, mut app, fx) = app(100, 30, "");
+    settle(&mut app, fx);
     app.focus = Pane::Events;
     assert!(app.ev_row(0).is_some(), "the first screen is decoded after the answer");
     let page = app.layout.list_rows;
     // Two pages down, one request each; neither answered yet.
     let step = |app: &mut App| {
-        app.update(keys::key(app, KeyEvent::new(KeyCode::PageDown, KeyModifiers::NONE)).unwrap());
-        app.take_rows().expect("rows asked for")
+        let fx = app.update(keys::key(app, KeyEvent::new(KeyCode::PageDown, KeyModifiers::NONE)).unwrap());
+        fx.rows.expect("rows asked for")
     };
     let first = step(&mut app);
     let second = step(&mut app);
@@ -779,9 +789,9 @@ fn list_rows_arrive_from_the_rows_thread() {
     let mut loader = RowLoader::new();
     let stale = loader.load(&app.cap.reader, &first);
     assert!(!stale.rows.is_empty());
-    app.update(Action::Reply(Reply::Rows(stale)));
+    let _ = app.update(Action::Reply(Reply::Rows(stale)));
     assert!(app.ev_row(app.ev_sel).is_none(), "a superseded reply is dropped");
-    app.update(Action::Reply(Reply::Rows(loader.load(&app.cap.reader, &second))));
+    let _ = app.update(Action::Reply(Reply::Rows(loader.load(&app.cap.reader, &second))));
     let shown: Vec<usize> = (app.ev_top..app.ev_top + page)
         .filter(|&i| app.ev_row(i).is_some())
         .collect();
@@ -791,17 +801,17 @@ fn list_rows_arrive_from_the_rows_thread() {
     let ts: Vec<u64> = shown.iter().map(|&i| app.ev_row(i).unwrap().ts).collect();
     assert!(ts.windows(2).all(|w| w[0] <= w[1]), "{ts:?}");
     // Scrolling back within what is decoded asks for nothing.
-    app.update(Action::Move(iocap_tui::action::Move::Up));
-    assert!(app.take_rows().is_none());
+    let fx = app.update(Action::Move(iocap_tui::action::Move::Up));
+    assert!(fx.rows.is_none());
     // Rows asked for in time order and answered after the list was re-sorted by latency are
     // not shown as the slowest.
     let by_time = step(&mut app);
-    app.update(Action::Sort);
+    let sorted = app.update(Action::Sort);
     assert_eq!(app.sort, Sort::Latency);
     // The reply comes before the latency-sorted answer.
-    app.update(Action::Reply(Reply::Rows(loader.load(&app.cap.reader, &by_time))));
+    let _ = app.update(Action::Reply(Reply::Rows(loader.load(&app.cap.reader, &by_time))));
     assert!(app.ev_rows.is_empty(), "rows of the time order dropped");
-    settle(&mut app);
+    settle(&mut app, sorted);
     let shown: Vec<u64> = (0..page).map(|i| app.ev_row(i).unwrap().latency).collect();
     assert!(shown.windows(2).all(|w| w[0] >= w[1]), "{shown:?}");
 }
@@ -813,12 +823,12 @@ fn list_rows_arrive_from_the_rows_thread() {
 fn an_unfinished_capture_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let path = capture(dir.path());
-    let whole = full(&app_on(&path, 160, 30, ""));
+    let whole = full(&app_on(&path, 160, 30, "").0);
     assert!(!whole.contains("recovered"), "{whole}");
     let bytes = std::fs::read(&path).unwrap();
     std::fs::write(&path, &bytes[..bytes.len() * 2 / 3]).unwrap();
-    let mut app = app_on(&path, 160, 30, "");
-    settle(&mut app);
+    let (mut app, fx) = app_on(&path, 160, 30, "");
+    settle(&mut app, fx);
     let screen = full(&app);
     assert!(
         screen.contains("unfinished file, recovered: no footer index"),
@@ -843,8 +853,8 @@ fn a_damaged_chunk_is_reported_not_fatal() {
         *b ^= 0x5a;
     }
     std::fs::write(&path, &bytes).unwrap();
-    let mut app = app_on(&path, 100, 30, "");
-    settle(&mut app);
+    let (mut app, fx) = app_on(&path, 100, 30, "");
+    settle(&mut app, fx);
     let lost = app.cap.reader.chunks()[2].summary.events;
     let a = app.answer.as_ref().expect("answered from the other chunks");
     assert_eq!(a.matched, N - lost);
