@@ -45,7 +45,7 @@ pub enum Mouse {
     ScrollDown { x: u16, y: u16 },
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum Action {
     Quit,
     ToggleHelp,

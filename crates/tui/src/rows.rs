@@ -46,7 +46,7 @@ pub struct RowsQuery {
 }
 
 /// The answer to a [`RowsQuery`].
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Rows {
     pub gen: u64,
     /// `(index in the list, event)`, by index.

@@ -9,6 +9,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
 use crate::app::{App, SPEEDS};
+use crate::keys::BINDINGS;
 use crate::layout::popup;
 use crate::panes;
 
@@ -70,37 +71,19 @@ fn render_status(app: &App, f: &mut Frame, area: Rect) {
     f.render_widget(Paragraph::new(Line::from(spans)).style(t.status()), area);
 }
 
-/// Every key, as `?` shows them.
-pub const KEYS: &[(&str, &str)] = &[
-    ("q, Ctrl-C", "quit"),
-    ("?", "this help (Esc closes)"),
-    ("Tab, Shift-Tab", "next / previous pane"),
-    ("/", "edit the filter: Enter applies, Esc cancels, ↑/↓ history"),
-    ("u, Ctrl-Z", "undo the last filter change"),
-    ("arrows, hjkl", "spectrogram: move the cursor; lists: select"),
-    ("PgUp/PgDn, wheel", "scrub back / forward in time"),
-    ("Home/End", "start / end of the capture"),
-    ("+ / -", "zoom in / out (row interval 1ms…10s)"),
-    ("v, mouse drag", "select a time × latency region"),
-    ("Enter", "region → filter; breakdown row → filter; event → details"),
-    ("Esc", "drop the region, close a popup"),
-    ("o", "spectrogram orientation: sysdig / heatmap"),
-    ("f, F", "breakdown: next / previous field"),
-    ("s", "events: sort by time / latency"),
-    ("space", "replay: play / pause"),
-    ("x", "replay speed 1× / 10× / 100×"),
-    ("c", "palette: classic / colour-blind (NO_COLOR: none)"),
-];
-
+/// Every key, from the table that also decides what they do.
 fn render_help(app: &App, f: &mut Frame) {
     // 78 columns hold the longest line unwrapped, so every key fits 80×24.
-    let area = popup(app.layout.area, 78, KEYS.len() as u16 + 2);
-    let lines: Vec<Line> = KEYS
+    let area = popup(app.layout.area, 78, BINDINGS.len() as u16 + 2);
+    let lines: Vec<Line> = BINDINGS
         .iter()
-        .map(|(k, what)| {
+        .map(|b| {
             Line::from(vec![
-                Span::styled(format!("{k:>17} "), Style::default().add_modifier(Modifier::BOLD)),
-                Span::raw(*what),
+                Span::styled(
+                    format!("{:>17} ", b.keys),
+                    Style::default().add_modifier(Modifier::BOLD),
+                ),
+                Span::raw(b.help),
             ])
         })
         .collect();

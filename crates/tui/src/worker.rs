@@ -23,7 +23,7 @@ use crate::query::{self, Answer, Cancel, Query, CACHE_BUDGET};
 use crate::rows::{RowLoader, Rows, RowsQuery};
 
 /// What the worker sends back.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum Reply {
     Answer(Box<Answer>),
     /// The query failed (a damaged chunk): shown on the status line.
