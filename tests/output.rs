@@ -56,6 +56,14 @@ fn a_fifo_is_written_to_in_place() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(text.lines().count(), 501, "a header and 500 events");
     assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    // `-o /dev/stdout` is a symlink to the process's own stdout (here a pipe): written through.
+    let out = iocap()
+        .args(["export", cap.to_str().unwrap(), "--format", "csv", "-o", "/dev/stdout"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 501);
+    // A symlink to a regular file is still replaced, never written through (export_svg_heatmap).
 }
 
 #[test]

@@ -72,15 +72,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return Ok(());
     }
     let path = &args.output;
+    let in_place = |follow: bool| -> anyhow::Result<()> {
+        let mut out = BufWriter::new(output::open_in_place(path, follow)?);
+        write(&mut out)?;
+        out.flush().with_context(|| format!("{}", path.display()))?;
+        Ok(())
+    };
     match Existing::of(path)? {
-        // `-o /dev/null`, `-o /dev/stderr`, a FIFO: written as asked, as `cp` and `tee` do;
-        // replacing them would turn a device node into a regular file for the whole machine.
-        Existing::CharDevice | Existing::Fifo => {
-            let mut out = BufWriter::new(output::open_in_place(path)?);
-            write(&mut out)?;
-            out.flush().with_context(|| format!("{}", path.display()))?;
-            Ok(())
-        }
+        // `-o /dev/null`, `-o /dev/stdout` (a symlink), a FIFO: written as asked, as `cp` and
+        // `tee` do; replacing them would turn a device node into a regular file for everyone.
+        Existing::CharDevice | Existing::Fifo => in_place(false),
+        Existing::Symlink if output::leads_to_stream(path) => in_place(true),
         e @ (Existing::Directory | Existing::BlockDevice | Existing::Socket) => Err(e.refuse(
             path,
             "an export is written to a file, a character device or a FIFO (or `-o -`)",

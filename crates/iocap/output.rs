@@ -284,13 +284,25 @@ fn create_hidden(dir: &Path, name: &std::ffi::OsStr) -> anyhow::Result<(PathBuf,
 }
 
 /// Open an existing character device or FIFO to write to it in place (no create, no
-/// truncate, no symlink followed).
-pub fn open_in_place(path: &Path) -> anyhow::Result<File> {
+/// truncate). `follow`: through a symlink (`/dev/stdout` is one), which the caller has seen
+/// leads to a device or FIFO; a symlink to a regular file is never written through.
+pub fn open_in_place(path: &Path, follow: bool) -> anyhow::Result<File> {
+    let flags = if follow {
+        libc::O_CLOEXEC
+    } else {
+        libc::O_NOFOLLOW | libc::O_CLOEXEC
+    };
     OpenOptions::new()
         .write(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .custom_flags(flags)
         .open(path)
         .map_err(|e| anyhow!("cannot write to {}: {e}", path.display()))
+}
+
+/// Whether a symlink at `path` leads to a character device or a FIFO (`/dev/stdout`,
+/// `/dev/fd/3`, a process substitution).
+pub fn leads_to_stream(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.file_type().is_char_device() || m.file_type().is_fifo())
 }
 
 /// The hidden temporary of the fallback path, removed by SIGINT, SIGTERM and SIGHUP before
