@@ -201,7 +201,7 @@ fn main() {
         q.filter = if filter.is_empty() {
             None
         } else {
-            iocap_tui::app::compile(filter, &reader).unwrap()
+            iocap_tui::panes::filter_bar::compile(filter, &reader).unwrap()
         };
         let cache = ColumnCache::new(query::CACHE_BUDGET);
         let (cold, a) = run(&q, Some(&cache));
@@ -250,8 +250,8 @@ fn main() {
         first.1,
         next.0,
         next.1,
-        app.ev_rows.len(),
-        app.ev_len()
+        app.list.rows.len(),
+        app.list.len(app.answer.as_ref())
     );
     let st = stats;
     println!(

@@ -197,7 +197,7 @@ pub fn key(app: &App, k: KeyEvent) -> Option<Action> {
         return None;
     }
     let held_ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
-    if app.input.is_some() {
+    if app.filter.input.is_some() {
         // Ctrl-C quits from the filter bar too.
         if held_ctrl && k.code == KeyCode::Char('c') {
             return Some(Action::Quit);

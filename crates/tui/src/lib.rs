@@ -19,12 +19,14 @@
 
 pub mod action;
 pub mod app;
+pub mod capture;
 pub mod grid;
 pub mod history;
 pub mod keys;
 pub mod layout;
 pub mod panes;
 pub mod query;
+pub mod replay;
 pub mod rows;
 pub mod terminal;
 pub mod theme;
@@ -43,7 +45,8 @@ use iocap_format::Reader;
 use ratatui::layout::Rect;
 
 pub use action::Action;
-pub use app::{App, Capture};
+pub use app::App;
+pub use capture::Capture;
 pub use theme::Palette;
 
 /// How often the input thread wakes up without input (drives replay).
@@ -58,7 +61,9 @@ enum Msg {
 
 /// Check `filter` against this capture: the error, rendered with a caret, for the CLI.
 pub fn check_filter(filter: &str, reader: &Reader) -> Result<(), String> {
-    app::compile(filter, reader).map(|_| ()).map_err(|e| e.render(filter))
+    panes::filter_bar::compile(filter, reader)
+        .map(|_| ())
+        .map_err(|e| e.render(filter))
 }
 
 /// Run the viewer on an open capture until the user quits.

@@ -13,9 +13,10 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent,
 use iocap_format::{
     mkdev, Class, Device, DropStats, Event, FdType, FileEntry, Meta, ProcEntry, Reader, Writer, WriterOptions,
 };
-use iocap_tui::app::{Effects, Sort};
+use iocap_tui::app::Effects;
 use iocap_tui::history::History;
 use iocap_tui::layout::{Orientation, Pane};
+use iocap_tui::panes::events::Sort;
 use iocap_tui::query::{self, Cancel};
 use iocap_tui::rows::RowLoader;
 use iocap_tui::worker::Reply;
@@ -272,9 +273,9 @@ fn first_frame_comes_from_the_index() {
     let (_dir, app, _) = app(80, 24, "");
     // Nothing has been scanned yet: the spectrogram is the summaries' approximation, and it
     // already accounts for every event in view.
-    assert!(app.grid.approximate);
+    assert!(app.view.grid.approximate);
     assert!(app.answer.is_none());
-    let in_view: u64 = app.grid.total();
+    let in_view: u64 = app.view.grid.total();
     assert_eq!(in_view, N);
     insta::assert_snapshot!("first_frame_80x24", full(&app));
 }
@@ -284,7 +285,7 @@ fn panes_at_standard_sizes() {
     for (w, h) in [(80, 24), (120, 40)] {
         let (_dir, mut app, fx) = app(w, h, "");
         settle(&mut app, fx);
-        assert!(!app.grid.approximate);
+        assert!(!app.view.grid.approximate);
         assert_eq!(app.answer.as_ref().unwrap().matched, N);
         let a = app.layout;
         insta::assert_snapshot!(format!("spectrogram_{w}x{h}"), snap_pane(&app, a.spectro));
@@ -294,7 +295,7 @@ fn panes_at_standard_sizes() {
         insta::assert_snapshot!(format!("events_{w}x{h}"), snap_pane(&app, a.events));
         insta::assert_snapshot!(format!("status_{w}x{h}"), snap_pane(&app, a.status));
         act(&mut app, Action::ToggleOrientation);
-        assert_eq!(app.orientation, Orientation::Heatmap);
+        assert_eq!(app.view.orientation, Orientation::Heatmap);
         insta::assert_snapshot!(format!("heatmap_{w}x{h}"), snap_pane(&app, app.layout.spectro));
     }
 }
@@ -315,6 +316,7 @@ fn filter_bar_shows_the_error_span_and_help() {
     press(&mut app, KeyCode::Char('/'));
     type_text(&mut app, "proc.nme=fio");
     let err = app
+        .filter
         .input
         .as_ref()
         .and_then(|i| i.error.clone())
@@ -324,10 +326,10 @@ fn filter_bar_shows_the_error_span_and_help() {
     insta::assert_snapshot!("filter_bar_error", snap_pane(&app, app.layout.filter));
     // Enter on a bad filter keeps the bar open; Esc cancels and keeps the old filter.
     press(&mut app, KeyCode::Enter);
-    assert!(app.input.is_some());
+    assert!(app.filter.input.is_some());
     press(&mut app, KeyCode::Esc);
-    assert!(app.input.is_none());
-    assert_eq!(app.filter, "");
+    assert!(app.filter.input.is_none());
+    assert_eq!(app.filter.applied, "");
 }
 
 #[test]
@@ -368,7 +370,7 @@ fn whole_app_driven_by_keys() {
     press(&mut app, KeyCode::Char('/'));
     type_text(&mut app, "proc.name=postgres");
     press(&mut app, KeyCode::Enter);
-    assert_eq!(app.filter, "proc.name=postgres");
+    assert_eq!(app.filter.applied, "proc.name=postgres");
     let pg = app.answer.as_ref().unwrap().matched;
     assert_eq!(pg, N * 4 / 10);
     insta::assert_snapshot!("app_2_filtered", full(&app));
@@ -388,11 +390,12 @@ fn whole_app_driven_by_keys() {
     press(&mut app, KeyCode::Enter);
     assert!(
         app.filter
+            .applied
             .starts_with("(proc.name=postgres) and evt.time>=0ns and evt.time<"),
         "{}",
-        app.filter
+        app.filter.applied
     );
-    assert!(app.filter.contains("latency>="), "{}", app.filter);
+    assert!(app.filter.applied.contains("latency>="), "{}", app.filter.applied);
     let a = app.answer.as_ref().unwrap();
     assert!(a.matched > 0 && a.matched < pg);
     // Only misses are in the region.
@@ -403,28 +406,32 @@ fn whole_app_driven_by_keys() {
     press(&mut app, KeyCode::Tab);
     assert_eq!(app.focus, Pane::Breakdown);
     press(&mut app, KeyCode::Char('f'));
-    assert_eq!(app.group_field().name, "evt.type");
+    assert_eq!(app.breakdown.field().name, "evt.type");
     assert_eq!(app.groups()[0].value, "pread64");
     press(&mut app, KeyCode::Enter);
-    assert!(app.filter.ends_with(" and evt.type=\"pread64\""), "{}", app.filter);
+    assert!(
+        app.filter.applied.ends_with(" and evt.type=\"pread64\""),
+        "{}",
+        app.filter.applied
+    );
     insta::assert_snapshot!("app_5_drilled", full(&app));
 
     // The event list, slowest first, and one event's details.
     press(&mut app, KeyCode::Tab);
     assert_eq!(app.focus, Pane::Events);
     press(&mut app, KeyCode::Char('s'));
-    assert_eq!(app.sort, Sort::Latency);
+    assert_eq!(app.list.sort, Sort::Latency);
     press(&mut app, KeyCode::Down);
     press(&mut app, KeyCode::Enter);
-    assert!(app.detail);
+    assert!(app.list.detail);
     insta::assert_snapshot!("app_6_detail", full(&app));
     press(&mut app, KeyCode::Esc);
-    assert!(!app.detail);
+    assert!(!app.list.detail);
 
     // Undo twice: back to the postgres filter.
     press(&mut app, KeyCode::Char('u'));
     press(&mut app, KeyCode::Char('u'));
-    assert_eq!(app.filter, "proc.name=postgres");
+    assert_eq!(app.filter.applied, "proc.name=postgres");
     assert_eq!(app.answer.as_ref().unwrap().matched, pg);
 
     press(&mut app, KeyCode::Char('q'));
@@ -435,16 +442,16 @@ fn whole_app_driven_by_keys() {
 fn scrub_zoom_and_resize() {
     let (_dir, mut app, fx) = app(80, 24, "");
     settle(&mut app, fx);
-    let (start, interval) = (app.view_start, app.interval);
+    let (start, interval) = (app.view.start, app.view.interval);
     press(&mut app, KeyCode::Char('+'));
-    assert!(app.interval < interval);
+    assert!(app.view.interval < interval);
     press(&mut app, KeyCode::PageDown);
-    assert!(app.view_start > start);
+    assert!(app.view.start > start);
     // Every event in view is counted by the exact grid too.
     let a = app.answer.as_ref().unwrap();
     assert_eq!(a.grid.total(), a.matched);
     press(&mut app, KeyCode::Home);
-    assert_eq!(app.view_start, start);
+    assert_eq!(app.view.start, start);
     act(&mut app, Action::Resize(120, 40));
     assert!(app.layout.time_cells > 9);
     act(&mut app, Action::Resize(20, 5));
@@ -458,34 +465,34 @@ fn replay_advances_the_view() {
     let (_dir, mut app, _) = app(80, 24, "");
     press(&mut app, KeyCode::Char('+'));
     press(&mut app, KeyCode::Char('+'));
-    let (before, interval, rows) = (app.view_start, app.interval, app.layout.time_cells as u64);
+    let (before, interval, rows) = (app.view.start, app.view.interval, app.layout.time_cells as u64);
     press(&mut app, KeyCode::Char(' '));
     press(&mut app, KeyCode::Char('x'));
-    assert!(app.playing);
+    assert!(app.replay.playing);
     // The replay clock starts at the view's start and the view follows once the clock passes
     // its last row: at 10×, capture time for the clock to sit half-way into the 6th row past
     // the view's end is the view moved by 5 rows.
     let to = |rows_past: u64| interval * (rows - 1 + rows_past) + interval / 2;
     act(&mut app, Action::Tick(std::time::Duration::from_nanos(to(5) / 10)));
     assert_eq!(
-        app.view_start - before,
+        app.view.start - before,
         5 * interval,
         "interval {interval}, {rows} rows"
     );
     assert_eq!(
         app.answer.as_ref().unwrap().grid.start(),
-        app.view_start,
+        app.view.start,
         "the scan followed"
     );
     act(
         &mut app,
         Action::Tick(std::time::Duration::from_nanos(3 * interval / 10)),
     );
-    assert_eq!(app.view_start - before, 8 * interval);
+    assert_eq!(app.view.start - before, 8 * interval);
     // Pausing stops it.
     press(&mut app, KeyCode::Char(' '));
     act(&mut app, Action::Tick(std::time::Duration::from_millis(50)));
-    assert_eq!(app.view_start - before, 8 * interval);
+    assert_eq!(app.view.start - before, 8 * interval);
 }
 
 /// A left-button mouse event at (`x`, `y`), through the viewer's own mapping.
@@ -505,7 +512,7 @@ fn mouse(app: &mut App, kind: MouseEventKind, x: u16, y: u16) {
 fn mouse_drag_selects_a_region() {
     let (_dir, mut app, fx) = app(100, 30, "proc.name=postgres");
     settle(&mut app, fx);
-    assert_eq!(app.orientation, Orientation::Sysdig);
+    assert_eq!(app.view.orientation, Orientation::Sysdig);
     let geo = app.layout;
     // From the 1 ms cell on the first row to the 10 ms cell three rows down.
     let cell = |col: usize| {
@@ -515,6 +522,7 @@ fn mouse_drag_selects_a_region() {
     };
     let (c0, c1) = (cell(60), cell(70));
     let expect = app
+        .view
         .grid
         .sum(0..4, app.layout.cell_cols(c0).start..app.layout.cell_cols(c1).end);
     assert!(expect > 0, "the region holds postgres's slow reads");
@@ -524,11 +532,11 @@ fn mouse_drag_selects_a_region() {
     mouse(&mut app, MouseEventKind::Drag(MouseButton::Left), x0 + 1, y0 + 1);
     mouse(&mut app, MouseEventKind::Drag(MouseButton::Left), x1, y1);
     assert_eq!(
-        app.filter, "proc.name=postgres",
+        app.filter.applied, "proc.name=postgres",
         "nothing applied before the button is released"
     );
     mouse(&mut app, MouseEventKind::Up(MouseButton::Left), x1, y1);
-    let f = app.filter.clone();
+    let f = app.filter.applied.clone();
     assert!(
         f.starts_with("(proc.name=postgres) and evt.time>=0ns and evt.time<"),
         "{f}"
@@ -537,7 +545,7 @@ fn mouse_drag_selects_a_region() {
     assert_eq!(app.answer.as_ref().unwrap().matched, expect, "{f}");
     // Undo gives the previous filter back.
     press(&mut app, KeyCode::Char('u'));
-    assert_eq!(app.filter, "proc.name=postgres");
+    assert_eq!(app.filter.applied, "proc.name=postgres");
 }
 
 #[test]
@@ -573,15 +581,15 @@ fn latency_sort_keeps_the_slowest_k_of_a_full_sort() {
         (1_000_000, "proc.name=postgres"),
     ] {
         let (_dir, mut app, fx) = app(100, 30, filter);
-        app.slowest = k;
+        app.list.slowest = k;
         settle(&mut app, fx);
         app.focus = Pane::Events;
         press(&mut app, KeyCode::Char('s'));
-        assert_eq!(app.sort, Sort::Latency);
+        assert_eq!(app.list.sort, Sort::Latency);
         let a = app.answer.as_ref().unwrap();
         let (start, end) = (a.grid.start(), a.grid.end());
         // Every event of the view that matches, by a full sort.
-        let compiled = iocap_tui::app::compile(filter, &app.cap.reader).unwrap();
+        let compiled = iocap_tui::panes::filter_bar::compile(filter, &app.cap.reader).unwrap();
         let mut all = Vec::new();
         let (mut dec, mut cols) = (iocap_format::ChunkDecoder::new(), iocap_format::Columns::default());
         let mut bits = iocap_filter::Bitmap::default();
@@ -609,7 +617,7 @@ fn latency_sort_keeps_the_slowest_k_of_a_full_sort() {
             .map(|s| (s.latency, s.chunk as usize, s.row as usize))
             .collect();
         assert_eq!(got, want, "k {k} filter {filter:?}");
-        assert_eq!(app.ev_len(), k.min(all.len()));
+        assert_eq!(app.list.len(app.answer.as_ref()), k.min(all.len()));
         let events = snap_pane(&app, app.layout.events);
         let title = events.lines().next().unwrap();
         if k < all.len() {
@@ -621,7 +629,7 @@ fn latency_sort_keeps_the_slowest_k_of_a_full_sort() {
             assert!(title.contains("slowest first"), "{title}");
         }
         // The first row shown is the slowest event.
-        assert_eq!(app.ev_rows[0].1.latency, want[0].0);
+        assert_eq!(app.list.rows[0].1.latency, want[0].0);
     }
 }
 
@@ -636,11 +644,11 @@ fn detail_popup_fits_80x24() {
         ("detail_syscall_80x24", Sort::Time),
         ("detail_block_80x24", Sort::Latency),
     ] {
-        if app.sort != sort {
+        if app.list.sort != sort {
             press(&mut app, KeyCode::Char('s'));
         }
         press(&mut app, KeyCode::Enter);
-        assert!(app.detail);
+        assert!(app.list.detail);
         let screen = full(&app);
         let text = screen.split("--- styles ---").next().unwrap();
         // The popup: from its title to its bottom border, both on screen.
@@ -650,7 +658,14 @@ fn detail_popup_fits_80x24() {
         let corner = |l: &&str| l.chars().nth(left) == Some('└');
         let bottom = top + lines[top..].iter().position(corner).expect("popup bottom");
         let popup = lines[top..=bottom].join("\n");
-        let e = app.ev_rows.iter().find(|(i, _)| *i == app.ev_sel).unwrap().1.clone();
+        let e = app
+            .list
+            .rows
+            .iter()
+            .find(|(i, _)| *i == app.list.sel)
+            .unwrap()
+            .1
+            .clone();
         let (meta, tables) = (app.cap.reader.meta(), app.cap.reader.tables());
         let mut seen = Vec::new();
         for fi in iocap_filter::fields::all() {
@@ -671,7 +686,7 @@ fn detail_popup_fits_80x24() {
         assert!(!popup.contains("more lines"), "{text}");
         insta::assert_snapshot!(name, screen);
         press(&mut app, KeyCode::Esc);
-        assert!(!app.detail);
+        assert!(!app.list.detail);
     }
 }
 
@@ -726,8 +741,8 @@ fn breakdown_matches_a_plain_count_for_every_field() {
     for filter in ["", "latency>1ms or proc.name=postgres", "latency>1ms"] {
         let (_dir, mut app, fx) = app(100, 30, filter);
         let mut first = fx.query;
-        for (k, name) in iocap_tui::app::GROUP_FIELDS.iter().enumerate() {
-            app.group_field = k;
+        for (k, name) in iocap_tui::panes::breakdown::GROUP_FIELDS.iter().enumerate() {
+            app.breakdown.field = k;
             let mut q = first.take().unwrap_or_else(|| {
                 let _ = app.update(Action::NextField);
                 app.update(Action::PrevField).query.unwrap()
@@ -737,7 +752,7 @@ fn breakdown_matches_a_plain_count_for_every_field() {
             cancel.0.store(q.gen, Ordering::Relaxed);
             let reader = &app.cap.reader;
             let a = query::run(reader, None, &q, &cancel).unwrap().unwrap();
-            let compiled = iocap_tui::app::compile(filter, reader).unwrap();
+            let compiled = iocap_tui::panes::filter_bar::compile(filter, reader).unwrap();
             let mut want: std::collections::HashMap<String, u64> = Default::default();
             let (mut dec, mut cols) = (iocap_format::ChunkDecoder::new(), iocap_format::Columns::default());
             let mut bits = iocap_filter::Bitmap::default();
@@ -774,7 +789,10 @@ fn list_rows_arrive_from_the_rows_thread() {
     let (_dir, mut app, fx) = app(100, 30, "");
     settle(&mut app, fx);
     app.focus = Pane::Events;
-    assert!(app.ev_row(0).is_some(), "the first screen is decoded after the answer");
+    assert!(
+        app.list.row(0).is_some(),
+        "the first screen is decoded after the answer"
+    );
     let page = app.layout.list_rows;
     // Two pages down, one request each; neither answered yet.
     let step = |app: &mut App| {
@@ -783,22 +801,22 @@ fn list_rows_arrive_from_the_rows_thread() {
     };
     let first = step(&mut app);
     let second = step(&mut app);
-    assert!(app.ev_row(app.ev_sel).is_none());
+    assert!(app.list.row(app.list.sel).is_none());
     let events = snap_pane(&app, app.layout.events);
     assert!(events.lines().filter(|l| l.contains('…')).count() >= page, "{events}");
     let mut loader = RowLoader::new();
     let stale = loader.load(&app.cap.reader, &first);
     assert!(!stale.rows.is_empty());
     let _ = app.update(Action::Reply(Reply::Rows(stale)));
-    assert!(app.ev_row(app.ev_sel).is_none(), "a superseded reply is dropped");
+    assert!(app.list.row(app.list.sel).is_none(), "a superseded reply is dropped");
     let _ = app.update(Action::Reply(Reply::Rows(loader.load(&app.cap.reader, &second))));
-    let shown: Vec<usize> = (app.ev_top..app.ev_top + page)
-        .filter(|&i| app.ev_row(i).is_some())
+    let shown: Vec<usize> = (app.list.top..app.list.top + page)
+        .filter(|&i| app.list.row(i).is_some())
         .collect();
     assert_eq!(shown.len(), page);
-    assert_eq!(app.ev_sel, 2 * page);
+    assert_eq!(app.list.sel, 2 * page);
     // The rows are the events at those places in time order.
-    let ts: Vec<u64> = shown.iter().map(|&i| app.ev_row(i).unwrap().ts).collect();
+    let ts: Vec<u64> = shown.iter().map(|&i| app.list.row(i).unwrap().ts).collect();
     assert!(ts.windows(2).all(|w| w[0] <= w[1]), "{ts:?}");
     // Scrolling back within what is decoded asks for nothing.
     let fx = app.update(Action::Move(iocap_tui::action::Move::Up));
@@ -807,12 +825,12 @@ fn list_rows_arrive_from_the_rows_thread() {
     // not shown as the slowest.
     let by_time = step(&mut app);
     let sorted = app.update(Action::Sort);
-    assert_eq!(app.sort, Sort::Latency);
+    assert_eq!(app.list.sort, Sort::Latency);
     // The reply comes before the latency-sorted answer.
     let _ = app.update(Action::Reply(Reply::Rows(loader.load(&app.cap.reader, &by_time))));
-    assert!(app.ev_rows.is_empty(), "rows of the time order dropped");
+    assert!(app.list.rows.is_empty(), "rows of the time order dropped");
     settle(&mut app, sorted);
-    let shown: Vec<u64> = (0..page).map(|i| app.ev_row(i).unwrap().latency).collect();
+    let shown: Vec<u64> = (0..page).map(|i| app.list.row(i).unwrap().latency).collect();
     assert!(shown.windows(2).all(|w| w[0] >= w[1]), "{shown:?}");
 }
 

@@ -63,11 +63,11 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
 /// The log2 histogram of the chunks in view, from the index (no filter: only shown unfiltered).
 fn summaries_log2(app: &App) -> [u64; LOG2_BUCKETS] {
     let mut out = [0u64; LOG2_BUCKETS];
-    if !app.filter.is_empty() {
+    if !app.filter.applied.is_empty() {
         return out;
     }
     let r = &app.cap.reader;
-    for i in r.chunks_in(app.view_start, app.view_end()) {
+    for i in r.chunks_in(app.view.start, app.view_end()) {
         for (o, c) in out.iter_mut().zip(r.chunks()[i].summary.log2_hist.iter()) {
             *o += c;
         }

@@ -1,5 +1,5 @@
-//! The breakdown pane: what the view is made of — the top values of a field among matching
-//! events, with counts, share and p99. Enter adds `field=value` to the filter.
+//! Drawing the breakdown: what the view is made of — the top values of a field among matching
+//! events, with counts, share and p99, the selected row highlighted.
 
 use iocap_analysis::units::{self, Style::Terminal as TERM};
 use ratatui::layout::{Constraint, Rect};
@@ -12,7 +12,7 @@ use crate::layout::Pane;
 use crate::ui;
 
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
-    let field = app.group_field().name;
+    let field = app.breakdown.field().name;
     let distinct = app.answer.as_ref().map_or(0, |a| a.group_count);
     let focused = app.focus == Pane::Breakdown;
     let title = format!(" By {field} ({distinct}) f:field ");
@@ -24,7 +24,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         return;
     };
     let visible = usize::from(inner.height.saturating_sub(1)).max(1);
-    let top = app.group_sel.saturating_sub(visible - 1);
+    let top = app.breakdown.sel.saturating_sub(visible - 1);
     let total = a.matched.max(1);
     let rows = a.groups.iter().enumerate().skip(top).take(visible).map(|(i, g)| {
         let value = if g.value.is_empty() {
@@ -38,7 +38,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
             Cell::from(format!("{:.0}%", g.count as f64 * 100.0 / total as f64)),
             Cell::from(units::duration(g.p99, TERM)),
         ]);
-        if focused && i == app.group_sel {
+        if focused && i == app.breakdown.sel {
             row.style(app.theme.cursor())
         } else {
             row

@@ -1,9 +1,5 @@
-//! The event list pane (columns as biosnoop/sysdig print them) and the detail popup.
-//!
-//! Only the rows on screen are decoded, off the UI thread ([`crate::rows`]; [`crate::App`]
-//! keeps them in `ev_rows`, and a row not decoded yet shows as `…`); the list's length comes
-//! from the scan's per-chunk counts, so scrolling through millions of events decodes one chunk
-//! at a time.
+//! Drawing the event list (columns as biosnoop/sysdig print them) and the detail popup of the
+//! selected event. A row not decoded yet ([`super::List::rows`]) shows as `…`.
 
 use iocap_analysis::units::{self, Style::Terminal as TERM};
 use iocap_filter::fields;
@@ -13,14 +9,15 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Clear, Paragraph, Row, Table};
 use ratatui::Frame;
 
-use crate::app::{App, Sort};
+use crate::app::App;
 use crate::layout::Pane;
+use crate::panes::events::Sort;
 use crate::ui;
 
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let focused = app.focus == Pane::Events;
-    let n = app.ev_len();
-    let order = match (app.sort, &app.answer) {
+    let n = app.list.len(app.answer.as_ref());
+    let order = match (app.list.sort, &app.answer) {
         (Sort::Time, _) => "by time".to_string(),
         // Only the slowest K are kept: say of how many.
         (Sort::Latency, Some(a)) if (a.slowest.len() as u64) < a.matched => {
@@ -33,7 +30,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     } else {
         format!(
             " Events {}/{}, {order} (s) ",
-            units::count(app.ev_sel as u64 + 1),
+            units::count(app.list.sel as u64 + 1),
             units::count(n as u64)
         )
     };
@@ -48,9 +45,9 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     };
     let [time_w, proc_w, pid_w, type_w, bytes_w, lat_w, res_w] = fixed;
     let file_w = usize::from(inner.width.saturating_sub(fixed.iter().sum::<u16>() + 7)).max(10);
-    let shown = app.ev_top..(app.ev_top + app.layout.list_rows).min(n);
+    let shown = app.list.top..(app.list.top + app.layout.list_rows).min(n);
     let rows = shown.map(|i| {
-        let row = match app.ev_row(i) {
+        let row = match app.list.row(i) {
             Some(e) => {
                 let mut c = columns(app, e);
                 // A path's end says more than its start: cut from the left.
@@ -59,7 +56,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
             }
             None => Row::new([Cell::from("…")]).style(app.theme.dim()),
         };
-        if focused && i == app.ev_sel {
+        if focused && i == app.list.sel {
             row.style(app.theme.cursor())
         } else {
             row
@@ -134,7 +131,7 @@ const KEY: usize = 15;
 /// and long ones (paths, the wall time) across, wrapped; what still does not fit is counted on
 /// the last line rather than cut off silently.
 pub fn render_detail(app: &App, f: &mut Frame) {
-    let Some((_, e)) = app.ev_rows.iter().find(|(i, _)| *i == app.ev_sel) else {
+    let Some((_, e)) = app.list.rows.iter().find(|(i, _)| *i == app.list.sel) else {
         return;
     };
     let (meta, tables) = (app.cap.reader.meta(), app.cap.reader.tables());

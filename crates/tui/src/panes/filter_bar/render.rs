@@ -1,5 +1,6 @@
-//! The filter bar: the filter in force, or while editing (`/`) the text with its caret, the
-//! span of an error highlighted, and the error's message and help on the lines below.
+//! Drawing the filter bar: the filter in force, or while editing (`/`) the text with its
+//! caret, the span of an error highlighted, and the error's message and help on the lines
+//! below.
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -10,11 +11,11 @@ use crate::app::App;
 
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
-    let Some(input) = &app.input else {
-        let text = if app.filter.is_empty() {
+    let Some(input) = &app.filter.input else {
+        let text = if app.filter.applied.is_empty() {
             Span::styled("(all events)  / to filter", t.dim())
         } else {
-            Span::raw(app.filter.clone())
+            Span::raw(app.filter.applied.clone())
         };
         f.render_widget(
             Paragraph::new(Line::from(vec![Span::styled("filter: ", t.dim()), text])),

@@ -1,5 +1,5 @@
-//! The spectrogram pane: event counts per (time interval, latency column) as a heat map, with
-//! the cursor, the region being selected, axis labels, drop marks and a legend.
+//! Drawing the spectrogram: event counts per (time interval, latency column) as a heat map,
+//! with the cursor, the region being selected, axis labels, drop marks and a legend.
 //!
 //! Sysdig orientation (default): latency 1 ns … 10 s+ left→right, one row per interval, time
 //! going down. Heatmap orientation: time left→right, latency going up.
@@ -19,14 +19,14 @@ use crate::ui;
 
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let focused = app.focus == Pane::Spectrogram;
-    let approx = if app.grid.approximate { " ≈index" } else { "" };
-    let orient = match app.orientation {
+    let approx = if app.view.grid.approximate { " ≈index" } else { "" };
+    let orient = match app.view.orientation {
         Orientation::Sysdig => "latency →",
         Orientation::Heatmap => "time →",
     };
     let title = format!(
         " Spectrogram {}/row, {orient}{approx} ",
-        units::tick(app.interval, TERM)
+        units::tick(app.view.interval, TERM)
     );
     f.render_widget(ui::pane_block(app, title, focused), area);
     let geo = &app.layout;
@@ -43,7 +43,7 @@ fn cells(app: &App, geo: &Layout) -> (Vec<Vec<u64>>, u64) {
         .map(|t| {
             (0..geo.lat_cells)
                 .map(|l| {
-                    let n = app.grid.sum(t..t + 1, app.layout.cell_cols(l));
+                    let n = app.view.grid.sum(t..t + 1, app.layout.cell_cols(l));
                     max = max.max(n);
                     n
                 })
@@ -57,11 +57,11 @@ fn draw(app: &App, geo: &Layout, buf: &mut Buffer) {
     let theme = &app.theme;
     let (counts, max) = cells(app, geo);
     let p = geo.plot;
-    let here = (app.cursor_t, app.cursor_l);
+    let here = (app.view.cursor_t, app.view.cursor_l);
     // The region being selected, in display cells.
-    let region = app.anchor.map(|(t, l)| {
-        let at = (t.saturating_sub(app.view_start) / app.interval) as i64;
-        let at = if t < app.view_start { -1 } else { at };
+    let region = app.view.anchor.map(|(t, l)| {
+        let at = (t.saturating_sub(app.view.start) / app.view.interval) as i64;
+        let at = if t < app.view.start { -1 } else { at };
         (
             at.min(here.0 as i64),
             at.max(here.0 as i64),
@@ -80,14 +80,14 @@ fn draw(app: &App, geo: &Layout, buf: &mut Buffer) {
             if app.focus == Pane::Spectrogram && (t, l) == here {
                 style = style.patch(theme.cursor());
             }
-            let (x, y) = match app.orientation {
+            let (x, y) = match app.view.orientation {
                 Orientation::Sysdig => (p.x + l as u16, p.y + t as u16),
                 Orientation::Heatmap => (p.x + t as u16, p.bottom() - 1 - l as u16),
             };
             buf[(x, y)].set_char(glyph).set_style(style);
         }
     }
-    match app.orientation {
+    match app.view.orientation {
         Orientation::Sysdig => sysdig_axes(app, geo, buf),
         Orientation::Heatmap => heatmap_axes(app, geo, buf),
     }
@@ -132,13 +132,13 @@ fn sysdig_axes(app: &App, geo: &Layout, buf: &mut Buffer) {
     let every = (geo.time_cells / 4).max(1);
     for t in 0..geo.time_cells {
         let y = p.y + t as u16;
-        let start = app.view_start + app.interval * t as u64;
-        if t % every == 0 || t == app.cursor_t {
+        let start = app.view.start + app.view.interval * t as u64;
+        if t % every == 0 || t == app.view.cursor_t {
             let label = units::offset(start.saturating_sub(app.cap.start));
-            let style = if t == app.cursor_t { Style::default() } else { dim };
+            let style = if t == app.view.cursor_t { Style::default() } else { dim };
             buf.set_stringn(p.x - TIME_LABEL, y, &label, usize::from(TIME_LABEL) - 1, style);
         }
-        if drops::between(&app.cap.reader, start, start + app.interval) > 0 {
+        if drops::between(&app.cap.reader, start, start + app.view.interval) > 0 {
             buf.set_string(p.x - 1, y, "!", app.theme.drops());
         }
     }
@@ -168,7 +168,7 @@ fn heatmap_axes(app: &App, geo: &Layout, buf: &mut Buffer) {
     let y = p.bottom();
     let mut next_free = 0usize;
     for t in (0..geo.time_cells).step_by(12) {
-        let start = app.view_start + app.interval * t as u64;
+        let start = app.view.start + app.view.interval * t as u64;
         let label = units::offset(start.saturating_sub(app.cap.start));
         if t < next_free || t + label.len() > geo.time_cells {
             continue;
@@ -177,8 +177,8 @@ fn heatmap_axes(app: &App, geo: &Layout, buf: &mut Buffer) {
         next_free = t + label.len() + 1;
     }
     for t in 0..geo.time_cells {
-        let start = app.view_start + app.interval * t as u64;
-        if drops::between(&app.cap.reader, start, start + app.interval) > 0 {
+        let start = app.view.start + app.view.interval * t as u64;
+        if drops::between(&app.cap.reader, start, start + app.view.interval) > 0 {
             buf.set_string(p.x + t as u16, p.y, "!", app.theme.drops());
         }
     }
@@ -187,8 +187,8 @@ fn heatmap_axes(app: &App, geo: &Layout, buf: &mut Buffer) {
 /// The bottom line: the heat ramp from 1 to the highest cell count, and the cursor cell.
 fn legend(app: &App, geo: &Layout, max: u64, buf: &mut Buffer) {
     let p = geo.plot;
-    let y = p.bottom() + u16::from(app.orientation == Orientation::Heatmap);
-    let x0 = p.x.saturating_sub(match app.orientation {
+    let y = p.bottom() + u16::from(app.view.orientation == Orientation::Heatmap);
+    let x0 = p.x.saturating_sub(match app.view.orientation {
         Orientation::Sysdig => TIME_LABEL,
         Orientation::Heatmap => LAT_LABEL,
     });
@@ -200,12 +200,12 @@ fn legend(app: &App, geo: &Layout, max: u64, buf: &mut Buffer) {
         let (g, s) = app.theme.heat(level);
         x = buf.set_stringn(x, y, g.to_string(), 1, s).0;
     }
-    let cols = app.layout.cell_cols(app.cursor_l);
+    let cols = app.layout.cell_cols(app.view.cursor_l);
     let (lo, hi) = (
         spectro::column_range(cols.start).0,
         spectro::column_range(cols.end - 1).1,
     );
-    let here = app.grid.sum(app.cursor_t..app.cursor_t + 1, cols);
+    let here = app.view.grid.sum(app.view.cursor_t..app.view.cursor_t + 1, cols);
     let text = format!(
         " {} │ cursor {}…{}: {}",
         units::short_count(max),

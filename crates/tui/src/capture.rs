@@ -1,0 +1,35 @@
+//! The capture being viewed: the shared reader, and what the viewer needs to know of the file
+//! from its index (its name as shown, its span, its event count).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use iocap_format::Reader;
+
+/// A capture opened for viewing.
+pub struct Capture {
+    pub reader: Arc<Reader>,
+    /// File name as shown (escaped).
+    pub name: String,
+    /// The span every view lies in, ns since boot.
+    pub start: u64,
+    pub end: u64,
+    pub total: u64,
+}
+
+impl Capture {
+    pub fn new(reader: Arc<Reader>, path: &Path) -> Capture {
+        let name = iocap_format::escape::escape(path.as_os_str().as_encoded_bytes());
+        // The span every report is laid over; a view needs at least one ns of it.
+        let (start, end) = iocap_analysis::capture_span(&reader);
+        let end = end.max(start + 1);
+        let total = reader.event_count();
+        Capture {
+            reader,
+            name,
+            start,
+            end,
+            total,
+        }
+    }
+}

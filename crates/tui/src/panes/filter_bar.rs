@@ -1,0 +1,193 @@
+//! The filter bar: the filter in force and the ones before it (for undo), and while `/` has it
+//! open the text being typed, checked on every keystroke, with the history under ↑/↓. Drawn
+//! by [`render`].
+
+pub mod render;
+
+use std::sync::Arc;
+
+use iocap_filter::{Compiled, FilterError};
+use iocap_format::Reader;
+
+use crate::action::{Action, Edit};
+use crate::history::History;
+
+/// The bar while it is open.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Input {
+    pub text: String,
+    /// Byte offset of the caret, on a char boundary.
+    pub caret: usize,
+    /// What is wrong with `text`, checked on every keystroke.
+    pub error: Option<FilterError>,
+}
+
+/// The filter bar's state.
+pub struct FilterBar {
+    /// The filter in force, as the user sees it.
+    pub applied: String,
+    compiled: Option<Arc<Compiled>>,
+    /// Earlier applied filters, for undo.
+    pub undo: Vec<String>,
+    pub input: Option<Input>,
+    pub history: History,
+}
+
+/// What an update of the filter bar did.
+#[must_use]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Filtered {
+    /// Nothing outside the bar changed (though its height may have).
+    No,
+    /// Another filter is in force: a new question.
+    Applied,
+    /// Undo found nothing to undo.
+    NothingToUndo,
+}
+
+impl FilterBar {
+    /// The bar with `text` in force (it must compile against `reader`).
+    pub fn new(text: &str, reader: &Reader, history: History) -> Result<FilterBar, FilterError> {
+        Ok(FilterBar {
+            applied: text.trim().to_owned(),
+            compiled: compile(text, reader)?,
+            undo: Vec::new(),
+            input: None,
+            history,
+        })
+    }
+
+    /// The filter in force, compiled; `None` matches everything.
+    pub fn compiled(&self) -> Option<&Arc<Compiled>> {
+        self.compiled.as_ref()
+    }
+
+    /// Lines the bar takes: three while it shows an error and its help.
+    pub fn lines(&self) -> u16 {
+        match &self.input {
+            Some(i) if i.error.is_some() => 3,
+            _ => 1,
+        }
+    }
+
+    /// The bar's part of `action`: opening, editing, applying or cancelling, and undo.
+    pub fn update(&mut self, action: &Action, reader: &Reader) -> Filtered {
+        match *action {
+            Action::EditFilter => {
+                self.input = Some(Input {
+                    caret: self.applied.len(),
+                    text: self.applied.clone(),
+                    error: None,
+                });
+                self.history.reset();
+                Filtered::No
+            }
+            Action::FilterEdit(e) => {
+                self.edit(e, reader);
+                Filtered::No
+            }
+            Action::FilterSubmit => {
+                let Some(input) = self.input.take() else {
+                    return Filtered::No;
+                };
+                match self.apply(input.text.clone(), true, reader) {
+                    Ok(()) => Filtered::Applied,
+                    Err(e) => {
+                        // Keep the bar open on the mistake.
+                        self.input = Some(Input {
+                            error: Some(e),
+                            ..input
+                        });
+                        Filtered::No
+                    }
+                }
+            }
+            Action::FilterCancel => {
+                self.input = None;
+                self.history.reset();
+                Filtered::No
+            }
+            Action::Undo => match self.undo.pop() {
+                Some(previous) => {
+                    // It compiled when it was in force, and the capture is the same.
+                    let _ = self.apply(previous, false, reader);
+                    Filtered::Applied
+                }
+                None => Filtered::NothingToUndo,
+            },
+            _ => Filtered::No,
+        }
+    }
+
+    /// Narrow the filter in force by `clause` (a region, a breakdown row), for undo to take
+    /// back.
+    pub fn narrow(&mut self, clause: String, reader: &Reader) -> Result<(), FilterError> {
+        let filter = match self.applied.is_empty() {
+            true => clause,
+            false => format!("({}) and {clause}", self.applied),
+        };
+        self.apply(filter, true, reader)
+    }
+
+    /// Make `text` the filter in force (remembering the old one for undo when `record`).
+    fn apply(&mut self, text: String, record: bool, reader: &Reader) -> Result<(), FilterError> {
+        let text = text.trim().to_owned();
+        let compiled = compile(&text, reader)?;
+        if record && text != self.applied {
+            self.undo.push(std::mem::replace(&mut self.applied, text.clone()));
+            self.history.push(&text);
+        } else {
+            self.applied = text;
+        }
+        self.compiled = compiled;
+        self.history.reset();
+        Ok(())
+    }
+
+    fn edit(&mut self, e: Edit, reader: &Reader) {
+        let Some(input) = self.input.as_mut() else { return };
+        let prev = |s: &str, i: usize| s[..i].chars().next_back().map_or(i, |c| i - c.len_utf8());
+        let next = |s: &str, i: usize| s[i..].chars().next().map_or(i, |c| i + c.len_utf8());
+        match e {
+            Edit::Insert(c) if !c.is_control() => {
+                input.text.insert(input.caret, c);
+                input.caret += c.len_utf8();
+            }
+            Edit::Insert(_) => return,
+            Edit::Backspace => {
+                let p = prev(&input.text, input.caret);
+                input.text.replace_range(p..input.caret, "");
+                input.caret = p;
+            }
+            Edit::Delete => {
+                let n = next(&input.text, input.caret);
+                input.text.replace_range(input.caret..n, "");
+            }
+            Edit::Left => input.caret = prev(&input.text, input.caret),
+            Edit::Right => input.caret = next(&input.text, input.caret),
+            Edit::Home => input.caret = 0,
+            Edit::End => input.caret = input.text.len(),
+            Edit::Older | Edit::Newer => {
+                let h = if e == Edit::Older {
+                    self.history.older()
+                } else {
+                    self.history.newer()
+                };
+                let text = h.map_or_else(|| self.applied.clone(), str::to_owned);
+                input.caret = text.len();
+                input.text = text;
+            }
+        }
+        // Live validation: parsing and checking are microseconds, so every keystroke.
+        input.error = compile(&input.text, reader).err();
+    }
+}
+
+/// Parse, check and compile `text` against this capture; `None` for an empty filter.
+pub fn compile(text: &str, reader: &Reader) -> Result<Option<Arc<Compiled>>, FilterError> {
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    let f = iocap_filter::Filter::parse(text)?;
+    Ok(Some(Arc::new(f.compile(reader.meta(), reader.tables()))))
+}

@@ -1,0 +1,251 @@
+//! The spectrogram pane: the view (which rows of time, how fine, drawn which way), its cursor
+//! and the region being selected, and the picture it shows. Drawn by [`render`].
+//!
+//! The view's rows are the question's time range: whenever they move or change size the
+//! update says so and the app asks the worker again.
+
+pub mod render;
+
+use iocap_analysis::spectro::{self, COLS};
+use iocap_filter::literal;
+
+use crate::action::{Action, Mouse, Move};
+use crate::capture::Capture;
+use crate::grid::Grid;
+use crate::layout::{Layout, Orientation};
+
+/// The coarsest row.
+const MAX_INTERVAL: u64 = 10_000_000_000;
+/// Row intervals offered by zooming, 1 ms to [`MAX_INTERVAL`] in 1-2-5 steps.
+const INTERVALS: [u64; 13] = [
+    1_000_000,
+    2_000_000,
+    5_000_000,
+    10_000_000,
+    20_000_000,
+    50_000_000,
+    100_000_000,
+    200_000_000,
+    500_000_000,
+    1_000_000_000,
+    2_000_000_000,
+    5_000_000_000,
+    10_000_000_000,
+];
+
+/// The view: the rows of time shown, the cursor, the region, and the picture.
+pub struct View {
+    pub orientation: Orientation,
+    /// Start of the first row, ns since boot.
+    pub start: u64,
+    /// Length of a row.
+    pub interval: u64,
+    /// Cursor: row (time cell) in the view, and latency cell in the pane.
+    pub cursor_t: usize,
+    pub cursor_l: usize,
+    /// The other corner of a region being selected: (row start time, latency cell).
+    pub anchor: Option<(u64, usize)>,
+    /// What the pane shows: from the summaries first, then the worker's exact answer.
+    pub grid: Grid,
+}
+
+/// Whether an update moved the view's rows (or changed their length): a new question.
+#[must_use]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Moved {
+    No,
+    Yes,
+}
+
+impl View {
+    /// The whole capture at the finest interval that shows it in the rows of `layout`, so
+    /// that the viewer opens on everything.
+    pub fn new(cap: &Capture, layout: &Layout) -> View {
+        let rows = layout.time_cells.max(1) as u64;
+        let span = cap.end - cap.start;
+        let interval = INTERVALS
+            .iter()
+            .copied()
+            .find(|&i| i.saturating_mul(rows) >= span)
+            .unwrap_or(MAX_INTERVAL);
+        View {
+            orientation: layout.orientation,
+            start: cap.start,
+            interval,
+            cursor_t: 0,
+            cursor_l: 0,
+            anchor: None,
+            grid: Grid::empty(cap.start, interval, 0),
+        }
+    }
+
+    /// End of the last row shown.
+    pub fn end(&self, layout: &Layout) -> u64 {
+        self.start
+            .saturating_add(self.interval.saturating_mul(layout.time_cells as u64))
+    }
+
+    /// Start time of the row under the cursor.
+    pub fn cursor_time(&self) -> u64 {
+        self.start
+            .saturating_add(self.interval.saturating_mul(self.cursor_t as u64))
+    }
+
+    /// The view's part of `action`: moving the cursor (when the pane has the focus), scrubbing,
+    /// zooming, the region's mark, the mouse wheel.
+    pub fn update(&mut self, action: &Action, cap: &Capture, layout: &Layout) -> Moved {
+        match *action {
+            Action::Move(m) => self.move_cursor(m, cap, layout),
+            Action::Scrub(pages) => self.scrub_pages(pages, cap, layout),
+            Action::ZoomIn => self.zoom(-1, cap, layout),
+            Action::ZoomOut => self.zoom(1, cap, layout),
+            Action::Mark => {
+                self.anchor = match self.anchor {
+                    Some(_) => None,
+                    None => Some((self.cursor_time(), self.cursor_l)),
+                };
+                Moved::No
+            }
+            Action::Back => {
+                self.anchor = None;
+                Moved::No
+            }
+            Action::Mouse(Mouse::ScrollUp { .. }) => self.scrub(-(self.interval as i64) * 3, cap, layout),
+            Action::Mouse(Mouse::ScrollDown { .. }) => self.scrub(self.interval as i64 * 3, cap, layout),
+            _ => Moved::No,
+        }
+    }
+
+    /// The other orientation; returns the time to keep under the cursor once the app has
+    /// laid the pane out again ([`View::refit`]).
+    pub fn turn(&mut self) -> u64 {
+        self.orientation = match self.orientation {
+            Orientation::Sysdig => Orientation::Heatmap,
+            Orientation::Heatmap => Orientation::Sysdig,
+        };
+        self.cursor_time()
+    }
+
+    /// Fit the view to a new `layout` (a resize, a turn), keeping `t` under the cursor.
+    pub fn refit(&mut self, t: u64, cap: &Capture, layout: &Layout) -> Moved {
+        self.cursor_l = self.cursor_l.min(layout.lat_cells.saturating_sub(1));
+        self.center_on(t, cap, layout)
+    }
+
+    /// The cursor to cell `(t, l)` (a click or a drag); starts a region when `mark`.
+    pub fn point(&mut self, t: usize, l: usize, mark: bool) {
+        self.cursor_t = t;
+        self.cursor_l = l;
+        if mark {
+            self.anchor = Some((self.cursor_time(), l));
+        }
+    }
+
+    /// Whether a region of more than the cursor's cell is being selected.
+    pub fn selecting(&self) -> bool {
+        self.anchor.is_some_and(|a| a != (self.cursor_time(), self.cursor_l))
+    }
+
+    /// Move the view's start to `t` (the replay following its clock).
+    pub fn follow(&mut self, t: u64) -> Moved {
+        if t == self.start {
+            return Moved::No;
+        }
+        self.start = t;
+        Moved::Yes
+    }
+
+    /// The filter clause for the selected region (or the cursor cell): its rows' time range,
+    /// and its latency range unless it reaches the pane's edge.
+    pub fn region_clause(&self, cap: &Capture, layout: &Layout) -> String {
+        let here = (self.cursor_time(), self.cursor_l);
+        let (a, b) = self.anchor.unwrap_or(here);
+        let (t0, t1) = (a.min(here.0), a.max(here.0).saturating_add(self.interval));
+        let (l0, l1) = (b.min(here.1), b.max(here.1));
+        let (c0, c1) = (layout.cell_cols(l0).start, layout.cell_cols(l1).end);
+        let rel = |t: u64| literal::duration(t.saturating_sub(cap.reader.meta().start_ts));
+        let mut parts = vec![format!("evt.time>={}", rel(t0)), format!("evt.time<{}", rel(t1))];
+        if c0 > 0 {
+            parts.push(format!("latency>={}", literal::duration(spectro::column_range(c0).0)));
+        }
+        if c1 < COLS {
+            parts.push(format!("latency<{}", literal::duration(spectro::column_range(c1).0)));
+        }
+        parts.join(" and ")
+    }
+
+    /// Put `t` under the cursor, keeping the cursor's position on screen when possible.
+    fn center_on(&mut self, t: u64, cap: &Capture, layout: &Layout) -> Moved {
+        let cells = layout.time_cells.max(1);
+        self.cursor_t = self.cursor_t.min(cells - 1);
+        let back = self.interval.saturating_mul(self.cursor_t as u64);
+        let aligned = cap.start + (t.saturating_sub(cap.start) / self.interval) * self.interval;
+        self.start = aligned.saturating_sub(back).max(cap.start.saturating_sub(back));
+        // Asked again even when the start stays: a zoom or a new layout changes the rows.
+        Moved::Yes
+    }
+
+    fn scrub(&mut self, by: i64, cap: &Capture, layout: &Layout) -> Moved {
+        let span = self.interval.saturating_mul(layout.time_cells.max(1) as u64);
+        let latest = cap.end.saturating_sub(span / 2).max(cap.start);
+        let earliest = cap.start.saturating_sub(span / 2);
+        let t = if by < 0 {
+            self.start.saturating_sub(by.unsigned_abs())
+        } else {
+            self.start.saturating_add(by as u64)
+        };
+        self.follow(t.clamp(earliest, latest.max(earliest)))
+    }
+
+    /// Scrub by whole pages of rows.
+    fn scrub_pages(&mut self, pages: i64, cap: &Capture, layout: &Layout) -> Moved {
+        let span = self.interval.saturating_mul(layout.time_cells.max(1) as u64) as i64;
+        self.scrub(pages.saturating_mul(span), cap, layout)
+    }
+
+    fn zoom(&mut self, dir: i32, cap: &Capture, layout: &Layout) -> Moved {
+        let i = INTERVALS
+            .iter()
+            .position(|&x| x >= self.interval)
+            .unwrap_or(INTERVALS.len() - 1);
+        let j = (i as i32 + dir).clamp(0, INTERVALS.len() as i32 - 1) as usize;
+        if INTERVALS[j] == self.interval {
+            return Moved::No;
+        }
+        let t = self.cursor_time();
+        self.interval = INTERVALS[j];
+        self.center_on(t, cap, layout)
+    }
+
+    fn move_cursor(&mut self, m: Move, cap: &Capture, layout: &Layout) -> Moved {
+        // Moves along time and latency, whichever way the pane is drawn.
+        let (dt, dl): (i64, i64) = match (self.orientation, m) {
+            (Orientation::Sysdig, Move::Up) | (Orientation::Heatmap, Move::Left) => (-1, 0),
+            (Orientation::Sysdig, Move::Down) | (Orientation::Heatmap, Move::Right) => (1, 0),
+            (Orientation::Sysdig, Move::Left) | (Orientation::Heatmap, Move::Down) => (0, -1),
+            (Orientation::Sysdig, Move::Right) | (Orientation::Heatmap, Move::Up) => (0, 1),
+            (_, Move::PageUp) => return self.scrub_pages(-1, cap, layout),
+            (_, Move::PageDown) => return self.scrub_pages(1, cap, layout),
+            (_, Move::Home) => {
+                self.cursor_t = 0;
+                return self.center_on(cap.start, cap, layout);
+            }
+            (_, Move::End) => {
+                self.cursor_t = layout.time_cells.saturating_sub(1);
+                return self.center_on(cap.end.saturating_sub(1), cap, layout);
+            }
+        };
+        let lat = layout.lat_cells.max(1) as i64;
+        self.cursor_l = (self.cursor_l as i64 + dl).clamp(0, lat - 1) as usize;
+        let cells = layout.time_cells.max(1) as i64;
+        let t = self.cursor_t as i64 + dt;
+        if t < 0 {
+            self.scrub(-(self.interval as i64), cap, layout)
+        } else if t >= cells {
+            self.scrub(self.interval as i64, cap, layout)
+        } else {
+            self.cursor_t = t as usize;
+            Moved::No
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! The status line: the file, how many events match, drops in the view, the view's time range
+//! and row length, the replay, a scan under way, a recovered file, and the last note.
+
+use iocap_analysis::units::{self, Style::Terminal as TERM};
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+use crate::app::App;
+use crate::replay::SPEEDS;
+
+pub fn render(app: &App, f: &mut Frame, area: Rect) {
+    let t = &app.theme;
+    let total = app.cap.total;
+    let matching = match &app.answer {
+        Some(a) => format!("{}/{}", units::count(a.matched), units::count(total)),
+        None => format!("…/{}", units::count(total)),
+    };
+    let rel = |ts: u64| units::offset(ts.saturating_sub(app.cap.start));
+    let drops = app.drops_in_view();
+    let mut spans = vec![
+        Span::raw(format!(" {} ", app.cap.name)),
+        Span::raw(format!("│ {matching} │ ")),
+        Span::styled(
+            format!("drops {}", units::count(drops)),
+            if drops > 0 { t.drops() } else { Style::default() },
+        ),
+        Span::raw(format!(
+            " │ {}…{} │ {}/row",
+            rel(app.view.start),
+            rel(app.view_end()),
+            units::tick(app.view.interval, TERM)
+        )),
+    ];
+    if app.replay.playing {
+        spans.push(Span::raw(format!(" │ ▶ {}×", SPEEDS[app.replay.speed])));
+    }
+    if app.busy {
+        spans.push(Span::raw(" │ scanning…"));
+    }
+    if let Some(why) = app.cap.reader.recovery() {
+        // A file the recorder never finished (killed, full disk) or that was damaged since:
+        // what is shown is what could be read back.
+        spans.push(Span::styled(format!(" │ unfinished file, recovered: {why}"), t.error()));
+    }
+    if let Some(n) = &app.note {
+        spans.push(Span::styled(format!(" │ {n}"), t.error()));
+    }
+    spans.push(Span::raw(" │ ?: keys"));
+    f.render_widget(Paragraph::new(Line::from(spans)).style(t.status()), area);
+}
