@@ -3,7 +3,7 @@
 //!
 //! Two halves. [`FieldGroups`] is what a scan thread feeds, one chunk at a time: it tells
 //! events apart by a cheap key read from the columns (a process or file table id, a syscall
-//! number; [`key`]), never by printing a value per event, and keeps one sample event per key.
+//! number; `group/key.rs`), never by printing a value per event, and keeps one sample event per key.
 //! [`FieldGroups::finish`] prints each key's value once and merges keys of equal value into a
 //! [`GroupBy`], the groups by value, which gives the top groups. `iocap report --by` and the
 //! viewer's breakdown are the same computation.

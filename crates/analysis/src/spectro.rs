@@ -8,6 +8,8 @@
 //! (500 ms by default, as the chisel), a fixed number of them from an origin: the capture's
 //! span for the reports, the view for the viewer.
 
+use iocap_format::{log2_bucket_range, ChunkInfo};
+
 /// Number of latency columns: 10 per decade over 1 ns .. 10 s.
 pub const COLS: usize = 100;
 /// Latency columns per decade.
@@ -127,6 +129,46 @@ impl Spectrogram {
         let interval = interval.max(1);
         let rows = end.saturating_sub(start) / interval + 1;
         Spectrogram::new(start, interval, usize::try_from(rows).unwrap_or(usize::MAX))
+    }
+
+    /// An approximation from chunk summaries alone, as the viewer draws its first frame
+    /// before decoding anything: `rows` rows of `interval` ns from `start`, each chunk's log2
+    /// histogram put in the column of each bucket's geometric middle and spread evenly over the
+    /// rows its time range covers (a chunk straddling the range's edge adds only its share).
+    /// Inside the range the total is exact; where the events are within it is not.
+    pub fn from_summaries(chunks: &[ChunkInfo], start: u64, interval: u64, rows: usize) -> Spectrogram {
+        let mut sp = Spectrogram::new(start, interval, rows);
+        let (end, interval) = (sp.end(), sp.interval);
+        if rows == 0 {
+            return sp;
+        }
+        for c in chunks {
+            let s = &c.summary;
+            if s.events == 0 || s.max_ts < start || s.min_ts >= end {
+                continue;
+            }
+            // Rows the chunk spans, counted from the range's start (negative: before it).
+            let row_of = |ts: u64| (i128::from(ts) - i128::from(start)).div_euclid(i128::from(interval));
+            let (first, last) = (row_of(s.min_ts), row_of(s.max_ts));
+            let span_rows = (last - first + 1) as u64;
+            let shown = first.max(0)..=last.min(rows as i128 - 1);
+            for (b, &n) in s.log2_hist.iter().enumerate() {
+                if n == 0 {
+                    continue;
+                }
+                let (lo, hi) = log2_bucket_range(b);
+                let mid = (lo as f64 * hi.min(u64::MAX / 2) as f64).sqrt() as u64;
+                let col = column(mid);
+                let per_row = n / span_rows;
+                let extra = n % span_rows;
+                for r in shown.clone() {
+                    // Hand the remainder to the first rows so that the total stays exact.
+                    let k = (r - first) as u64;
+                    sp.add_to_row(r as usize, col, per_row + u64::from(k < extra));
+                }
+            }
+        }
+        sp
     }
 
     /// Count one event that started at `ts` and took `latency` ns.
@@ -343,6 +385,42 @@ mod tests {
         );
         let c = Spectrogram::covering(1_000, 1_250, 100);
         assert_eq!(c.len(), 3, "1000..=1250 in rows of 100: 1000, 1100, 1200");
+    }
+
+    fn chunk(min_ts: u64, max_ts: u64, latency: u64, n: u64) -> ChunkInfo {
+        let mut summary = iocap_format::ChunkSummary {
+            events: n,
+            syscalls: n,
+            min_ts,
+            max_ts,
+            ..Default::default()
+        };
+        summary.log2_hist[iocap_format::log2_bucket(latency)] = n;
+        ChunkInfo { offset: 0, summary }
+    }
+
+    #[test]
+    fn summaries_keep_totals_inside_the_range() {
+        // One chunk of 1000 events over 10 rows, all around 1 µs.
+        let g = Spectrogram::from_summaries(&[chunk(0, 999, 1_000, 1000)], 0, 100, 10);
+        assert_eq!(g.total(), 1000);
+        let col = column(1_000);
+        assert!((col.saturating_sub(2)..=col + 2).any(|c| g.row(0)[c] == 100));
+        // A range over the second half of the chunk sees about half of it.
+        let half = Spectrogram::from_summaries(&[chunk(0, 999, 1_000, 1000)], 500, 100, 10);
+        assert_eq!(half.total(), 500);
+        // A chunk outside the range adds nothing.
+        assert_eq!(
+            Spectrogram::from_summaries(&[chunk(5_000, 6_000, 10, 7)], 0, 100, 10).total(),
+            0
+        );
+    }
+
+    #[test]
+    fn uneven_spread_keeps_the_count() {
+        let g = Spectrogram::from_summaries(&[chunk(0, 299, 50, 10)], 0, 100, 3);
+        assert_eq!(g.total(), 10);
+        assert_eq!(g.sum(0..1, 0..COLS), 4);
     }
 
     #[test]

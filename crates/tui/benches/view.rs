@@ -17,9 +17,13 @@ use std::time::Instant;
 
 use iocap_analysis::ColumnCache;
 use iocap_format::{mkdev, Class, Device, Event, FdType, FileEntry, Meta, ProcEntry, Reader, Writer, WriterOptions};
+use iocap_tui::action::Action;
+use iocap_tui::app::App;
+use iocap_tui::capture::Capture;
 use iocap_tui::history::History;
-use iocap_tui::query::{self, Cancel};
-use iocap_tui::{ui, App, Capture, Palette};
+use iocap_tui::theme::Palette;
+use iocap_tui::ui;
+use iocap_tui::worker::query::{self, Cancel};
 use ratatui::backend::TestBackend;
 use ratatui::layout::Rect;
 use ratatui::Terminal;
@@ -167,11 +171,9 @@ fn main() {
         rate(full),
         a.matched
     );
-    let fx = app.update(iocap_tui::Action::Reply(iocap_tui::worker::Reply::Answer(Box::new(a))));
+    let fx = app.update(Action::Reply(iocap_tui::worker::Reply::Answer(Box::new(a))));
     term.draw(|f| ui::render(&app, f)).unwrap();
-    let mut q = fx
-        .query
-        .unwrap_or_else(|| app.update(iocap_tui::Action::NextField).query.unwrap());
+    let mut q = fx.query.unwrap_or_else(|| app.update(Action::NextField).query.unwrap());
     // The list sorted by time (the default) keeps no event; sorted by latency, the slowest 2^20.
     let mut stats = iocap_analysis::CacheStats::default();
     let only = std::env::var("VIEW_ONLY").unwrap_or_default();
@@ -226,24 +228,21 @@ fn main() {
     // The latency-sorted list: the UI only asks for its rows (timed as "UI"); the rows thread
     // decodes the chunks the slowest events on screen come from (timed as "rows").
     app.focus = iocap_tui::layout::Pane::Events;
-    let q = app.update(iocap_tui::Action::Sort).query.unwrap();
+    let q = app.update(Action::Sort).query.unwrap();
     let (_, a) = run(&q, None);
-    let mut loader = iocap_tui::rows::RowLoader::new();
-    let mut screen = |app: &mut App, action: iocap_tui::Action| {
+    let mut loader = iocap_tui::worker::rows::RowLoader::new();
+    let mut screen = |app: &mut App, action: Action| {
         let t = Instant::now();
         let fx = app.update(action);
         let ui = t.elapsed();
         let t = Instant::now();
         let rows = loader.load(&reader, &fx.rows.unwrap());
         let load = t.elapsed();
-        let _ = app.update(iocap_tui::Action::Reply(iocap_tui::worker::Reply::Rows(rows)));
+        let _ = app.update(Action::Reply(iocap_tui::worker::Reply::Rows(rows)));
         (ui, load)
     };
-    let first = screen(
-        &mut app,
-        iocap_tui::Action::Reply(iocap_tui::worker::Reply::Answer(Box::new(a))),
-    );
-    let next = screen(&mut app, iocap_tui::Action::Move(iocap_tui::action::Move::PageDown));
+    let first = screen(&mut app, Action::Reply(iocap_tui::worker::Reply::Answer(Box::new(a))));
+    let next = screen(&mut app, Action::Move(iocap_tui::action::Move::PageDown));
     println!(
         "latency-sorted list: first screen UI {:>6.1?} rows {:>6.1?}, next page UI {:>6.1?} rows {:>6.1?} ({} rows of {})",
         first.0,

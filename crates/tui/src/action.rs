@@ -53,8 +53,6 @@ pub enum Action {
     FocusPrev,
     /// Cursor in the spectrogram, selection in a list.
     Move(Move),
-    /// Scrub the view by whole pages of rows (negative: back in time).
-    Scrub(i64),
     /// Zoom in (finer rows) or out (coarser rows) around the cursor.
     ZoomIn,
     ZoomOut,

@@ -11,7 +11,7 @@
 //! the grouped field, the list's order) it bumps the generation and returns a [`Query`] in
 //! its [`Effects`], which the event loop hands to the worker; the answer comes back later as
 //! [`Action::Reply`]. The event list's rows on screen are asked for the same way
-//! ([`crate::rows`]): `update` reads no capture data at all.
+//! ([`crate::worker::rows`]): `update` reads no capture data at all.
 
 use iocap_analysis::units;
 use iocap_analysis::LatencyHist;
@@ -20,16 +20,16 @@ use ratatui::layout::Rect;
 
 use crate::action::{Action, Mouse};
 use crate::capture::Capture;
-use crate::grid::Grid;
 use crate::history::History;
 use crate::layout::{Layout, Orientation, Pane};
 use crate::panes::breakdown::{Breakdown, Regrouped};
 use crate::panes::events::{List, Listed};
 use crate::panes::filter_bar::{FilterBar, Filtered};
+use crate::panes::spectrogram::grid::Grid;
 use crate::panes::spectrogram::{Moved, View};
-use crate::query::{Answer, GroupRow, Query};
+use crate::worker::query::{Answer, GroupRow, Query};
 use crate::replay::{Replay, Step};
-use crate::rows::RowsQuery;
+use crate::worker::rows::RowsQuery;
 use crate::theme::{Palette, Theme};
 use crate::worker::Reply;
 
@@ -151,7 +151,7 @@ impl App {
                 }
                 Pane::Events => self.list_update(&action, fx),
             },
-            Action::Scrub(_) | Action::ZoomIn | Action::ZoomOut | Action::Mark => self.view_update(&action, fx),
+            Action::ZoomIn | Action::ZoomOut | Action::Mark => self.view_update(&action, fx),
             Action::ToggleOrientation => {
                 let t = self.view.turn();
                 self.relayout();
@@ -310,7 +310,7 @@ impl App {
         match r {
             Reply::Answer(a) if a.gen == self.gen => {
                 self.busy = false;
-                self.view.grid = a.grid.clone();
+                self.view.grid = Grid::exact(a.spectro.clone());
                 self.breakdown.answered(&a.groups);
                 if let Some(d) = a.damaged.first() {
                     let (chunks, events) = (a.damaged.len(), a.damaged.iter().map(|d| d.events).sum::<u64>());

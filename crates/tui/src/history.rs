@@ -51,6 +51,7 @@ impl History {
     }
 
     /// An in-memory history (tests).
+    #[cfg(any(test, feature = "testing"))]
     pub fn in_memory(entries: Vec<String>) -> History {
         History {
             entries,
@@ -59,6 +60,7 @@ impl History {
         }
     }
 
+    #[cfg(any(test, feature = "testing"))]
     pub fn entries(&self) -> &[String] {
         &self.entries
     }

@@ -3,7 +3,7 @@
 //! One table, [`BINDINGS`], says what every key does outside the filter bar; [`key`] reads it
 //! to turn a key press into an action and the `?` popup prints it, so a key cannot work
 //! without being listed, nor be listed without working. While the filter bar is open, keys
-//! edit its text ([`edit`]; the `/` line of the table describes them). What a key means
+//! edit its text (`edit`; the `/` line of the table describes them). What a key means
 //! depends only on whether the filter bar is open and which pane has the focus, both readable
 //! from `&App`.
 

@@ -1,15 +1,25 @@
 //! iocap's terminal viewer: `iocap view trace.cap [FILTER]`.
 //!
-//! - [`App`] holds the state; [`App::update`] is the only thing that changes it, taking an
-//!   [`Action`] (a key's meaning, a mouse gesture, a tick, a worker reply).
-//! - [`ui::render`] draws a frame from `&App`: the spectrogram, histogram, breakdown and event
-//!   panes ([`panes`]), the filter bar and the status line.
-//! - Scans run on a [`worker::Worker`] thread and are cancelled when superseded; the event
-//!   list's rows are decoded on a second one ([`rows`]); the first frame is drawn from the
-//!   capture's index alone, before any chunk is decoded.
-//! - [`run`] is the event loop: an input thread and the worker feed one channel, as in
-//!   ratatui's event-driven template; a [`terminal::TerminalGuard`] restores the terminal on
-//!   exit and on panic.
+//! Its API is what `iocap view` needs: [`check_filter`] (a bad filter is a usage error before
+//! the screen is taken over) and [`run`]. Inside:
+//!
+//! - `app`: the state, `App`, and `App::update`, the only thing that changes it, taking an
+//!   `Action` (`action`: a key's meaning, a mouse gesture, a tick, a worker reply) and
+//!   returning what the workers are to do. The state is the panes' states side by side
+//!   (`panes`: the spectrogram's view, the filter bar, the breakdown, the event list) with
+//!   the replay (`replay`), the capture (`capture`) and the layout (`layout`, a pure function
+//!   of the terminal size).
+//! - `ui`: a frame drawn from `&App`, each pane by its own `render`; `theme` has the colours.
+//! - `keys`: one table of key bindings, read for every key press and printed by `?`.
+//! - `worker`: the threads that answer the view's question (`worker/query.rs`, through
+//!   `iocap-analysis`) and decode the list's rows (`worker/rows.rs`); a newer question
+//!   cancels the running one. The first frame comes from the capture's index alone.
+//! - [`run`] is the event loop: an input thread and the workers feed one channel, as in
+//!   ratatui's event-driven template; `terminal` restores the terminal on exit and on panic;
+//!   `history` keeps applied filters across runs.
+//!
+//! The crate's tests and benchmark drive the app without a terminal through the same modules,
+//! made public by the `testing` feature (which only they turn on).
 //!
 //! ```no_run
 //! let reader = iocap_format::Reader::open("trace.cap")?;
@@ -17,21 +27,19 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub mod action;
-pub mod app;
-pub mod capture;
-pub mod grid;
-pub mod history;
-pub mod keys;
-pub mod layout;
-pub mod panes;
-pub mod query;
-pub mod replay;
-pub mod rows;
-pub mod terminal;
-pub mod theme;
-pub mod ui;
-pub mod worker;
+/// Declares the modules: private, or public with the `testing` feature, so that the tests and
+/// the benchmark reach the app's insides while `iocap view` sees only [`run`] and
+/// [`check_filter`].
+macro_rules! modules {
+    ($($name:ident),* $(,)?) => {$(
+        #[cfg(feature = "testing")]
+        pub mod $name;
+        #[cfg(not(feature = "testing"))]
+        mod $name;
+    )*};
+}
+
+modules!(action, app, capture, history, keys, layout, panes, replay, terminal, theme, ui, worker);
 
 use std::io;
 use std::path::Path;
@@ -44,10 +52,10 @@ use crossterm::event::{self as ct, Event as CtEvent};
 use iocap_format::Reader;
 use ratatui::layout::Rect;
 
-pub use action::Action;
-pub use app::App;
-pub use capture::Capture;
-pub use theme::Palette;
+use action::Action;
+use app::App;
+use capture::Capture;
+use theme::Palette;
 
 /// How often the input thread wakes up without input (drives replay).
 const TICK: Duration = Duration::from_millis(50);

@@ -37,13 +37,6 @@ impl Palette {
         }
     }
 
-    pub fn name(self) -> &'static str {
-        match self {
-            Palette::Classic => "classic",
-            Palette::ColorBlind => "colour-blind",
-            Palette::Mono => "mono",
-        }
-    }
 }
 
 /// Glyphs from empty to hottest.

@@ -10,6 +10,9 @@
 //! Rows have a thread of their own, so a page of the list never waits behind a scan: it too
 //! takes only the newest request waiting.
 
+pub mod query;
+pub mod rows;
+
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
@@ -19,8 +22,8 @@ use iocap_format::Reader;
 
 use iocap_analysis::ColumnCache;
 
-use crate::query::{self, Answer, Cancel, Query, CACHE_BUDGET};
-use crate::rows::{RowLoader, Rows, RowsQuery};
+use query::{Answer, Cancel, Query, CACHE_BUDGET};
+use rows::{RowLoader, Rows, RowsQuery};
 
 /// What the worker sends back.
 #[derive(Clone, Debug)]

@@ -13,14 +13,18 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent,
 use iocap_format::{
     mkdev, Class, Device, DropStats, Event, FdType, FileEntry, Meta, ProcEntry, Reader, Writer, WriterOptions,
 };
+use iocap_tui::action::Action;
+use iocap_tui::app::App;
 use iocap_tui::app::Effects;
+use iocap_tui::capture::Capture;
 use iocap_tui::history::History;
 use iocap_tui::layout::{Orientation, Pane};
 use iocap_tui::panes::events::Sort;
-use iocap_tui::query::{self, Cancel};
-use iocap_tui::rows::RowLoader;
+use iocap_tui::theme::Palette;
+use iocap_tui::worker::query::{self, Cancel};
+use iocap_tui::worker::rows::RowLoader;
 use iocap_tui::worker::Reply;
-use iocap_tui::{keys, ui, Action, App, Capture, Palette};
+use iocap_tui::{keys, ui};
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -275,7 +279,7 @@ fn first_frame_comes_from_the_index() {
     // already accounts for every event in view.
     assert!(app.view.grid.approximate);
     assert!(app.answer.is_none());
-    let in_view: u64 = app.view.grid.total();
+    let in_view: u64 = app.view.grid.spectro.total();
     assert_eq!(in_view, N);
     insta::assert_snapshot!("first_frame_80x24", full(&app));
 }
@@ -449,7 +453,7 @@ fn scrub_zoom_and_resize() {
     assert!(app.view.start > start);
     // Every event in view is counted by the exact grid too.
     let a = app.answer.as_ref().unwrap();
-    assert_eq!(a.grid.total(), a.matched);
+    assert_eq!(a.spectro.total(), a.matched);
     press(&mut app, KeyCode::Home);
     assert_eq!(app.view.start, start);
     act(&mut app, Action::Resize(120, 40));
@@ -480,7 +484,7 @@ fn replay_advances_the_view() {
         "interval {interval}, {rows} rows"
     );
     assert_eq!(
-        app.answer.as_ref().unwrap().grid.start(),
+        app.answer.as_ref().unwrap().spectro.origin(),
         app.view.start,
         "the scan followed"
     );
@@ -587,7 +591,7 @@ fn latency_sort_keeps_the_slowest_k_of_a_full_sort() {
         press(&mut app, KeyCode::Char('s'));
         assert_eq!(app.list.sort, Sort::Latency);
         let a = app.answer.as_ref().unwrap();
-        let (start, end) = (a.grid.start(), a.grid.end());
+        let (start, end) = (a.spectro.origin(), a.spectro.end());
         // Every event of the view that matches, by a full sort.
         let compiled = iocap_tui::panes::filter_bar::compile(filter, &app.cap.reader).unwrap();
         let mut all = Vec::new();
@@ -714,20 +718,8 @@ fn warm_cache_answers_the_same() {
         let st = cache.stats();
         assert_eq!(st.misses - filled.misses, 0, "{filter}: every column from the cache");
         assert_eq!(
-            (
-                warm.matched,
-                &warm.hist,
-                &warm.groups,
-                &warm.per_chunk,
-                &warm.grid.spectro
-            ),
-            (
-                cold.matched,
-                &cold.hist,
-                &cold.groups,
-                &cold.per_chunk,
-                &cold.grid.spectro
-            ),
+            (warm.matched, &warm.hist, &warm.groups, &warm.per_chunk, &warm.spectro),
+            (cold.matched, &cold.hist, &cold.groups, &cold.per_chunk, &cold.spectro),
             "{filter}"
         );
     }
@@ -888,12 +880,12 @@ fn a_damaged_chunk_is_reported_not_fatal() {
     assert!(screen.contains("1 unreadable chunk left out"), "{screen}");
     // The list's rows: a request touching chunk 2 stops there, with the error.
     let refs = (0..4)
-        .map(|c| (c, iocap_tui::query::EventRef { chunk: c, row: 0 }))
+        .map(|c| (c, iocap_tui::worker::query::EventRef { chunk: c, row: 0 }))
         .collect();
-    let q = iocap_tui::rows::RowsQuery {
+    let q = iocap_tui::worker::rows::RowsQuery {
         gen: 1,
         answer: 1,
-        counting: iocap_tui::rows::Counting::Rows,
+        counting: iocap_tui::worker::rows::Counting::Rows,
         refs,
         filter: None,
         start: 0,

@@ -4,7 +4,7 @@
 //! The list is virtual: its length comes from the worker's answer (matching events per chunk,
 //! or the slowest events), and only the rows on screen are decoded, off the UI thread: the
 //! list says which it lacks ([`List::want`]) and the app hands that request to the rows
-//! worker ([`crate::rows`]); a row not decoded yet shows as `…`.
+//! worker ([`crate::worker::rows`]); a row not decoded yet shows as `…`.
 
 pub mod render;
 
@@ -16,8 +16,8 @@ use iocap_format::Event;
 use crate::action::Action;
 use crate::layout::Layout;
 use crate::panes::step_list;
-use crate::query::{Answer, EventRef, SLOWEST};
-use crate::rows::{Counting, Rows, RowsQuery};
+use crate::worker::query::{Answer, EventRef, SLOWEST};
+use crate::worker::rows::{Counting, Rows, RowsQuery};
 
 /// Event list order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -202,8 +202,8 @@ impl List {
             },
             refs,
             filter: filter.cloned(),
-            start: a.grid.start(),
-            end: a.grid.end(),
+            start: a.spectro.origin(),
+            end: a.spectro.end(),
         })
     }
 }

@@ -4,6 +4,7 @@
 //! The view's rows are the question's time range: whenever they move or change size the
 //! update says so and the app asks the worker again.
 
+pub mod grid;
 pub mod render;
 
 use iocap_analysis::spectro::{self, COLS};
@@ -11,8 +12,8 @@ use iocap_filter::literal;
 
 use crate::action::{Action, Mouse, Move};
 use crate::capture::Capture;
-use crate::grid::Grid;
 use crate::layout::{Layout, Orientation};
+use grid::Grid;
 
 /// The coarsest row.
 const MAX_INTERVAL: u64 = 10_000_000_000;
@@ -96,7 +97,6 @@ impl View {
     pub fn update(&mut self, action: &Action, cap: &Capture, layout: &Layout) -> Moved {
         match *action {
             Action::Move(m) => self.move_cursor(m, cap, layout),
-            Action::Scrub(pages) => self.scrub_pages(pages, cap, layout),
             Action::ZoomIn => self.zoom(-1, cap, layout),
             Action::ZoomOut => self.zoom(1, cap, layout),
             Action::Mark => {

@@ -28,7 +28,6 @@ use iocap_format::{ChunkSummary, Col, ColSet, Columns, Meta, Reader, Tables};
 
 pub use iocap_analysis::slowest::Slow;
 
-use crate::grid::Grid;
 
 /// How many of the slowest matching events a scan keeps for the latency-sorted list: far more
 /// than anyone scrolls through (262,144), at 16 bytes each (4 MiB, and up to 1.5 times that per
@@ -99,7 +98,8 @@ impl EventRef {
 #[derive(Clone, Debug)]
 pub struct Answer {
     pub gen: u64,
-    pub grid: Grid,
+    /// The view's spectrogram, exact.
+    pub spectro: Spectrogram,
     pub hist: LatencyHist,
     /// Events matching in the view.
     pub matched: u64,
@@ -398,10 +398,7 @@ pub fn run(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Can
     per_chunk.sort_unstable();
     Ok(Some(Answer {
         gen: q.gen,
-        grid: Grid {
-            spectro: acc.spectro,
-            approximate: false,
-        },
+        spectro: acc.spectro,
         matched: hist.count(),
         hist,
         groups,

@@ -1,6 +1,6 @@
 //! The event list's rows on screen, decoded off the UI thread.
 //!
-//! The list is virtual: an [`Answer`](crate::query::Answer) says how many events match per
+//! The list is virtual: an [`Answer`](crate::worker::query::Answer) says how many events match per
 //! chunk (time order) or which are the slowest (latency order), and only the rows on screen
 //! are ever decoded. Those rows can come from chunks all over the capture (the slowest events
 //! of a view are anywhere), so decoding them is heavy work: an update of the UI returns a
@@ -13,7 +13,7 @@ use std::sync::Arc;
 use iocap_filter::{Bitmap, Compiled};
 use iocap_format::{ChunkDecoder, ColSet, Columns, Event, Reader};
 
-use crate::query::EventRef;
+use super::query::EventRef;
 
 /// Chunks the loader keeps decoded (each holds every column of up to 64 Ki events).
 const KEPT: usize = 4;
@@ -62,7 +62,7 @@ struct Decoded {
     matching: Vec<usize>,
 }
 
-/// Decodes rows for [`RowsQuery`]s, keeping the last [`KEPT`] chunks decoded.
+/// Decodes rows for [`RowsQuery`]s, keeping the last `KEPT` chunks decoded.
 #[derive(Default)]
 pub struct RowLoader {
     answer: u64,
