@@ -9,7 +9,7 @@ use iocap_filter::literal;
 
 use crate::action::Action;
 use crate::panes::step_list;
-use crate::query::GroupRow;
+use crate::worker::query::GroupRow;
 
 /// Fields the breakdown can group by, in the order `f` cycles through them.
 pub const GROUP_FIELDS: [&str; 8] = [
