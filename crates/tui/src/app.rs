@@ -27,11 +27,11 @@ use crate::panes::events::{List, Listed};
 use crate::panes::filter_bar::{FilterBar, Filtered};
 use crate::panes::spectrogram::grid::Grid;
 use crate::panes::spectrogram::{Moved, View};
-use crate::worker::query::{Answer, GroupRow, Query};
 use crate::replay::{Replay, Step};
-use crate::worker::rows::RowsQuery;
 use crate::theme::{Palette, Theme};
 use crate::worker::Reply;
+use crate::worker::query::{Answer, GroupRow, Query};
+use crate::worker::rows::RowsQuery;
 
 /// What an update asks of the workers: a query for the view (the exact picture, histogram,
 /// breakdown and list of a changed view, filter, field or order) and rows of the list to

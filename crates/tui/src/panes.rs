@@ -16,7 +16,11 @@ pub mod histogram;
 pub mod spectrogram;
 pub mod status;
 
+use ratatui::text::Span;
+use ratatui::widgets::{Block, Borders};
+
 use crate::action::Move;
+use crate::app::App;
 
 /// A list's selection of `n` rows after move `m`, pages of `page` rows.
 pub fn step_list(sel: usize, n: usize, m: Move, page: usize) -> usize {
@@ -29,4 +33,12 @@ pub fn step_list(sel: usize, n: usize, m: Move, page: usize) -> usize {
         Move::Home => 0,
         Move::End => last,
     }
+}
+
+/// A pane's border block with its title, highlighted when the pane has the focus.
+pub fn block(app: &App, title: String, focused: bool) -> Block<'static> {
+    Block::default()
+        .borders(Borders::ALL)
+        .border_style(app.theme.title(focused))
+        .title(Span::styled(title, app.theme.title(focused)))
 }

@@ -2,8 +2,6 @@
 //! the popups (an event's details, the keys) over them. Panes draw themselves (see
 //! [`crate::panes`]) from a shared `&App`.
 
-use ratatui::text::Span;
-use ratatui::widgets::{Block, Borders};
 use ratatui::Frame;
 
 use crate::app::App;
@@ -24,12 +22,4 @@ pub fn render(app: &App, f: &mut Frame) {
     if app.help {
         panes::help::render(app, f);
     }
-}
-
-/// A pane's border block with its title, highlighted when it has the focus.
-pub fn pane_block(app: &App, title: String, focused: bool) -> Block<'static> {
-    Block::default()
-        .borders(Borders::ALL)
-        .border_style(app.theme.title(focused))
-        .title(Span::styled(title, app.theme.title(focused)))
 }

@@ -10,7 +10,7 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use crate::app::App;
-use crate::ui;
+use crate::panes::block;
 
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let (log2, exact) = match app.hist() {
@@ -23,7 +23,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         units::count(n),
         if exact { "" } else { " ≈index" }
     );
-    let block = ui::pane_block(app, title, false);
+    let block = block(app, title, false);
     let inner = block.inner(area);
     f.render_widget(block, area);
     let mut lines = Vec::new();

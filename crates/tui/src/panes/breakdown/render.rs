@@ -9,14 +9,14 @@ use ratatui::Frame;
 
 use crate::app::App;
 use crate::layout::Pane;
-use crate::ui;
+use crate::panes::block;
 
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let field = app.breakdown.field().name;
     let distinct = app.answer.as_ref().map_or(0, |a| a.group_count);
     let focused = app.focus == Pane::Breakdown;
     let title = format!(" By {field} ({distinct}) f:field ");
-    let block = ui::pane_block(app, title, focused);
+    let block = block(app, title, focused);
     let inner = block.inner(area);
     f.render_widget(block, area);
     let Some(a) = &app.answer else {

@@ -12,7 +12,7 @@ use ratatui::Frame;
 use crate::app::App;
 use crate::layout::Pane;
 use crate::panes::events::Sort;
-use crate::ui;
+use crate::panes::block;
 
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let focused = app.focus == Pane::Events;
@@ -34,7 +34,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
             units::count(n as u64)
         )
     };
-    let block = ui::pane_block(app, title, focused);
+    let block = block(app, title, focused);
     let inner = block.inner(area);
     f.render_widget(block, area);
     // Narrower fixed columns below 100 cells (80×24 leaves 76), so the file has room.
@@ -171,7 +171,7 @@ pub fn render_detail(app: &App, f: &mut Frame) {
     let area = crate::layout::popup(outer, width, lines.len() as u16 + 2);
     f.render_widget(Clear, area);
     f.render_widget(
-        Paragraph::new(lines).block(ui::pane_block(app, " Event (Esc closes) ".into(), true)),
+        Paragraph::new(lines).block(block(app, " Event (Esc closes) ".into(), true)),
         area,
     );
 }

@@ -15,7 +15,7 @@ use ratatui::Frame;
 use crate::app::App;
 use crate::layout::{self, Layout, Orientation, Pane, LAT_LABEL, TIME_LABEL};
 use crate::theme::HEAT_GLYPHS;
-use crate::ui;
+use crate::panes::block;
 
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let focused = app.focus == Pane::Spectrogram;
@@ -28,7 +28,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         " Spectrogram {}/row, {orient}{approx} ",
         units::tick(app.view.interval, TERM)
     );
-    f.render_widget(ui::pane_block(app, title, focused), area);
+    f.render_widget(block(app, title, focused), area);
     let geo = &app.layout;
     if geo.time_cells == 0 || geo.lat_cells == 0 {
         return;
