@@ -37,8 +37,11 @@ pub enum LiteralError {
     NotANumber,
     /// A number other than zero without a unit, where one is needed: `latency>100`.
     NeedsUnit,
-    /// A unit not in the table, starting at byte `at` of the text: `5parsecs`.
-    UnknownUnit { at: usize },
+    /// A unit not in the table: `5parsecs`.
+    UnknownUnit {
+        /// Where the unit starts in the text, in bytes.
+        at: usize,
+    },
     /// More than `u64::MAX` in the smallest unit.
     TooLarge,
 }
