@@ -7,10 +7,11 @@ use std::path::PathBuf;
 
 use iocap_analysis::scan;
 use iocap_analysis::units::fmt_ns;
-use iocap_filter::fields::{self, FieldInfo, Value};
+use iocap_filter::fields::{self, FieldId, FieldInfo, Value};
 use iocap_format::{ColSet, Event, Meta, Tables};
 
-use crate::report;
+use crate::input;
+use crate::text;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -27,7 +28,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let input = report::open(&args.file, &args.filter)?;
+    let input = input::open(&args.file, &args.filter)?;
     let r = &input.reader;
     let (meta, tables) = (r.meta(), r.tables());
     let keys = canonical_fields();
@@ -117,17 +118,18 @@ fn write_json(
     writeln!(out)
 }
 
-fn text(name: &str, e: &Event, meta: &Meta, tables: &Tables) -> String {
-    fields::lookup(name).map_or_else(String::new, |f| fields::value(f, e, meta, tables).to_string())
+/// Field `id` of `e` as printed (by id: a name misspelled here would print nothing).
+fn field_text(id: FieldId, e: &Event, meta: &Meta, tables: &Tables) -> String {
+    fields::value(fields::info(id), e, meta, tables).to_string()
 }
 
 fn write_line(out: &mut impl Write, e: &Event, meta: &Meta, tables: &Tables) -> std::io::Result<()> {
     let rel = e.ts.saturating_sub(meta.start_ts);
     let time = format!("{}.{:09}", rel / 1_000_000_000, rel % 1_000_000_000);
-    let proc = report::truncate(&text("proc.name", e, meta, tables), 16);
-    let kind = text("evt.type", e, meta, tables);
-    let mut res = text("evt.res", e, meta, tables);
-    let errno = text("evt.errno", e, meta, tables);
+    let proc = text::truncate(&field_text(FieldId::ProcName, e, meta, tables), 16);
+    let kind = field_text(FieldId::EvtType, e, meta, tables);
+    let mut res = field_text(FieldId::EvtRes, e, meta, tables);
+    let errno = field_text(FieldId::EvtErrno, e, meta, tables);
     if !errno.is_empty() {
         res = errno;
     }
@@ -135,12 +137,12 @@ fn write_line(out: &mut impl Write, e: &Event, meta: &Meta, tables: &Tables) -> 
     let name = if e.class == iocap_format::Class::Block {
         format!(
             "{} {} sector {}",
-            text("blk.dev", e, meta, tables),
-            text("blk.op", e, meta, tables),
-            text("blk.sector", e, meta, tables)
+            field_text(FieldId::BlkDev, e, meta, tables),
+            field_text(FieldId::BlkOp, e, meta, tables),
+            field_text(FieldId::BlkSector, e, meta, tables)
         )
     } else {
-        let n = text("fd.name", e, meta, tables);
+        let n = field_text(FieldId::FdName, e, meta, tables);
         match (n.is_empty(), e.fd) {
             (true, fd) if fd >= 0 => format!("fd {fd}"),
             _ => n,

@@ -19,8 +19,9 @@ use iocap_filter::fields;
 use iocap_format::ColSet;
 
 use crate::events::{canonical_fields, event_json};
+use crate::input::{self, Input};
 use crate::output::{self, Existing};
-use crate::{report, UsageError};
+use crate::UsageError;
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -53,7 +54,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .map(parse_duration)
         .transpose()
         .map_err(|e| UsageError(format!("--interval: {e}")))?;
-    let input = report::open(&args.file, &args.filter)?;
+    let input = input::open(&args.file, &args.filter)?;
     let title = args
         .file
         .file_name()
@@ -100,7 +101,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
 }
 
-fn write_jsonl(out: &mut dyn Write, input: &report::Input) -> anyhow::Result<()> {
+fn write_jsonl(out: &mut dyn Write, input: &Input) -> anyhow::Result<()> {
     let r = &input.reader;
     let keys = canonical_fields();
     write_lines(out, input, |line, e| {
@@ -114,7 +115,7 @@ fn write_jsonl(out: &mut dyn Write, input: &report::Input) -> anyhow::Result<()>
 /// (a closed pipe, a full disk) and returns it.
 fn write_lines(
     out: &mut dyn Write,
-    input: &report::Input,
+    input: &Input,
     mut fill: impl FnMut(&mut String, &iocap_format::Event),
 ) -> anyhow::Result<()> {
     let mut err = None;
@@ -155,7 +156,7 @@ fn csv_text(s: &str) -> String {
     }
 }
 
-fn write_csv(out: &mut dyn Write, input: &report::Input) -> anyhow::Result<()> {
+fn write_csv(out: &mut dyn Write, input: &Input) -> anyhow::Result<()> {
     let r = &input.reader;
     let keys = canonical_fields();
     let header: Vec<&str> = keys.iter().map(|f| f.name).collect();
@@ -231,7 +232,7 @@ fn heat(level: usize, levels: usize) -> String {
 
 const LEVELS: usize = 9;
 
-fn write_svg(out: &mut dyn Write, input: &report::Input, interval: Option<u64>, file: &str) -> anyhow::Result<()> {
+fn write_svg(out: &mut dyn Write, input: &Input, interval: Option<u64>, file: &str) -> anyhow::Result<()> {
     let r = &input.reader;
     let (start, end) = scan::capture_span(r);
     let span = (end - start).max(1);
@@ -244,7 +245,7 @@ fn write_svg(out: &mut dyn Write, input: &report::Input, interval: Option<u64>, 
         ))
         .into());
     }
-    let (sp, stats) = report::spectrogram(input, start, end, interval)?;
+    let (sp, stats) = crate::spectrogram::bin(input, start, end, interval)?;
     let svg = render_svg(&sp, cols, file, &input.src, stats.matched);
     out.write_all(svg.as_bytes())?;
     Ok(())

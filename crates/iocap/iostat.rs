@@ -9,7 +9,9 @@ use iocap_analysis::{scan, DeviceInterval, IoStat};
 use iocap_format::{BlockOp, Class, Col, ColSet};
 use serde_json::json;
 
-use crate::{report, UsageError};
+use crate::input;
+use crate::text;
+use crate::UsageError;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -27,7 +29,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let interval = parse_duration(&args.interval).map_err(|e| UsageError(format!("--interval: {e}")))?;
-    let input = report::open(&args.file, &args.filter)?;
+    let input = input::open(&args.file, &args.filter)?;
     let r = &input.reader;
     let (start, end) = scan::capture_span(r);
     let empty = IoStat::new(start, end, interval).map_err(|e| UsageError(format!("--interval: {e}")))?;
@@ -46,7 +48,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         r,
         &input.filter,
         want,
-        report::threads(r),
+        input::threads(r),
         || empty.clone(),
         |st: &mut IoStat, c, bits| {
             for i in bits.iter_ones() {
@@ -131,7 +133,7 @@ fn write_table(out: &mut impl Write, rows: &[DeviceInterval], name: &dyn Fn(u32)
         writeln!(
             out,
             "{:<12} {:>9.2} {:>9.2} {:>10.2} {:>10.2} {:>8.2} {:>8.2} {:>7.2} {:>6.1}",
-            report::truncate(&name(d.dev), 12),
+            text::truncate(&name(d.dev), 12),
             d.r_per_s,
             d.w_per_s,
             d.rkb_per_s,

@@ -12,6 +12,7 @@ mod events;
 mod export;
 mod fields;
 mod info;
+mod input;
 mod iostat;
 #[cfg(unix)]
 mod output;
@@ -19,6 +20,7 @@ mod output;
 mod record;
 mod report;
 mod spectrogram;
+mod text;
 mod view;
 
 /// Record every syscall and block I/O request with its latency; replay it anywhere.

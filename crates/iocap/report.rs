@@ -1,23 +1,20 @@
 //! `iocap report`: how many events matched, their latency distribution (biolatency-style
 //! histogram, percentiles), bytes, and optionally the top groups by a field.
-//!
-//! Also home of what the other analysis commands share: opening a capture with a filter
-//! ([`open`]), and the trailing-words filter convention.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::Context;
 use iocap_analysis::group::{Feed, Slots};
 use iocap_analysis::scan::{self, ScanStats};
 use iocap_analysis::units::{fmt_bytes, fmt_ns};
-use iocap_analysis::{FieldGroups, GroupBy, LatencyHist, Spectrogram};
-use iocap_filter::fields::{self, FieldInfo};
-use iocap_filter::{Bitmap, Compiled, Filter};
-use iocap_format::{log2_bucket_range, Col, ColSet, Columns, Reader};
+use iocap_analysis::{FieldGroups, GroupBy, LatencyHist};
+use iocap_filter::fields;
+use iocap_filter::Bitmap;
+use iocap_format::{log2_bucket_range, Col, ColSet, Columns};
 use serde_json::json;
 
-use crate::UsageError;
+use crate::input;
+use crate::text;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -37,57 +34,6 @@ pub struct Args {
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
-}
-
-/// A capture opened with a compiled filter.
-pub struct Input {
-    pub reader: Reader,
-    pub filter: Compiled,
-    /// The filter's source, as typed.
-    pub src: String,
-}
-
-/// Parse the filter words (a usage error, exit 2, when they do not parse), then open the
-/// capture and compile the filter against it.
-pub fn open(file: &Path, words: &[String]) -> anyhow::Result<Input> {
-    let src = words.join(" ");
-    let parsed = Filter::parse(&src).map_err(|e| UsageError(format!("bad filter: {}", e.render(&src))))?;
-    let reader = Reader::open(file).with_context(|| format!("{}", file.display()))?;
-    let filter = parsed.compile(reader.meta(), reader.tables());
-    Ok(Input { reader, filter, src })
-}
-
-/// A field named on the command line, or a usage error.
-pub fn field_arg(name: &str) -> anyhow::Result<&'static FieldInfo> {
-    fields::lookup(name).ok_or_else(|| {
-        UsageError(format!(
-            "unknown field `{}` (`iocap fields` lists them)",
-            iocap_format::escape::escape(name.as_bytes())
-        ))
-        .into()
-    })
-}
-
-/// Threads for a scan: at most two, the machine's share.
-pub fn threads(r: &Reader) -> usize {
-    scan::default_threads(r.chunks().len()).min(2)
-}
-
-/// The matching events binned into a spectrogram over `[start, end)` with rows of `interval` ns:
-/// what `iocap spectrogram` prints and `export --format svg` draws.
-pub fn spectrogram(input: &Input, start: u64, end: u64, interval: u64) -> anyhow::Result<(Spectrogram, ScanStats)> {
-    let r = &input.reader;
-    Ok(scan::scan(
-        r,
-        &input.filter,
-        ColSet::NONE.with(Col::Ts).with(Col::Latency),
-        threads(r),
-        || Spectrogram::covering(start, end, interval),
-        |sp: &mut Spectrogram, c, bits| bits.iter_ones().for_each(|i| sp.add(c.ts[i], c.latency[i])),
-        |a, b| {
-            a.merge(&b);
-        },
-    )?)
 }
 
 /// What `report` accumulates per thread.
@@ -123,8 +69,8 @@ impl Feed for Totals<'_> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let by = args.by.as_deref().map(field_arg).transpose()?;
-    let input = open(&args.file, &args.filter)?;
+    let by = args.by.as_deref().map(input::field_arg).transpose()?;
+    let input = input::open(&args.file, &args.filter)?;
     let r = &input.reader;
     let (meta, tables) = (r.meta(), r.tables());
     let want = ColSet::NONE
@@ -135,7 +81,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         r,
         &input.filter,
         want,
-        threads(r),
+        input::threads(r),
         || Acc {
             hist: LatencyHist::new(),
             bytes: 0,
@@ -223,16 +169,6 @@ pub fn histogram_rows(h: &LatencyHist, fine: bool) -> Vec<(u64, u64, u64)> {
             (lo, hi, log2[b])
         })
         .collect()
-}
-
-/// A bar of `width` characters for `count` out of `max`, as biolatency's stars.
-pub fn bar(count: u64, max: u64, width: usize) -> String {
-    let n = if max == 0 {
-        0
-    } else {
-        ((count as u128 * width as u128).div_ceil(max as u128)) as usize
-    };
-    format!("{:<width$}", "*".repeat(n.min(width)))
 }
 
 impl Report {
@@ -331,7 +267,14 @@ impl Report {
         writeln!(out, "{:>21} : {:<9} distribution", "latency", "count")?;
         for (lo, hi, c) in rows {
             let hi = if hi == u64::MAX { "max".to_string() } else { fmt_ns(hi) };
-            writeln!(out, "{:>9} -> {:<8} : {:<9} |{}|", fmt_ns(lo), hi, c, bar(c, max, 40))?;
+            writeln!(
+                out,
+                "{:>9} -> {:<8} : {:<9} |{}|",
+                fmt_ns(lo),
+                hi,
+                c,
+                text::bar(c, max, 40)
+            )?;
         }
         if let Some((field, groups)) = &self.groups {
             writeln!(out)?;
@@ -351,7 +294,7 @@ impl Report {
                 writeln!(
                     out,
                     "{:<w$}  {:>9}  {:>9}  {:>9}  {:>9}  {:>10}",
-                    truncate(k, 48),
+                    text::truncate(k, 48),
                     g.count(),
                     fmt_ns(g.hist.percentile(50.0)),
                     fmt_ns(g.hist.percentile(99.0)),
@@ -365,14 +308,4 @@ impl Report {
         }
         Ok(())
     }
-}
-
-/// At most `n` characters, the cut marked with `…`.
-pub fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        return s.to_string();
-    }
-    let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
-    t.push('…');
-    t
 }

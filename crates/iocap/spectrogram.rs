@@ -5,11 +5,14 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
+use iocap_analysis::scan::{self, ScanStats};
 use iocap_analysis::spectro::{shade, COLS, COLS_PER_DECADE};
 use iocap_analysis::units::parse_duration;
-use iocap_analysis::{scan, Spectrogram};
+use iocap_analysis::Spectrogram;
+use iocap_format::{Col, ColSet};
 
-use crate::{report, UsageError};
+use crate::input::{self, Input};
+use crate::UsageError;
 
 /// The most rows printed: a guard against an interval far too small for the capture.
 const MAX_ROWS: u64 = 1_000_000;
@@ -42,7 +45,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let interval = parse_duration(&args.interval).map_err(|e| UsageError(format!("--interval: {e}")))?;
-    let input = report::open(&args.file, &args.filter)?;
+    let input = input::open(&args.file, &args.filter)?;
     let r = &input.reader;
     let (start, end) = scan::capture_span(r);
     if (end - start) / interval > MAX_ROWS {
@@ -52,7 +55,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ))
         .into());
     }
-    let (sp, _) = report::spectrogram(&input, start, end, interval)?;
+    let (sp, _) = bin(&input, start, end, interval)?;
     let color = match args.color {
         Color::Always => true,
         Color::Never => false,
@@ -123,4 +126,21 @@ pub fn render(out: &mut impl Write, sp: &Spectrogram, span_rows: u64, color: boo
         max
     )?;
     Ok(())
+}
+
+/// The matching events binned into a spectrogram over `[start, end)` with rows of `interval` ns:
+/// what `iocap spectrogram` prints and `export --format svg` draws.
+pub fn bin(input: &Input, start: u64, end: u64, interval: u64) -> anyhow::Result<(Spectrogram, ScanStats)> {
+    let r = &input.reader;
+    Ok(scan::scan(
+        r,
+        &input.filter,
+        ColSet::NONE.with(Col::Ts).with(Col::Latency),
+        input::threads(r),
+        || Spectrogram::covering(start, end, interval),
+        |sp: &mut Spectrogram, c, bits| bits.iter_ones().for_each(|i| sp.add(c.ts[i], c.latency[i])),
+        |a, b| {
+            a.merge(&b);
+        },
+    )?)
 }
