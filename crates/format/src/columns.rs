@@ -22,21 +22,38 @@ use crate::varint::{self, Cursor};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum Col {
+    /// [`Event::class`], as its code.
     Class = 0,
+    /// [`Event::ts`]; the one column that may be stored as gaps (`GAP`, `GAP_VBYTE`).
     Ts = 1,
+    /// [`Event::latency`].
     Latency = 2,
+    /// [`Event::pid`].
     Pid = 3,
+    /// [`Event::tid`].
     Tid = 4,
+    /// [`Event::proc`].
     Proc = 5,
+    /// [`Event::nr`].
     Nr = 6,
+    /// [`Event::ret`], stored as `ret - bytes` (zero whenever a call returns its byte count);
+    /// decoding it decodes [`Col::Bytes`] too.
     Ret = 7,
+    /// [`Event::fd`].
     Fd = 8,
+    /// [`Event::file`].
     File = 9,
+    /// [`Event::bytes`].
     Bytes = 10,
+    /// [`Event::dev`].
     Dev = 11,
+    /// [`Event::sector`].
     Sector = 12,
+    /// [`Event::queue`].
     Queue = 13,
+    /// [`Event::op`].
     Op = 14,
+    /// [`Event::flags`].
     Flags = 15,
 }
 
@@ -45,17 +62,22 @@ pub enum Col {
 pub struct ColSet(pub u32);
 
 impl ColSet {
+    /// No column: reading a chunk with it gives the event count and nothing else.
     pub const NONE: ColSet = ColSet(0);
+    /// Every column this version knows.
     pub const ALL: ColSet = ColSet((1 << NCOLS) - 1);
 
+    /// This set with `c` added.
     pub fn with(self, c: Col) -> ColSet {
         ColSet(self.0 | 1 << c as u32)
     }
 
+    /// The columns in either set.
     pub fn union(self, other: ColSet) -> ColSet {
         ColSet(self.0 | other.0)
     }
 
+    /// Whether `c` is in the set.
     pub fn contains(self, c: Col) -> bool {
         self.0 & (1 << c as u32) != 0
     }
@@ -188,6 +210,7 @@ const MIN_COMPRESS: usize = 64;
 
 /// A value stored in a column: mapped to and from the u64 that is varint-encoded.
 pub trait ColValue: Copy + Default {
+    /// The u64 the column stores: the value widened, a signed one zigzag-mapped first.
     fn to_raw(self) -> u64;
     /// Values out of range (only in a hostile file) are truncated, never a panic.
     fn from_raw(raw: u64) -> Self;
@@ -229,7 +252,10 @@ impl ColValue for i32 {
 
 /// Why a chunk body could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BodyError(pub &'static str);
+pub struct BodyError(
+    /// What was wrong, for the error message: `column directory cut short`.
+    pub &'static str,
+);
 
 /// Why a chunk body could not be decoded, with the numbers when a column was too large.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -484,20 +510,35 @@ macro_rules! columns {
 columns! {
     /// [`Class`] code.
     class: u8 = Class, false;
+    /// [`Event::ts`], ns since boot.
     ts: u64 = Ts, true;
+    /// [`Event::latency`], ns.
     latency: u64 = Latency, false;
+    /// [`Event::pid`].
     pid: u32 = Pid, false;
+    /// [`Event::tid`].
     tid: u32 = Tid, false;
+    /// [`Event::proc`]: a process table id, 0 when unknown.
     proc: u32 = Proc, false;
+    /// [`Event::nr`]: the syscall number.
     nr: u32 = Nr, false;
+    /// [`Event::ret`].
     ret: i64 = Ret, false;
+    /// [`Event::fd`], -1 for none.
     fd: i32 = Fd, false;
+    /// [`Event::file`]: a file table id, 0 when none.
     file: u32 = File, false;
+    /// [`Event::bytes`].
     bytes: u64 = Bytes, false;
+    /// [`Event::dev`] (block), a kernel `dev_t`.
     dev: u32 = Dev, false;
+    /// [`Event::sector`] (block), 512-byte units.
     sector: u64 = Sector, true;
+    /// [`Event::queue`] (block), ns.
     queue: u64 = Queue, false;
+    /// [`Event::op`] (block), a [`BlockOp`](crate::BlockOp) code.
     op: u8 = Op, false;
+    /// [`Event::flags`] (block), [`blk_flags`](crate::blk_flags) bits.
     flags: u32 = Flags, false;
 }
 
@@ -507,6 +548,7 @@ impl Columns {
         self.len
     }
 
+    /// Whether there are no events.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

@@ -19,21 +19,44 @@ pub enum Error {
     NotACapture(&'static str),
     /// The capture was written by a newer iocap whose format this one cannot read.
     #[error("capture format {major}.{minor} is newer than this iocap reads (up to {supported}.x): upgrade iocap")]
-    Version { major: u16, minor: u16, supported: u16 },
+    Version {
+        /// The file's format major version, from its preamble.
+        major: u16,
+        /// The file's format minor version.
+        minor: u16,
+        /// The newest major version this iocap reads ([`crate::FORMAT_MAJOR`]).
+        supported: u16,
+    },
     /// A frame failed its checksum or did not decode.
     #[error("corrupt capture at byte {offset}: {what}")]
-    Corrupt { offset: u64, what: String },
+    Corrupt {
+        /// Where the damaged frame starts in the file, in bytes.
+        offset: u64,
+        /// What did not hold: `checksum mismatch`, `chunk summary does not decode`, ...
+        what: String,
+    },
     /// A length or count beyond what the format allows.
     #[error("{what} of {len} bytes is over the limit of {max}")]
-    TooLarge { what: &'static str, len: u64, max: u64 },
+    TooLarge {
+        /// What was too large: `frame`.
+        what: &'static str,
+        /// Its size, in bytes.
+        len: u64,
+        /// The most the format allows, in bytes.
+        max: u64,
+    },
     /// A frame (at `offset`) declares more than the reader lets one file use: a string longer
     /// than any path or command line, tables larger than the file could hold, a column larger
     /// than its chunk's events need ([`Limit`] says which). Checked before allocating.
     #[error("capture at byte {offset}: {limit} is {len} bytes, over the limit of {max}")]
     OverLimit {
+        /// Where the frame that declared it starts in the file, in bytes.
         offset: u64,
+        /// Which limit it passed.
         limit: Limit,
+        /// The size the frame declared (or the total it would bring the tables to), in bytes.
         len: u64,
+        /// The limit, in bytes.
         max: u64,
     },
     /// `finish()` was already called, or an earlier write failed and left the writer unusable.
@@ -53,7 +76,12 @@ pub enum Limit {
     Tables,
     /// One column of a chunk of `events` events, decompressed: at most what the column's
     /// encoding can take for that many values of the column's type.
-    Column { col: Col, events: u64 },
+    Column {
+        /// The column that declared more bytes than its encoding can take.
+        col: Col,
+        /// The number of events its chunk declares, which sets the limit.
+        events: u64,
+    },
 }
 
 impl fmt::Display for Limit {

@@ -23,6 +23,8 @@
 //! assert_eq!(r.meta().host, "db1");
 //! # Ok::<(), iocap_format::Error>(())
 //! ```
+#![warn(missing_docs)]
+#![warn(clippy::unwrap_used)]
 
 mod columns;
 mod error;

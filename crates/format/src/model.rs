@@ -41,10 +41,14 @@ impl Class {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[repr(u8)]
 pub enum BlockOp {
+    /// Data from the device into memory (`REQ_OP_READ`).
     #[default]
     Read = 0,
+    /// Data from memory onto the device (`REQ_OP_WRITE`).
     Write = 1,
+    /// Empty the device's volatile write cache; moves no data (`REQ_OP_FLUSH`).
     Flush = 2,
+    /// Sectors the filesystem no longer uses, the device may forget them (`REQ_OP_DISCARD`, TRIM).
     Discard = 3,
     /// Anything else (write-zeroes, zone management, driver-private).
     Other = 4,
@@ -62,6 +66,7 @@ impl BlockOp {
         }
     }
 
+    /// The name used by the filter language (`blk.op`) and the CLI: `read`, `write`, ...
     pub fn name(self) -> &'static str {
         match self {
             BlockOp::Read => "read",
@@ -75,12 +80,19 @@ impl BlockOp {
 
 /// Block request flags kept in [`Event::flags`] (a reduced, stable set, not the kernel's bits).
 pub mod blk_flags {
+    /// `REQ_SYNC`: synchronous, a caller waits for it (`fsync`, `O_SYNC` or `O_DIRECT` writes).
     pub const SYNC: u32 = 1 << 0;
+    /// `REQ_META`: filesystem metadata, not file data.
     pub const META: u32 = 1 << 1;
+    /// `REQ_FUA`: forced unit access, complete only once on stable media.
     pub const FUA: u32 = 1 << 2;
+    /// `REQ_PREFLUSH`: the device's write cache is flushed before the request.
     pub const PREFLUSH: u32 = 1 << 3;
+    /// `REQ_RAHEAD`: readahead, which no one waits for yet and which may fail.
     pub const RAHEAD: u32 = 1 << 4;
+    /// `REQ_PRIO`: boosted priority (metadata the filesystem waits on).
     pub const PRIO: u32 = 1 << 5;
+    /// `REQ_IDLE`: in the kernel's words, "anticipate more IO after this one".
     pub const IDLE: u32 = 1 << 6;
     /// Names in bit order, for display and the filter language.
     pub const NAMES: [(u32, &str); 7] = [
@@ -100,6 +112,7 @@ pub mod blk_flags {
 /// [`Meta::boot_to_wall_ns`] turns it into wall-clock time.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Event {
+    /// Syscall or block request: which of the fields below apply.
     pub class: Class,
     /// Start of the operation, ns since boot.
     pub ts: u64,
@@ -159,33 +172,53 @@ impl Event {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[repr(u8)]
 pub enum FdType {
+    /// The recorder could not tell (an anonymous inode of a kind it does not know).
     #[default]
     Unknown = 0,
+    /// A regular file.
     File = 1,
+    /// A directory, opened to list it or as the base of `openat` and friends.
     Directory = 2,
+    /// An `AF_INET` socket.
     Ipv4 = 3,
+    /// An `AF_INET6` socket.
     Ipv6 = 4,
+    /// An `AF_UNIX` socket.
     Unix = 5,
+    /// A pipe or FIFO end.
     Pipe = 6,
+    /// An `eventfd` (sysdig's name).
     Event = 7,
+    /// A `signalfd`.
     Signalfd = 8,
+    /// An `epoll` instance.
     Eventpoll = 9,
+    /// An `inotify` instance.
     Inotify = 10,
+    /// A `timerfd`.
     Timerfd = 11,
+    /// A `memfd_create` file: anonymous memory with a file's interface.
     Memfd = 12,
     /// A socket of another family (netlink, packet, vsock, ...).
     Socket = 13,
     /// A character or block device node, FIFO or other special file opened by path.
     Device = 14,
+    /// A `pidfd_open` or `CLONE_PIDFD` handle on a process.
     Pidfd = 15,
+    /// A `userfaultfd`.
     Userfaultfd = 16,
+    /// A BPF map, program or link.
     Bpf = 17,
+    /// A `perf_event_open` event.
     Perf = 18,
+    /// An `io_uring` instance.
     IoUring = 19,
+    /// A `fanotify` instance.
     Fanotify = 20,
 }
 
 impl FdType {
+    /// Every type, by on-disk code (`FdType::ALL[code]` is the type with that code).
     pub const ALL: [FdType; 21] = [
         FdType::Unknown,
         FdType::File,
@@ -257,7 +290,9 @@ pub type StrId = u32;
 pub struct ProcEntry {
     /// Table id, unique in the file, never 0.
     pub id: u32,
+    /// Thread group id (what users call the pid).
     pub pid: u32,
+    /// The parent's pid when this entry became current; 0 for init and kthreadd, which have none.
     pub ppid: u32,
     /// `comm` (at most 15 bytes in the kernel).
     pub name: StrId,
@@ -274,8 +309,11 @@ pub struct ProcEntry {
 pub struct FileEntry {
     /// Table id, unique in the file, never 0.
     pub id: u32,
+    /// The process (thread group) whose fd table holds it.
     pub pid: u32,
+    /// The fd number in that process; a later entry may reuse it after a close.
     pub fd: i32,
+    /// What the fd refers to.
     pub kind: FdType,
     /// Path, or `laddr:lport->raddr:rport` for sockets, `pipe:[ino]` and so on.
     pub name: StrId,
@@ -313,6 +351,7 @@ pub fn dev_parts(dev: u32) -> (u32, u32) {
 pub struct Meta {
     /// Version of the iocap that wrote the file.
     pub iocap_version: String,
+    /// Host name of the traced machine (`uname -n`).
     pub host: String,
     /// Kernel release (`uname -r`).
     pub kernel: String,
@@ -342,6 +381,7 @@ pub struct DropStats {
 }
 
 impl DropStats {
+    /// Drops on every CPU together, since recording started.
     pub fn total(&self) -> u64 {
         self.per_cpu.iter().sum()
     }

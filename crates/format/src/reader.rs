@@ -17,7 +17,9 @@ use crate::varint::Cursor;
 pub trait Source: Send + Sync {
     /// Fill `buf` from `offset`; an `UnexpectedEof` error when the source ends first.
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+    /// Size in bytes, read once when a [`Reader`] opens: bytes appended later are not seen.
     fn len(&self) -> io::Result<u64>;
+    /// Whether [`Source::len`] is 0.
     fn is_empty(&self) -> io::Result<bool> {
         Ok(self.len()? == 0)
     }
@@ -69,6 +71,7 @@ impl Source for Vec<u8> {
 pub struct ChunkInfo {
     /// Offset of the chunk's frame in the file.
     pub offset: u64,
+    /// The chunk's summary, from the index (or, for a recovered file, from the chunk).
     pub summary: ChunkSummary,
 }
 
@@ -83,6 +86,7 @@ pub struct ChunkDecoder {
 }
 
 impl ChunkDecoder {
+    /// Empty buffers, which grow to the largest chunk read and are kept for the next.
     pub fn new() -> ChunkDecoder {
         ChunkDecoder {
             payload: Vec::new(),
@@ -182,10 +186,12 @@ impl<S: Source> Reader<S> {
         Ok(r)
     }
 
+    /// The header's metadata.
     pub fn meta(&self) -> &Meta {
         &self.meta
     }
 
+    /// The file's tables (strings, processes, files, devices), the header's devices merged in.
     pub fn tables(&self) -> &Tables {
         &self.tables
     }
@@ -210,10 +216,12 @@ impl<S: Source> Reader<S> {
         self.recovery.as_deref()
     }
 
+    /// Size of the file in bytes, as it was when opened.
     pub fn file_len(&self) -> u64 {
         self.file_len
     }
 
+    /// Events in every chunk, from the chunk summaries (nothing is decoded).
     pub fn event_count(&self) -> u64 {
         self.chunks.iter().map(|c| c.summary.events).sum()
     }

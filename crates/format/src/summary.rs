@@ -30,15 +30,21 @@ pub fn log2_bucket_range(b: usize) -> (u64, u64) {
 /// What a chunk holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChunkSummary {
+    /// Events in the chunk (at most [`MAX_CHUNK_EVENTS`]).
     pub events: u64,
+    /// Syscall events among them.
     pub syscalls: u64,
+    /// Block request events among them; `syscalls + blocks == events`.
     pub blocks: u64,
-    /// Smallest and largest event `ts` (start time) in the chunk.
+    /// Smallest event `ts` (start time) in the chunk, ns since boot; 0 for an empty chunk.
     pub min_ts: u64,
+    /// Largest event `ts` (start, not end) in the chunk, ns since boot.
     pub max_ts: u64,
     /// Cumulative drops reported by the recorder when the chunk was closed.
     pub drops: u64,
+    /// Smallest latency in the chunk, ns.
     pub min_latency: u64,
+    /// Largest latency in the chunk, ns.
     pub max_latency: u64,
     /// Sum of latencies, saturating.
     pub sum_latency: u64,
@@ -84,6 +90,8 @@ impl ChunkSummary {
         s
     }
 
+    /// Append the summary's encoding (varints, the histogram cut after its last non-zero
+    /// bucket) to `out`, as chunk frames and the index hold it.
     pub fn encode(&self, out: &mut Vec<u8>) {
         for v in [
             self.events,

@@ -140,10 +140,14 @@ impl Tables {
         self.strings.get(&id).map_or("", String::as_str)
     }
 
+    /// The process entry with this id ([`Event::proc`](crate::Event::proc)); `None` for 0 or
+    /// an id the file never defined.
     pub fn proc(&self, id: u32) -> Option<&ProcEntry> {
         self.proc_index.get(&id).map(|&i| &self.procs[i])
     }
 
+    /// The file entry with this id ([`Event::file`](crate::Event::file)); `None` for 0 or an
+    /// id the file never defined.
     pub fn file(&self, id: u32) -> Option<&FileEntry> {
         self.file_index.get(&id).map(|&i| &self.files[i])
     }
@@ -158,6 +162,7 @@ impl Tables {
         &self.files
     }
 
+    /// Every block device, one entry per `dev` (a later frame's name replaces an earlier one).
     pub fn devices(&self) -> &[Device] {
         &self.devices
     }

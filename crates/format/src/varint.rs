@@ -16,8 +16,9 @@ pub fn zigzag(v: i64) -> u64 {
     ((v << 1) ^ (v >> 63)) as u64
 }
 
+/// The inverse of [`zigzag`].
 #[inline]
-pub fn unzigzag(v: u64) -> i64 {
+pub(crate) fn unzigzag(v: u64) -> i64 {
     ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
 
@@ -72,15 +73,18 @@ pub struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
+    /// A cursor at the start of `buf`.
     pub fn new(buf: &'a [u8]) -> Self {
         Cursor { buf, pos: 0 }
     }
 
-    pub fn remaining(&self) -> usize {
+    /// Bytes left after the cursor.
+    pub(crate) fn remaining(&self) -> usize {
         self.buf.len() - self.pos
     }
 
-    pub fn is_empty(&self) -> bool {
+    /// Whether every byte has been read.
+    pub(crate) fn is_empty(&self) -> bool {
         self.remaining() == 0
     }
 
@@ -115,10 +119,12 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    pub fn signed(&mut self) -> Option<i64> {
+    /// Next zigzag-mapped varint, as the signed value.
+    pub(crate) fn signed(&mut self) -> Option<i64> {
         self.varint().map(unzigzag)
     }
 
+    /// Next byte, or `None` at the end.
     pub fn u8(&mut self) -> Option<u8> {
         let b = *self.buf.get(self.pos)?;
         self.pos += 1;
@@ -142,7 +148,8 @@ impl<'a> Cursor<'a> {
         self.bytes(n)
     }
 
-    pub fn rest(&mut self) -> &'a [u8] {
+    /// Every byte left, leaving the cursor at the end.
+    pub(crate) fn rest(&mut self) -> &'a [u8] {
         let s = &self.buf[self.pos..];
         self.pos = self.buf.len();
         s
