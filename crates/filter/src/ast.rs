@@ -9,19 +9,27 @@ use std::ops::Range;
 pub enum Expr {
     /// The empty filter: every event.
     All,
+    /// `a and b`. Chains are left-deep: `a and b and c` is `And(And(a, b), c)`.
     And(Box<Expr>, Box<Expr>),
+    /// `a or b`, left-deep like `And`, and binding less tightly than it.
     Or(Box<Expr>, Box<Expr>),
     /// `not` and the span of the keyword.
     Not(Box<Expr>, Range<usize>),
+    /// A test of one field.
     Cmp(Cmp),
 }
 
 /// `field op value(s)`, `field exists`, or a bare boolean field.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cmp {
+    /// The field name as written; the checker looks it up in [`crate::fields`].
     pub field: String,
+    /// Byte range of the field name in the source.
     pub field_span: Range<usize>,
+    /// How the field is tested.
     pub op: Op,
+    /// Byte range of the operator in the source; empty, at the end of the field, for
+    /// [`Op::Bare`].
     pub op_span: Range<usize>,
     /// One value for a comparison, several for `in`, none for `exists` and a bare field.
     pub values: Vec<Lit>,
@@ -30,25 +38,43 @@ pub struct Cmp {
 /// A literal as written; its meaning (a duration, a size...) depends on the field.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Lit {
+    /// The text, without its quotes and with escapes resolved when it was quoted.
     pub text: String,
+    /// Whether it was written in quotes, which `Display` keeps.
     pub quoted: bool,
+    /// Byte range in the source, quotes included.
     pub span: Range<usize>,
 }
 
+/// How a [`Cmp`] tests its field. Every test of a field that does not apply to the event is
+/// false, `!=` too: `fd.name!=x` matches no block request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
+    /// `=`: equal; a string must match whole.
     Eq,
+    /// `!=`: present and not equal.
     Ne,
+    /// `<`, on numeric fields.
     Lt,
+    /// `<=`, on numeric fields.
     Le,
+    /// `>`, on numeric fields.
     Gt,
+    /// `>=`, on numeric fields.
     Ge,
+    /// `contains`: the string holds the value, case-sensitively.
     Contains,
+    /// `icontains`: `contains`, ignoring case.
     IContains,
+    /// `startswith`: the string begins with the value.
     StartsWith,
+    /// `endswith`: the string ends with the value.
     EndsWith,
+    /// `glob`: a shell pattern matching the whole string (`*`, `?`, `[a-z]`, `[!a]`, `\x`).
     Glob,
+    /// `in (a, b, ...)`: equal to any of the values.
     In,
+    /// `exists`: the field applies to the event (`fd.name exists` is false for a block request).
     Exists,
     /// A boolean field alone: `evt.failed`.
     Bare,
@@ -66,6 +92,7 @@ pub(crate) const WORD_OPS: &[(&str, Op)] = &[
 ];
 
 impl Op {
+    /// The operator as written: `=`, `contains`, ...; empty for [`Op::Bare`].
     pub fn as_str(self) -> &'static str {
         match self {
             Op::Eq => "=",

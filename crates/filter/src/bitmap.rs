@@ -52,10 +52,12 @@ impl Bitmap {
         }
     }
 
+    /// Number of bits (events), set or not.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether there are no bits at all (not whether none is set: that is `count_ones() == 0`).
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

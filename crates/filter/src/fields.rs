@@ -54,48 +54,86 @@ impl fmt::Display for FieldType {
 }
 
 /// Which value a field reads; aliases share one.
+///
+/// Each variant is named by the field it backs; [`info`] gives the field's type and what it
+/// means (the description `iocap fields` prints), kept in one place.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum FieldId {
+    /// `proc.name`.
     ProcName,
+    /// `proc.pid`.
     ProcPid,
+    /// `proc.ppid`.
     ProcPpid,
+    /// `proc.exe`.
     ProcExe,
+    /// `proc.cmdline`.
     ProcCmdline,
+    /// `thread.tid`, and its alias `proc.tid`.
     ThreadTid,
+    /// `evt.type`.
     EvtType,
+    /// `evt.class`.
     EvtClass,
+    /// `evt.res`.
     EvtRes,
+    /// `evt.failed`.
     EvtFailed,
+    /// `evt.errno`.
     EvtErrno,
+    /// `evt.time`: relative to the capture's start, not since boot.
     EvtTime,
+    /// `latency`, and its alias `evt.latency`.
     Latency,
+    /// `fd.num`.
     FdNum,
+    /// `fd.type`.
     FdType,
+    /// `fd.name`.
     FdName,
+    /// `fd.directory`.
     FdDirectory,
+    /// `fd.filename`.
     FdFilename,
+    /// `fd.dev`: the file's filesystem's device, where [`FieldId::BlkDev`] is a request's.
     FdDev,
+    /// `io.bytes`.
     IoBytes,
+    /// `io.dir`.
     IoDir,
+    /// `evt.is_io_read`.
     IsIoRead,
+    /// `evt.is_io_write`.
     IsIoWrite,
+    /// `blk.dev`.
     BlkDev,
+    /// `blk.op`.
     BlkOp,
+    /// `blk.sector`.
     BlkSector,
+    /// `blk.bytes`.
     BlkBytes,
+    /// `blk.queue`.
     BlkQueue,
+    /// `blk.flags`.
     BlkFlags,
+    /// `blk.latency`: the same value as `latency`, but absent for syscalls.
     BlkLatency,
+    /// `blk.total`.
     BlkTotal,
 }
 
 /// One field as `iocap fields` lists it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FieldInfo {
+    /// The name a filter uses: `proc.name`.
     pub name: &'static str,
+    /// What it holds, which decides the operators and literals it accepts.
     pub ty: FieldType,
+    /// What it means, in one line.
     pub description: &'static str,
+    /// The value it reads: an alias has its field's id.
     pub id: FieldId,
 }
 
@@ -287,19 +325,24 @@ pub fn info(id: FieldId) -> &'static FieldInfo {
 /// A field's value for one event.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Value<'a> {
+    /// Text; strings from the traced host in their escaped form, as the tables hold them.
     Str(Cow<'a, str>),
+    /// A signed integer: `evt.res`, `fd.num`.
     Int(i64),
+    /// An unsigned integer: pids, `blk.sector`.
     UInt(u64),
     /// Nanoseconds.
     Duration(u64),
     /// Bytes.
     Bytes(u64),
+    /// `evt.failed`, `evt.is_io_read`, `evt.is_io_write`.
     Bool(bool),
     /// The field does not apply to this event (fd.name of a block request).
     Absent,
 }
 
 impl Value<'_> {
+    /// Whether the field does not apply to the event ([`Value::Absent`]).
     pub fn is_absent(&self) -> bool {
         matches!(self, Value::Absent)
     }
@@ -393,14 +436,15 @@ pub(crate) fn syscall_name(arch: &str, nr: u32) -> Cow<'static, str> {
 
 /// Direction of an event's I/O.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IoDir {
+pub(crate) enum IoDir {
     Read,
     Write,
     None,
 }
 
 impl IoDir {
-    pub fn name(self) -> &'static str {
+    /// The `io.dir` value: `read`, `write`, `none`.
+    pub(crate) fn name(self) -> &'static str {
         match self {
             IoDir::Read => "read",
             IoDir::Write => "write",
@@ -437,7 +481,7 @@ pub(crate) fn syscall_dir(name: &str) -> IoDir {
 }
 
 /// `io.dir` of an event: by syscall, or by block op.
-pub fn io_dir(arch: &str, class: Class, nr: u32, op: u8) -> IoDir {
+pub(crate) fn io_dir(arch: &str, class: Class, nr: u32, op: u8) -> IoDir {
     match class {
         Class::Syscall => syscalls::name(arch, nr).map_or(IoDir::None, syscall_dir),
         Class::Block => block_dir(op),

@@ -58,6 +58,8 @@
 //!            "unknown field `proc.nme`\n  proc.nme=postgres\n  ^^^^^^^^\n  help: did you mean `proc.name`?");
 //! # Ok::<(), iocap_format::Error>(())
 //! ```
+#![warn(missing_docs)]
+#![warn(clippy::unwrap_used)]
 
 mod ast;
 mod bitmap;

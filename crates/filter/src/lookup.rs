@@ -7,16 +7,22 @@ use iocap_format::{FdType, Tables};
 /// A process as a filter sees it: strings already escaped, as a capture's [`Tables`] hold them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ProcView<'a> {
+    /// `proc.ppid`: the parent's pid.
     pub ppid: u32,
+    /// `proc.name`: the comm.
     pub name: &'a str,
+    /// `proc.exe`: the executable's path.
     pub exe: &'a str,
+    /// `proc.cmdline`: the arguments joined by spaces.
     pub cmdline: &'a str,
 }
 
 /// A file as a filter sees it (name escaped).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FileView<'a> {
+    /// `fd.type`.
     pub kind: FdType,
+    /// `fd.name`: a path, `laddr:lport->raddr:rport`, `pipe:[ino]`, ...
     pub name: &'a str,
     /// Device of the file's filesystem, 0 when none.
     pub dev: u32,
@@ -25,7 +31,11 @@ pub struct FileView<'a> {
 /// Where the per-event evaluation finds what an event's ids (`Event::proc`, `Event::file`,
 /// `Event::dev`) stand for.
 pub trait Lookup {
+    /// The process with this table id (`Event::proc`); `None` for 0 or an id not (yet) known,
+    /// which makes the `proc.*` fields other than `proc.pid` absent.
     fn lookup_proc(&self, id: u32) -> Option<ProcView<'_>>;
+    /// The file with this table id (`Event::file`); `None` for 0 or an id not known, which
+    /// makes the `fd.*` fields other than `fd.num` absent.
     fn lookup_file(&self, id: u32) -> Option<FileView<'_>>;
     /// The block device's name (`vda`); `None` prints it as `major:minor`.
     fn lookup_device(&self, dev: u32) -> Option<&str>;
