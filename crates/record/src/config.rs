@@ -14,7 +14,10 @@ pub struct Config {
     pub pids: Vec<u32>,
     /// Also trace the processes the traced ones fork.
     pub follow_forks: bool,
+    /// Emit syscall events (`--no-syscalls` clears it). The syscall programs run either way,
+    /// so that the fd table stays whole.
     pub syscalls: bool,
+    /// Attach the block request programs (`--no-block` leaves them unloaded).
     pub block: bool,
     /// Drop events faster than this, in the kernel (ns).
     pub min_latency_ns: u64,
@@ -52,9 +55,14 @@ pub struct Progress {
     /// The writer thread has read /proc and takes events as they come: the moment to start a
     /// traced command, whose first burst would otherwise meet a pipeline not yet draining.
     pub ready: bool,
+    /// Events written so far (kept by the filter), in all files.
     pub events: u64,
+    /// Events lost so far, on every CPU: ring full, shed at the backlog limit, or discarded
+    /// by the poller for having ended too long ago.
     pub drops: u64,
+    /// Bytes written so far, in all files.
     pub bytes: u64,
+    /// Time since the programs were attached.
     pub elapsed: Duration,
 }
 
@@ -65,6 +73,7 @@ pub struct Summary {
     pub events: u64,
     /// Events the record-time filter left out in userspace (the kernel's share is not counted).
     pub filtered: u64,
+    /// Events lost, as [`Progress::drops`] counts them, over the whole recording.
     pub drops: u64,
     /// Bytes written, in all files.
     pub bytes: u64,
@@ -82,6 +91,7 @@ pub struct Output<W> {
     /// Keep only the events it matches: tested in the writer thread, on the live tables.
     /// What the kernel can decide ([`Filter::pushdown`]) goes in [`Config`] too.
     pub filter: Option<Filter>,
+    /// Start a new file past a size; `None`: one file, however large it grows.
     pub rotate: Option<Rotate<W>>,
 }
 
