@@ -120,6 +120,7 @@ fn all_files(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn crafted_files_cost_info_report_and_export_little_memory() {
+    let _running = crate::util::machine_shared();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.csv");
     for file in all_files(dir.path()) {
@@ -389,6 +390,7 @@ fn screen(stream: &str, rows: usize, cols: usize) -> String {
 
 #[test]
 fn the_viewer_scans_crafted_files_in_little_memory() {
+    let _running = crate::util::machine_shared();
     let dir = tempfile::tempdir().unwrap();
     for file in all_files(dir.path()) {
         let name = file.file_name().unwrap().to_string_lossy().into_owned();

@@ -2,12 +2,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use iocap_format::{Class, Event, FdType, Reader};
 
-use crate::util::{iocap, root_skip_reason};
+use crate::util::{iocap, machine_alone, machine_shared, root_skip_reason};
 
 fn can_record() -> bool {
     if let Some(why) = root_skip_reason() {
@@ -21,18 +21,15 @@ fn can_record() -> bool {
     true
 }
 
-/// Recording tests run side by side, but not beside those that flood the machine: a
-/// recorder starved by another test's flood drops events the test counts on.
-static FLOODS: RwLock<()> = RwLock::new(());
-
-/// Start a recording test (`None`: it cannot run here, and says why).
+/// Start a recording test (`None`: it cannot run here, and says why). A recorder starved by
+/// another test's flood drops events the test counts on: see [`machine_shared`].
 fn recording() -> Option<RwLockReadGuard<'static, ()>> {
-    can_record().then(|| FLOODS.read().unwrap_or_else(|e| e.into_inner()))
+    can_record().then(machine_shared)
 }
 
-/// Start a test that floods the machine: it runs alone among the recording tests.
+/// Start a test that floods the machine: it runs alone among the time-sensitive tests.
 fn flooding() -> Option<RwLockWriteGuard<'static, ()>> {
-    can_record().then(|| FLOODS.write().unwrap_or_else(|e| e.into_inner()))
+    can_record().then(machine_alone)
 }
 
 const PROG: &str = r#"
@@ -497,7 +494,7 @@ fn rotation_files_are_self_contained_and_add_up() {
     let Some(_running) = recording() else { return };
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("rot.cap");
-    let (wrote, stderr) = record_ok(&["--no-block", "-w", cap.to_str().unwrap(), "-C", "10KB", "-c", DD_LOOP]);
+    let (wrote, stderr) = record_ok(&["--no-block", "-w", cap.to_str().unwrap(), "-C", "100KB", "-c", DD_LOOP]);
     let files = rotated(&cap);
     assert!(files.len() >= 3, "several files: {files:?}\n{stderr}");
     assert_eq!(
@@ -532,7 +529,7 @@ fn rotation_files_are_self_contained_and_add_up() {
         total += evs.len() as u64;
         let size = std::fs::metadata(path).unwrap().len();
         if (*n as usize) < files.len() - 1 {
-            assert!(size >= 10_000, "file {n} ended at {size} bytes, before -C");
+            assert!(size >= 100_000, "file {n} ended at {size} bytes, before -C");
         }
     }
     assert_eq!(total, wrote, "the files add up to what was written");

@@ -4,8 +4,24 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use iocap_format::{Class, Device, Event, FdType, FileEntry, Meta, ProcEntry, Writer, WriterOptions};
+
+/// Tests that flood the machine run alone; tests whose outcome depends on getting the CPU in
+/// time (recordings that count every event, the viewer under a time or memory bound, tmux
+/// waiting for a screen) run side by side, but not beside a flood.
+static MACHINE: RwLock<()> = RwLock::new(());
+
+/// Run beside other time-sensitive tests, never beside a flood.
+pub fn machine_shared() -> RwLockReadGuard<'static, ()> {
+    MACHINE.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Run alone among the time-sensitive tests: this one floods the machine.
+pub fn machine_alone() -> RwLockWriteGuard<'static, ()> {
+    MACHINE.write().unwrap_or_else(|e| e.into_inner())
+}
 
 /// The `iocap` binary cargo built for these tests.
 pub fn iocap() -> Command {

@@ -79,6 +79,7 @@ fn start(cap: &Path, state: &Path, filter: &str) -> Tmux {
 
 #[test]
 fn view_filters_drills_down_and_restores_the_terminal() {
+    let _running = crate::util::machine_shared();
     if let Some(why) = tmux_missing() {
         eprintln!("{why}");
         return;
