@@ -85,7 +85,7 @@ pub fn run(path: &Path, reader: Reader, filter: &str) -> io::Result<()> {
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.render(filter)))?;
 
     let (tx, rx) = channel::<Msg>();
-    let worker = worker::Worker::spawn(reader, tx.clone(), Msg::Reply);
+    let worker = worker::Worker::spawn(reader, tx.clone(), Msg::Reply)?;
     spawn_input(tx);
     hand_over(first, &worker);
 

@@ -46,8 +46,14 @@ pub struct Worker {
 }
 
 impl Worker {
-    /// Start the worker thread; replies are turned into the UI's events by `wrap`.
-    pub fn spawn<E: Send + 'static>(reader: Arc<Reader>, events: Sender<E>, wrap: fn(Reply) -> E) -> Worker {
+    /// Start the worker threads; replies are turned into the UI's events by `wrap`. A thread
+    /// that cannot start is an error for the caller to report once the terminal is restored
+    /// (printed here, it would land on the raw screen).
+    pub fn spawn<E: Send + 'static>(
+        reader: Arc<Reader>,
+        events: Sender<E>,
+        wrap: fn(Reply) -> E,
+    ) -> std::io::Result<Worker> {
         let (tx, rx) = channel::<Query>();
         let (rows, rows_rx) = channel::<RowsQuery>();
         let cancel = Cancel::default();
@@ -56,14 +62,12 @@ impl Worker {
         thread::Builder::new()
             .name("iocap-query".into())
             .spawn(move || serve(&their_reader, &rx, &theirs, &their_events, wrap))
-            .map(|_| ())
-            .unwrap_or_else(|e| eprintln!("iocap: cannot start the query thread: {e}"));
+            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot start the query thread: {e}")))?;
         thread::Builder::new()
             .name("iocap-rows".into())
             .spawn(move || serve_rows(&reader, &rows_rx, &events, wrap))
-            .map(|_| ())
-            .unwrap_or_else(|e| eprintln!("iocap: cannot start the rows thread: {e}"));
-        Worker { tx, rows, cancel }
+            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot start the rows thread: {e}")))?;
+        Ok(Worker { tx, rows, cancel })
     }
 
     /// Ask `q`, superseding every earlier query.

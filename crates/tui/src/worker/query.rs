@@ -297,9 +297,8 @@ where
     F: Fn(usize) -> ColSet + Sync,
 {
     let want = ColSet::NONE.with(Col::Latency).union(FieldGroups::columns(q.group));
-    let threads = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, 2);
-    // Below a few chunks a second thread costs more than it saves.
-    let threads = if chunks.len() < 4 { 1 } else { threads };
+    // One per core; below a few chunks a second thread costs more than it saves.
+    let threads = if chunks.len() < 4 { 1 } else { iocap_analysis::scan::default_threads(chunks.len()) };
     Scan::new(reader, q.filter.as_deref())
         .columns(want)
         .columns_for(ColSet::NONE.with(Col::Ts), ts_for)
