@@ -288,7 +288,9 @@ fn unpack_col(cols: &mut Columns, c: Col, n: &Narrow) {
 /// Hits and misses so far, in columns of chunks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CacheStats {
+    /// Columns of chunks a scan found held, and so did not decode.
     pub hits: u64,
+    /// Columns of chunks a scan had to decode.
     pub misses: u64,
     /// Bytes held now.
     pub bytes: usize,
@@ -457,6 +459,7 @@ impl ColumnCache {
         self.budget.saturating_sub(g.bytes) < 1 << 20 && !g.stale
     }
 
+    /// Hits and misses so far, and what is held now.
     pub fn stats(&self) -> CacheStats {
         let g = self.lock();
         CacheStats {

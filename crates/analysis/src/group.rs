@@ -29,10 +29,12 @@ pub use table::Slots;
 pub struct Group {
     /// Bytes transferred by the group's events.
     pub bytes: u64,
+    /// Latencies of the group's events, ns; its count is the group's event count.
     pub hist: LatencyHist,
 }
 
 impl Group {
+    /// Number of events in the group.
     pub fn count(&self) -> u64 {
         self.hist.count()
     }
@@ -57,6 +59,7 @@ impl<K> Default for GroupBy<K> {
 }
 
 impl<K: Hash + Eq + Ord + Clone> GroupBy<K> {
+    /// No groups.
     pub fn new() -> Self {
         GroupBy::default()
     }
@@ -92,6 +95,7 @@ impl<K: Hash + Eq + Ord + Clone> GroupBy<K> {
         }
     }
 
+    /// Add every group of `other` to the group of the same key.
     pub fn merge(&mut self, other: GroupBy<K>) {
         for (k, g) in other.groups {
             self.add_group(k, g);
@@ -103,10 +107,12 @@ impl<K: Hash + Eq + Ord + Clone> GroupBy<K> {
         self.groups.len()
     }
 
+    /// Whether there is no group (no event was counted).
     pub fn is_empty(&self) -> bool {
         self.groups.is_empty()
     }
 
+    /// The group of `key`; `None` when no event had it.
     pub fn get(&self, key: &K) -> Option<&Group> {
         self.groups.get(key)
     }
@@ -130,6 +136,7 @@ impl<K: Hash + Eq + Ord + Clone> GroupBy<K> {
 /// the caller, and called by [`FieldGroups::feed`] with the key function that suits the field
 /// and the chunk, so that the loop is compiled for each and a key costs a load, not a call.
 pub trait Feed {
+    /// What feeding one chunk's rows returns to the scan.
     type Out;
 
     /// Take the rows, adding row `i` to `groups.get(key(i), || sample of row i)`.

@@ -77,6 +77,7 @@ impl Default for LatencyHist {
 }
 
 impl LatencyHist {
+    /// An empty histogram.
     pub fn new() -> LatencyHist {
         LatencyHist::default()
     }
@@ -170,10 +171,12 @@ impl LatencyHist {
         self.add_sum(other.sum());
     }
 
+    /// Number of latencies recorded (exact).
     pub fn count(&self) -> u64 {
         self.count
     }
 
+    /// Whether no latency was recorded.
     pub fn is_empty(&self) -> bool {
         self.count == 0
     }

@@ -29,7 +29,10 @@ pub const MAX_INTERVALS: u64 = 10_000_000;
 #[non_exhaustive]
 pub enum IoStatError {
     /// `[start, end)` split by `interval` gives more than [`MAX_INTERVALS`] intervals.
-    TooManyIntervals { intervals: u64 },
+    TooManyIntervals {
+        /// How many intervals that would be.
+        intervals: u64,
+    },
     /// The interval is zero.
     ZeroInterval,
 }
@@ -120,21 +123,29 @@ pub struct IoStat {
 pub struct DeviceInterval {
     /// Kernel `dev_t` of the disk.
     pub dev: u32,
-    /// Start of the interval, ns since boot, and its length in ns.
+    /// Start of the interval, ns since boot.
     pub start: u64,
+    /// Length of the interval, ns.
     pub duration: u64,
+    /// Reads completed in the interval.
     pub reads: u64,
+    /// Writes completed in the interval.
     pub writes: u64,
+    /// Bytes read by the completed reads.
     pub read_bytes: u64,
+    /// Bytes written by the completed writes.
     pub write_bytes: u64,
-    /// Reads and writes completed per second.
+    /// Reads completed per second.
     pub r_per_s: f64,
+    /// Writes completed per second.
     pub w_per_s: f64,
-    /// KiB read and written per second.
+    /// KiB read per second.
     pub rkb_per_s: f64,
+    /// KiB written per second.
     pub wkb_per_s: f64,
-    /// Mean insert → complete time of the reads and writes, ms (0 when there were none).
+    /// Mean insert → complete time of the reads, ms (0 when there were none).
     pub r_await_ms: f64,
+    /// Mean insert → complete time of the writes, ms (0 when there were none).
     pub w_await_ms: f64,
     /// Mean number of requests in flight (Little's law).
     pub aqu_sz: f64,

@@ -44,6 +44,9 @@
 //! assert_eq!(by_proc.top(1)[0].0, "cat");
 //! ```
 
+#![warn(missing_docs)]
+#![warn(clippy::unwrap_used)]
+
 pub mod cache;
 pub mod drops;
 pub mod group;

@@ -23,9 +23,11 @@ use crate::cache::{ColumnCache, Narrow};
 /// A chunk a scan left out because it could not be read ([`Scan::skip_damaged`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Damage {
+    /// Index of the chunk in the capture.
     pub chunk: usize,
     /// Events the chunk's index entry says it holds (all missing from the answer).
     pub events: u64,
+    /// Why it could not be read: the reader's error, as displayed.
     pub error: String,
 }
 
@@ -36,8 +38,9 @@ pub struct ScanStats {
     pub total: u64,
     /// Events that matched the filter (and were fed).
     pub matched: u64,
-    /// Chunks decoded, and chunks skipped by their summary alone.
+    /// Chunks decoded.
     pub chunks_read: usize,
+    /// Chunks skipped by their summary alone (no event of them could match).
     pub chunks_skipped: usize,
     /// Chunks read whose summary proved every event matches: the filter was not evaluated and
     /// its columns not decoded.

@@ -8,8 +8,11 @@ use iocap_format::{log2_bucket_range, ChunkInfo, LOG2_BUCKETS};
 /// One of the slowest events: where it is (chunk, row) and its latency.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Slow {
+    /// The event's latency, ns.
     pub latency: u64,
+    /// Index of its chunk in the capture.
     pub chunk: u32,
+    /// Its row in the chunk.
     pub row: u32,
 }
 
@@ -56,6 +59,7 @@ impl Slowest {
         self.k + self.k / 2 + 1
     }
 
+    /// Offer an event: kept if it may be among the K slowest.
     #[inline(always)]
     pub fn push(&mut self, s: Slow) {
         if s.latency >= self.floor && self.k > 0 {

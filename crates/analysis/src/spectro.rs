@@ -55,6 +55,7 @@ pub struct ColumnTable {
 }
 
 impl ColumnTable {
+    /// The tables, built on first use.
     pub fn get() -> ColumnTable {
         let (first, bounds) = bucket_columns();
         ColumnTable { first, bounds }
@@ -211,10 +212,12 @@ impl Spectrogram {
         true
     }
 
+    /// Start of the first row, ns since boot.
     pub fn origin(&self) -> u64 {
         self.origin
     }
 
+    /// Length of a row, ns (at least 1).
     pub fn interval(&self) -> u64 {
         self.interval
     }
@@ -224,6 +227,7 @@ impl Spectrogram {
         self.rows.len()
     }
 
+    /// Whether there are no rows (not whether nothing was counted).
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
     }
