@@ -9,25 +9,40 @@ use crate::worker::Reply;
 /// A direction for the cursor or a list selection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Move {
+    /// ↑ or `k`.
     Up,
+    /// ↓ or `j`.
     Down,
+    /// ← or `h`.
     Left,
+    /// → or `l`.
     Right,
+    /// PgUp: scrub back in time.
     PageUp,
+    /// PgDn: scrub forward in time.
     PageDown,
+    /// Home: the start of the capture.
     Home,
+    /// End: the end of the capture.
     End,
 }
 
 /// An edit of the filter bar's text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Edit {
+    /// Type this character at the caret.
     Insert(char),
+    /// Delete the character before the caret.
     Backspace,
+    /// Delete the character at the caret.
     Delete,
+    /// Caret one character left.
     Left,
+    /// Caret one character right.
     Right,
+    /// Caret to the start (Home, Ctrl-A).
     Home,
+    /// Caret to the end (End, Ctrl-E).
     End,
     /// ↑: older history entry.
     Older,
@@ -38,24 +53,63 @@ pub enum Edit {
 /// A mouse gesture, in terminal cells.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mouse {
-    Down { x: u16, y: u16 },
-    Drag { x: u16, y: u16 },
-    Up { x: u16, y: u16 },
-    ScrollUp { x: u16, y: u16 },
-    ScrollDown { x: u16, y: u16 },
+    /// Left button pressed: in the spectrogram, the cursor there and a region started; elsewhere,
+    /// the focus to the pane under it.
+    Down {
+        /// Column, cells from the left.
+        x: u16,
+        /// Row, cells from the top.
+        y: u16,
+    },
+    /// Moved with the left button held: stretches the region.
+    Drag {
+        /// Column, cells from the left.
+        x: u16,
+        /// Row, cells from the top.
+        y: u16,
+    },
+    /// Left button released: ends the region.
+    Up {
+        /// Column, cells from the left.
+        x: u16,
+        /// Row, cells from the top.
+        y: u16,
+    },
+    /// Wheel turned up: scrub back in time.
+    ScrollUp {
+        /// Column, cells from the left.
+        x: u16,
+        /// Row, cells from the top.
+        y: u16,
+    },
+    /// Wheel turned down: scrub forward in time.
+    ScrollDown {
+        /// Column, cells from the left.
+        x: u16,
+        /// Row, cells from the top.
+        y: u16,
+    },
 }
 
+/// One thing that happens to the viewer: a key's meaning, a mouse gesture, a resize, a tick
+/// or a worker's reply, all handled by [`crate::App::update`].
 #[derive(Clone, Debug)]
 pub enum Action {
+    /// Leave the viewer.
     Quit,
+    /// Open or close the `?` help.
     ToggleHelp,
+    /// Focus the next pane.
     FocusNext,
+    /// Focus the previous pane.
     FocusPrev,
     /// Cursor in the spectrogram, selection in a list.
     Move(Move),
     /// Zoom in (finer rows) or out (coarser rows) around the cursor.
     ZoomIn,
+    /// Zoom out (coarser rows) around the cursor.
     ZoomOut,
+    /// Turn the spectrogram: as sysdig draws it (time going down) or as a heatmap (time left→right).
     ToggleOrientation,
     /// Start a region at the cursor, or drop the one being selected.
     Mark,
@@ -65,7 +119,9 @@ pub enum Action {
     Back,
     /// Undo the last change to the applied filter.
     Undo,
+    /// Next palette: classic, colour-blind.
     CyclePalette,
+    /// Start or pause the replay.
     PlayPause,
     /// Next replay speed (1×, 10×, 100×).
     Speed,
@@ -73,14 +129,22 @@ pub enum Action {
     Sort,
     /// Breakdown: group by the next / previous field.
     NextField,
+    /// Breakdown: group by the previous field.
     PrevField,
     /// Open the filter bar.
     EditFilter,
+    /// An edit of the open filter bar's text.
     FilterEdit(Edit),
+    /// Enter in the filter bar: apply its text.
     FilterSubmit,
+    /// Esc in the filter bar: close it, the applied filter unchanged.
     FilterCancel,
+    /// A mouse gesture.
     Mouse(Mouse),
+    /// The terminal's new size: width and height in cells.
     Resize(u16, u16),
+    /// Time passed since the last tick (moves a playing replay on).
     Tick(Duration),
+    /// A worker's answer.
     Reply(Reply),
 }

@@ -39,22 +39,31 @@ use crate::worker::rows::RowsQuery;
 #[must_use]
 #[derive(Default)]
 pub struct Effects {
+    /// The view's new question for the query worker; `None` when it did not change.
     pub query: Option<Query>,
+    /// The list's rows to decode; `None` when the rows on screen did not change.
     pub rows: Option<RowsQuery>,
 }
 
 /// The whole viewer state.
 pub struct App {
+    /// The capture being viewed.
     pub cap: Capture,
+    /// The palette and the styles drawn with it.
     pub theme: Theme,
     /// Where everything goes, for the terminal size, the filter bar and the orientation now.
     pub layout: Layout,
+    /// The pane that has the keyboard.
     pub focus: Pane,
     /// The spectrogram pane: the view's rows, cursor, region and picture.
     pub view: View,
+    /// The filter bar: the applied filter, the text being edited, the history.
     pub filter: FilterBar,
+    /// The breakdown pane: the grouped field and the selected group.
     pub breakdown: Breakdown,
+    /// The event list: its order, selection, scroll and rows on screen.
     pub list: List,
+    /// The replay's clock.
     pub replay: Replay,
     /// The latest answer for the current generation (histogram, breakdown, event counts).
     pub answer: Option<Answer>,
@@ -62,9 +71,11 @@ pub struct App {
     pub gen: u64,
     /// A query is out and not yet answered.
     pub busy: bool,
+    /// The `?` help is open.
     pub help: bool,
     /// A one-line note for the status line (errors, "filter change undone").
     pub note: Option<String>,
+    /// The user asked to quit: the event loop ends after this update.
     pub quit: bool,
 }
 

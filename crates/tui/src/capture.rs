@@ -8,16 +8,20 @@ use iocap_format::Reader;
 
 /// A capture opened for viewing.
 pub struct Capture {
+    /// The capture's reader, shared with the workers.
     pub reader: Arc<Reader>,
     /// File name as shown (escaped).
     pub name: String,
-    /// The span every view lies in, ns since boot.
+    /// Start of the span every view lies in, ns since boot.
     pub start: u64,
+    /// End of that span, ns since boot (at least one past `start`).
     pub end: u64,
+    /// Events in the capture, by its index.
     pub total: u64,
 }
 
 impl Capture {
+    /// The capture `reader` reads, opened from `path` (for its name only).
     pub fn new(reader: Arc<Reader>, path: &Path) -> Capture {
         let name = iocap_format::escape::escape(path.as_os_str().as_encoded_bytes());
         // The span every report is laid over; a view needs at least one ns of it.

@@ -60,6 +60,7 @@ impl History {
         }
     }
 
+    /// The filters kept, oldest first (tests).
     #[cfg(any(test, feature = "testing"))]
     pub fn entries(&self) -> &[String] {
         &self.entries

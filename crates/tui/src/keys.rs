@@ -42,6 +42,7 @@ const fn code(code: KeyCode) -> Key {
 /// Where a binding applies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum When {
+    /// Whichever pane has the focus.
     Always,
     /// Only while this pane has the focus.
     In(Pane),
@@ -51,8 +52,11 @@ pub enum When {
 pub struct Binding {
     /// The keys as the help names them.
     pub keys: &'static str,
+    /// What they do, as the help says it.
     pub help: &'static str,
+    /// Where they apply.
     pub when: When,
+    /// Each key and the action it stands for.
     pub actions: &'static [(Key, Action)],
 }
 

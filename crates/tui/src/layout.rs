@@ -15,8 +15,11 @@ use ratatui::widgets::{Block, Borders};
 /// The panes that can have the keyboard.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pane {
+    /// The spectrogram: a cursor and regions in time × latency.
     Spectrogram,
+    /// The breakdown by a field's value.
     Breakdown,
+    /// The event list.
     Events,
 }
 
@@ -39,12 +42,19 @@ pub const LAT_LABEL: u16 = 7;
 pub struct Layout {
     /// The whole terminal.
     pub area: Rect,
+    /// The filter bar, at the top (taller while it shows an error).
     pub filter: Rect,
+    /// The spectrogram pane, border and labels included.
     pub spectro: Rect,
+    /// The latency histogram pane.
     pub hist: Rect,
+    /// The breakdown pane.
     pub breakdown: Rect,
+    /// The event list pane.
     pub events: Rect,
+    /// The status line, at the bottom.
     pub status: Rect,
+    /// How the spectrogram is drawn.
     pub orientation: Orientation,
     /// The spectrogram's cells (no labels, no legend).
     pub plot: Rect,

@@ -27,6 +27,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![warn(missing_docs)]
+#![warn(clippy::unwrap_used)]
+
 /// Declares the modules: private, or public with the `testing` feature, so that the tests and
 /// the benchmark reach the app's insides while `iocap view` sees only [`run`] and
 /// [`check_filter`].

@@ -12,6 +12,7 @@ pub const SPEEDS: [u64; 3] = [1, 10, 100];
 /// The replay's state.
 #[derive(Debug)]
 pub struct Replay {
+    /// The clock is running.
     pub playing: bool,
     /// Index in [`SPEEDS`].
     pub speed: usize,

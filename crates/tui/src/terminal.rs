@@ -12,6 +12,7 @@ use ratatui::Terminal;
 
 /// The terminal in TUI mode; dropping it restores the terminal.
 pub struct TerminalGuard {
+    /// The terminal to draw frames on.
     pub terminal: Terminal<CrosstermBackend<Stdout>>,
 }
 

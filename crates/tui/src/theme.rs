@@ -49,10 +49,12 @@ const COLOR_BLIND: [u8; 10] = [16, 17, 19, 25, 31, 37, 72, 107, 184, 226];
 /// Styles used across panes, derived from a [`Palette`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Theme {
+    /// The palette drawn with now.
     pub palette: Palette,
 }
 
 impl Theme {
+    /// Styles in `palette`.
     pub fn new(palette: Palette) -> Theme {
         Theme { palette }
     }

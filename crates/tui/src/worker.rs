@@ -28,10 +28,13 @@ use rows::{RowLoader, Rows, RowsQuery};
 /// What the worker sends back.
 #[derive(Clone, Debug)]
 pub enum Reply {
+    /// The answer to a query.
     Answer(Box<Answer>),
     /// The query failed (a damaged chunk): shown on the status line.
     Failed {
+        /// Generation of the query that failed.
         gen: u64,
+        /// Why, as the reader's error displays.
         error: String,
     },
     /// The event list's rows on screen.

@@ -39,7 +39,9 @@ pub struct Breakdown {
 #[must_use]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Regrouped {
+    /// The same field: the answer shown still holds.
     No,
+    /// Another field: ask again.
     Yes,
 }
 

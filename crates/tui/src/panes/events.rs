@@ -22,6 +22,7 @@ use crate::worker::rows::{Counting, Rows, RowsQuery};
 /// Event list order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sort {
+    /// In time order, as recorded.
     Time,
     /// Slowest first (the [`SLOWEST`] slowest of the view).
     Latency,
@@ -29,11 +30,13 @@ pub enum Sort {
 
 /// The list's state.
 pub struct List {
+    /// The list's order.
     pub sort: Sort,
     /// How many of the slowest events a latency-sorted list keeps ([`SLOWEST`]).
     pub slowest: usize,
-    /// First row shown, and the selected row.
+    /// First row shown.
     pub top: usize,
+    /// The selected row.
     pub sel: usize,
     /// Events decoded so far, near the screen: (index in the list, event), by index.
     pub rows: Vec<(usize, Event)>,
@@ -47,6 +50,7 @@ pub struct List {
 #[must_use]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Listed {
+    /// Nothing for the app to do.
     Nothing,
     /// Other rows are on screen: ask for those not decoded ([`List::want`]).
     Scrolled,

@@ -15,6 +15,7 @@ use crate::history::History;
 /// The bar while it is open.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Input {
+    /// The text being typed.
     pub text: String,
     /// Byte offset of the caret, on a char boundary.
     pub caret: usize,
@@ -29,7 +30,9 @@ pub struct FilterBar {
     compiled: Option<Arc<Compiled>>,
     /// Earlier applied filters, for undo.
     pub undo: Vec<String>,
+    /// The text being edited while the bar is open; `None` while it is closed.
     pub input: Option<Input>,
+    /// Filters applied before, across runs, for ↑/↓.
     pub history: History,
 }
 

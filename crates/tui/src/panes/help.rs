@@ -10,6 +10,7 @@ use crate::app::App;
 use crate::keys::BINDINGS;
 use crate::layout::popup;
 
+/// Draw the help popup over the frame.
 pub fn render(app: &App, f: &mut Frame) {
     // 78 columns hold the longest line unwrapped, so every key fits 80×24.
     let area = popup(app.layout.area, 78, BINDINGS.len() as u16 + 2);

@@ -12,6 +12,7 @@ use ratatui::Frame;
 use crate::app::App;
 use crate::panes::block;
 
+/// Draw the histogram pane in `area`.
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let (log2, exact) = match app.hist() {
         Some(h) => (h.log2(), true),

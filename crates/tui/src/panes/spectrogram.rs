@@ -36,13 +36,15 @@ const INTERVALS: [u64; 13] = [
 
 /// The view: the rows of time shown, the cursor, the region, and the picture.
 pub struct View {
+    /// How the spectrogram is drawn.
     pub orientation: Orientation,
     /// Start of the first row, ns since boot.
     pub start: u64,
     /// Length of a row.
     pub interval: u64,
-    /// Cursor: row (time cell) in the view, and latency cell in the pane.
+    /// Cursor: row (time cell) in the view.
     pub cursor_t: usize,
+    /// Cursor: latency cell in the pane.
     pub cursor_l: usize,
     /// The other corner of a region being selected: (row start time, latency cell).
     pub anchor: Option<(u64, usize)>,
@@ -54,7 +56,9 @@ pub struct View {
 #[must_use]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Moved {
+    /// The same rows: the answer shown still holds.
     No,
+    /// Other rows: ask again.
     Yes,
 }
 

@@ -11,6 +11,7 @@ use ratatui::Frame;
 use crate::app::App;
 use crate::replay::SPEEDS;
 
+/// Draw the status line in `area`.
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
     let total = app.cap.total;

@@ -51,6 +51,7 @@ pub struct Query {
     pub filter: Option<Arc<Compiled>>,
     /// Start of the view (first spectrogram row), ns since boot.
     pub start: u64,
+    /// Length of a row, ns.
     pub interval: u64,
     /// Spectrogram rows in the view; the view ends at `start + rows × interval`.
     pub rows: usize,
@@ -62,6 +63,7 @@ pub struct Query {
 }
 
 impl Query {
+    /// End of the view, ns since boot: `start + rows × interval` (saturating).
     pub fn end(&self) -> u64 {
         self.start
             .saturating_add(self.interval.saturating_mul(self.rows as u64))
@@ -73,14 +75,18 @@ impl Query {
 pub struct GroupRow {
     /// The value as the filter language reads it (already escaped: it comes from the tables).
     pub value: String,
+    /// Matching events in the view with this value.
     pub count: u64,
+    /// Their 99th percentile latency, ns.
     pub p99: u64,
 }
 
 /// Where a matching event is: chunk index and row in the chunk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct EventRef {
+    /// Index of the chunk in the capture.
     pub chunk: usize,
+    /// Row in the chunk (counted as a [`super::rows::RowsQuery`] says, where it is one).
     pub row: usize,
 }
 
@@ -97,12 +103,15 @@ impl EventRef {
 /// The answer to a [`Query`].
 #[derive(Clone, Debug)]
 pub struct Answer {
+    /// Generation of the query answered.
     pub gen: u64,
     /// The view's spectrogram, exact.
     pub spectro: Spectrogram,
+    /// Latencies of the events matching in the view, ns.
     pub hist: LatencyHist,
     /// Events matching in the view.
     pub matched: u64,
+    /// The breakdown: at most [`TOP_GROUPS`] values, most events first.
     pub groups: Vec<GroupRow>,
     /// Distinct values of the grouped field among matching events.
     pub group_count: usize,
@@ -119,6 +128,7 @@ pub struct Answer {
 pub struct Cancel(pub Arc<AtomicU64>);
 
 impl Cancel {
+    /// Whether a newer query than generation `gen` was asked: its scan can stop.
     pub fn is_stale(&self, gen: u64) -> bool {
         self.0.load(Ordering::Relaxed) != gen
     }

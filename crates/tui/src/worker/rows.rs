@@ -36,18 +36,22 @@ pub struct RowsQuery {
     /// Generation of the answer the rows belong to: decoded chunks of another answer's view
     /// and filter are not reused.
     pub answer: u64,
+    /// How `refs` count their rows.
     pub counting: Counting,
     /// `(index in the list, where)`, `where.row` counted as `counting` says.
     pub refs: Vec<(usize, EventRef)>,
+    /// The applied filter, compiled; `None` matches everything.
     pub filter: Option<Arc<Compiled>>,
-    /// The view: events outside `[start, end)` are not in the list.
+    /// Start of the view, ns since boot: earlier events are not in the list.
     pub start: u64,
+    /// End of the view, ns since boot (exclusive).
     pub end: u64,
 }
 
 /// The answer to a [`RowsQuery`].
 #[derive(Clone, Debug)]
 pub struct Rows {
+    /// Generation of the request answered.
     pub gen: u64,
     /// `(index in the list, event)`, by index.
     pub rows: Vec<(usize, Event)>,
@@ -71,6 +75,7 @@ pub struct RowLoader {
 }
 
 impl RowLoader {
+    /// A loader with nothing decoded yet.
     pub fn new() -> RowLoader {
         RowLoader::default()
     }

@@ -11,6 +11,7 @@ use crate::app::App;
 use crate::layout::Pane;
 use crate::panes::block;
 
+/// Draw the breakdown pane in `area`.
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let field = app.breakdown.field().name;
     let distinct = app.answer.as_ref().map_or(0, |a| a.group_count);

@@ -14,6 +14,7 @@ use crate::layout::Pane;
 use crate::panes::events::Sort;
 use crate::panes::block;
 
+/// Draw the event list pane in `area`.
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let focused = app.focus == Pane::Events;
     let n = app.list.len(app.answer.as_ref());

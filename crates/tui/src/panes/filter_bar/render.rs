@@ -9,6 +9,7 @@ use ratatui::Frame;
 
 use crate::app::App;
 
+/// Draw the filter bar in `area`.
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
     let Some(input) = &app.filter.input else {

@@ -13,6 +13,7 @@ use iocap_format::ChunkInfo;
 /// The view's spectrogram (rows of `interval` ns from the view's start) and where it came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Grid {
+    /// Counts per (row, latency column).
     pub spectro: Spectrogram,
     /// Built from summaries: times and latencies are spread, not exact.
     pub approximate: bool,

@@ -17,6 +17,7 @@ use crate::layout::{self, Layout, Orientation, Pane, LAT_LABEL, TIME_LABEL};
 use crate::theme::HEAT_GLYPHS;
 use crate::panes::block;
 
+/// Draw the spectrogram pane in `area`.
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let focused = app.focus == Pane::Spectrogram;
     let approx = if app.view.grid.approximate { " ≈index" } else { "" };
