@@ -20,9 +20,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let r = Reader::open(&args.file).with_context(|| format!("{}", args.file.display()))?;
     let filter = args.filter.join(" ");
     // A bad filter is a usage error, reported before the screen is taken over.
-    iocap_tui::check_filter(&filter, &r).map_err(|e| UsageError(format!("filter: {e}")))?;
+    let filter = iocap_tui::check_filter(&filter, &r).map_err(|e| UsageError(format!("filter: {e}")))?;
     if !std::io::stdout().is_terminal() {
         return Err(UsageError("view needs a terminal (try `iocap report` or `iocap events`)".into()).into());
     }
-    iocap_tui::run(&args.file, r, &filter).context("terminal")
+    iocap_tui::run(&args.file, r, filter).context("terminal")
 }

@@ -15,11 +15,13 @@
 
 use iocap_analysis::units;
 use iocap_analysis::LatencyHist;
+#[cfg(feature = "testing")]
 use iocap_filter::FilterError;
 use ratatui::layout::Rect;
 
 use crate::action::{Action, Mouse};
 use crate::capture::Capture;
+#[cfg(feature = "testing")]
 use crate::history::History;
 use crate::layout::{Layout, Orientation, Pane};
 use crate::panes::breakdown::{Breakdown, Regrouped};
@@ -80,9 +82,11 @@ pub struct App {
 }
 
 impl App {
+    /// (Tests and the bench: `iocap view` compiles its filter once, in `check_filter`.)
     /// A viewer on `cap` in a terminal of `area`, showing `filter` (which must compile: the
     /// caller reports a bad one as a usage error before starting the UI), and the query for
     /// the exact picture of its first view (the first frame comes from the index).
+    #[cfg(feature = "testing")]
     pub fn new(
         cap: Capture,
         filter: &str,
@@ -91,6 +95,11 @@ impl App {
         history: History,
     ) -> Result<(App, Effects), FilterError> {
         let filter = FilterBar::new(filter, &cap.reader, history)?;
+        Ok(App::with_filter_bar(cap, filter, area, palette))
+    }
+
+    /// [`App::new`] with its filter bar made already (its filter compiled once, by the caller).
+    pub fn with_filter_bar(cap: Capture, filter: FilterBar, area: Rect, palette: Palette) -> (App, Effects) {
         // The spectrogram opens as sysdig draws it.
         let layout = Layout::new(area, filter.lines(), Orientation::Sysdig);
         let mut app = App {
@@ -112,7 +121,7 @@ impl App {
         };
         let mut fx = Effects::default();
         app.ask(&mut fx);
-        Ok((app, fx))
+        (app, fx)
     }
 
     /// The groups of the breakdown, by the latest answer.

@@ -23,7 +23,8 @@
 //!
 //! ```no_run
 //! let reader = iocap_format::Reader::open("trace.cap")?;
-//! iocap_tui::run(std::path::Path::new("trace.cap"), reader, "latency>1ms")?;
+//! let filter = iocap_tui::check_filter("latency>1ms", &reader)?;
+//! iocap_tui::run(std::path::Path::new("trace.cap"), reader, filter)?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -70,22 +71,34 @@ enum Msg {
     Reply(worker::Reply),
 }
 
-/// Check `filter` against this capture: the error, rendered with a caret, for the CLI.
-pub fn check_filter(filter: &str, reader: &Reader) -> Result<(), String> {
+/// A filter checked and compiled against one capture, to start the viewer with ([`run`]).
+pub struct CheckedFilter {
+    text: String,
+    compiled: Option<Arc<iocap_filter::Compiled>>,
+}
+
+/// Check `filter` against this capture, compiling it once for [`run`]: the error, rendered with
+/// a caret, for the CLI to report before the screen is taken over.
+pub fn check_filter(filter: &str, reader: &Reader) -> Result<CheckedFilter, String> {
     panes::filter_bar::compile(filter, reader)
-        .map(|_| ())
+        .map(|compiled| CheckedFilter {
+            text: filter.to_owned(),
+            compiled,
+        })
         .map_err(|e| e.render(filter))
 }
 
-/// Run the viewer on an open capture until the user quits.
-pub fn run(path: &Path, reader: Reader, filter: &str) -> io::Result<()> {
+/// Run the viewer on an open capture until the user quits, starting with `filter` (checked
+/// against this capture by [`check_filter`]).
+pub fn run(path: &Path, reader: Reader, filter: CheckedFilter) -> io::Result<()> {
     let reader = Arc::new(reader);
     let cap = Capture::new(Arc::clone(&reader), path);
     let mut guard = terminal::TerminalGuard::enter()?;
     let size = guard.terminal.size()?;
     let area = Rect::new(0, 0, size.width, size.height);
-    let (mut app, first) = App::new(cap, filter, area, Palette::from_env(), history::History::load_default())
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.render(filter)))?;
+    let bar =
+        panes::filter_bar::FilterBar::compiled_already(&filter.text, filter.compiled, history::History::load_default());
+    let (mut app, first) = App::with_filter_bar(cap, bar, area, Palette::from_env());
 
     let (tx, rx) = channel::<Msg>();
     let worker = worker::Worker::spawn(reader, tx.clone(), Msg::Reply)?;

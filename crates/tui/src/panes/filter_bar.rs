@@ -49,15 +49,21 @@ pub enum Filtered {
 }
 
 impl FilterBar {
-    /// The bar with `text` in force (it must compile against `reader`).
+    /// The bar with `text` in force (it must compile against `reader`). For tests.
+    #[cfg(feature = "testing")]
     pub fn new(text: &str, reader: &Reader, history: History) -> Result<FilterBar, FilterError> {
-        Ok(FilterBar {
+        Ok(FilterBar::compiled_already(text, compile(text, reader)?, history))
+    }
+
+    /// The bar with `text` in force, compiled already (by [`compile`], against the same capture).
+    pub fn compiled_already(text: &str, compiled: Option<Arc<Compiled>>, history: History) -> FilterBar {
+        FilterBar {
             applied: text.trim().to_owned(),
-            compiled: compile(text, reader)?,
+            compiled,
             undo: Vec::new(),
             input: None,
             history,
-        })
+        }
     }
 
     /// The filter in force, compiled; `None` matches everything.
