@@ -206,7 +206,7 @@ fn generate(n: usize) -> Vec<u8> {
             1..=20 => 100_000 + (x >> 32) % 200_000,
             _ => 1_000 + (x >> 32) % 3_000,
         };
-        let e = if (x >> 40) % 20 == 0 {
+        let e = if (x >> 40).is_multiple_of(20) {
             Event {
                 class: Class::Block,
                 ts,
