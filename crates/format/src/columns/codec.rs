@@ -1,0 +1,660 @@
+//! The column codecs: how one column's values become bytes and back, in each encoding of
+//! [`super::enc`] (varints, deltas, sparse, dictionaries and their bit-packed form, thread gaps
+//! for timestamps, VBYTE). `columns.rs` holds the model they serve (which columns, their
+//! limits, the chunk body's layout) and picks a codec per column.
+
+use super::{enc, BodyError, ColValue, Columns};
+use crate::model::Class;
+use crate::pack::{self, Unpacker};
+use crate::varint;
+
+/// Bytes of the LEB128 varint of `v`.
+#[inline]
+pub(super) fn varint_len(v: u64) -> usize {
+    // 7 bits per byte; 0 takes one byte.
+    (64 - (v | 1).leading_zeros()).div_ceil(7) as usize
+}
+
+/// Encode one column of `n` values (`get(i)` is value `i`'s raw u64) into `out` in the
+/// encoding that is smallest for it. Returns the encoding, or `None` (writing nothing) when
+/// every value is zero: a missing column reads as zeros.
+///
+/// Sizes are estimated on a sample (16 runs of 256 consecutive values spread over the chunk):
+/// sizing every encoding on every value cost more than compressing. The sample only picks the
+/// encoding; what is written is always exact.
+pub(super) fn encode_column(
+    get: impl Fn(usize) -> u64 + Copy,
+    n: usize,
+    delta: bool,
+    vbyte: bool,
+    out: &mut Vec<u8>,
+) -> Option<u8> {
+    if n == 0 {
+        return None;
+    }
+    let first = get(0);
+    if (1..n).all(|i| get(i) == first) {
+        if first == 0 {
+            return None;
+        }
+        varint::put(out, first);
+        return Some(enc::CONST);
+    }
+    const RUNS: usize = 16;
+    const RUN: usize = 256;
+    let (mut varint_bytes, mut delta_bytes, mut sparse_bytes, mut sampled) = (0usize, 0usize, 0usize, 0usize);
+    let mut byte_lens = [0usize; 9];
+    let runs = if n <= RUNS * RUN { 1 } else { RUNS };
+    for r in 0..runs {
+        let range = if runs == 1 {
+            0..n
+        } else {
+            (r * (n - RUN) / (RUNS - 1))..(r * (n - RUN) / (RUNS - 1) + RUN)
+        };
+        sampled += range.len();
+        let mut prev = if range.start > 0 { get(range.start - 1) } else { 0 };
+        let mut last_nz = range.start;
+        for i in range {
+            // Branch-free: columns mix zeros and values unpredictably.
+            let raw = get(i);
+            let len = varint_len(raw);
+            varint_bytes += len;
+            byte_lens[byte_len(raw)] += 1;
+            if delta {
+                delta_bytes += varint_len(varint::zigzag(raw.wrapping_sub(prev) as i64));
+                prev = raw;
+            }
+            let nz = usize::from(raw != 0);
+            sparse_bytes += nz * (len + varint_len((i - last_nz) as u64));
+            last_nz = nz * (i + 1) + (1 - nz) * last_nz;
+        }
+    }
+    let mut best = (varint_bytes, enc::VARINT);
+    if delta && delta_bytes < best.0 {
+        best = (delta_bytes, enc::DELTA);
+    }
+    if sparse_bytes < best.0 {
+        best = (sparse_bytes, enc::SPARSE);
+    }
+    // VBYTE decodes about three times faster than varints: it wins ties.
+    let (lens, vbyte_values) = vbyte_lens(&byte_lens);
+    let vbyte_bytes = 4 + sampled.div_ceil(4) + vbyte_values;
+    if vbyte && vbyte_bytes <= best.0 {
+        best = (vbyte_bytes, enc::VBYTE);
+    }
+    // A dictionary costs one byte per value, like a column of one-byte varints, but decodes
+    // with a table lookup instead of a branch per byte: it wins ties. (With more than 256
+    // distinct values, building it stops at the 257th, early in the chunk.)
+    {
+        let mut dict = Dict::default();
+        let start = out.len();
+        if dict.encode(get, n, out) {
+            // Exact size now: keep it unless the best other encoding is estimated smaller by
+            // more than the dictionary's own keys and a little slack.
+            let best_est = (best.0 as u128) * (n as u128) / (sampled as u128);
+            if ((out.len() - start) as u128) <= best_est + best_est / 64 + 64 {
+                if dict.keys.len() <= 16 {
+                    pack_dict(out, start, n, dict.keys.len());
+                    return Some(enc::PACKED_DICT);
+                }
+                return Some(enc::DICT);
+            }
+        }
+        out.truncate(start);
+    }
+    out.reserve(best.0 * (n / sampled.max(1)) + 16);
+    match best.1 {
+        enc::VARINT => (0..n).for_each(|i| varint::put(out, get(i))),
+        enc::VBYTE => put_vbyte(get, n, lens, out),
+        enc::DELTA => {
+            let mut prev = 0u64;
+            for i in 0..n {
+                let raw = get(i);
+                varint::put(out, varint::zigzag(raw.wrapping_sub(prev) as i64));
+                prev = raw;
+            }
+        }
+        _ => {
+            let nz = (0..n).filter(|&i| get(i) != 0).count();
+            varint::put(out, nz as u64);
+            let mut next = 0usize;
+            for i in (0..n).filter(|&i| get(i) != 0) {
+                varint::put(out, (i - next) as u64);
+                next = i + 1;
+            }
+            (0..n).map(get).filter(|&v| v != 0).for_each(|v| varint::put(out, v));
+        }
+    }
+    Some(best.1)
+}
+
+/// Slots of the per-thread cache of [`enc::GAP`]: a thread's slot is its tid modulo this.
+pub(super) const GAP_SLOTS: usize = 256;
+
+/// The `ts` column as [`enc::GAP_VBYTE`] (1.1 writers: [`enc::GAP`]): each event's start relative to a base that the reader
+/// knows from the events before it (FORMAT.md): for a syscall, when the same thread's previous
+/// syscall ended, if that thread still holds its slot of a 256-entry cache; otherwise (and
+/// for block requests) the previous event's start. A thread's syscalls follow each other
+/// after a short time in user space, so the gap is small where the plain delta to the
+/// previous start also carries the previous event's latency (real captures: tar 1.99 → 1.24
+/// bytes/event, fio O_DIRECT 1.85 → 1.57, after zstd). `None` when every ts is 0.
+pub(super) fn encode_gap(c: &Columns, out: &mut Vec<u8>) -> Option<u8> {
+    let n = c.len;
+    let ts = |i: usize| c.ts.get(i).copied().unwrap_or(0);
+    let first = ts(0);
+    if n <= 1 || (1..n).all(|i| ts(i) == first) {
+        return encode_column(ts, n, true, false, out);
+    }
+    let mut gaps = Vec::with_capacity(n);
+    let mut cache = [(u64::MAX, 0u64); GAP_SLOTS];
+    let mut prev = 0u64;
+    for i in 0..n {
+        let v = ts(i);
+        let base = if c.class.get(i).copied().unwrap_or(0) == Class::Block as u8 {
+            prev
+        } else {
+            let tid = c.tid.get(i).copied().unwrap_or(0);
+            let slot = &mut cache[tid as usize % GAP_SLOTS];
+            let base = if slot.0 == u64::from(tid) { slot.1 } else { prev };
+            *slot = (u64::from(tid), v.wrapping_add(c.latency.get(i).copied().unwrap_or(0)));
+            base
+        };
+        gaps.push(varint::zigzag(v.wrapping_sub(base) as i64));
+        prev = v;
+    }
+    // Measured on real captures, against GAP's varints: as small or smaller after zstd (tar
+    // 5.69 -> 5.67 bytes/event, fio 5.92 -> 5.91), and faster to decode.
+    let mut byte_lens = [0usize; 9];
+    gaps.iter().for_each(|&g| byte_lens[byte_len(g)] += 1);
+    let (lens, _) = vbyte_lens(&byte_lens);
+    put_vbyte(|i| gaps[i], n, lens, out);
+    Some(enc::GAP_VBYTE)
+}
+
+/// Bytes of `v` in little-endian order without its high zero bytes (at least one).
+#[inline]
+pub(super) fn byte_len(v: u64) -> usize {
+    ((64 - (v | 1).leading_zeros()) as usize).div_ceil(8)
+}
+
+/// The four [`enc::VBYTE`] byte lengths (ascending, the last 8 so that every value fits) that
+/// store values with `hist[l]` of them `l` bytes long in the fewest bytes; and those bytes.
+pub(super) fn vbyte_lens(hist: &[usize; 9]) -> ([u8; 4], usize) {
+    let mut best = ([1, 2, 3, 8], usize::MAX);
+    for a in 1..=5u8 {
+        for b in a + 1..=6 {
+            for c in b + 1..=7 {
+                let lens = [a, b, c, 8];
+                let cost = (1..=8usize)
+                    .map(|l| hist[l] * usize::from(lens.iter().copied().find(|&x| usize::from(x) >= l).unwrap_or(8)))
+                    .sum();
+                if cost < best.1 {
+                    best = (lens, cost);
+                }
+            }
+        }
+    }
+    best
+}
+
+/// Append the [`enc::VBYTE`] encoding of the `n` values (`lens` from [`vbyte_lens`]) to `out`.
+pub(super) fn put_vbyte(get: impl Fn(usize) -> u64, n: usize, lens: [u8; 4], out: &mut Vec<u8>) {
+    // The code of the shortest length that holds a value of each byte length.
+    let mut code_of = [3u8; 9];
+    for (l, code) in code_of.iter_mut().enumerate() {
+        *code = lens.iter().position(|&x| usize::from(x) >= l).unwrap_or(3) as u8;
+    }
+    out.extend_from_slice(&lens);
+    let ctrl = out.len();
+    out.resize(ctrl + n.div_ceil(4), 0);
+    for i in 0..n {
+        let v = get(i);
+        let code = code_of[byte_len(v)];
+        out[ctrl + i / 4] |= code << (2 * (i % 4));
+        out.extend_from_slice(&v.to_le_bytes()[..usize::from(lens[usize::from(code)])]);
+    }
+}
+
+/// Decode an [`enc::VBYTE`] column of `n` values into `out`: `lens:[u8; 4]` (each 1..=8), then
+/// ⌈n/4⌉ control bytes (value `i`'s 2-bit code in bits 2·(i mod 4) of byte i/4, bits past the
+/// last value zero), then each value in `lens[code]` little-endian bytes, back to back.
+///
+/// Why this layout: where a varint's length is found by scanning its bytes, so that each
+/// value's position waits on the load and decode of the one before, here the next position
+/// is one add of a table entry away, and the loads are independent; and bytes of 8 bits (no
+/// continuation bits) leave zstd less to decompress. All lengths are summed and checked
+/// against the bytes before any value is read.
+pub(super) fn read_vbyte<T: Default + Copy>(
+    data: &[u8],
+    n: usize,
+    out: &mut Vec<T>,
+    mut map: impl FnMut(u64) -> T,
+) -> Result<(), BodyError> {
+    let cut = || BodyError("vbyte column cut short");
+    let lens: [u8; 4] = data.get(..4).and_then(|l| l.try_into().ok()).ok_or_else(cut)?;
+    if lens.iter().any(|&l| !(1..=8).contains(&l)) {
+        return Err(BodyError("vbyte length out of range"));
+    }
+    let full = n / 4;
+    let ctrl = data.get(4..4 + n.div_ceil(4)).ok_or_else(cut)?;
+    let vals = &data[4 + ctrl.len()..];
+    // The bytes of each control byte's four values.
+    let mut quad = [0usize; 256];
+    for (b, q) in quad.iter_mut().enumerate() {
+        *q = (0..4).map(|j| usize::from(lens[(b >> (2 * j)) & 3])).sum();
+    }
+    let mut total: usize = ctrl[..full].iter().map(|&b| quad[usize::from(b)]).sum();
+    let rest = n % 4;
+    if let Some(&last) = ctrl.get(full) {
+        if usize::from(last) >> (2 * rest) != 0 {
+            return Err(BodyError("bits set past the last value"));
+        }
+        total += (0..rest)
+            .map(|j| usize::from(lens[usize::from(last >> (2 * j)) & 3]))
+            .sum::<usize>();
+    }
+    if total != vals.len() {
+        return Err(BodyError("vbyte lengths do not match the column"));
+    }
+    let masks = lens.map(|l| u64::MAX >> (64 - 8 * u32::from(l)));
+    let lens = lens.map(usize::from);
+    out.resize(n, T::default());
+    let mut pos = 0usize;
+    let mut done = 0usize;
+    // While 32 bytes are left, a control byte's four values (at most 32 bytes) are each one
+    // 8-byte load and a mask.
+    for (dst, &b) in out.chunks_exact_mut(4).zip(ctrl) {
+        if pos + 32 > vals.len() {
+            break;
+        }
+        let b = usize::from(b);
+        for (j, d) in dst.iter_mut().enumerate() {
+            let c = (b >> (2 * j)) & 3;
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&vals[pos..pos + 8]);
+            *d = map(u64::from_le_bytes(w) & masks[c]);
+            pos += lens[c];
+        }
+        done += 4;
+    }
+    // The last few values, byte by byte (in range: the lengths sum to `vals.len()`).
+    for (i, d) in out.iter_mut().enumerate().skip(done) {
+        let c = usize::from(ctrl[i / 4] >> (2 * (i % 4))) & 3;
+        let mut w = [0u8; 8];
+        w[..lens[c]].copy_from_slice(&vals[pos..pos + lens[c]]);
+        *d = map(u64::from_le_bytes(w));
+        pos += lens[c];
+    }
+    Ok(())
+}
+
+/// Decode a [`enc::GAP`] or [`enc::GAP_VBYTE`] `ts` column of `n` values into `ts`, rebuilding
+/// each start from its gap as it is read (one pass, no second walk over the column). `class`,
+/// `tid` and `latency` hold the chunk's `n` decoded values.
+pub(super) fn decode_gap_ts(
+    data: &[u8],
+    encoding: u8,
+    n: usize,
+    ts: &mut Vec<u64>,
+    class: &[u8],
+    tid: &[u32],
+    latency: &[u64],
+) -> Result<(), BodyError> {
+    let mut cache = [(u64::MAX, 0u64); GAP_SLOTS];
+    let mut prev = 0u64;
+    let mut i = 0usize;
+    // Called once per value, in order (`get`: the slices hold `n` values, this keeps a
+    // miscount from ever being a panic).
+    let rebuild = |z: u64| {
+        let d = varint::unzigzag(z) as u64;
+        let v = if class.get(i).copied().unwrap_or(0) == Class::Block as u8 {
+            prev.wrapping_add(d)
+        } else {
+            let tid = tid.get(i).copied().unwrap_or(0);
+            let slot = &mut cache[tid as usize % GAP_SLOTS];
+            let base = if slot.0 == u64::from(tid) { slot.1 } else { prev };
+            let v = base.wrapping_add(d);
+            *slot = (u64::from(tid), v.wrapping_add(latency.get(i).copied().unwrap_or(0)));
+            v
+        };
+        prev = v;
+        i += 1;
+        v
+    };
+    match encoding {
+        enc::GAP_VBYTE => read_vbyte(data, n, ts, rebuild),
+        enc::GAP => {
+            if n > data.len() {
+                return Err(BodyError("column shorter than its event count"));
+            }
+            ts.resize(n, 0);
+            match read_varints(data, ts, rebuild) {
+                Some(pos) if pos == data.len() => Ok(()),
+                Some(_) => Err(BodyError("column longer than its event count")),
+                None => Err(BodyError("column cut short")),
+            }
+        }
+        _ => Err(BodyError("unknown column encoding")),
+    }
+}
+
+/// The decompressed bytes of a column stored with `codec` (`stored` itself when raw).
+pub(super) fn unpack_column<'a>(
+    codec: u8,
+    raw_len: u64,
+    stored: &'a [u8],
+    unpacker: &mut Option<Unpacker>,
+    scratch: &'a mut Vec<u8>,
+) -> Result<&'a [u8], BodyError> {
+    match codec {
+        pack::RAW if raw_len == stored.len() as u64 => Ok(stored),
+        pack::RAW => Err(BodyError("stored size does not match")),
+        _ => {
+            let u = match unpacker {
+                Some(u) => u,
+                None => unpacker.insert(Unpacker::new().map_err(|_| BodyError("zstd context"))?),
+            };
+            u.unpack_parts(codec, raw_len, stored, scratch).map_err(BodyError)?;
+            Ok(&scratch[..])
+        }
+    }
+}
+
+/// Index bits per event of a [`enc::PACKED_DICT`] column of `k` (≤ 16) values.
+pub(super) fn packed_bits(k: usize) -> usize {
+    match k {
+        0..=2 => 1,
+        3..=4 => 2,
+        _ => 4,
+    }
+}
+
+/// Turn the [`enc::DICT`] encoding of `n` values with `k` ≤ 16 keys at `out[start..]` into
+/// [`enc::PACKED_DICT`]: the same keys, then the indices packed `bits` to a byte, first index
+/// in the lowest bits. A quarter or half of the bytes for zstd to decode, and a table lookup
+/// per byte instead of per event: the small-dictionary columns (tid, nr, fd, file) are most
+/// of a chunk's columns, and were most of its decoding time.
+pub(super) fn pack_dict(out: &mut Vec<u8>, start: usize, n: usize, k: usize) {
+    let bits = packed_bits(k);
+    let per_byte = 8 / bits;
+    let idx = out.split_off(out.len() - n);
+    out.insert(start, bits as u8);
+    out.extend(
+        idx.chunks(per_byte)
+            .map(|c| c.iter().enumerate().fold(0u8, |b, (j, &i)| b | i << (j * bits))),
+    );
+}
+
+/// Decode the indices of a [`enc::PACKED_DICT`] column (everything after its keys) into `n`
+/// values of `dict` (its first `k` entries are the keys).
+pub(super) fn unpack_dict<T: ColValue>(
+    packed: &[u8],
+    bits: usize,
+    k: usize,
+    dict: &[T; 16],
+    n: usize,
+    out: &mut Vec<T>,
+) -> Result<(), BodyError> {
+    match bits {
+        1 => unpack_lanes::<T, 8>(packed, k, dict, n, out),
+        2 => unpack_lanes::<T, 4>(packed, k, dict, n, out),
+        _ => unpack_lanes::<T, 2>(packed, k, dict, n, out),
+    }
+}
+
+/// [`unpack_dict`] with `L` indices per byte: one fixed-size copy from a table per byte.
+pub(super) fn unpack_lanes<T: ColValue, const L: usize>(
+    packed: &[u8],
+    k: usize,
+    dict: &[T; 16],
+    n: usize,
+    out: &mut Vec<T>,
+) -> Result<(), BodyError> {
+    let bits = 8 / L;
+    if packed.len() != n.div_ceil(L) {
+        return Err(BodyError("index count does not match"));
+    }
+    // Every byte's values, and whether all its indices are below `k`.
+    let mask = (1usize << bits) - 1;
+    let mut table = [[T::default(); L]; 256];
+    let mut valid = [true; 256];
+    for (b, (vals, ok)) in table.iter_mut().zip(valid.iter_mut()).enumerate() {
+        for (j, v) in vals.iter_mut().enumerate() {
+            let i = (b >> (j * bits)) & mask;
+            *v = dict[i];
+            *ok &= i < k;
+        }
+    }
+    if !packed.iter().all(|&b| valid[usize::from(b)]) {
+        return Err(BodyError("index past the dictionary"));
+    }
+    let full = n / L;
+    out.resize(n, T::default());
+    let (whole, rest) = out.split_at_mut(full * L);
+    for (dst, &b) in whole.chunks_exact_mut(L).zip(packed) {
+        dst.copy_from_slice(&table[usize::from(b)]);
+    }
+    if let Some(&last) = packed.get(full) {
+        // Bits past the last index are zero, so a column has one form.
+        if usize::from(last) >> (rest.len() * bits) != 0 {
+            return Err(BodyError("bits set past the last index"));
+        }
+        rest.copy_from_slice(&table[usize::from(last)][..rest.len()]);
+    }
+    Ok(())
+}
+
+/// Up to 256 distinct values of a column, found with a small open-addressing table.
+pub(super) struct Dict {
+    keys: Vec<u64>,
+    /// Slot → index in `keys` + 1 (0 = empty).
+    slots: [u16; 1024],
+    slot_keys: [u64; 1024],
+}
+
+impl Default for Dict {
+    fn default() -> Self {
+        Dict {
+            keys: Vec::new(),
+            slots: [0; 1024],
+            slot_keys: [0; 1024],
+        }
+    }
+}
+
+impl Dict {
+    /// The index of `raw`, adding it; `None` once there would be more than 256 values.
+    #[inline]
+    fn index(&mut self, raw: u64) -> Option<u8> {
+        let mut h = (raw.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize;
+        loop {
+            match self.slots[h] {
+                0 => {
+                    if self.keys.len() == 256 {
+                        return None;
+                    }
+                    self.keys.push(raw);
+                    self.slots[h] = self.keys.len() as u16;
+                    self.slot_keys[h] = raw;
+                    return Some((self.keys.len() - 1) as u8);
+                }
+                i if self.slot_keys[h] == raw => return Some((i - 1) as u8),
+                _ => h = (h + 1) & 1023,
+            }
+        }
+    }
+
+    /// Append the DICT encoding of the `n` values to `out`; false (with `out` holding
+    /// garbage past its old length) when there are more than 256 distinct values.
+    fn encode(&mut self, get: impl Fn(usize) -> u64, n: usize, out: &mut Vec<u8>) -> bool {
+        // Indices first, into the tail of `out`; the keys go in front once they are known.
+        let start = out.len();
+        out.reserve(n + 8 * 257);
+        // Runs of one value are common (one thread's burst): skip the hash lookup for them.
+        let mut last: Option<(u64, u8)> = None;
+        for i in 0..n {
+            let raw = get(i);
+            let idx = match last {
+                Some((v, idx)) if v == raw => idx,
+                _ => match self.index(raw) {
+                    Some(idx) => idx,
+                    None => return false,
+                },
+            };
+            last = Some((raw, idx));
+            out.push(idx);
+        }
+        let mut head = Vec::with_capacity(10 + self.keys.len() * 3);
+        varint::put(&mut head, self.keys.len() as u64);
+        for &k in &self.keys {
+            varint::put(&mut head, k);
+        }
+        out.splice(start..start, head);
+        true
+    }
+}
+
+/// Fill `out` with the values of the varints at the start of `data`, each mapped by `map`;
+/// returns the bytes read, or `None` if `data` ends first or a varint overflows.
+///
+/// The hot loop of decoding varint columns. While 8 bytes are left, it loads them as one
+/// little-endian word and takes every varint that ends inside it (each below 2^56) from the
+/// word's stop bits, without a branch per byte or an `Option` per value: the next load waits
+/// only on the position after the word's last whole varint, not on each value in turn. A word
+/// without a whole varint (nine or ten bytes, rare) and the last few values go through
+/// [`varint::read`].
+#[inline(always)]
+pub(super) fn read_varints<T>(data: &[u8], out: &mut [T], mut map: impl FnMut(u64) -> T) -> Option<usize> {
+    let mut pos = 0usize;
+    let mut i = 0usize;
+    // A word holds at most 8 varints: the room for them is checked once per word.
+    while i + 8 <= out.len() {
+        let Some(word) = data.get(pos..pos + 8) else { break };
+        let w = u64::from_le_bytes(word.try_into().ok()?);
+        // The high bit clear marks a varint's last byte.
+        let mut stops = !w & 0x8080_8080_8080_8080;
+        if stops == 0 {
+            break;
+        }
+        let mut start = 0u32;
+        while stops != 0 {
+            let last = stops.trailing_zeros();
+            // The varint's bytes: those after the previous one's end, up to this stop bit.
+            let mut x = ((w & (u64::MAX >> (63 - last))) >> start) & 0x7f7f_7f7f_7f7f_7f7f;
+            // Squeeze the 7-bit groups together: pairs, then quads, then the two halves.
+            x = ((x & 0x7f00_7f00_7f00_7f00) >> 1) | (x & 0x007f_007f_007f_007f);
+            x = ((x & 0x3fff_0000_3fff_0000) >> 2) | (x & 0x0000_3fff_0000_3fff);
+            x = ((x & 0x0fff_ffff_0000_0000) >> 4) | (x & 0x0000_0000_0fff_ffff);
+            out[i] = map(x);
+            i += 1;
+            start = last + 1;
+            stops &= stops - 1;
+        }
+        pos += (start / 8) as usize;
+    }
+    for slot in &mut out[i..] {
+        *slot = map(varint::read(data, &mut pos)?);
+    }
+    Some(pos)
+}
+
+/// Decode one column of `n` values. Every count is checked against the bytes before it sizes
+/// an allocation; only CONST and SPARSE expand, and `n` is capped by [`MAX_CHUNK_EVENTS`].
+pub(super) fn decode_column<T: ColValue>(
+    data: &[u8],
+    encoding: u8,
+    n: usize,
+    out: &mut Vec<T>,
+) -> Result<(), BodyError> {
+    let mut pos = 0usize;
+    match encoding {
+        enc::CONST => {
+            let v = varint::read(data, &mut pos).ok_or(BodyError("constant column cut short"))?;
+            out.resize(n, T::from_raw(v));
+        }
+        enc::VARINT | enc::DELTA | enc::GAP => {
+            // Each value takes at least one byte: a count beyond the bytes is corrupt.
+            if n > data.len() {
+                return Err(BodyError("column shorter than its event count"));
+            }
+            // Into a pre-sized slice: no capacity check per value in the hot loop.
+            out.resize(n, T::default());
+            let cut = || BodyError("column cut short");
+            if encoding == enc::DELTA {
+                let mut prev = 0u64;
+                pos = read_varints(data, out, |v| {
+                    prev = prev.wrapping_add(varint::unzigzag(v) as u64);
+                    T::from_raw(prev)
+                })
+                .ok_or_else(cut)?;
+            } else {
+                pos = read_varints(data, out, T::from_raw).ok_or_else(cut)?;
+            }
+        }
+        enc::VBYTE | enc::GAP_VBYTE => {
+            read_vbyte(data, n, out, T::from_raw)?;
+            pos = data.len();
+        }
+        enc::SPARSE => {
+            let k = varint::read(data, &mut pos).ok_or(BodyError("sparse column cut short"))?;
+            // Every non-zero value takes two bytes at least (its gap and itself).
+            if k > n as u64 || k > data.len() as u64 / 2 {
+                return Err(BodyError("sparse column count over its bytes"));
+            }
+            out.resize(n, T::default());
+            // Two cursors, no allocation: one over the gaps, one over the values after them.
+            let short = || BodyError("sparse column cut short");
+            let mut vals = pos;
+            for _ in 0..k {
+                varint::read(data, &mut vals).ok_or_else(short)?;
+            }
+            let mut next = 0u64;
+            for _ in 0..k {
+                let gap = varint::read(data, &mut pos).ok_or_else(short)?;
+                let at = next.checked_add(gap).filter(|&p| p < n as u64);
+                let at = at.ok_or(BodyError("sparse position past the event count"))?;
+                out[at as usize] = T::from_raw(varint::read(data, &mut vals).ok_or_else(short)?);
+                next = at + 1;
+            }
+            pos = vals;
+        }
+        enc::DICT => {
+            let k = varint::read(data, &mut pos).ok_or(BodyError("dictionary cut short"))?;
+            if k == 0 || k > 256 {
+                return Err(BodyError("dictionary size out of range"));
+            }
+            let mut dict = [T::default(); 256];
+            for d in dict.iter_mut().take(k as usize) {
+                *d = T::from_raw(varint::read(data, &mut pos).ok_or(BodyError("dictionary cut short"))?);
+            }
+            let idx = data
+                .get(pos..)
+                .filter(|i| i.len() == n)
+                .ok_or(BodyError("index count does not match"))?;
+            if idx.iter().copied().max().is_some_and(|m| u64::from(m) >= k) {
+                return Err(BodyError("index past the dictionary"));
+            }
+            out.extend(idx.iter().map(|&i| dict[usize::from(i)]));
+            pos = data.len();
+        }
+        enc::PACKED_DICT => {
+            let bits = usize::from(*data.first().ok_or(BodyError("dictionary cut short"))?);
+            pos = 1;
+            let k = varint::read(data, &mut pos).ok_or(BodyError("dictionary cut short"))?;
+            if !matches!(bits, 1 | 2 | 4) || k == 0 || k > 1 << bits {
+                return Err(BodyError("dictionary size out of range"));
+            }
+            let mut dict = [T::default(); 16];
+            for d in dict.iter_mut().take(k as usize) {
+                *d = T::from_raw(varint::read(data, &mut pos).ok_or(BodyError("dictionary cut short"))?);
+            }
+            unpack_dict(&data[pos..], bits, k as usize, &dict, n, out)?;
+            pos = data.len();
+        }
+        _ => return Err(BodyError("unknown column encoding")),
+    }
+    if pos != data.len() {
+        return Err(BodyError("column longer than its event count"));
+    }
+    Ok(())
+}
