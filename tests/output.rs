@@ -13,6 +13,14 @@ fn export_csv(cap: &Path, out: &str) -> (i32, String, String) {
     run(&["export", cap.to_str().unwrap(), "--format", "csv", "-o", out])
 }
 
+/// `iocap export CAP --format csv -o OUT`, to spawn.
+fn export_cmd(cap: &Path, out: &Path) -> std::process::Command {
+    let mut c = iocap();
+    c.args(["export", cap.to_str().unwrap(), "--format", "csv", "-o"])
+        .arg(out);
+    c
+}
+
 #[test]
 fn dev_null_stays_a_device() {
     let dir = tempfile::tempdir().unwrap();
@@ -38,18 +46,7 @@ fn a_fifo_is_written_to_in_place() {
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-    let child = iocap()
-        .args([
-            "export",
-            cap.to_str().unwrap(),
-            "--format",
-            "csv",
-            "-o",
-            fifo.to_str().unwrap(),
-        ])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = export_cmd(&cap, &fifo).stderr(Stdio::piped()).spawn().unwrap();
     let mut text = String::new();
     std::fs::File::open(&fifo).unwrap().read_to_string(&mut text).unwrap();
     let out = child.wait_with_output().unwrap();
@@ -57,10 +54,7 @@ fn a_fifo_is_written_to_in_place() {
     assert_eq!(text.lines().count(), 501, "a header and 500 events");
     assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
     // `-o /dev/stdout` is a symlink to the process's own stdout (here a pipe): written through.
-    let out = iocap()
-        .args(["export", cap.to_str().unwrap(), "--format", "csv", "-o", "/dev/stdout"])
-        .output()
-        .unwrap();
+    let out = export_cmd(&cap, Path::new("/dev/stdout")).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 501);
     // A symlink to a regular file is still replaced, never written through (export_svg_heatmap).
@@ -123,18 +117,7 @@ fn a_killed_export_leaves_nothing() {
     std::fs::create_dir(&out_dir).unwrap();
     let out = out_dir.join("big.csv");
     for sig in [libc::SIGKILL, libc::SIGTERM, libc::SIGINT] {
-        let mut child = iocap()
-            .args([
-                "export",
-                cap.to_str().unwrap(),
-                "--format",
-                "csv",
-                "-o",
-                out.to_str().unwrap(),
-            ])
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = export_cmd(&cap, &out).stderr(Stdio::null()).spawn().unwrap();
         // Wait until it holds a file in out_dir open, and has written something to it.
         let fd_dir = format!("/proc/{}/fd", child.id());
         let t0 = Instant::now();
