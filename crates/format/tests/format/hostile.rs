@@ -8,6 +8,7 @@ use iocap_format::{
     ChunkDecoder, ChunkSummary, ColSet, Columns, Error, Event, Reader, FORMAT_MAJOR, LOG2_BUCKETS, MAX_CHUNK_EVENTS,
 };
 
+use crate::bombs::frame;
 use crate::util::{read_chunks, small_capture};
 
 const KIND_HEADER: u16 = 1;
@@ -15,20 +16,6 @@ const KIND_STRINGS: u16 = 2;
 const KIND_CHUNK: u16 = 6;
 const KIND_STATS: u16 = 7;
 const KIND_INDEX: u16 = 8;
-
-/// A frame with a valid checksum around any payload (the layout of FORMAT.md).
-fn frame(kind: u16, payload: &[u8]) -> Vec<u8> {
-    let mut out = b"IOFR".to_vec();
-    out.extend_from_slice(&kind.to_le_bytes());
-    out.extend_from_slice(&0u16.to_le_bytes());
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    let mut h = crc32fast::Hasher::new();
-    h.update(&out[4..12]);
-    h.update(payload);
-    out.extend_from_slice(&h.finalize().to_le_bytes());
-    out.extend_from_slice(payload);
-    out
-}
 
 /// Preamble and a minimal header frame.
 fn start(major: u16) -> Vec<u8> {
