@@ -67,6 +67,23 @@ struct Run {
     stderr: String,
 }
 
+impl Run {
+    /// Print what `cmd` on `name` cost, and check its peak RSS is within the bound.
+    fn within_memory(&self, cmd: &str, name: &str) {
+        eprintln!(
+            "{name:22} {cmd:7} peak RSS {:6.1} MB, CPU {:.2} s, exit {:?}",
+            self.rss_kib as f64 * 1024.0 / 1e6,
+            self.cpu,
+            self.code
+        );
+        assert!(
+            self.rss_kib <= MAX_RSS_KIB,
+            "{cmd} {name}: peak RSS {} KiB over 128 MB",
+            self.rss_kib
+        );
+    }
+}
+
 /// Run `iocap args`, its output thrown away, and measure it.
 fn measure(args: &[&std::ffi::OsStr]) -> Run {
     let mut err = tempfile::tempfile().unwrap();
@@ -140,17 +157,7 @@ fn crafted_files_cost_info_report_and_export_little_memory() {
         for args in commands {
             let cmd = args[0].to_string_lossy();
             let run = measure(&args);
-            eprintln!(
-                "{name:22} {cmd:7} peak RSS {:6.1} MB, CPU {:.2} s, exit {:?}",
-                run.rss_kib as f64 * 1024.0 / 1e6,
-                run.cpu,
-                run.code
-            );
-            assert!(
-                run.rss_kib <= MAX_RSS_KIB,
-                "{cmd} {name}: peak RSS {} KiB over 128 MB",
-                run.rss_kib
-            );
+            run.within_memory(&cmd, &name);
             // An error, if any, is one line, and no command is killed (an abort on allocation).
             assert!(
                 matches!(run.code, Some(0 | 1)),
@@ -395,17 +402,7 @@ fn the_viewer_scans_crafted_files_in_little_memory() {
     for file in all_files(dir.path()) {
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
         let (run, text) = view(&file, dir.path());
-        eprintln!(
-            "{name:22} view    peak RSS {:6.1} MB, CPU {:.2} s, exit {:?}",
-            run.rss_kib as f64 * 1024.0 / 1e6,
-            run.cpu,
-            run.code
-        );
-        assert!(
-            run.rss_kib <= MAX_RSS_KIB,
-            "view {name}: peak RSS {} KiB over 128 MB",
-            run.rss_kib
-        );
+        run.within_memory("view", &name);
         assert_eq!(run.code, Some(0), "view {name} did not quit cleanly: {text}");
         if name.contains("bomb") {
             // The scan answered, leaving the column bombs out and saying so.
