@@ -129,9 +129,9 @@ fn check_target(path: &Path) -> anyhow::Result<()> {
 
 /// A new capture file at `path` (0600, owned by us; what was there is replaced by a rename),
 /// with the header on disk before it gets its name: a recorder killed at any point leaves
-/// either nothing or a file that opens.
+/// either nothing or a file that opens. The caller has [`check_target`]ed the path; whatever
+/// is planted there since is replaced by the rename, never followed or written through.
 fn create_capture(path: &Path, meta: &Meta) -> anyhow::Result<Writer<BufWriter<File>>> {
-    check_target(path)?;
     let (file, mut new) = output::create(path)?;
     let writer = Writer::new(
         BufWriter::with_capacity(OUT_BUFFER, file),
