@@ -132,7 +132,8 @@ impl Recorder {
             backlog.drained(consumed.get() - before, emptied, now);
             // Not while the writer reads /proc at the start: nothing drains then, and the
             // initial limit is what that time may use.
-            if shared.ready.load(Ordering::Relaxed) {
+            let ready = shared.ready.load(Ordering::Relaxed);
+            if ready {
                 discard_before.set(match backlog.max_age(now) {
                     Some(age) => procfs::boot_ns().saturating_sub(age.as_nanos() as u64),
                     None => 0,
@@ -169,7 +170,6 @@ impl Recorder {
                 }
                 last_drops = Instant::now();
             }
-            let ready = shared.ready.load(Ordering::Relaxed);
             if last_progress.elapsed() >= Duration::from_millis(250) || ready && !told_ready {
                 told_ready = ready;
                 progress(&shared.progress(self.started));
