@@ -67,13 +67,53 @@ fn info_on_bad_files_is_one_line_and_nonzero() {
     assert!(err.contains("No such file"), "{err}");
 }
 
-/// An OS error is said once: "Is a directory (os error 21)", not that twice over.
+/// An OS error is said once: "No such file or directory (os error 2)", not that twice over.
 #[test]
 fn an_os_error_is_said_once() {
     let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.cap");
     for cmd in ["info", "report", "events"] {
-        let (code, _, err) = run(&[cmd, dir.path().to_str().unwrap()]);
+        let (code, _, err) = run(&[cmd, missing.to_str().unwrap()]);
         assert_eq!(code, 1, "{err}");
         assert_eq!(err.matches("os error").count(), 1, "{cmd}: {err}");
+    }
+}
+
+/// A FIFO, a device or a directory given as the capture is refused at once, by what it is: a
+/// FIFO used to block the open until something wrote to it, and /dev/zero read as "empty".
+#[test]
+fn paths_that_are_not_files_are_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.cap");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let cases = [
+        (fifo.to_str().unwrap(), "it is a FIFO"),
+        ("/dev/zero", "it is a device"),
+        (dir.path().to_str().unwrap(), "it is a directory"),
+    ];
+    for (path, says) in cases {
+        for cmd in ["info", "report", "view"] {
+            let mut child = crate::util::iocap()
+                .args([cmd, path])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let t0 = std::time::Instant::now();
+            while child.try_wait().unwrap().is_none() && t0.elapsed() < std::time::Duration::from_secs(10) {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            let hung = child.try_wait().unwrap().is_none();
+            if hung {
+                child.kill().unwrap();
+            }
+            let out = child.wait_with_output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!hung, "{cmd} {path} hung");
+            assert_eq!(out.status.code(), Some(1), "{cmd} {path}: {err}");
+            assert!(err.contains(says) && err.lines().count() == 1, "{cmd} {path}: {err}");
+        }
     }
 }

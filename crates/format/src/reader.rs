@@ -128,9 +128,44 @@ pub struct Reader<S: Source = File> {
 }
 
 impl Reader<File> {
-    /// Open a capture file.
+    /// Open a capture file. Anything but a regular file is refused with
+    /// [`Error::NotACapture`]: a FIFO would block the open (and cannot be read by position),
+    /// a device reads as endless or empty bytes.
     pub fn open(path: impl AsRef<Path>) -> Result<Reader<File>, Error> {
-        Reader::new(File::open(path)?)
+        let mut opts = std::fs::OpenOptions::new();
+        opts.read(true);
+        // Opening a FIFO for reading waits for a writer; without blocking it returns at once,
+        // and the check below refuses it. A regular file reads the same either way.
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut opts, libc::O_NONBLOCK);
+        let file = opts.open(path)?;
+        let kind = file.metadata()?.file_type();
+        if !kind.is_file() {
+            return Err(Error::NotACapture(not_regular(kind)));
+        }
+        Reader::new(file)
+    }
+}
+
+/// What a path that is not a regular file is, for the refusal.
+fn not_regular(kind: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "it is a FIFO, not a regular file";
+        }
+        if kind.is_char_device() || kind.is_block_device() {
+            return "it is a device, not a regular file";
+        }
+        if kind.is_socket() {
+            return "it is a socket, not a regular file";
+        }
+    }
+    if kind.is_dir() {
+        "it is a directory, not a file"
+    } else {
+        "it is not a regular file"
     }
 }
 
