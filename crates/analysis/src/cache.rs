@@ -20,17 +20,17 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use iocap_format::{Col, ColSet, ColValue, Columns};
+use iocap_format::{bits, Col, ColSet, ColValue, Columns};
 
 /// Values minus `base`, at the narrowest width that holds them: none for a constant, 1, 2 or
 /// 4 bits (event classes, syscall numbers and processes of a chunk are often a handful of
-/// values), else 8, 16, 24, 32 or 64. The widths under a byte never straddle one, so widening
-/// is a shift and a mask the compiler vectorises; 24 bits are read as a little-endian word of
-/// three bytes.
+/// values), else 8, 16, 24, 32 or 64. The widths under a byte are packed and widened by
+/// [`iocap_format::bits`], as the file's packed dictionaries are (a table lookup per byte);
+/// 24 bits are read as a little-endian word of three bytes.
 #[derive(Debug)]
 enum Packed {
     Const,
-    /// `W` bits per value, low bits first, in bytes.
+    /// 1, 2 or 4 bits per value, low bits first, in bytes.
     Bits1(Vec<u8>),
     Bits2(Vec<u8>),
     Bits4(Vec<u8>),
@@ -42,32 +42,18 @@ enum Packed {
     U64(Vec<u64>),
 }
 
-/// Offsets of `W` bits packed `8 / W` to a byte, a byte at a time.
-fn pack_bits<const W: usize>(offs: &[u64]) -> Vec<u8> {
-    offs.chunks(8 / W)
-        .map(|c| {
-            c.iter()
-                .enumerate()
-                .fold(0u8, |byte, (k, &x)| byte | ((x as u8) << (k * W)))
-        })
-        .collect()
+/// Offsets of `8 / L` bits packed `L` to a byte.
+fn pack_bits<const L: usize>(offs: &[u64]) -> Vec<u8> {
+    let mut p = Vec::with_capacity(offs.len().div_ceil(L));
+    bits::pack::<L>(offs.iter().map(|&x| x as u8), &mut p);
+    p
 }
 
-/// Replace `out` with the `n` values of `W` bits in `p`, plus `base`: a byte at a time, its
-/// `8 / W` values unrolled.
+/// Replace `out` with the `n` values of `8 / L` bits in `p`, plus `base`.
 #[inline]
-fn unpack_bits<const W: usize, T: ColValue>(p: &[u8], n: usize, base: u64, out: &mut Vec<T>) {
-    let per = 8 / W;
-    let mask = (1u8 << W) - 1;
-    out.clear();
-    out.resize(p.len() * per, T::default());
-    for (dst, &byte) in out.chunks_exact_mut(per).zip(p) {
-        for (k, d) in dst.iter_mut().enumerate() {
-            *d = T::from_raw(base + u64::from((byte >> (k * W)) & mask));
-        }
-    }
-    // The last byte's padding goes; a short `p` (never written so) reads as the base.
-    out.resize(n, T::from_raw(base));
+fn unpack_bits<const L: usize, T: ColValue>(p: &[u8], n: usize, base: u64, out: &mut Vec<T>) {
+    let table = bits::table::<T, L>(|off| T::from_raw(base + u64::from(off)));
+    bits::unpack(p, n, &table, out);
 }
 
 /// One cached column of one chunk.
@@ -119,9 +105,9 @@ impl Narrow {
             .collect();
         let packed = match width {
             0 => Packed::Const,
-            1 => Packed::Bits1(pack_bits::<1>(&offs)),
-            2 => Packed::Bits2(pack_bits::<2>(&offs)),
-            4 => Packed::Bits4(pack_bits::<4>(&offs)),
+            1 => Packed::Bits1(pack_bits::<8>(&offs)),
+            2 => Packed::Bits2(pack_bits::<4>(&offs)),
+            4 => Packed::Bits4(pack_bits::<2>(&offs)),
             8 => Packed::U8(offs.iter().map(|&x| x as u8).collect()),
             16 => Packed::U16(offs.iter().map(|&x| x as u16).collect()),
             24 => {
@@ -166,9 +152,9 @@ impl Narrow {
         let (b, n) = (self.base, self.len);
         match &self.packed {
             Packed::Const => out.resize(n, T::from_raw(b)),
-            Packed::Bits1(p) => unpack_bits::<1, T>(p, n, b, out),
-            Packed::Bits2(p) => unpack_bits::<2, T>(p, n, b, out),
-            Packed::Bits4(p) => unpack_bits::<4, T>(p, n, b, out),
+            Packed::Bits1(p) => unpack_bits::<8, T>(p, n, b, out),
+            Packed::Bits2(p) => unpack_bits::<4, T>(p, n, b, out),
+            Packed::Bits4(p) => unpack_bits::<2, T>(p, n, b, out),
             Packed::U8(p) => out.extend(p.iter().map(|&x| T::from_raw(b + u64::from(x)))),
             Packed::U16(p) => out.extend(p.iter().map(|&x| T::from_raw(b + u64::from(x)))),
             Packed::U24(p) => out.extend(

@@ -4,6 +4,7 @@
 //! limits, the chunk body's layout) and picks a codec per column.
 
 use super::{enc, BodyError, ColValue, Columns};
+use crate::bits;
 use crate::model::Class;
 use crate::pack::{self, Unpacker};
 use crate::varint;
@@ -375,14 +376,14 @@ pub(super) fn packed_bits(k: usize) -> usize {
 /// per byte instead of per event: the small-dictionary columns (tid, nr, fd, file) are most
 /// of a chunk's columns, and were most of its decoding time.
 pub(super) fn pack_dict(out: &mut Vec<u8>, start: usize, n: usize, k: usize) {
-    let bits = packed_bits(k);
-    let per_byte = 8 / bits;
+    let width = packed_bits(k);
     let idx = out.split_off(out.len() - n);
-    out.insert(start, bits as u8);
-    out.extend(
-        idx.chunks(per_byte)
-            .map(|c| c.iter().enumerate().fold(0u8, |b, (j, &i)| b | i << (j * bits))),
-    );
+    out.insert(start, width as u8);
+    match width {
+        1 => bits::pack::<8>(idx, out),
+        2 => bits::pack::<4>(idx, out),
+        _ => bits::pack::<2>(idx, out),
+    }
 }
 
 /// Decode the indices of a [`enc::PACKED_DICT`] column (everything after its keys) into `n`
@@ -410,37 +411,22 @@ pub(super) fn unpack_lanes<T: ColValue, const L: usize>(
     n: usize,
     out: &mut Vec<T>,
 ) -> Result<(), BodyError> {
-    let bits = 8 / L;
     if packed.len() != n.div_ceil(L) {
         return Err(BodyError("index count does not match"));
     }
     // Every byte's values, and whether all its indices are below `k`.
-    let mask = (1usize << bits) - 1;
-    let mut table = [[T::default(); L]; 256];
-    let mut valid = [true; 256];
-    for (b, (vals, ok)) in table.iter_mut().zip(valid.iter_mut()).enumerate() {
-        for (j, v) in vals.iter_mut().enumerate() {
-            let i = (b >> (j * bits)) & mask;
-            *v = dict[i];
-            *ok &= i < k;
-        }
-    }
+    let table = bits::table::<T, L>(|i| dict[usize::from(i)]);
+    let valid = bits::table::<bool, L>(|i| usize::from(i) < k).map(|lanes| lanes == [true; L]);
     if !packed.iter().all(|&b| valid[usize::from(b)]) {
         return Err(BodyError("index past the dictionary"));
     }
-    let full = n / L;
-    out.resize(n, T::default());
-    let (whole, rest) = out.split_at_mut(full * L);
-    for (dst, &b) in whole.chunks_exact_mut(L).zip(packed) {
-        dst.copy_from_slice(&table[usize::from(b)]);
-    }
-    if let Some(&last) = packed.get(full) {
+    if let Some(&last) = packed.get(n / L) {
         // Bits past the last index are zero, so a column has one form.
-        if usize::from(last) >> (rest.len() * bits) != 0 {
+        if usize::from(last) >> (n % L * (8 / L)) != 0 {
             return Err(BodyError("bits set past the last index"));
         }
-        rest.copy_from_slice(&table[usize::from(last)][..rest.len()]);
     }
+    bits::unpack(packed, n, &table, out);
     Ok(())
 }
 
