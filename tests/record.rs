@@ -23,7 +23,7 @@ fn can_record() -> bool {
 
 /// Start a recording test (`None`: it cannot run here, and says why). A recorder starved by
 /// another test's flood drops events the test counts on: see [`machine_shared`].
-fn recording() -> Option<RwLockReadGuard<'static, ()>> {
+pub(crate) fn recording() -> Option<RwLockReadGuard<'static, ()>> {
     can_record().then(machine_shared)
 }
 
@@ -57,7 +57,7 @@ int main(int argc, char **argv) {
 "#;
 
 /// Compile the C program `src` into `dir/name` (with `-O1 -pthread`).
-fn build_c(dir: &Path, name: &str, src: &str) -> PathBuf {
+pub(crate) fn build_c(dir: &Path, name: &str, src: &str) -> PathBuf {
     let c = dir.join(format!("{name}.c"));
     std::fs::write(&c, src).unwrap();
     let bin = dir.join(name);
@@ -75,11 +75,11 @@ fn build_prog(dir: &Path) -> PathBuf {
     build_c(dir, "pwriter", PROG)
 }
 
-fn events(r: &Reader<std::fs::File>) -> Vec<Event> {
+pub(crate) fn events(r: &Reader<std::fs::File>) -> Vec<Event> {
     r.events().map(|e| e.expect("event decodes")).collect()
 }
 
-fn nr(name: &str) -> u32 {
+pub(crate) fn nr(name: &str) -> u32 {
     iocap_format::syscalls::number("x86_64", name).unwrap()
 }
 

@@ -2,6 +2,8 @@
 
 mod util;
 
+#[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
+mod cause;
 mod filter;
 mod hostile;
 mod info;

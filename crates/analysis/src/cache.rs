@@ -257,6 +257,26 @@ macro_rules! with_col {
                 let $v = &mut $cols.flags;
                 $body
             }
+            Col::Cause => {
+                let $v = &mut $cols.cause;
+                $body
+            }
+            Col::Link => {
+                let $v = &mut $cols.link;
+                $body
+            }
+            Col::DiskReqs => {
+                let $v = &mut $cols.disk_reqs;
+                $body
+            }
+            Col::DiskBytes => {
+                let $v = &mut $cols.disk_bytes;
+                $body
+            }
+            Col::DiskTime => {
+                let $v = &mut $cols.disk_time;
+                $body
+            }
         }
     };
 }

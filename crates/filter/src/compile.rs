@@ -7,7 +7,7 @@
 //! form means exactly what `fields::value` says. Evaluation is then integer scans: a range test
 //! on a column, or a bit test of an id in a precomputed set, 64 events to a word.
 
-use iocap_format::{ChunkSummary, Class, Col, ColSet, Columns, Event, Meta, Tables};
+use iocap_format::{Cause, ChunkSummary, Class, Col, ColSet, Columns, Event, Meta, Tables};
 
 use crate::bitmap::Bitmap;
 use crate::check::{Node, Pred, Test};
@@ -45,6 +45,9 @@ enum NumSrc {
     Queue,
     /// `queue + latency`, saturating.
     QueueLatency,
+    DiskReqs,
+    DiskBytes,
+    DiskTime,
 }
 
 /// A column whose values are ids tested against an [`IdSet`].
@@ -57,6 +60,10 @@ enum IdSrc {
     /// Known bits of the block flags.
     Flags,
     Dev,
+    /// A block request's [`iocap_format::Cause`] code.
+    Cause,
+    /// The syscall number of a block request (its linked syscall's).
+    Nr,
 }
 
 #[derive(Clone, Debug)]
@@ -268,6 +275,19 @@ fn compile_node(node: &Node, meta: &Meta, tables: &Tables) -> CNode {
             CNode::Not(inner) => *inner,
             c => CNode::Not(Box::new(c)),
         },
+        Node::Pred(p) if p.field == FieldId::BlkSyscall => {
+            // blk.syscall is absent unless a syscall issued the request: the number test
+            // and the cause test together.
+            let syscall_caused = Kernel::Ids {
+                src: IdSrc::Cause,
+                class: Some(BLOCK),
+                set: IdSet::build([(Cause::Syscall as u64, true)], 256, Beyond::Const(false)),
+            };
+            CNode::And(vec![
+                CNode::Leaf(syscall_caused),
+                CNode::Leaf(compile_pred(p, meta, tables)),
+            ])
+        }
         Node::Pred(p) => CNode::Leaf(compile_pred(p, meta, tables)),
     }
 }
@@ -415,6 +435,42 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables) -> Kernel {
         FieldId::BlkQueue => num(NumSrc::Queue, Some(BLOCK)),
         FieldId::BlkLatency => num(NumSrc::Latency, Some(BLOCK)),
         FieldId::BlkTotal => num(NumSrc::QueueLatency, Some(BLOCK)),
+        FieldId::DiskRequests => num(NumSrc::DiskReqs, Some(SYSCALL)),
+        FieldId::DiskBytes => num(NumSrc::DiskBytes, Some(SYSCALL)),
+        FieldId::DiskTime => num(NumSrc::DiskTime, Some(SYSCALL)),
+        FieldId::BlkCause => {
+            let ids = (0..256u64).map(|c| {
+                let e = Event {
+                    class: Class::Block,
+                    cause: c as u8,
+                    ..Event::default()
+                };
+                (c, passes(&e))
+            });
+            Kernel::Ids {
+                src: IdSrc::Cause,
+                class: Some(BLOCK),
+                set: IdSet::build(ids, 256, Beyond::Const(false)),
+            }
+        }
+        FieldId::BlkSyscall => {
+            // Only on requests a syscall issued (see `compile` for the cause half): decided
+            // here over the syscall numbers those carry.
+            let ids = (0..1024u64).map(|nr| {
+                let e = Event {
+                    class: Class::Block,
+                    cause: Cause::Syscall as u8,
+                    nr: nr as u32,
+                    ..Event::default()
+                };
+                (nr, passes(&e))
+            });
+            Kernel::Ids {
+                src: IdSrc::Nr,
+                class: Some(BLOCK),
+                set: IdSet::build(ids, 1024, eval_beyond()),
+            }
+        }
         FieldId::ProcName | FieldId::ProcExe | FieldId::ProcCmdline | FieldId::ProcPpid => {
             let ids = tables.procs().iter().map(|pr| {
                 let e = Event {
@@ -537,6 +593,9 @@ impl Kernel {
                     NumSrc::Sector => ColSet::NONE.with(Col::Sector),
                     NumSrc::Queue => ColSet::NONE.with(Col::Queue),
                     NumSrc::QueueLatency => ColSet::NONE.with(Col::Queue).with(Col::Latency),
+                    NumSrc::DiskReqs => ColSet::NONE.with(Col::DiskReqs),
+                    NumSrc::DiskBytes => ColSet::NONE.with(Col::DiskBytes),
+                    NumSrc::DiskTime => ColSet::NONE.with(Col::DiskTime),
                 };
                 cols.union(class(c))
             }
@@ -547,6 +606,8 @@ impl Kernel {
                     IdSrc::Errno => Col::Ret,
                     IdSrc::Flags => Col::Flags,
                     IdSrc::Dev => Col::Dev,
+                    IdSrc::Cause => Col::Cause,
+                    IdSrc::Nr => Col::Nr,
                 };
                 ColSet::NONE.with(col).union(class(c))
             }
@@ -709,6 +770,33 @@ impl Kernel {
                         scan_num(&col(&cols.sector, n), cl, |x| x, always, (ranges, *negate), words, mode)
                     }
                     NumSrc::Queue => scan_num(&col(&cols.queue, n), cl, |x| x, always, (ranges, *negate), words, mode),
+                    NumSrc::DiskTime => scan_num(
+                        &col(&cols.disk_time, n),
+                        cl,
+                        |x| x,
+                        always,
+                        (ranges, *negate),
+                        words,
+                        mode,
+                    ),
+                    NumSrc::DiskBytes => scan_num(
+                        &col(&cols.disk_bytes, n),
+                        cl,
+                        |x| x,
+                        always,
+                        (ranges, *negate),
+                        words,
+                        mode,
+                    ),
+                    NumSrc::DiskReqs => scan_num(
+                        &col(&cols.disk_reqs, n),
+                        cl,
+                        u64::from,
+                        always,
+                        (ranges, *negate),
+                        words,
+                        mode,
+                    ),
                     NumSrc::Pid => scan_num(
                         &col(&cols.pid, n),
                         cl,
@@ -783,6 +871,8 @@ impl Kernel {
                             None => scan1(&devs, words, mode, test),
                         }
                     }
+                    IdSrc::Cause => scan_ids(&col(&cols.cause, n), cl, u64::from, set, words, mode),
+                    IdSrc::Nr => scan_ids(&col(&cols.nr, n), cl, u64::from, set, words, mode),
                     IdSrc::Errno => {
                         let rets = col(&cols.ret, n);
                         scan1(&rets, words, mode, |r: i64| r < 0 && set.contains(r.unsigned_abs()))

@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use iocap_format::{blk_flags, dev_parts, syscalls, BlockOp, Class, Event, FdType, Meta, Tables};
+use iocap_format::{blk_flags, dev_parts, syscalls, BlockOp, Cause, Class, Event, FdType, Meta, Tables};
 
 use crate::lookup::Lookup;
 
@@ -122,6 +122,16 @@ pub enum FieldId {
     BlkLatency,
     /// `blk.total`.
     BlkTotal,
+    /// `blk.cause`.
+    BlkCause,
+    /// `blk.syscall`.
+    BlkSyscall,
+    /// `disk.requests`.
+    DiskRequests,
+    /// `disk.bytes`.
+    DiskBytes,
+    /// `disk.time`.
+    DiskTime,
 }
 
 /// One field as `iocap fields` lists it.
@@ -292,6 +302,36 @@ static FIELDS: &[FieldInfo] = &[
         FieldId::BlkTotal,
         "blk.queue + blk.latency: insert to completion",
     ),
+    f(
+        "blk.cause",
+        T::Str,
+        FieldId::BlkCause,
+        "what issued a block request: syscall, writeback (a flusher thread) or none",
+    ),
+    f(
+        "blk.syscall",
+        T::Str,
+        FieldId::BlkSyscall,
+        "type of the syscall that issued a block request (pread64, fsync...)",
+    ),
+    f(
+        "disk.requests",
+        T::UInt,
+        FieldId::DiskRequests,
+        "block requests a syscall issued",
+    ),
+    f(
+        "disk.bytes",
+        T::Bytes,
+        FieldId::DiskBytes,
+        "bytes of the block requests a syscall issued",
+    ),
+    f(
+        "disk.time",
+        T::Duration,
+        FieldId::DiskTime,
+        "part of a syscall's latency with one of its block requests in flight",
+    ),
 ];
 
 /// Every field, aliases included, in the order `iocap fields` lists them.
@@ -373,6 +413,7 @@ pub fn value_in<'a, L: Lookup + ?Sized>(field: &FieldInfo, e: &Event, meta: &Met
     let proc = || tables.lookup_proc(e.proc);
     let file = || tables.lookup_file(e.file);
     let blk = |v: Value<'a>| if block { v } else { Value::Absent };
+    let sys = |v: Value<'a>| if block { Value::Absent } else { v };
     let s = |x: &'a str| Value::Str(Cow::Borrowed(x));
     match field.id {
         FieldId::ProcName => proc().map_or(Value::Absent, |p| s(p.name)),
@@ -419,6 +460,14 @@ pub fn value_in<'a, L: Lookup + ?Sized>(field: &FieldInfo, e: &Event, meta: &Met
         FieldId::BlkFlags => blk(Value::Str(Cow::Borrowed(flags_name(e.flags)))),
         FieldId::BlkLatency => blk(Value::Duration(e.latency)),
         FieldId::BlkTotal => blk(Value::Duration(e.queue.saturating_add(e.latency))),
+        FieldId::BlkCause => blk(s(Cause::from_code(e.cause).name())),
+        FieldId::BlkSyscall => match Cause::from_code(e.cause) {
+            Cause::Syscall if block => Value::Str(syscall_name(&meta.arch, e.nr)),
+            _ => Value::Absent,
+        },
+        FieldId::DiskRequests => sys(Value::UInt(u64::from(e.disk_reqs))),
+        FieldId::DiskBytes => sys(Value::Bytes(e.disk_bytes)),
+        FieldId::DiskTime => sys(Value::Duration(e.disk_time)),
     }
 }
 
@@ -586,6 +635,8 @@ pub(crate) fn vocabulary(id: FieldId) -> Option<Vec<&'static str>> {
         FieldId::FdType => FdType::ALL.iter().map(|t| t.name()).collect(),
         FieldId::IoDir => vec!["read", "write", "none"],
         FieldId::BlkOp => vec!["read", "write", "flush", "discard", "other"],
+        FieldId::BlkCause => Cause::ALL.iter().map(|c| c.name()).collect(),
+        FieldId::BlkSyscall => syscalls::names("x86_64").collect(),
         FieldId::EvtType => syscalls::names("x86_64").chain(["block"]).collect(),
         FieldId::EvtErrno => errno_names().collect(),
         _ => return None,
@@ -597,7 +648,7 @@ pub(crate) fn vocabulary(id: FieldId) -> Option<Vec<&'static str>> {
 pub(crate) fn is_numbered_name(id: FieldId, v: &str) -> bool {
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     match id {
-        FieldId::EvtType => v.strip_prefix("sys_").is_some_and(digits),
+        FieldId::EvtType | FieldId::BlkSyscall => v.strip_prefix("sys_").is_some_and(digits),
         FieldId::EvtErrno => v.strip_prefix("errno_").is_some_and(digits),
         _ => false,
     }

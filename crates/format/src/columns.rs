@@ -58,6 +58,16 @@ pub enum Col {
     Op = 14,
     /// [`Event::flags`].
     Flags = 15,
+    /// [`Event::cause`] (since 1.3).
+    Cause = 16,
+    /// [`Event::link`] (since 1.3).
+    Link = 17,
+    /// [`Event::disk_reqs`] (since 1.3).
+    DiskReqs = 18,
+    /// [`Event::disk_bytes`] (since 1.3).
+    DiskBytes = 19,
+    /// [`Event::disk_time`] (since 1.3).
+    DiskTime = 20,
 }
 
 /// A set of columns, for decoding only what a filter or an aggregation reads.
@@ -97,7 +107,7 @@ impl FromIterator<Col> for ColSet {
     }
 }
 
-const NCOLS: u32 = 16;
+const NCOLS: u32 = 21;
 
 impl Col {
     /// Every column, by on-disk id (`Col::ALL[id]` is the column with that id).
@@ -118,6 +128,11 @@ impl Col {
         Col::Queue,
         Col::Op,
         Col::Flags,
+        Col::Cause,
+        Col::Link,
+        Col::DiskReqs,
+        Col::DiskBytes,
+        Col::DiskTime,
     ];
 }
 
@@ -133,8 +148,16 @@ impl Col {
     /// and `i32` (zigzag), 64 for `u64` and `i64` (zigzag).
     pub(crate) const fn raw_bits(self) -> u32 {
         match self {
-            Col::Class | Col::Op => 8,
-            Col::Ts | Col::Latency | Col::Ret | Col::Bytes | Col::Sector | Col::Queue => 64,
+            Col::Class | Col::Op | Col::Cause => 8,
+            Col::Ts
+            | Col::Latency
+            | Col::Ret
+            | Col::Bytes
+            | Col::Sector
+            | Col::Queue
+            | Col::Link
+            | Col::DiskBytes
+            | Col::DiskTime => 64,
             _ => 32,
         }
     }
@@ -339,7 +362,7 @@ macro_rules! columns {
                         {
                             // VBYTE is tried for the latency-like columns only: on ids and
                             // sizes (file, bytes) zstd finds more in varints.
-                            let vbyte = matches!(Col::$col, Col::Latency | Col::Queue);
+                            let vbyte = matches!(Col::$col, Col::Latency | Col::Queue | Col::DiskTime);
                             encode_column(columns!(@raw self, $field), self.len, $delta, vbyte, scratch)
                         }
                     };
@@ -543,6 +566,16 @@ columns! {
     op: u8 = Op, false;
     /// [`Event::flags`] (block), [`blk_flags`](crate::blk_flags) bits.
     flags: u32 = Flags, false;
+    /// [`Event::cause`] (block), a [`Cause`](crate::Cause) code.
+    cause: u8 = Cause, false;
+    /// [`Event::link`] (block): how long before `ts` the linked syscall started.
+    link: u64 = Link, false;
+    /// [`Event::disk_reqs`] (syscall).
+    disk_reqs: u32 = DiskReqs, false;
+    /// [`Event::disk_bytes`] (syscall).
+    disk_bytes: u64 = DiskBytes, false;
+    /// [`Event::disk_time`] (syscall), ns.
+    disk_time: u64 = DiskTime, false;
 }
 
 impl Columns {
@@ -587,6 +620,11 @@ mod tests {
                 queue: 0,
                 op: 1,
                 flags: 0,
+                cause: if i % 7 == 0 { (i % 3) as u8 } else { 0 },
+                link: if i % 7 == 0 { (i as u64 * 13) % 900 } else { 0 },
+                disk_reqs: if i % 13 == 0 { 2 } else { 0 },
+                disk_bytes: if i % 13 == 0 { 8192 } else { 0 },
+                disk_time: if i % 13 == 0 { 40_000 + i as u64 } else { 0 },
             })
             .collect()
     }

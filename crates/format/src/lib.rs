@@ -44,7 +44,8 @@ pub use columns::{Col, ColSet, ColValue, Columns, MAX_CHUNK_EVENTS};
 pub use error::{Error, Limit};
 pub use frame::{FORMAT_MAJOR, FORMAT_MINOR};
 pub use model::{
-    blk_flags, dev_parts, mkdev, BlockOp, Class, Device, DropStats, Event, FdType, FileEntry, Meta, ProcEntry, StrId,
+    blk_flags, dev_parts, mkdev, BlockOp, Cause, Class, Device, DropStats, Event, FdType, FileEntry, Meta, ProcEntry,
+    StrId,
 };
 pub use reader::{ChunkDecoder, ChunkInfo, Reader, Source};
 pub use summary::{log2_bucket, log2_bucket_range, ChunkSummary, LOG2_BUCKETS};

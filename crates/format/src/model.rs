@@ -144,6 +144,53 @@ pub struct Event {
     pub op: u8,
     /// Block: [`blk_flags`] bits.
     pub flags: u32,
+    /// Block: what the request was issued for, a [`Cause`] code. Syscalls: 0.
+    pub cause: u8,
+    /// Block with cause [`Cause::Syscall`]: how long before this request's `ts` that syscall
+    /// started, so its event is the syscall of the same `tid` (the submitting thread) at
+    /// `ts - link`. Kept as an offset, which is small and compresses. 0 otherwise.
+    pub link: u64,
+    /// Syscall: block requests it issued (created while it was in flight). Block: 0.
+    pub disk_reqs: u32,
+    /// Syscall: the bytes of those requests, as issued to the device. Block: 0.
+    pub disk_bytes: u64,
+    /// Syscall: ns of its latency during which at least one of its requests was in the block
+    /// layer (created, not yet complete). Block: 0.
+    pub disk_time: u64,
+}
+
+/// Why a block request was issued: the span its submitting thread was inside when the request
+/// was created (since format 1.3; older captures read as [`Cause::None`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Cause {
+    /// Outside any traced span: a page fault, readahead from a kernel thread, a journal, or a
+    /// capture older than 1.3.
+    #[default]
+    None = 0,
+    /// A syscall of the submitting thread, which [`Event::link`] and `tid` name.
+    Syscall = 1,
+    /// A flusher thread writing back one inode's dirty pages.
+    Writeback = 2,
+}
+
+impl Cause {
+    /// Every cause, by on-disk code.
+    pub const ALL: [Cause; 3] = [Cause::None, Cause::Syscall, Cause::Writeback];
+
+    /// The cause with this on-disk code; unknown codes read as [`Cause::None`].
+    pub fn from_code(code: u8) -> Cause {
+        Cause::ALL.get(usize::from(code)).copied().unwrap_or_default()
+    }
+
+    /// The name used by the filter language (`blk.cause`): `none`, `syscall`, `writeback`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Cause::None => "none",
+            Cause::Syscall => "syscall",
+            Cause::Writeback => "writeback",
+        }
+    }
 }
 
 impl Event {

@@ -139,7 +139,8 @@ struct inflight {
 	__u64 ts; /* enter time; 0 when no traced syscall is in flight */
 	__s64 arg0;
 	__u64 arg1;
-	__u32 nr;
+	__u16 nr;
+	__u16 io;  /* it created a block request: see `callio` */
 	__u32 tid; /* whose call it is (the per-CPU slot is shared by every thread of the CPU) */
 };
 
@@ -157,6 +158,10 @@ struct tctx {
 	__u32 gen; /* with filter_pids: pids_gen + 1 when `traced` was decided (0: never) */
 	__u8 traced;
 	__u8 pad[3];
+	/* A flusher thread: the inode it is writing back (writeback_single_inode), else 0. */
+	__u64 wb_ino;
+	__u32 wb_dev;
+	__u32 pad2;
 };
 
 struct {
@@ -193,14 +198,50 @@ struct rq_info {
 	__u32 pid;
 	__u32 bytes;
 	char comm[COMM_LEN];
+	/* The span the creating task was inside (rec_blk's fields of the same names). */
+	__u32 tid;
+	__u16 nr;
+	__u8 cause;
+	__u8 pad;
+	__s32 fd;
+	__u32 ino_dev;
+	__u64 link;
+	__u64 ino;
 };
 
+/*
+ * LRU: a request the kernel frees without completing it (merged into another, a driver that
+ * fails it early) must not hold its entry forever.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u64);
 	__type(value, struct rq_info);
 } rqs SEC(".maps");
+
+/* A syscall that created block requests, from its first request until it exits. */
+struct call_key {
+	__u32 tid;
+	__u32 pad;
+	__u64 ts; /* enter, as inflight.ts */
+};
+
+struct call_io {
+	__u32 reqs;
+	__u32 inflight; /* its requests created and not yet complete */
+	__u64 bytes;
+	__u64 busy_since; /* when inflight last went from 0 to 1 */
+	__u64 disk;       /* closed busy periods so far */
+};
+
+/* LRU: a thread killed in the middle of its call never reaches sys_exit. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct call_key);
+	__type(value, struct call_io);
+} callio SEC(".maps");
 
 static __always_inline void count_drop(void)
 {
@@ -375,6 +416,7 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 		return 0;
 	c->tid = task->pid;
 	c->nr = id;
+	c->io = 0;
 	c->arg0 = regs->di;
 	/* socketpair's int sv[2] is its fourth argument; everything else needs at most the second. */
 	c->arg1 = id == NR_socketpair ? regs->r10 : regs->si;
@@ -438,6 +480,7 @@ static __noinline int emit_fd(int fd, __u32 nr, int dirfd, __u64 ts, bool with_p
 		r->mode = BPF_CORE_READ(ino, i_mode);
 		r->magic = BPF_CORE_READ(ino, i_sb, s_magic);
 		r->sdev = BPF_CORE_READ(ino, i_sb, s_dev);
+		r->ino = BPF_CORE_READ(ino, i_ino);
 		if (dn)
 			bpf_probe_read_kernel_str(r->dname, sizeof(r->dname), dn);
 		if ((r->mode & 0170000) == 0140000) {
@@ -592,6 +635,50 @@ static __noinline int emit_sys_wide(__u32 nr, __s64 arg0, __u64 ts, __u64 lat, l
 	return 0;
 }
 
+/*
+ * A call that created block requests: the wide record with what they did, from `callio`. A
+ * request still in flight at exit counts until now.
+ */
+static __noinline int emit_sys_io(struct inflight *call, __u64 now, long ret)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct call_key key = { .tid = (__u32)pid_tgid, .ts = call->ts };
+	struct call_io *io = bpf_map_lookup_elem(&callio, &key);
+	struct rec_sysio *e;
+	__u32 reqs = 0;
+	__u64 bytes = 0, disk = 0;
+
+	if (io) {
+		reqs = io->reqs;
+		bytes = io->bytes;
+		disk = io->disk;
+		if (io->inflight && now > io->busy_since)
+			disk += now - io->busy_since;
+		bpf_map_delete_elem(&callio, &key);
+	}
+	if (shed())
+		return 0;
+	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
+	if (!e) {
+		count_drop();
+		return 0;
+	}
+	e->kind = REC_SYSIO;
+	e->nr = call->nr;
+	e->tid = pid_tgid;
+	e->pid = pid_tgid >> 32;
+	e->arg0 = call->arg0;
+	e->ts = call->ts;
+	e->lat = now - call->ts;
+	e->ret = ret;
+	e->reqs = reqs;
+	e->pad = 0;
+	e->bytes = bytes;
+	e->disk = disk;
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	return 0;
+}
+
 SEC("tp_btf/sys_exit")
 int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 {
@@ -636,6 +723,8 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	/* Other calls were judged at enter; these may have changed the name since (see always_followed). */
 	if ((filter_nrs || n_comms) && always_followed(nr) && !wanted(task, nr))
 		return 0;
+	if (call.io)
+		return emit_sys_io(&call, now, ret);
 	if (lat >> 32 || ret != (__s32)ret)
 		return emit_sys_wide(nr, call.arg0, ts, lat, ret);
 	if (shed())
@@ -806,20 +895,115 @@ int BPF_PROG(proc_rename, struct task_struct *t, const char *comm)
 
 /* ---- block requests ---- */
 
+/* The inode whose page `pg` is, when it belongs to a file (not anonymous memory). */
+static __always_inline void page_inode(struct page *pg, __u64 *ino, __u32 *dev)
+{
+	unsigned long head = BPF_CORE_READ(pg, compound_head);
+	unsigned long m;
+	struct inode *host;
+
+	if (head & 1) /* a tail page of a folio: the mapping is the head's */
+		pg = (struct page *)(head - 1);
+	m = (unsigned long)BPF_CORE_READ(pg, mapping);
+	if (!m || (m & 3)) /* none, or anonymous / movable (PAGE_MAPPING_FLAGS) */
+		return;
+	host = BPF_CORE_READ((struct address_space *)m, host);
+	if (!host)
+		return;
+	*ino = BPF_CORE_READ(host, i_ino);
+	*dev = BPF_CORE_READ(host, i_sb, s_dev);
+}
+
+/*
+ * A new request: who created it and inside which span. Runs in the creating task's context
+ * (block_io_start, or the first insert/issue on a kernel without it): the syscall it is in
+ * (its in-flight call, per CPU or in task storage), else the inode a flusher is writing back.
+ */
+static __noinline int rq_new(struct request *rq, __u64 now)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 key = (__u64)rq;
+	__u32 zero = 0, tid = task->pid;
+	struct rq_info n = {};
+	struct inflight *c = NULL;
+	struct tctx *t;
+	struct bio *bio;
+
+	t = bpf_task_storage_get(&tstore, task, 0, 0);
+	/*
+	 * With a pid filter a flusher is not traced, but the writeback of a traced process's
+	 * files is part of its I/O: userspace keeps the requests for inodes it opened.
+	 */
+	if (!traced(task->tgid) && !(filter_pids && t && t->wb_ino))
+		return 0;
+	n.pid = task->tgid;
+	n.tid = tid;
+	n.fd = -1;
+	bpf_get_current_comm(n.comm, sizeof(n.comm));
+	if (cpu_slot) {
+		c = bpf_map_lookup_elem(&cpu_call, &zero);
+		if (c && !(c->ts && c->tid == tid))
+			c = NULL;
+	}
+	if (!c && t && t->call.ts)
+		c = &t->call;
+	if (c) {
+		struct call_key ck = { .tid = tid, .ts = c->ts };
+		struct call_io *io = bpf_map_lookup_elem(&callio, &ck);
+
+		n.cause = CAUSE_SYSCALL;
+		n.nr = c->nr;
+		n.fd = c->arg0;
+		n.link = c->ts;
+		c->io = 1;
+		if (!io) {
+			struct call_io fresh = { .reqs = 1, .inflight = 1, .busy_since = now };
+			bpf_map_update_elem(&callio, &ck, &fresh, BPF_ANY);
+		} else {
+			io->reqs++;
+			if (io->inflight++ == 0)
+				io->busy_since = now;
+		}
+	} else if (t && t->wb_ino) {
+		n.cause = CAUSE_WRITEBACK;
+		n.ino = t->wb_ino;
+		n.ino_dev = t->wb_dev;
+	}
+	if (!n.ino) {
+		bio = BPF_CORE_READ(rq, bio);
+		if (bio)
+			page_inode(BPF_CORE_READ(bio, bi_io_vec, bv_page), &n.ino, &n.ino_dev);
+	}
+	bpf_map_update_elem(&rqs, &key, &n, BPF_ANY);
+	return 0;
+}
+
+/* The syscall a request was linked to, while it is still in flight. */
+static __always_inline struct call_io *rq_call(struct rq_info *i)
+{
+	struct call_key ck = { .tid = i->tid, .ts = i->link };
+
+	if (i->cause != CAUSE_SYSCALL)
+		return NULL;
+	return bpf_map_lookup_elem(&callio, &ck);
+}
+
+/* A request leaves the block layer (completed, or merged into another): its call's busy time. */
+static __always_inline void rq_done(struct rq_info *i, __u64 now)
+{
+	struct call_io *io = rq_call(i);
+
+	if (io && io->inflight && --io->inflight == 0 && now > io->busy_since)
+		io->disk += now - io->busy_since;
+}
+
 static __always_inline void rq_track(struct request *rq, bool insert)
 {
-	__u64 key = (__u64)rq, now = bpf_ktime_get_boot_ns();
+	__u64 key = (__u64)rq, now = bpf_ktime_get_ns();
 	struct rq_info *i = bpf_map_lookup_elem(&rqs, &key);
 
 	if (!i) {
-		/* Submission context: the task doing the I/O (blamed only here, never at completion). */
-		__u64 pid_tgid = bpf_get_current_pid_tgid();
-		struct rq_info n = {};
-		if (!traced(pid_tgid >> 32))
-			return;
-		n.pid = pid_tgid >> 32;
-		bpf_get_current_comm(n.comm, sizeof(n.comm));
-		bpf_map_update_elem(&rqs, &key, &n, BPF_ANY);
+		rq_new(rq, now);
 		i = bpf_map_lookup_elem(&rqs, &key);
 		if (!i)
 			return;
@@ -827,9 +1011,38 @@ static __always_inline void rq_track(struct request *rq, bool insert)
 	if (insert) {
 		i->insert = now;
 	} else {
+		struct call_io *io = rq_call(i);
+
 		i->issue = now;
 		i->bytes = rq->__data_len;
+		if (io)
+			io->bytes += i->bytes;
 	}
+}
+
+SEC("tp_btf/block_io_start")
+int BPF_PROG(blk_start, struct request *rq)
+{
+	if (want_blk)
+		rq_new(rq, bpf_ktime_get_ns());
+	return 0;
+}
+
+/* A request merged into another is freed without completing: it is the other one now. */
+SEC("tp_btf/block_rq_merge")
+int BPF_PROG(blk_merge, struct request *rq)
+{
+	__u64 key = (__u64)rq;
+	struct rq_info *i;
+
+	if (!want_blk)
+		return 0;
+	i = bpf_map_lookup_elem(&rqs, &key);
+	if (i) {
+		rq_done(i, bpf_ktime_get_ns());
+		bpf_map_delete_elem(&rqs, &key);
+	}
+	return 0;
 }
 
 SEC("tp_btf/block_rq_insert")
@@ -845,6 +1058,35 @@ int BPF_PROG(blk_issue, struct request *rq)
 {
 	if (want_blk)
 		rq_track(rq, false);
+	return 0;
+}
+
+/* A flusher thread writes back one inode: requests it creates until the end are for it. */
+SEC("tp_btf/writeback_single_inode_start")
+int BPF_PROG(wb_start, struct inode *inode, struct writeback_control *wbc, unsigned long nr_to_write)
+{
+	struct tctx *t;
+
+	if (!want_blk)
+		return 0;
+	t = bpf_task_storage_get(&tstore, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (t) {
+		t->wb_ino = BPF_CORE_READ(inode, i_ino);
+		t->wb_dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	}
+	return 0;
+}
+
+SEC("tp_btf/writeback_single_inode")
+int BPF_PROG(wb_end, struct inode *inode, struct writeback_control *wbc, unsigned long nr_to_write)
+{
+	struct tctx *t;
+
+	if (!want_blk)
+		return 0;
+	t = bpf_task_storage_get(&tstore, bpf_get_current_task_btf(), 0, 0);
+	if (t)
+		t->wb_ino = 0;
 	return 0;
 }
 
@@ -872,7 +1114,7 @@ static __always_inline __u32 blk_flags(__u32 f)
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(blk_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
-	__u64 key = (__u64)rq, now = bpf_ktime_get_boot_ns();
+	__u64 key = (__u64)rq, now = bpf_ktime_get_ns();
 	struct rq_info *i;
 	struct rec_blk *r;
 	struct gendisk *disk;
@@ -882,6 +1124,7 @@ int BPF_PROG(blk_complete, struct request *rq, blk_status_t error, unsigned int 
 	i = bpf_map_lookup_elem(&rqs, &key);
 	if (!i)
 		return 0;
+	rq_done(i, now);
 	if (!i->issue || now - i->issue < min_latency) {
 		bpf_map_delete_elem(&rqs, &key);
 		return 0;
@@ -910,6 +1153,14 @@ int BPF_PROG(blk_complete, struct request *rq, blk_status_t error, unsigned int 
 	r->bytes = i->bytes;
 	r->error = error;
 	__builtin_memcpy(r->comm, i->comm, sizeof(r->comm));
+	r->tid = i->tid;
+	r->nr = i->nr;
+	r->cause = i->cause;
+	r->pad = 0;
+	r->fd = i->fd;
+	r->ino_dev = i->ino_dev;
+	r->link = i->link;
+	r->ino = i->ino;
 	bpf_ringbuf_submit(r, 0);
 	bpf_map_delete_elem(&rqs, &key);
 	return 0;
@@ -918,6 +1169,7 @@ int BPF_PROG(blk_complete, struct request *rq, blk_status_t error, unsigned int 
 /* Dummy instances so the skeleton generator emits these types for Rust. */
 struct rec_sys _rec_sys = {};
 struct rec_sys32 _rec_sys32 = {};
+struct rec_sysio _rec_sysio = {};
 struct rec_blk _rec_blk = {};
 struct rec_fork _rec_fork = {};
 struct rec_exec _rec_exec = {};

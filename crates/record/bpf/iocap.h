@@ -19,6 +19,14 @@ enum rec_kind {
 	REC_FD = 7,
 	REC_DUP = 8,
 	REC_SYS32 = 9,
+	REC_SYSIO = 10,
+};
+
+/* What a block request was issued for (iocap_format::Cause). */
+enum blk_cause {
+	CAUSE_NONE = 0,
+	CAUSE_SYSCALL = 1,
+	CAUSE_WRITEBACK = 2,
 };
 
 #define COMM_LEN 16
@@ -53,7 +61,30 @@ struct rec_sys {
 	__s64 ret;
 };
 
-/* One completed block request; pid/comm are of the task that queued it. */
+/*
+ * A completed syscall that issued block requests (rare: a read that missed the page cache, an
+ * fsync, an O_DIRECT call, io_submit): rec_sys and what its requests did.
+ */
+struct rec_sysio {
+	__u16 kind; /* REC_SYSIO */
+	__u16 nr;
+	__u32 tid;
+	__u32 pid;
+	__s32 arg0;
+	__u64 ts;   /* as in rec_sys */
+	__u64 lat;
+	__s64 ret;
+	__u32 reqs;  /* requests created while it was in flight */
+	__u32 pad;
+	__u64 bytes; /* their bytes, as issued */
+	__u64 disk;  /* ns of its latency with at least one of them in flight */
+};
+
+/*
+ * One completed block request; pid/tid/comm are of the task that created it, and the cause is
+ * the span that task was inside then: a syscall (named by tid and link, its enter time) or the
+ * writeback of one inode.
+ */
 struct rec_blk {
 	__u16 kind;
 	__u8 op;     /* REQ_OP_* & 0xff */
@@ -61,13 +92,21 @@ struct rec_blk {
 	__u32 cmd_flags; /* iocap_format::blk_flags bits */
 	__u32 pid;
 	__u32 dev;   /* disk dev_t, major << 20 | minor */
-	__u64 ts;    /* issue */
+	__u64 ts;    /* issue: CLOCK_MONOTONIC in the ring, BOOTTIME once the poller has read it */
 	__u64 lat;   /* complete - issue */
 	__u64 queue; /* issue - insert, 0 when not inserted */
 	__u64 sector;
 	__u32 bytes;
 	__s32 error;
 	char comm[COMM_LEN];
+	__u32 tid;
+	__u16 nr;      /* cause CAUSE_SYSCALL: the syscall's number */
+	__u8 cause;    /* enum blk_cause */
+	__u8 pad;
+	__s32 fd;      /* cause CAUSE_SYSCALL: the syscall's first argument (its fd, for most) */
+	__u32 ino_dev; /* the file whose pages move, when known: its superblock's dev_t ... */
+	__u64 link;    /* cause CAUSE_SYSCALL: its enter time, CLOCK_MONOTONIC as rec_sys.ts */
+	__u64 ino;     /* ... and inode number (the written-back inode, or the pages' owner) */
 };
 
 /* A new process (thread group); comm is the child's, inherited from the parent. */
@@ -125,6 +164,7 @@ struct rec_fd {
 	__u8 raddr[16];
 	char dname[DNAME_LEN]; /* the dentry name: "[eventfd]", "inotify", "memfd:x" */
 	char path[PATH_LEN];   /* the path given to open, or a unix socket's address */
+	__u64 ino;             /* the inode's number, 0 when the file could not be read */
 };
 
 /* fcntl(F_DUPFD*) copied oldfd to newfd (dup/dup2/dup3 are decoded from rec_sys). */

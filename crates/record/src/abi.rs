@@ -11,7 +11,9 @@ use crate::skel::types;
 pub enum Rec {
     /// Both the 32-byte hot record (`rec_sys32`) and the wide one decode to the wide form.
     Sys(types::rec_sys),
-    Blk(types::rec_blk),
+    /// A syscall that created block requests: the syscall, and what its requests did.
+    SysIo(Box<types::rec_sysio>),
+    Blk(Box<types::rec_blk>),
     Fork(types::rec_fork),
     Exec(Box<types::rec_exec>),
     Exit(types::rec_comm),
@@ -29,6 +31,7 @@ pub const REC_COMM: u16 = 6;
 pub const REC_FD: u16 = 7;
 pub const REC_DUP: u16 = 8;
 pub const REC_SYS32: u16 = 9;
+pub const REC_SYSIO: u16 = 10;
 
 /// Types that may be read from any bytes: `#[repr(C)]` structs of integers and arrays only.
 ///
@@ -39,6 +42,8 @@ unsafe trait Pod: Copy {}
 unsafe impl Pod for types::rec_sys {}
 // SAFETY: as above.
 unsafe impl Pod for types::rec_sys32 {}
+// SAFETY: as above.
+unsafe impl Pod for types::rec_sysio {}
 // SAFETY: as above.
 unsafe impl Pod for types::rec_blk {}
 // SAFETY: as above.
@@ -77,7 +82,8 @@ pub fn decode(b: &[u8]) -> Option<Rec> {
                 ret: i64::from(s.ret),
             })
         }),
-        REC_BLK => read(b).map(Rec::Blk),
+        REC_SYSIO => read(b).map(|r| Rec::SysIo(Box::new(r))),
+        REC_BLK => read(b).map(|r| Rec::Blk(Box::new(r))),
         REC_FORK => read(b).map(Rec::Fork),
         REC_EXEC => read(b).map(|r| Rec::Exec(Box::new(r))),
         REC_EXIT => read(b).map(Rec::Exit),
@@ -88,24 +94,35 @@ pub fn decode(b: &[u8]) -> Option<Rec> {
     }
 }
 
-/// Move a record stamped with CLOCK_MONOTONIC in the kernel (the syscall path: `rec_sys`,
-/// `rec_sys32`, `rec_fd`; the cheaper clock helper there) to CLOCK_BOOTTIME, in place, by adding
-/// `offset` (BOOTTIME - MONOTONIC, sampled by the poller when it reads the record: it only moves
-/// across a suspend). Other kinds, and records too short to hold their time, are left alone.
+/// Move a record stamped with CLOCK_MONOTONIC in the kernel (syscalls, fds and block requests:
+/// the cheaper clock helper, and one clock for both, since a request's link is its syscall's
+/// enter time) to CLOCK_BOOTTIME, in place, by adding `offset` (BOOTTIME - MONOTONIC, which only
+/// moves across a suspend: the poller keeps it steady, so a link and its syscall's time move
+/// alike). A zero time (a request with no link) stays zero. Other kinds, and records too short
+/// to hold their time, are left alone.
 pub fn to_boottime(rec: &mut [u8], offset: u64) {
     let kind = match rec.get(..2) {
         Some(k) => u16::from_ne_bytes([k[0], k[1]]),
         None => return,
     };
-    let at = match kind {
-        REC_SYS => std::mem::offset_of!(types::rec_sys, ts),
-        REC_SYS32 => std::mem::offset_of!(types::rec_sys32, ts),
-        REC_FD => std::mem::offset_of!(types::rec_fd, ts),
+    let at: &[usize] = match kind {
+        REC_SYS => &[std::mem::offset_of!(types::rec_sys, ts)],
+        REC_SYS32 => &[std::mem::offset_of!(types::rec_sys32, ts)],
+        REC_SYSIO => &[std::mem::offset_of!(types::rec_sysio, ts)],
+        REC_FD => &[std::mem::offset_of!(types::rec_fd, ts)],
+        REC_BLK => &[
+            std::mem::offset_of!(types::rec_blk, ts),
+            std::mem::offset_of!(types::rec_blk, link),
+        ],
         _ => return,
     };
-    if let Some(ts) = rec.get_mut(at..at + 8) {
-        let mono = u64::from_ne_bytes([ts[0], ts[1], ts[2], ts[3], ts[4], ts[5], ts[6], ts[7]]);
-        ts.copy_from_slice(&mono.wrapping_add(offset).to_ne_bytes());
+    for &at in at {
+        if let Some(ts) = rec.get_mut(at..at + 8) {
+            let mono = u64::from_ne_bytes([ts[0], ts[1], ts[2], ts[3], ts[4], ts[5], ts[6], ts[7]]);
+            if mono != 0 {
+                ts.copy_from_slice(&mono.wrapping_add(offset).to_ne_bytes());
+            }
+        }
     }
 }
 
@@ -129,6 +146,10 @@ pub fn event_end(rec: &[u8]) -> Option<u64> {
         REC_SYS32 => (
             u64_at(std::mem::offset_of!(types::rec_sys32, ts))?,
             u32_at(std::mem::offset_of!(types::rec_sys32, lat))?,
+        ),
+        REC_SYSIO => (
+            u64_at(std::mem::offset_of!(types::rec_sysio, ts))?,
+            u64_at(std::mem::offset_of!(types::rec_sysio, lat))?,
         ),
         REC_BLK => (
             u64_at(std::mem::offset_of!(types::rec_blk, ts))?,
@@ -208,6 +229,7 @@ mod tests {
             ("REC_FD", REC_FD),
             ("REC_DUP", REC_DUP),
             ("REC_SYS32", REC_SYS32),
+            ("REC_SYSIO", REC_SYSIO),
         ];
         assert_eq!(c, rust, "bpf/iocap.h and abi.rs disagree");
     }
@@ -318,6 +340,31 @@ mod tests {
         let mut b = bytes_of(&fork);
         to_boottime(&mut b, 5);
         assert_eq!(b, bytes_of(&fork));
+        // A block request moves with its link, so the link still names its syscall's time; no
+        // link stays no link.
+        for (link, moved) in [(900, 905), (0, 0)] {
+            let blk = types::rec_blk {
+                kind: REC_BLK,
+                ts: 1_000,
+                link,
+                ..Default::default()
+            };
+            let mut b = bytes_of(&blk);
+            to_boottime(&mut b, 5);
+            match decode(&b) {
+                Some(Rec::Blk(r)) => assert_eq!((r.ts, r.link), (1_005, moved)),
+                other => panic!("decoded {other:?}"),
+            }
+        }
+        let io = types::rec_sysio {
+            kind: REC_SYSIO,
+            ts: 900,
+            lat: 40,
+            ..Default::default()
+        };
+        let mut b = bytes_of(&io);
+        to_boottime(&mut b, 5);
+        assert_eq!(event_end(&b), Some(945));
         // Too short to hold the time: no panic, no change.
         let mut short = bytes_of(&sys)[..20].to_vec();
         let copy = short.clone();

@@ -44,6 +44,7 @@ impl Recorder {
             meta: out.meta.clone(),
         });
         let mut tracker = Tracker::new(writer, arch, &out.meta.devices, filter);
+        tracker.writeback_of_opened_files_only(self.pid_filtered);
         let sh = Arc::clone(&shared);
         let handle = std::thread::Builder::new()
             .name("iocap-writer".into())
@@ -56,7 +57,7 @@ impl Recorder {
         let batch = Rc::new(RefCell::new(Vec::<u8>::with_capacity(BATCH)));
         let mut rbb = RingBufferBuilder::new();
         let b2 = Rc::clone(&batch);
-        // The syscall path stamps CLOCK_MONOTONIC (cheaper in the kernel); refreshed every poll.
+        // The kernel stamps events with CLOCK_MONOTONIC (cheaper); checked every poll.
         let boot_offset = Rc::new(Cell::new(procfs::boot_offset_ns()));
         let off = Rc::clone(&boot_offset);
         // Ring bytes taken so far, for the drain rate.
@@ -124,7 +125,12 @@ impl Recorder {
         };
         loop {
             let stopping = stop() || shared.failed.load(Ordering::Relaxed);
-            boot_offset.set(procfs::boot_offset_ns());
+            // Kept steady unless it really moved (a suspend): each sample differs by tens of
+            // ns, and a block request's link must convert exactly as its syscall's time did.
+            let offset = procfs::boot_offset_ns();
+            if offset.abs_diff(boot_offset.get()) > 1_000_000 {
+                boot_offset.set(offset);
+            }
             let before = consumed.get();
             let (alive, emptied) = pump(QUEUE * BATCH);
             writer_gone = !alive;

@@ -117,6 +117,18 @@ pub(crate) fn diagnose(cfg: &Config, err: &libbpf_rs::Error) -> Error {
     Error::Bpf(format!("{err:#}").lines().next().unwrap_or("").to_owned())
 }
 
+/// Which of these tracepoints (by event name) the running kernel has: a tp_btf program needs
+/// the kernel's BTF to hold `btf_trace_<name>`, or loading fails. Read from the BTF's string
+/// section, so an unreadable BTF says "none" (and the load then fails with its own error).
+pub fn kernel_tracepoints<const N: usize>(names: &[&str; N]) -> [bool; N] {
+    let btf = std::fs::read("/sys/kernel/btf/vmlinux").unwrap_or_default();
+    names.map(|n| {
+        // NUL-delimited on both sides in the string section: no prefix or suffix matches.
+        let needle = format!("\0btf_trace_{n}\0");
+        btf.windows(needle.len()).any(|w| w == needle.as_bytes())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

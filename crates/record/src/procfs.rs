@@ -30,6 +30,8 @@ pub struct FdInfo {
     pub kind: FdType,
     pub name: Vec<u8>,
     pub dev: u32,
+    /// Its inode number, 0 when it could not be read.
+    pub ino: u64,
 }
 
 /// Every process in /proc (thread group leaders).
@@ -96,16 +98,22 @@ pub fn fds(pid: u32, sockets: &HashMap<u64, (FdType, String)>) -> Vec<FdInfo> {
         let md = fs::metadata(e.path()).ok();
         let is_dir = md.as_ref().is_some_and(|m| m.is_dir());
         let dev = md.as_ref().map(|m| user_dev_to_kernel(m.dev())).unwrap_or(0);
+        let ino = md.as_ref().map(|m| m.ino()).unwrap_or(0);
         let mut kind = classify::link_type(&link, is_dir);
         let mut name = link.clone();
         if kind == FdType::Socket {
-            let ino = md.as_ref().map(|m| m.ino()).unwrap_or(0);
             if let Some((t, n)) = sockets.get(&ino) {
                 kind = *t;
                 name = n.clone().into_bytes();
             }
         }
-        out.push(FdInfo { fd, kind, name, dev });
+        out.push(FdInfo {
+            fd,
+            kind,
+            name,
+            dev,
+            ino,
+        });
     }
     out
 }

@@ -11,7 +11,7 @@ use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
 use crate::backlog;
 use crate::config::Config;
 use crate::error::Error;
-use crate::probe::{check_privileges, cpu_slot_safe, diagnose, preemption_model};
+use crate::probe::{self, check_privileges, cpu_slot_safe, diagnose, preemption_model};
 use crate::procfs;
 use crate::skel::{IocapSkel, IocapSkelBuilder};
 
@@ -21,6 +21,9 @@ pub struct Recorder {
     _links: Vec<Link>,
     pub(crate) started: Instant,
     pub(crate) ring_bytes: u32,
+    /// Only some processes are traced (`-p`, `-c`): the writeback the kernel hands over is
+    /// everyone's, and the writer keeps only that of files they opened.
+    pub(crate) pid_filtered: bool,
 }
 
 impl Recorder {
@@ -82,13 +85,21 @@ impl Recorder {
             .rb
             .set_max_entries(cfg.ring_bytes)
             .map_err(|e| Error::Bpf(format!("ring buffer of {} bytes: {e}", cfg.ring_bytes)))?;
-        if !cfg.block {
-            for p in [
-                &mut open.progs.blk_insert,
-                &mut open.progs.blk_issue,
-                &mut open.progs.blk_complete,
-            ] {
-                p.set_autoload(false);
+        // Tracepoints newer than the oldest kernels iocap runs on: a request is then created at
+        // its first insert or issue (still the submitter, for most), and writeback has no cause.
+        let has = probe::kernel_tracepoints(&["block_io_start", "block_rq_merge", "writeback_single_inode_start"]);
+        let p = &mut open.progs;
+        for (prog, on) in [
+            (&mut p.blk_insert, cfg.block),
+            (&mut p.blk_issue, cfg.block),
+            (&mut p.blk_complete, cfg.block),
+            (&mut p.blk_start, cfg.block && has[0]),
+            (&mut p.blk_merge, cfg.block && has[1]),
+            (&mut p.wb_start, cfg.block && has[2]),
+            (&mut p.wb_end, cfg.block && has[2]),
+        ] {
+            if !on {
+                prog.set_autoload(false);
             }
         }
         let mut skel = open.load().map_err(|e| diagnose(cfg, &e))?;
@@ -114,6 +125,16 @@ impl Recorder {
                 progs.push((&p.blk_insert, "block:block_rq_insert"));
                 progs.push((&p.blk_issue, "block:block_rq_issue"));
                 progs.push((&p.blk_complete, "block:block_rq_complete"));
+                for (prog, name, on) in [
+                    (&p.blk_start, "block:block_io_start", has[0]),
+                    (&p.blk_merge, "block:block_rq_merge", has[1]),
+                    (&p.wb_start, "writeback:writeback_single_inode_start", has[2]),
+                    (&p.wb_end, "writeback:writeback_single_inode", has[2]),
+                ] {
+                    if on {
+                        progs.push((prog, name));
+                    }
+                }
             }
             for (prog, name) in progs {
                 let link = prog
@@ -127,6 +148,7 @@ impl Recorder {
             _links: links,
             started: Instant::now(),
             ring_bytes: cfg.ring_bytes,
+            pid_filtered: cfg.filter || !cfg.pids.is_empty(),
         };
         for &pid in &cfg.pids {
             r.add_pid(pid)?;

@@ -12,7 +12,7 @@ use std::io::Write;
 
 use iocap_filter::{FileView, Filter, Lookup, ProcView};
 use iocap_format::escape::escape;
-use iocap_format::{BlockOp, Class, Device, Event, FdType, FileEntry, Meta, ProcEntry, Writer};
+use iocap_format::{BlockOp, Cause, Class, Device, Event, FdType, FileEntry, Meta, ProcEntry, Writer};
 
 use crate::abi::{cstr, Rec};
 use crate::classify;
@@ -44,6 +44,19 @@ struct File {
     /// Escaped name, as a filter compares it (empty without a filter).
     shown: String,
 }
+
+/// A file as an fd of `pid` opened it.
+#[derive(Clone, Debug)]
+struct Opened {
+    pid: u32,
+    fd: i32,
+    file: File,
+    /// Opened while recording (a traced process's fd record), not found in /proc at start.
+    recorded: bool,
+}
+
+/// Most inodes [`Tracker`] remembers the names of.
+const MAX_INODES: usize = 1 << 16;
 
 /// A record-time filter and what its fields are relative to (`arch`, `start_ts`).
 pub struct LiveFilter {
@@ -110,6 +123,13 @@ pub struct Tracker<W: Write> {
     cwds: HashMap<u32, Vec<u8>>,
     /// Every block device seen so far, by dev_t.
     devs: HashMap<u32, Dev>,
+    /// Regular files by (filesystem dev_t, inode): the last fd that opened each, kept after
+    /// it closes, to name the file of a block request that carries only its inode (writeback,
+    /// readahead). At most [`MAX_INODES`]; emptied when full.
+    inodes: HashMap<(u32, u64), Opened>,
+    /// Keep a written-back request only when a traced process opened its file while recording
+    /// (with a pid filter, the kernel hands over every flusher's requests).
+    opened_writeback_only: bool,
     filter: Option<LiveFilter>,
     /// Pids whose leader exited: forgotten at the next `tidy`, as a few records may still follow.
     exited: Vec<u32>,
@@ -129,11 +149,18 @@ impl<W: Write> Tracker<W> {
             files: HashMap::new(),
             cwds: HashMap::new(),
             devs: devices.iter().map(|d| (d.dev, Dev::new(d))).collect(),
+            inodes: HashMap::new(),
+            opened_writeback_only: false,
             filter,
             exited: Vec::new(),
             events: 0,
             filtered: 0,
         }
+    }
+
+    /// With a pid filter: keep only the writeback of files the traced processes opened.
+    pub fn writeback_of_opened_files_only(&mut self, on: bool) {
+        self.opened_writeback_only = on;
     }
 
     /// The escaped form a filter compares, computed only when there is a filter.
@@ -157,7 +184,13 @@ impl<W: Write> Tracker<W> {
     /// files before. Returns the previous writer, for the caller to finish.
     pub fn rotate(&mut self, w: Writer<W>) -> Writer<W> {
         let old = std::mem::replace(&mut self.w, w);
-        let Tracker { w, procs, files, .. } = self;
+        let Tracker {
+            w,
+            procs,
+            files,
+            inodes,
+            ..
+        } = self;
         for (&pid, p) in procs.iter_mut() {
             let e = ProcEntry {
                 id: 0,
@@ -182,16 +215,28 @@ impl<W: Write> Tracker<W> {
             };
             f.id = w.add_file(e);
         }
+        for o in inodes.values_mut() {
+            let e = FileEntry {
+                id: 0,
+                pid: o.pid,
+                fd: o.fd,
+                kind: o.file.kind,
+                name: w.intern(&o.file.name),
+                dev: o.file.dev,
+                open_ts: o.file.open_ts,
+            };
+            o.file.id = w.add_file(e);
+        }
         old
     }
 
-    /// Push `e` if the filter keeps it. `file` is the fd entry `e.file` refers to; asked
+    /// Push `e` if the filter keeps it. `file` is the entry `e.file` refers to; asked
     /// before the event's own table changes (a `close` is matched by the name it closed).
-    fn keep(&self, e: &Event, file: Option<(u32, i32)>) -> bool {
+    fn keep(&self, e: &Event, file: Option<&File>) -> bool {
         let Some(lf) = &self.filter else { return true };
         let live = Live {
             proc: self.procs.get(&e.pid),
-            file: file.and_then(|k| self.files.get(&k)),
+            file,
             devs: &self.devs,
         };
         lf.filter.matches(e, &lf.meta, &live)
@@ -223,6 +268,7 @@ impl<W: Write> Tracker<W> {
             self.set_proc(pid, p.ppid, p.comm, p.exe, p.cmdline, 0);
             for f in procfs::fds(pid, &sockets) {
                 self.set_file(pid, f.fd, f.kind, f.name, f.dev, 0);
+                self.remember_inode(pid, f.fd, f.ino, false);
             }
         }
     }
@@ -280,6 +326,27 @@ impl<W: Write> Tracker<W> {
         id
     }
 
+    /// Remember that fd `fd` of `pid`, just set, is the regular file with inode `ino`.
+    fn remember_inode(&mut self, pid: u32, fd: i32, ino: u64, recorded: bool) {
+        let Some(file) = self
+            .files
+            .get(&(pid, fd))
+            .filter(|f| f.kind == FdType::File && ino != 0)
+        else {
+            return;
+        };
+        if self.inodes.len() >= MAX_INODES {
+            self.inodes.clear();
+        }
+        let opened = Opened {
+            pid,
+            fd,
+            file: file.clone(),
+            recorded,
+        };
+        self.inodes.insert((file.dev, ino), opened);
+    }
+
     /// The process entry of `pid`, read from /proc if no record told us about it.
     fn proc_id(&mut self, pid: u32, comm: Option<&[u8]>) -> u32 {
         if let Some(p) = self.procs.get(&pid) {
@@ -307,7 +374,20 @@ impl<W: Write> Tracker<W> {
     /// Apply one record: table changes and at most one event.
     pub fn apply(&mut self, rec: Rec) -> Result<(), iocap_format::Error> {
         match rec {
-            Rec::Sys(s) => self.sys_event(&s),
+            Rec::Sys(s) => self.sys_event(&s, None),
+            Rec::SysIo(s) => {
+                let sys = types::rec_sys {
+                    kind: s.kind,
+                    nr: s.nr,
+                    tid: s.tid,
+                    pid: s.pid,
+                    arg0: s.arg0,
+                    ts: s.ts,
+                    lat: s.lat,
+                    ret: s.ret,
+                };
+                self.sys_event(&sys, Some(&s))
+            }
             Rec::Blk(b) => self.blk_event(&b),
             Rec::Fork(f) => {
                 let (exe, cmdline) = match self.procs.get(&f.ppid) {
@@ -411,6 +491,7 @@ impl<W: Write> Tracker<W> {
         let kdev = f.sdev;
         let dev = iocap_format::mkdev(kdev >> 20, kdev & 0xfffff);
         self.set_file(f.pid, f.fd, kind, name, dev, f.ts);
+        self.remember_inode(f.pid, f.fd, f.ino, true);
     }
 
     /// An open's path made absolute against its dirfd or the process's working directory.
@@ -434,10 +515,16 @@ impl<W: Write> Tracker<W> {
         classify::resolve(&base, path)
     }
 
-    fn sys_event(&mut self, s: &types::rec_sys) -> Result<(), iocap_format::Error> {
+    /// A syscall; `io` when it created block requests.
+    fn sys_event(&mut self, s: &types::rec_sys, io: Option<&types::rec_sysio>) -> Result<(), iocap_format::Error> {
         let nr = u32::from(s.nr);
         let flags = self.sys.get(nr);
         let mut e = Event::syscall(s.ts, s.lat, s.pid, s.tid, nr, s.ret);
+        if let Some(io) = io {
+            e.disk_reqs = io.reqs;
+            e.disk_bytes = io.bytes;
+            e.disk_time = io.disk;
+        }
         e.proc = self.proc_id(s.pid, None);
         if flags & FD_RET != 0 && s.ret >= 0 && flags & DUP == 0 {
             e.fd = s.ret as i32;
@@ -450,7 +537,7 @@ impl<W: Write> Tracker<W> {
         if flags & BYTES != 0 && s.ret > 0 {
             e.bytes = s.ret as u64;
         }
-        let keep = self.keep(&e, (e.file != 0).then_some((s.pid, e.fd)));
+        let keep = self.keep(&e, (e.file != 0).then(|| self.files.get(&(s.pid, e.fd))).flatten());
         if flags & DUP != 0 && s.ret >= 0 {
             self.dup(s.pid, s.arg0, s.ret as i32, s.ts + s.lat);
         }
@@ -480,25 +567,45 @@ impl<W: Write> Tracker<W> {
         } else {
             0
         };
-        let e = Event {
+        let cause = Cause::from_code(b.cause);
+        let mut e = Event {
             class: Class::Block,
             ts: b.ts,
             latency: b.lat,
             pid: b.pid,
-            tid: 0,
+            tid: b.tid,
             proc,
-            nr: 0,
             ret: if b.error != 0 { -5 } else { 0 },
             fd: -1,
-            file: 0,
             bytes: u64::from(b.bytes),
             dev: b.dev,
             sector: b.sector,
             queue: b.queue,
             op: block_op(b.op) as u8,
             flags: b.cmd_flags,
+            cause: cause as u8,
+            ..Event::default()
         };
-        let keep = self.keep(&e, None);
+        // The file: the fd of the syscall that issued it, else the inode whose pages move.
+        let mut file = None;
+        if cause == Cause::Syscall {
+            let nr = u32::from(b.nr);
+            e.nr = nr;
+            e.link = b.ts.saturating_sub(b.link);
+            if self.sys.get(nr) & FD_ARG0 != 0 {
+                e.fd = b.fd;
+                file = self.files.get(&(b.pid, b.fd));
+            }
+        }
+        if file.is_none() && b.ino != 0 {
+            let opened = self.inodes.get(&(b.ino_dev, b.ino));
+            if cause == Cause::Writeback && self.opened_writeback_only && !opened.is_some_and(|o| o.recorded) {
+                return Ok(());
+            }
+            file = opened.map(|o| &o.file);
+        }
+        e.file = file.map_or(0, |f| f.id);
+        let keep = self.keep(&e, file);
         self.push(&e, keep)
     }
 }

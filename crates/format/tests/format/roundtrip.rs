@@ -39,9 +39,14 @@ fn event() -> impl Strategy<Value = Event> {
             any::<u8>(),
             u32_extreme(),
         ),
+        (any::<u8>(), u64_extreme(), u32_extreme(), u64_extreme(), u64_extreme()),
     )
         .prop_map(
-            |((block, ts, latency, pid, tid, proc, nr), (ret, fd, file, bytes, dev, sector, queue, op, flags))| Event {
+            |(
+                (block, ts, latency, pid, tid, proc, nr),
+                (ret, fd, file, bytes, dev, sector, queue, op, flags),
+                (cause, link, disk_reqs, disk_bytes, disk_time),
+            )| Event {
                 class: if block { Class::Block } else { Class::Syscall },
                 ts,
                 latency,
@@ -58,6 +63,11 @@ fn event() -> impl Strategy<Value = Event> {
                 queue,
                 op,
                 flags,
+                cause,
+                link,
+                disk_reqs,
+                disk_bytes,
+                disk_time,
             },
         )
 }

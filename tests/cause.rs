@@ -1,0 +1,375 @@
+//! Cause links, recorded for real (root, BPF): each test builds an ext4 file system on a loop
+//! device of its own, records a workload on it, and checks that block requests are linked to
+//! the syscall or writeback that issued them and that syscalls carry their requests' figures.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use iocap_format::{BlockOp, Cause, Class, Event, Reader, Tables};
+
+use crate::record::{build_c, events, nr, recording};
+use crate::util::iocap;
+
+/// An ext4 file system on a loop device over a file in `dir`, mounted at `dir/mnt`; unmounted
+/// and detached on drop.
+struct Ext4 {
+    dev: String,
+    mnt: PathBuf,
+}
+
+impl Ext4 {
+    fn new(dir: &Path) -> Ext4 {
+        let img = dir.join("fs.img");
+        std::fs::File::create(&img).unwrap().set_len(128 << 20).unwrap();
+        let out = Command::new("losetup")
+            .args(["-f", "--show"])
+            .arg(&img)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "losetup: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let dev = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        let mnt = dir.join("mnt");
+        std::fs::create_dir(&mnt).unwrap();
+        let fs = Ext4 { dev, mnt };
+        sh(&format!(
+            "mkfs.ext4 -q -F {} && mount {} {}",
+            fs.dev,
+            fs.dev,
+            fs.mnt.display()
+        ));
+        fs
+    }
+
+    /// The loop device's name, as captures name disks (`loop3`).
+    fn name(&self) -> &str {
+        self.dev.trim_start_matches("/dev/")
+    }
+}
+
+impl Drop for Ext4 {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.mnt).status();
+        let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
+    }
+}
+
+fn sh(cmd: &str) {
+    let st = Command::new("sh").args(["-c", cmd]).status().unwrap();
+    assert!(st.success(), "{cmd} failed");
+}
+
+/// Record `cmd` (a shell command line) into `cap`; the capture's events and tables.
+fn record(cap: &Path, cmd: &str) -> (Vec<Event>, Reader<std::fs::File>) {
+    let out = iocap()
+        .args(["record", "-w"])
+        .arg(cap)
+        .args(["-c", cmd])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = Reader::open(cap).unwrap();
+    assert_eq!(r.drops(), 0, "this small workload must not drop");
+    (events(&r), r)
+}
+
+fn dev_of(r: &Reader<std::fs::File>, name: &str) -> u32 {
+    r.meta()
+        .devices
+        .iter()
+        .chain(r.tables().devices())
+        .find(|d| d.name == name)
+        .map(|d| d.dev)
+        .expect("the loop device is named in the capture")
+}
+
+fn file_name<'a>(t: &'a Tables, e: &Event) -> &'a str {
+    t.file(e.file).map_or("", |f| t.string(f.name))
+}
+
+/// The syscall each linked block request names, by (tid, ts); and the requests of each.
+fn linked(evs: &[Event]) -> HashMap<(u32, u64), Vec<&Event>> {
+    let mut by_call: HashMap<(u32, u64), Vec<&Event>> = HashMap::new();
+    for e in evs
+        .iter()
+        .filter(|e| e.class == Class::Block && e.cause == Cause::Syscall as u8)
+    {
+        by_call.entry((e.tid, e.ts - e.link)).or_default().push(e);
+    }
+    by_call
+}
+
+const PREADER: &str = r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    int fd = open(argv[1], O_RDONLY | O_DIRECT);
+    void *buf;
+    if (fd < 0 || posix_memalign(&buf, 4096, 1 << 16)) return 1;
+    for (int i = 0; i < 48; i++) {
+        /* Sizes of 4 KiB to 64 KiB, at scattered offsets. */
+        size_t len = 4096 * (1 + i % 16);
+        off_t off = (off_t)((i * 37) % 200) << 16;
+        if (pread(fd, buf, len, off) != (ssize_t)len) return 2;
+    }
+    return 0;
+}
+"#;
+
+#[test]
+fn o_direct_preads_link_to_exactly_their_requests() {
+    let Some(_running) = recording() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let fs = Ext4::new(dir.path());
+    let data = fs.mnt.join("data");
+    sh(&format!(
+        "dd if=/dev/urandom of={} bs=1M count=16 status=none conv=fsync",
+        data.display()
+    ));
+    let bin = build_c(dir.path(), "preader", PREADER);
+    let cap = dir.path().join("p.cap");
+    let (evs, r) = record(&cap, &format!("{} {}", bin.display(), data.display()));
+    let t = r.tables();
+    let disk = dev_of(&r, fs.name());
+    let by_call = linked(&evs);
+    let preads: Vec<&Event> = evs
+        .iter()
+        .filter(|e| e.class == Class::Syscall && e.nr == nr("pread64") && file_name(t, e) == data.to_str().unwrap())
+        .collect();
+    assert_eq!(preads.len(), 48);
+    for p in &preads {
+        let reqs = by_call.get(&(p.tid, p.ts)).map(Vec::as_slice).unwrap_or_default();
+        assert!(
+            !reqs.is_empty(),
+            "a pread of {} bytes O_DIRECT issued no linked request",
+            p.ret
+        );
+        assert_eq!(
+            reqs.len() as u32,
+            p.disk_reqs,
+            "disk.requests counts its linked requests"
+        );
+        let bytes: u64 = reqs.iter().map(|b| b.bytes).sum();
+        assert_eq!(bytes, p.disk_bytes, "disk.bytes is its requests' bytes");
+        assert_eq!(
+            bytes, p.ret as u64,
+            "O_DIRECT: the requests move exactly what the pread read"
+        );
+        assert!(
+            p.disk_time > 0 && p.disk_time <= p.latency,
+            "disk.time {} of {}",
+            p.disk_time,
+            p.latency
+        );
+        for b in reqs {
+            assert_eq!((b.dev, b.op, b.nr, b.pid), (disk, BlockOp::Read as u8, p.nr, p.pid));
+            assert_eq!(
+                file_name(t, b),
+                data.to_str().unwrap(),
+                "the request carries the pread's file"
+            );
+        }
+    }
+    // And every read request on the disk while it ran was one of those.
+    let linked_reads: usize = preads.iter().map(|p| p.disk_reqs as usize).sum();
+    let disk_reads = evs
+        .iter()
+        .filter(|e| e.class == Class::Block && e.dev == disk && e.op == BlockOp::Read as u8)
+        .filter(|e| preads.iter().any(|p| p.pid == e.pid))
+        .count();
+    assert_eq!(linked_reads, disk_reads);
+}
+
+#[test]
+fn cold_reads_carry_the_file_and_warm_rereads_issue_none() {
+    let Some(_running) = recording() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let fs = Ext4::new(dir.path());
+    let data = fs.mnt.join("cold");
+    sh(&format!(
+        "dd if=/dev/urandom of={} bs=1M count=8 status=none conv=fsync",
+        data.display()
+    ));
+    // Out of the page cache: this file system's pages go with its mount's caches.
+    sh(&format!(
+        "sync; echo 3 > /proc/sys/vm/drop_caches; umount {0} && mount {1} {0}",
+        fs.mnt.display(),
+        fs.dev
+    ));
+    let cap = dir.path().join("c.cap");
+    let cmd = format!("cat {0} > /dev/null; cat {0} > /dev/null", data.display());
+    let (evs, r) = record(&cap, &cmd);
+    let t = r.tables();
+    let disk = dev_of(&r, fs.name());
+    let cat_pids: Vec<u32> = {
+        let mut v: Vec<u32> = evs
+            .iter()
+            .filter(|e| e.class == Class::Syscall && e.nr == nr("read") && file_name(t, e) == data.to_str().unwrap())
+            .map(|e| e.pid)
+            .collect();
+        v.dedup();
+        v
+    };
+    assert_eq!(cat_pids.len(), 2, "two cats read the file: {cat_pids:?}");
+    let reads_of = |pid: u32| {
+        evs.iter()
+            .filter(move |e| e.class == Class::Syscall && e.pid == pid && e.nr == nr("read"))
+    };
+    // Cold: its reads issued requests, and the data requests carry the file.
+    let cold_bytes: u64 = reads_of(cat_pids[0]).map(|e| e.disk_bytes).sum();
+    let file_reqs: Vec<&Event> = evs
+        .iter()
+        .filter(|e| e.class == Class::Block && e.dev == disk && file_name(t, e) == data.to_str().unwrap())
+        .collect();
+    let file_bytes: u64 = file_reqs.iter().map(|e| e.bytes).sum();
+    assert!(file_bytes >= 8 << 20, "the whole file came from the disk: {file_bytes}");
+    for b in &file_reqs {
+        assert_eq!(b.cause, Cause::Syscall as u8);
+        assert_eq!(b.nr, nr("read"));
+        assert_eq!(b.pid, cat_pids[0], "the first cat's reads issued them");
+    }
+    assert_eq!(cold_bytes, file_bytes, "the reads' disk.bytes are the file's requests");
+    // Warm: the second cat found everything cached.
+    assert!(reads_of(cat_pids[1]).count() > 0);
+    assert!(reads_of(cat_pids[1]).all(|e| e.disk_reqs == 0 && e.disk_time == 0));
+    assert!(!evs.iter().any(|e| e.class == Class::Block && e.pid == cat_pids[1]));
+}
+
+const WRITER: &str = r#"
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+/* argv[1]: path; argv[2]: "fsync" to fsync it. 16 writes of 64 KiB, buffered. */
+int main(int argc, char **argv) {
+    static char buf[1 << 16];
+    memset(buf, 'x', sizeof buf);
+    int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0) return 1;
+    for (int i = 0; i < 16; i++)
+        if (write(fd, buf, sizeof buf) != sizeof buf) return 2;
+    if (argc > 2 && fsync(fd)) return 3;
+    return close(fd);
+}
+"#;
+
+#[test]
+fn fsync_links_the_data_writes_of_its_file() {
+    let Some(_running) = recording() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let fs = Ext4::new(dir.path());
+    let bin = build_c(dir.path(), "writer", WRITER);
+    let data = fs.mnt.join("synced");
+    let cap = dir.path().join("f.cap");
+    let (evs, r) = record(&cap, &format!("{} {} fsync", bin.display(), data.display()));
+    let t = r.tables();
+    let disk = dev_of(&r, fs.name());
+    let fsync: Vec<&Event> = evs
+        .iter()
+        .filter(|e| e.class == Class::Syscall && e.nr == nr("fsync"))
+        .collect();
+    assert_eq!(fsync.len(), 1);
+    let f = fsync[0];
+    let by_call = linked(&evs);
+    let reqs = &by_call[&(f.tid, f.ts)];
+    let data_writes: u64 = reqs
+        .iter()
+        .filter(|b| b.op == BlockOp::Write as u8 && file_name(t, b) == data.to_str().unwrap())
+        .map(|b| b.bytes)
+        .sum();
+    assert_eq!(data_writes, 1 << 20, "the fsync wrote the file's MiB");
+    assert_eq!(f.disk_bytes, reqs.iter().map(|b| b.bytes).sum::<u64>());
+    assert_eq!(f.disk_reqs as usize, reqs.len());
+    assert!(reqs.iter().all(|b| b.dev == disk && b.nr == nr("fsync")));
+    // The buffered writes before it only dirtied the cache.
+    assert!(evs
+        .iter()
+        .filter(|e| e.class == Class::Syscall && e.nr == nr("write") && e.pid == f.pid)
+        .all(|e| e.disk_reqs == 0));
+}
+
+#[test]
+fn writeback_by_a_kernel_thread_carries_the_file() {
+    let Some(_running) = recording() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let fs = Ext4::new(dir.path());
+    let bin = build_c(dir.path(), "writer", WRITER);
+    let data = fs.mnt.join("dirty");
+    let cap = dir.path().join("w.cap");
+    // No fsync: `sync` has the flusher threads write the pages back.
+    let cmd = format!("{} {}; sleep 0.2; sync", bin.display(), data.display());
+    let (evs, r) = record(&cap, &cmd);
+    let t = r.tables();
+    let disk = dev_of(&r, fs.name());
+    let writer_pid = evs
+        .iter()
+        .find(|e| e.class == Class::Syscall && e.nr == nr("write") && file_name(t, e) == data.to_str().unwrap())
+        .map(|e| e.pid)
+        .expect("the writer's writes are recorded");
+    let file_writes: Vec<&Event> = evs
+        .iter()
+        .filter(|e| e.class == Class::Block && e.dev == disk && file_name(t, e) == data.to_str().unwrap())
+        .collect();
+    // Writing it back may read allocation metadata too (ext4's delayed allocation): the
+    // writes are the file's data.
+    let data_bytes: u64 = file_writes
+        .iter()
+        .filter(|e| e.op == BlockOp::Write as u8)
+        .map(|e| e.bytes)
+        .sum();
+    assert_eq!(data_bytes, 1 << 20, "the file's MiB reached the disk");
+    for b in &file_writes {
+        assert_eq!(b.cause, Cause::Writeback as u8, "written back, not by a syscall");
+        assert_ne!(b.pid, writer_pid);
+        let task = t.proc(b.proc).map_or("", |p| t.string(p.name));
+        assert!(task.starts_with("kworker"), "by a flusher thread, not {task}");
+        assert_ne!(b.tid, 0, "the submitting thread is recorded");
+    }
+}
+
+#[test]
+fn libaio_requests_link_to_the_io_submit_that_issued_them() {
+    let Some(_running) = recording() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let fs = Ext4::new(dir.path());
+    let data = fs.mnt.join("aio");
+    sh(&format!(
+        "dd if=/dev/urandom of={} bs=1M count=8 status=none conv=fsync",
+        data.display()
+    ));
+    let cap = dir.path().join("a.cap");
+    let json = dir.path().join("fio.json");
+    let cmd = format!(
+        "fio --name=aio --filename={} --rw=randread --bs=4k --direct=1 --ioengine=libaio --iodepth=8 \
+         --number_ios=400 --size=8M --output-format=json --output={}",
+        data.display(),
+        json.display()
+    );
+    let (evs, r) = record(&cap, &cmd);
+    let disk = dev_of(&r, fs.name());
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let ios = report["jobs"][0]["read"]["total_ios"].as_u64().unwrap();
+    assert!(ios >= 400, "fio did its I/Os: {ios}");
+    let data_reads: Vec<&Event> = evs
+        .iter()
+        .filter(|e| e.class == Class::Block && e.dev == disk && e.op == BlockOp::Read as u8 && e.bytes == 4096)
+        .filter(|e| e.cause == Cause::Syscall as u8 && e.nr == nr("io_submit"))
+        .collect();
+    assert_eq!(data_reads.len() as u64, ios, "every data request links to an io_submit");
+    let submits: HashMap<(u32, u64), &Event> = evs
+        .iter()
+        .filter(|e| e.class == Class::Syscall && e.nr == nr("io_submit"))
+        .map(|e| ((e.tid, e.ts), e))
+        .collect();
+    for b in &data_reads {
+        assert!(
+            submits.contains_key(&(b.tid, b.ts - b.link)),
+            "the io_submit it names is in the capture"
+        );
+    }
+}
