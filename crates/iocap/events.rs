@@ -133,14 +133,27 @@ fn write_line(out: &mut impl Write, e: &Event, meta: &Meta, tables: &Tables) -> 
     if !errno.is_empty() {
         res = errno;
     }
-    // Syscalls name their fd's file; block requests their disk, op and sector, as biosnoop.
+    // Syscalls name their fd's file; block requests their disk, op and sector, as biosnoop,
+    // then what issued them and their file when the capture knows.
     let name = if e.class == iocap_format::Class::Block {
-        format!(
+        let mut s = format!(
             "{} {} sector {}",
             field_text(FieldId::BlkDev, e, meta, tables),
             field_text(FieldId::BlkOp, e, meta, tables),
             field_text(FieldId::BlkSector, e, meta, tables)
-        )
+        );
+        let by = match field_text(FieldId::BlkSyscall, e, meta, tables) {
+            call if call.is_empty() => field_text(FieldId::BlkCause, e, meta, tables),
+            call => call,
+        };
+        if by != "none" {
+            s.push_str(&format!(" by {by}"));
+        }
+        let file = field_text(FieldId::FdName, e, meta, tables);
+        if !file.is_empty() {
+            s.push_str(&format!(" {file}"));
+        }
+        s
     } else {
         let n = field_text(FieldId::FdName, e, meta, tables);
         match (n.is_empty(), e.fd) {
