@@ -5,8 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Build: clang + libelf + zlib for the BPF programs and libbpf; the rest are the workloads and peers
-# that tests and benchmarks run (fio, ioping, bpftrace, perf, strace, sysstat) and tmux for the TUI test.
-packages=(clang llvm libelf-dev zlib1g-dev pkg-config make bpftool fio ioping bpftrace linux-perf strace sysstat tmux)
+# that tests and benchmarks run (fio, ioping, bpftrace, perf, strace, sysstat), mkfs.ext4 for the
+# cause tests and tmux for the TUI test.
+packages=(clang llvm libelf-dev zlib1g-dev pkg-config make bpftool fio ioping bpftrace linux-perf strace sysstat tmux e2fsprogs)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -373,3 +373,97 @@ fn libaio_requests_link_to_the_io_submit_that_issued_them() {
         );
     }
 }
+
+/// perf's own view of the same run: the raw syscall and block tracepoints, attributed by
+/// order in each thread's stream (no iocap code involved). Each request (device, sector) →
+/// (creating tid, the syscall number it was created inside, or None).
+fn perf_attribution(perf_data: &Path) -> HashMap<(String, u64), Vec<(u32, Option<u32>)>> {
+    let out = Command::new("perf")
+        .args(["script", "-F", "tid,event,trace", "-i"])
+        .arg(perf_data)
+        .output()
+        .expect("perf script");
+    assert!(
+        out.status.success(),
+        "perf script: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut in_call: HashMap<u32, Option<u32>> = HashMap::new();
+    let mut reqs: HashMap<(String, u64), Vec<(u32, Option<u32>)>> = HashMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let mut f = line.split_whitespace();
+        let (Some(tid), Some(event)) = (f.next().and_then(|t| t.parse::<u32>().ok()), f.next()) else {
+            continue;
+        };
+        match event {
+            "raw_syscalls:sys_enter:" => {
+                let nr = f.nth(1).and_then(|n| n.parse().ok());
+                in_call.insert(tid, nr);
+            }
+            "raw_syscalls:sys_exit:" => {
+                in_call.insert(tid, None);
+            }
+            "block:block_io_start:" => {
+                // `7,1 RS 16384 () 32770 + 32 ...`: device, rwbs, bytes, (), sector.
+                let v: Vec<&str> = f.collect();
+                let (Some(dev), Some(sector)) = (v.first(), v.get(4).and_then(|s| s.parse().ok())) else {
+                    continue;
+                };
+                let call = in_call.get(&tid).copied().flatten();
+                reqs.entry((dev.to_string(), sector)).or_default().push((tid, call));
+            }
+            _ => {}
+        }
+    }
+    reqs
+}
+
+#[test]
+fn perf_attributes_the_same_requests_to_the_same_syscalls() {
+    let Some(_running) = recording() else { return };
+    if !Path::new("/sys/kernel/tracing/events/block").exists() {
+        // perf reads tracepoint ids from tracefs; as root, mount it where it belongs.
+        sh("mount -t tracefs nodev /sys/kernel/tracing");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fs = Ext4::new(dir.path());
+    let data = fs.mnt.join("data");
+    sh(&format!(
+        "dd if=/dev/urandom of={} bs=1M count=16 status=none conv=fsync",
+        data.display()
+    ));
+    let preader = build_c(dir.path(), "preader", PREADER);
+    let writer = build_c(dir.path(), "writer", WRITER);
+    let perf_data = dir.path().join("perf.data");
+    let cap = dir.path().join("perf.cap");
+    let work = format!(
+        "{} {}; {} {} fsync",
+        preader.display(),
+        data.display(),
+        writer.display(),
+        fs.mnt.join("synced").display()
+    );
+    let cmd = format!(
+        "perf record -q -e raw_syscalls:sys_enter,raw_syscalls:sys_exit,block:block_io_start -o {} -- sh -c '{work}'",
+        perf_data.display()
+    );
+    let (evs, r) = record(&cap, &cmd);
+    let disk = dev_of(&r, fs.name());
+    let (major, minor) = iocap_format::dev_parts(disk);
+    let perf = perf_attribution(&perf_data);
+    let mut compared = 0;
+    for e in evs.iter().filter(|e| e.class == Class::Block && e.dev == disk) {
+        let Some(seen) = perf.get(&(format!("{major},{minor}"), e.sector)) else {
+            continue; // not a request of the perf-traced workload (a flusher's, the journal's)
+        };
+        let ours = (e.tid, (e.cause == Cause::Syscall as u8).then_some(e.nr));
+        assert!(
+            seen.contains(&ours),
+            "sector {}: iocap says {ours:?}, perf {seen:?}",
+            e.sector
+        );
+        compared += 1;
+    }
+    // 48 preads and the fsync's data, at least one request each.
+    assert!(compared >= 49, "only {compared} requests were seen by both");
+}
