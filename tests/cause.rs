@@ -374,10 +374,13 @@ fn libaio_requests_link_to_the_io_submit_that_issued_them() {
     }
 }
 
+/// Requests by (device as perf prints it, sector): each one's (creating tid, syscall number).
+type Attribution = HashMap<(String, u64), Vec<(u32, Option<u32>)>>;
+
 /// perf's own view of the same run: the raw syscall and block tracepoints, attributed by
 /// order in each thread's stream (no iocap code involved). Each request (device, sector) →
 /// (creating tid, the syscall number it was created inside, or None).
-fn perf_attribution(perf_data: &Path) -> HashMap<(String, u64), Vec<(u32, Option<u32>)>> {
+fn perf_attribution(perf_data: &Path) -> Attribution {
     let out = Command::new("perf")
         .args(["script", "-F", "tid,event,trace", "-i"])
         .arg(perf_data)
@@ -389,7 +392,7 @@ fn perf_attribution(perf_data: &Path) -> HashMap<(String, u64), Vec<(u32, Option
         String::from_utf8_lossy(&out.stderr)
     );
     let mut in_call: HashMap<u32, Option<u32>> = HashMap::new();
-    let mut reqs: HashMap<(String, u64), Vec<(u32, Option<u32>)>> = HashMap::new();
+    let mut reqs = Attribution::new();
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let mut f = line.split_whitespace();
         let (Some(tid), Some(event)) = (f.next().and_then(|t| t.parse::<u32>().ok()), f.next()) else {
