@@ -639,10 +639,10 @@ static __noinline int emit_sys_wide(__u32 nr, __s64 arg0, __u64 ts, __u64 lat, l
  * A call that created block requests: the wide record with what they did, from `callio`. A
  * request still in flight at exit counts until now.
  */
-static __noinline int emit_sys_io(struct inflight *call, __u64 now, long ret)
+static __noinline int emit_sys_io(__u32 nr, __s64 arg0, __u64 ts, __u64 now, long ret)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	struct call_key key = { .tid = (__u32)pid_tgid, .ts = call->ts };
+	struct call_key key = { .tid = (__u32)pid_tgid, .ts = ts };
 	struct call_io *io = bpf_map_lookup_elem(&callio, &key);
 	struct rec_sysio *e;
 	__u32 reqs = 0;
@@ -664,12 +664,12 @@ static __noinline int emit_sys_io(struct inflight *call, __u64 now, long ret)
 		return 0;
 	}
 	e->kind = REC_SYSIO;
-	e->nr = call->nr;
+	e->nr = nr;
 	e->tid = pid_tgid;
 	e->pid = pid_tgid >> 32;
-	e->arg0 = call->arg0;
-	e->ts = call->ts;
-	e->lat = now - call->ts;
+	e->arg0 = arg0;
+	e->ts = ts;
+	e->lat = now - ts;
 	e->ret = ret;
 	e->reqs = reqs;
 	e->pad = 0;
@@ -723,8 +723,9 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	/* Other calls were judged at enter; these may have changed the name since (see always_followed). */
 	if ((filter_nrs || n_comms) && always_followed(nr) && !wanted(task, nr))
 		return 0;
+	/* Values, not &call: a pointer would keep the whole copy on the stack for every call. */
 	if (call.io)
-		return emit_sys_io(&call, now, ret);
+		return emit_sys_io(nr, call.arg0, ts, now, ret);
 	if (lat >> 32 || ret != (__s32)ret)
 		return emit_sys_wide(nr, call.arg0, ts, lat, ret);
 	if (shed())
