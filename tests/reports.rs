@@ -4,29 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
-use iocap_format::{BlockOp, Class, Device, Event, FdType, FileEntry, Meta, ProcEntry, Writer, WriterOptions};
+use iocap_format::{BlockOp, Class, Device, Event, FdType, Meta};
+use iocap_testkit::{add_file, add_proc, block, Rng, VDA};
 
 use crate::util::run;
 
 const START: u64 = 5_000_000_000;
 const SEC: u64 = 1_000_000_000;
-const VDA: u32 = 254 << 20;
 const SDB: u32 = (8 << 20) | 16;
-
-/// A small deterministic xorshift generator: the capture is the same on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// Three seconds of a database (pread64/pwrite64/fsync on one file, a few ENOENT openats), `dd`
 /// reading, a process with a hostile name, and block requests on two disks. Returns the capture
@@ -34,77 +19,27 @@ impl Rng {
 fn workload(dir: &Path) -> (PathBuf, Vec<Event>) {
     let path = dir.join("workload.cap");
     let meta = Meta {
-        iocap_version: "test".into(),
         host: "db1".into(),
-        kernel: "6.18.0".into(),
-        arch: "x86_64".into(),
-        boot_to_wall_ns: 1_700_000_000_000_000_000,
-        start_ts: START,
-        command_line: vec!["iocap".into(), "record".into()],
-        cpus: 2,
-        devices: vec![Device {
-            dev: VDA,
-            name: "vda".into(),
-        }],
-        ..Meta::default()
+        ..iocap_testkit::meta(START)
     };
-    let mut w = Writer::new(
-        std::fs::File::create(&path).unwrap(),
-        &meta,
-        WriterOptions {
-            chunk_events: 256,
-            level: 1,
-        },
-    )
-    .unwrap();
+    let mut w = iocap_testkit::create(&path, &meta, 256, 1);
     w.add_device(&Device {
         dev: SDB,
         name: "sdb".into(),
     });
-    let proc = |w: &mut Writer<std::fs::File>, pid: u32, name: &[u8]| {
-        let name = w.intern(name);
-        w.add_proc(ProcEntry {
-            pid,
-            ppid: 1,
-            name,
-            ..ProcEntry::default()
-        })
-    };
-    let pg = proc(&mut w, 300, b"postgres");
-    let dd = proc(&mut w, 400, b"dd");
-    let evil = proc(&mut w, 666, b"evil\x1b[2J\x07name");
-    let db = w.intern(b"/var/lib/pg/base/16384");
-    let db = w.add_file(FileEntry {
-        pid: 300,
-        fd: 7,
-        kind: FdType::File,
-        name: db,
-        dev: VDA,
-        ..FileEntry::default()
-    });
-    let raw = w.intern(b"/dev/sdb");
-    let raw = w.add_file(FileEntry {
-        pid: 400,
-        fd: 3,
-        kind: FdType::Device,
-        name: raw,
-        ..FileEntry::default()
-    });
-    let weird = w.intern(b"/tmp/a,\"b\"\n\x1b]0;pwned\x07");
-    let weird = w.add_file(FileEntry {
-        pid: 666,
-        fd: 4,
-        kind: FdType::File,
-        name: weird,
-        ..FileEntry::default()
-    });
+    let pg = add_proc(&mut w, 300, 1, b"postgres");
+    let dd = add_proc(&mut w, 400, 1, b"dd");
+    let evil = add_proc(&mut w, 666, 1, b"evil\x1b[2J\x07name");
+    let db = add_file(&mut w, 300, 7, FdType::File, b"/var/lib/pg/base/16384", VDA);
+    let raw = add_file(&mut w, 400, 3, FdType::Device, b"/dev/sdb", 0);
+    let weird = add_file(&mut w, 666, 4, FdType::File, b"/tmp/a,\"b\"\n\x1b]0;pwned\x07", 0);
     // x86_64 syscall numbers.
     const PREAD64: u32 = 17;
     const PWRITE64: u32 = 18;
     const FSYNC: u32 = 74;
     const OPENAT: u32 = 257;
     const READ: u32 = 0;
-    let mut rng = Rng(0x1234_5678_9abc_def1);
+    let mut rng = Rng::new(0x1234_5678_9abc_def1);
     let mut events = Vec::new();
     let mut ts = START;
     let mut i = 0u64;
@@ -169,20 +104,18 @@ fn workload(dir: &Path) -> (PathBuf, Vec<Event>) {
                 } else {
                     let on_vda = rng.below(3) != 0;
                     let op = if on_vda { BlockOp::Write } else { BlockOp::Read };
+                    let latency = 100_000 + rng.below(2_000_000);
+                    let queue = rng.below(200_000);
+                    let (pid, proc, dev, bytes) = if on_vda {
+                        (300, pg, VDA, 8192)
+                    } else {
+                        (400, dd, SDB, 65_536)
+                    };
                     Event {
-                        class: Class::Block,
-                        ts,
-                        latency: 100_000 + rng.below(2_000_000),
-                        queue: rng.below(200_000),
-                        pid: if on_vda { 300 } else { 400 },
-                        tid: if on_vda { 300 } else { 400 },
-                        proc: if on_vda { pg } else { dd },
-                        fd: -1,
-                        bytes: if on_vda { 8192 } else { 65_536 },
-                        dev: if on_vda { VDA } else { SDB },
+                        queue,
                         sector: rng.below(1 << 30),
                         op: op as u8,
-                        ..Event::default()
+                        ..block(ts, latency, pid, proc, dev, bytes)
                     }
                 }
             }

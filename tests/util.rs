@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use iocap_format::{Class, Device, Event, FdType, FileEntry, Meta, ProcEntry, Writer, WriterOptions};
+use iocap_format::{Event, FdType};
+use iocap_testkit::{add_file, add_proc, block, VDA};
 
 /// Tests that flood the machine run alone; tests whose outcome depends on getting the CPU in
 /// time (recordings that count every event, the viewer under a time or memory bound, tmux
@@ -54,69 +55,17 @@ extern "C" {
 /// and one block write every tenth event.
 pub fn synthetic_capture(dir: &Path, n: u64) -> PathBuf {
     let path = dir.join("synthetic.cap");
-    let meta = Meta {
-        iocap_version: "test".into(),
-        host: "testhost".into(),
-        kernel: "6.18.0".into(),
-        arch: "x86_64".into(),
-        boot_to_wall_ns: 1_700_000_000_000_000_000,
-        start_ts: 1_000_000_000,
-        command_line: vec!["iocap".into(), "record".into()],
-        cpus: 2,
-        devices: vec![Device {
-            dev: iocap_format::mkdev(254, 0),
-            name: "vda".into(),
-        }],
-        ..Meta::default()
-    };
-    let file = std::fs::File::create(&path).unwrap();
-    let mut w = Writer::new(
-        file,
-        &meta,
-        WriterOptions {
-            chunk_events: 100,
-            level: 3,
-        },
-    )
-    .unwrap();
-    let name = w.intern(b"fio");
-    let dbname = w.intern(b"postgres");
-    let fio = w.add_proc(ProcEntry {
-        pid: 100,
-        ppid: 1,
-        name,
-        ..ProcEntry::default()
-    });
-    let pg = w.add_proc(ProcEntry {
-        pid: 200,
-        ppid: 1,
-        name: dbname,
-        ..ProcEntry::default()
-    });
-    let path_id = w.intern(b"/data/fio-r.dat");
-    let f = w.add_file(FileEntry {
-        pid: 100,
-        fd: 3,
-        kind: FdType::File,
-        name: path_id,
-        ..FileEntry::default()
-    });
+    let mut w = iocap_testkit::create(&path, &iocap_testkit::meta(1_000_000_000), 100, 3);
+    let fio = add_proc(&mut w, 100, 1, b"fio");
+    let pg = add_proc(&mut w, 200, 1, b"postgres");
+    let f = add_file(&mut w, 100, 3, FdType::File, b"/data/fio-r.dat", 0);
     for i in 0..n {
         let ts = 1_000_000_000 + i * 1_000_000;
         let e = if i % 10 == 9 {
             Event {
-                class: Class::Block,
-                ts,
-                latency: 200_000 + i * 10,
-                pid: 100,
-                tid: 100,
-                proc: fio,
-                fd: -1,
-                bytes: 4096,
-                dev: iocap_format::mkdev(254, 0),
                 sector: i * 8,
                 op: 1,
-                ..Event::default()
+                ..block(ts, 200_000 + i * 10, 100, fio, VDA, 4096)
             }
         } else if i % 2 == 0 {
             Event {

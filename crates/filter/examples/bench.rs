@@ -15,9 +15,9 @@ use std::time::Instant;
 
 use iocap_filter::{Bitmap, Compiled, Filter};
 use iocap_format::{
-    log2_bucket, mkdev, ChunkDecoder, Class, Col, Columns, Device, Event, FdType, FileEntry, Meta, ProcEntry, Reader,
-    Writer, WriterOptions, LOG2_BUCKETS,
+    log2_bucket, mkdev, ChunkDecoder, Col, Columns, Event, FdType, Reader, Writer, WriterOptions, LOG2_BUCKETS,
 };
+use iocap_testkit::{add_file, add_proc, bare_meta, block, Rng};
 
 const FILTER: &str = "proc.name=postgres and evt.type in (pread64, read) and latency>=50us";
 
@@ -127,30 +127,10 @@ fn histogram(bits: &Bitmap, latency: &[u64], h: &mut [u64; LOG2_BUCKETS]) {
     }
 }
 
-/// A deterministic pseudo-random sequence.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
 fn generate(n: usize) -> Vec<u8> {
-    let meta = Meta {
-        arch: "x86_64".into(),
-        start_ts: 1_000_000_000,
-        devices: vec![Device {
-            dev: mkdev(253, 0),
-            name: "vda".into(),
-        }],
-        ..Meta::default()
-    };
+    let meta = bare_meta(1_000_000_000, mkdev(253, 0));
     let mut w = Writer::new(Vec::with_capacity(n * 5), &meta, WriterOptions::default()).expect("writer");
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
     let names = [
         "postgres",
         "fio",
@@ -165,39 +145,25 @@ fn generate(n: usize) -> Vec<u8> {
         .iter()
         .enumerate()
         .flat_map(|(i, name)| {
-            let name = w.intern(name.as_bytes());
             (0..4u32)
                 .map(|k| {
                     let pid = 1000 + i as u32 * 10 + k;
-                    let id = w.add_proc(ProcEntry {
-                        pid,
-                        ppid: 1,
-                        name,
-                        ..ProcEntry::default()
-                    });
-                    (id, pid)
+                    (add_proc(&mut w, pid, 1, name.as_bytes()), pid)
                 })
                 .collect::<Vec<_>>()
         })
         .collect();
     let files: Vec<u32> = (0..64)
         .map(|i| {
-            let name = w.intern(format!("/var/lib/postgresql/base/16384/{}", 2600 + i).as_bytes());
-            w.add_file(FileEntry {
-                pid: 1000,
-                fd: 3 + i,
-                kind: FdType::File,
-                name,
-                dev: mkdev(253, 0),
-                ..FileEntry::default()
-            })
+            let name = format!("/var/lib/postgresql/base/16384/{}", 2600 + i);
+            add_file(&mut w, 1000, 3 + i, FdType::File, name.as_bytes(), mkdev(253, 0))
         })
         .collect();
     // read, write, pread64, pwrite64, fsync, openat, close, futex, epoll_wait
     let nrs = [0u32, 1, 17, 18, 74, 257, 3, 202, 232];
     let mut ts = meta.start_ts;
     for _ in 0..n {
-        let x = rng.next();
+        let x = rng.next_u64();
         ts += 200 + (x & 0x3ff);
         let (proc, pid) = procs[(x >> 10) as usize % procs.len()];
         // Bimodal latency: cache hits around 2us, misses around 200us, rare stalls.
@@ -208,19 +174,10 @@ fn generate(n: usize) -> Vec<u8> {
         };
         let e = if (x >> 40).is_multiple_of(20) {
             Event {
-                class: Class::Block,
-                ts,
-                latency,
-                pid,
-                tid: pid,
-                proc,
-                fd: -1,
-                bytes: 4096 << ((x >> 44) % 6),
-                dev: mkdev(253, 0),
                 sector: (x >> 8) % (1 << 30),
                 queue: (x >> 50) % 50_000,
                 op: ((x >> 47) % 3) as u8,
-                ..Event::default()
+                ..block(ts, latency, pid, proc, mkdev(253, 0), 4096 << ((x >> 44) % 6))
             }
         } else {
             let nr = nrs[(x >> 44) as usize % nrs.len()];

@@ -5,28 +5,9 @@
 
 use iocap_filter::fields::{self, Value};
 use iocap_filter::{Bitmap, Filter};
-use iocap_format::{
-    blk_flags, mkdev, Class, Columns, Device, Event, FdType, FileEntry, Meta, ProcEntry, Reader, Writer, WriterOptions,
-};
+use iocap_format::{blk_flags, mkdev, Class, Columns, Device, Event, FdType, ProcEntry, Reader, Writer, WriterOptions};
+use iocap_testkit::{add_file, bare_meta, block, Rng};
 use proptest::prelude::*;
-
-/// A deterministic generator (the capture is derived from a proptest-chosen seed).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
-        &v[self.below(v.len() as u64) as usize]
-    }
-}
 
 const START: u64 = 1_000_000_000;
 const NAMES: &[&str] = &["fio", "postgres", "dd", "PostMaster", "kworker/0:1"];
@@ -51,16 +32,8 @@ const LATENCIES: &[u64] = &[
 ];
 
 fn capture(seed: u64, n: usize) -> Reader<Vec<u8>> {
-    let mut rng = Rng(seed | 1);
-    let meta = Meta {
-        arch: "x86_64".into(),
-        start_ts: START,
-        devices: vec![Device {
-            dev: mkdev(253, 0),
-            name: "vda".into(),
-        }],
-        ..Meta::default()
-    };
+    let mut rng = Rng::new(seed | 1);
+    let meta = bare_meta(START, mkdev(253, 0));
     let opts = WriterOptions {
         chunk_events: 97,
         level: 1,
@@ -90,20 +63,12 @@ fn capture(seed: u64, n: usize) -> Reader<Vec<u8>> {
         .iter()
         .enumerate()
         .map(|(i, path)| {
-            let name = w.intern(path.as_bytes());
             let kind = if path.starts_with('/') {
                 FdType::File
             } else {
                 FdType::Ipv4
             };
-            w.add_file(FileEntry {
-                pid: 100,
-                fd: 3 + i as i32,
-                kind,
-                name,
-                dev: mkdev(253, 0),
-                ..FileEntry::default()
-            })
+            add_file(&mut w, 100, 3 + i as i32, kind, path.as_bytes(), mkdev(253, 0))
         })
         .collect();
     // Syscalls: read, write, openat, fsync, pread64, an unknown number.
@@ -113,7 +78,7 @@ fn capture(seed: u64, n: usize) -> Reader<Vec<u8>> {
     let mut ts = START - 5_000;
     for i in 0..n {
         ts += rng.below(3_000_000);
-        let block = (i / 150) % 3 == 2 || rng.below(10) == 0;
+        let is_block = (i / 150) % 3 == 2 || rng.below(10) == 0;
         let latency = if (i / 200) % 2 == 0 {
             *rng.pick(LATENCIES)
         } else {
@@ -123,23 +88,18 @@ fn capture(seed: u64, n: usize) -> Reader<Vec<u8>> {
         let proc = procs.get(pi).copied().unwrap_or(0);
         let pid = 100 + pi as u32;
         let ret = *rng.pick(&[0i64, 4096, 512, -2, -11, -4095, -5000]);
-        let e = if block {
+        let e = if is_block {
+            // Drawn before the fields below, in that order, so that a seed (and a saved regression)
+            // makes the same capture.
+            let bytes = *rng.pick(&[4096u64, 512, 1 << 20]);
+            let dev = *rng.pick(&devs);
             Event {
-                class: Class::Block,
-                ts,
-                latency,
-                pid,
-                tid: pid,
-                proc,
                 ret: ret.min(0),
-                fd: -1,
-                bytes: *rng.pick(&[4096u64, 512, 1 << 20]),
-                dev: *rng.pick(&devs),
                 sector: rng.below(1 << 30),
                 queue: *rng.pick(&[0u64, 1_000, 2_000_000]),
                 op: rng.below(5) as u8,
                 flags: *rng.pick(&[0u32, blk_flags::SYNC, blk_flags::SYNC | blk_flags::FUA, blk_flags::META]),
-                ..Event::default()
+                ..block(ts, latency, pid, proc, dev, bytes)
             }
         } else {
             let fi = rng.below(files.len() as u64 + 1) as usize;

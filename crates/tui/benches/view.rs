@@ -16,7 +16,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use iocap_analysis::ColumnCache;
-use iocap_format::{mkdev, Class, Device, Event, FdType, FileEntry, Meta, ProcEntry, Reader, Writer, WriterOptions};
+use iocap_format::{Event, FdType, Reader, Writer, WriterOptions};
+use iocap_testkit::{add_file, add_proc, bare_meta, block, Rng, VDA};
 use iocap_tui::action::Action;
 use iocap_tui::app::App;
 use iocap_tui::capture::Capture;
@@ -29,43 +30,18 @@ use ratatui::layout::Rect;
 use ratatui::Terminal;
 
 fn generate(path: &Path, n: u64) {
-    let meta = Meta {
-        arch: "x86_64".into(),
-        start_ts: 1_000_000_000,
-        devices: vec![Device {
-            dev: mkdev(254, 0),
-            name: "vda".into(),
-        }],
-        ..Meta::default()
-    };
+    let meta = bare_meta(1_000_000_000, VDA);
     let mut w = Writer::new(std::fs::File::create(path).unwrap(), &meta, WriterOptions::default()).unwrap();
     let names = ["postgres", "fio", "nginx", "java"];
-    let procs: Vec<u32> = names
-        .iter()
-        .enumerate()
-        .map(|(i, n)| {
-            let name = w.intern(n.as_bytes());
-            w.add_proc(ProcEntry {
-                pid: 100 + i as u32,
-                name,
-                ..ProcEntry::default()
-            })
-        })
+    let procs: Vec<u32> = (100..)
+        .zip(names)
+        .map(|(pid, name)| add_proc(&mut w, pid, 0, name.as_bytes()))
         .collect();
-    let file = w.intern(b"/data/db");
-    let file = w.add_file(FileEntry {
-        pid: 100,
-        fd: 3,
-        kind: FdType::File,
-        name: file,
-        ..FileEntry::default()
-    });
+    let file = add_file(&mut w, 100, 3, FdType::File, b"/data/db", 0);
     // 1 M events/s of capture time; a xorshift keeps latencies varied but reproducible.
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
     for i in 0..n {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        let x = rng.next_u64();
         let p = (x % 4) as usize;
         let latency = match x % 100 {
             0 => 1_000_000 + x % 9_000_000,
@@ -75,17 +51,8 @@ fn generate(path: &Path, n: u64) {
         let ts = 1_000_000_000 + i * 1_000;
         let e = if x % 50 == 7 {
             Event {
-                class: Class::Block,
-                ts,
-                latency,
-                pid: 101,
-                tid: 101,
-                proc: procs[1],
-                fd: -1,
-                bytes: 4096,
-                dev: mkdev(254, 0),
                 op: 1,
-                ..Event::default()
+                ..block(ts, latency, 101, procs[1], VDA, 4096)
             }
         } else {
             Event {

@@ -1,18 +1,17 @@
 //! Snapshot tests of the viewer: every pane at standard sizes (text and styles), and the whole
 //! app driven by key events against ratatui's `TestBackend` with the worker run synchronously.
 //!
-//! Captures are generated here with `iocap_format::Writer`: a known, deterministic workload
-//! (two processes with a bimodal read latency, periodic slow block writes, a drop period and a
-//! process name full of escape sequences).
+//! Captures are generated here with `iocap_format::Writer` and `iocap_testkit`: a known,
+//! deterministic workload (two processes with a bimodal read latency, periodic slow block
+//! writes, a drop period and a process name full of escape sequences).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
-use iocap_format::{
-    mkdev, Class, Device, DropStats, Event, FdType, FileEntry, Meta, ProcEntry, Reader, Writer, WriterOptions,
-};
+use iocap_format::{DropStats, Event, FdType, Meta, Reader};
+use iocap_testkit::{add_file, add_proc, block, VDA};
 use iocap_tui::action::Action;
 use iocap_tui::app::App;
 use iocap_tui::app::Effects;
@@ -38,87 +37,29 @@ const N: u64 = 20_000;
 /// Write the test capture into `dir`.
 fn capture(dir: &Path) -> PathBuf {
     let path = dir.join("view.cap");
+    // Without a command line: this capture never had one, and stays byte for byte what it was.
     let meta = Meta {
-        iocap_version: "test".into(),
-        host: "testhost".into(),
-        kernel: "6.18.0".into(),
-        arch: "x86_64".into(),
-        boot_to_wall_ns: 1_700_000_000_000_000_000,
-        start_ts: START,
-        cpus: 2,
-        devices: vec![Device {
-            dev: mkdev(254, 0),
-            name: "vda".into(),
-        }],
-        ..Meta::default()
+        command_line: Vec::new(),
+        ..iocap_testkit::meta(START)
     };
-    let file = std::fs::File::create(&path).unwrap();
-    let mut w = Writer::new(
-        file,
-        &meta,
-        WriterOptions {
-            chunk_events: 1000,
-            level: 1,
-        },
-    )
-    .unwrap();
-    let (pg, fio, evil) = (
-        w.intern(b"postgres"),
-        w.intern(b"fio"),
-        w.intern(b"ev\x1b[31mil\xe2\x80\xae"),
-    );
-    let pg = w.add_proc(ProcEntry {
-        pid: 200,
-        ppid: 1,
-        name: pg,
-        ..ProcEntry::default()
-    });
-    let fio = w.add_proc(ProcEntry {
-        pid: 100,
-        ppid: 1,
-        name: fio,
-        ..ProcEntry::default()
-    });
-    let evil = w.add_proc(ProcEntry {
-        pid: 666,
-        ppid: 1,
-        name: evil,
-        ..ProcEntry::default()
-    });
-    let db = w.intern(b"/var/lib/pg/base/16384");
-    let db = w.add_file(FileEntry {
-        pid: 200,
-        fd: 5,
-        kind: FdType::File,
-        name: db,
-        ..FileEntry::default()
-    });
-    let dat = w.intern(b"/data/fio.dat");
-    let dat = w.add_file(FileEntry {
-        pid: 100,
-        fd: 3,
-        kind: FdType::File,
-        name: dat,
-        ..FileEntry::default()
-    });
+    let mut w = iocap_testkit::create(&path, &meta, 1000, 1);
+    let pg = add_proc(&mut w, 200, 1, b"postgres");
+    let fio = add_proc(&mut w, 100, 1, b"fio");
+    let evil = add_proc(&mut w, 666, 1, b"ev\x1b[31mil\xe2\x80\xae");
+    let db = add_file(&mut w, 200, 5, FdType::File, b"/var/lib/pg/base/16384", 0);
+    let dat = add_file(&mut w, 100, 3, FdType::File, b"/data/fio.dat", 0);
     for i in 0..N {
         let ts = START + i * 100_000;
         let e = match i % 10 {
             // Block writes: 200 µs, but 20 ms during a stall every 500 ms.
-            9 => Event {
-                class: Class::Block,
-                ts,
-                latency: if (i / 1000) % 5 == 4 { 20_000_000 } else { 200_000 },
-                pid: 100,
-                tid: 100,
-                proc: fio,
-                fd: -1,
-                bytes: 65536,
-                dev: mkdev(254, 0),
-                sector: i * 128,
-                op: 1,
-                ..Event::default()
-            },
+            9 => {
+                let latency = if (i / 1000) % 5 == 4 { 20_000_000 } else { 200_000 };
+                Event {
+                    sector: i * 128,
+                    op: 1,
+                    ..block(ts, latency, 100, fio, VDA, 65536)
+                }
+            }
             // postgres reads: cache hits at 2 µs, one in four a miss at 5 ms.
             0 | 2 | 4 | 6 => {
                 let latency = if (i / 2) % 4 == 0 { 5_000_000 } else { 2_000 + i % 7 };
