@@ -191,7 +191,19 @@ fn field_of(c: &Cmp) -> Result<&'static FieldInfo, FilterError> {
     if let Some(f) = fields::lookup(&c.field) {
         return Ok(f);
     }
-    let near = nearest(&c.field, fields::all().iter().map(|f| f.name), 3);
+    // A value no number reads as (`disk=vda`) rules out the numeric fields: naming them
+    // would send the user to a field that then refuses the value.
+    let wordy = c.values.iter().any(|v| {
+        v.quoted
+            || !v
+                .text
+                .starts_with(|ch: char| ch.is_ascii_digit() || ch == '-' || ch == '.')
+    });
+    let candidates = fields::all()
+        .iter()
+        .filter(|f| !wordy || !f.ty.is_numeric() || f.ty == fields::FieldType::Bool)
+        .map(|f| f.name);
+    let near = nearest(&c.field, candidates, 3);
     let help = did_you_mean(&near).unwrap_or_else(|| "`iocap fields` lists every field".into());
     Err(FilterError::new(format!("unknown field `{}`", c.field), c.field_span.clone()).help(help))
 }

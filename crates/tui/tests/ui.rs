@@ -615,7 +615,10 @@ fn detail_popup_fits_80x24() {
         let mut seen = Vec::new();
         for fi in iocap_filter::fields::all() {
             let v = iocap_filter::fields::value(fi, &e, meta, tables);
-            let shown = !(v.is_absent()
+            // The popup's rule: a call that issued no block request has no disk figures.
+            let no_disk = e.disk_reqs == 0 && fi.name.starts_with("disk.");
+            let shown = !(no_disk
+                || v.is_absent()
                 || v == iocap_filter::fields::Value::Bool(false)
                 || v == iocap_filter::fields::Value::Str("".into()));
             // Aliases are shown once, under their first name.

@@ -152,8 +152,14 @@ pub fn render_detail(app: &App, f: &mut Frame) {
         }
         seen.push(fi.id);
         let v = fields::value(fi, e, meta, tables);
-        // Absent fields, empty strings and false flags say nothing.
-        if v.is_absent() || v == fields::Value::Bool(false) || v == fields::Value::Str("".into()) {
+        // Absent fields, empty strings and false flags say nothing; nor do the disk figures of
+        // a call that issued no block request.
+        let no_disk = e.disk_reqs == 0
+            && matches!(
+                fi.id,
+                fields::FieldId::DiskRequests | fields::FieldId::DiskBytes | fields::FieldId::DiskTime
+            );
+        if no_disk || v.is_absent() || v == fields::Value::Bool(false) || v == fields::Value::Str("".into()) {
             continue;
         }
         let text = match v {
