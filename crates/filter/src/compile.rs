@@ -754,89 +754,38 @@ impl Kernel {
                 negate,
             } => {
                 let cl = class_of(class);
+                let test = (&ranges[..], *negate);
+                // A column whose every value is present, keyed by `key`.
+                macro_rules! plain {
+                    ($v:expr, $key:expr) => {
+                        scan_num(&col($v, n), cl, $key, always, test, words, mode)
+                    };
+                }
                 match src {
-                    NumSrc::Latency => scan_num(
-                        &col(&cols.latency, n),
-                        cl,
-                        |x| x,
-                        always,
-                        (ranges, *negate),
-                        words,
-                        mode,
-                    ),
-                    NumSrc::Ts => scan_num(&col(&cols.ts, n), cl, |x| x, always, (ranges, *negate), words, mode),
-                    NumSrc::Bytes => scan_num(&col(&cols.bytes, n), cl, |x| x, always, (ranges, *negate), words, mode),
-                    NumSrc::Sector => {
-                        scan_num(&col(&cols.sector, n), cl, |x| x, always, (ranges, *negate), words, mode)
-                    }
-                    NumSrc::Queue => scan_num(&col(&cols.queue, n), cl, |x| x, always, (ranges, *negate), words, mode),
-                    NumSrc::DiskTime => scan_num(
-                        &col(&cols.disk_time, n),
-                        cl,
-                        |x| x,
-                        always,
-                        (ranges, *negate),
-                        words,
-                        mode,
-                    ),
-                    NumSrc::DiskBytes => scan_num(
-                        &col(&cols.disk_bytes, n),
-                        cl,
-                        |x| x,
-                        always,
-                        (ranges, *negate),
-                        words,
-                        mode,
-                    ),
-                    NumSrc::DiskReqs => scan_num(
-                        &col(&cols.disk_reqs, n),
-                        cl,
-                        u64::from,
-                        always,
-                        (ranges, *negate),
-                        words,
-                        mode,
-                    ),
-                    NumSrc::Pid => scan_num(
-                        &col(&cols.pid, n),
-                        cl,
-                        u64::from,
-                        always,
-                        (ranges, *negate),
-                        words,
-                        mode,
-                    ),
-                    NumSrc::Tid => scan_num(
-                        &col(&cols.tid, n),
-                        cl,
-                        u64::from,
-                        always,
-                        (ranges, *negate),
-                        words,
-                        mode,
-                    ),
-                    NumSrc::Ret => scan_num(
-                        &col(&cols.ret, n),
-                        cl,
-                        signed_key,
-                        always,
-                        (ranges, *negate),
-                        words,
-                        mode,
-                    ),
+                    NumSrc::Latency => plain!(&cols.latency, |x| x),
+                    NumSrc::Ts => plain!(&cols.ts, |x| x),
+                    NumSrc::Bytes => plain!(&cols.bytes, |x| x),
+                    NumSrc::Sector => plain!(&cols.sector, |x| x),
+                    NumSrc::Queue => plain!(&cols.queue, |x| x),
+                    NumSrc::DiskTime => plain!(&cols.disk_time, |x| x),
+                    NumSrc::DiskBytes => plain!(&cols.disk_bytes, |x| x),
+                    NumSrc::Pid => plain!(&cols.pid, u64::from),
+                    NumSrc::Tid => plain!(&cols.tid, u64::from),
+                    NumSrc::DiskReqs => plain!(&cols.disk_reqs, u64::from),
+                    NumSrc::Ret => plain!(&cols.ret, signed_key),
                     NumSrc::Fd => scan_num(
                         &col(&cols.fd, n),
                         cl,
                         |x| signed_key(i64::from(x)),
                         |x: i32| x >= 0,
-                        (ranges, *negate),
+                        test,
                         words,
                         mode,
                     ),
                     NumSrc::QueueLatency => {
                         let (q, l) = (col(&cols.queue, n), col(&cols.latency, n));
                         let sums: Vec<u64> = q.iter().zip(l.iter()).map(|(a, b)| a.saturating_add(*b)).collect();
-                        scan_num(&sums, cl, |x| x, always, (ranges, *negate), words, mode)
+                        scan_num(&sums, cl, |x| x, always, test, words, mode)
                     }
                 }
             }
