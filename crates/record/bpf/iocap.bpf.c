@@ -610,10 +610,25 @@ static __noinline int fd_changes(struct inflight *c, long ret, __u64 ts)
 	return 0;
 }
 
+/* The wide syscall record, alone (rec_sys) or at the head of a rec_sysio. */
+static __always_inline void fill_sys(struct rec_sys *e, __u16 kind, __u32 nr, __s64 arg0, __u64 ts, __u64 lat,
+				     long ret)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+
+	e->kind = kind;
+	e->nr = nr;
+	e->tid = pid_tgid;
+	e->pid = pid_tgid >> 32;
+	e->arg0 = arg0;
+	e->ts = ts;
+	e->lat = lat;
+	e->ret = ret;
+}
+
 /* The wide record, for the rare syscall whose latency or return value does not fit 32 bits. */
 static __noinline int emit_sys_wide(__u32 nr, __s64 arg0, __u64 ts, __u64 lat, long ret)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct rec_sys *e;
 
 	if (shed())
@@ -623,14 +638,7 @@ static __noinline int emit_sys_wide(__u32 nr, __s64 arg0, __u64 ts, __u64 lat, l
 		count_drop();
 		return 0;
 	}
-	e->kind = REC_SYS;
-	e->nr = nr;
-	e->tid = pid_tgid;
-	e->pid = pid_tgid >> 32;
-	e->arg0 = arg0;
-	e->ts = ts;
-	e->lat = lat;
-	e->ret = ret;
+	fill_sys(e, REC_SYS, nr, arg0, ts, lat, ret);
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	return 0;
 }
@@ -641,8 +649,7 @@ static __noinline int emit_sys_wide(__u32 nr, __s64 arg0, __u64 ts, __u64 lat, l
  */
 static __noinline int emit_sys_io(__u32 nr, __s64 arg0, __u64 ts, __u64 now, long ret)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	struct call_key key = { .tid = (__u32)pid_tgid, .ts = ts };
+	struct call_key key = { .tid = (__u32)bpf_get_current_pid_tgid(), .ts = ts };
 	struct call_io *io = bpf_map_lookup_elem(&callio, &key);
 	struct rec_sysio *e;
 	__u32 reqs = 0;
@@ -663,14 +670,7 @@ static __noinline int emit_sys_io(__u32 nr, __s64 arg0, __u64 ts, __u64 now, lon
 		count_drop();
 		return 0;
 	}
-	e->kind = REC_SYSIO;
-	e->nr = nr;
-	e->tid = pid_tgid;
-	e->pid = pid_tgid >> 32;
-	e->arg0 = arg0;
-	e->ts = ts;
-	e->lat = now - ts;
-	e->ret = ret;
+	fill_sys(&e->sys, REC_SYSIO, nr, arg0, ts, now - ts, ret);
 	e->reqs = reqs;
 	e->pad = 0;
 	e->bytes = bytes;

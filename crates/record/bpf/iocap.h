@@ -66,14 +66,7 @@ struct rec_sys {
  * fsync, an O_DIRECT call, io_submit): rec_sys and what its requests did.
  */
 struct rec_sysio {
-	__u16 kind; /* REC_SYSIO */
-	__u16 nr;
-	__u32 tid;
-	__u32 pid;
-	__s32 arg0;
-	__u64 ts;   /* as in rec_sys */
-	__u64 lat;
-	__s64 ret;
+	struct rec_sys sys; /* kind REC_SYSIO */
 	__u32 reqs;  /* requests created while it was in flight */
 	__u32 pad;
 	__u64 bytes; /* their bytes, as issued */

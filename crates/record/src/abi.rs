@@ -108,7 +108,7 @@ pub fn to_boottime(rec: &mut [u8], offset: u64) {
     let at: &[usize] = match kind {
         REC_SYS => &[std::mem::offset_of!(types::rec_sys, ts)],
         REC_SYS32 => &[std::mem::offset_of!(types::rec_sys32, ts)],
-        REC_SYSIO => &[std::mem::offset_of!(types::rec_sysio, ts)],
+        REC_SYSIO => &[std::mem::offset_of!(types::rec_sysio, sys.ts)],
         REC_FD => &[std::mem::offset_of!(types::rec_fd, ts)],
         REC_BLK => &[
             std::mem::offset_of!(types::rec_blk, ts),
@@ -148,8 +148,8 @@ pub fn event_end(rec: &[u8]) -> Option<u64> {
             u32_at(std::mem::offset_of!(types::rec_sys32, lat))?,
         ),
         REC_SYSIO => (
-            u64_at(std::mem::offset_of!(types::rec_sysio, ts))?,
-            u64_at(std::mem::offset_of!(types::rec_sysio, lat))?,
+            u64_at(std::mem::offset_of!(types::rec_sysio, sys.ts))?,
+            u64_at(std::mem::offset_of!(types::rec_sysio, sys.lat))?,
         ),
         REC_BLK => (
             u64_at(std::mem::offset_of!(types::rec_blk, ts))?,
@@ -357,9 +357,12 @@ mod tests {
             }
         }
         let io = types::rec_sysio {
-            kind: REC_SYSIO,
-            ts: 900,
-            lat: 40,
+            sys: types::rec_sys {
+                kind: REC_SYSIO,
+                ts: 900,
+                lat: 40,
+                ..Default::default()
+            },
             ..Default::default()
         };
         let mut b = bytes_of(&io);

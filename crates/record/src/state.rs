@@ -375,19 +375,7 @@ impl<W: Write> Tracker<W> {
     pub fn apply(&mut self, rec: Rec) -> Result<(), iocap_format::Error> {
         match rec {
             Rec::Sys(s) => self.sys_event(&s, None),
-            Rec::SysIo(s) => {
-                let sys = types::rec_sys {
-                    kind: s.kind,
-                    nr: s.nr,
-                    tid: s.tid,
-                    pid: s.pid,
-                    arg0: s.arg0,
-                    ts: s.ts,
-                    lat: s.lat,
-                    ret: s.ret,
-                };
-                self.sys_event(&sys, Some(&s))
-            }
+            Rec::SysIo(s) => self.sys_event(&s.sys, Some(&s)),
             Rec::Blk(b) => self.blk_event(&b),
             Rec::Fork(f) => {
                 let (exe, cmdline) = match self.procs.get(&f.ppid) {
