@@ -9,12 +9,12 @@ use std::process::Command;
 use iocap_format::{BlockOp, Cause, Class, Event, Reader, Tables};
 
 use crate::record::{build_c, events, nr, recording};
-use crate::util::iocap;
+use crate::util::{iocap, LoopDev};
 
 /// An ext4 file system on a loop device over a file in `dir`, mounted at `dir/mnt`; unmounted
-/// and detached on drop.
+/// on drop, then the device is detached (fields drop after `drop`).
 struct Ext4 {
-    dev: String,
+    disk: LoopDev,
     mnt: PathBuf,
 }
 
@@ -22,39 +22,26 @@ impl Ext4 {
     fn new(dir: &Path) -> Ext4 {
         let img = dir.join("fs.img");
         std::fs::File::create(&img).unwrap().set_len(128 << 20).unwrap();
-        let out = Command::new("losetup")
-            .args(["-f", "--show"])
-            .arg(&img)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "losetup: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let dev = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        let disk = LoopDev::attach(&img);
         let mnt = dir.join("mnt");
         std::fs::create_dir(&mnt).unwrap();
-        let fs = Ext4 { dev, mnt };
         sh(&format!(
-            "mkfs.ext4 -q -F {} && mount {} {}",
-            fs.dev,
-            fs.dev,
-            fs.mnt.display()
+            "mkfs.ext4 -q -F {0} && mount {0} {1}",
+            disk.path,
+            mnt.display()
         ));
-        fs
+        Ext4 { disk, mnt }
     }
 
     /// The loop device's name, as captures name disks (`loop3`).
     fn name(&self) -> &str {
-        self.dev.trim_start_matches("/dev/")
+        self.disk.name()
     }
 }
 
 impl Drop for Ext4 {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg(&self.mnt).status();
-        let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
     }
 }
 
@@ -200,7 +187,7 @@ fn cold_reads_carry_the_file_and_warm_rereads_issue_none() {
     sh(&format!(
         "sync; echo 3 > /proc/sys/vm/drop_caches; umount {0} && mount {1} {0}",
         fs.mnt.display(),
-        fs.dev
+        fs.disk.path
     ));
     let cap = dir.path().join("c.cap");
     let cmd = format!("cat {0} > /dev/null; cat {0} > /dev/null", data.display());

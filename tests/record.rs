@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use iocap_format::{Class, Event, FdType, Reader};
 
-use crate::util::{iocap, machine_alone, machine_shared, root_skip_reason};
+use crate::util::{iocap, machine_alone, machine_shared, root_skip_reason, LoopDev};
 
 fn can_record() -> bool {
     if let Some(why) = root_skip_reason() {
@@ -147,37 +147,20 @@ fn diskstats_writes(name: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// A file-backed loop device, detached on drop.
-struct Loop(String);
-
-impl Drop for Loop {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").arg("-d").arg(&self.0).status();
-    }
-}
-
 #[test]
 fn dd_direct_on_a_loop_device_matches_diskstats() {
     let Some(_running) = recording() else { return };
     let dir = tempfile::tempdir().unwrap();
     let img = dir.path().join("disk.img");
     std::fs::write(&img, vec![0u8; 8 << 20]).unwrap();
-    let out = Command::new("losetup")
-        .args(["-f", "--show"])
-        .arg(&img)
-        .output()
-        .unwrap();
-    // As root a loop device must be had: a failure here is a failure, not a skip.
-    assert!(
-        out.status.success(),
-        "losetup failed: {}",
-        String::from_utf8_lossy(&out.stderr).trim()
-    );
-    let dev = Loop(String::from_utf8_lossy(&out.stdout).trim().to_owned());
-    let name = dev.0.trim_start_matches("/dev/").to_owned();
+    let dev = LoopDev::attach(&img);
+    let name = dev.name().to_owned();
     let cap = dir.path().join("dd.cap");
     let before = diskstats_writes(&name);
-    let cmd = format!("dd if=/dev/zero of={} bs=64k count=20 oflag=direct status=none", dev.0);
+    let cmd = format!(
+        "dd if=/dev/zero of={} bs=64k count=20 oflag=direct status=none",
+        dev.path
+    );
     let out = iocap()
         .args(["record", "--no-syscalls", "-w"])
         .arg(&cap)

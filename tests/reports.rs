@@ -580,21 +580,8 @@ fn iostat_agrees_with_proc_diskstats() {
     let dir = tempfile::tempdir().unwrap();
     let backing = dir.path().join("disk.img");
     std::fs::write(&backing, vec![0u8; 64 << 20]).unwrap();
-    // As root a loop device must be had: a failure here is a failure, not a skip.
-    let out = std::process::Command::new("losetup")
-        .args(["--find", "--show", backing.to_str().unwrap()])
-        .output()
-        .expect("run losetup (util-linux)");
-    assert!(
-        out.status.success(),
-        "losetup failed: {}",
-        String::from_utf8_lossy(&out.stderr).trim()
-    );
-    let loopdev = String::from_utf8(out.stdout).unwrap().trim().to_string();
-    let disk = loopdev.trim_start_matches("/dev/").to_string();
-    let detach = || {
-        let _ = std::process::Command::new("losetup").args(["-d", &loopdev]).status();
-    };
+    let dev = crate::util::LoopDev::attach(&backing);
+    let (loopdev, disk) = (dev.path.clone(), dev.name().to_owned());
     let cap = dir.path().join("dd.cap");
     let before = diskstats(&disk);
     let workload = format!(
@@ -626,11 +613,11 @@ fn iostat_agrees_with_proc_diskstats() {
         let _ = std::io::Read::read_to_string(&mut e, &mut err);
     }
     if status.is_none_or(|s| !s.success()) {
-        detach();
+        drop(dev);
         panic!("iocap record failed or hung ({status:?}): {err}");
     }
     let v = json(&["iostat", cap.to_str().unwrap(), "--json", &format!("blk.dev={disk}")]);
-    detach();
+    drop(dev);
     let d = v["devices"]
         .as_array()
         .unwrap()

@@ -39,6 +39,42 @@ pub fn run(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// A loop device over the file `img`, detached on drop. Root only: as root one must be had, so a
+/// failure to attach is a failure, not a skip.
+pub struct LoopDev {
+    /// `/dev/loopN`.
+    pub path: String,
+}
+
+impl LoopDev {
+    pub fn attach(img: &Path) -> LoopDev {
+        let out = Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(img)
+            .output()
+            .expect("run losetup (util-linux)");
+        assert!(
+            out.status.success(),
+            "losetup failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        LoopDev {
+            path: String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+        }
+    }
+
+    /// The disk's name, as captures and /proc/diskstats name it (`loop3`).
+    pub fn name(&self) -> &str {
+        self.path.trim_start_matches("/dev/")
+    }
+}
+
+impl Drop for LoopDev {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.path).status();
+    }
+}
+
 /// Why a root-only test cannot run here, or `None` when it can.
 pub fn root_skip_reason() -> Option<&'static str> {
     // SAFETY: geteuid has no preconditions and cannot fail.
