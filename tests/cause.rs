@@ -33,6 +33,16 @@ impl Ext4 {
         Ext4 { disk, mnt }
     }
 
+    /// A new file of `mib` MiB of random bytes, on the disk (fsynced).
+    fn random_file(&self, name: &str, mib: u32) -> PathBuf {
+        let path = self.mnt.join(name);
+        sh(&format!(
+            "dd if=/dev/urandom of={} bs=1M count={mib} status=none conv=fsync",
+            path.display()
+        ));
+        path
+    }
+
     /// The loop device's name, as captures name disks (`loop3`).
     fn name(&self) -> &str {
         self.disk.name()
@@ -114,11 +124,7 @@ fn o_direct_preads_link_to_exactly_their_requests() {
     let Some(_running) = recording() else { return };
     let dir = tempfile::tempdir().unwrap();
     let fs = Ext4::new(dir.path());
-    let data = fs.mnt.join("data");
-    sh(&format!(
-        "dd if=/dev/urandom of={} bs=1M count=16 status=none conv=fsync",
-        data.display()
-    ));
+    let data = fs.random_file("data", 16);
     let bin = build_c(dir.path(), "preader", PREADER);
     let cap = dir.path().join("p.cap");
     let (evs, r) = record(&cap, &format!("{} {}", bin.display(), data.display()));
@@ -178,11 +184,7 @@ fn cold_reads_carry_the_file_and_warm_rereads_issue_none() {
     let Some(_running) = recording() else { return };
     let dir = tempfile::tempdir().unwrap();
     let fs = Ext4::new(dir.path());
-    let data = fs.mnt.join("cold");
-    sh(&format!(
-        "dd if=/dev/urandom of={} bs=1M count=8 status=none conv=fsync",
-        data.display()
-    ));
+    let data = fs.random_file("cold", 8);
     // Out of the page cache: this file system's pages go with its mount's caches.
     sh(&format!(
         "sync; echo 3 > /proc/sys/vm/drop_caches; umount {0} && mount {1} {0}",
@@ -324,11 +326,7 @@ fn libaio_requests_link_to_the_io_submit_that_issued_them() {
     let Some(_running) = recording() else { return };
     let dir = tempfile::tempdir().unwrap();
     let fs = Ext4::new(dir.path());
-    let data = fs.mnt.join("aio");
-    sh(&format!(
-        "dd if=/dev/urandom of={} bs=1M count=8 status=none conv=fsync",
-        data.display()
-    ));
+    let data = fs.random_file("aio", 8);
     let cap = dir.path().join("a.cap");
     let json = dir.path().join("fio.json");
     let cmd = format!(
@@ -417,11 +415,7 @@ fn perf_attributes_the_same_requests_to_the_same_syscalls() {
     }
     let dir = tempfile::tempdir().unwrap();
     let fs = Ext4::new(dir.path());
-    let data = fs.mnt.join("data");
-    sh(&format!(
-        "dd if=/dev/urandom of={} bs=1M count=16 status=none conv=fsync",
-        data.display()
-    ));
+    let data = fs.random_file("data", 16);
     let preader = build_c(dir.path(), "preader", PREADER);
     let writer = build_c(dir.path(), "writer", WRITER);
     let perf_data = dir.path().join("perf.data");
