@@ -118,20 +118,35 @@ pub(crate) fn diagnose(cfg: &Config, err: &libbpf_rs::Error) -> Error {
 }
 
 /// Which of these tracepoints (by event name) the running kernel has: a tp_btf program needs
-/// the kernel's BTF to hold `btf_trace_<name>`, or loading fails. Read from the BTF's string
-/// section, so an unreadable BTF says "none" (and the load then fails with its own error).
+/// the kernel's BTF to hold `btf_trace_<name>`, or loading fails. Read from the BTF's strings
+/// (NUL-separated, so a whole string must match), in one pass over the file; an unreadable BTF
+/// says "none" (and the load then fails with its own error).
 pub fn kernel_tracepoints<const N: usize>(names: &[&str; N]) -> [bool; N] {
     let btf = std::fs::read("/sys/kernel/btf/vmlinux").unwrap_or_default();
-    names.map(|n| {
-        // NUL-delimited on both sides in the string section: no prefix or suffix matches.
-        let needle = format!("\0btf_trace_{n}\0");
-        btf.windows(needle.len()).any(|w| w == needle.as_bytes())
-    })
+    let mut found = [false; N];
+    for s in btf.split(|&b| b == 0) {
+        if let Some(event) = s.strip_prefix(b"btf_trace_") {
+            for (f, n) in found.iter_mut().zip(names) {
+                *f |= event == n.as_bytes();
+            }
+        }
+    }
+    found
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tracepoints_are_found_by_whole_name_only() {
+        if !Path::new("/sys/kernel/btf/vmlinux").exists() {
+            eprintln!("no kernel BTF here: skipped");
+            return;
+        }
+        let found = kernel_tracepoints(&["sys_enter", "sys_ente", "ys_enter", "no_such_tracepoint"]);
+        assert_eq!(found, [true, false, false, false]);
+    }
 
     #[test]
     fn preemption_model_from_a_kernel_config() {
