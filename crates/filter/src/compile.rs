@@ -81,10 +81,12 @@ enum Kernel {
         class: Option<u8>,
         set: IdSet,
     },
-    /// A field that depends on the class: syscalls by number, block requests by op.
+    /// A field that depends on the class: syscalls by number, block requests by op, io_uring
+    /// requests by opcode (in the `nr` column).
     Split {
         nrs: IdSet,
         ops: IdSet,
+        urings: IdSet,
     },
 }
 
@@ -101,10 +103,12 @@ struct IdSet {
 #[derive(Clone, Debug)]
 enum Beyond {
     Const(bool),
-    /// Decide by the field's value for a synthetic event with this id (numbers iocap has no
-    /// name for: `sys_NNN`, `errno_NNN`, `major:minor`). Only hostile or unusual data gets here.
+    /// Decide by the field's value for a synthetic event of `class` with this id (numbers
+    /// iocap has no name for: `sys_NNN`, `uring_NNN`, `errno_NNN`, `major:minor`). Only hostile
+    /// or unusual data gets here.
     Eval {
         field: FieldId,
+        class: Class,
         test: Test,
         meta: Box<Meta>,
     },
@@ -167,8 +171,13 @@ impl IdSet {
         }
         match &self.beyond {
             Beyond::Const(b) => *b,
-            Beyond::Eval { field, test, meta } => {
-                let e = synthetic(*field, id);
+            Beyond::Eval {
+                field,
+                class,
+                test,
+                meta,
+            } => {
+                let e = synthetic(*field, *class, id);
                 test_value(test, &fields::value(fields::info(*field), &e, meta, &Tables::default()))
             }
         }
@@ -182,10 +191,12 @@ impl IdSet {
     }
 }
 
-/// An event carrying only `id` in the column `field` reads (for id-keyed fields).
-fn synthetic(field: FieldId, id: u64) -> Event {
+/// An event of `class` carrying only `id` in the column `field` reads (for id-keyed fields;
+/// the block-only fields make a block event whatever `class` says).
+fn synthetic(field: FieldId, class: Class, id: u64) -> Event {
     let id32 = u32::try_from(id).unwrap_or(u32::MAX);
     let mut e = Event {
+        class,
         fd: -1,
         ..Event::default()
     };
@@ -232,6 +243,7 @@ pub(crate) fn test_value(test: &Test, v: &Value<'_>) -> bool {
 
 const SYSCALL: u8 = Class::Syscall as u8;
 const BLOCK: u8 = Class::Block as u8;
+const IO_URING: u8 = Class::IoUring as u8;
 
 /// Whether class code `code` is class `want`. A code other than block (only in a hostile file)
 /// is a syscall, as `Columns::event` and the chunk summary count it.
@@ -361,12 +373,27 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables) -> Kernel {
     };
     let info = fields::info(p.field);
     let passes = |e: &Event| test_value(&p.test, &fields::value(info, e, meta, tables));
-    let eval_beyond = || Beyond::Eval {
+    let eval_beyond_in = |class: Class| Beyond::Eval {
         field: p.field,
+        class,
         test: p.test.clone(),
         meta: Box::new(meta.clone()),
     };
-    let split = |nrs: IdSet| {
+    let eval_beyond = || eval_beyond_in(Class::Syscall);
+    // Syscall numbers (io_uring opcodes) iocap may know a name for; others are decided one by
+    // one, as `beyond` says.
+    let nr_set = |class: Class, known: u64, beyond: Beyond| {
+        let nrs = (0..known).map(|nr| {
+            let e = Event {
+                class,
+                ..Event::syscall(0, 0, 0, 0, nr as u32, 0)
+            };
+            (nr, passes(&e))
+        });
+        IdSet::build(nrs, known, beyond)
+    };
+    // `beyond` decides the syscall numbers and io_uring opcodes past the known ones.
+    let split = |beyond: &dyn Fn(Class) -> Beyond| {
         let ops = (0..256u64).map(|op| {
             let e = Event {
                 class: Class::Block,
@@ -376,17 +403,10 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables) -> Kernel {
             (op, passes(&e))
         });
         Kernel::Split {
-            nrs,
+            nrs: nr_set(Class::Syscall, 1024, beyond(Class::Syscall)),
             ops: IdSet::build(ops, 256, Beyond::Const(false)),
+            urings: nr_set(Class::IoUring, 256, beyond(Class::IoUring)),
         }
-    };
-    // Syscall numbers iocap may know a name for; others are decided one by one.
-    let nr_set = |beyond: Beyond| {
-        let nrs = (0..1024u64).map(|nr| {
-            let e = Event::syscall(0, 0, 0, 0, nr as u32, 0);
-            (nr, passes(&e))
-        });
-        IdSet::build(nrs, 1024, beyond)
     };
     match p.field {
         FieldId::ProcPid => num(NumSrc::Pid, None),
@@ -500,7 +520,7 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables) -> Kernel {
             }
         }
         FieldId::EvtErrno => {
-            let ids = (0..4096u64).map(|n| (n, n > 0 && passes(&synthetic(p.field, n))));
+            let ids = (0..4096u64).map(|n| (n, n > 0 && passes(&synthetic(p.field, Class::Syscall, n))));
             Kernel::Ids {
                 src: IdSrc::Errno,
                 class: None,
@@ -508,7 +528,7 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables) -> Kernel {
             }
         }
         FieldId::BlkFlags => {
-            let ids = (0..=u64::from(fields::FLAGS_MASK)).map(|f| (f, passes(&synthetic(p.field, f))));
+            let ids = (0..=u64::from(fields::FLAGS_MASK)).map(|f| (f, passes(&synthetic(p.field, Class::Block, f))));
             Kernel::Ids {
                 src: IdSrc::Flags,
                 class: Some(BLOCK),
@@ -518,7 +538,7 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables) -> Kernel {
         FieldId::BlkDev => {
             let devs = tables.devices().iter().map(|d| d.dev);
             let ids: Vec<(u64, bool)> = devs
-                .map(|d| (u64::from(d), passes(&synthetic(p.field, u64::from(d)))))
+                .map(|d| (u64::from(d), passes(&synthetic(p.field, Class::Block, u64::from(d)))))
                 .collect();
             // Device numbers are large and few: all of them go to the sorted list.
             let mut set = IdSet::build(std::iter::empty(), 0, eval_beyond());
@@ -531,11 +551,16 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables) -> Kernel {
                 set,
             }
         }
-        FieldId::EvtType => split(nr_set(eval_beyond())),
+        FieldId::EvtType => split(&eval_beyond_in),
         FieldId::EvtClass | FieldId::IoDir | FieldId::IsIoRead | FieldId::IsIoWrite | FieldId::BlkOp => {
-            // Unknown syscall numbers have a constant value for these fields (io.dir none...).
-            let unknown = passes(&Event::syscall(0, 0, 0, 0, u32::MAX, 0));
-            split(nr_set(Beyond::Const(unknown)))
+            // Unknown syscall numbers (opcodes) have a constant value for these fields per
+            // class (io.dir none...).
+            split(&|class| {
+                Beyond::Const(passes(&Event {
+                    class,
+                    ..Event::syscall(0, 0, 0, 0, u32::MAX, 0)
+                }))
+            })
         }
     }
 }
@@ -649,8 +674,9 @@ impl Kernel {
                 }
             }
             Kernel::Ids { class, set, .. } => (class_may(class) && set.maybe_any(), false),
-            Kernel::Split { nrs, ops } => (
-                (s.syscalls > 0 && nrs.maybe_any()) || (s.blocks > 0 && ops.maybe_any()),
+            Kernel::Split { nrs, ops, urings } => (
+                // The summary counts io_uring requests among the syscalls (the non-block events).
+                (s.syscalls > 0 && (nrs.maybe_any() || urings.maybe_any())) || (s.blocks > 0 && ops.maybe_any()),
                 false,
             ),
         }
@@ -828,7 +854,7 @@ impl Kernel {
                     }
                 }
             }
-            Kernel::Split { nrs, ops } => {
+            Kernel::Split { nrs, ops, urings } => {
                 let (nr, op) = (col(&cols.nr, n), col(&cols.op, n));
                 let cls = &classes[..];
                 for (((w, c), nr), op) in words
@@ -842,10 +868,10 @@ impl Kernel {
                     }
                     let mut bits = 0u64;
                     for (j, ((&c, &nr), &op)) in c.iter().zip(nr).zip(op).enumerate() {
-                        let m = if c == BLOCK {
-                            ops.contains(u64::from(op))
-                        } else {
-                            nrs.contains(u64::from(nr))
+                        let m = match c {
+                            BLOCK => ops.contains(u64::from(op)),
+                            IO_URING => urings.contains(u64::from(nr)),
+                            _ => nrs.contains(u64::from(nr)),
                         };
                         bits |= u64::from(m) << j;
                     }

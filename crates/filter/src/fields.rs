@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use iocap_format::{blk_flags, dev_parts, syscalls, BlockOp, Cause, Class, Event, FdType, Meta, Tables};
+use iocap_format::{blk_flags, dev_parts, syscalls, uring, BlockOp, Cause, Class, Event, FdType, Meta, Tables};
 
 use crate::lookup::Lookup;
 
@@ -471,12 +471,18 @@ pub fn value_in<'a, L: Lookup + ?Sized>(field: &FieldInfo, e: &Event, meta: &Met
     }
 }
 
-/// `evt.type`: the syscall's name, `block`, or `sys_NNN` for a number iocap does not know.
+/// `evt.type`: the syscall's name, `block`, the io_uring opcode's name, or `sys_NNN`
+/// (`uring_NNN`) for a number iocap does not know.
 pub fn evt_type(arch: &str, class: Class, nr: u32) -> Cow<'static, str> {
     match class {
         Class::Block => Cow::Borrowed("block"),
         Class::Syscall => syscall_name(arch, nr),
+        Class::IoUring => uring_op_name(nr),
     }
+}
+
+fn uring_op_name(op: u32) -> Cow<'static, str> {
+    uring::op_name(op).map_or_else(|| Cow::Owned(format!("uring_{op}")), Cow::Borrowed)
 }
 
 pub(crate) fn syscall_name(arch: &str, nr: u32) -> Cow<'static, str> {
@@ -529,11 +535,25 @@ pub(crate) fn syscall_dir(name: &str) -> IoDir {
     }
 }
 
-/// `io.dir` of an event: by syscall, or by block op.
+/// `io.dir` of an event: by syscall, by io_uring opcode, or by block op.
 pub(crate) fn io_dir(arch: &str, class: Class, nr: u32, op: u8) -> IoDir {
     match class {
         Class::Syscall => syscalls::name(arch, nr).map_or(IoDir::None, syscall_dir),
+        Class::IoUring => uring::op_name(nr).map_or(IoDir::None, uring_dir),
         Class::Block => block_dir(op),
+    }
+}
+
+/// Direction of io_uring opcode `name`.
+fn uring_dir(name: &str) -> IoDir {
+    match name {
+        "readv" | "read_fixed" | "recvmsg" | "read" | "recv" | "read_multishot" | "recv_zc" | "readv_fixed" => {
+            IoDir::Read
+        }
+        "writev" | "write_fixed" | "sendmsg" | "write" | "send" | "send_zc" | "sendmsg_zc" | "writev_fixed" => {
+            IoDir::Write
+        }
+        _ => IoDir::None,
     }
 }
 
@@ -631,13 +651,18 @@ pub(crate) static ERRNOS: &[&str] = &[
 /// used to reject `fd.type=fiel` with a suggestion instead of silently matching nothing.
 pub(crate) fn vocabulary(id: FieldId) -> Option<Vec<&'static str>> {
     Some(match id {
-        FieldId::EvtClass => vec!["syscall", "block"],
+        FieldId::EvtClass => vec!["syscall", "block", "io_uring"],
         FieldId::FdType => FdType::ALL.iter().map(|t| t.name()).collect(),
         FieldId::IoDir => vec!["read", "write", "none"],
         FieldId::BlkOp => vec!["read", "write", "flush", "discard", "other"],
         FieldId::BlkCause => Cause::ALL.iter().map(|c| c.name()).collect(),
         FieldId::BlkSyscall => syscalls::names("x86_64").collect(),
-        FieldId::EvtType => syscalls::names("x86_64").chain(["block"]).collect(),
+        FieldId::EvtType => {
+            let mut v: Vec<&str> = syscalls::names("x86_64").chain(["block"]).chain(uring::op_names()).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        }
         FieldId::EvtErrno => errno_names().collect(),
         _ => return None,
     })
@@ -648,7 +673,10 @@ pub(crate) fn vocabulary(id: FieldId) -> Option<Vec<&'static str>> {
 pub(crate) fn is_numbered_name(id: FieldId, v: &str) -> bool {
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     match id {
-        FieldId::EvtType | FieldId::BlkSyscall => v.strip_prefix("sys_").is_some_and(digits),
+        FieldId::EvtType => ["sys_", "uring_"]
+            .iter()
+            .any(|p| v.strip_prefix(p).is_some_and(digits)),
+        FieldId::BlkSyscall => v.strip_prefix("sys_").is_some_and(digits),
         FieldId::EvtErrno => v.strip_prefix("errno_").is_some_and(digits),
         _ => false,
     }

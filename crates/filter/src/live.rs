@@ -7,7 +7,7 @@
 //! recorder asks each event's values instead ([`crate::fields::value_in`]). Both paths share
 //! the checked tree and [`crate::compile`]'s test of a value, so they cannot disagree.
 
-use iocap_format::{syscalls, Event, Meta};
+use iocap_format::{syscalls, uring, Class, Event, Meta};
 
 pub use crate::lookup::{FileView, Lookup, ProcView};
 
@@ -28,6 +28,8 @@ pub struct Pushdown {
     pub syscalls: bool,
     /// Whether block events can match (not when `evt.class=syscall`, `evt.type=read`).
     pub block: bool,
+    /// Whether io_uring requests can match (not when `evt.class=block`, `evt.type=pread64`).
+    pub io_uring: bool,
     /// Only these syscall numbers (from `evt.type=...`), sorted; `None`: any.
     pub syscall_nrs: Option<Vec<u32>>,
     /// Every matching event is at least this slow (`latency>=X`, `latency>X`), ns.
@@ -87,6 +89,7 @@ impl Filter {
             pids: None,
             syscalls: true,
             block: true,
+            io_uring: true,
             syscall_nrs: None,
             min_latency: 0,
             names: None,
@@ -159,6 +162,7 @@ fn push_pred(p: &mut Pushdown, pred: &Pred, arch: &str) {
         ) => {
             p.syscalls &= vs.iter().any(|v| v == "syscall");
             p.block &= vs.iter().any(|v| v == "block");
+            p.io_uring &= vs.iter().any(|v| v == "io_uring");
         }
         (
             FieldId::EvtType,
@@ -168,6 +172,11 @@ fn push_pred(p: &mut Pushdown, pred: &Pred, arch: &str) {
             },
         ) => {
             p.block &= vs.iter().any(|v| v == "block");
+            p.io_uring &= vs.iter().any(|v| {
+                uring::op_number(v)
+                    .or_else(|| v.strip_prefix("uring_")?.parse().ok())
+                    .is_some_and(|op| fields::evt_type(arch, Class::IoUring, op) == v.as_str())
+            });
             // A name this arch does not know, like `sys_NNN` for a number it has no name
             // for, names no event: leaving it out of the set is exact.
             let nrs = vs
@@ -175,7 +184,7 @@ fn push_pred(p: &mut Pushdown, pred: &Pred, arch: &str) {
                 .filter_map(|v| {
                     syscalls::number(arch, v)
                         .or_else(|| v.strip_prefix("sys_")?.parse().ok())
-                        .filter(|&nr| fields::evt_type(arch, iocap_format::Class::Syscall, nr) == v.as_str())
+                        .filter(|&nr| fields::evt_type(arch, Class::Syscall, nr) == v.as_str())
                 })
                 .collect::<Vec<u32>>();
             p.syscalls &= !nrs.is_empty();
@@ -243,6 +252,15 @@ mod tests {
         assert!(!push("evt.class=block and evt.class=syscall").syscalls);
         assert_eq!(push("evt.type!=read").syscall_nrs, None);
         assert_eq!(push("").pids, None);
+        // io_uring requests: by class, and by opcode names (`read` names both a syscall and
+        // an opcode; `pread64` only a syscall).
+        let p = push("evt.class=io_uring");
+        assert!(p.io_uring && !p.syscalls && !p.block);
+        assert!(push("evt.type=read").io_uring && !push("evt.type=pread64").io_uring);
+        let p = push("evt.type=read_fixed");
+        assert!(p.io_uring && !p.syscalls && !p.block);
+        assert!(push("evt.type=uring_200").io_uring && !push("evt.type=uring_22").io_uring, "uring_22 is `read`");
+        assert!(!push("evt.class=syscall").io_uring);
     }
 
     #[test]

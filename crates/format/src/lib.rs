@@ -36,6 +36,7 @@ mod pack;
 mod reader;
 mod summary;
 pub mod syscalls;
+pub mod uring;
 mod tables;
 pub mod varint;
 mod writer;

@@ -16,6 +16,8 @@ pub enum Class {
     Syscall = 0,
     /// A block I/O request, timed from issue to the device to completion.
     Block = 1,
+    /// An io_uring request, timed from its submission to its completion (since format 1.4).
+    IoUring = 2,
 }
 
 impl Class {
@@ -24,15 +26,17 @@ impl Class {
         match code {
             0 => Some(Class::Syscall),
             1 => Some(Class::Block),
+            2 => Some(Class::IoUring),
             _ => None,
         }
     }
 
-    /// The name used by the filter language and the CLI (`syscall`, `block`).
+    /// The name used by the filter language and the CLI (`syscall`, `block`, `io_uring`).
     pub fn name(self) -> &'static str {
         match self {
             Class::Syscall => "syscall",
             Class::Block => "block",
+            Class::IoUring => "io_uring",
         }
     }
 }
@@ -112,11 +116,14 @@ pub mod blk_flags {
 /// [`Meta::boot_to_wall_ns`] turns it into wall-clock time.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Event {
-    /// Syscall or block request: which of the fields below apply.
+    /// Syscall, block request or io_uring request: which of the fields below apply. An
+    /// io_uring request has the syscall fields (`nr` is its opcode, `ret` its completion's
+    /// result) and the `disk_*` ones.
     pub class: Class,
     /// Start of the operation, ns since boot.
     pub ts: u64,
-    /// Syscall: exit − enter. Block: complete − issue (device time, as biolatency).
+    /// Syscall: exit − enter. Block: complete − issue (device time, as biolatency). io_uring:
+    /// completion − submission (a multishot request's later completions: − the previous one).
     pub latency: u64,
     /// Thread group id (what users call the pid).
     pub pid: u32,
@@ -124,11 +131,14 @@ pub struct Event {
     pub tid: u32,
     /// Id in the process table ([`ProcEntry::id`]); 0 when unknown.
     pub proc: u32,
-    /// Syscall number (architecture in [`Meta::arch`]); 0 for block events.
+    /// Syscall number (architecture in [`Meta::arch`]); io_uring: the opcode
+    /// (`IORING_OP_*`, named by [`crate::uring::op_name`]); 0 for block events.
     pub nr: u32,
-    /// Syscall return value; block: 0 on success, a negative errno on error.
+    /// Syscall return value, io_uring completion result; block: 0 on success, a negative
+    /// errno on error.
     pub ret: i64,
-    /// The fd the syscall operated on, -1 when it takes none. Block: -1.
+    /// The fd the syscall (io_uring request) operated on, -1 when it takes none or it is a
+    /// registered (fixed) file. Block: -1.
     pub fd: i32,
     /// Id in the file table ([`FileEntry::id`]); 0 when the event has no known file.
     pub file: u32,
@@ -146,11 +156,12 @@ pub struct Event {
     pub flags: u32,
     /// Block: what the request was issued for, a [`Cause`] code. Syscalls: 0.
     pub cause: u8,
-    /// Block with cause [`Cause::Syscall`]: how long before this request's `ts` that syscall
-    /// started, so its event is the syscall of the same `tid` (the submitting thread) at
-    /// `ts - link`. Kept as an offset, which is small and compresses. 0 otherwise.
+    /// Block with cause [`Cause::Syscall`] or [`Cause::IoUring`]: how long before this
+    /// request's `ts` that syscall (io_uring request) started, so its event is the syscall
+    /// (io_uring request) of the same `tid` (the submitting thread) at `ts - link`. Kept as
+    /// an offset, which is small and compresses. 0 otherwise.
     pub link: u64,
-    /// Syscall: block requests it issued (created while it was in flight). Block: 0.
+    /// Syscall, io_uring: block requests it issued (created while it was in flight). Block: 0.
     pub disk_reqs: u32,
     /// Syscall: the bytes of those requests, as issued to the device. Block: 0.
     pub disk_bytes: u64,
@@ -172,23 +183,28 @@ pub enum Cause {
     Syscall = 1,
     /// A flusher thread writing back one inode's dirty pages.
     Writeback = 2,
+    /// An io_uring request submitted by the submitting thread, which [`Event::link`] and `tid`
+    /// name (since format 1.4).
+    IoUring = 3,
 }
 
 impl Cause {
     /// Every cause, by on-disk code.
-    pub const ALL: [Cause; 3] = [Cause::None, Cause::Syscall, Cause::Writeback];
+    pub const ALL: [Cause; 4] = [Cause::None, Cause::Syscall, Cause::Writeback, Cause::IoUring];
 
     /// The cause with this on-disk code; unknown codes read as [`Cause::None`].
     pub fn from_code(code: u8) -> Cause {
         Cause::ALL.get(usize::from(code)).copied().unwrap_or_default()
     }
 
-    /// The name used by the filter language (`blk.cause`): `none`, `syscall`, `writeback`.
+    /// The name used by the filter language (`blk.cause`): `none`, `syscall`, `writeback`,
+    /// `io_uring`.
     pub fn name(self) -> &'static str {
         match self {
             Cause::None => "none",
             Cause::Syscall => "syscall",
             Cause::Writeback => "writeback",
+            Cause::IoUring => "io_uring",
         }
     }
 }

@@ -102,10 +102,11 @@ fn columns(app: &App, e: &Event) -> [String; 8] {
     let get = |name: &str| fields::lookup(name).map(|fi| fields::value(fi, e, meta, tables).to_string());
     let what = match e.class {
         Class::Syscall => fields::evt_type(&meta.arch, e.class, e.nr).into_owned(),
+        Class::IoUring => format!("uring {}", fields::evt_type(&meta.arch, e.class, e.nr)),
         Class::Block => format!("blk {}", BlockOp::from_code(e.op).name()),
     };
     let target = match e.class {
-        Class::Syscall => get("fd.name").unwrap_or_default(),
+        Class::Syscall | Class::IoUring => get("fd.name").unwrap_or_default(),
         Class::Block => get("blk.dev").unwrap_or_default(),
     };
     [
