@@ -31,13 +31,15 @@ use crate::panes::spectrogram::grid::Grid;
 use crate::panes::spectrogram::{Moved, View};
 use crate::replay::{Replay, Step};
 use crate::theme::{Palette, Theme};
-use crate::worker::Reply;
+use crate::worker::links::LinksQuery;
 use crate::worker::query::{Answer, GroupRow, Query};
 use crate::worker::rows::RowsQuery;
+use crate::worker::Reply;
 
 /// What an update asks of the workers: a query for the view (the exact picture, histogram,
-/// breakdown and list of a changed view, filter, field or order) and rows of the list to
-/// decode. A newer question supersedes an older one, so an update asks at most one of each.
+/// breakdown and list of a changed view, filter, field or order), rows of the list to decode
+/// and a lookup of what the selected event is linked to. A newer question supersedes an older
+/// one, so an update asks at most one of each.
 #[must_use]
 #[derive(Default)]
 pub struct Effects {
@@ -45,6 +47,9 @@ pub struct Effects {
     pub query: Option<Query>,
     /// The list's rows to decode; `None` when the rows on screen did not change.
     pub rows: Option<RowsQuery>,
+    /// What the selected event is linked to, for the detail popup; `None` when nothing new
+    /// is to be looked up.
+    pub links: Option<LinksQuery>,
 }
 
 /// The whole viewer state.
@@ -270,7 +275,10 @@ impl App {
     fn list_update(&mut self, action: &Action, fx: &mut Effects) {
         match self.list.update(action, self.answer.as_ref(), &self.layout) {
             Listed::Nothing => {}
-            Listed::Scrolled => self.load_rows(fx),
+            Listed::Scrolled => {
+                self.load_rows(fx);
+                self.ask_links(fx);
+            }
             Listed::Resorted => {
                 fx.rows = None;
                 // Only a latency-sorted list needs the slowest events kept: ask again (the
@@ -296,8 +304,9 @@ impl App {
                 None => return,
             },
             Pane::Events => {
-                // The detail popup opens or closes: nothing to ask.
+                // The detail popup opens or closes: at most its links to look up.
                 let _ = self.list.update(&Action::Activate, self.answer.as_ref(), &self.layout);
+                self.ask_links(fx);
                 return;
             }
         };
@@ -352,7 +361,10 @@ impl App {
                 if let Some(e) = self.list.arrived(r) {
                     self.note = Some(e);
                 }
+                // The selected row may have just arrived under an open popup.
+                self.ask_links(fx);
             }
+            Reply::Links(l) => self.list.linked(*l),
             Reply::Failed { gen, error } if gen == self.gen => {
                 self.busy = false;
                 self.note = Some(error);
@@ -381,6 +393,13 @@ impl App {
             group: self.breakdown.field(),
             slowest: self.list.slowest_wanted(),
         });
+    }
+
+    /// Look up what the selected event is linked to, if the open detail popup needs it.
+    fn ask_links(&mut self, fx: &mut Effects) {
+        if let Some(q) = self.list.want_links() {
+            fx.links = Some(q);
+        }
     }
 
     /// Ask for the events the list shows, unless they are decoded already.

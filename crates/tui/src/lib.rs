@@ -133,13 +133,16 @@ pub fn run(path: &Path, reader: Reader, filter: CheckedFilter) -> io::Result<()>
     Ok(())
 }
 
-/// Give the workers what an update asked for: a query, rows to decode.
+/// Give the workers what an update asked for: a query, rows to decode, a lookup of links.
 fn hand_over(fx: app::Effects, worker: &worker::Worker) {
     if let Some(q) = fx.query {
         worker.ask(q);
     }
     if let Some(r) = fx.rows {
         worker.rows(r);
+    }
+    if let Some(l) = fx.links {
+        worker.links(l);
     }
 }
 

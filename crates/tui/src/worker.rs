@@ -8,8 +8,11 @@
 //! one read, so the next one over the same chunks skips decoding.
 //!
 //! Rows have a thread of their own, so a page of the list never waits behind a scan: it too
-//! takes only the newest request waiting.
+//! takes only the newest request waiting. So do the lookups of what an event is linked to
+//! (`links.rs`: a syscall's block requests, a block request's syscall), which may read several
+//! chunks.
 
+pub mod links;
 pub mod query;
 pub mod rows;
 
@@ -22,6 +25,7 @@ use iocap_format::Reader;
 
 use iocap_analysis::ColumnCache;
 
+use links::{Links, LinksQuery};
 use query::{Answer, Cancel, Query, CACHE_BUDGET};
 use rows::{RowLoader, Rows, RowsQuery};
 
@@ -39,12 +43,15 @@ pub enum Reply {
     },
     /// The event list's rows on screen.
     Rows(Rows),
+    /// What the selected event is linked to.
+    Links(Box<Links>),
 }
 
 /// The UI side of the worker.
 pub struct Worker {
     tx: Sender<Query>,
     rows: Sender<RowsQuery>,
+    links: Sender<LinksQuery>,
     cancel: Cancel,
 }
 
@@ -59,6 +66,7 @@ impl Worker {
     ) -> std::io::Result<Worker> {
         let (tx, rx) = channel::<Query>();
         let (rows, rows_rx) = channel::<RowsQuery>();
+        let (links, links_rx) = channel::<LinksQuery>();
         let cancel = Cancel::default();
         let theirs = cancel.clone();
         let (their_reader, their_events) = (Arc::clone(&reader), events.clone());
@@ -66,11 +74,21 @@ impl Worker {
             .name("iocap-query".into())
             .spawn(move || serve(&their_reader, &rx, &theirs, &their_events, wrap))
             .map_err(|e| std::io::Error::new(e.kind(), format!("cannot start the query thread: {e}")))?;
+        let (rows_reader, rows_events) = (Arc::clone(&reader), events.clone());
         thread::Builder::new()
             .name("iocap-rows".into())
-            .spawn(move || serve_rows(&reader, &rows_rx, &events, wrap))
+            .spawn(move || serve_rows(&rows_reader, &rows_rx, &rows_events, wrap))
             .map_err(|e| std::io::Error::new(e.kind(), format!("cannot start the rows thread: {e}")))?;
-        Ok(Worker { tx, rows, cancel })
+        thread::Builder::new()
+            .name("iocap-links".into())
+            .spawn(move || serve_links(&reader, &links_rx, &events, wrap))
+            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot start the links thread: {e}")))?;
+        Ok(Worker {
+            tx,
+            rows,
+            links,
+            cancel,
+        })
     }
 
     /// Ask `q`, superseding every earlier query.
@@ -82,6 +100,22 @@ impl Worker {
     /// Decode the rows `q` asks for, superseding earlier requests not yet started.
     pub fn rows(&self, q: RowsQuery) {
         let _ = self.rows.send(q);
+    }
+
+    /// Look up what an event is linked to, superseding earlier lookups not yet started.
+    pub fn links(&self, q: LinksQuery) {
+        let _ = self.links.send(q);
+    }
+}
+
+fn serve_links<E>(reader: &Reader, rx: &Receiver<LinksQuery>, out: &Sender<E>, wrap: fn(Reply) -> E) {
+    while let Ok(mut q) = rx.recv() {
+        while let Ok(newer) = rx.try_recv() {
+            q = newer;
+        }
+        if out.send(wrap(Reply::Links(Box::new(links::find(reader, &q))))).is_err() {
+            return;
+        }
     }
 }
 

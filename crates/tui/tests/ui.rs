@@ -20,6 +20,7 @@ use iocap_tui::history::History;
 use iocap_tui::layout::{Orientation, Pane};
 use iocap_tui::panes::events::Sort;
 use iocap_tui::theme::Palette;
+use iocap_tui::worker::links;
 use iocap_tui::worker::query::{self, Cancel};
 use iocap_tui::worker::rows::RowLoader;
 use iocap_tui::worker::Reply;
@@ -137,6 +138,9 @@ fn settle(app: &mut App, mut fx: Effects) {
         } else if let Some(r) = fx.rows.take() {
             let rows = RowLoader::new().load(&app.cap.reader, &r);
             app.update(Action::Reply(Reply::Rows(rows)))
+        } else if let Some(l) = fx.links.take() {
+            let found = links::find(&app.cap.reader, &l);
+            app.update(Action::Reply(Reply::Links(Box::new(found))))
         } else {
             return;
         };
@@ -144,6 +148,7 @@ fn settle(app: &mut App, mut fx: Effects) {
         fx = Effects {
             query: more.query.or(fx.query),
             rows: more.rows.or(fx.rows),
+            links: more.links.or(fx.links),
         };
     }
 }
@@ -838,4 +843,280 @@ fn a_damaged_chunk_is_reported_not_fatal() {
     let rows = RowLoader::new().load(&app.cap.reader, &q);
     assert_eq!(rows.rows.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [0, 1]);
     assert!(rows.error.is_some_and(|e| e.contains("chunk 2")));
+}
+
+/// The calls and block requests of [`linked_capture`], by what the tests look for.
+mod linked {
+    /// The capture's first event (ns since boot).
+    pub const T0: u64 = super::START + 1_000_000;
+    /// Thread 301's pread64 of `/var/lib/x.db`: 5 ms, two block requests.
+    pub const READ_TS: u64 = T0;
+    /// Thread 302's fsync, started at the same ns as the pread64: one block request.
+    pub const FSYNC_TS: u64 = T0;
+    /// The pread64's requests: one while it runs, one issued after it returned (readahead).
+    pub const REQ_TS: [u64; 2] = [T0 + 100_000, T0 + 6_000_000];
+    /// The fsync's request, between the pread64's two.
+    pub const FSYNC_REQ_TS: u64 = T0 + 200_000;
+    /// A flusher's writeback of `/var/lib/x.db`.
+    pub const WRITEBACK_TS: u64 = T0 + 300_000;
+    /// Thread 301's request whose link points 1 ns after the pread64's start: not its own.
+    pub const NEAR_MISS_TS: u64 = T0 + 400_000;
+    /// A request whose link is longer than the time since boot.
+    pub const HOSTILE_TS: u64 = T0 + 500_000;
+}
+
+/// A capture of calls and the block requests they issued, in chunks of 3 events so that a
+/// lookup crosses chunks: thread 301's pread64 and its two requests (one issued after it
+/// returned), thread 302's fsync started at the same ns with one request of its own, a
+/// flusher's writeback, a near miss (thread 301, a link 1 ns off) and a link before boot;
+/// then fillers (getpid) every 100 µs for 20 ms.
+fn linked_capture(dir: &Path) -> PathBuf {
+    use iocap_format::Cause;
+    use linked::*;
+    let path = dir.join("linked.cap");
+    let meta = Meta {
+        command_line: Vec::new(),
+        ..iocap_testkit::meta(START)
+    };
+    let mut w = iocap_testkit::create(&path, &meta, 3, 1);
+    let pg = add_proc(&mut w, 300, 1, b"postgres");
+    let flush = add_proc(&mut w, 50, 2, b"kworker/u8:1-flush-254:0");
+    let db = add_file(&mut w, 300, 7, FdType::File, b"/var/lib/x.db", VDA);
+    let wal = add_file(&mut w, 300, 8, FdType::File, b"/var/lib/x.wal", VDA);
+    let req = |ts: u64, tid: u32, cause: Cause, link: u64, file: u32, sector: u64, bytes: u64| Event {
+        tid,
+        cause: cause as u8,
+        link,
+        file,
+        sector,
+        queue: 50_000,
+        nr: 17,
+        ..block(ts, 3_000_000, 300, pg, VDA, bytes)
+    };
+    let mut events = vec![
+        Event {
+            fd: 7,
+            file: db,
+            bytes: 8192,
+            proc: pg,
+            disk_reqs: 2,
+            disk_bytes: 12_288,
+            disk_time: 4_000_000,
+            ..Event::syscall(READ_TS, 5_000_000, 300, 301, 17, 8192)
+        },
+        Event {
+            fd: 8,
+            file: wal,
+            proc: pg,
+            disk_reqs: 1,
+            disk_bytes: 4096,
+            disk_time: 3_000_000,
+            ..Event::syscall(FSYNC_TS, 4_000_000, 300, 302, 74, 0)
+        },
+        req(REQ_TS[0], 301, Cause::Syscall, REQ_TS[0] - READ_TS, db, 2048, 8192),
+        req(REQ_TS[1], 301, Cause::Syscall, REQ_TS[1] - READ_TS, db, 4096, 4096),
+        Event {
+            nr: 74,
+            ..req(
+                FSYNC_REQ_TS,
+                302,
+                Cause::Syscall,
+                FSYNC_REQ_TS - FSYNC_TS,
+                wal,
+                8192,
+                4096,
+            )
+        },
+        Event {
+            pid: 50,
+            proc: flush,
+            nr: 0,
+            ..req(WRITEBACK_TS, 50, Cause::Writeback, 0, db, 16_384, 65_536)
+        },
+        req(
+            NEAR_MISS_TS,
+            301,
+            Cause::Syscall,
+            NEAR_MISS_TS - READ_TS - 1,
+            db,
+            32_768,
+            4096,
+        ),
+        req(HOSTILE_TS, 301, Cause::Syscall, u64::MAX, db, 65_536, 4096),
+    ];
+    for i in 0..200 {
+        events.push(Event {
+            proc: pg,
+            ..Event::syscall(T0 + 50_000 + i * 100_000, 300, 300, 303, 39, 300)
+        });
+    }
+    // Emitted at completion, as the recorder does.
+    events.sort_by_key(|e| (e.end(), e.ts));
+    for e in &events {
+        w.push(e).unwrap();
+    }
+    w.finish(T0 + 30_000_000).unwrap();
+    path
+}
+
+/// The event of the capture at `path` starting at `ts` in thread `tid`.
+fn event_at(reader: &Reader, ts: u64, tid: u32) -> Event {
+    let (mut dec, mut cols) = (iocap_format::ChunkDecoder::new(), iocap_format::Columns::default());
+    for ci in 0..reader.chunks().len() {
+        reader
+            .read_chunk(ci, iocap_format::ColSet::ALL, &mut dec, &mut cols)
+            .unwrap();
+        if let Some(i) = (0..cols.len()).find(|&i| cols.ts[i] == ts && cols.tid[i] == tid) {
+            return cols.event(i);
+        }
+    }
+    panic!("no event at {ts} in thread {tid}");
+}
+
+/// The lookup finds exactly a call's own block requests (not another thread's at the same
+/// time, not a near miss, not a writeback), a request's own call, and nothing, without
+/// panicking, for a link before boot, a writeback or a call claiming 4 billion requests.
+#[test]
+fn links_lookup_finds_exactly_a_calls_requests() {
+    use iocap_tui::worker::links::{find, LinksQuery};
+    use linked::*;
+    let dir = tempfile::tempdir().unwrap();
+    let reader = Reader::open(linked_capture(dir.path())).unwrap();
+    assert!(reader.chunks().len() > 10);
+    let look = |event: Event| find(&reader, &LinksQuery { gen: 1, event });
+    let read = event_at(&reader, READ_TS, 301);
+    let l = look(read.clone());
+    let ts: Vec<u64> = l.requests.iter().map(|r| r.event.ts).collect();
+    assert_eq!(ts, REQ_TS);
+    assert_eq!((l.found, l.complete, l.error.as_deref()), (2, true, None));
+    assert!(l.requests.iter().all(|r| r.event.tid == 301 && r.event.cause == 1));
+    let fsync = look(event_at(&reader, FSYNC_TS, 302));
+    let ts: Vec<u64> = fsync.requests.iter().map(|r| r.event.ts).collect();
+    assert_eq!(ts, [FSYNC_REQ_TS]);
+    // Each request leads back to its own call, though both calls started at the same ns.
+    for (ts, tid, call) in [(REQ_TS[0], 301, 17), (REQ_TS[1], 301, 17), (FSYNC_REQ_TS, 302, 74)] {
+        let l = look(event_at(&reader, ts, tid));
+        let issuer = l.issuer.expect("the request's call");
+        assert_eq!(
+            (issuer.event.tid, issuer.event.nr, issuer.event.ts),
+            (tid, call, READ_TS)
+        );
+    }
+    // No call for a writeback, a near miss or a link before boot.
+    for (ts, tid) in [(WRITEBACK_TS, 50), (NEAR_MISS_TS, 301), (HOSTILE_TS, 301)] {
+        let l = look(event_at(&reader, ts, tid));
+        assert!(l.issuer.is_none(), "{ts}");
+        assert!(l.requests.is_empty());
+    }
+    // A call that claims more requests than it has: its window is searched up to the bound
+    // (this capture's 3-event chunks put more than that in its second after), what is there is
+    // found, nothing is allocated for the claim.
+    assert!(reader.chunks_in(READ_TS, READ_TS + links::AFTER).count() > links::MAX_CHUNKS);
+    let greedy = look(Event {
+        disk_reqs: u32::MAX,
+        ..read.clone()
+    });
+    assert_eq!((greedy.found, greedy.requests.len(), greedy.complete), (2, 2, false));
+    // Hostile times: a call at the end of time, a latency to the end of time.
+    let _ = look(Event {
+        ts: u64::MAX,
+        latency: u64::MAX,
+        ..read.clone()
+    });
+    let far = look(Event {
+        latency: u64::MAX,
+        ..read
+    });
+    assert_eq!(far.found, 2);
+}
+
+/// Move the list's selection down to the first event `pick` accepts.
+fn select(app: &mut App, pick: impl Fn(&Event) -> bool) {
+    let _ = app.update(Action::Move(iocap_tui::action::Move::Home));
+    for _ in 0..app.list.len(app.answer.as_ref()) {
+        if app.list.selected().is_some_and(&pick) {
+            return;
+        }
+        press(app, KeyCode::Down);
+    }
+    panic!("no such event in the list");
+}
+
+/// The popup's text (from its title to its bottom border) on `screen`.
+fn popup_text(screen: &str) -> String {
+    let text = screen.split("--- styles ---").next().unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let top = lines.iter().position(|l| l.contains("┌ Event")).expect("popup title");
+    let left = lines[top][..lines[top].find("┌ Event").unwrap()].chars().count();
+    let bottom = top
+        + lines[top..]
+            .iter()
+            .position(|l| l.chars().nth(left) == Some('└'))
+            .expect("popup bottom");
+    lines[top..=bottom].join("\n")
+}
+
+/// The detail popup of a call lists its block requests (time after its start, disk, sector,
+/// bytes, queue, device time), found off the UI thread; that of a request says what issued it
+/// (the call, its time, latency and file; or the writeback of its file), at 80×24.
+#[test]
+fn detail_shows_what_is_linked_80x24() {
+    use linked::*;
+    let dir = tempfile::tempdir().unwrap();
+    let (mut app, fx) = app_on(&linked_capture(dir.path()), 80, 24, "");
+    settle(&mut app, fx);
+    app.focus = Pane::Events;
+
+    select(&mut app, |e| e.ts == READ_TS && e.tid == 301);
+    let fx = app.update(Action::Activate);
+    assert!(app.list.detail);
+    let asked = fx.links.clone().expect("the call's requests are looked up");
+    assert_eq!(asked.event.ts, READ_TS);
+    // Until the lookup answers, the popup says so.
+    assert!(popup_text(&full(&app)).contains("block requests  searching…"));
+    settle(&mut app, fx);
+    let screen = full(&app);
+    let popup = popup_text(&screen);
+    assert!(popup.contains("block requests  2"), "{popup}");
+    assert!(
+        popup.contains("+100µs  vda") && popup.contains("+6.00ms  vda"),
+        "{popup}"
+    );
+    assert!(!popup.contains("more lines"), "{popup}");
+    insta::assert_snapshot!("detail_requests_80x24", screen);
+    press(&mut app, KeyCode::Esc);
+
+    select(&mut app, |e| e.ts == REQ_TS[1]);
+    press(&mut app, KeyCode::Enter);
+    let screen = full(&app);
+    let popup = popup_text(&screen);
+    assert!(popup.contains("issued by  pread64 at +0.001s"), "{popup}");
+    assert!(popup.contains("issuer began  6.00ms before"), "{popup}");
+    assert!(popup.contains("issuer latency  5.00ms"), "{popup}");
+    assert!(popup.contains("issuer file  fd 7 /var/lib/x.db"), "{popup}");
+    assert!(!popup.contains("more lines"), "{popup}");
+    insta::assert_snapshot!("detail_issuer_80x24", screen);
+    press(&mut app, KeyCode::Esc);
+
+    // The other thread's request at a nearby time is its own call's.
+    select(&mut app, |e| e.ts == FSYNC_REQ_TS);
+    press(&mut app, KeyCode::Enter);
+    assert!(popup_text(&full(&app)).contains("issued by  fsync at +0.001s"));
+    press(&mut app, KeyCode::Esc);
+
+    // A writeback names its file; a link before boot says it is damaged; neither is looked up.
+    select(&mut app, |e| e.ts == WRITEBACK_TS);
+    let fx = app.update(Action::Activate);
+    assert!(fx.links.is_none());
+    assert!(popup_text(&full(&app)).contains("issued by  writeback of /var/lib/x.db"));
+    press(&mut app, KeyCode::Esc);
+    select(&mut app, |e| e.ts == HOSTILE_TS);
+    press(&mut app, KeyCode::Enter);
+    assert!(popup_text(&full(&app)).contains("the link is damaged"));
+    press(&mut app, KeyCode::Esc);
+    // A near miss: looked up, not found.
+    select(&mut app, |e| e.ts == NEAR_MISS_TS);
+    press(&mut app, KeyCode::Enter);
+    let popup = popup_text(&full(&app));
+    assert!(popup.contains("not in the capture"), "{popup}");
 }

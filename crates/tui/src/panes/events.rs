@@ -4,7 +4,9 @@
 //! The list is virtual: its length comes from the worker's answer (matching events per chunk,
 //! or the slowest events), and only the rows on screen are decoded, off the UI thread: the
 //! list says which it lacks ([`List::want`]) and the app hands that request to the rows
-//! worker ([`crate::worker::rows`]); a row not decoded yet shows as `…`.
+//! worker ([`crate::worker::rows`]); a row not decoded yet shows as `…`. What the selected
+//! event is linked to (a syscall's block requests, a block request's syscall), which the detail
+//! popup shows, is looked up the same way ([`List::want_links`], [`crate::worker::links`]).
 
 pub mod render;
 
@@ -16,6 +18,7 @@ use iocap_format::Event;
 use crate::action::Action;
 use crate::layout::Layout;
 use crate::panes::step_list;
+use crate::worker::links::{self, Links, LinksQuery};
 use crate::worker::query::{Answer, EventRef, SLOWEST};
 use crate::worker::rows::{Counting, Rows, RowsQuery};
 
@@ -44,6 +47,13 @@ pub struct List {
     rows_gen: u64,
     /// The selected event's detail popup is open.
     pub detail: bool,
+    /// The latest lookup of what an event is linked to (the detail popup shows it while that
+    /// event is selected).
+    pub links: Option<Links>,
+    /// Generation of the newest lookup: a reply to an older one is dropped.
+    links_gen: u64,
+    /// The event of the newest lookup, asked and not yet answered.
+    links_asked: Option<Event>,
 }
 
 /// What an update of the list asks of the app.
@@ -69,6 +79,9 @@ impl Default for List {
             rows: Vec::new(),
             rows_gen: 0,
             detail: false,
+            links: None,
+            links_gen: 0,
+            links_asked: None,
         }
     }
 }
@@ -148,6 +161,43 @@ impl List {
         }
         self.rows = rows.rows;
         rows.error
+    }
+
+    /// The selected event, once decoded.
+    pub fn selected(&self) -> Option<&Event> {
+        self.row(self.sel)
+    }
+
+    /// What `e` is linked to, if it was looked up.
+    pub fn links_of(&self, e: &Event) -> Option<&Links> {
+        self.links.as_ref().filter(|l| l.of == *e)
+    }
+
+    /// The lookup the detail popup needs: what the selected event is linked to, unless it has
+    /// no links, was looked up already or is being looked up.
+    pub fn want_links(&mut self) -> Option<LinksQuery> {
+        if !self.detail {
+            return None;
+        }
+        let e = self.selected()?.clone();
+        if !links::has_links(&e) || self.links_of(&e).is_some() || self.links_asked.as_ref() == Some(&e) {
+            return None;
+        }
+        self.links_gen += 1;
+        self.links_asked = Some(e.clone());
+        Some(LinksQuery {
+            gen: self.links_gen,
+            event: e,
+        })
+    }
+
+    /// A lookup's reply: kept unless a newer lookup superseded it.
+    pub fn linked(&mut self, links: Links) {
+        if links.gen != self.links_gen {
+            return;
+        }
+        self.links_asked = None;
+        self.links = Some(links);
     }
 
     /// Drop the decoded rows, and the replies still to come for them: they belong to another

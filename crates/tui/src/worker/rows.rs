@@ -121,14 +121,7 @@ impl RowLoader {
         }
         let mut cols = Columns::default();
         reader.read_chunk(i, ColSet::ALL, &mut self.decoder, &mut cols)?;
-        let mut bits = Bitmap::ones(cols.len());
-        if let Some(f) = &q.filter {
-            f.eval(&cols, &mut bits);
-        }
-        let matching = bits
-            .iter_ones()
-            .filter(|&r| cols.ts.get(r).is_some_and(|t| (q.start..q.end).contains(t)))
-            .collect();
+        let matching = matching(&cols, q.filter.as_deref(), q.start, q.end);
         if self.kept.len() >= KEPT {
             self.kept.remove(0);
         }
@@ -139,4 +132,16 @@ impl RowLoader {
         });
         Ok(&self.kept[self.kept.len() - 1])
     }
+}
+
+/// The rows of `cols` (decoded whole) that the list shows: those matching `filter` that
+/// start in `start..end`, in row order: how the list in time order counts its rows.
+pub fn matching(cols: &Columns, filter: Option<&Compiled>, start: u64, end: u64) -> Vec<usize> {
+    let mut bits = Bitmap::ones(cols.len());
+    if let Some(f) = filter {
+        f.eval(cols, &mut bits);
+    }
+    bits.iter_ones()
+        .filter(|&r| cols.ts.get(r).is_some_and(|t| (start..end).contains(t)))
+        .collect()
 }

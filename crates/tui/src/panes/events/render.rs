@@ -3,7 +3,7 @@
 
 use iocap_analysis::units::{self, Style::Terminal as TERM};
 use iocap_filter::fields;
-use iocap_format::{BlockOp, Class, Event};
+use iocap_format::{BlockOp, Cause, Class, Event};
 use ratatui::layout::{Constraint, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Clear, Paragraph, Row, Table};
@@ -13,6 +13,7 @@ use crate::app::App;
 use crate::layout::Pane;
 use crate::panes::events::Sort;
 use crate::panes::block;
+use crate::worker::links::{self, Links, AFTER, MAX_CHUNKS};
 
 /// Draw the event list pane in `area`.
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
@@ -131,9 +132,11 @@ const KEY: usize = 15;
 /// The selected event, every field that applies to it, in a popup that fits the terminal
 /// (down to 80×24): one column of `name  value` when it fits, else short values in two columns
 /// and long ones (paths, the wall time) across, wrapped; what still does not fit is counted on
-/// the last line rather than cut off silently.
+/// the last line rather than cut off silently. A block request says what issued it (its
+/// syscall, with its time, latency and file, or the writeback of its file); a call that issued
+/// block requests lists them under the fields.
 pub fn render_detail(app: &App, f: &mut Frame) {
-    let Some((_, e)) = app.list.rows.iter().find(|(i, _)| *i == app.list.sel) else {
+    let Some(e) = app.list.selected() else {
         return;
     };
     let (meta, tables) = (app.cap.reader.meta(), app.cap.reader.tables());
@@ -169,19 +172,189 @@ pub fn render_detail(app: &App, f: &mut Frame) {
         };
         entries.push((fi.name, text));
     }
+    let found = app.list.links_of(e);
+    entries.extend(issued_by(app, e, found));
     let outer = app.layout.area;
     let width = outer.width.min(78);
-    let lines = detail_lines(
-        &entries,
+    let (w, h) = (
         usize::from(width.saturating_sub(2)),
         usize::from(outer.height.saturating_sub(2)),
     );
+    // The requests take at most half the popup; the fields the rest.
+    let requests = requests_lines(app, e, found, w, h / 2);
+    let mut lines = detail_lines(&entries, w, h.saturating_sub(requests.len()));
+    lines.extend(requests);
     let area = crate::layout::popup(outer, width, lines.len() as u16 + 2);
     f.render_widget(Clear, area);
     f.render_widget(
         Paragraph::new(lines).block(block(app, " Event (Esc closes) ".into(), true)),
         area,
     );
+}
+
+/// A call's or block request's type as the list shows it (`pread64`, `uring read`, `blk write`).
+fn type_name(app: &App, e: &Event) -> String {
+    let arch = &app.cap.reader.meta().arch;
+    match e.class {
+        Class::Syscall => fields::evt_type(arch, e.class, e.nr).into_owned(),
+        Class::IoUring => format!("uring {}", fields::evt_type(arch, e.class, e.nr)),
+        Class::Block => format!("blk {}", BlockOp::from_code(e.op).name()),
+    }
+}
+
+/// The value of field `name` of `e`, as the filter prints it (escaped: it comes from the
+/// tables); empty when absent.
+fn field_text(app: &App, name: &str, e: &Event) -> String {
+    let (meta, tables) = (app.cap.reader.meta(), app.cap.reader.tables());
+    fields::lookup(name).map_or_else(String::new, |fi| fields::value(fi, e, meta, tables).to_string())
+}
+
+/// What issued block request `e`, for its detail: the linked call once `found` by the lookup
+/// (its type and time, how long before the request it began, its latency, its fd and file), or the
+/// writeback of its file. Nothing for other events and for a request of cause none
+/// (`blk.cause` says so already).
+fn issued_by(app: &App, e: &Event, found: Option<&Links>) -> Vec<(&'static str, String)> {
+    const BY: &str = "issued by";
+    if e.class != Class::Block {
+        return Vec::new();
+    }
+    let cause = Cause::from_code(e.cause);
+    if cause == Cause::Writeback {
+        let file = field_text(app, "fd.name", e);
+        return vec![(
+            BY,
+            if file.is_empty() {
+                "writeback by a flusher thread (file unknown)".into()
+            } else {
+                format!("writeback of {file}")
+            },
+        )];
+    }
+    if links::issuer_class(cause).is_none() {
+        return Vec::new();
+    }
+    if e.link > e.ts {
+        let why = format!("a call {} before boot: the link is damaged", units::duration(e.link, TERM));
+        return vec![(BY, why)];
+    }
+    let Some(found) = found else {
+        return vec![(BY, "searching…".into())];
+    };
+    let Some(call) = &found.issuer else {
+        let why = match &found.error {
+            Some(err) => format!("not found ({err})"),
+            None if !found.complete => format!("not found in the {MAX_CHUNKS} chunks searched"),
+            None => format!(
+                "thread {} at {}: not in the capture (dropped, or before it began)",
+                e.tid,
+                units::offset(e.ts.saturating_sub(e.link).saturating_sub(app.cap.start))
+            ),
+        };
+        return vec![(BY, why)];
+    };
+    let c = &call.event;
+    let mut out = vec![
+        (
+            BY,
+            format!(
+                "{} at {}",
+                type_name(app, c),
+                units::offset(c.ts.saturating_sub(app.cap.start))
+            ),
+        ),
+        ("issuer began", format!("{} before", units::duration(e.link, TERM))),
+        ("issuer latency", units::duration(c.latency, TERM)),
+    ];
+    let file = field_text(app, "fd.name", c);
+    let fd = (c.fd >= 0).then(|| format!("fd {}", c.fd));
+    let file = match (fd, file.is_empty()) {
+        (Some(fd), true) => fd,
+        (Some(fd), false) => format!("{fd} {file}"),
+        (None, _) => file,
+    };
+    if !file.is_empty() {
+        out.push(("issuer file", file));
+    }
+    out
+}
+
+/// The block requests call `e` issued, for its detail, in at most `max` lines of `w` columns:
+/// a heading, then one line each (issue time after the call's start, disk, sector, bytes,
+/// queue time, device time), the last saying how many more were cut. Nothing for an event that
+/// issued none.
+fn requests_lines(app: &App, e: &Event, found: Option<&Links>, w: usize, max: usize) -> Vec<Line<'static>> {
+    if e.class == Class::Block || e.disk_reqs == 0 || max == 0 {
+        return Vec::new();
+    }
+    let heading = |text: String| Line::from(format!("{:>KEY$}  {text}", "block requests"));
+    let Some(found) = found else {
+        return vec![heading("searching…".into())];
+    };
+    let counted = u64::from(e.disk_reqs);
+    let mut what = match found.found as u64 {
+        0 => "none found".to_string(),
+        n if n == counted => format!("{n}"),
+        n => format!("{n} found of {counted} counted"),
+    };
+    if let Some(err) = &found.error {
+        what.push_str(&format!(" ({err})"));
+    } else if !found.complete {
+        what.push_str(&format!(" (search cut at {MAX_CHUNKS} chunks)"));
+    } else if (found.found as u64) < counted {
+        what.push_str(&format!(" by {} after it ended", units::duration(AFTER, TERM)));
+    }
+    let mut lines = vec![heading(what)];
+    if found.requests.is_empty() || max < 3 {
+        return lines;
+    }
+    let row = |after: &str, disk: &str, sector: &str, bytes: &str, queue: &str, device: &str| {
+        let s = format!("{after:>KEY$}  {disk:<10} {sector:>12} {bytes:>6} {queue:>7} {device:>7}");
+        Line::from(head(&s, w))
+    };
+    lines.push(row("after start", "disk", "sector", "bytes", "queue", "device").style(app.theme.dim()));
+    let room = max - lines.len();
+    let listed = found.requests.len();
+    let shown = if listed <= room { listed } else { room.saturating_sub(1) };
+    for r in &found.requests[..shown] {
+        let b = &r.event;
+        lines.push(row(
+            &format!("+{}", units::duration(b.ts.saturating_sub(e.ts), TERM)),
+            &tail(&field_text(app, "blk.dev", b), 10),
+            &b.sector.to_string(),
+            &units::bytes(b.bytes, TERM),
+            &units::duration(b.queue, TERM),
+            &units::duration(b.latency, TERM),
+        ));
+    }
+    let more = found.found - shown;
+    if more > 0 {
+        lines.push(Line::from(format!(
+            "{:>KEY$}  … {more} more{}",
+            "",
+            if shown < listed {
+                ": a taller terminal shows more"
+            } else {
+                ""
+            }
+        )));
+    }
+    lines
+}
+
+/// The first `w` columns of `s`.
+fn head(s: &str, w: usize) -> String {
+    let mut out = String::new();
+    let mut used = 0;
+    let mut buf = [0u8; 4];
+    for c in s.chars() {
+        let cw = width(c.encode_utf8(&mut buf));
+        if used + cw > w {
+            break;
+        }
+        used += cw;
+        out.push(c);
+    }
+    out
 }
 
 /// Display width of `s` (escaped text may hold wide characters).

@@ -1,0 +1,237 @@
+//! What an event is linked to, looked up in the capture off the UI thread: a syscall's (an
+//! io_uring request's) block requests, and a block request's syscall (io_uring request).
+//!
+//! The link is the recorder's (see [`iocap_format::Event::link`]): a block request of cause
+//! syscall (io_uring) belongs to the event of class syscall (io_uring) of the same `tid` that
+//! started at the request's `ts - link`. Nothing in the file points the other way, so a call's
+//! requests are searched for: among the block events issued from its start until [`AFTER`]
+//! past its end (a request can be issued after the call returns: readahead, a queue that was
+//! full). Every search is bounded, whatever the capture says: at most [`MAX_CHUNKS`] chunks,
+//! at most [`LISTED`] requests kept, stopping early once as many as the call counted
+//! (`disk.requests`) are found.
+//!
+//! The detail popup asks what the selected event is linked to.
+
+use iocap_format::{Cause, ChunkDecoder, Class, Col, ColSet, Columns, Event, Reader};
+
+/// How long after a call's end its block requests are looked for, ns.
+pub const AFTER: u64 = 1_000_000_000;
+/// Chunks searched at most for one lookup.
+pub const MAX_CHUNKS: usize = 64;
+/// A call's block requests kept at most (the rest are counted).
+pub const LISTED: usize = 64;
+
+/// A lookup of what `event` is linked to.
+#[derive(Clone, Debug)]
+pub struct LinksQuery {
+    /// Generation: a reply to an older lookup is dropped.
+    pub gen: u64,
+    /// The event whose links are wanted (the list's selected one).
+    pub event: Event,
+}
+
+/// A linked event, and where it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Linked {
+    /// Index of its chunk.
+    pub chunk: usize,
+    /// Its row in the chunk.
+    pub row: usize,
+    /// The event.
+    pub event: Event,
+}
+
+/// The answer to a [`LinksQuery`].
+#[derive(Clone, Debug)]
+pub struct Links {
+    /// Generation of the lookup answered.
+    pub gen: u64,
+    /// The event looked up from.
+    pub of: Event,
+    /// A call's block requests in time order, at most [`LISTED`].
+    pub requests: Vec<Linked>,
+    /// How many requests were found in all (more than `requests.len()` when cut).
+    pub found: usize,
+    /// Whether the whole window was searched (not cut at [`MAX_CHUNKS`], no chunk unreadable).
+    pub complete: bool,
+    /// A block request's syscall (io_uring request), when found.
+    pub issuer: Option<Linked>,
+    /// A chunk that could not be read (what was found elsewhere is still given).
+    pub error: Option<String>,
+}
+
+/// The class of event a block request of cause `cause` links to, if any.
+pub fn issuer_class(cause: Cause) -> Option<Class> {
+    match cause {
+        Cause::Syscall => Some(Class::Syscall),
+        Cause::IoUring => Some(Class::IoUring),
+        Cause::None | Cause::Writeback => None,
+    }
+}
+
+/// The cause a block request issued by an event of class `class` has, if it can have one.
+fn cause_of(class: Class) -> Option<Cause> {
+    match class {
+        Class::Syscall => Some(Cause::Syscall),
+        Class::IoUring => Some(Cause::IoUring),
+        Class::Block => None,
+    }
+}
+
+/// Whether a lookup on `e` can find anything: a call that issued block requests, or a block
+/// request of cause syscall or io_uring.
+pub fn has_links(e: &Event) -> bool {
+    match e.class {
+        Class::Syscall | Class::IoUring => e.disk_reqs > 0,
+        Class::Block => issuer_class(Cause::from_code(e.cause)).is_some(),
+    }
+}
+
+/// Whether block request `b` links to call `c`: the rule in the module's doc.
+pub fn links_to(b: &Event, c: &Event) -> bool {
+    b.class == Class::Block
+        && cause_of(c.class).is_some_and(|cause| cause as u8 == b.cause)
+        && b.tid == c.tid
+        && b.ts.checked_sub(b.link) == Some(c.ts)
+}
+
+/// Whether row `i` of `cols` (with at least [`link_cols`] decoded) is a block request that
+/// links to `call`: [`links_to`] without making the row an event.
+fn row_links_to(cols: &Columns, i: usize, call: &Event) -> bool {
+    let Some(cause) = cause_of(call.class) else {
+        return false;
+    };
+    cols.class.get(i) == Some(&(Class::Block as u8))
+        && cols.cause.get(i) == Some(&(cause as u8))
+        && cols.tid.get(i) == Some(&call.tid)
+        && match (cols.ts.get(i), cols.link.get(i)) {
+            (Some(ts), Some(link)) => ts.checked_sub(*link) == Some(call.ts),
+            _ => false,
+        }
+}
+
+/// The columns that tell whether a row is linked.
+fn link_cols() -> ColSet {
+    [Col::Class, Col::Ts, Col::Tid, Col::Cause, Col::Link].into_iter().collect()
+}
+
+/// Look up what `q.event` is linked to.
+pub fn find(reader: &Reader, q: &LinksQuery) -> Links {
+    let mut out = Links {
+        gen: q.gen,
+        of: q.event.clone(),
+        requests: Vec::new(),
+        found: 0,
+        complete: true,
+        issuer: None,
+        error: None,
+    };
+    let mut dec = ChunkDecoder::new();
+    let mut cols = Columns::default();
+    let e = &q.event;
+    let result = match e.class {
+        Class::Syscall | Class::IoUring => requests(reader, e, &mut dec, &mut cols, &mut out),
+        Class::Block => issuer(reader, e, &mut dec, &mut cols, &mut out),
+    };
+    if let Err(err) = result {
+        out.complete = false;
+        out.error = Some(err);
+    }
+    out
+}
+
+/// Decode chunk `ci`'s columns `want` into `cols`, the error said as the list says it.
+fn read(reader: &Reader, ci: usize, want: ColSet, dec: &mut ChunkDecoder, cols: &mut Columns) -> Result<(), String> {
+    reader
+        .read_chunk(ci, want, dec, cols)
+        .map_err(|e| format!("chunk {ci}: {e}"))
+}
+
+/// A call's block requests, into `out`.
+fn requests(
+    reader: &Reader,
+    call: &Event,
+    dec: &mut ChunkDecoder,
+    cols: &mut Columns,
+    out: &mut Links,
+) -> Result<(), String> {
+    let until = call.end().saturating_add(AFTER);
+    let chunks: Vec<usize> = reader.chunks_in(call.ts, until).collect();
+    out.complete = chunks.len() <= MAX_CHUNKS;
+    let wanted = usize::try_from(call.disk_reqs).unwrap_or(usize::MAX);
+    let mut first_error = None;
+    for &ci in chunks.iter().take(MAX_CHUNKS) {
+        if let Err(e) = read(reader, ci, link_cols(), dec, cols) {
+            first_error.get_or_insert(e);
+            continue;
+        }
+        let rows: Vec<usize> = (0..cols.len()).filter(|&i| row_links_to(cols, i, call)).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        out.found += rows.len();
+        if out.requests.len() < LISTED {
+            // The few chunks holding requests are decoded whole, for the popup's figures.
+            read(reader, ci, ColSet::ALL, dec, cols)?;
+            for row in rows.into_iter().take(LISTED - out.requests.len()) {
+                out.requests.push(Linked {
+                    chunk: ci,
+                    row,
+                    event: cols.event(row),
+                });
+            }
+        }
+        if out.found >= wanted {
+            // Every request the call counted is found: the rest of the window holds no more.
+            out.complete = true;
+            break;
+        }
+    }
+    out.requests
+        .sort_by_key(|l| (l.event.ts, l.chunk, l.row));
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// A block request's syscall (io_uring request), into `out`.
+fn issuer(
+    reader: &Reader,
+    blk: &Event,
+    dec: &mut ChunkDecoder,
+    cols: &mut Columns,
+    out: &mut Links,
+) -> Result<(), String> {
+    let Some(class) = issuer_class(Cause::from_code(blk.cause)) else {
+        return Ok(());
+    };
+    // A link longer than the time since boot points nowhere.
+    let Some(at) = blk.ts.checked_sub(blk.link) else {
+        return Ok(());
+    };
+    let chunks: Vec<usize> = reader.chunks_in(at, at.saturating_add(1)).collect();
+    out.complete = chunks.len() <= MAX_CHUNKS;
+    let mut first_error = None;
+    for &ci in chunks.iter().take(MAX_CHUNKS) {
+        if let Err(e) = read(reader, ci, link_cols(), dec, cols) {
+            first_error.get_or_insert(e);
+            continue;
+        }
+        let hit = (0..cols.len()).find(|&i| {
+            cols.class.get(i) == Some(&(class as u8)) && cols.tid.get(i) == Some(&blk.tid) && cols.ts.get(i) == Some(&at)
+        });
+        if let Some(row) = hit {
+            read(reader, ci, ColSet::ALL, dec, cols)?;
+            let event = cols.event(row);
+            if links_to(blk, &event) {
+                out.issuer = Some(Linked { chunk: ci, row, event });
+                return Ok(());
+            }
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
