@@ -127,6 +127,9 @@ pub enum Action {
     Speed,
     /// Events: toggle sort by time / by latency.
     Sort,
+    /// Events: go to the event linked to the selected one (a block request's call, a call's
+    /// next block request).
+    Jump,
     /// Breakdown: group by the next / previous field.
     NextField,
     /// Breakdown: group by the previous field.

@@ -205,6 +205,10 @@ impl App {
                 }
             }
             Action::Sort => self.list_update(&action, fx),
+            Action::Jump => match self.list.jump(self.answer.as_ref(), self.filter.compiled()) {
+                Ok(q) => fx.links = Some(q),
+                Err(why) => self.note = Some(why),
+            },
             Action::EditFilter | Action::FilterEdit(_) | Action::FilterSubmit | Action::FilterCancel | Action::Undo => {
                 let done = self.filter.update(&action, &self.cap.reader);
                 // The bar may have opened, closed or grown an error: lay out before asking.
@@ -364,7 +368,17 @@ impl App {
                 // The selected row may have just arrived under an open popup.
                 self.ask_links(fx);
             }
-            Reply::Links(l) => self.list.linked(*l),
+            Reply::Links(l) => {
+                let arch = &self.cap.reader.meta().arch;
+                let (listed, note) = self.list.linked(*l, self.answer.as_ref(), &self.layout, arch);
+                if let Some(n) = note {
+                    self.note = Some(n);
+                }
+                if listed == Listed::Scrolled {
+                    self.load_rows(fx);
+                    self.ask_links(fx);
+                }
+            }
             Reply::Failed { gen, error } if gen == self.gen => {
                 self.busy = false;
                 self.note = Some(error);
@@ -397,7 +411,7 @@ impl App {
 
     /// Look up what the selected event is linked to, if the open detail popup needs it.
     fn ask_links(&mut self, fx: &mut Effects) {
-        if let Some(q) = self.list.want_links() {
+        if let Some(q) = self.list.want_links(self.answer.as_ref(), self.filter.compiled()) {
             fx.links = Some(q);
         }
     }

@@ -176,6 +176,12 @@ pub static BINDINGS: &[Binding] = &[
         actions: &[(char('s'), Action::Sort)],
     },
     Binding {
+        keys: "g",
+        help: "events: block request ↔ its call (again: next request)",
+        when: When::In(Pane::Events),
+        actions: &[(char('g'), Action::Jump)],
+    },
+    Binding {
         keys: "space",
         help: "replay: play / pause",
         when: When::Always,

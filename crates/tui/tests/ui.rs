@@ -978,12 +978,23 @@ fn event_at(reader: &Reader, ts: u64, tid: u32) -> Event {
 /// panicking, for a link before boot, a writeback or a call claiming 4 billion requests.
 #[test]
 fn links_lookup_finds_exactly_a_calls_requests() {
-    use iocap_tui::worker::links::{find, LinksQuery};
+    use iocap_tui::worker::links::{find, LinksQuery, Want};
     use linked::*;
     let dir = tempfile::tempdir().unwrap();
     let reader = Reader::open(linked_capture(dir.path())).unwrap();
     assert!(reader.chunks().len() > 10);
-    let look = |event: Event| find(&reader, &LinksQuery { gen: 1, event });
+    let look = |event: Event| {
+        let q = LinksQuery {
+            gen: 1,
+            answer: 1,
+            event,
+            want: Want::Detail,
+            filter: None,
+            start: 0,
+            end: u64::MAX,
+        };
+        find(&reader, &q)
+    };
     let read = event_at(&reader, READ_TS, 301);
     let l = look(read.clone());
     let ts: Vec<u64> = l.requests.iter().map(|r| r.event.ts).collect();
@@ -1032,7 +1043,7 @@ fn links_lookup_finds_exactly_a_calls_requests() {
 
 /// Move the list's selection down to the first event `pick` accepts.
 fn select(app: &mut App, pick: impl Fn(&Event) -> bool) {
-    let _ = app.update(Action::Move(iocap_tui::action::Move::Home));
+    act(app, Action::Move(iocap_tui::action::Move::Home));
     for _ in 0..app.list.len(app.answer.as_ref()) {
         if app.list.selected().is_some_and(&pick) {
             return;
@@ -1119,4 +1130,105 @@ fn detail_shows_what_is_linked_80x24() {
     press(&mut app, KeyCode::Enter);
     let popup = popup_text(&full(&app));
     assert!(popup.contains("not in the capture"), "{popup}");
+}
+
+/// `g` in the list goes from a block request to the call that issued it and from a call to its
+/// requests, one after the other, in time and latency order; where the linked event is not in
+/// the list (the filter hides it, the latency-sorted list does not hold it) or there is none,
+/// the status line says so and the selection stays.
+#[test]
+fn g_jumps_between_a_call_and_its_block_requests() {
+    use linked::*;
+    let dir = tempfile::tempdir().unwrap();
+    let path = linked_capture(dir.path());
+    let (mut app, fx) = app_on(&path, 100, 30, "");
+    settle(&mut app, fx);
+    app.focus = Pane::Events;
+    let at = |app: &App| app.list.selected().map(|e| (e.ts, e.tid)).unwrap();
+    select(&mut app, |e| e.ts == READ_TS && e.tid == 301);
+    let read = app.list.sel;
+    // Request 1, back, request 2, back, request 1 again.
+    for (want, note) in [
+        ((REQ_TS[0], 301), "went to block request 1 of 2"),
+        ((READ_TS, 301), "went to the pread64 that issued it"),
+        ((REQ_TS[1], 301), "went to block request 2 of 2"),
+        ((READ_TS, 301), "went to the pread64 that issued it"),
+        ((REQ_TS[0], 301), "went to block request 1 of 2"),
+    ] {
+        press(&mut app, KeyCode::Char('g'));
+        assert_eq!(at(&app), want, "{:?}", app.note);
+        assert_eq!(app.note.as_deref(), Some(note));
+        // The rows at the new place are decoded: the selection is on screen.
+        assert!(app.list.sel >= app.list.top && app.list.sel < app.list.top + app.layout.list_rows);
+    }
+    press(&mut app, KeyCode::Char('g'));
+    assert_eq!(app.list.sel, read);
+    // The other thread's request at a nearby time goes to its own call.
+    select(&mut app, |e| e.ts == FSYNC_REQ_TS);
+    press(&mut app, KeyCode::Char('g'));
+    assert_eq!(at(&app), (FSYNC_TS, 302));
+    assert_eq!(app.list.selected().unwrap().nr, 74);
+    // Nothing to go to: said, the selection stays.
+    for (ts, why) in [
+        (WRITEBACK_TS, "a flusher wrote this back: there is no call to go to"),
+        (
+            NEAR_MISS_TS,
+            "its call is not in the capture (dropped, or before it began)",
+        ),
+        (HOSTILE_TS, "this block request's link is damaged (before boot)"),
+        (T0 + 50_000, "this call issued no block request"),
+    ] {
+        select(&mut app, |e| e.ts == ts);
+        let sel = app.list.sel;
+        press(&mut app, KeyCode::Char('g'));
+        assert_eq!(app.list.sel, sel);
+        assert_eq!(app.note.as_deref(), Some(why));
+    }
+    // `g` belongs to the list: elsewhere it does nothing.
+    app.focus = Pane::Spectrogram;
+    assert!(keys::key(&app, KeyEvent::new(KeyCode::Char('g'), KeyModifiers::NONE)).is_none());
+
+    // Latency order: the requests (3 ms) are among the slowest, the call (5 ms) first.
+    let (mut app, fx) = app_on(&path, 100, 30, "");
+    settle(&mut app, fx);
+    app.focus = Pane::Events;
+    press(&mut app, KeyCode::Char('s'));
+    select(&mut app, |e| e.ts == READ_TS && e.tid == 301);
+    press(&mut app, KeyCode::Char('g'));
+    assert_eq!(at(&app), (REQ_TS[0], 301), "{:?}", app.note);
+    press(&mut app, KeyCode::Char('g'));
+    assert_eq!(at(&app), (READ_TS, 301), "{:?}", app.note);
+    // Kept to the 3 slowest (the two calls and one request), the list lacks the others.
+    app.list.slowest = 3;
+    press(&mut app, KeyCode::Char('s'));
+    press(&mut app, KeyCode::Char('s'));
+    select(&mut app, |e| e.ts == READ_TS && e.tid == 301);
+    press(&mut app, KeyCode::Char('g'));
+    press(&mut app, KeyCode::Char('g'));
+    press(&mut app, KeyCode::Char('g'));
+    assert_eq!(at(&app), (READ_TS, 301));
+    assert_eq!(
+        app.note.as_deref(),
+        Some("block request 2 of 2 is not among the 3 slowest listed")
+    );
+
+    // A filter hiding the calls: the request says so.
+    let (mut app, fx) = app_on(&path, 100, 30, "evt.class=block");
+    settle(&mut app, fx);
+    app.focus = Pane::Events;
+    select(&mut app, |e| e.ts == REQ_TS[1]);
+    press(&mut app, KeyCode::Char('g'));
+    assert_eq!(at(&app), (REQ_TS[1], 301));
+    assert_eq!(app.note.as_deref(), Some("its pread64 is hidden by the filter"));
+    // One hiding the requests: each says so in turn.
+    let (mut app, fx) = app_on(&path, 100, 30, "evt.class=syscall");
+    settle(&mut app, fx);
+    app.focus = Pane::Events;
+    select(&mut app, |e| e.ts == READ_TS && e.tid == 301);
+    for n in 1..=2 {
+        press(&mut app, KeyCode::Char('g'));
+        assert_eq!(at(&app), (READ_TS, 301));
+        let want = format!("block request {n} of 2 is hidden by the filter");
+        assert_eq!(app.note.as_deref(), Some(want.as_str()));
+    }
 }

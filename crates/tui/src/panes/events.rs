@@ -13,12 +13,12 @@ pub mod render;
 use std::sync::Arc;
 
 use iocap_filter::Compiled;
-use iocap_format::Event;
+use iocap_format::{Cause, Class, Event};
 
 use crate::action::Action;
 use crate::layout::Layout;
 use crate::panes::step_list;
-use crate::worker::links::{self, Links, LinksQuery};
+use crate::worker::links::{self, Links, LinksQuery, Target, Want};
 use crate::worker::query::{Answer, EventRef, SLOWEST};
 use crate::worker::rows::{Counting, Rows, RowsQuery};
 
@@ -54,6 +54,9 @@ pub struct List {
     links_gen: u64,
     /// The event of the newest lookup, asked and not yet answered.
     links_asked: Option<Event>,
+    /// The call the last jump went from to one of its block requests, and which one: a jump
+    /// from the same call goes on to the next.
+    jumped_from: Option<(Event, usize)>,
 }
 
 /// What an update of the list asks of the app.
@@ -82,6 +85,7 @@ impl Default for List {
             links: None,
             links_gen: 0,
             links_asked: None,
+            jumped_from: None,
         }
     }
 }
@@ -145,8 +149,10 @@ impl List {
     }
 
     /// A new answer: keep the selection on a row that exists, and forget the rows decoded
-    /// for the previous one, which may not be rows of this one.
+    /// for the previous one, which may not be rows of this one, and where the last jump went.
     pub fn answered(&mut self, answer: &Answer) {
+        // Another list: a jump from a call starts again at its first request.
+        self.jumped_from = None;
         let n = self.len(Some(answer));
         self.sel = self.sel.min(n.saturating_sub(1));
         self.top = self.top.min(self.sel);
@@ -175,7 +181,7 @@ impl List {
 
     /// The lookup the detail popup needs: what the selected event is linked to, unless it has
     /// no links, was looked up already or is being looked up.
-    pub fn want_links(&mut self) -> Option<LinksQuery> {
+    pub fn want_links(&mut self, answer: Option<&Answer>, filter: Option<&Arc<Compiled>>) -> Option<LinksQuery> {
         if !self.detail {
             return None;
         }
@@ -183,21 +189,135 @@ impl List {
         if !links::has_links(&e) || self.links_of(&e).is_some() || self.links_asked.as_ref() == Some(&e) {
             return None;
         }
-        self.links_gen += 1;
-        self.links_asked = Some(e.clone());
-        Some(LinksQuery {
-            gen: self.links_gen,
-            event: e,
-        })
+        Some(self.lookup(e, Want::Detail, answer, filter))
     }
 
-    /// A lookup's reply: kept unless a newer lookup superseded it.
-    pub fn linked(&mut self, links: Links) {
+    /// A lookup of what `e` is linked to, superseding the earlier ones.
+    fn lookup(&mut self, e: Event, want: Want, answer: Option<&Answer>, filter: Option<&Arc<Compiled>>) -> LinksQuery {
+        self.links_gen += 1;
+        self.links_asked = Some(e.clone());
+        LinksQuery {
+            gen: self.links_gen,
+            answer: answer.map_or(0, |a| a.gen),
+            event: e,
+            want,
+            filter: filter.cloned(),
+            start: answer.map_or(0, |a| a.spectro.origin()),
+            end: answer.map_or(0, |a| a.spectro.end()),
+        }
+    }
+
+    /// The jump key: the lookup of where the event linked to the selected one is (a block
+    /// request's call; a call's first block request, or the next one when the last jump went
+    /// from this call), or why there is nothing to look for.
+    pub fn jump(&mut self, answer: Option<&Answer>, filter: Option<&Arc<Compiled>>) -> Result<LinksQuery, String> {
+        let Some(e) = self.selected().cloned() else {
+            return Err("no event selected".into());
+        };
+        let k = match e.class {
+            Class::Block => match Cause::from_code(e.cause) {
+                Cause::None => return Err("this block request was issued outside any traced call".into()),
+                Cause::Writeback => return Err("a flusher wrote this back: there is no call to go to".into()),
+                Cause::Syscall | Cause::IoUring if e.link > e.ts => {
+                    return Err("this block request's link is damaged (before boot)".into())
+                }
+                Cause::Syscall | Cause::IoUring => 0,
+            },
+            Class::Syscall | Class::IoUring if e.disk_reqs == 0 => {
+                return Err("this call issued no block request".into())
+            }
+            Class::Syscall | Class::IoUring => match &self.jumped_from {
+                Some((from, k)) if *from == e => k.saturating_add(1),
+                _ => 0,
+            },
+        };
+        Ok(self.lookup(e, Want::Jump(k), answer, filter))
+    }
+
+    /// A jump's reply: the selection on the linked event, or why it is not in the list.
+    fn land(&mut self, l: &Links, answer: Option<&Answer>, layout: &Layout, arch: &str) -> Result<(), String> {
+        let from = &l.of;
+        let what = |t: &Target| match from.class {
+            Class::Block => format!("its {}", kind(&t.linked.event, arch)),
+            _ => format!("block request {} of {}", t.nth + 1, l.found),
+        };
+        let Some(t) = &l.target else {
+            return Err(match (&l.error, from.class) {
+                (Some(e), _) => format!("cannot look: {e}"),
+                (None, Class::Block) if !l.complete => "its call was not found in the chunks searched".into(),
+                (None, Class::Block) => "its call is not in the capture (dropped, or before it began)".into(),
+                (None, _) => "its block requests are not in the capture".into(),
+            });
+        };
+        if from.class != Class::Block {
+            // Pressed again, the jump goes on to the next request, even past one not listed.
+            self.jumped_from = Some((from.clone(), t.nth));
+        }
+        let Some(a) = answer.filter(|a| a.gen == l.answer) else {
+            return Err("the view changed meanwhile: press g again".into());
+        };
+        let (chunk, row) = (t.linked.chunk, t.linked.row);
+        let index = match (self.sort, t.rank) {
+            (_, None) => {
+                let ts = t.linked.event.ts;
+                let where_ = if (a.spectro.origin()..a.spectro.end()).contains(&ts) {
+                    "hidden by the filter"
+                } else {
+                    "outside the view"
+                };
+                return Err(format!("{} is {where_}", what(t)));
+            }
+            (Sort::Time, Some(rank)) => {
+                let before: u64 = a.per_chunk.iter().take_while(|&&(c, _)| c < chunk).map(|&(_, n)| n).sum();
+                usize::try_from(before).ok().and_then(|b| b.checked_add(rank))
+            }
+            (Sort::Latency, Some(_)) => a
+                .slowest
+                .iter()
+                .position(|s| (s.chunk as usize, s.row as usize) == (chunk, row)),
+        };
+        let Some(index) = index.filter(|&i| i < self.len(answer)) else {
+            return Err(format!("{} is not among the {} slowest listed", what(t), a.slowest.len()));
+        };
+        self.sel = index;
+        let page = layout.list_rows.max(1);
+        if self.sel < self.top || self.sel >= self.top + page {
+            // The target a third of the way down, with what led to it above.
+            self.top = self.sel.saturating_sub(page / 3);
+        }
+        Ok(())
+    }
+
+    /// A lookup's reply, unless a newer lookup superseded it: kept for the detail popup, and
+    /// for a jump, the selection moved onto the linked event. What the app is to do, and what
+    /// to tell (where the jump went, or why it could not), naming calls as the syscall table
+    /// of `arch` does.
+    pub fn linked(
+        &mut self,
+        links: Links,
+        answer: Option<&Answer>,
+        layout: &Layout,
+        arch: &str,
+    ) -> (Listed, Option<String>) {
         if links.gen != self.links_gen {
-            return;
+            return (Listed::Nothing, None);
         }
         self.links_asked = None;
+        let done = match links.want {
+            Want::Detail => (Listed::Nothing, None),
+            Want::Jump(_) => match self.land(&links, answer, layout, arch) {
+                Ok(()) => {
+                    let to = links.target.as_ref().map(|t| match links.of.class {
+                        Class::Block => format!("went to the {} that issued it", kind(&t.linked.event, arch)),
+                        _ => format!("went to block request {} of {}", t.nth + 1, links.found),
+                    });
+                    (Listed::Scrolled, to)
+                }
+                Err(why) => (Listed::Nothing, Some(why)),
+            },
+        };
         self.links = Some(links);
+        done
     }
 
     /// Drop the decoded rows, and the replies still to come for them: they belong to another
@@ -259,5 +379,15 @@ impl List {
             start: a.spectro.origin(),
             end: a.spectro.end(),
         })
+    }
+}
+
+/// What kind of event `e` is, for a note: `pread64`, `io_uring read`, `block request`; calls
+/// named by the syscall table of `arch`.
+fn kind(e: &Event, arch: &str) -> String {
+    match e.class {
+        Class::Syscall => iocap_filter::fields::evt_type(arch, e.class, e.nr).into_owned(),
+        Class::IoUring => format!("io_uring {}", iocap_filter::fields::evt_type(arch, e.class, e.nr)),
+        Class::Block => "block request".into(),
     }
 }

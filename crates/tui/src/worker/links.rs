@@ -10,9 +10,17 @@
 //! at most [`LISTED`] requests kept, stopping early once as many as the call counted
 //! (`disk.requests`) are found.
 //!
-//! The detail popup asks what the selected event is linked to.
+//! The detail popup asks what the selected event is linked to, and the jump key asks where
+//! the linked event is in the list: then the answer also gives its rank among the rows of its
+//! chunk that the list shows (the filter's matches in the view), which the list turns into an
+//! index.
 
+use std::sync::Arc;
+
+use iocap_filter::Compiled;
 use iocap_format::{Cause, ChunkDecoder, Class, Col, ColSet, Columns, Event, Reader};
+
+use super::rows;
 
 /// How long after a call's end its block requests are looked for, ns.
 pub const AFTER: u64 = 1_000_000_000;
@@ -21,13 +29,33 @@ pub const MAX_CHUNKS: usize = 64;
 /// A call's block requests kept at most (the rest are counted).
 pub const LISTED: usize = 64;
 
+/// What the lookup is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Want {
+    /// The detail popup: the linked events.
+    Detail,
+    /// The jump key: where the linked event is in the list. For a call, its `k`-th block
+    /// request (counted modulo those found), so that pressing again goes on to the next.
+    Jump(usize),
+}
+
 /// A lookup of what `event` is linked to.
 #[derive(Clone, Debug)]
 pub struct LinksQuery {
     /// Generation: a reply to an older lookup is dropped.
     pub gen: u64,
+    /// Generation of the answer whose list a jump lands in.
+    pub answer: u64,
     /// The event whose links are wanted (the list's selected one).
     pub event: Event,
+    /// What for.
+    pub want: Want,
+    /// The applied filter, compiled (a jump's target must match it to be in the list).
+    pub filter: Option<Arc<Compiled>>,
+    /// Start of the list's view, ns since boot.
+    pub start: u64,
+    /// End of the list's view, ns since boot (exclusive).
+    pub end: u64,
 }
 
 /// A linked event, and where it is.
@@ -41,13 +69,29 @@ pub struct Linked {
     pub event: Event,
 }
 
+/// Where a jump's target is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// The linked event.
+    pub linked: Linked,
+    /// Its rank among the rows of its chunk that match the filter in the view; `None` when
+    /// the filter or the view leaves it out of the list.
+    pub rank: Option<usize>,
+    /// Which of the call's requests it is (0-based), for a jump from a call.
+    pub nth: usize,
+}
+
 /// The answer to a [`LinksQuery`].
 #[derive(Clone, Debug)]
 pub struct Links {
     /// Generation of the lookup answered.
     pub gen: u64,
+    /// Generation of the answer a jump lands in.
+    pub answer: u64,
     /// The event looked up from.
     pub of: Event,
+    /// What it was for.
+    pub want: Want,
     /// A call's block requests in time order, at most [`LISTED`].
     pub requests: Vec<Linked>,
     /// How many requests were found in all (more than `requests.len()` when cut).
@@ -56,6 +100,8 @@ pub struct Links {
     pub complete: bool,
     /// A block request's syscall (io_uring request), when found.
     pub issuer: Option<Linked>,
+    /// A jump's target, when there is one.
+    pub target: Option<Target>,
     /// A chunk that could not be read (what was found elsewhere is still given).
     pub error: Option<String>,
 }
@@ -119,11 +165,14 @@ fn link_cols() -> ColSet {
 pub fn find(reader: &Reader, q: &LinksQuery) -> Links {
     let mut out = Links {
         gen: q.gen,
+        answer: q.answer,
         of: q.event.clone(),
+        want: q.want,
         requests: Vec::new(),
         found: 0,
         complete: true,
         issuer: None,
+        target: None,
         error: None,
     };
     let mut dec = ChunkDecoder::new();
@@ -136,6 +185,22 @@ pub fn find(reader: &Reader, q: &LinksQuery) -> Links {
     if let Err(err) = result {
         out.complete = false;
         out.error = Some(err);
+    }
+    if let Want::Jump(k) = q.want {
+        let (nth, linked) = match e.class {
+            Class::Block => (0, out.issuer.clone()),
+            _ if out.requests.is_empty() => (0, None),
+            _ => {
+                let nth = k % out.requests.len();
+                (nth, out.requests.get(nth).cloned())
+            }
+        };
+        if let Some(linked) = linked {
+            match rank(reader, q, &linked, &mut dec, &mut cols) {
+                Ok(rank) => out.target = Some(Target { linked, rank, nth }),
+                Err(err) => out.error = Some(err),
+            }
+        }
     }
     out
 }
@@ -234,4 +299,18 @@ fn issuer(
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// `linked`'s rank among the rows of its chunk that the list shows (matching `q.filter` in
+/// `q.start..q.end`), as the rows worker counts them; `None` when it is not one of them.
+fn rank(
+    reader: &Reader,
+    q: &LinksQuery,
+    linked: &Linked,
+    dec: &mut ChunkDecoder,
+    cols: &mut Columns,
+) -> Result<Option<usize>, String> {
+    read(reader, linked.chunk, ColSet::ALL, dec, cols)?;
+    let matching = rows::matching(cols, q.filter.as_deref(), q.start, q.end);
+    Ok(matching.binary_search(&linked.row).ok())
 }

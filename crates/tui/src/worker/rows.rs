@@ -135,7 +135,8 @@ impl RowLoader {
 }
 
 /// The rows of `cols` (decoded whole) that the list shows: those matching `filter` that
-/// start in `start..end`, in row order: how the list in time order counts its rows.
+/// start in `start..end`, in row order: how the list in time order counts its rows, and so
+/// where a jump's target is in it.
 pub fn matching(cols: &Columns, filter: Option<&Compiled>, start: u64, end: u64) -> Vec<usize> {
     let mut bits = Bitmap::ones(cols.len());
     if let Some(f) = filter {
