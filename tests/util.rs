@@ -63,6 +63,16 @@ impl LoopDev {
         }
     }
 
+    /// Reads and writes go to the backing file with O_DIRECT: each request reaches the host's
+    /// disk, as a real disk's would, instead of the host's page cache.
+    pub fn direct_io(&self) {
+        let st = Command::new("losetup")
+            .args(["--direct-io=on", &self.path])
+            .status()
+            .expect("run losetup");
+        assert!(st.success(), "losetup --direct-io=on {} failed", self.path);
+    }
+
     /// The disk's name, as captures and /proc/diskstats name it (`loop3`).
     pub fn name(&self) -> &str {
         self.path.trim_start_matches("/dev/")

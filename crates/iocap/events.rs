@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use iocap_analysis::scan;
 use iocap_analysis::units::fmt_ns;
 use iocap_filter::fields::{self, FieldId, FieldInfo, Value};
-use iocap_format::{ColSet, Event, Meta, Tables};
+use iocap_format::{Cause, Class, ColSet, Event, Meta, Tables};
 
 use crate::input;
 use crate::text;
@@ -127,7 +127,11 @@ fn write_line(out: &mut impl Write, e: &Event, meta: &Meta, tables: &Tables) -> 
     let rel = e.ts.saturating_sub(meta.start_ts);
     let time = format!("{}.{:09}", rel / 1_000_000_000, rel % 1_000_000_000);
     let proc = text::truncate(&field_text(FieldId::ProcName, e, meta, tables), 16);
-    let kind = field_text(FieldId::EvtType, e, meta, tables);
+    let mut kind = field_text(FieldId::EvtType, e, meta, tables);
+    if e.class == Class::IoUring {
+        // `read` alone would read as the syscall.
+        kind = format!("uring {kind}");
+    }
     let mut res = field_text(FieldId::EvtRes, e, meta, tables);
     let errno = field_text(FieldId::EvtErrno, e, meta, tables);
     if !errno.is_empty() {
@@ -135,7 +139,7 @@ fn write_line(out: &mut impl Write, e: &Event, meta: &Meta, tables: &Tables) -> 
     }
     // Syscalls name their fd's file; block requests their disk, op and sector, as biosnoop,
     // then what issued them and their file when the capture knows.
-    let name = if e.class == iocap_format::Class::Block {
+    let name = if e.class == Class::Block {
         let mut s = format!(
             "{} {} sector {}",
             field_text(FieldId::BlkDev, e, meta, tables),
@@ -143,6 +147,9 @@ fn write_line(out: &mut impl Write, e: &Event, meta: &Meta, tables: &Tables) -> 
             field_text(FieldId::BlkSector, e, meta, tables)
         );
         let by = match field_text(FieldId::BlkSyscall, e, meta, tables) {
+            _ if Cause::from_code(e.cause) == Cause::IoUring => {
+                format!("io_uring {}", fields::evt_type(&meta.arch, Class::IoUring, e.nr))
+            }
             call if call.is_empty() => field_text(FieldId::BlkCause, e, meta, tables),
             call => call,
         };

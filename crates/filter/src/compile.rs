@@ -81,13 +81,18 @@ enum Kernel {
         class: Option<u8>,
         set: IdSet,
     },
-    /// A field that depends on the class: syscalls by number, block requests by op, io_uring
-    /// requests by opcode (in the `nr` column).
-    Split {
-        nrs: IdSet,
-        ops: IdSet,
-        urings: IdSet,
-    },
+    /// A field that depends on the class (boxed: three sets are much larger than the other
+    /// kernels).
+    Split(Box<ByClass>),
+}
+
+/// Which events pass, per class: syscalls by number, block requests by op, io_uring requests
+/// by opcode (in the `nr` column).
+#[derive(Clone, Debug)]
+struct ByClass {
+    nrs: IdSet,
+    ops: IdSet,
+    urings: IdSet,
 }
 
 /// Which ids satisfy a predicate: a bitset over `0..dense_len`, a sorted list of larger known
@@ -402,11 +407,11 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables) -> Kernel {
             };
             (op, passes(&e))
         });
-        Kernel::Split {
+        Kernel::Split(Box::new(ByClass {
             nrs: nr_set(Class::Syscall, 1024, beyond(Class::Syscall)),
             ops: IdSet::build(ops, 256, Beyond::Const(false)),
             urings: nr_set(Class::IoUring, 256, beyond(Class::IoUring)),
-        }
+        }))
     };
     match p.field {
         FieldId::ProcPid => num(NumSrc::Pid, None),
@@ -636,7 +641,7 @@ impl Kernel {
                 };
                 ColSet::NONE.with(col).union(class(c))
             }
-            Kernel::Split { .. } => ColSet::NONE.with(Col::Class).with(Col::Nr).with(Col::Op),
+            Kernel::Split(_) => ColSet::NONE.with(Col::Class).with(Col::Nr).with(Col::Op),
         }
     }
 
@@ -674,11 +679,12 @@ impl Kernel {
                 }
             }
             Kernel::Ids { class, set, .. } => (class_may(class) && set.maybe_any(), false),
-            Kernel::Split { nrs, ops, urings } => (
+            Kernel::Split(by) => {
+                let ByClass { nrs, ops, urings } = &**by;
                 // The summary counts io_uring requests among the syscalls (the non-block events).
-                (s.syscalls > 0 && (nrs.maybe_any() || urings.maybe_any())) || (s.blocks > 0 && ops.maybe_any()),
-                false,
-            ),
+                let syscall_may = s.syscalls > 0 && (nrs.maybe_any() || urings.maybe_any());
+                (syscall_may || (s.blocks > 0 && ops.maybe_any()), false)
+            }
         }
     }
 }
@@ -854,7 +860,8 @@ impl Kernel {
                     }
                 }
             }
-            Kernel::Split { nrs, ops, urings } => {
+            Kernel::Split(by) => {
+                let ByClass { nrs, ops, urings } = &**by;
                 let (nr, op) = (col(&cols.nr, n), col(&cols.op, n));
                 let cls = &classes[..];
                 for (((w, c), nr), op) in words
@@ -884,7 +891,7 @@ impl Kernel {
     fn needs_class(&self) -> bool {
         match self {
             Kernel::Num { class, .. } | Kernel::Ids { class, .. } => class.is_some(),
-            Kernel::Split { .. } => true,
+            Kernel::Split(_) => true,
         }
     }
 }

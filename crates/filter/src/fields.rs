@@ -546,14 +546,12 @@ pub(crate) fn io_dir(arch: &str, class: Class, nr: u32, op: u8) -> IoDir {
 
 /// Direction of io_uring opcode `name`.
 fn uring_dir(name: &str) -> IoDir {
-    match name {
-        "readv" | "read_fixed" | "recvmsg" | "read" | "recv" | "read_multishot" | "recv_zc" | "readv_fixed" => {
-            IoDir::Read
-        }
-        "writev" | "write_fixed" | "sendmsg" | "write" | "send" | "send_zc" | "sendmsg_zc" | "writev_fixed" => {
-            IoDir::Write
-        }
-        _ => IoDir::None,
+    if uring::READ_OPS.contains(&name) {
+        IoDir::Read
+    } else if uring::WRITE_OPS.contains(&name) {
+        IoDir::Write
+    } else {
+        IoDir::None
     }
 }
 
@@ -658,7 +656,10 @@ pub(crate) fn vocabulary(id: FieldId) -> Option<Vec<&'static str>> {
         FieldId::BlkCause => Cause::ALL.iter().map(|c| c.name()).collect(),
         FieldId::BlkSyscall => syscalls::names("x86_64").collect(),
         FieldId::EvtType => {
-            let mut v: Vec<&str> = syscalls::names("x86_64").chain(["block"]).chain(uring::op_names()).collect();
+            let mut v: Vec<&str> = syscalls::names("x86_64")
+                .chain(["block"])
+                .chain(uring::op_names())
+                .collect();
             v.sort_unstable();
             v.dedup();
             v
@@ -673,9 +674,7 @@ pub(crate) fn vocabulary(id: FieldId) -> Option<Vec<&'static str>> {
 pub(crate) fn is_numbered_name(id: FieldId, v: &str) -> bool {
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     match id {
-        FieldId::EvtType => ["sys_", "uring_"]
-            .iter()
-            .any(|p| v.strip_prefix(p).is_some_and(digits)),
+        FieldId::EvtType => ["sys_", "uring_"].iter().any(|p| v.strip_prefix(p).is_some_and(digits)),
         FieldId::BlkSyscall => v.strip_prefix("sys_").is_some_and(digits),
         FieldId::EvtErrno => v.strip_prefix("errno_").is_some_and(digits),
         _ => false,

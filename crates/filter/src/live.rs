@@ -259,7 +259,10 @@ mod tests {
         assert!(push("evt.type=read").io_uring && !push("evt.type=pread64").io_uring);
         let p = push("evt.type=read_fixed");
         assert!(p.io_uring && !p.syscalls && !p.block);
-        assert!(push("evt.type=uring_200").io_uring && !push("evt.type=uring_22").io_uring, "uring_22 is `read`");
+        assert!(
+            push("evt.type=uring_200").io_uring && !push("evt.type=uring_22").io_uring,
+            "uring_22 is `read`"
+        );
         assert!(!push("evt.class=syscall").io_uring);
     }
 

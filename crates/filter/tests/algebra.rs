@@ -367,7 +367,10 @@ fn absent_fields_are_false_and_not_inverts() {
     assert_eq!(count(&r, "evt.class=syscall") + urings + blocks as usize, total);
     assert_eq!(count(&r, "evt.class=io_uring and blk.op exists"), 0);
     assert_eq!(
-        count(&r, "evt.class=io_uring and evt.type in (read, write, fsync, uring_300, write_fixed, fallocate)"),
+        count(
+            &r,
+            "evt.class=io_uring and evt.type in (read, write, fsync, uring_300, write_fixed, fallocate)"
+        ),
         urings
     );
 }

@@ -36,8 +36,8 @@ mod pack;
 mod reader;
 mod summary;
 pub mod syscalls;
-pub mod uring;
 mod tables;
+pub mod uring;
 pub mod varint;
 mod writer;
 

@@ -86,6 +86,30 @@ pub fn op_names() -> impl Iterator<Item = &'static str> {
     OPS.iter().copied()
 }
 
+/// Opcodes that move data from their file into memory: a positive result is a byte count.
+pub const READ_OPS: &[&str] = &[
+    "readv",
+    "read_fixed",
+    "recvmsg",
+    "read",
+    "recv",
+    "read_multishot",
+    "recv_zc",
+    "readv_fixed",
+];
+
+/// Opcodes that move data from memory to their file: a positive result is a byte count.
+pub const WRITE_OPS: &[&str] = &[
+    "writev",
+    "write_fixed",
+    "sendmsg",
+    "write",
+    "send",
+    "send_zc",
+    "sendmsg_zc",
+    "writev_fixed",
+];
+
 /// How many opcodes iocap knows (one past the last known number).
 pub const KNOWN_OPS: u32 = OPS.len() as u32;
 

@@ -161,7 +161,17 @@ struct tctx {
 	/* A flusher thread: the inode it is writing back (writeback_single_inode), else 0. */
 	__u64 wb_ino;
 	__u32 wb_dev;
-	__u32 pad2;
+	/*
+	 * The io_uring request this thread submitted last (see uring_current): its key in
+	 * `urings`, submission time, fd and opcode, and the enter time of the call it was
+	 * submitted in (0: none, the SQPOLL thread).
+	 */
+	__s32 ur_fd;
+	__u64 ur_req;
+	__u64 ur_ts;
+	__u64 ur_call;
+	__u16 ur_op;
+	__u8 pad2[6];
 };
 
 struct {
@@ -220,11 +230,14 @@ struct {
 	__type(value, struct rq_info);
 } rqs SEC(".maps");
 
-/* A syscall that created block requests, from its first request until it exits. */
+/*
+ * A syscall (or io_uring request) that created block requests, from its first request until
+ * it exits (completes).
+ */
 struct call_key {
 	__u32 tid;
 	__u32 pad;
-	__u64 ts; /* enter, as inflight.ts */
+	__u64 ts; /* enter, as inflight.ts (the request's submission, as uring_req.link) */
 };
 
 struct call_io {
@@ -242,6 +255,29 @@ struct {
 	__type(key, struct call_key);
 	__type(value, struct call_io);
 } callio SEC(".maps");
+
+/* An io_uring request between its submission and its (last) completion. */
+struct uring_req {
+	__u64 ts;   /* submission, then each completion of a multishot request */
+	__u64 link; /* submission: its key in `callio` with tid, and its block requests' link */
+	__u32 tid;
+	__u32 pid;
+	__s32 fd;
+	__u8 op;
+	__u8 pad[3];
+};
+
+/*
+ * Keyed by struct io_kiocb *, which is unique while the request lives (user_data is the
+ * application's and need not be). LRU: a request that never completes (its ring torn down,
+ * IOSQE_CQE_SKIP_SUCCESS) must not hold its entry forever.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, struct uring_req);
+} urings SEC(".maps");
 
 static __always_inline void count_drop(void)
 {
@@ -647,22 +683,35 @@ static __noinline int emit_sys_wide(__u32 nr, __s64 arg0, __u64 ts, __u64 lat, l
  * A call that created block requests: the wide record with what they did, from `callio`. A
  * request still in flight at exit counts until now.
  */
-static __noinline int emit_sys_io(__u32 nr, __s64 arg0, __u64 ts, __u64 now, long ret)
+/* What the block requests of the call `tid` entered at `ts` did until `now`; forgets it. */
+struct io_sum {
+	__u32 reqs;
+	__u64 bytes;
+	__u64 disk;
+};
+
+static __always_inline struct io_sum call_io_take(__u32 tid, __u64 ts, __u64 now)
 {
-	struct call_key key = { .tid = (__u32)bpf_get_current_pid_tgid(), .ts = ts };
+	struct call_key key = { .tid = tid, .ts = ts };
 	struct call_io *io = bpf_map_lookup_elem(&callio, &key);
-	struct rec_sysio *e;
-	__u32 reqs = 0;
-	__u64 bytes = 0, disk = 0;
+	struct io_sum sum = {};
 
 	if (io) {
-		reqs = io->reqs;
-		bytes = io->bytes;
-		disk = io->disk;
+		sum.reqs = io->reqs;
+		sum.bytes = io->bytes;
+		sum.disk = io->disk;
 		if (io->inflight && now > io->busy_since)
-			disk += now - io->busy_since;
+			sum.disk += now - io->busy_since;
 		bpf_map_delete_elem(&callio, &key);
 	}
+	return sum;
+}
+
+static __noinline int emit_sys_io(__u32 nr, __s64 arg0, __u64 ts, __u64 now, long ret)
+{
+	struct io_sum sum = call_io_take((__u32)bpf_get_current_pid_tgid(), ts, now);
+	struct rec_sysio *e;
+
 	if (shed())
 		return 0;
 	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
@@ -671,10 +720,10 @@ static __noinline int emit_sys_io(__u32 nr, __s64 arg0, __u64 ts, __u64 now, lon
 		return 0;
 	}
 	fill_sys(&e->sys, REC_SYSIO, nr, arg0, ts, now - ts, ret);
-	e->reqs = reqs;
+	e->reqs = sum.reqs;
 	e->pad = 0;
-	e->bytes = bytes;
-	e->disk = disk;
+	e->bytes = sum.bytes;
+	e->disk = sum.disk;
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	return 0;
 }
@@ -915,10 +964,81 @@ static __always_inline void page_inode(struct page *pg, __u64 *ino, __u32 *dev)
 	*dev = BPF_CORE_READ(host, i_sb, s_dev);
 }
 
+#define REQ_F_FIXED_FILE 1ULL /* bit 0 of io_kiocb.flags since io_uring began */
+#define IORING_CQE_F_MORE 2U   /* uapi: more completions of this request will follow */
+
+/* Opcodes whose request has a file (io_kiocb.file; for others that union holds other data). */
+static __always_inline bool uring_op_has_file(__u8 op)
+{
+	switch (op) {
+	case 1 ... 5:   /* readv, writev, fsync, read_fixed, write_fixed */
+	case 8 ... 10:  /* sync_file_range, sendmsg, recvmsg */
+	case 13:        /* accept */
+	case 16 ... 17: /* connect, fallocate */
+	case 22 ... 24: /* read, write, fadvise */
+	case 26 ... 27: /* send, recv */
+	case 30:        /* splice */
+	case 33 ... 34: /* tee, shutdown */
+	case 47 ... 49: /* send_zc, sendmsg_zc, read_multishot */
+	case 55:        /* ftruncate */
+	case 58:        /* recv_zc */
+	case 60 ... 61: /* readv_fixed, writev_fixed */
+		return true;
+	}
+	return false;
+}
+
+/* The inode of io_uring request `req`'s file (once issued), when its opcode has one. */
+static __always_inline void uring_file(__u64 req, __u8 op, __u64 *ino, __u32 *dev)
+{
+	struct file *f;
+
+	if (!uring_op_has_file(op))
+		return;
+	f = BPF_CORE_READ((struct io_kiocb *)req, file);
+	if (!f)
+		return;
+	*ino = BPF_CORE_READ(f, f_inode, i_ino);
+	*dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+}
+
+/* A request created for the call (io_uring request) `tid` entered (submitted) at `ts`. */
+static __always_inline void call_io_add(__u32 tid, __u64 ts, __u64 now)
+{
+	struct call_key ck = { .tid = tid, .ts = ts };
+	struct call_io *io = bpf_map_lookup_elem(&callio, &ck);
+
+	if (!io) {
+		struct call_io fresh = { .reqs = 1, .inflight = 1, .busy_since = now };
+		bpf_map_update_elem(&callio, &ck, &fresh, BPF_ANY);
+	} else {
+		io->reqs++;
+		if (io->inflight++ == 0)
+			io->busy_since = now;
+	}
+}
+
+/*
+ * Whether the io_uring request `t` submitted last is being issued now: it is still in
+ * flight and the thread is in the call it was submitted in (the SQPOLL thread: in none). A
+ * request issued inline creates its block requests in between; one punted to an io-wq
+ * worker creates them there, outside any span iocap sees.
+ */
+static __always_inline bool uring_current(struct tctx *t, struct inflight *c)
+{
+	struct uring_req *u;
+
+	if (!t->ur_ts || t->ur_call != (c ? c->ts : 0))
+		return false;
+	u = bpf_map_lookup_elem(&urings, &t->ur_req);
+	return u && u->link == t->ur_ts;
+}
+
 /*
  * A new request: who created it and inside which span. Runs in the creating task's context
- * (block_io_start, or the first insert/issue on a kernel without it): the syscall it is in
- * (its in-flight call, per CPU or in task storage), else the inode a flusher is writing back.
+ * (block_io_start, or the first insert/issue on a kernel without it): the io_uring request
+ * it is issuing, else the syscall it is in (its in-flight call, per CPU or in task storage),
+ * else the inode a flusher is writing back.
  */
 static __noinline int rq_new(struct request *rq, __u64 now)
 {
@@ -948,23 +1068,21 @@ static __noinline int rq_new(struct request *rq, __u64 now)
 	}
 	if (!c && t && t->call.ts)
 		c = &t->call;
-	if (c) {
-		struct call_key ck = { .tid = tid, .ts = c->ts };
-		struct call_io *io = bpf_map_lookup_elem(&callio, &ck);
-
+	if (t && uring_current(t, c)) {
+		n.cause = CAUSE_IO_URING;
+		n.nr = t->ur_op;
+		n.fd = t->ur_fd;
+		n.link = t->ur_ts;
+		call_io_add(tid, t->ur_ts, now);
+		/* Its file (assigned by now) names a registered one, which has no fd. */
+		uring_file(t->ur_req, t->ur_op, &n.ino, &n.ino_dev);
+	} else if (c) {
 		n.cause = CAUSE_SYSCALL;
 		n.nr = c->nr;
 		n.fd = c->arg0;
 		n.link = c->ts;
 		c->io = 1;
-		if (!io) {
-			struct call_io fresh = { .reqs = 1, .inflight = 1, .busy_since = now };
-			bpf_map_update_elem(&callio, &ck, &fresh, BPF_ANY);
-		} else {
-			io->reqs++;
-			if (io->inflight++ == 0)
-				io->busy_since = now;
-		}
+		call_io_add(tid, c->ts, now);
 	} else if (t && t->wb_ino) {
 		n.cause = CAUSE_WRITEBACK;
 		n.ino = t->wb_ino;
@@ -979,12 +1097,12 @@ static __noinline int rq_new(struct request *rq, __u64 now)
 	return 0;
 }
 
-/* The syscall a request was linked to, while it is still in flight. */
+/* The syscall (io_uring request) a request was linked to, while it is still in flight. */
 static __always_inline struct call_io *rq_call(struct rq_info *i)
 {
 	struct call_key ck = { .tid = i->tid, .ts = i->link };
 
-	if (i->cause != CAUSE_SYSCALL)
+	if (i->cause != CAUSE_SYSCALL && i->cause != CAUSE_IO_URING)
 		return NULL;
 	return bpf_map_lookup_elem(&callio, &ck);
 }
@@ -1091,6 +1209,104 @@ int BPF_PROG(wb_end, struct inode *inode, struct writeback_control *wbc, unsigne
 	return 0;
 }
 
+/* ---- io_uring requests ---- */
+
+/*
+ * A request is submitted, in the submitting thread's context (the application's, in
+ * io_uring_enter, or its SQPOLL thread): the fd is read now, since by completion the
+ * kernel has written the result over it.
+ */
+SEC("tp_btf/io_uring_submit_req")
+int BPF_PROG(uring_submit, struct io_kiocb *req)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tgid = task->tgid, tid = task->pid, zero = 0;
+	__u64 key = (__u64)req;
+	struct uring_req u = {};
+	struct inflight *c = NULL;
+	struct tctx *t;
+
+	if (tgid == self_tgid)
+		return 0;
+	if (filter_pids && !traced_cached(task, tgid))
+		return 0;
+	t = bpf_task_storage_get(&tstore, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t)
+		return 0;
+	u.tid = tid;
+	u.pid = tgid;
+	u.op = req->opcode;
+	u.fd = (req->flags & REQ_F_FIXED_FILE) ? -1 : req->cqe.fd;
+	u.ts = u.link = bpf_ktime_get_ns();
+	bpf_map_update_elem(&urings, &key, &u, BPF_ANY);
+	/* Until the next submission, block requests this thread creates in this call are its. */
+	if (cpu_slot) {
+		c = bpf_map_lookup_elem(&cpu_call, &zero);
+		if (c && !(c->ts && c->tid == tid))
+			c = NULL;
+	}
+	if (!c && t->call.ts)
+		c = &t->call;
+	t->ur_req = key;
+	t->ur_ts = u.link;
+	t->ur_call = c ? c->ts : 0;
+	t->ur_fd = u.fd;
+	t->ur_op = u.op;
+	return 0;
+}
+
+/*
+ * A completion is posted (in whichever context: the submitter, an io-wq worker, task work).
+ * `req` is NULL for completions no request posts (msg_ring's, overflow flushes); a request
+ * submitted before recording began is not in `urings` and is skipped.
+ */
+SEC("tp_btf/io_uring_complete")
+int BPF_PROG(uring_complete, struct io_ring_ctx *ring, void *req, struct io_uring_cqe *cqe)
+{
+	__u64 key = (__u64)req, now = bpf_ktime_get_ns();
+	struct uring_req *u;
+	struct rec_uring *e;
+	struct io_sum sum;
+	bool more;
+
+	if (!req)
+		return 0;
+	u = bpf_map_lookup_elem(&urings, &key);
+	if (!u)
+		return 0;
+	more = BPF_CORE_READ(cqe, flags) & IORING_CQE_F_MORE;
+	sum = call_io_take(u->tid, u->link, now);
+	if (now - u->ts < min_latency || shed())
+		goto out;
+	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
+	if (!e) {
+		count_drop();
+		goto out;
+	}
+	e->kind = REC_URING;
+	e->op = u->op;
+	e->pad = 0;
+	e->tid = u->tid;
+	e->pid = u->pid;
+	e->fd = u->fd;
+	e->ts = u->ts;
+	e->lat = now - u->ts;
+	e->res = BPF_CORE_READ(cqe, res);
+	e->reqs = sum.reqs;
+	e->bytes = sum.bytes;
+	e->disk = sum.disk;
+	e->ino = 0;
+	e->ino_dev = 0;
+	uring_file(key, u->op, &e->ino, &e->ino_dev);
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+out:
+	if (more)
+		u->ts = now;
+	else
+		bpf_map_delete_elem(&urings, &key);
+	return 0;
+}
+
 /* The kernel's REQ_* bits (they move between releases) as iocap's stable blk_flags bits. */
 static __always_inline __u32 blk_flags(__u32 f)
 {
@@ -1171,6 +1387,7 @@ int BPF_PROG(blk_complete, struct request *rq, blk_status_t error, unsigned int 
 struct rec_sys _rec_sys = {};
 struct rec_sys32 _rec_sys32 = {};
 struct rec_sysio _rec_sysio = {};
+struct rec_uring _rec_uring = {};
 struct rec_blk _rec_blk = {};
 struct rec_fork _rec_fork = {};
 struct rec_exec _rec_exec = {};

@@ -20,6 +20,7 @@ enum rec_kind {
 	REC_DUP = 8,
 	REC_SYS32 = 9,
 	REC_SYSIO = 10,
+	REC_URING = 11,
 };
 
 /* What a block request was issued for (iocap_format::Cause). */
@@ -27,6 +28,7 @@ enum blk_cause {
 	CAUSE_NONE = 0,
 	CAUSE_SYSCALL = 1,
 	CAUSE_WRITEBACK = 2,
+	CAUSE_IO_URING = 3,
 };
 
 #define COMM_LEN 16
@@ -74,6 +76,27 @@ struct rec_sysio {
 };
 
 /*
+ * One completion of an io_uring request (a multishot request completes more than once: each
+ * completion is timed from the one before), with what its block requests did.
+ */
+struct rec_uring {
+	__u16 kind; /* REC_URING */
+	__u8 op;    /* IORING_OP_* */
+	__u8 pad;
+	__u32 tid;  /* the submitting thread */
+	__u32 pid;
+	__s32 fd;   /* the fd at submission; -1 for a registered (fixed) file */
+	__u64 ts;   /* submission (or the previous completion), CLOCK_MONOTONIC as rec_sys.ts */
+	__u64 lat;  /* completion - ts */
+	__s64 res;  /* the completion's result */
+	__u32 reqs; /* block requests created while it was being submitted */
+	__u32 ino_dev; /* its file, when it has one: the superblock's dev_t ... */
+	__u64 ino;     /* ... and inode number */
+	__u64 bytes;   /* its block requests' bytes, as issued */
+	__u64 disk;    /* ns between ts and completion with at least one of them in flight */
+};
+
+/*
  * One completed block request; pid/tid/comm are of the task that created it, and the cause is
  * the span that task was inside then: a syscall (named by tid and link, its enter time) or the
  * writeback of one inode.
@@ -93,12 +116,14 @@ struct rec_blk {
 	__s32 error;
 	char comm[COMM_LEN];
 	__u32 tid;
-	__u16 nr;      /* cause CAUSE_SYSCALL: the syscall's number */
+	__u16 nr;      /* cause CAUSE_SYSCALL: the syscall's number; CAUSE_IO_URING: the opcode */
 	__u8 cause;    /* enum blk_cause */
 	__u8 pad;
-	__s32 fd;      /* cause CAUSE_SYSCALL: the syscall's first argument (its fd, for most) */
+	__s32 fd;      /* cause CAUSE_SYSCALL: the syscall's first argument (its fd, for most);
+			  CAUSE_IO_URING: the request's fd */
 	__u32 ino_dev; /* the file whose pages move, when known: its superblock's dev_t ... */
-	__u64 link;    /* cause CAUSE_SYSCALL: its enter time, CLOCK_MONOTONIC as rec_sys.ts */
+	__u64 link;    /* cause CAUSE_SYSCALL: its enter time, CLOCK_MONOTONIC as rec_sys.ts;
+			  CAUSE_IO_URING: the request's submission, as rec_uring.ts */
 	__u64 ino;     /* ... and inode number (the written-back inode, or the pages' owner) */
 };
 

@@ -14,6 +14,8 @@ pub enum Rec {
     /// A syscall that created block requests: the syscall, and what its requests did.
     SysIo(Box<types::rec_sysio>),
     Blk(Box<types::rec_blk>),
+    /// A completion of an io_uring request.
+    Uring(Box<types::rec_uring>),
     Fork(types::rec_fork),
     Exec(Box<types::rec_exec>),
     Exit(types::rec_comm),
@@ -32,6 +34,7 @@ pub const REC_FD: u16 = 7;
 pub const REC_DUP: u16 = 8;
 pub const REC_SYS32: u16 = 9;
 pub const REC_SYSIO: u16 = 10;
+pub const REC_URING: u16 = 11;
 
 /// Types that may be read from any bytes: `#[repr(C)]` structs of integers and arrays only.
 ///
@@ -46,6 +49,8 @@ unsafe impl Pod for types::rec_sys32 {}
 unsafe impl Pod for types::rec_sysio {}
 // SAFETY: as above.
 unsafe impl Pod for types::rec_blk {}
+// SAFETY: as above.
+unsafe impl Pod for types::rec_uring {}
 // SAFETY: as above.
 unsafe impl Pod for types::rec_fork {}
 // SAFETY: as above.
@@ -84,6 +89,7 @@ pub fn decode(b: &[u8]) -> Option<Rec> {
         }),
         REC_SYSIO => read(b).map(|r| Rec::SysIo(Box::new(r))),
         REC_BLK => read(b).map(|r| Rec::Blk(Box::new(r))),
+        REC_URING => read(b).map(|r| Rec::Uring(Box::new(r))),
         REC_FORK => read(b).map(Rec::Fork),
         REC_EXEC => read(b).map(|r| Rec::Exec(Box::new(r))),
         REC_EXIT => read(b).map(Rec::Exit),
@@ -94,7 +100,7 @@ pub fn decode(b: &[u8]) -> Option<Rec> {
     }
 }
 
-/// Move a record stamped with CLOCK_MONOTONIC in the kernel (syscalls, fds and block requests:
+/// Move a record stamped with CLOCK_MONOTONIC in the kernel (syscalls, fds, block and io_uring requests:
 /// the cheaper clock helper, and one clock for both, since a request's link is its syscall's
 /// enter time) to CLOCK_BOOTTIME, in place, by adding `offset` (BOOTTIME - MONOTONIC, which only
 /// moves across a suspend: the poller keeps it steady, so a link and its syscall's time move
@@ -110,6 +116,7 @@ pub fn to_boottime(rec: &mut [u8], offset: u64) {
         REC_SYS32 => &[std::mem::offset_of!(types::rec_sys32, ts)],
         REC_SYSIO => &[std::mem::offset_of!(types::rec_sysio, sys.ts)],
         REC_FD => &[std::mem::offset_of!(types::rec_fd, ts)],
+        REC_URING => &[std::mem::offset_of!(types::rec_uring, ts)],
         REC_BLK => &[
             std::mem::offset_of!(types::rec_blk, ts),
             std::mem::offset_of!(types::rec_blk, link),
@@ -154,6 +161,10 @@ pub fn event_end(rec: &[u8]) -> Option<u64> {
         REC_BLK => (
             u64_at(std::mem::offset_of!(types::rec_blk, ts))?,
             u64_at(std::mem::offset_of!(types::rec_blk, lat))?,
+        ),
+        REC_URING => (
+            u64_at(std::mem::offset_of!(types::rec_uring, ts))?,
+            u64_at(std::mem::offset_of!(types::rec_uring, lat))?,
         ),
         _ => return None,
     };
@@ -230,6 +241,7 @@ mod tests {
             ("REC_DUP", REC_DUP),
             ("REC_SYS32", REC_SYS32),
             ("REC_SYSIO", REC_SYSIO),
+            ("REC_URING", REC_URING),
         ];
         assert_eq!(c, rust, "bpf/iocap.h and abi.rs disagree");
     }
@@ -368,6 +380,21 @@ mod tests {
         let mut b = bytes_of(&io);
         to_boottime(&mut b, 5);
         assert_eq!(event_end(&b), Some(945));
+        // An io_uring request moves with block requests' links to it.
+        let ur = types::rec_uring {
+            kind: REC_URING,
+            ts: 900,
+            lat: 60,
+            fd: 4,
+            ..Default::default()
+        };
+        let mut b = bytes_of(&ur);
+        to_boottime(&mut b, 5);
+        assert_eq!(event_end(&b), Some(965));
+        match decode(&b) {
+            Some(Rec::Uring(r)) => assert_eq!((r.ts, r.lat, r.fd), (905, 60, 4)),
+            other => panic!("decoded {other:?}"),
+        }
         // Too short to hold the time: no panic, no change.
         let mut short = bytes_of(&sys)[..20].to_vec();
         let copy = short.clone();

@@ -19,6 +19,9 @@ pub struct Config {
     pub syscalls: bool,
     /// Attach the block request programs (`--no-block` leaves them unloaded).
     pub block: bool,
+    /// Attach the io_uring request programs (off with `--no-syscalls`, or a filter that only
+    /// matches other classes).
+    pub io_uring: bool,
     /// Drop events faster than this, in the kernel (ns).
     pub min_latency_ns: u64,
     /// Ring buffer size in bytes (a power of two, a multiple of the page size).
@@ -40,6 +43,7 @@ impl Default for Config {
             follow_forks: false,
             syscalls: true,
             block: true,
+            io_uring: true,
             min_latency_ns: 0,
             ring_bytes: 64 << 20,
             filter: false,

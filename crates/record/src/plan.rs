@@ -14,7 +14,7 @@ pub struct Request {
     pub pids: Vec<u32>,
     /// `-c`: a command is started and traced with its descendants (its pid is added later).
     pub command: bool,
-    /// Record syscalls (not `--no-syscalls`).
+    /// Record syscalls and io_uring requests (not `--no-syscalls`).
     pub syscalls: bool,
     /// Record block requests (not `--no-block`).
     pub block: bool,
@@ -45,13 +45,16 @@ pub fn plan(req: &Request, filter: &Filter) -> Result<Config, PlanError> {
     let src = filter.to_string();
     let push = filter.pushdown(std::env::consts::ARCH);
     let none = |set: &Option<Vec<_>>| set.as_ref().is_some_and(Vec::is_empty);
-    if !push.syscalls && !push.block || none(&push.pids) || push.names.as_ref().is_some_and(Vec::is_empty) {
+    if !push.syscalls && !push.block && !push.io_uring
+        || none(&push.pids)
+        || push.names.as_ref().is_some_and(Vec::is_empty)
+    {
         return Err(PlanError::MatchesNothing(src));
     }
     if !req.syscalls && !req.block {
         return Err(PlanError::NothingToRecord);
     }
-    if !req.syscalls && !push.block || !req.block && !push.syscalls {
+    if !req.syscalls && !push.block || !req.block && !push.syscalls && !push.io_uring {
         return Err(PlanError::MatchesNothingRecorded(src));
     }
     let mut cfg = Config {
@@ -59,6 +62,7 @@ pub fn plan(req: &Request, filter: &Filter) -> Result<Config, PlanError> {
         follow_forks: req.command,
         syscalls: req.syscalls && push.syscalls,
         block: req.block && push.block,
+        io_uring: req.syscalls && push.io_uring,
         min_latency_ns: req.min_latency_ns.max(push.min_latency),
         ring_bytes: req.ring_bytes,
         filter: req.command,
@@ -115,6 +119,19 @@ mod tests {
         assert_eq!(c.pids, [9], "-p narrowed by the filter");
         let c = plan(&Request { command: true, ..req() }, &f("proc.pid=7")).unwrap();
         assert!(c.pids.is_empty() && c.follow_forks && c.filter, "-c: pids come later");
+        let c = plan(&req(), &f("evt.class=io_uring")).unwrap();
+        assert!(c.io_uring && !c.syscalls && !c.block);
+        let c = plan(&req(), &f("evt.type=pread64")).unwrap();
+        assert!(!c.io_uring && c.syscalls);
+        let c = plan(
+            &Request {
+                syscalls: false,
+                ..req()
+            },
+            &f(""),
+        )
+        .unwrap();
+        assert!(!c.io_uring && c.block, "io_uring requests go with the syscalls");
     }
 
     #[test]
@@ -123,6 +140,11 @@ mod tests {
         assert!(nothing(req(), "evt.class=block and evt.type=read").contains("can match no event"));
         let no_block = Request { block: false, ..req() };
         assert!(nothing(no_block, "evt.class=block").contains("no event that is recorded"));
+        let no_sys = Request {
+            syscalls: false,
+            ..req()
+        };
+        assert!(nothing(no_sys, "evt.class=io_uring").contains("no event that is recorded"));
         let neither = Request {
             block: false,
             syscalls: false,

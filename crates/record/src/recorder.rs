@@ -87,7 +87,13 @@ impl Recorder {
             .map_err(|e| Error::Bpf(format!("ring buffer of {} bytes: {e}", cfg.ring_bytes)))?;
         // Tracepoints newer than the oldest kernels iocap runs on: a request is then created at
         // its first insert or issue (still the submitter, for most), and writeback has no cause.
-        let has = probe::kernel_tracepoints(&["block_io_start", "block_rq_merge", "writeback_single_inode_start"]);
+        // io_uring_submit_req is the name since 5.19 (io_uring_submit_sqe before).
+        let has = probe::kernel_tracepoints(&[
+            "block_io_start",
+            "block_rq_merge",
+            "writeback_single_inode_start",
+            "io_uring_submit_req",
+        ]);
         let p = &mut open.progs;
         for (prog, on) in [
             (&mut p.blk_insert, cfg.block),
@@ -97,6 +103,8 @@ impl Recorder {
             (&mut p.blk_merge, cfg.block && has[1]),
             (&mut p.wb_start, cfg.block && has[2]),
             (&mut p.wb_end, cfg.block && has[2]),
+            (&mut p.uring_submit, cfg.io_uring && has[3]),
+            (&mut p.uring_complete, cfg.io_uring && has[3]),
         ] {
             if !on {
                 prog.set_autoload(false);
@@ -135,6 +143,10 @@ impl Recorder {
                         progs.push((prog, name));
                     }
                 }
+            }
+            if cfg.io_uring && has[3] {
+                progs.push((&p.uring_submit, "io_uring:io_uring_submit_req"));
+                progs.push((&p.uring_complete, "io_uring:io_uring_complete"));
             }
             for (prog, name) in progs {
                 let link = prog

@@ -12,7 +12,7 @@ use std::io::Write;
 
 use iocap_filter::{FileView, Filter, Lookup, ProcView};
 use iocap_format::escape::escape;
-use iocap_format::{BlockOp, Cause, Class, Device, Event, FdType, FileEntry, Meta, ProcEntry, Writer};
+use iocap_format::{uring, BlockOp, Cause, Class, Device, Event, FdType, FileEntry, Meta, ProcEntry, Writer};
 
 use crate::abi::{cstr, Rec};
 use crate::classify;
@@ -377,6 +377,7 @@ impl<W: Write> Tracker<W> {
             Rec::Sys(s) => self.sys_event(&s, None),
             Rec::SysIo(s) => self.sys_event(&s.sys, Some(&s)),
             Rec::Blk(b) => self.blk_event(&b),
+            Rec::Uring(u) => self.uring_event(&u),
             Rec::Fork(f) => {
                 let (exe, cmdline) = match self.procs.get(&f.ppid) {
                     Some(p) => (p.exe.clone(), p.cmdline.clone()),
@@ -535,6 +536,36 @@ impl<W: Write> Tracker<W> {
         self.push(&e, keep)
     }
 
+    /// A completion of an io_uring request: its file by the fd it was submitted with, else
+    /// (a registered file) by its inode.
+    fn uring_event(&mut self, u: &types::rec_uring) -> Result<(), iocap_format::Error> {
+        let op = u32::from(u.op);
+        let mut e = Event {
+            class: Class::IoUring,
+            fd: u.fd,
+            disk_reqs: u.reqs,
+            disk_bytes: u.bytes,
+            disk_time: u.disk,
+            ..Event::syscall(u.ts, u.lat, u.pid, u.tid, op, u.res)
+        };
+        e.proc = self.proc_id(u.pid, None);
+        let mut file = None;
+        if u.fd >= 0 {
+            file = self.files.get(&(u.pid, u.fd));
+        }
+        if file.is_none() && u.ino != 0 {
+            file = self.inodes.get(&(u.ino_dev, u.ino)).map(|o| &o.file);
+        }
+        e.file = file.map_or(0, |f| f.id);
+        if u.res > 0
+            && uring::op_name(op).is_some_and(|n| uring::READ_OPS.contains(&n) || uring::WRITE_OPS.contains(&n))
+        {
+            e.bytes = u.res as u64;
+        }
+        let keep = self.keep(&e, file);
+        self.push(&e, keep)
+    }
+
     fn blk_event(&mut self, b: &types::rec_blk) -> Result<(), iocap_format::Error> {
         if b.dev != 0 && !self.devs.contains_key(&b.dev) {
             // A disk that appeared while recording (losetup, hotplug): name it.
@@ -576,14 +607,25 @@ impl<W: Write> Tracker<W> {
         };
         // The file: the fd of the syscall that issued it, else the inode whose pages move.
         let mut file = None;
-        if cause == Cause::Syscall {
-            let nr = u32::from(b.nr);
-            e.nr = nr;
-            e.link = b.ts.saturating_sub(b.link);
-            if self.sys.get(nr) & FD_ARG0 != 0 {
-                e.fd = b.fd;
-                file = self.files.get(&(b.pid, b.fd));
+        match cause {
+            Cause::Syscall => {
+                let nr = u32::from(b.nr);
+                e.nr = nr;
+                e.link = b.ts.saturating_sub(b.link);
+                if self.sys.get(nr) & FD_ARG0 != 0 {
+                    e.fd = b.fd;
+                    file = self.files.get(&(b.pid, b.fd));
+                }
             }
+            Cause::IoUring => {
+                e.nr = u32::from(b.nr);
+                e.link = b.ts.saturating_sub(b.link);
+                if b.fd >= 0 {
+                    e.fd = b.fd;
+                    file = self.files.get(&(b.pid, b.fd));
+                }
+            }
+            Cause::None | Cause::Writeback => {}
         }
         if file.is_none() && b.ino != 0 {
             let opened = self.inodes.get(&(b.ino_dev, b.ino));
