@@ -31,6 +31,45 @@ pub struct Group {
     pub bytes: u64,
     /// Latencies of the group's events, ns; its count is the group's event count.
     pub hist: LatencyHist,
+    /// Its calls' latency split into disk time and the rest, when the caller adds them
+    /// ([`DiskSplit::add`]; the viewer's breakdown does on demand).
+    pub disk: DiskSplit,
+}
+
+/// Where the latency of some calls (syscalls, io_uring requests) went: the time during which
+/// block requests they issued were in flight (`disk.time`) and the rest. Block requests
+/// themselves are not calls: their latency is all device time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DiskSplit {
+    /// Calls added.
+    pub calls: u64,
+    /// Their latencies summed, ns (saturating).
+    pub latency: u64,
+    /// Their `disk.time` summed, ns (saturating), each at most its call's latency.
+    pub disk: u64,
+}
+
+impl DiskSplit {
+    /// Add a call of `latency` ns, `disk_time` ns of which its block requests were in flight.
+    /// A disk time beyond the latency (a damaged or hostile capture) counts as the latency.
+    #[inline]
+    pub fn add(&mut self, latency: u64, disk_time: u64) {
+        self.calls += 1;
+        self.latency = self.latency.saturating_add(latency);
+        self.disk = self.disk.saturating_add(disk_time.min(latency));
+    }
+
+    /// The calls' latency outside disk time, ns.
+    pub fn other(&self) -> u64 {
+        self.latency.saturating_sub(self.disk)
+    }
+
+    /// Add the calls of `other`.
+    pub fn merge(&mut self, other: &DiskSplit) {
+        self.calls = self.calls.saturating_add(other.calls);
+        self.latency = self.latency.saturating_add(other.latency);
+        self.disk = self.disk.saturating_add(other.disk);
+    }
 }
 
 impl Group {
@@ -43,6 +82,7 @@ impl Group {
     pub fn merge(&mut self, other: &Group) {
         self.bytes = self.bytes.saturating_add(other.bytes);
         self.hist.merge(&other.hist);
+        self.disk.merge(&other.disk);
     }
 }
 
@@ -452,5 +492,28 @@ mod tests {
         assert_eq!(top[0].1.bytes, 2 * 4096 + 1);
         assert_eq!(top[1].1.hist.max(), 3000);
         assert_eq!(a.len(), 4);
+    }
+
+    /// Disk time is counted up to each call's latency, so the rest never goes below zero;
+    /// merging adds.
+    #[test]
+    fn disk_split_adds_caps_and_merges() {
+        let mut a = DiskSplit::default();
+        a.add(5_000, 4_000);
+        a.add(3_000, 0);
+        assert_eq!((a.calls, a.latency, a.disk, a.other()), (2, 8_000, 4_000, 4_000));
+        let mut b = DiskSplit::default();
+        // A disk time longer than its call (damaged): all of that call is disk time.
+        b.add(1_000, 9_000);
+        b.add(u64::MAX, u64::MAX);
+        assert_eq!((b.calls, b.latency, b.disk, b.other()), (2, u64::MAX, u64::MAX, 0));
+        a.merge(&b);
+        assert_eq!((a.calls, a.latency, a.disk), (4, u64::MAX, u64::MAX));
+        let mut g = Group::default();
+        g.disk.add(10, 4);
+        let mut h = Group::default();
+        h.merge(&g);
+        h.merge(&g);
+        assert_eq!((h.disk.latency, h.disk.disk, h.disk.other()), (20, 8, 12));
     }
 }

@@ -9,7 +9,8 @@
 //! - [`Spectrogram`]: counts per (time row, log-scale latency column), as sysdig's
 //!   spectrogram chisel, over a fixed number of rows (directly indexed: one lookup per event).
 //! - [`FieldGroups`] and [`GroupBy`]: events split by a field's value (told apart per event by
-//!   a table id or a syscall number, printed once per key), top groups by count.
+//!   a table id or a syscall number, printed once per key), top groups by count; a group can
+//!   also split its calls' latency into disk time and the rest ([`DiskSplit`]).
 //! - [`slowest`]: the K slowest events of a scan, in bounded memory.
 //! - [`IoStat`]: per-device, per-interval iostat figures from block events.
 //! - [`Scan`] (and its common case [`scan()`]): runs a compiled filter over a capture's chunks
@@ -58,7 +59,7 @@ pub mod spectro;
 pub mod units;
 
 pub use cache::{CacheStats, ColumnCache};
-pub use group::{FieldGroups, Group, GroupBy};
+pub use group::{DiskSplit, FieldGroups, Group, GroupBy};
 pub use hist::LatencyHist;
 pub use iostat::{DeviceInterval, IoStat, IoStatError};
 pub use scan::{capture_span, for_each_match, scan, Damage, Scan, ScanStats};

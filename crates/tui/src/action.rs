@@ -134,6 +134,8 @@ pub enum Action {
     NextField,
     /// Breakdown: group by the previous field.
     PrevField,
+    /// Breakdown: show or hide each group's calls' latency split into disk time and the rest.
+    DiskSplit,
     /// Open the filter bar.
     EditFilter,
     /// An edit of the open filter bar's text.

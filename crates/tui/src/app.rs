@@ -204,6 +204,13 @@ impl App {
                     self.ask(fx);
                 }
             }
+            Action::DiskSplit => {
+                let groups = self.answer.as_ref().map_or(&[][..], |a| &a.groups);
+                if self.breakdown.update(&action, groups) == Regrouped::Yes {
+                    // The same picture: keep it drawn while the groups are counted again.
+                    self.ask_keeping_picture(fx);
+                }
+            }
             Action::Sort => self.list_update(&action, fx),
             Action::Jump => match self.list.jump(self.answer.as_ref(), self.filter.compiled()) {
                 Ok(q) => fx.links = Some(q),
@@ -287,9 +294,7 @@ impl App {
                 fx.rows = None;
                 // Only a latency-sorted list needs the slowest events kept: ask again (the
                 // column cache makes it quick), keeping the picture already drawn.
-                let grid = self.view.grid.clone();
-                self.ask(fx);
-                self.view.grid = grid;
+                self.ask_keeping_picture(fx);
                 self.load_rows(fx);
             }
         }
@@ -405,8 +410,17 @@ impl App {
             interval: v.interval,
             rows,
             group: self.breakdown.field(),
+            split: self.breakdown.split,
             slowest: self.list.slowest_wanted(),
         });
+    }
+
+    /// Ask again for the same view, filter and rows (only the list's order or what the
+    /// breakdown shows changed): the picture already drawn stays until the answer.
+    fn ask_keeping_picture(&mut self, fx: &mut Effects) {
+        let grid = self.view.grid.clone();
+        self.ask(fx);
+        self.view.grid = grid;
     }
 
     /// Look up what the selected event is linked to, if the open detail popup needs it.

@@ -170,6 +170,12 @@ pub static BINDINGS: &[Binding] = &[
         actions: &[(char('f'), Action::NextField), (char('F'), Action::PrevField)],
     },
     Binding {
+        keys: "d",
+        help: "breakdown: calls' latency as disk time / other time",
+        when: When::Always,
+        actions: &[(char('d'), Action::DiskSplit)],
+    },
+    Binding {
         keys: "s",
         help: "events: sort by time / latency",
         when: When::In(Pane::Events),

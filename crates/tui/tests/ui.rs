@@ -1232,3 +1232,57 @@ fn g_jumps_between_a_call_and_its_block_requests() {
         assert_eq!(app.note.as_deref(), Some(want.as_str()));
     }
 }
+
+/// `d` splits each group's calls' latency into disk time and the rest, against a plain sum over
+/// the matching calls decoded whole; a group of block requests only shows `-`; the split is
+/// not computed while it is not shown.
+#[test]
+fn breakdown_splits_calls_latency_into_disk_and_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = linked_capture(dir.path());
+    for filter in ["", "evt.type=pread64 or evt.class=block"] {
+        let (mut app, fx) = app_on(&path, 80, 24, filter);
+        settle(&mut app, fx);
+        assert!(!app.breakdown.split);
+        assert!(app.groups().iter().all(|g| g.disk == Default::default()));
+        press(&mut app, KeyCode::Char('d'));
+        assert!(app.breakdown.split);
+        let reader = &app.cap.reader;
+        let compiled = iocap_tui::panes::filter_bar::compile(filter, reader).unwrap();
+        let mut want: std::collections::HashMap<String, (u64, u64, u64)> = Default::default();
+        let (mut dec, mut cols) = (iocap_format::ChunkDecoder::new(), iocap_format::Columns::default());
+        let mut bits = iocap_filter::Bitmap::default();
+        for ci in 0..reader.chunks().len() {
+            reader
+                .read_chunk(ci, iocap_format::ColSet::ALL, &mut dec, &mut cols)
+                .unwrap();
+            match &compiled {
+                Some(f) => f.eval(&cols, &mut bits),
+                None => bits.reset(cols.len(), true),
+            }
+            for row in bits.iter_ones() {
+                let e = cols.event(row);
+                let name = iocap_filter::fields::value(app.breakdown.field(), &e, reader.meta(), reader.tables());
+                let w = want.entry(name.to_string()).or_default();
+                if e.class != iocap_format::Class::Block {
+                    *w = (w.0 + 1, w.1 + e.latency, w.2 + e.disk_time.min(e.latency));
+                }
+            }
+        }
+        assert_eq!(app.groups().len(), want.len());
+        for g in app.groups() {
+            let d = g.disk;
+            assert_eq!((d.calls, d.latency, d.disk), want[&g.value], "{} {filter:?}", g.value);
+        }
+        if filter.is_empty() {
+            let pane = snap_pane(&app, app.layout.breakdown);
+            // postgres: 203 calls of 300 ns, 5 ms (4 ms on disk) and 4 ms (3 ms): 7 ms on disk.
+            assert!(pane.contains("postgres   207   7.00ms 2.06ms"), "{pane}");
+            // The flusher's group: one block request, no call.
+            assert!(pane.contains("1     -      -"), "{pane}");
+            insta::assert_snapshot!("breakdown_split_80x24", pane);
+        }
+        press(&mut app, KeyCode::Char('d'));
+        assert!(app.groups().iter().all(|g| g.disk == Default::default()));
+    }
+}

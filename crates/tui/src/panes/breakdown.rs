@@ -26,22 +26,24 @@ pub const GROUP_FIELDS: [&str; 8] = [
 /// Rows a page key moves the selection by (the pane is a few rows high).
 const PAGE: usize = 5;
 
-/// The grouped field and the selection.
+/// The grouped field, the selection and what the rows show.
 #[derive(Debug, Default)]
 pub struct Breakdown {
     /// Index in [`GROUP_FIELDS`].
     pub field: usize,
     /// Selected row.
     pub sel: usize,
+    /// Each group's calls' latency split into disk time and the rest, instead of its p99.
+    pub split: bool,
 }
 
-/// Whether an update changed the grouped field: a new question.
+/// Whether an update changed the grouped field or what the groups show: a new question.
 #[must_use]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Regrouped {
     /// The same field: the answer shown still holds.
     No,
-    /// Another field: ask again.
+    /// Another field, or the split turned on or off: ask again.
     Yes,
 }
 
@@ -51,8 +53,8 @@ impl Breakdown {
         fields::lookup(GROUP_FIELDS[self.field % GROUP_FIELDS.len()]).unwrap_or(&fields::all()[0])
     }
 
-    /// The breakdown's part of `action`: the next or previous field, and moving the
-    /// selection among `groups` (when the pane has the focus).
+    /// The breakdown's part of `action`: the next or previous field, the disk/other split, and
+    /// moving the selection among `groups` (when the pane has the focus).
     pub fn update(&mut self, action: &Action, groups: &[GroupRow]) -> Regrouped {
         match *action {
             Action::NextField | Action::PrevField => {
@@ -60,6 +62,11 @@ impl Breakdown {
                 let step = if matches!(action, Action::NextField) { 1 } else { n - 1 };
                 self.field = (self.field + step) % n;
                 self.sel = 0;
+                Regrouped::Yes
+            }
+            // Another question: the split is only computed when shown.
+            Action::DiskSplit => {
+                self.split = !self.split;
                 Regrouped::Yes
             }
             Action::Move(m) => {

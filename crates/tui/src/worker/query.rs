@@ -21,10 +21,10 @@ use std::sync::Arc;
 
 use iocap_analysis::group::{Feed, Slots};
 use iocap_analysis::slowest::{self, Slowest};
-use iocap_analysis::{hist, spectro, ColumnCache, Damage, FieldGroups, LatencyHist, Scan, Spectrogram};
+use iocap_analysis::{hist, spectro, ColumnCache, Damage, DiskSplit, FieldGroups, LatencyHist, Scan, Spectrogram};
 use iocap_filter::fields::FieldInfo;
 use iocap_filter::{Bitmap, Compiled};
-use iocap_format::{ChunkSummary, Col, ColSet, Columns, Meta, Reader, Tables};
+use iocap_format::{ChunkSummary, Class, Col, ColSet, Columns, Meta, Reader, Tables};
 
 pub use iocap_analysis::slowest::Slow;
 
@@ -57,6 +57,9 @@ pub struct Query {
     pub rows: usize,
     /// Field the breakdown groups by.
     pub group: &'static FieldInfo,
+    /// Whether each group's calls' latency is split into disk time and the rest (it costs
+    /// two more columns, read only while the breakdown shows it).
+    pub split: bool,
     /// How many of the slowest matching events to keep ([`SLOWEST`] when the list is sorted
     /// by latency, 0 when not: keeping them costs a scan time).
     pub slowest: usize,
@@ -79,6 +82,8 @@ pub struct GroupRow {
     pub count: u64,
     /// Their 99th percentile latency, ns.
     pub p99: u64,
+    /// Their calls' latency as disk time and the rest, when the query asked ([`Query::split`]).
+    pub disk: DiskSplit,
 }
 
 /// Where a matching event is: chunk index and row in the chunk.
@@ -215,6 +220,7 @@ impl Feed for ViewRows<'_> {
         } = self;
         let (start, end, interval) = (q.start, q.end(), q.interval.max(1));
         let (ts_col, lat_col) = (&cols.ts[..], &cols.latency[..]);
+        let (split, class_col, disk_col) = (q.split, &cols.class[..], &cols.disk_time[..]);
         let columns = spectro::ColumnTable::get();
         let keep_slowest = slowest.keeps();
         // Takes row `i` into the accumulators (a macro, so it is inlined in both loops).
@@ -226,7 +232,11 @@ impl Feed for ViewRows<'_> {
                 let b = hist::bucket(lat);
                 let $col = columns.column(b, lat);
                 $bin;
-                groups.get(key(i), || cols.event(i)).hist.add_in_bucket(b, lat);
+                let g = groups.get(key(i), || cols.event(i));
+                g.hist.add_in_bucket(b, lat);
+                if split && class_col.get(i).is_some_and(|&c| c != Class::Block as u8) {
+                    g.disk.add(lat, disk_col.get(i).copied().unwrap_or(0));
+                }
                 if keep_slowest {
                     slowest.push(Slow {
                         latency: lat,
@@ -306,7 +316,7 @@ fn scan_for<'a, F>(
 where
     F: Fn(usize) -> ColSet + Sync,
 {
-    let want = ColSet::NONE.with(Col::Latency).union(FieldGroups::columns(q.group));
+    let want = columns(q);
     // One per core; below a few chunks a second thread costs more than it saves.
     let threads = if chunks.len() < 4 { 1 } else { iocap_analysis::scan::default_threads(chunks.len()) };
     Scan::new(reader, q.filter.as_deref())
@@ -318,6 +328,16 @@ where
         // counts sorted below): a thread slowed by the rest of the machine takes fewer chunks.
         .any_order()
         .cancel(stale)
+}
+
+/// The columns every chunk of `q`'s scan needs besides the filter's: latency, the grouped
+/// field's key, and the class and disk time when the breakdown splits calls' latency.
+fn columns(q: &Query) -> ColSet {
+    let want = ColSet::NONE.with(Col::Latency).union(FieldGroups::columns(q.group));
+    match q.split {
+        true => want.with(Col::Class).with(Col::DiskTime),
+        false => want,
+    }
 }
 
 /// Which extra columns chunk `i` needs for `q`: timestamps unless it lies within one row.
@@ -335,7 +355,7 @@ pub fn warm(reader: &Reader, cache: &ColumnCache, q: &Query, cancel: &Cancel) ->
     let chunks: Vec<usize> = reader.chunks_in(q.start, q.end()).collect();
     let ts = |i: usize| ts_for(reader, q, i);
     // Nothing to do when every chunk's columns are held already.
-    let mut want = ColSet::NONE.with(Col::Latency).union(FieldGroups::columns(q.group));
+    let mut want = columns(q);
     if let Some(f) = &q.filter {
         want = want.union(f.columns());
     }
@@ -399,6 +419,7 @@ pub fn run(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Can
             value: value.clone(),
             count: g.count(),
             p99: g.hist.percentile(99.0),
+            disk: g.disk,
         })
         .collect();
     let group_count = by.len();

@@ -1,5 +1,7 @@
 //! Drawing the breakdown: what the view is made of — the top values of a field among matching
-//! events, with counts, share and p99, the selected row highlighted.
+//! events, with counts, share and p99, the selected row highlighted; or, split (`d`), with
+//! where their calls' latency went: disk time and the rest (`-` for a group of block requests
+//! only, whose latency is all device time).
 
 use iocap_analysis::units::{self, Style::Terminal as TERM};
 use ratatui::layout::{Constraint, Rect};
@@ -16,7 +18,10 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let field = app.breakdown.field().name;
     let distinct = app.answer.as_ref().map_or(0, |a| a.group_count);
     let focused = app.focus == Pane::Breakdown;
-    let title = format!(" By {field} ({distinct}) f:field ");
+    let title = match app.breakdown.split {
+        false => format!(" By {field} ({distinct}) f:field "),
+        true => format!(" By {field} ({distinct}) disk/other "),
+    };
     let block = block(app, title, focused);
     let inner = block.inner(area);
     f.render_widget(block, area);
@@ -27,17 +32,30 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let visible = usize::from(inner.height.saturating_sub(1)).max(1);
     let top = app.breakdown.sel.saturating_sub(visible - 1);
     let total = a.matched.max(1);
+    let split = app.breakdown.split;
     let rows = a.groups.iter().enumerate().skip(top).take(visible).map(|(i, g)| {
         let value = if g.value.is_empty() {
             "(none)".to_owned()
         } else {
             g.value.clone()
         };
+        let figures = match split {
+            false => [
+                format!("{:.0}%", g.count as f64 * 100.0 / total as f64),
+                units::duration(g.p99, TERM),
+            ],
+            true if g.disk.calls == 0 => ["-".into(), "-".into()],
+            true => [
+                units::duration(g.disk.disk, TERM),
+                units::duration(g.disk.other(), TERM),
+            ],
+        };
+        let [a, b] = figures;
         let row = Row::new(vec![
             Cell::from(value),
             Cell::from(units::short_count(g.count)),
-            Cell::from(format!("{:.0}%", g.count as f64 * 100.0 / total as f64)),
-            Cell::from(units::duration(g.p99, TERM)),
+            Cell::from(a),
+            Cell::from(b),
         ]);
         if focused && i == app.breakdown.sel {
             row.style(app.theme.cursor())
@@ -45,15 +63,20 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
             row
         }
     });
+    let (widths, header) = match split {
+        false => ([6, 4, 7], ["value", "count", "%", "p99"]),
+        // Durations take 6 cells (`7.00ms`), counts 5 (`10.0k`): the value keeps the rest.
+        true => ([5, 6, 6], ["value", "count", "disk", "other"]),
+    };
     let table = Table::new(
         rows,
         [
             Constraint::Min(6),
-            Constraint::Length(6),
-            Constraint::Length(4),
-            Constraint::Length(7),
+            Constraint::Length(widths[0]),
+            Constraint::Length(widths[1]),
+            Constraint::Length(widths[2]),
         ],
     )
-    .header(Row::new(vec!["value", "count", "%", "p99"]).style(app.theme.dim()));
+    .header(Row::new(header).style(app.theme.dim()));
     f.render_widget(table, inner);
 }
