@@ -453,6 +453,130 @@ fn io_uring_requests_are_events_with_their_block_requests() {
     }
 }
 
+/// A multishot poll on a pipe completes once per write, then once more when it is removed;
+/// a second poll is left waiting in the ring at exit (the kernel cancels it then). Raw
+/// io_uring syscalls (no liburing here). Prints the multishot completions it reaped and the
+/// fds of both polls.
+const MULTISHOT: &str = r#"
+#include <linux/io_uring.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static struct io_uring_params p;
+static char *sq, *cq;
+static struct io_uring_sqe *sqes;
+static int ring;
+
+static void submit(__u8 op, int fd, __u64 addr, __u32 len, __u32 events, __u64 data) {
+    unsigned *tail = (unsigned *)(sq + p.sq_off.tail), mask = *(unsigned *)(sq + p.sq_off.ring_mask);
+    unsigned i = *tail & mask;
+    struct io_uring_sqe *e = &sqes[i];
+    memset(e, 0, sizeof(*e));
+    e->opcode = op;
+    e->fd = fd;
+    e->addr = addr;
+    e->len = len;
+    e->poll32_events = events;
+    e->user_data = data;
+    ((unsigned *)(sq + p.sq_off.array))[i] = i;
+    __atomic_store_n(tail, *tail + 1, __ATOMIC_RELEASE);
+    if (syscall(__NR_io_uring_enter, ring, 1, 0, 0, NULL, 0) != 1) _exit(3);
+}
+
+/* Waits for one completion: its user_data, result and flags. */
+static void reap(__u64 *data, int *res, unsigned *flags) {
+    unsigned *head = (unsigned *)(cq + p.cq_off.head), *tail = (unsigned *)(cq + p.cq_off.tail);
+    while (*head == __atomic_load_n(tail, __ATOMIC_ACQUIRE))
+        syscall(__NR_io_uring_enter, ring, 0, 1, IORING_ENTER_GETEVENTS, NULL, 0);
+    struct io_uring_cqe *c = (struct io_uring_cqe *)(cq + p.cq_off.cqes) + (*head & *(unsigned *)(cq + p.cq_off.ring_mask));
+    *data = c->user_data;
+    *res = c->res;
+    *flags = c->flags;
+    __atomic_store_n(head, *head + 1, __ATOMIC_RELEASE);
+}
+
+int main(void) {
+    int fds[2], idle[2], n = 0, res;
+    __u64 data;
+    unsigned flags;
+    char b;
+    ring = syscall(__NR_io_uring_setup, 8, &p);
+    if (ring < 0 || pipe(fds) || pipe(idle)) return 1;
+    size_t len = p.sq_off.array + p.sq_entries * sizeof(unsigned);
+    size_t clen = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+    if (clen > len) len = clen;
+    sq = mmap(0, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ring, IORING_OFF_SQ_RING);
+    cq = (p.features & IORING_FEAT_SINGLE_MMAP) ? sq
+        : mmap(0, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ring, IORING_OFF_CQ_RING);
+    sqes = mmap(0, p.sq_entries * sizeof(*sqes), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ring,
+                IORING_OFF_SQES);
+    if (sq == MAP_FAILED || cq == MAP_FAILED || sqes == MAP_FAILED) return 2;
+    submit(IORING_OP_POLL_ADD, idle[0], 0, 0, POLLIN, 7); /* never completes */
+    submit(IORING_OP_POLL_ADD, fds[0], 0, IORING_POLL_ADD_MULTI, POLLIN, 1);
+    for (int i = 0; i < 3; i++) {
+        if (write(fds[1], "x", 1) != 1) return 4;
+        reap(&data, &res, &flags);
+        if (data != 1 || !(flags & IORING_CQE_F_MORE)) return 5;
+        n++;
+        if (read(fds[0], &b, 1) != 1) return 6;
+    }
+    submit(IORING_OP_POLL_REMOVE, -1, 1, 0, 0, 2);
+    for (int i = 0; i < 2; i++) {
+        reap(&data, &res, &flags);
+        if (data == 1) n++;
+    }
+    printf("%d %d %d\n", n, fds[0], idle[0]);
+    return 0;
+}
+"#;
+
+#[test]
+fn a_multishot_request_is_an_event_per_completion() {
+    let Some(_running) = recording() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build_c(dir.path(), "multishot", MULTISHOT);
+    let cap = dir.path().join("m.cap");
+    let out = dir.path().join("out");
+    let (evs, _r) = record(&cap, &format!("{} > {}", bin.display(), out.display()));
+    let printed = std::fs::read_to_string(&out).unwrap();
+    let [reaped, multi_fd, idle_fd]: [i64; 3] = printed
+        .split_whitespace()
+        .map(|w| w.parse().unwrap())
+        .collect::<Vec<_>>()
+        .try_into()
+        .unwrap();
+    assert_eq!(reaped, 4, "three writes and the removal");
+    let op = |name| iocap_format::uring::op_number(name).unwrap();
+    let polls_on = |fd: i64| -> Vec<&Event> {
+        let mut v: Vec<&Event> = evs
+            .iter()
+            .filter(|e| e.class == Class::IoUring && e.nr == op("poll_add") && i64::from(e.fd) == fd)
+            .collect();
+        v.sort_by_key(|e| e.ts);
+        v
+    };
+    let polls = polls_on(multi_fd);
+    assert_eq!(polls.len() as i64, reaped, "{polls:#?}");
+    // The idle poll completes once, cancelled when the ring goes away with the process.
+    let idle = polls_on(idle_fd);
+    assert_eq!(idle.iter().map(|e| e.ret).collect::<Vec<_>>(), [-125]);
+    // Each completion is timed from the one before, exactly.
+    for w in polls.windows(2) {
+        assert_eq!(w[1].ts, w[0].ts + w[0].latency, "back to back");
+    }
+    assert!(polls[..3].iter().all(|e| e.ret > 0), "POLLIN");
+    assert_eq!(polls[3].ret, -125, "ECANCELED");
+    let removes = evs
+        .iter()
+        .filter(|e| e.class == Class::IoUring && e.nr == op("poll_remove"))
+        .count();
+    assert_eq!(removes, 1);
+}
+
 /// Requests by (device as perf prints it, sector): each one's (creating tid, syscall number).
 type Attribution = HashMap<(String, u64), Vec<(u32, Option<u32>)>>;
 

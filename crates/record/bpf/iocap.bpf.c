@@ -279,6 +279,23 @@ struct {
 	__type(value, struct uring_req);
 } urings SEC(".maps");
 
+/*
+ * A multishot request's completions but the last are posted without the request (the kernel's
+ * aux CQE path passes NULL): they are found by ring and user_data, the only names the
+ * application has for them either.
+ */
+struct uring_tag {
+	__u64 ring;
+	__u64 user_data;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct uring_tag);
+	__type(value, __u64); /* the request, as `urings` keys it */
+} uring_tags SEC(".maps");
+
 static __always_inline void count_drop(void)
 {
 	__u32 zero = 0;
@@ -988,6 +1005,22 @@ static __always_inline bool uring_op_has_file(__u8 op)
 	return false;
 }
 
+/* Opcodes that can complete more than once (multishot poll, accept, recv, read, timeouts). */
+static __always_inline bool uring_op_multishot(__u8 op)
+{
+	switch (op) {
+	case 6:  /* poll_add */
+	case 10: /* recvmsg */
+	case 11: /* timeout */
+	case 13: /* accept */
+	case 27: /* recv */
+	case 49: /* read_multishot */
+	case 58: /* recv_zc */
+		return true;
+	}
+	return false;
+}
+
 /* The inode of io_uring request `req`'s file (once issued), when its opcode has one. */
 static __always_inline void uring_file(__u64 req, __u8 op, __u64 *ino, __u32 *dev)
 {
@@ -1239,6 +1272,11 @@ int BPF_PROG(uring_submit, struct io_kiocb *req)
 	u.fd = (req->flags & REQ_F_FIXED_FILE) ? -1 : req->cqe.fd;
 	u.ts = u.link = bpf_ktime_get_ns();
 	bpf_map_update_elem(&urings, &key, &u, BPF_ANY);
+	if (uring_op_multishot(u.op)) {
+		struct uring_tag tag = { .ring = (__u64)req->ctx, .user_data = req->cqe.user_data };
+
+		bpf_map_update_elem(&uring_tags, &tag, &key, BPF_ANY);
+	}
 	/* Until the next submission, block requests this thread creates in this call are its. */
 	if (cpu_slot) {
 		c = bpf_map_lookup_elem(&cpu_call, &zero);
@@ -1257,20 +1295,27 @@ int BPF_PROG(uring_submit, struct io_kiocb *req)
 
 /*
  * A completion is posted (in whichever context: the submitter, an io-wq worker, task work).
- * `req` is NULL for completions no request posts (msg_ring's, overflow flushes); a request
- * submitted before recording began is not in `urings` and is skipped.
+ * `req` is NULL for a multishot request's completions but the last, and for completions no
+ * request posts (msg_ring's, which match no tag); a request submitted before recording began
+ * is not in `urings` and is skipped.
  */
 SEC("tp_btf/io_uring_complete")
 int BPF_PROG(uring_complete, struct io_ring_ctx *ring, void *req, struct io_uring_cqe *cqe)
 {
 	__u64 key = (__u64)req, now = bpf_ktime_get_ns();
+	struct uring_tag tag = { .ring = (__u64)ring, .user_data = BPF_CORE_READ(cqe, user_data) };
 	struct uring_req *u;
 	struct rec_uring *e;
 	struct io_sum sum;
 	bool more;
 
-	if (!req)
-		return 0;
+	if (!req) {
+		__u64 *k = bpf_map_lookup_elem(&uring_tags, &tag);
+
+		if (!k)
+			return 0;
+		key = *k;
+	}
 	u = bpf_map_lookup_elem(&urings, &key);
 	if (!u)
 		return 0;
@@ -1300,10 +1345,17 @@ int BPF_PROG(uring_complete, struct io_ring_ctx *ring, void *req, struct io_urin
 	uring_file(key, u->op, &e->ino, &e->ino_dev);
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 out:
-	if (more)
+	if (more) {
 		u->ts = now;
-	else
+	} else {
+		if (uring_op_multishot(u->op)) {
+			__u64 *k = bpf_map_lookup_elem(&uring_tags, &tag);
+
+			if (k && *k == key)
+				bpf_map_delete_elem(&uring_tags, &tag);
+		}
 		bpf_map_delete_elem(&urings, &key);
+	}
 	return 0;
 }
 
