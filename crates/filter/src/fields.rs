@@ -180,14 +180,14 @@ static FIELDS: &[FieldInfo] = &[
         "evt.type",
         T::Str,
         FieldId::EvtType,
-        "syscall name (read, openat, fsync...), or `block` for a block request",
+        "syscall name (read, openat, fsync...), `block` for a block request, io_uring opcode (read, readv, fsync...)",
     ),
-    f("evt.class", T::Str, FieldId::EvtClass, "syscall or block"),
+    f("evt.class", T::Str, FieldId::EvtClass, "syscall, block or io_uring"),
     f(
         "evt.res",
         T::Int,
         FieldId::EvtRes,
-        "return value; block: 0, or a negative errno on error",
+        "return value; io_uring: the completion's result; block: 0, or a negative errno on error",
     ),
     f(
         "evt.failed",
@@ -211,14 +211,14 @@ static FIELDS: &[FieldInfo] = &[
         "latency",
         T::Duration,
         FieldId::Latency,
-        "syscall: enter to exit; block: issue to completion (device time)",
+        "syscall: enter to exit; block: issue to completion (device time); io_uring: submission to completion",
     ),
     f("evt.latency", T::Duration, FieldId::Latency, "alias of latency"),
     f(
         "fd.num",
         T::Int,
         FieldId::FdNum,
-        "the fd the syscall operated on; absent when it takes none",
+        "the fd the syscall (io_uring request) operated on; absent when it takes none",
     ),
     f(
         "fd.type",
@@ -306,7 +306,7 @@ static FIELDS: &[FieldInfo] = &[
         "blk.cause",
         T::Str,
         FieldId::BlkCause,
-        "what issued a block request: syscall, writeback (a flusher thread) or none",
+        "what issued a block request: syscall, io_uring, writeback (a flusher thread) or none",
     ),
     f(
         "blk.syscall",
@@ -318,19 +318,19 @@ static FIELDS: &[FieldInfo] = &[
         "disk.requests",
         T::UInt,
         FieldId::DiskRequests,
-        "block requests a syscall issued",
+        "block requests a syscall (io_uring request) issued",
     ),
     f(
         "disk.bytes",
         T::Bytes,
         FieldId::DiskBytes,
-        "bytes of the block requests a syscall issued",
+        "bytes of the block requests a syscall (io_uring request) issued",
     ),
     f(
         "disk.time",
         T::Duration,
         FieldId::DiskTime,
-        "part of a syscall's latency with one of its block requests in flight",
+        "part of a syscall's (io_uring request's) latency with one of its block requests in flight",
     ),
 ];
 
