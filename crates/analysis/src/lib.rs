@@ -11,6 +11,8 @@
 //! - [`FieldGroups`] and [`GroupBy`]: events split by a field's value (told apart per event by
 //!   a table id or a syscall number, printed once per key), top groups by count; a group can
 //!   also split its calls' latency into disk time and the rest ([`DiskSplit`]).
+//! - [`Measure`]: what a latency axis plots for block requests (device time, queue time or
+//!   both); calls always plot their latency.
 //! - [`slowest`]: the K slowest events of a scan, in bounded memory.
 //! - [`IoStat`]: per-device, per-interval iostat figures from block events.
 //! - [`Scan`] (and its common case [`scan()`]): runs a compiled filter over a capture's chunks
@@ -53,6 +55,7 @@ pub mod drops;
 pub mod group;
 pub mod hist;
 pub mod iostat;
+pub mod measure;
 pub mod scan;
 pub mod slowest;
 pub mod spectro;
@@ -62,5 +65,6 @@ pub use cache::{CacheStats, ColumnCache};
 pub use group::{DiskSplit, FieldGroups, Group, GroupBy};
 pub use hist::LatencyHist;
 pub use iostat::{DeviceInterval, IoStat, IoStatError};
+pub use measure::Measure;
 pub use scan::{capture_span, for_each_match, scan, Damage, Scan, ScanStats};
 pub use spectro::Spectrogram;

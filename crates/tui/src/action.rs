@@ -121,6 +121,8 @@ pub enum Action {
     Undo,
     /// Next palette: classic, colour-blind.
     CyclePalette,
+    /// Next measure of block requests on the latency axis: latency, queue, queue+device.
+    CycleMeasure,
     /// Start or pause the replay.
     PlayPause,
     /// Next replay speed (1×, 10×, 100×).

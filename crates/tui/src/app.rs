@@ -14,7 +14,7 @@
 //! ([`crate::worker::rows`]): `update` reads no capture data at all.
 
 use iocap_analysis::units;
-use iocap_analysis::LatencyHist;
+use iocap_analysis::{LatencyHist, Measure};
 #[cfg(feature = "testing")]
 use iocap_filter::FilterError;
 use ratatui::layout::Rect;
@@ -167,6 +167,10 @@ impl App {
                 self.focus = order[(i + step) % order.len()];
             }
             Action::CyclePalette => self.theme.palette = self.theme.palette.next(),
+            Action::CycleMeasure => {
+                self.view.measure = self.view.measure.next();
+                self.ask(fx);
+            }
             Action::Move(_) => match self.focus {
                 Pane::Spectrogram => self.view_update(&action, fx),
                 Pane::Breakdown => {
@@ -396,10 +400,11 @@ impl App {
     fn ask(&mut self, fx: &mut Effects) {
         self.gen += 1;
         let (v, rows) = (&mut self.view, self.layout.time_cells);
-        v.grid = if self.filter.applied.is_empty() {
+        v.grid = if self.filter.applied.is_empty() && v.measure == Measure::Latency {
             Grid::from_summaries(self.cap.reader.chunks(), v.start, v.interval, rows)
         } else {
-            // Summaries know nothing of the filter: an empty grid says "not yet" honestly.
+            // Summaries know nothing of the filter nor of queue times: an empty grid says
+            // "not yet" honestly.
             Grid::empty(v.start, v.interval, rows)
         };
         self.busy = true;
@@ -409,6 +414,7 @@ impl App {
             start: v.start,
             interval: v.interval,
             rows,
+            measure: v.measure,
             group: self.breakdown.field(),
             split: self.breakdown.split,
             slowest: self.list.slowest_wanted(),

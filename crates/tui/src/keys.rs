@@ -158,6 +158,12 @@ pub static BINDINGS: &[Binding] = &[
         actions: &[(code(KeyCode::Esc), Action::Back)],
     },
     Binding {
+        keys: "m",
+        help: "block requests plot latency / queue / queue+device",
+        when: When::Always,
+        actions: &[(char('m'), Action::CycleMeasure)],
+    },
+    Binding {
         keys: "o",
         help: "spectrogram orientation: sysdig / heatmap",
         when: When::Always,

@@ -1286,3 +1286,101 @@ fn breakdown_splits_calls_latency_into_disk_and_other() {
         assert!(app.groups().iter().all(|g| g.disk == Default::default()));
     }
 }
+
+/// `m` cycles what block requests are plotted by (latency, queue, queue+device): the
+/// histogram, spectrogram and breakdown percentiles count each block request by the measure
+/// and each call by its latency, against a plain count; the titles say which; the slowest
+/// stay by latency; a region selected under a measure filters on what was plotted.
+#[test]
+fn m_measures_block_requests_by_queue_or_queue_plus_device() {
+    use iocap_analysis::{LatencyHist, Measure};
+    let dir = tempfile::tempdir().unwrap();
+    let path = linked_capture(dir.path());
+    let (mut app, fx) = app_on(&path, 80, 24, "");
+    settle(&mut app, fx);
+    let all = {
+        let r = &app.cap.reader;
+        let (mut dec, mut cols) = (iocap_format::ChunkDecoder::new(), iocap_format::Columns::default());
+        let mut all = Vec::new();
+        for ci in 0..r.chunks().len() {
+            r.read_chunk(ci, iocap_format::ColSet::ALL, &mut dec, &mut cols)
+                .unwrap();
+            all.extend((0..cols.len()).map(|i| cols.event(i)));
+        }
+        all
+    };
+    for (m, label) in [
+        (Measure::Queue, Some("queue")),
+        (Measure::Total, Some("q+dev")),
+        (Measure::Latency, None),
+    ] {
+        let fx = app.update(Action::CycleMeasure);
+        assert_eq!(app.view.measure, m);
+        assert_eq!(fx.query.as_ref().unwrap().measure, m);
+        // Not the index's picture: it knows latencies only.
+        assert_eq!(app.view.grid.approximate, m == Measure::Latency);
+        settle(&mut app, fx);
+        let a = app.answer.as_ref().unwrap();
+        let mut want = LatencyHist::new();
+        for e in &all {
+            want.add(m.of(e));
+        }
+        assert_eq!(a.hist, want, "{m:?}");
+        assert_eq!(a.spectro.total(), a.matched);
+        let screen = full(&app);
+        let titles = screen.lines().nth(1).unwrap();
+        match label {
+            Some(l) => {
+                assert!(titles.contains(&format!("latency → (blk: {l})")), "{titles}");
+                assert!(titles.contains(&format!("Latency, blk {l}, 208")), "{titles}");
+            }
+            None => assert!(!titles.contains("blk"), "{titles}"),
+        }
+        if m == Measure::Queue {
+            insta::assert_snapshot!("measure_queue_80x24", screen);
+        }
+    }
+    // The latency-sorted list is by latency whatever is plotted.
+    let _ = app.update(Action::CycleMeasure);
+    app.focus = Pane::Events;
+    press(&mut app, KeyCode::Char('s'));
+    let lat: Vec<u64> = app.answer.as_ref().unwrap().slowest.iter().map(|s| s.latency).collect();
+    assert_eq!(&lat[..3], [5_000_000, 4_000_000, 3_000_000]);
+
+    // A region over the queue column of the requests, all rows: exactly those plotted there.
+    for m in [Measure::Queue, Measure::Total] {
+        let (mut app, fx) = app_on(&path, 80, 24, "");
+        settle(&mut app, fx);
+        while app.view.measure != m {
+            act(&mut app, Action::CycleMeasure);
+        }
+        let col = iocap_analysis::spectro::column(m.of(&event_at(&app.cap.reader, linked::REQ_TS[0], 301)));
+        let cell = (0..app.layout.lat_cells)
+            .find(|&c| app.layout.cell_cols(c).contains(&col))
+            .unwrap();
+        let rows = app.layout.time_cells;
+        let plotted = app.view.grid.sum(0..rows, app.layout.cell_cols(cell));
+        assert!(plotted >= 5, "{m:?}: the requests are there");
+        app.view.point(0, cell, true);
+        app.view.point(rows - 1, cell, false);
+        app.focus = Pane::Spectrogram;
+        act(&mut app, Action::Activate);
+        let field = m.block_field();
+        assert!(
+            app.filter.applied.contains("((evt.class!=block and latency>="),
+            "{}",
+            app.filter.applied
+        );
+        assert!(
+            app.filter.applied.contains(&format!(") or ({field}>=")),
+            "{}",
+            app.filter.applied
+        );
+        assert_eq!(
+            app.answer.as_ref().unwrap().matched,
+            plotted,
+            "{m:?}: {}",
+            app.filter.applied
+        );
+    }
+}

@@ -1,8 +1,11 @@
 //! The histogram pane: the latency distribution of the view under the filter, as log2 bars
 //! with counts, and p50/p90/p99/p99.9/max from [`iocap_analysis::LatencyHist`] (the numbers
 //! `iocap report` prints). Before the first scan answers, bars come from the chunk summaries.
+//! Block requests count by the view's measure (`m`: latency, queue, queue+device), which the
+//! title names when it is not latency.
 
 use iocap_analysis::units::{self, Style::Terminal as TERM};
+use iocap_analysis::Measure;
 use iocap_format::{log2_bucket_range, LOG2_BUCKETS};
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -11,6 +14,7 @@ use ratatui::Frame;
 
 use crate::app::App;
 use crate::panes::block;
+use crate::panes::spectrogram::render::measure_label;
 
 /// Draw the histogram pane in `area`.
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
@@ -19,11 +23,16 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         None => (summaries_log2(app), false),
     };
     let n: u64 = log2.iter().sum();
-    let title = format!(
-        " Latency, {} events{} ",
-        units::count(n),
-        if exact { "" } else { " ≈index" }
-    );
+    let what = match measure_label(app.view.measure) {
+        Some(m) => format!("Latency, blk {m}"),
+        None => "Latency".into(),
+    };
+    let approx = if exact { "" } else { " ≈index" };
+    let mut title = format!(" {what}, {} events{approx} ", units::count(n));
+    if title.trim_end().chars().count() + 2 > usize::from(area.width) {
+        // A narrow pane keeps the figures whole rather than the word.
+        title = format!(" {what}, {}{approx} ", units::count(n));
+    }
     let block = block(app, title, false);
     let inner = block.inner(area);
     f.render_widget(block, area);
@@ -61,10 +70,11 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     f.render_widget(Paragraph::new(lines), inner);
 }
 
-/// The log2 histogram of the chunks in view, from the index (no filter: only shown unfiltered).
+/// The log2 histogram of the chunks in view, from the index (no filter, latency only: only
+/// shown then).
 fn summaries_log2(app: &App) -> [u64; LOG2_BUCKETS] {
     let mut out = [0u64; LOG2_BUCKETS];
-    if !app.filter.applied.is_empty() {
+    if !app.filter.applied.is_empty() || app.view.measure != Measure::Latency {
         return out;
     }
     let r = &app.cap.reader;

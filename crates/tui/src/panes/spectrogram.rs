@@ -8,6 +8,7 @@ pub mod grid;
 pub mod render;
 
 use iocap_analysis::spectro::{self, COLS};
+use iocap_analysis::Measure;
 use iocap_filter::literal;
 
 use crate::action::{Action, Mouse, Move};
@@ -48,6 +49,9 @@ pub struct View {
     pub cursor_l: usize,
     /// The other corner of a region being selected: (row start time, latency cell).
     pub anchor: Option<(u64, usize)>,
+    /// What block requests are plotted by (calls always by their latency); the histogram and
+    /// the breakdown's percentiles follow.
+    pub measure: Measure,
     /// What the pane shows: from the summaries first, then the worker's exact answer.
     pub grid: Grid,
 }
@@ -80,6 +84,7 @@ impl View {
             cursor_t: 0,
             cursor_l: 0,
             anchor: None,
+            measure: Measure::Latency,
             grid: Grid::empty(cap.start, interval, 0),
         }
     }
@@ -160,7 +165,8 @@ impl View {
     }
 
     /// The filter clause for the selected region (or the cursor cell): its rows' time range,
-    /// and its latency range unless it reaches the pane's edge.
+    /// and its latency range unless it reaches the pane's edge: of what is plotted, so under
+    /// another measure, calls by their latency and block requests by the measure's field.
     pub fn region_clause(&self, cap: &Capture, layout: &Layout) -> String {
         let here = (self.cursor_time(), self.cursor_l);
         let (a, b) = self.anchor.unwrap_or(here);
@@ -169,11 +175,25 @@ impl View {
         let (c0, c1) = (layout.cell_cols(l0).start, layout.cell_cols(l1).end);
         let rel = |t: u64| literal::duration(t.saturating_sub(cap.reader.meta().start_ts));
         let mut parts = vec![format!("evt.time>={}", rel(t0)), format!("evt.time<{}", rel(t1))];
-        if c0 > 0 {
-            parts.push(format!("latency>={}", literal::duration(spectro::column_range(c0).0)));
-        }
-        if c1 < COLS {
-            parts.push(format!("latency<{}", literal::duration(spectro::column_range(c1).0)));
+        let range = |field: &str| {
+            let mut r = Vec::new();
+            if c0 > 0 {
+                r.push(format!("{field}>={}", literal::duration(spectro::column_range(c0).0)));
+            }
+            if c1 < COLS {
+                r.push(format!("{field}<{}", literal::duration(spectro::column_range(c1).0)));
+            }
+            r.join(" and ")
+        };
+        let latency = range("latency");
+        if !latency.is_empty() {
+            parts.push(match self.measure {
+                Measure::Latency => latency,
+                m => format!(
+                    "((evt.class!=block and {latency}) or ({}))",
+                    range(m.block_field())
+                ),
+            });
         }
         parts.join(" and ")
     }

@@ -4,7 +4,8 @@
 //! [`run`] answers it with `iocap-analysis`'s [`Scan`] over the view's chunks (the same scan
 //! driver, histogram and spectrogram `iocap report` uses): chunks whose summary cannot match
 //! are skipped, only the columns the filter and the aggregates read are decoded, the filter
-//! yields a bitmap, and the accumulators take the matching rows. Chunks that lie within one
+//! yields a bitmap, and the accumulators take the matching rows, block requests by the view's
+//! [`Measure`] (their device time, queue time or both; calls always by their latency). Chunks that lie within one
 //! spectrogram row need no timestamps (their row comes from the summary), and chunks whose
 //! summary proves every event matches need neither the filter nor its columns. Nothing is kept
 //! per event except, when the list is sorted by latency, the [`SLOWEST`] slowest (16 bytes
@@ -21,7 +22,9 @@ use std::sync::Arc;
 
 use iocap_analysis::group::{Feed, Slots};
 use iocap_analysis::slowest::{self, Slowest};
-use iocap_analysis::{hist, spectro, ColumnCache, Damage, DiskSplit, FieldGroups, LatencyHist, Scan, Spectrogram};
+use iocap_analysis::{
+    hist, spectro, ColumnCache, Damage, DiskSplit, FieldGroups, LatencyHist, Measure, Scan, Spectrogram,
+};
 use iocap_filter::fields::FieldInfo;
 use iocap_filter::{Bitmap, Compiled};
 use iocap_format::{ChunkSummary, Class, Col, ColSet, Columns, Meta, Reader, Tables};
@@ -55,6 +58,9 @@ pub struct Query {
     pub interval: u64,
     /// Spectrogram rows in the view; the view ends at `start + rows × interval`.
     pub rows: usize,
+    /// What block requests are measured by in the spectrogram, the histogram and the
+    /// breakdown's percentiles (calls always by their latency).
+    pub measure: Measure,
     /// Field the breakdown groups by.
     pub group: &'static FieldInfo,
     /// Whether each group's calls' latency is split into disk time and the rest (it costs
@@ -146,6 +152,8 @@ struct Acc<'r> {
     groups: FieldGroups<'r>,
     per_chunk: Vec<(usize, u64)>,
     slowest: Slowest,
+    /// A chunk's measured values, when they are not its latency column.
+    measured: Vec<u64>,
 }
 
 impl<'r> Acc<'r> {
@@ -155,6 +163,7 @@ impl<'r> Acc<'r> {
             groups: FieldGroups::new(q.group, meta, tables),
             per_chunk: Vec::new(),
             slowest: Slowest::new(q.slowest, slow_floor),
+            measured: Vec::new(),
         }
     }
 
@@ -174,6 +183,7 @@ impl<'r> Acc<'r> {
             groups,
             per_chunk,
             slowest,
+            measured,
         } = self;
         let rows = ViewRows {
             q,
@@ -183,6 +193,7 @@ impl<'r> Acc<'r> {
             bits,
             spectro,
             slowest,
+            measured,
         };
         let n = groups.feed(cols, bits, rows);
         if n > 0 {
@@ -202,6 +213,7 @@ struct ViewRows<'a> {
     bits: &'a Bitmap,
     spectro: &'a mut Spectrogram,
     slowest: &'a mut Slowest,
+    measured: &'a mut Vec<u64>,
 }
 
 impl Feed for ViewRows<'_> {
@@ -217,9 +229,12 @@ impl Feed for ViewRows<'_> {
             bits,
             spectro,
             slowest,
+            measured,
         } = self;
         let (start, end, interval) = (q.start, q.end(), q.interval.max(1));
-        let (ts_col, lat_col) = (&cols.ts[..], &cols.latency[..]);
+        // What is plotted (`lat` below) is the measure; the slowest are by latency, as the
+        // list shows them.
+        let (ts_col, lat_col, raw_col) = (&cols.ts[..], q.measure.values(cols, measured), &cols.latency[..]);
         let (split, class_col, disk_col) = (q.split, &cols.class[..], &cols.disk_time[..]);
         let columns = spectro::ColumnTable::get();
         let keep_slowest = slowest.keeps();
@@ -239,7 +254,7 @@ impl Feed for ViewRows<'_> {
                 }
                 if keep_slowest {
                     slowest.push(Slow {
-                        latency: lat,
+                        latency: raw_col.get(i).copied().unwrap_or(lat),
                         chunk: ci as u32,
                         row: i as u32,
                     });
@@ -330,10 +345,11 @@ where
         .cancel(stale)
 }
 
-/// The columns every chunk of `q`'s scan needs besides the filter's: latency, the grouped
-/// field's key, and the class and disk time when the breakdown splits calls' latency.
+/// The columns every chunk of `q`'s scan needs besides the filter's: latency (and the
+/// measure's), the grouped field's key, and the class and disk time when the breakdown splits
+/// calls' latency.
 fn columns(q: &Query) -> ColSet {
-    let want = ColSet::NONE.with(Col::Latency).union(FieldGroups::columns(q.group));
+    let want = q.measure.columns().union(FieldGroups::columns(q.group));
     match q.split {
         true => want.with(Col::Class).with(Col::DiskTime),
         false => want,

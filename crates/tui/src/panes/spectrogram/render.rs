@@ -2,11 +2,13 @@
 //! with the cursor, the region being selected, axis labels, drop marks and a legend.
 //!
 //! Sysdig orientation (default): latency 1 ns … 10 s+ left→right, one row per interval, time
-//! going down. Heatmap orientation: time left→right, latency going up.
+//! going down. Heatmap orientation: time left→right, latency going up. The title says what block
+//! requests are plotted by when it is not their latency (`blk: queue`, `blk: q+dev`).
 
 use iocap_analysis::drops;
 use iocap_analysis::spectro::{self, COLS, COLS_PER_DECADE};
 use iocap_analysis::units::{self, Style::Terminal as TERM};
+use iocap_analysis::Measure;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -26,8 +28,12 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         Orientation::Heatmap => "time →",
     };
     let title = format!(
-        " Spectrogram {}/row, {orient}{approx} ",
-        units::tick(app.view.interval, TERM)
+        " Spectrogram {}/row, {orient}{approx}{} ",
+        units::tick(app.view.interval, TERM),
+        match measure_label(app.view.measure) {
+            Some(m) => format!(" (blk: {m})"),
+            None => String::new(),
+        }
     );
     f.render_widget(block(app, title, focused), area);
     let geo = &app.layout;
@@ -35,6 +41,15 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         return;
     }
     draw(app, geo, f.buffer_mut());
+}
+
+/// How a pane title names what block requests are plotted by, when not their latency.
+pub fn measure_label(m: Measure) -> Option<&'static str> {
+    match m {
+        Measure::Latency => None,
+        Measure::Queue => Some("queue"),
+        Measure::Total => Some("q+dev"),
+    }
 }
 
 /// Counts of every display cell, `[time][lat]`, and their maximum.
