@@ -859,7 +859,8 @@ mod linked {
     pub const FSYNC_REQ_TS: u64 = T0 + 200_000;
     /// A flusher's writeback of `/var/lib/x.db`.
     pub const WRITEBACK_TS: u64 = T0 + 300_000;
-    /// Thread 301's request whose link points 1 ns after the pread64's start: not its own.
+    /// Thread 301's request whose link points 1 ns after the pread64's start: not its own. Its
+    /// file's name holds an escape sequence and a bidi override.
     pub const NEAR_MISS_TS: u64 = T0 + 400_000;
     /// A request whose link is longer than the time since boot.
     pub const HOSTILE_TS: u64 = T0 + 500_000;
@@ -883,6 +884,7 @@ fn linked_capture(dir: &Path) -> PathBuf {
     let flush = add_proc(&mut w, 50, 2, b"kworker/u8:1-flush-254:0");
     let db = add_file(&mut w, 300, 7, FdType::File, b"/var/lib/x.db", VDA);
     let wal = add_file(&mut w, 300, 8, FdType::File, b"/var/lib/x.wal", VDA);
+    let evil = add_file(&mut w, 300, 9, FdType::File, b"/tmp/\x1b[2J\xe2\x80\xaeevil.db", VDA);
     let req = |ts: u64, tid: u32, cause: Cause, link: u64, file: u32, sector: u64, bytes: u64| Event {
         tid,
         cause: cause as u8,
@@ -938,7 +940,7 @@ fn linked_capture(dir: &Path) -> PathBuf {
             301,
             Cause::Syscall,
             NEAR_MISS_TS - READ_TS - 1,
-            db,
+            evil,
             32_768,
             4096,
         ),
@@ -1383,4 +1385,23 @@ fn m_measures_block_requests_by_queue_or_queue_plus_device() {
             app.filter.applied
         );
     }
+}
+
+/// A block request's FILE/DISK cell names its disk and, when known, its file, escaped like
+/// every string from the capture.
+#[test]
+fn block_requests_list_their_disk_and_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut app, fx) = app_on(&linked_capture(dir.path()), 120, 40, "evt.class=block");
+    settle(&mut app, fx);
+    let pane = snap_pane(&app, app.layout.events);
+    let text = pane.split("--- styles ---").next().unwrap();
+    assert!(text.contains("blk read   vda /var/lib/x.db "), "{text}");
+    assert!(text.contains("vda /var/lib/x.wal "), "{text}");
+    assert!(text.contains("blk read   vda /tmp/\\x1b[2J\\u{202e}evil.db "), "{text}");
+    assert!(!text.contains('\x1b') && !text.contains('\u{202e}'), "{text}");
+    // The flusher's writeback names the file it wrote back.
+    let rows: Vec<&str> = text.lines().filter(|l| l.contains("kworker")).collect();
+    assert_eq!(rows.len(), 1, "{text}");
+    assert!(rows[0].contains("vda /var/lib/x.db"), "{text}");
 }

@@ -52,8 +52,11 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         let row = match app.list.row(i) {
             Some(e) => {
                 let mut c = columns(app, e);
-                // A path's end says more than its start: cut from the left.
-                c[4] = tail(&c[4], file_w);
+                c[4] = match e.class {
+                    Class::Block => disk_and_file(&c[4], &field_text(app, "fd.name", e), file_w),
+                    // A path's end says more than its start: cut from the left.
+                    Class::Syscall | Class::IoUring => tail(&c[4], file_w),
+                };
                 Row::new(c.into_iter().map(Cell::from))
             }
             None => Row::new([Cell::from("…")]).style(app.theme.dim()),
@@ -97,7 +100,18 @@ fn tail(s: &str, w: usize) -> String {
     std::iter::once('…').chain(out.into_iter().rev()).collect()
 }
 
-/// The list's cells for one event.
+/// A block request's FILE/DISK cell of `w` columns: its disk, then the file it moved data of
+/// when known (`vda /var/lib/x.db`), the path cut from the left so that the disk stays.
+fn disk_and_file(disk: &str, file: &str, w: usize) -> String {
+    let dw = width(disk);
+    if file.is_empty() || dw + 2 > w {
+        return tail(disk, w);
+    }
+    format!("{disk} {}", tail(file, w - dw - 1))
+}
+
+/// The list's cells for one event (a block request's: its disk in the FILE/DISK cell, which
+/// [`disk_and_file`] completes).
 fn columns(app: &App, e: &Event) -> [String; 8] {
     let (meta, tables) = (app.cap.reader.meta(), app.cap.reader.tables());
     let get = |name: &str| fields::lookup(name).map(|fi| fields::value(fi, e, meta, tables).to_string());
@@ -467,6 +481,12 @@ mod tests {
         );
         assert_eq!(tail("/var/lib/pg/base/16384", 12), "…/base/16384");
         assert_eq!(tail("/data", 12), "/data");
+        // A block request: the disk stays, the path is cut from the left; no file, the disk.
+        assert_eq!(disk_and_file("vda", "/var/lib/x.db", 20), "vda /var/lib/x.db");
+        assert_eq!(disk_and_file("vda", "/var/lib/pg/base/16384", 16), "vda …/base/16384");
+        assert_eq!(disk_and_file("nvme0n1p1", "", 20), "nvme0n1p1");
+        assert_eq!(disk_and_file("nvme0n1p1", "/x", 10), "nvme0n1p1");
+        assert_eq!(disk_and_file("nvme0n1p1", "/x", 8), "…me0n1p1");
         // Room enough: one field per line.
         let lines = text(&detail_lines(&entries[..5], 78, 22));
         assert_eq!(lines.len(), 5);
