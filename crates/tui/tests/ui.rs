@@ -1405,3 +1405,62 @@ fn block_requests_list_their_disk_and_file() {
     assert_eq!(rows.len(), 1, "{text}");
     assert!(rows[0].contains("vda /var/lib/x.db"), "{text}");
 }
+
+/// A call with more block requests than the popup holds at 80×24: the popup lists what fits,
+/// says how many more there are, and keeps every field; the lookup keeps at most its bound.
+#[test]
+fn detail_of_a_call_with_many_requests_fits_80x24() {
+    use iocap_format::Cause;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("many.cap");
+    let meta = Meta {
+        command_line: Vec::new(),
+        ..iocap_testkit::meta(START)
+    };
+    let mut w = iocap_testkit::create(&path, &meta, 16, 1);
+    let dd = add_proc(&mut w, 400, 1, b"dd");
+    let out = add_file(&mut w, 400, 1, FdType::File, b"/mnt/big.img", VDA);
+    let t0 = START + 1_000_000;
+    let call = Event {
+        fd: 1,
+        file: out,
+        proc: dd,
+        disk_reqs: 100,
+        disk_bytes: 100 * 131_072,
+        disk_time: 90_000_000,
+        ..Event::syscall(t0, 100_000_000, 400, 400, 74, 0)
+    };
+    for i in 0..100u64 {
+        let ts = t0 + 1_000 + i * 900_000;
+        w.push(&Event {
+            cause: Cause::Syscall as u8,
+            link: ts - t0,
+            file: out,
+            sector: i * 256,
+            op: 1,
+            ..block(ts, 800_000, 400, dd, VDA, 131_072)
+        })
+        .unwrap();
+    }
+    w.push(&call).unwrap();
+    w.finish(t0 + 200_000_000).unwrap();
+    let (mut app, fx) = app_on(&path, 80, 24, "");
+    settle(&mut app, fx);
+    app.focus = Pane::Events;
+    select(&mut app, |e| e.class == iocap_format::Class::Syscall);
+    press(&mut app, KeyCode::Enter);
+    let found = app.list.links.as_ref().unwrap();
+    assert_eq!((found.found, found.requests.len()), (100, links::LISTED));
+    let screen = full(&app);
+    let popup = popup_text(&screen);
+    assert!(popup.contains("block requests  100"), "{popup}");
+    assert!(popup.contains("+1.00µs  vda"), "{popup}");
+    let shown = popup.lines().filter(|l| l.contains(" 128.0K ")).count();
+    assert!(shown >= 5, "{popup}");
+    assert!(
+        popup.contains(&format!("… {} more: a taller terminal shows more", 100 - shown)),
+        "{popup}"
+    );
+    assert!(popup.contains("disk.requests  100"), "{popup}");
+    assert!(!popup.contains("more lines"), "{popup}");
+}
