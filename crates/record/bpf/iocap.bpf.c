@@ -30,6 +30,8 @@ const volatile bool follow_forks = false; /* children of traced tgids are traced
 const volatile bool want_sys = true;
 const volatile bool want_blk = true;
 const volatile __u64 min_latency = 0;
+/* io_uring_complete passes (ctx, req, cqe), not (ctx, req, user_data, res, cflags, ...) (6.1). */
+const volatile bool uring_complete_cqe = true;
 /*
  * Whether per-CPU state (cpu_call, cpu_pick) may be used: only when these programs cannot be
  * preempted half-way (userspace decides from the kernel's preemption model), or another
@@ -1300,16 +1302,30 @@ int BPF_PROG(uring_submit, struct io_kiocb *req)
  * is not in `urings` and is skipped.
  */
 SEC("tp_btf/io_uring_complete")
-int BPF_PROG(uring_complete, struct io_ring_ctx *ring, void *req, struct io_uring_cqe *cqe)
+int uring_complete(__u64 *ctx)
 {
-	__u64 key = (__u64)req, now = bpf_ktime_get_ns();
-	struct uring_tag tag = { .ring = (__u64)ring, .user_data = BPF_CORE_READ(cqe, user_data) };
+	__u64 key = ctx[1], now = bpf_ktime_get_ns();
+	struct uring_tag tag = { .ring = ctx[0] };
 	struct uring_req *u;
 	struct rec_uring *e;
 	struct io_sum sum;
+	__s32 res;
+	__u32 flags;
 	bool more;
 
-	if (!req) {
+	/* The branch not taken is dead code once the constant is known, and is not verified. */
+	if (uring_complete_cqe) {
+		struct io_uring_cqe *cqe = (struct io_uring_cqe *)ctx[2];
+
+		tag.user_data = BPF_CORE_READ(cqe, user_data);
+		res = BPF_CORE_READ(cqe, res);
+		flags = BPF_CORE_READ(cqe, flags);
+	} else {
+		tag.user_data = ctx[2];
+		res = ctx[3];
+		flags = ctx[4];
+	}
+	if (!key) {
 		__u64 *k = bpf_map_lookup_elem(&uring_tags, &tag);
 
 		if (!k)
@@ -1319,7 +1335,7 @@ int BPF_PROG(uring_complete, struct io_ring_ctx *ring, void *req, struct io_urin
 	u = bpf_map_lookup_elem(&urings, &key);
 	if (!u)
 		return 0;
-	more = BPF_CORE_READ(cqe, flags) & IORING_CQE_F_MORE;
+	more = flags & IORING_CQE_F_MORE;
 	sum = call_io_take(u->tid, u->link, now);
 	if (now - u->ts < min_latency || shed())
 		goto out;
@@ -1336,7 +1352,7 @@ int BPF_PROG(uring_complete, struct io_ring_ctx *ring, void *req, struct io_urin
 	e->fd = u->fd;
 	e->ts = u->ts;
 	e->lat = now - u->ts;
-	e->res = BPF_CORE_READ(cqe, res);
+	e->res = res;
 	e->reqs = sum.reqs;
 	e->bytes = sum.bytes;
 	e->disk = sum.disk;

@@ -134,6 +134,19 @@ pub fn kernel_tracepoints<const N: usize>(names: &[&str; N]) -> [bool; N] {
     found
 }
 
+/// How many arguments the kernel's tracepoint `name` passes (its `btf_trace_<name>` typedef's
+/// prototype, less the leading `void *` every one has), or `None` when the BTF does not say.
+/// Loads the kernel's BTF through libbpf: ask only when the answer matters.
+pub fn tracepoint_arity(name: &str) -> Option<usize> {
+    use libbpf_rs::btf::{types, Btf, ReferencesType};
+
+    let btf = Btf::from_vmlinux().ok()?;
+    let td = btf.type_by_name::<types::Typedef>(&format!("btf_trace_{name}"))?;
+    let ptr = types::Ptr::try_from(td.referenced_type()).ok()?;
+    let proto = types::FuncProto::try_from(ptr.referenced_type()).ok()?;
+    proto.len().checked_sub(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +159,19 @@ mod tests {
         }
         let found = kernel_tracepoints(&["sys_enter", "sys_ente", "ys_enter", "no_such_tracepoint"]);
         assert_eq!(found, [true, false, false, false]);
+    }
+
+    #[test]
+    fn tracepoint_arity_from_the_kernel_btf() {
+        if !Path::new("/sys/kernel/btf/vmlinux").exists() {
+            eprintln!("no kernel BTF here: skipped");
+            return;
+        }
+        // sys_enter(struct pt_regs *regs, long id), sched_switch(bool, prev, next, prev_state)
+        // since 5.18.
+        assert_eq!(tracepoint_arity("sys_enter"), Some(2));
+        assert_eq!(tracepoint_arity("sched_switch"), Some(4));
+        assert_eq!(tracepoint_arity("no_such_tracepoint"), None);
     }
 
     #[test]

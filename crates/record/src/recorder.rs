@@ -94,6 +94,15 @@ impl Recorder {
             "writeback_single_inode_start",
             "io_uring_submit_req",
         ]);
+        let want_uring = cfg.io_uring && has[3];
+        if want_uring {
+            // io_uring_complete(ctx, req, cqe) on recent kernels; (ctx, req, user_data, res,
+            // cflags, extra1, extra2) on older ones (6.1).
+            let cqe = probe::tracepoint_arity("io_uring_complete") == Some(3);
+            if let Some(ro) = open.maps.rodata_data.as_mut() {
+                ro.uring_complete_cqe = cqe;
+            }
+        }
         let p = &mut open.progs;
         for (prog, on) in [
             (&mut p.blk_insert, cfg.block),
@@ -103,8 +112,8 @@ impl Recorder {
             (&mut p.blk_merge, cfg.block && has[1]),
             (&mut p.wb_start, cfg.block && has[2]),
             (&mut p.wb_end, cfg.block && has[2]),
-            (&mut p.uring_submit, cfg.io_uring && has[3]),
-            (&mut p.uring_complete, cfg.io_uring && has[3]),
+            (&mut p.uring_submit, want_uring),
+            (&mut p.uring_complete, want_uring),
         ] {
             if !on {
                 prog.set_autoload(false);
@@ -144,7 +153,7 @@ impl Recorder {
                     }
                 }
             }
-            if cfg.io_uring && has[3] {
+            if want_uring {
                 progs.push((&p.uring_submit, "io_uring:io_uring_submit_req"));
                 progs.push((&p.uring_complete, "io_uring:io_uring_complete"));
             }
