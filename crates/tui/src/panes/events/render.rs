@@ -57,6 +57,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
                     // A path's end says more than its start: cut from the left.
                     Class::Syscall | Class::IoUring => tail(&c[4], file_w),
                 };
+                c[7] = res_cell(e.ret, usize::from(res_w));
                 Row::new(c.into_iter().map(Cell::from))
             }
             None => Row::new([Cell::from("…")]).style(app.theme.dim()),
@@ -98,6 +99,33 @@ fn tail(s: &str, w: usize) -> String {
         out.push(c);
     }
     std::iter::once('…').chain(out.into_iter().rev()).collect()
+}
+
+/// A return value in `w` columns: as is when it fits, else (a 1 MiB read's 1048576, an
+/// mmap address) in three significant digits with k, M, G, T, P or E (powers of 1000), never
+/// cut to a different number. The detail popup shows it whole.
+fn res_cell(ret: i64, w: usize) -> String {
+    let plain = ret.to_string();
+    if plain.len() <= w {
+        return plain;
+    }
+    let mut v = ret.unsigned_abs() as f64;
+    let mut unit = "";
+    for u in ["k", "M", "G", "T", "P", "E"] {
+        if v < 999.5 {
+            break;
+        }
+        v /= 1000.0;
+        unit = u;
+    }
+    let sign = if ret < 0 { "-" } else { "" };
+    let digits = if v < 9.995 { 2 } else if v < 99.95 { 1 } else { 0 };
+    // Fewer decimals when the sign leaves no room for them (five columns hold "-141T").
+    (0..=digits)
+        .rev()
+        .map(|d| format!("{sign}{v:.d$}{unit}"))
+        .find(|t| t.len() <= w)
+        .unwrap_or_else(|| format!("{sign}{v:.0}{unit}"))
 }
 
 /// A block request's FILE/DISK cell of `w` columns: its disk, then the file it moved data of
@@ -447,6 +475,28 @@ pub fn detail_lines(entries: &[(&str, String)], w: usize, h: usize) -> Vec<Line<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn return_values_are_shortened_never_cut() {
+        assert_eq!(res_cell(4096, 6), "4096");
+        assert_eq!(res_cell(-11, 5), "-11");
+        assert_eq!(res_cell(1_048_576, 6), "1.05M");
+        assert_eq!(res_cell(1_048_576, 5), "1.05M");
+        assert_eq!(res_cell(999_999, 5), "1.00M");
+        assert_eq!(res_cell(123_456, 5), "123k");
+        assert_eq!(res_cell(140_737_488_355_328, 6), "141T");
+        assert_eq!(res_cell(i64::MIN, 6), "-9.22E");
+        assert_eq!(res_cell(i64::MIN, 5), "-9.2E");
+        assert_eq!(res_cell(i64::MAX, 5), "9.22E");
+        assert_eq!(res_cell(-140_737_488_355_328, 5), "-141T");
+        // The two widths the list uses.
+        for w in [5, 6] {
+            for r in [-4095, -100_000, 99_999, 100_000, 999_949, 12_345_678, i64::MIN, i64::MAX] {
+                let c = res_cell(r, w);
+                assert!(c.len() <= w, "{r} in {w}: {c}");
+            }
+        }
+    }
 
     fn text(lines: &[Line]) -> Vec<String> {
         lines.iter().map(|l| l.to_string()).collect()
