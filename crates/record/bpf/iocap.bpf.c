@@ -1054,6 +1054,26 @@ static __always_inline void call_io_add(__u32 tid, __u64 ts, __u64 now)
 }
 
 /*
+ * The traced call thread `tid` (its storage `t`, if any) is inside, as sys_exit will find it:
+ * this CPU's slot while the thread has not been switched out, else its task storage. NULL:
+ * none.
+ */
+static __always_inline struct inflight *call_in_flight(struct tctx *t, __u32 tid)
+{
+	struct inflight *c = NULL;
+	__u32 zero = 0;
+
+	if (cpu_slot) {
+		c = bpf_map_lookup_elem(&cpu_call, &zero);
+		if (c && !(c->ts && c->tid == tid))
+			c = NULL;
+	}
+	if (!c && t && t->call.ts)
+		c = &t->call;
+	return c;
+}
+
+/*
  * Whether the io_uring request `t` submitted last is being issued now: it is still in
  * flight and the thread is in the call it was submitted in (the SQPOLL thread: in none). A
  * request issued inline creates its block requests in between; one punted to an io-wq
@@ -1079,9 +1099,9 @@ static __noinline int rq_new(struct request *rq, __u64 now)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 key = (__u64)rq;
-	__u32 zero = 0, tid = task->pid;
+	__u32 tid = task->pid;
 	struct rq_info n = {};
-	struct inflight *c = NULL;
+	struct inflight *c;
 	struct tctx *t;
 	struct bio *bio;
 
@@ -1096,13 +1116,7 @@ static __noinline int rq_new(struct request *rq, __u64 now)
 	n.tid = tid;
 	n.fd = -1;
 	bpf_get_current_comm(n.comm, sizeof(n.comm));
-	if (cpu_slot) {
-		c = bpf_map_lookup_elem(&cpu_call, &zero);
-		if (c && !(c->ts && c->tid == tid))
-			c = NULL;
-	}
-	if (!c && t && t->call.ts)
-		c = &t->call;
+	c = call_in_flight(t, tid);
 	if (t && uring_current(t, c)) {
 		n.cause = CAUSE_IO_URING;
 		n.nr = t->ur_op;
@@ -1255,10 +1269,10 @@ SEC("tp_btf/io_uring_submit_req")
 int BPF_PROG(uring_submit, struct io_kiocb *req)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u32 tgid = task->tgid, tid = task->pid, zero = 0;
+	__u32 tgid = task->tgid, tid = task->pid;
 	__u64 key = (__u64)req;
 	struct uring_req u = {};
-	struct inflight *c = NULL;
+	struct inflight *c;
 	struct tctx *t;
 
 	if (tgid == self_tgid)
@@ -1280,13 +1294,7 @@ int BPF_PROG(uring_submit, struct io_kiocb *req)
 		bpf_map_update_elem(&uring_tags, &tag, &key, BPF_ANY);
 	}
 	/* Until the next submission, block requests this thread creates in this call are its. */
-	if (cpu_slot) {
-		c = bpf_map_lookup_elem(&cpu_call, &zero);
-		if (c && !(c->ts && c->tid == tid))
-			c = NULL;
-	}
-	if (!c && t->call.ts)
-		c = &t->call;
+	c = call_in_flight(t, tid);
 	t->ur_req = key;
 	t->ur_ts = u.link;
 	t->ur_call = c ? c->ts : 0;
