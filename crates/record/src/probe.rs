@@ -117,34 +117,40 @@ pub(crate) fn diagnose(cfg: &Config, err: &libbpf_rs::Error) -> Error {
     Error::Bpf(format!("{err:#}").lines().next().unwrap_or("").to_owned())
 }
 
-/// Which of these tracepoints (by event name) the running kernel has: a tp_btf program needs
-/// the kernel's BTF to hold `btf_trace_<name>`, or loading fails. Read from the BTF's strings
-/// (NUL-separated, so a whole string must match), in one pass over the file; an unreadable BTF
-/// says "none" (and the load then fails with its own error).
-pub fn kernel_tracepoints<const N: usize>(names: &[&str; N]) -> [bool; N] {
-    let btf = std::fs::read("/sys/kernel/btf/vmlinux").unwrap_or_default();
-    let mut found = [false; N];
-    for s in btf.split(|&b| b == 0) {
-        if let Some(event) = s.strip_prefix(b"btf_trace_") {
-            for (f, n) in found.iter_mut().zip(names) {
-                *f |= event == n.as_bytes();
-            }
-        }
+/// The running kernel's BTF, loaded once (through libbpf, ~4 ms here) for the questions asked
+/// of it before the programs load: which tracepoints exist, and what they pass.
+pub struct KernelBtf(Option<libbpf_rs::btf::Btf<'static>>);
+
+impl KernelBtf {
+    /// Load it; an unreadable BTF answers "none" to every question (and the program load then
+    /// fails with its own error).
+    pub fn load() -> KernelBtf {
+        KernelBtf(libbpf_rs::btf::Btf::from_vmlinux().ok())
     }
-    found
-}
 
-/// How many arguments the kernel's tracepoint `name` passes (its `btf_trace_<name>` typedef's
-/// prototype, less the leading `void *` every one has), or `None` when the BTF does not say.
-/// Loads the kernel's BTF through libbpf: ask only when the answer matters.
-pub fn tracepoint_arity(name: &str) -> Option<usize> {
-    use libbpf_rs::btf::{types, Btf, ReferencesType};
+    /// The prototype of tracepoint `name`: a tp_btf program needs the kernel's BTF to hold the
+    /// typedef `btf_trace_<name>` (a pointer to it), or loading fails.
+    fn proto(&self, name: &str) -> Option<libbpf_rs::btf::types::FuncProto<'_>> {
+        use libbpf_rs::btf::{types, ReferencesType};
 
-    let btf = Btf::from_vmlinux().ok()?;
-    let td = btf.type_by_name::<types::Typedef>(&format!("btf_trace_{name}"))?;
-    let ptr = types::Ptr::try_from(td.referenced_type()).ok()?;
-    let proto = types::FuncProto::try_from(ptr.referenced_type()).ok()?;
-    proto.len().checked_sub(1)
+        let td = self
+            .0
+            .as_ref()?
+            .type_by_name::<types::Typedef>(&format!("btf_trace_{name}"))?;
+        let ptr = types::Ptr::try_from(td.referenced_type()).ok()?;
+        types::FuncProto::try_from(ptr.referenced_type()).ok()
+    }
+
+    /// Whether the kernel has tracepoint `name` (by event name, whole).
+    pub fn has_tracepoint(&self, name: &str) -> bool {
+        self.proto(name).is_some()
+    }
+
+    /// How many arguments tracepoint `name` passes (its prototype's, less the leading `void *`
+    /// every one has), or `None` when the kernel has no such tracepoint.
+    pub fn tracepoint_arity(&self, name: &str) -> Option<usize> {
+        self.proto(name)?.len().checked_sub(1)
+    }
 }
 
 #[cfg(test)]
@@ -157,21 +163,14 @@ mod tests {
             eprintln!("no kernel BTF here: skipped");
             return;
         }
-        let found = kernel_tracepoints(&["sys_enter", "sys_ente", "ys_enter", "no_such_tracepoint"]);
+        let btf = KernelBtf::load();
+        let found = ["sys_enter", "sys_ente", "ys_enter", "no_such_tracepoint"].map(|n| btf.has_tracepoint(n));
         assert_eq!(found, [true, false, false, false]);
-    }
-
-    #[test]
-    fn tracepoint_arity_from_the_kernel_btf() {
-        if !Path::new("/sys/kernel/btf/vmlinux").exists() {
-            eprintln!("no kernel BTF here: skipped");
-            return;
-        }
         // sys_enter(struct pt_regs *regs, long id), sched_switch(bool, prev, next, prev_state)
         // since 5.18.
-        assert_eq!(tracepoint_arity("sys_enter"), Some(2));
-        assert_eq!(tracepoint_arity("sched_switch"), Some(4));
-        assert_eq!(tracepoint_arity("no_such_tracepoint"), None);
+        assert_eq!(btf.tracepoint_arity("sys_enter"), Some(2));
+        assert_eq!(btf.tracepoint_arity("sched_switch"), Some(4));
+        assert_eq!(btf.tracepoint_arity("no_such_tracepoint"), None);
     }
 
     #[test]

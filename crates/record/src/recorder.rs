@@ -88,17 +88,19 @@ impl Recorder {
         // Tracepoints newer than the oldest kernels iocap runs on: a request is then created at
         // its first insert or issue (still the submitter, for most), and writeback has no cause.
         // io_uring_submit_req is the name since 5.19 (io_uring_submit_sqe before).
-        let has = probe::kernel_tracepoints(&[
+        let btf = probe::KernelBtf::load();
+        let has = [
             "block_io_start",
             "block_rq_merge",
             "writeback_single_inode_start",
             "io_uring_submit_req",
-        ]);
+        ]
+        .map(|name| btf.has_tracepoint(name));
         let want_uring = cfg.io_uring && has[3];
         if want_uring {
             // io_uring_complete(ctx, req, cqe) on recent kernels; (ctx, req, user_data, res,
             // cflags, extra1, extra2) on older ones (6.1).
-            let cqe = probe::tracepoint_arity("io_uring_complete") == Some(3);
+            let cqe = btf.tracepoint_arity("io_uring_complete") == Some(3);
             if let Some(ro) = open.maps.rodata_data.as_mut() {
                 ro.uring_complete_cqe = cqe;
             }
