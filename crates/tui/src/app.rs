@@ -52,6 +52,29 @@ pub struct Effects {
     pub links: Option<LinksQuery>,
 }
 
+/// How many events match a filter in the whole capture: known from the index without a
+/// filter, else from an answer over the whole capture or the worker's count
+/// ([`crate::worker::query::count_all`]).
+struct Whole {
+    /// The filter counted.
+    filter: String,
+    /// The first generation asked under it: a count from an older one is another filter's.
+    since: u64,
+    /// The count, once known.
+    matched: Option<u64>,
+}
+
+impl Whole {
+    /// The count of `filter` in `cap` as far as known before a scan, from generation `since`.
+    fn of(filter: &str, cap: &Capture, since: u64) -> Whole {
+        Whole {
+            filter: filter.to_owned(),
+            since,
+            matched: filter.is_empty().then_some(cap.total),
+        }
+    }
+}
+
 /// The whole viewer state.
 pub struct App {
     /// The capture being viewed.
@@ -76,6 +99,9 @@ pub struct App {
     pub answer: Option<Answer>,
     /// Generation of the newest query; answers from older ones are ignored.
     pub gen: u64,
+    /// Events matching the applied filter in the whole capture (the side panes say of how
+    /// many theirs, in view, are).
+    whole: Whole,
     /// A query is out and not yet answered.
     pub busy: bool,
     /// The `?` help is open.
@@ -107,6 +133,7 @@ impl App {
     pub fn with_filter_bar(cap: Capture, filter: FilterBar, area: Rect, palette: Palette) -> (App, Effects) {
         // The spectrogram opens as sysdig draws it.
         let layout = Layout::new(area, filter.lines(), Orientation::Sysdig);
+        let whole = Whole::of(&filter.applied, &cap, 0);
         let mut app = App {
             theme: Theme::new(palette),
             view: View::new(&cap, &layout),
@@ -118,6 +145,7 @@ impl App {
             replay: Replay::new(cap.start),
             answer: None,
             gen: 0,
+            whole,
             busy: false,
             help: false,
             note: None,
@@ -139,9 +167,21 @@ impl App {
         self.answer.as_ref().map(|a| &a.hist)
     }
 
-    /// End of the view's last row.
+    /// End of the view: of its last row, or of the capture when that is earlier (the rows
+    /// past it are blank).
     pub fn view_end(&self) -> u64 {
-        self.view.end(&self.layout)
+        self.view.end(&self.layout).min(self.cap.end.saturating_add(1))
+    }
+
+    /// Whether the view holds the whole capture, so that what the panes count is every event
+    /// that matches.
+    pub fn shows_all(&self) -> bool {
+        self.view.shows_all(&self.cap, &self.layout)
+    }
+
+    /// Events matching the applied filter in the whole capture, once known.
+    pub fn matched_all(&self) -> Option<u64> {
+        self.whole.matched
     }
 
     /// Events the recorder lost during the view.
@@ -246,7 +286,7 @@ impl App {
                     // the worker and show nothing but approximations.
                     Step::Follow(_) if self.busy => {}
                     Step::Follow(t) => {
-                        if self.view.follow(t) == Moved::Yes {
+                        if self.view.follow(t, &self.cap, &self.layout) == Moved::Yes {
                             self.ask(fx);
                         }
                     }
@@ -352,6 +392,9 @@ impl App {
         match r {
             Reply::Answer(a) if a.gen == self.gen => {
                 self.busy = false;
+                if self.shows_all() {
+                    self.whole.matched = Some(a.matched);
+                }
                 self.view.grid = Grid::exact(a.spectro.clone());
                 self.breakdown.answered(&a.groups);
                 if let Some(d) = a.damaged.first() {
@@ -388,6 +431,7 @@ impl App {
                     self.ask_links(fx);
                 }
             }
+            Reply::Whole { gen, matched } if gen >= self.whole.since => self.whole.matched = Some(matched),
             Reply::Failed { gen, error } if gen == self.gen => {
                 self.busy = false;
                 self.note = Some(error);
@@ -399,6 +443,9 @@ impl App {
     /// The question changed: show the summaries' picture now, ask for the exact one.
     fn ask(&mut self, fx: &mut Effects) {
         self.gen += 1;
+        if self.whole.filter != self.filter.applied {
+            self.whole = Whole::of(&self.filter.applied, &self.cap, self.gen);
+        }
         let (v, rows) = (&mut self.view, self.layout.time_cells);
         v.grid = if self.filter.applied.is_empty() && v.measure == Measure::Latency {
             Grid::from_summaries(self.cap.reader.chunks(), v.start, v.interval, rows)
@@ -418,6 +465,7 @@ impl App {
             group: self.breakdown.field(),
             split: self.breakdown.split,
             slowest: self.list.slowest_wanted(),
+            whole: self.whole.matched.is_none() && !self.view.shows_all(&self.cap, &self.layout),
         });
     }
 

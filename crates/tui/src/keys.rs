@@ -131,7 +131,7 @@ pub static BINDINGS: &[Binding] = &[
     },
     Binding {
         keys: "+ / -",
-        help: "zoom in / out (row interval 1ms…10s)",
+        help: "zoom in / out (rows of 1ms … the whole capture)",
         when: When::Always,
         actions: &[
             (char('+'), Action::ZoomIn),
@@ -159,7 +159,7 @@ pub static BINDINGS: &[Binding] = &[
     },
     Binding {
         keys: "m",
-        help: "block requests plot latency / queue / queue+device",
+        help: "spectrogram+histogram: blk latency / blk.queue / blk.total",
         when: When::Always,
         actions: &[(char('m'), Action::CycleMeasure)],
     },

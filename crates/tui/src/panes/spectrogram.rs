@@ -2,7 +2,10 @@
 //! and the region being selected, and the picture it shows. Drawn by [`render`].
 //!
 //! The view's rows are the question's time range: whenever they move or change size the
-//! update says so and the app asks the worker again.
+//! update says so and the app asks the worker again. They lie within the capture's span
+//! (`iocap_analysis::capture_span`): the first row starts at or after its start, the last holds
+//! its end; zooming out stops at the rows that show all of it ([`whole`]), and scrolling stops at
+//! either end.
 
 pub mod grid;
 pub mod render;
@@ -16,9 +19,8 @@ use crate::capture::Capture;
 use crate::layout::{Layout, Orientation};
 use grid::Grid;
 
-/// The coarsest row.
-const MAX_INTERVAL: u64 = 10_000_000_000;
-/// Row intervals offered by zooming, 1 ms to [`MAX_INTERVAL`] in 1-2-5 steps.
+/// Row intervals offered by zooming in, 1 ms to 10 s in 1-2-5 steps; the coarsest row is the
+/// one that shows the whole capture ([`whole`]), whatever its length.
 const INTERVALS: [u64; 13] = [
     1_000_000,
     2_000_000,
@@ -54,6 +56,9 @@ pub struct View {
     pub measure: Measure,
     /// What the pane shows: from the summaries first, then the worker's exact answer.
     pub grid: Grid,
+    /// Zoomed out all the way: another layout (a resize, a turn) shows the whole capture
+    /// again, in its own rows.
+    pub all: bool,
 }
 
 /// Whether an update moved the view's rows (or changed their length): a new question.
@@ -70,13 +75,7 @@ impl View {
     /// The whole capture at the finest interval that shows it in the rows of `layout`, so
     /// that the viewer opens on everything.
     pub fn new(cap: &Capture, layout: &Layout) -> View {
-        let rows = layout.time_cells.max(1) as u64;
-        let span = cap.end - cap.start;
-        let interval = INTERVALS
-            .iter()
-            .copied()
-            .find(|&i| i.saturating_mul(rows) >= span)
-            .unwrap_or(MAX_INTERVAL);
+        let interval = whole(cap, layout);
         View {
             orientation: layout.orientation,
             start: cap.start,
@@ -86,6 +85,7 @@ impl View {
             anchor: None,
             measure: Measure::Latency,
             grid: Grid::empty(cap.start, interval, 0),
+            all: true,
         }
     }
 
@@ -93,6 +93,18 @@ impl View {
     pub fn end(&self, layout: &Layout) -> u64 {
         self.start
             .saturating_add(self.interval.saturating_mul(layout.time_cells as u64))
+    }
+
+    /// Rows of the view that hold some of the capture: those past its end are left blank.
+    pub fn rows_in_capture(&self, cap: &Capture, layout: &Layout) -> usize {
+        let before = self.start.saturating_sub(cap.start) / self.interval.max(1);
+        let rows = rows_needed(cap, self.interval).saturating_sub(before);
+        layout.time_cells.min(usize::try_from(rows).unwrap_or(usize::MAX))
+    }
+
+    /// Whether the view holds the whole capture: what it counts is everything that matches.
+    pub fn shows_all(&self, cap: &Capture, layout: &Layout) -> bool {
+        self.start <= cap.start && rows_needed(cap, self.interval) <= layout.time_cells as u64
     }
 
     /// Start time of the row under the cursor.
@@ -135,9 +147,15 @@ impl View {
         self.cursor_time()
     }
 
-    /// Fit the view to a new `layout` (a resize, a turn), keeping `t` under the cursor.
+    /// Fit the view to a new `layout` (a resize, a turn), keeping `t` under the cursor: the
+    /// whole capture still when zoomed out all the way, and never coarser than that.
     pub fn refit(&mut self, t: u64, cap: &Capture, layout: &Layout) -> Moved {
         self.cursor_l = self.cursor_l.min(layout.lat_cells.saturating_sub(1));
+        let most = whole(cap, layout);
+        if self.all || self.interval >= most {
+            self.interval = most;
+            self.all = true;
+        }
         self.center_on(t, cap, layout)
     }
 
@@ -155,13 +173,20 @@ impl View {
         self.anchor.is_some_and(|a| a != (self.cursor_time(), self.cursor_l))
     }
 
-    /// Move the view's start to `t` (the replay following its clock).
-    pub fn follow(&mut self, t: u64) -> Moved {
+    /// Move the view's start to `t` (the replay following its clock), within the capture.
+    pub fn follow(&mut self, t: u64, cap: &Capture, layout: &Layout) -> Moved {
+        let t = t.clamp(cap.start, self.latest_start(cap, layout));
         if t == self.start {
             return Moved::No;
         }
         self.start = t;
         Moved::Yes
+    }
+
+    /// The latest start of the view: its last row holds the capture's end.
+    fn latest_start(&self, cap: &Capture, layout: &Layout) -> u64 {
+        let back = rows_needed(cap, self.interval).saturating_sub(layout.time_cells.max(1) as u64);
+        cap.start.saturating_add(back.saturating_mul(self.interval))
     }
 
     /// The filter clause for the selected region (or the cursor cell): its rows' time range,
@@ -198,27 +223,29 @@ impl View {
         parts.join(" and ")
     }
 
-    /// Put `t` under the cursor, keeping the cursor's position on screen when possible.
+    /// Put `t` (within the capture) under the cursor, keeping the cursor's position on screen
+    /// when the view can start there, else moving the cursor onto `t`'s row.
     fn center_on(&mut self, t: u64, cap: &Capture, layout: &Layout) -> Moved {
         let cells = layout.time_cells.max(1);
-        self.cursor_t = self.cursor_t.min(cells - 1);
-        let back = self.interval.saturating_mul(self.cursor_t as u64);
-        let aligned = cap.start + (t.saturating_sub(cap.start) / self.interval) * self.interval;
-        self.start = aligned.saturating_sub(back).max(cap.start.saturating_sub(back));
+        let t = t.clamp(cap.start, cap.end);
+        let row = (t - cap.start) / self.interval;
+        let back = (self.cursor_t.min(cells - 1) as u64).min(row);
+        self.start = cap.start + (row - back) * self.interval;
+        self.start = self.start.min(self.latest_start(cap, layout));
+        self.cursor_t = usize::try_from(row - (self.start - cap.start) / self.interval)
+            .unwrap_or(usize::MAX)
+            .min(cells - 1);
         // Asked again even when the start stays: a zoom or a new layout changes the rows.
         Moved::Yes
     }
 
     fn scrub(&mut self, by: i64, cap: &Capture, layout: &Layout) -> Moved {
-        let span = self.interval.saturating_mul(layout.time_cells.max(1) as u64);
-        let latest = cap.end.saturating_sub(span / 2).max(cap.start);
-        let earliest = cap.start.saturating_sub(span / 2);
         let t = if by < 0 {
             self.start.saturating_sub(by.unsigned_abs())
         } else {
             self.start.saturating_add(by as u64)
         };
-        self.follow(t.clamp(earliest, latest.max(earliest)))
+        self.follow(t, cap, layout)
     }
 
     /// Scrub by whole pages of rows.
@@ -227,17 +254,23 @@ impl View {
         self.scrub(pages.saturating_mul(span), cap, layout)
     }
 
+    /// One step finer (`dir` -1) or coarser (1) on the ladder of [`INTERVALS`] below the
+    /// interval that shows the whole capture, which ends it.
     fn zoom(&mut self, dir: i32, cap: &Capture, layout: &Layout) -> Moved {
-        let i = INTERVALS
+        let most = whole(cap, layout);
+        let mut ladder: Vec<u64> = INTERVALS.iter().copied().filter(|&i| i < most).collect();
+        ladder.push(most);
+        let i = ladder
             .iter()
             .position(|&x| x >= self.interval)
-            .unwrap_or(INTERVALS.len() - 1);
-        let j = (i as i32 + dir).clamp(0, INTERVALS.len() as i32 - 1) as usize;
-        if INTERVALS[j] == self.interval {
+            .unwrap_or(ladder.len() - 1);
+        let j = (i as i32 + dir).clamp(0, ladder.len() as i32 - 1) as usize;
+        if ladder[j] == self.interval {
             return Moved::No;
         }
         let t = self.cursor_time();
-        self.interval = INTERVALS[j];
+        self.interval = ladder[j];
+        self.all = self.interval == most;
         self.center_on(t, cap, layout)
     }
 
@@ -261,7 +294,8 @@ impl View {
         };
         let lat = layout.lat_cells.max(1) as i64;
         self.cursor_l = (self.cursor_l as i64 + dl).clamp(0, lat - 1) as usize;
-        let cells = layout.time_cells.max(1) as i64;
+        // Rows past the capture's end are blank: the cursor stays off them.
+        let cells = self.rows_in_capture(cap, layout).max(1) as i64;
         let t = self.cursor_t as i64 + dt;
         if t < 0 {
             self.scrub(-(self.interval as i64), cap, layout)
@@ -271,5 +305,51 @@ impl View {
             self.cursor_t = t as usize;
             Moved::No
         }
+    }
+}
+
+/// The row interval that shows the whole capture in the rows of `layout`: the shortest one,
+/// rounded up to two significant digits (`160ms`, `2.2s`: labels that read), at least the
+/// finest of [`INTERVALS`]. Its rows hold the capture up to its end, so nothing is left out,
+/// and the rounding leaves at most about a tenth of them past it.
+pub fn whole(cap: &Capture, layout: &Layout) -> u64 {
+    let rows = layout.time_cells.max(1) as u64;
+    // The least interval for which `rows_needed` is at most `rows`.
+    let least = (cap.end - cap.start)
+        .div_ceil(rows)
+        .max((cap.last - cap.start) / rows + 1);
+    round_up(least).max(INTERVALS[0])
+}
+
+/// How many rows of `interval` from the capture's start it takes to show all of it: up to its
+/// end, and past its last event (a row holds its start, not its end).
+fn rows_needed(cap: &Capture, interval: u64) -> u64 {
+    let interval = interval.max(1);
+    (cap.end - cap.start)
+        .div_ceil(interval)
+        .max((cap.last - cap.start) / interval + 1)
+}
+
+/// `x` rounded up to two significant digits.
+fn round_up(x: u64) -> u64 {
+    let mut unit = 1u64;
+    while x / unit >= 100 {
+        unit *= 10;
+    }
+    x.div_ceil(unit).saturating_mul(unit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_rows_read_in_two_digits() {
+        assert_eq!(round_up(153_846_154), 160_000_000);
+        assert_eq!(round_up(2_105_263_158), 2_200_000_000);
+        assert_eq!(round_up(2_000_000_000), 2_000_000_000);
+        assert_eq!(round_up(99), 99);
+        assert_eq!(round_up(101), 110);
+        assert_eq!(round_up(u64::MAX), u64::MAX);
     }
 }

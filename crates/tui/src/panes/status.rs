@@ -1,4 +1,4 @@
-//! The status line: the file, how many events match, drops in the view, the view's time range
+//! The status line: the file, how many events match in the whole capture, drops in the view, the view's time range
 //! and row length, the replay, a scan under way, a recovered file, and the last note.
 
 use iocap_analysis::units::{self, Style::Terminal as TERM};
@@ -15,8 +15,10 @@ use crate::replay::SPEEDS;
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
     let total = app.cap.total;
-    let matching = match &app.answer {
-        Some(a) => format!("{}/{}", units::count(a.matched), units::count(total)),
+    // Matches in the whole capture (the panes say how many of them are in view), once the
+    // first scan has answered.
+    let matching = match app.matched_all().filter(|_| app.answer.is_some()) {
+        Some(n) => format!("{}/{}", units::count(n), units::count(total)),
         None => format!("…/{}", units::count(total)),
     };
     let rel = |ts: u64| units::offset(ts.saturating_sub(app.cap.start));

@@ -17,6 +17,7 @@
 //! first question costs no more than without a cache, the next one over the same chunks skips
 //! decoding.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -25,9 +26,10 @@ use iocap_analysis::slowest::{self, Slowest};
 use iocap_analysis::{
     hist, spectro, ColumnCache, Damage, DiskSplit, FieldGroups, LatencyHist, Measure, Scan, Spectrogram,
 };
-use iocap_filter::fields::FieldInfo;
+use iocap_analysis::units;
+use iocap_filter::fields::{FieldId, FieldInfo, Value};
 use iocap_filter::{Bitmap, Compiled};
-use iocap_format::{ChunkSummary, Class, Col, ColSet, Columns, Meta, Reader, Tables};
+use iocap_format::{ChunkSummary, Class, Col, ColSet, Columns, Event, Meta, Reader, Tables};
 
 pub use iocap_analysis::slowest::Slow;
 
@@ -69,6 +71,9 @@ pub struct Query {
     /// How many of the slowest matching events to keep ([`SLOWEST`] when the list is sorted
     /// by latency, 0 when not: keeping them costs a scan time).
     pub slowest: usize,
+    /// Also count the filter's matches in the whole capture ([`count_all`]), after the
+    /// answer: the view holds part of it, and the side panes say of how many theirs are.
+    pub whole: bool,
 }
 
 impl Query {
@@ -84,6 +89,9 @@ impl Query {
 pub struct GroupRow {
     /// The value as the filter language reads it (already escaped: it comes from the tables).
     pub value: String,
+    /// The value as the pane shows it ([`label`]): a pid with its process's name, a size in
+    /// K and M; empty for the absent value.
+    pub label: String,
     /// Matching events in the view with this value.
     pub count: u64,
     /// Their 99th percentile latency, ns.
@@ -307,6 +315,49 @@ impl Feed for ViewRows<'_> {
     }
 }
 
+/// The names of the processes by pid, for a field whose values are pids (empty for the others):
+/// the last table entry of each pid, the name it had last.
+pub struct PidNames<'t>(HashMap<u32, &'t str>);
+
+impl<'t> PidNames<'t> {
+    /// The names `field`'s labels need from `tables`.
+    pub fn for_field(field: &FieldInfo, tables: &'t Tables) -> PidNames<'t> {
+        let pids = matches!(field.id, FieldId::ProcPid | FieldId::ProcPpid | FieldId::ThreadTid);
+        PidNames(match pids {
+            true => tables.procs().iter().map(|p| (p.pid, tables.string(p.name))).collect(),
+            false => HashMap::new(),
+        })
+    }
+}
+
+/// How the breakdown shows value `v` of `field`, `e` being an event that has it: a pid (a
+/// parent's, a thread's process's) with its process's name (`1234 fio`), a size in K and M
+/// where that is exact (`64.0K`, else `4100B`), anything else as the filter reads it; empty
+/// for the absent value. Names are escaped already: they come from the tables.
+pub fn label(field: &FieldInfo, v: &Value, e: &Event, names: &PidNames) -> String {
+    let pid = match (field.id, v) {
+        (_, Value::Absent) => return String::new(),
+        (FieldId::ProcPid | FieldId::ProcPpid, &Value::UInt(p)) => u32::try_from(p).ok(),
+        (FieldId::ThreadTid, _) => Some(e.pid),
+        (_, &Value::Bytes(b)) => return size(b),
+        _ => None,
+    };
+    match pid.and_then(|p| names.0.get(&p)) {
+        Some(name) => format!("{v} {name}"),
+        None => v.to_string(),
+    }
+}
+
+/// A size as the viewer writes it (`4.0K`) when that reads back exactly, else in bytes.
+fn size(b: u64) -> String {
+    let unit = (0..5).take_while(|&u| b >> (10 * (u + 1)) > 0).count() as u32;
+    // One decimal of the unit: exact when ten times the size is a whole number of units.
+    match u128::from(b) * 10 % (1u128 << (10 * unit)) {
+        0 => units::bytes(b, units::Style::Terminal),
+        _ => format!("{b}B"),
+    }
+}
+
 /// The spectrogram row every event of a chunk falls in, when its summary puts the whole chunk
 /// inside one row of the view (so its timestamps need not be decoded).
 fn one_row(q: &Query, s: &ChunkSummary) -> Option<usize> {
@@ -398,6 +449,28 @@ fn slow_floor(q: &Query, chunks: &[iocap_format::ChunkInfo]) -> u64 {
     }
 }
 
+/// Events matching `q`'s filter in the whole capture, whatever the view: the filter alone
+/// over every chunk (those whose summary rules them out or in cost no filter), taking columns
+/// from `cache` when given, leaving unreadable chunks out as the answer does; `None` when
+/// superseded.
+pub fn count_all(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Cancel) -> Option<u64> {
+    let chunks: Vec<usize> = (0..reader.chunks().len()).collect();
+    let stale = || cancel.is_stale(q.gen);
+    let threads = iocap_analysis::scan::default_threads(chunks.len());
+    let mut scan = Scan::new(reader, q.filter.as_deref())
+        .chunks(&chunks)
+        .threads(threads)
+        .any_order()
+        .cancel(&stale)
+        .skip_damaged();
+    if let Some(c) = cache {
+        scan = scan.cache(c, false);
+    }
+    // Damage never fails a scan that skips it.
+    let done = scan.run(|| (), |_, _, _, _| (), |_, _| ()).ok()??;
+    Some(done.1.matched)
+}
+
 /// Answer `q` over `reader`, taking decoded columns from `cache` when given (it must be this
 /// capture's; it is only read: [`warm`] fills it); `None` when cancelled.
 pub fn run(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Cancel) -> Result<Option<Answer>, String> {
@@ -423,7 +496,10 @@ pub fn run(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Can
         .map_err(|e| e.to_string())?;
     let Some((acc, stats)) = acc else { return Ok(None) };
     // Keys are finer than values (two proc ids may share a name): merged by printed value.
-    let by = acc.groups.finish(|v| v.to_string());
+    let names = PidNames::for_field(q.group, reader.tables());
+    let by = acc
+        .groups
+        .finish_by(|v, e| (v.to_string(), label(q.group, v, e, &names)));
     let mut hist = LatencyHist::new();
     for (_, g) in by.iter() {
         hist.merge(&g.hist);
@@ -431,8 +507,9 @@ pub fn run(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Can
     let groups: Vec<GroupRow> = by
         .top(TOP_GROUPS)
         .into_iter()
-        .map(|(value, g)| GroupRow {
+        .map(|((value, label), g)| GroupRow {
             value: value.clone(),
+            label: label.clone(),
             count: g.count(),
             p99: g.hist.percentile(99.0),
             disk: g.disk,
