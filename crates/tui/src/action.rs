@@ -138,6 +138,9 @@ pub enum Action {
     PrevField,
     /// Breakdown: show or hide each group's calls' latency split into disk time and the rest.
     DiskSplit,
+    /// Show iostat's figures for the view's block requests in place of the event list, or the
+    /// list again.
+    ToggleIostat,
     /// Open the filter bar.
     EditFilter,
     /// An edit of the open filter bar's text.

@@ -106,6 +106,8 @@ pub struct App {
     pub busy: bool,
     /// The `?` help is open.
     pub help: bool,
+    /// iostat's figures for the view are shown in place of the event list (`i`).
+    pub iostat: bool,
     /// A one-line note for the status line (errors, "filter change undone").
     pub note: Option<String>,
     /// The user asked to quit: the event loop ends after this update.
@@ -148,6 +150,7 @@ impl App {
             whole,
             busy: false,
             help: false,
+            iostat: false,
             note: None,
             quit: false,
             cap,
@@ -218,6 +221,8 @@ impl App {
                     // A move only selects: the field stays.
                     let _ = self.breakdown.update(&action, groups);
                 }
+                // The list is hidden under iostat's figures: nothing to move.
+                Pane::Events if self.iostat => {}
                 Pane::Events => self.list_update(&action, fx),
             },
             Action::ZoomIn | Action::ZoomOut | Action::Mark => self.view_update(&action, fx),
@@ -252,6 +257,14 @@ impl App {
                 let groups = self.answer.as_ref().map_or(&[][..], |a| &a.groups);
                 if self.breakdown.update(&action, groups) == Regrouped::Yes {
                     // The same picture: keep it drawn while the groups are counted again.
+                    self.ask_keeping_picture(fx);
+                }
+            }
+            Action::ToggleIostat => {
+                self.iostat = !self.iostat;
+                let known = self.answer.as_ref().is_some_and(|a| a.iostat.is_some());
+                if self.iostat && !known {
+                    // The same picture: keep it drawn while the figures are computed.
                     self.ask_keeping_picture(fx);
                 }
             }
@@ -466,6 +479,7 @@ impl App {
             split: self.breakdown.split,
             slowest: self.list.slowest_wanted(),
             whole: self.whole.matched.is_none() && !self.view.shows_all(&self.cap, &self.layout),
+            iostat: self.iostat,
         });
     }
 

@@ -182,6 +182,12 @@ pub static BINDINGS: &[Binding] = &[
         actions: &[(char('d'), Action::DiskSplit)],
     },
     Binding {
+        keys: "i",
+        help: "iostat of the view's block requests / the event list",
+        when: When::Always,
+        actions: &[(char('i'), Action::ToggleIostat)],
+    },
+    Binding {
         keys: "s",
         help: "events: sort by time / latency",
         when: When::In(Pane::Events),

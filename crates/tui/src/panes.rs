@@ -2,8 +2,9 @@
 //! `events`, `filter_bar`) keeps it in a type with an `update` that takes the actions that
 //! concern it, changes only that state and returns what it needs from the rest of the app (a
 //! new question to the worker, rows to decode); the app does that. Each draws itself in
-//! `render.rs` beside it, from a shared `&App`, changing nothing. The `histogram` pane and the
-//! `status` line only draw what the app holds; `help` prints the key table.
+//! `render.rs` beside it, from a shared `&App`, changing nothing. The `histogram` pane, the
+//! `iostat` pane (in the event list's place while shown) and the `status` line only draw what
+//! the app holds; `help` prints the key table.
 //!
 //! The keys that reach the panes are decided in [`crate::keys`]; where each pane goes, in
 //! [`crate::layout`].
@@ -13,6 +14,7 @@ pub mod events;
 pub mod filter_bar;
 pub mod help;
 pub mod histogram;
+pub mod iostat;
 pub mod spectrogram;
 pub mod status;
 

@@ -1,5 +1,6 @@
 //! The viewer's one question to a capture: "within this time view and filter, what is the
 //! spectrogram, the latency histogram, the top values of a field, and which events match?"
+//! (and, while shown, iostat's figures for the block requests among them).
 //!
 //! [`run`] answers it with `iocap-analysis`'s [`Scan`] over the view's chunks (the same scan
 //! driver, histogram and spectrogram `iocap report` uses): chunks whose summary cannot match
@@ -23,13 +24,14 @@ use std::sync::Arc;
 
 use iocap_analysis::group::{Feed, Slots};
 use iocap_analysis::slowest::{self, Slowest};
+use iocap_analysis::iostat::DeviceInterval;
 use iocap_analysis::{
-    hist, spectro, ColumnCache, Damage, DiskSplit, FieldGroups, LatencyHist, Measure, Scan, Spectrogram,
+    hist, spectro, ColumnCache, Damage, DiskSplit, FieldGroups, IoStat, LatencyHist, Measure, Scan, Spectrogram,
 };
 use iocap_analysis::units;
 use iocap_filter::fields::{FieldId, FieldInfo, Value};
 use iocap_filter::{Bitmap, Compiled};
-use iocap_format::{ChunkSummary, Class, Col, ColSet, Columns, Event, Meta, Reader, Tables};
+use iocap_format::{BlockOp, ChunkSummary, Class, Col, ColSet, Columns, Event, Meta, Reader, Tables};
 
 pub use iocap_analysis::slowest::Slow;
 
@@ -74,6 +76,9 @@ pub struct Query {
     /// Also count the filter's matches in the whole capture ([`count_all`]), after the
     /// answer: the view holds part of it, and the side panes say of how many theirs are.
     pub whole: bool,
+    /// Also compute iostat's figures for the matching block requests in view
+    /// ([`Answer::iostat`]; they cost seven more columns, read only while shown).
+    pub iostat: bool,
 }
 
 impl Query {
@@ -140,6 +145,9 @@ pub struct Answer {
     pub slowest: Vec<Slow>,
     /// Chunks of the view that could not be read: the answer is the rest's.
     pub damaged: Vec<Damage>,
+    /// iostat's figures for each disk over the view (up to the capture's end), from the
+    /// matching block requests issued in it, when the query asked ([`Query::iostat`]).
+    pub iostat: Option<Vec<DeviceInterval>>,
 }
 
 /// Cancellation: a query is stale once the shared generation moved past its own.
@@ -162,16 +170,22 @@ struct Acc<'r> {
     slowest: Slowest,
     /// A chunk's measured values, when they are not its latency column.
     measured: Vec<u64>,
+    /// The view's block requests by disk, when asked.
+    iostat: Option<IoStat>,
 }
 
 impl<'r> Acc<'r> {
-    fn new(q: &Query, slow_floor: u64, meta: &'r Meta, tables: &'r Tables) -> Acc<'r> {
+    /// Accumulators for `q`, iostat's over `[q.start, iostat_end)`.
+    fn new(q: &Query, slow_floor: u64, iostat_end: u64, meta: &'r Meta, tables: &'r Tables) -> Acc<'r> {
+        // One interval, the view: `new` only fails on an empty or absurd one.
+        let window = iostat_end.saturating_sub(q.start).max(1);
         Acc {
             spectro: Spectrogram::new(q.start, q.interval, q.rows),
             groups: FieldGroups::new(q.group, meta, tables),
             per_chunk: Vec::new(),
             slowest: Slowest::new(q.slowest, slow_floor),
             measured: Vec::new(),
+            iostat: q.iostat.then(|| IoStat::new(q.start, q.start.saturating_add(window), window).ok()).flatten(),
         }
     }
 
@@ -180,18 +194,41 @@ impl<'r> Acc<'r> {
         self.groups.merge(o.groups);
         self.per_chunk.extend(o.per_chunk);
         self.slowest.merge(o.slowest);
+        if let (Some(a), Some(b)) = (&mut self.iostat, &o.iostat) {
+            a.merge(b);
+        }
+    }
+
+    /// The matching block requests of a chunk issued in the view into iostat's figures (a loop
+    /// of its own: the per-event loop stays as it is when they are not shown).
+    fn iostat(&mut self, q: &Query, cols: &Columns, bits: &Bitmap) {
+        let Some(st) = &mut self.iostat else { return };
+        for i in bits.iter_ones() {
+            let (Some(&class), Some(&ts)) = (cols.class.get(i), cols.ts.get(i)) else {
+                continue;
+            };
+            if class != Class::Block as u8 || ts < q.start || ts >= q.end() {
+                continue;
+            }
+            let at = |v: &[u64]| v.get(i).copied().unwrap_or(0);
+            let op = BlockOp::from_code(cols.op.get(i).copied().unwrap_or(0));
+            let dev = cols.dev.get(i).copied().unwrap_or(0);
+            st.add(dev, op, at(&cols.bytes), ts, at(&cols.queue), at(&cols.latency));
+        }
     }
 
     /// Take the matching rows of chunk `ci` that fall inside the view. `one_row` is the
     /// spectrogram row of a chunk that lies within one row of the view (its timestamps were not
     /// decoded: they would say nothing more).
     fn feed(&mut self, q: &Query, ci: usize, one_row: Option<usize>, cols: &Columns, bits: &Bitmap) {
+        self.iostat(q, cols, bits);
         let Acc {
             spectro,
             groups,
             per_chunk,
             slowest,
             measured,
+            iostat: _,
         } = self;
         let rows = ViewRows {
             q,
@@ -397,14 +434,18 @@ where
 }
 
 /// The columns every chunk of `q`'s scan needs besides the filter's: latency (and the
-/// measure's), the grouped field's key, and the class and disk time when the breakdown splits
-/// calls' latency.
+/// measure's), the grouped field's key, the class and disk time when the breakdown splits
+/// calls' latency, and what iostat reads of a block request when it is shown.
 fn columns(q: &Query) -> ColSet {
-    let want = q.measure.columns().union(FieldGroups::columns(q.group));
-    match q.split {
-        true => want.with(Col::Class).with(Col::DiskTime),
-        false => want,
+    let mut want = q.measure.columns().union(FieldGroups::columns(q.group));
+    if q.split {
+        want = want.with(Col::Class).with(Col::DiskTime);
     }
+    if q.iostat {
+        let block = [Col::Class, Col::Ts, Col::Dev, Col::Op, Col::Bytes, Col::Queue, Col::Latency];
+        want = want.union(block.into_iter().collect());
+    }
+    want
 }
 
 /// Which extra columns chunk `i` needs for `q`: timestamps unless it lies within one row.
@@ -484,9 +525,11 @@ pub fn run(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Can
     }
     let infos = reader.chunks();
     let floor = slow_floor(q, infos);
+    // iostat's rates are over the part of the view the capture covers.
+    let iostat_end = q.end().min(iocap_analysis::capture_span(reader).1.saturating_add(1));
     let acc = scan
         .run(
-            || Acc::new(q, floor, reader.meta(), reader.tables()),
+            || Acc::new(q, floor, iostat_end, reader.meta(), reader.tables()),
             |acc, ci, cols, bits| {
                 let row = infos.get(ci).and_then(|c| one_row(q, &c.summary));
                 acc.feed(q, ci, row, cols, bits)
@@ -529,5 +572,6 @@ pub fn run(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Can
         per_chunk,
         slowest,
         damaged: stats.damaged,
+        iostat: acc.iostat.map(|st| st.totals()),
     }))
 }

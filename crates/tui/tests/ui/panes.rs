@@ -367,3 +367,55 @@ fn names_and_shapes_at_80x24_and_200x60() {
     let (_dir, app) = open(80, 24, "");
     insta::assert_snapshot!("investigation_80x24", full(&app));
 }
+
+/// `i` shows iostat's figures for the view in place of the list, the same numbers
+/// `iocap_analysis::IoStat` gives for the matching block requests issued in the view, and `i`
+/// again brings the list back.
+#[test]
+fn i_shows_iostat_of_the_view() {
+    let (_dir, mut app) = open(80, 24, "");
+    for _ in 0..2 {
+        press(&mut app, KeyCode::Char('+'));
+    }
+    press(&mut app, KeyCode::PageDown);
+    assert!(!app.shows_all());
+    press(&mut app, KeyCode::Char('i'));
+    assert!(app.iostat);
+    let (start, end) = (app.view.start, app.view_end());
+    let got = app.answer.as_ref().unwrap().iostat.clone().expect("asked for");
+    // The same figures from a plain pass over the requests issued in the view.
+    let mut want = iocap_analysis::IoStat::new(start, end, end - start).unwrap();
+    let r = &app.cap.reader;
+    let (mut dec, mut cols) = (iocap_format::ChunkDecoder::new(), iocap_format::Columns::default());
+    for ci in 0..r.chunks().len() {
+        r.read_chunk(ci, iocap_format::ColSet::ALL, &mut dec, &mut cols)
+            .unwrap();
+        for i in 0..cols.len() {
+            let e = cols.event(i);
+            if e.class == iocap_format::Class::Block && (start..end).contains(&e.ts) {
+                let op = iocap_format::BlockOp::from_code(e.op);
+                want.add(e.dev, op, e.bytes, e.ts, e.queue, e.latency);
+            }
+        }
+    }
+    assert_eq!(got, want.totals());
+    assert_eq!(got.len(), 1);
+    assert!(
+        got[0].reads > 0 && got[0].writes > 0 && got[0].util_pct > 0.0,
+        "{got:?}"
+    );
+    let pane = text(&app, app.layout.events);
+    assert!(pane.contains("iostat of +") && pane.contains(" in view"), "{pane}");
+    assert!(pane.lines().any(|l| l.starts_with("│vda ")), "{pane}");
+    insta::assert_snapshot!("iostat_80x24", snap_pane(&app, app.layout.events));
+    // A filter narrows the figures to its requests: the flusher's writes only.
+    press(&mut app, KeyCode::Char('/'));
+    type_text(&mut app, "blk.cause=writeback");
+    press(&mut app, KeyCode::Enter);
+    let d = &app.answer.as_ref().unwrap().iostat.as_ref().unwrap()[0];
+    assert_eq!(d.reads, 0);
+    assert!(d.writes > 0);
+    press(&mut app, KeyCode::Char('i'));
+    assert!(!app.iostat);
+    assert!(text(&app, app.layout.events).contains(" Events 1/"));
+}
