@@ -9,12 +9,15 @@ use iocap_format::{Col, ColSet, Columns};
 /// A column holding a table id or a plain number that decides the value alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum IdCol {
-    /// The process entry: `proc.name`, `proc.exe`, `proc.cmdline`, `proc.ppid`.
+    /// The process entry: `proc.name`, `proc.exe`, `proc.cmdline`, `proc.ppid`, `proc.cgroup`,
+    /// `user.*`.
     Proc,
     Pid,
     Tid,
     /// The file entry: every `fd.*` field but `fd.num`.
     File,
+    /// `evt.cpu`.
+    Cpu,
 }
 
 /// The key of a field.
@@ -38,13 +41,15 @@ impl KeyOf {
     pub(crate) fn of(field: &FieldInfo) -> KeyOf {
         use FieldId::*;
         match field.id {
-            ProcName | ProcExe | ProcCmdline | ProcPpid => KeyOf::Id(IdCol::Proc),
+            ProcName | ProcExe | ProcCmdline | ProcPpid | ProcCgroup | UserUid | UserName => KeyOf::Id(IdCol::Proc),
+            EvtCpu => KeyOf::Id(IdCol::Cpu),
             ProcPid => KeyOf::Id(IdCol::Pid),
             ThreadTid => KeyOf::Id(IdCol::Tid),
             FdName | FdType | FdDirectory | FdFilename | FdDev => KeyOf::Id(IdCol::File),
             FdNum => KeyOf::ClassAnd(Col::Fd),
             BlkDev => KeyOf::ClassAnd(Col::Dev),
             BlkOp => KeyOf::ClassAnd(Col::Op),
+            BlkFlags | BlkPattern | BlkQueued => KeyOf::ClassAnd(Col::Flags),
             EvtType | EvtClass | IoDir | IsIoRead | IsIoWrite => KeyOf::EventType,
             EvtErrno | EvtFailed => KeyOf::Error,
             EvtRes => KeyOf::Ret,
@@ -61,6 +66,7 @@ impl KeyOf {
             KeyOf::Id(IdCol::Pid) => &[Pid],
             KeyOf::Id(IdCol::Tid) => &[Tid],
             KeyOf::Id(IdCol::File) => &[File],
+            KeyOf::Id(IdCol::Cpu) => &[Cpu],
             KeyOf::ClassAnd(c) => return ColSet::NONE.with(Class).with(c),
             KeyOf::EventType => &[Class, Nr, Op],
             KeyOf::Error | KeyOf::Ret => &[Ret],
@@ -80,7 +86,9 @@ impl KeyOf {
             KeyOf::Id(IdCol::Pid) => g(&c.pid),
             KeyOf::Id(IdCol::Tid) => g(&c.tid),
             KeyOf::Id(IdCol::File) => g(&c.file),
+            KeyOf::Id(IdCol::Cpu) => g(&c.cpu),
             KeyOf::ClassAnd(Col::Dev) => class << 40 | g(&c.dev),
+            KeyOf::ClassAnd(Col::Flags) => class << 40 | g(&c.flags),
             KeyOf::ClassAnd(Col::Op) => class << 40 | c.op.get(i).copied().map_or(0, u64::from),
             KeyOf::ClassAnd(_) => class << 40 | c.fd.get(i).map_or(0, |&fd| u64::from(fd as u32)),
             KeyOf::Error => ret().min(0) as u64,
@@ -105,6 +113,7 @@ impl KeyOf {
             KeyOf::Id(IdCol::Pid) => Some(&c.pid),
             KeyOf::Id(IdCol::Tid) => Some(&c.tid),
             KeyOf::Id(IdCol::File) => Some(&c.file),
+            KeyOf::Id(IdCol::Cpu) => Some(&c.cpu),
             _ => None,
         }
     }
