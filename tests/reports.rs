@@ -702,7 +702,7 @@ fn real_fixtures() {
     let v = json(&[
         "report",
         mixed,
-        "proc.name=cat and evt.type=read",
+        "proc.name=cat and evt.type=read and fd.name=/tmp/fx.dat",
         "--by",
         "proc.pid",
         "--json",
