@@ -24,6 +24,9 @@ pub struct Recorder {
     /// Only some processes are traced (`-p`, `-c`): the writeback the kernel hands over is
     /// everyone's, and the writer keeps only that of files they opened.
     pub(crate) pid_filtered: bool,
+    /// The processes of /proc just before the programs were attached: one that exits before
+    /// the writer reads /proc again still gets its name (see `Tracker::early_processes`).
+    pub(crate) early: Vec<crate::procfs::ProcInfo>,
 }
 
 impl Recorder {
@@ -126,6 +129,7 @@ impl Recorder {
         // recording loop starts, and the file stays that far behind for seconds.
         set_backlog_max(&mut skel, backlog::INITIAL.min(u64::from(cfg.ring_bytes) / 2));
         let mut links = Vec::new();
+        let early;
         {
             let p = &skel.progs;
             let mut progs = vec![
@@ -159,6 +163,7 @@ impl Recorder {
                 progs.push((&p.uring_submit, "io_uring:io_uring_submit_req"));
                 progs.push((&p.uring_complete, "io_uring:io_uring_complete"));
             }
+            early = crate::procfs::processes();
             for (prog, name) in progs {
                 let link = prog
                     .attach()
@@ -172,6 +177,7 @@ impl Recorder {
             started: Instant::now(),
             ring_bytes: cfg.ring_bytes,
             pid_filtered: cfg.filter || !cfg.pids.is_empty(),
+            early,
         };
         for &pid in &cfg.pids {
             r.add_pid(pid)?;

@@ -9,20 +9,24 @@ use iocap_format::{Col, ColSet, Columns};
 /// A column holding a table id or a plain number that decides the value alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum IdCol {
-    /// The process entry: `proc.name`, `proc.exe`, `proc.cmdline`, `proc.ppid`.
+    /// The process entry: `proc.name`, `proc.exe`, `proc.cmdline`, `proc.ppid`, `proc.cgroup`,
+    /// `user.*`.
     Proc,
     Pid,
     Tid,
     /// The file entry: every `fd.*` field but `fd.num`.
     File,
+    /// `evt.cpu`.
+    Cpu,
 }
 
 /// The key of a field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum KeyOf {
     Id(IdCol),
-    /// The class and one more column of at most 32 bits: `blk.dev`, `blk.op`, `blk.flags`,
-    /// `blk.cause` (absent for calls), `fd.num`, `disk.requests` (absent for block requests).
+    /// The class and one more column of at most 32 bits: `blk.dev`, `blk.op`, `blk.flags` (and
+    /// `blk.pattern`, `blk.queued`), `blk.cause` (absent for calls), `fd.num`, `disk.requests`
+    /// (absent for block requests).
     ClassAnd(Col),
     /// The class, the cause and the syscall number: `blk.syscall`.
     ClassCauseNr,
@@ -45,14 +49,15 @@ impl KeyOf {
     pub(crate) fn of(field: &FieldInfo) -> KeyOf {
         use FieldId::*;
         match field.id {
-            ProcName | ProcExe | ProcCmdline | ProcPpid => KeyOf::Id(IdCol::Proc),
+            ProcName | ProcExe | ProcCmdline | ProcPpid | ProcCgroup | UserUid | UserName => KeyOf::Id(IdCol::Proc),
+            EvtCpu => KeyOf::Id(IdCol::Cpu),
             ProcPid => KeyOf::Id(IdCol::Pid),
             ThreadTid => KeyOf::Id(IdCol::Tid),
             FdName | FdType | FdDirectory | FdFilename | FdDev => KeyOf::Id(IdCol::File),
             FdNum => KeyOf::ClassAnd(Col::Fd),
             BlkDev => KeyOf::ClassAnd(Col::Dev),
             BlkOp => KeyOf::ClassAnd(Col::Op),
-            BlkFlags => KeyOf::ClassAnd(Col::Flags),
+            BlkFlags | BlkPattern | BlkQueued => KeyOf::ClassAnd(Col::Flags),
             BlkCause => KeyOf::ClassAnd(Col::Cause),
             DiskRequests => KeyOf::ClassAnd(Col::DiskReqs),
             BlkSyscall => KeyOf::ClassCauseNr,
@@ -75,6 +80,7 @@ impl KeyOf {
             KeyOf::Id(IdCol::Pid) => &[Pid],
             KeyOf::Id(IdCol::Tid) => &[Tid],
             KeyOf::Id(IdCol::File) => &[File],
+            KeyOf::Id(IdCol::Cpu) => &[Cpu],
             KeyOf::ClassAnd(c) => return ColSet::NONE.with(Class).with(c),
             KeyOf::ClassCauseNr => &[Class, Cause, Nr],
             KeyOf::Bytes => &[Bytes],
@@ -97,6 +103,7 @@ impl KeyOf {
             KeyOf::Id(IdCol::Pid) => g(&c.pid),
             KeyOf::Id(IdCol::Tid) => g(&c.tid),
             KeyOf::Id(IdCol::File) => g(&c.file),
+            KeyOf::Id(IdCol::Cpu) => g(&c.cpu),
             KeyOf::ClassAnd(Col::Dev) => class << 40 | g(&c.dev),
             KeyOf::ClassAnd(Col::Op) => class << 40 | byte(&c.op),
             KeyOf::ClassAnd(Col::Flags) => class << 40 | g(&c.flags),
@@ -128,6 +135,7 @@ impl KeyOf {
             KeyOf::Id(IdCol::Pid) => Some(&c.pid),
             KeyOf::Id(IdCol::Tid) => Some(&c.tid),
             KeyOf::Id(IdCol::File) => Some(&c.file),
+            KeyOf::Id(IdCol::Cpu) => Some(&c.cpu),
             _ => None,
         }
     }

@@ -28,13 +28,17 @@ const FIRST: [&str; 8] = [
 
 /// Whether the breakdown offers `field`: every field of the schema whose values are few enough
 /// to group, which is all but those holding a value per event (latencies and times, a result
-/// such as an address or an offset, a sector) and the yes/no fields, each a view of a field
-/// offered whole (`evt.failed` of `evt.errno`, `evt.is_io_read` of `io.dir`). Aliases are
-/// offered once, under their field's name.
+/// such as an address, a file offset, a sector) and the yes/no views of a field offered whole
+/// (`evt.failed` of `evt.errno`, `evt.is_io_read` and `evt.is_io_write` of `io.dir`). Aliases
+/// are offered once, under their field's name.
 pub fn groupable(field: &FieldInfo) -> bool {
+    use FieldId::*;
     !field.is_alias()
-        && !matches!(field.ty, FieldType::Duration | FieldType::Bool)
-        && !matches!(field.id, FieldId::EvtRes | FieldId::BlkSector)
+        && field.ty != FieldType::Duration
+        && !matches!(
+            field.id,
+            EvtRes | IoOffset | BlkSector | EvtFailed | IsIoRead | IsIoWrite
+        )
 }
 
 /// The fields the breakdown groups by, in the order `f` cycles through them: [`FIRST`], then

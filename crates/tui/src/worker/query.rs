@@ -29,7 +29,7 @@ use iocap_analysis::{
     hist, spectro, ColumnCache, Damage, DiskSplit, FieldGroups, IoStat, LatencyHist, Measure, Scan, Spectrogram,
 };
 use iocap_analysis::units;
-use iocap_filter::fields::{FieldId, FieldInfo, Value};
+use iocap_filter::fields::{self, FieldId, FieldInfo, Value};
 use iocap_filter::{Bitmap, Compiled};
 use iocap_format::{BlockOp, ChunkSummary, Class, Col, ColSet, Columns, Event, Meta, Reader, Tables};
 
@@ -368,14 +368,22 @@ impl<'t> PidNames<'t> {
 }
 
 /// How the breakdown shows value `v` of `field`, `e` being an event that has it: a pid (a
-/// parent's, a thread's process's) with its process's name (`1234 fio`), a size in K and M
-/// where that is exact (`64.0K`, else `4100B`), anything else as the filter reads it; empty
-/// for the absent value. Names are escaped already: they come from the tables.
-pub fn label(field: &FieldInfo, v: &Value, e: &Event, names: &PidNames) -> String {
+/// parent's, a thread's process's) with its process's name (`1234 fio`), a uid with its user's
+/// (`1000 alice`), a size in K and M where that is exact (`64.0K`, else `4100B`), anything else
+/// as the filter reads it; empty for the absent value. Names are escaped already: they come
+/// from the tables.
+pub fn label(field: &FieldInfo, v: &Value, e: &Event, meta: &Meta, tables: &Tables, names: &PidNames) -> String {
     let pid = match (field.id, v) {
         (_, Value::Absent) => return String::new(),
         (FieldId::ProcPid | FieldId::ProcPpid, &Value::UInt(p)) => u32::try_from(p).ok(),
         (FieldId::ThreadTid, _) => Some(e.pid),
+        (FieldId::UserUid, _) => {
+            let user = fields::value(fields::info(FieldId::UserName), e, meta, tables);
+            return match user {
+                Value::Str(name) => format!("{v} {name}"),
+                _ => v.to_string(),
+            };
+        }
         (_, &Value::Bytes(b)) => return size(b),
         _ => None,
     };
@@ -542,7 +550,7 @@ pub fn run(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Can
     let names = PidNames::for_field(q.group, reader.tables());
     let by = acc
         .groups
-        .finish_by(|v, e| (v.to_string(), label(q.group, v, e, &names)));
+        .finish_by(|v, e| (v.to_string(), label(q.group, v, e, reader.meta(), reader.tables(), &names)));
     let mut hist = LatencyHist::new();
     for (_, g) in by.iter() {
         hist.merge(&g.hist);

@@ -78,9 +78,14 @@ fn investigation(dir: &Path) -> PathBuf {
             },
             1 => {
                 let write = k.is_multiple_of(5);
+                // Sequential two times in three, as biopattern would see a readahead.
+                let pattern = match k % 3 {
+                    0 => blk_flags::RANDOM,
+                    _ => blk_flags::SEQUENTIAL,
+                };
                 Event {
                     op: u8::from(write),
-                    flags: if write { blk_flags::SYNC } else { 0 },
+                    flags: if write { blk_flags::SYNC | pattern } else { pattern },
                     queue: if k.is_multiple_of(2) { 100_000 } else { 2_000_000 },
                     sector: k as u64 * 256,
                     file,
@@ -159,8 +164,12 @@ fn breakdown_offers_every_field_with_few_values() {
             "proc.ppid",
             "proc.exe",
             "proc.cmdline",
+            "proc.cgroup",
+            "user.uid",
+            "user.name",
             "thread.tid",
             "evt.class",
+            "evt.cpu",
             "fd.num",
             "fd.directory",
             "fd.filename",
@@ -169,6 +178,8 @@ fn breakdown_offers_every_field_with_few_values() {
             "blk.op",
             "blk.bytes",
             "blk.flags",
+            "blk.queued",
+            "blk.pattern",
             "blk.cause",
             "blk.syscall",
             "disk.requests",
@@ -201,6 +212,11 @@ fn breakdown_offers_every_field_with_few_values() {
     assert!(pane(&app).contains("fio -…=/srv/data "), "{}", pane(&app));
     group_by(&mut app, "blk.flags");
     assert!(pane(&app).contains("sync "), "{}", pane(&app));
+    // Sequential and random (biopattern): fio's 500 requests, two in three sequential.
+    group_by(&mut app, "blk.pattern");
+    let patterns: Vec<(&str, u64)> = app.groups().iter().map(|g| (g.value.as_str(), g.count)).collect();
+    assert_eq!(patterns, [("", 3500), ("sequential", 333), ("random", 167)]);
+    assert!(pane(&app).contains("sequential "), "{}", pane(&app));
 
     // Request sizes, biggest group first: the flusher's and a quarter of fio's are 128 KiB.
     group_by(&mut app, "blk.bytes");

@@ -255,8 +255,10 @@ pub fn render_detail(app: &App, f: &mut Frame) {
         usize::from(width.saturating_sub(2)),
         usize::from(outer.height.saturating_sub(2)),
     );
-    // The requests take at most half the popup; the fields the rest.
-    let requests = requests_lines(app, e, found, w, h / 2);
+    // The fields take what they need, but for room for a few requests (a heading, the column
+    // names, five rows and the count of the rest); the requests the rest.
+    let fields_need = detail_lines(&entries, w, h).len();
+    let requests = requests_lines(app, e, found, w, h.saturating_sub(fields_need).max(8.min(h / 2)));
     let mut lines = detail_lines(&entries, w, h.saturating_sub(requests.len()));
     lines.extend(requests);
     let area = crate::layout::popup(outer, width, lines.len() as u16 + 2);
