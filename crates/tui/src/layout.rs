@@ -5,6 +5,10 @@
 //! when one of the three changes), so its update can ask how many spectrogram rows or list
 //! rows fit, and a mouse click which cell it hit, without anything having been drawn; the
 //! panes draw into the same rectangles.
+//!
+//! Shares of the terminal (60% for the top, 40% for the right column, 55% of it for the
+//! histogram) give way to what each pane needs to say anything at 80×24: the histogram its
+//! percentiles and [`histogram::MIN_BARS`] bars, the breakdown and the list a few rows each.
 
 use std::ops::Range;
 
