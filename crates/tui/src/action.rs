@@ -61,14 +61,14 @@ pub enum Mouse {
         /// Row, cells from the top.
         y: u16,
     },
-    /// Moved with the left button held: stretches the region.
+    /// Moved with the left button held: stretches the region a press on the plot started.
     Drag {
         /// Column, cells from the left.
         x: u16,
         /// Row, cells from the top.
         y: u16,
     },
-    /// Left button released: ends the region.
+    /// Left button released: the region stays selected for Enter (a click leaves none).
     Up {
         /// Column, cells from the left.
         x: u16,
@@ -111,9 +111,10 @@ pub enum Action {
     ZoomOut,
     /// Turn the spectrogram: as sysdig draws it (time going down) or as a heatmap (time left→right).
     ToggleOrientation,
-    /// Start a region at the cursor, or drop the one being selected.
+    /// Start a region at the cursor, or drop the one selected.
     Mark,
-    /// Enter: region → filter clause; breakdown row → `field=value`; event → detail popup.
+    /// Enter: region (else the cursor's cell) → filter clause; breakdown row → `field=value`;
+    /// event → detail popup.
     Activate,
     /// Esc outside the filter bar: close a popup, drop a region.
     Back,

@@ -60,6 +60,19 @@ pub struct Binding {
     pub actions: &'static [(Key, Action)],
 }
 
+/// What a region's keys do, as the help's line for `v` and the status line (while a region is
+/// selected) both say it.
+macro_rules! region_keys {
+    () => {
+        "Enter filters, Esc drops"
+    };
+}
+
+/// The status line's reminder while a region is selected: the same words as the help's.
+pub const REGION_KEYS: &str = region_keys!();
+
+const REGION_HELP: &str = concat!("select a time × latency region: ", region_keys!());
+
 /// Every key outside the filter bar, in the order `?` lists them. Earlier lines win: Ctrl-C
 /// quits before `c` changes the palette.
 pub static BINDINGS: &[Binding] = &[
@@ -141,7 +154,7 @@ pub static BINDINGS: &[Binding] = &[
     },
     Binding {
         keys: "v, mouse drag",
-        help: "select a time × latency region",
+        help: REGION_HELP,
         when: When::Always,
         actions: &[(char('v'), Action::Mark)],
     },

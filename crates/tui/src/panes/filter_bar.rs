@@ -6,7 +6,7 @@ pub mod render;
 
 use std::sync::Arc;
 
-use iocap_filter::{Compiled, FilterError};
+use iocap_filter::{Compiled, Expr, FilterError};
 use iocap_format::Reader;
 
 use crate::action::{Action, Edit};
@@ -131,9 +131,13 @@ impl FilterBar {
     /// Narrow the filter in force by `clause` (a region, a breakdown row), for undo to take
     /// back.
     pub fn narrow(&mut self, clause: String, reader: &Reader) -> Result<(), FilterError> {
-        let filter = match self.applied.is_empty() {
-            true => clause,
-            false => format!("({}) and {clause}", self.applied),
+        let filter = if self.applied.is_empty() {
+            clause
+        } else if loosest_is_or(&self.applied) {
+            format!("({}) and {clause}", self.applied)
+        } else {
+            // `and` binds as tightly as anything in it: no parentheses to read past.
+            format!("{} and {clause}", self.applied)
         };
         self.apply(filter, true, reader)
     }
@@ -190,6 +194,12 @@ impl FilterBar {
         // Live validation: parsing and checking are microseconds, so every keystroke.
         input.error = compile(&input.text, reader).err();
     }
+}
+
+/// Whether `text` is an `or` at its top level (or does not parse): what needs parentheses
+/// before ` and ...` is added to it.
+fn loosest_is_or(text: &str) -> bool {
+    iocap_filter::Filter::parse(text).map_or(true, |f| matches!(f.expr(), Expr::Or(..)))
 }
 
 /// Parse, check and compile `text` against this capture; `None` for an empty filter.
