@@ -190,6 +190,7 @@ impl App {
                 let t = self.view.cursor_time();
                 self.layout.area = Rect::new(0, 0, w, h);
                 self.relayout();
+                self.filter.fit(self.layout.filter.width);
                 self.refit(t, fx);
             }
             Action::Activate => self.activate(fx),
@@ -224,6 +225,7 @@ impl App {
                 let done = self.filter.update(&action, &self.cap.reader);
                 // The bar may have opened, closed or grown an error: lay out before asking.
                 self.relayout();
+                self.filter.fit(self.layout.filter.width);
                 match done {
                     Filtered::No => {}
                     Filtered::Applied => {

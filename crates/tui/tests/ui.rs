@@ -1568,6 +1568,193 @@ fn detail_of_a_call_with_many_requests_fits_80x24() {
     assert!(!popup.contains("more lines"), "{popup}");
 }
 
+/// Row `y` of `buf`: each cell's symbol and style.
+fn cells(buf: &Buffer, y: u16) -> Vec<(String, Style)> {
+    (0..buf.area.width)
+        .map(|x| (buf[(x, y)].symbol().to_owned(), buf[(x, y)].style()))
+        .collect()
+}
+
+/// The filter bar's first line as text, and the column of the caret (the reversed cell).
+fn bar(app: &App) -> (String, Option<usize>) {
+    let row = cells(&draw(app), app.layout.filter.y);
+    let text: String = row.iter().map(|(s, _)| s.as_str()).collect();
+    let reversed = |s: &Style| s.add_modifier.contains(ratatui::style::Modifier::REVERSED);
+    (text, row.iter().position(|(_, s)| reversed(s)))
+}
+
+/// The filter bar's text and caret while it is open.
+fn editing(app: &App) -> (String, usize) {
+    let i = app.filter.input.as_ref().expect("the bar is open");
+    (i.text.clone(), i.caret)
+}
+
+fn ctrl(app: &mut App, c: char) {
+    press_mod(app, KeyCode::Char(c), KeyModifiers::CONTROL);
+}
+
+fn alt(app: &mut App, code: KeyCode) {
+    press_mod(app, code, KeyModifiers::ALT);
+}
+
+/// A filter longer than the bar scrolls with the caret, `…` marking where the line goes on,
+/// so what is typed is always in sight; the closed bar shows the filter's start and end.
+#[test]
+fn a_long_filter_scrolls_in_the_bar() {
+    let (_dir, mut app, fx) = app(80, 24, "");
+    settle(&mut app, fx);
+    let long = "proc.name=postgres and evt.type=pread64 and latency>=1ms and latency<15.8ms \
+                and fd.name=\"/var/lib/pg/base/16384\" and evt.time<1s";
+    assert!(long.len() > 120);
+    press(&mut app, KeyCode::Char('/'));
+    type_text(&mut app, long);
+    // The end of what was typed, and the caret after it, in the last column.
+    let (text, caret) = bar(&app);
+    assert!(text.starts_with("/ …"), "{text:?}");
+    assert_eq!(caret, Some(79), "{text:?}");
+    let shown = text[text.find('…').unwrap() + '…'.len_utf8()..].trim_end();
+    assert!(long.ends_with(shown) && shown.len() > 70, "{text:?}");
+    insta::assert_snapshot!("filter_bar_long_end", snap_pane(&app, app.layout.filter));
+
+    // Home: the start, cut on the right.
+    ctrl(&mut app, 'a');
+    let (text, caret) = bar(&app);
+    assert_eq!(caret, Some(2));
+    assert!(text.starts_with("/ proc.name=postgres and"), "{text:?}");
+    assert!(text.ends_with('…'), "{text:?}");
+    assert!(long.starts_with(&text[2..text.len() - '…'.len_utf8()]), "{text:?}");
+    // Moving inside the bar leaves the text where it is.
+    alt(&mut app, KeyCode::Char('f'));
+    alt(&mut app, KeyCode::Char('f'));
+    alt(&mut app, KeyCode::Char('f'));
+    assert_eq!(editing(&app).1, "proc.name=postgres".len());
+    let (moved, caret) = bar(&app);
+    assert_eq!((moved.as_str(), caret), (text.as_str(), Some(2 + 18)));
+    // Past the right edge the text follows, cut on both sides, the caret on its character.
+    for _ in 0..90 {
+        ctrl(&mut app, 'f');
+    }
+    let (text, caret) = bar(&app);
+    let at = editing(&app).1;
+    assert!(text.starts_with("/ …") && text.ends_with('…'), "{text:?}");
+    let caret = caret.expect("the caret is in sight");
+    let under = text.chars().nth(caret).unwrap();
+    assert_eq!(under, long[at..].chars().next().unwrap(), "{text:?}");
+
+    // Applied, the closed bar shows both ends of it.
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(app.filter.applied, long);
+    let (text, _) = bar(&app);
+    let text = text.trim_end();
+    assert!(text.starts_with("filter: proc.name=postgres and "), "{text:?}");
+    assert!(text.ends_with(" and evt.time<1s"), "{text:?}");
+    assert_eq!(text.matches('…').count(), 1, "{text:?}");
+    // Most of the bar used (a cut between words leaves a few cells).
+    assert!((60..=80).contains(&text.chars().count()), "{text:?}");
+}
+
+/// The error's span is highlighted on the characters it names wherever the line is scrolled,
+/// and on the `…` of the side it is hidden beyond.
+#[test]
+fn the_error_span_follows_the_scroll() {
+    let (_dir, mut app, fx) = app(80, 24, "");
+    settle(&mut app, fx);
+    let red = |s: &Style| s.fg == Some(ratatui::style::Color::Red);
+    let red_text = |app: &App| -> String {
+        let row = cells(&draw(app), app.layout.filter.y);
+        row.iter().filter(|(_, s)| red(s)).map(|(c, _)| c.as_str()).collect()
+    };
+    let valid = "proc.name=postgres and evt.type=pread64 and latency>=1ms and latency<15.8ms";
+    press(&mut app, KeyCode::Char('/'));
+    type_text(&mut app, &format!("{valid} and evt.time<1s and proc.nme=x"));
+    let span = app.filter.input.as_ref().unwrap().error.clone().unwrap().span;
+    assert_eq!(span.len(), "proc.nme".len());
+    assert_eq!(red_text(&app), "proc.nme");
+    insta::assert_snapshot!("filter_bar_error_scrolled", snap_pane(&app, app.layout.filter));
+    // At the start, the span is beyond the right edge: the `…` there says so.
+    ctrl(&mut app, 'a');
+    assert_eq!(red_text(&app), "…");
+    assert!(bar(&app).0.trim_end().ends_with('…'));
+    // A mistake at the start, the caret at the end: the left `…`.
+    ctrl(&mut app, 'k');
+    type_text(&mut app, &format!("proc.nme=x and {valid}"));
+    assert_eq!(red_text(&app), "…");
+    assert!(bar(&app).0.starts_with("/ …"));
+    ctrl(&mut app, 'a');
+    assert_eq!(red_text(&app), "proc.nme");
+}
+
+/// readline's keys in the filter bar, what people type without thinking, each checked on the
+/// text and caret it leaves.
+#[test]
+fn the_filter_bar_takes_readline_keys() {
+    let (_dir, mut app, fx) = app(80, 24, "");
+    settle(&mut app, fx);
+    press(&mut app, KeyCode::Char('/'));
+    type_text(&mut app, "proc.name=fio and latency>1ms");
+    let at = |app: &App| editing(app);
+    let s = |t: &str, c: usize| (t.to_owned(), c);
+
+    ctrl(&mut app, 'w');
+    assert_eq!(at(&app), s("proc.name=fio and ", 18), "Ctrl-W: back to a space");
+    ctrl(&mut app, 'y');
+    assert_eq!(at(&app), s("proc.name=fio and latency>1ms", 29), "Ctrl-Y: pasted back");
+    alt(&mut app, KeyCode::Backspace);
+    assert_eq!(at(&app), s("proc.name=fio and latency>", 26), "Alt-Backspace: a word");
+    alt(&mut app, KeyCode::Char('b'));
+    assert_eq!(at(&app).1, 18, "Alt-B: to the word's start");
+    ctrl(&mut app, 'k');
+    assert_eq!(at(&app), s("proc.name=fio and ", 18), "Ctrl-K: to the end");
+    ctrl(&mut app, 'a');
+    assert_eq!(at(&app).1, 0, "Ctrl-A");
+    alt(&mut app, KeyCode::Char('f'));
+    assert_eq!(at(&app).1, 4, "Alt-F: past `proc`");
+    alt(&mut app, KeyCode::Char('d'));
+    assert_eq!(at(&app), s("proc=fio and ", 4), "Alt-D: the next word");
+    ctrl(&mut app, 'y');
+    assert_eq!(at(&app), s("proc.name=fio and ", 9));
+    ctrl(&mut app, 'e');
+    assert_eq!(at(&app).1, 18, "Ctrl-E");
+    ctrl(&mut app, 'b');
+    ctrl(&mut app, 'b');
+    assert_eq!(at(&app).1, 16, "Ctrl-B");
+    ctrl(&mut app, 'f');
+    assert_eq!(at(&app).1, 17, "Ctrl-F");
+    ctrl(&mut app, 'h');
+    assert_eq!(at(&app), s("proc.name=fio an ", 16), "Ctrl-H: backspace");
+    ctrl(&mut app, 'd');
+    assert_eq!(at(&app), s("proc.name=fio an", 16), "Ctrl-D: delete");
+    press_mod(&mut app, KeyCode::Left, KeyModifiers::CONTROL);
+    assert_eq!(at(&app).1, 14, "Ctrl-←: a word left");
+    ctrl(&mut app, 'u');
+    assert_eq!(at(&app), s("an", 0), "Ctrl-U: to the start");
+    press(&mut app, KeyCode::End);
+    ctrl(&mut app, 'y');
+    assert_eq!(at(&app), s("anproc.name=fio ", 16), "Ctrl-Y: the last kill");
+    // Alt or Ctrl with a key the table does not name types nothing.
+    alt(&mut app, KeyCode::Char('x'));
+    ctrl(&mut app, 'x');
+    assert_eq!(at(&app), s("anproc.name=fio ", 16));
+
+    // Characters stay whole: a wide one, a letter with a combining accent.
+    ctrl(&mut app, 'u');
+    type_text(&mut app, "fd.name=\"日本e\u{301}\"");
+    press(&mut app, KeyCode::Left);
+    press(&mut app, KeyCode::Left);
+    let (text, caret) = at(&app);
+    assert_eq!(&text[caret..], "e\u{301}\"", "← steps over the accent with its letter");
+    press(&mut app, KeyCode::Backspace);
+    assert_eq!(at(&app).0, "fd.name=\"日e\u{301}\"");
+    let (shown, col) = bar(&app);
+    // A wide character's second cell is blank in the buffer.
+    assert_eq!(shown.trim_end(), "/ fd.name=\"日 e\u{301}\"");
+    // `/ fd.name="日` is 13 cells: the caret is on the `e`.
+    assert_eq!(col, Some(13));
+    // Esc: nothing applied.
+    press(&mut app, KeyCode::Esc);
+    assert_eq!(app.filter.applied, "");
+}
+
 /// A region's clause in the shortest literals that read back, without the bounds every event
 /// meets, and without parentheses the filter before it does not need.
 #[test]
