@@ -500,6 +500,10 @@ fn mouse_drag_selects_enter_applies_esc_drops() {
     assert!(app.view.anchor.is_some(), "the region stays selected");
     let status = status_text(&app);
     assert!(status.contains(&format!("region: {}", keys::REGION_KEYS)), "{status}");
+    // Another pane's Enter is not the region's: no reminder there.
+    press(&mut app, KeyCode::Tab);
+    assert!(!status_text(&app).contains("region:"));
+    press(&mut app, KeyCode::BackTab);
     let help = keys::BINDINGS.iter().find(|b| b.keys.contains("mouse drag")).unwrap();
     assert!(help.help.ends_with(keys::REGION_KEYS), "{}", help.help);
     insta::assert_snapshot!("mouse_region_selected", full(&app));
