@@ -99,32 +99,54 @@ impl Window {
     }
 }
 
-/// The part of `s` shown in `cells` when it starts at `from`: as much as fits, leaving a cell
-/// for the caret at the end of the text and for each `…`.
-fn fill(s: &str, from: usize, cells: usize) -> Window {
-    let room = cells.saturating_sub(usize::from(from > 0));
-    // The whole rest, and the caret's cell after it.
-    if str_width(&s[from..]) < room {
-        return Window {
-            from,
-            to: s.len(),
-            cut_right: false,
-        };
-    }
-    let room = room.saturating_sub(1);
-    let (mut to, mut used) = (from, 0);
-    while to < s.len() {
-        let n = next(s, to);
-        used += str_width(&s[to..n]);
-        if used > room {
-            break;
+/// Where each caret step of a text starts (a character with its combining marks), and how
+/// many cells the text before it takes: what [`window`] searches, so that a line of thousands
+/// of characters (a pasted filter) costs a few binary searches per keystroke.
+struct Steps {
+    /// Byte offsets of the steps, then the text's length.
+    at: Vec<usize>,
+    /// `cells[i]`: cells of the text before `at[i]`.
+    cells: Vec<usize>,
+}
+
+impl Steps {
+    fn new(s: &str) -> Steps {
+        let (mut at, mut cells) = (vec![0], vec![0]);
+        let mut i = 0;
+        while i < s.len() {
+            let n = next(s, i);
+            cells.push(cells[cells.len() - 1] + str_width(&s[i..n]));
+            at.push(n);
+            i = n;
         }
-        to = n;
+        Steps { at, cells }
     }
-    Window {
-        from,
-        to,
-        cut_right: true,
+
+    /// The step at or before byte `i`.
+    fn index(&self, i: usize) -> usize {
+        self.at.partition_point(|&a| a <= i).saturating_sub(1)
+    }
+
+    /// The part shown in `cells` when it starts at step `k`: as much as fits, leaving a cell
+    /// for the caret at the end of the text and for each `…`.
+    fn fill(&self, k: usize, cells: usize) -> Window {
+        let (last, from) = (self.at.len() - 1, self.at[k]);
+        let room = cells.saturating_sub(usize::from(k > 0));
+        // The whole rest, and the caret's cell after it.
+        if self.cells[last] - self.cells[k] < room {
+            return Window {
+                from,
+                to: self.at[last],
+                cut_right: false,
+            };
+        }
+        let fits = self.cells[k] + room.saturating_sub(1);
+        let j = self.cells.partition_point(|&c| c <= fits).saturating_sub(1).max(k);
+        Window {
+            from,
+            to: self.at[j],
+            cut_right: true,
+        }
     }
 }
 
@@ -133,23 +155,32 @@ fn fill(s: &str, from: usize, cells: usize) -> Window {
 /// holds still while the caret moves inside it), else moved just enough to show it; and never
 /// empty room on the right while text is hidden on the left (after a deletion).
 pub fn window(s: &str, caret: usize, from: usize, cells: usize) -> Window {
-    let caret = caret.min(s.len());
-    let mut from = from.min(caret);
-    while !s.is_char_boundary(from) {
-        from -= 1;
-    }
-    let mut w = fill(s, from, cells);
-    while !w.shows(s, caret) && w.from < caret {
-        w = fill(s, next(s, w.from), cells);
-    }
-    while w.from > 0 && !w.cut_right {
-        let wider = fill(s, prev(s, w.from), cells);
-        if wider.cut_right {
-            break;
+    let steps = Steps::new(s);
+    let kc = steps.index(caret.min(s.len()));
+    let k0 = steps.index(from).min(kc);
+    let shows = |k: usize| steps.fill(k, cells).shows(s, steps.at[kc]);
+    // The caret beyond the right edge: the first start from which it shows (the later the
+    // start, the further right the window reaches).
+    let k = if shows(k0) { k0 } else { first(k0 + 1, kc, shows).min(kc) };
+    // Room on the right with text hidden on the left: the first start that shows the rest.
+    let whole = |k: usize| !steps.fill(k, cells).cut_right;
+    let k = if k > 0 && whole(k) { first(0, k, whole) } else { k };
+    steps.fill(k, cells)
+}
+
+/// The first of `lo..=hi` where `holds`, which is false and then true along it (`hi + 1` if it
+/// never holds): a binary search.
+fn first(mut lo: usize, hi: usize, holds: impl Fn(usize) -> bool) -> usize {
+    let mut hi = hi + 1;
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if holds(mid) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
         }
-        w = wider;
     }
-    w
+    lo
 }
 
 /// `s` in at most `cells` cells: whole if it fits, else its start and its end with `…` between
@@ -259,6 +290,38 @@ mod tests {
         // Too narrow for the marks: at least it starts at the caret.
         assert_eq!(window(s, 3, 0, 1).from, 3);
         assert_eq!(window(s, 3, 0, 0).from, 3);
+    }
+
+    /// Every caret and earlier start of a line of narrow, wide and combining characters, in
+    /// bars 4 (a wide character between two `…`) to 12 cells wide: the caret shows, the window fits, it stays where it was while
+    /// it can, and leaves no room on the right while text is hidden on the left.
+    #[test]
+    fn window_holds_for_every_caret() {
+        let s = "ab日e\u{301}c本語 x\u{301}yz漢字de";
+        let carets: Vec<usize> = std::iter::successors(Some(0), |&i| (i < s.len()).then(|| next(s, i))).collect();
+        for cells in 4..=12 {
+            for &caret in &carets {
+                for &from in &carets {
+                    let w = window(s, caret, from, cells);
+                    assert!(w.shows(s, caret), "{cells} {caret} {from}: {w:?}");
+                    // The `…` on the right, or the caret's cell after the text.
+                    let used = usize::from(w.from > 0) + str_width(&s[w.from..w.to]) + 1;
+                    assert!(used <= cells, "{cells} {caret} {from}: {w:?}");
+                    if from <= caret && fill(s, from, cells).shows(s, caret) && fill(s, from, cells).cut_right {
+                        assert_eq!(w.from, from, "{cells} {caret}: moved without need");
+                    }
+                    if w.from > 0 && !w.cut_right {
+                        assert!(fill(s, prev(s, w.from), cells).cut_right, "{cells} {caret} {from}: room left");
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`Steps::fill`] from byte `from`.
+    fn fill(s: &str, from: usize, cells: usize) -> Window {
+        let steps = Steps::new(s);
+        steps.fill(steps.index(from), cells)
     }
 
     #[test]
