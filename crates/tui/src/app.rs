@@ -235,6 +235,7 @@ impl App {
                 let t = self.view.cursor_time();
                 self.layout.area = Rect::new(0, 0, w, h);
                 self.relayout();
+                self.filter.fit(self.layout.filter.width);
                 self.refit(t, fx);
             }
             Action::Activate => self.activate(fx),
@@ -277,6 +278,7 @@ impl App {
                 let done = self.filter.update(&action, &self.cap.reader);
                 // The bar may have opened, closed or grown an error: lay out before asking.
                 self.relayout();
+                self.filter.fit(self.layout.filter.width);
                 match done {
                     Filtered::No => {}
                     Filtered::Applied => {
@@ -362,8 +364,14 @@ impl App {
         let (clause, what) = match self.focus {
             Pane::Spectrogram => {
                 let clause = self.view.region_clause(&self.cap, &self.layout);
-                self.view.anchor = None;
-                (clause, "region")
+                self.view.drop_region();
+                match clause {
+                    Some(clause) => (clause, "region"),
+                    None => {
+                        self.note = Some("the region holds every event: the filter stays".into());
+                        return;
+                    }
+                }
             }
             Pane::Breakdown => match self.breakdown.clause(self.groups()) {
                 Some(clause) => (clause, "breakdown"),
@@ -382,22 +390,36 @@ impl App {
         }
     }
 
+    /// The mouse: a press focuses the pane under it and, on the spectrogram's plot, puts the
+    /// cursor there and starts a region; a drag from there stretches it, to the plot's nearest
+    /// cell when outside it; the release leaves it selected (Enter applies it, as after `v`).
+    /// A drag that started elsewhere does nothing, and nothing under a popup is pressed.
     fn mouse(&mut self, m: Mouse, fx: &mut Effects) {
         let (x, y) = match m {
             Mouse::Down { x, y } | Mouse::Drag { x, y } | Mouse::Up { x, y } => (x, y),
             Mouse::ScrollUp { .. } | Mouse::ScrollDown { .. } => return self.view_update(&Action::Mouse(m), fx),
         };
-        let Some((t, l)) = self.layout.cell_at(x, y) else {
-            // A click elsewhere focuses the pane under it.
-            if let Some(f) = self.layout.pane_at(x, y) {
-                self.focus = f;
-            }
+        if self.help || self.list.detail {
             return;
-        };
-        self.focus = Pane::Spectrogram;
-        self.view.point(t, l, matches!(m, Mouse::Down { .. }));
-        if matches!(m, Mouse::Up { .. }) && self.view.selecting() {
-            self.activate(fx);
+        }
+        match m {
+            Mouse::Down { .. } => {
+                if let Some(f) = self.layout.pane_at(x, y) {
+                    self.focus = f;
+                }
+                match self.layout.cell_at(x, y) {
+                    Some((t, l)) => self.view.press(t, l),
+                    None => self.view.dragging = false,
+                }
+            }
+            _ => {
+                let Some((t, l)) = self.layout.nearest_cell(x, y) else { return };
+                if matches!(m, Mouse::Up { .. }) {
+                    self.view.release(t, l);
+                } else {
+                    self.view.drag(t, l);
+                }
+            }
         }
     }
 

@@ -159,6 +159,16 @@ impl Layout {
         })
     }
 
+    /// The spectrogram cell nearest terminal cell `(x, y)`: the one under it, or on the plot's
+    /// edge when it is outside (a drag that left the plot). `None` when the plot is empty.
+    pub fn nearest_cell(&self, x: u16, y: u16) -> Option<(usize, usize)> {
+        let p = self.plot;
+        if p.is_empty() {
+            return None;
+        }
+        self.cell_at(x.clamp(p.x, p.right() - 1), y.clamp(p.y, p.bottom() - 1))
+    }
+
     /// The focusable pane under terminal cell `(x, y)`.
     pub fn pane_at(&self, x: u16, y: u16) -> Option<Pane> {
         let pos = Position { x, y };

@@ -49,8 +49,11 @@ pub struct View {
     pub cursor_t: usize,
     /// Cursor: latency cell in the pane.
     pub cursor_l: usize,
-    /// The other corner of a region being selected: (row start time, latency cell).
+    /// The other corner of the region selected (by `v` or a drag), until Enter applies it or
+    /// Esc drops it: (row start time, latency cell).
     pub anchor: Option<(u64, usize)>,
+    /// The left button went down on the plot and is held: moves stretch the region.
+    pub dragging: bool,
     /// What block requests are plotted by (calls always by their latency); the histogram and
     /// the breakdown's percentiles follow.
     pub measure: Measure,
@@ -83,6 +86,7 @@ impl View {
             cursor_t: 0,
             cursor_l: 0,
             anchor: None,
+            dragging: false,
             measure: Measure::Latency,
             grid: Grid::empty(cap.start, interval, 0),
             all: true,
@@ -121,14 +125,14 @@ impl View {
             Action::ZoomIn => self.zoom(-1, cap, layout),
             Action::ZoomOut => self.zoom(1, cap, layout),
             Action::Mark => {
-                self.anchor = match self.anchor {
-                    Some(_) => None,
-                    None => Some((self.cursor_time(), self.cursor_l)),
-                };
+                match self.anchor {
+                    Some(_) => self.drop_region(),
+                    None => self.anchor = Some((self.cursor_time(), self.cursor_l)),
+                }
                 Moved::No
             }
             Action::Back => {
-                self.anchor = None;
+                self.drop_region();
                 Moved::No
             }
             Action::Mouse(Mouse::ScrollUp { .. }) => self.scrub(-(self.interval as i64) * 3, cap, layout),
@@ -159,13 +163,42 @@ impl View {
         self.center_on(t, cap, layout)
     }
 
-    /// The cursor to cell `(t, l)` (a click or a drag); starts a region when `mark`.
-    pub fn point(&mut self, t: usize, l: usize, mark: bool) {
+    /// The left button pressed on cell `(t, l)`: the cursor there, and a region started that
+    /// the drag stretches.
+    pub fn press(&mut self, t: usize, l: usize) {
         self.cursor_t = t;
         self.cursor_l = l;
-        if mark {
-            self.anchor = Some((self.cursor_time(), l));
+        self.anchor = Some((self.cursor_time(), l));
+        self.dragging = true;
+    }
+
+    /// The button held and moved to cell `(t, l)`: the cursor there, so the region stretches
+    /// to it. Nothing unless the press was on the plot.
+    pub fn drag(&mut self, t: usize, l: usize) {
+        if self.dragging {
+            self.cursor_t = t;
+            self.cursor_l = l;
         }
+    }
+
+    /// The button released on cell `(t, l)`. A drag leaves its region selected, for Enter to
+    /// apply or Esc to drop: releasing applies nothing. A click (no other cell reached) leaves
+    /// the cursor there and no region.
+    pub fn release(&mut self, t: usize, l: usize) {
+        if !self.dragging {
+            return;
+        }
+        self.drag(t, l);
+        self.dragging = false;
+        if !self.selecting() {
+            self.anchor = None;
+        }
+    }
+
+    /// No region any more (Esc, or Enter has applied it).
+    pub fn drop_region(&mut self) {
+        self.anchor = None;
+        self.dragging = false;
     }
 
     /// Whether a region of more than the cursor's cell is being selected.
@@ -190,16 +223,27 @@ impl View {
     }
 
     /// The filter clause for the selected region (or the cursor cell): its rows' time range,
-    /// and its latency range unless it reaches the pane's edge: of what is plotted, so under
-    /// another measure, calls by their latency and block requests by the measure's field.
-    pub fn region_clause(&self, cap: &Capture, layout: &Layout) -> String {
+    /// and its latency range: of what is plotted, so under another measure, calls by their
+    /// latency and block requests by the measure's field. A bound every event meets is left
+    /// out (a region from the capture's first row, to its last, or to the pane's latency
+    /// edge), and every literal is the shortest that reads back as the bound. `None` when
+    /// that leaves nothing: every event is in the region.
+    pub fn region_clause(&self, cap: &Capture, layout: &Layout) -> Option<String> {
         let here = (self.cursor_time(), self.cursor_l);
         let (a, b) = self.anchor.unwrap_or(here);
         let (t0, t1) = (a.min(here.0), a.max(here.0).saturating_add(self.interval));
         let (l0, l1) = (b.min(here.1), b.max(here.1));
         let (c0, c1) = (layout.cell_cols(l0).start, layout.cell_cols(l1).end);
-        let rel = |t: u64| literal::duration(t.saturating_sub(cap.reader.meta().start_ts));
-        let mut parts = vec![format!("evt.time>={}", rel(t0)), format!("evt.time<{}", rel(t1))];
+        // `evt.time` counts from the recording's start, 0 for anything before it.
+        let origin = cap.reader.meta().start_ts;
+        let mut parts = Vec::new();
+        if t0 > origin {
+            parts.push(format!("evt.time>={}", literal::duration(t0 - origin)));
+        }
+        // No event starts after the capture's last one.
+        if t1 <= cap.last {
+            parts.push(format!("evt.time<{}", literal::duration(t1.saturating_sub(origin))));
+        }
         let range = |field: &str| {
             let mut r = Vec::new();
             if c0 > 0 {
@@ -220,7 +264,7 @@ impl View {
                 ),
             });
         }
-        parts.join(" and ")
+        (!parts.is_empty()).then(|| parts.join(" and "))
     }
 
     /// Put `t` (within the capture) under the cursor, keeping the cursor's position on screen
