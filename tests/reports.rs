@@ -723,4 +723,8 @@ fn real_fixtures() {
     ]);
     assert_eq!(all["matched"], with_offset["matched"]);
     assert!(all["matched"].as_u64().unwrap() > 10_000, "{all}");
+    // Addresses read in hex, as /proc/PID/maps writes them.
+    let maps = ok(&["events", mixed, "evt.type in (mmap, brk)", "--limit", "3"]);
+    assert!(maps.contains(" brk ") && maps.contains(" 0x55ddcf7e9000"), "{maps}");
+    assert!(maps.contains(" 0x7faae7963000"), "{maps}");
 }

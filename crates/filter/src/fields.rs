@@ -542,6 +542,13 @@ pub fn value_in<'a, L: Lookup + ?Sized>(field: &FieldInfo, e: &Event, meta: &Met
     }
 }
 
+/// Whether an event's return value is an address (`mmap`, `mmap2`, `mremap`, `brk`, `shmat`),
+/// which reads better in hex.
+pub fn returns_address(arch: &str, class: Class, nr: u32) -> bool {
+    class == Class::Syscall
+        && syscalls::name(arch, nr).is_some_and(|n| matches!(n, "mmap" | "mmap2" | "mremap" | "brk" | "shmat"))
+}
+
 /// The syscalls given a file offset, which `io.offset` reads.
 pub(crate) const POSITIONAL_CALLS: &[&str] = &["pread64", "pwrite64", "preadv", "pwritev", "preadv2", "pwritev2"];
 

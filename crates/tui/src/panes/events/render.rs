@@ -125,12 +125,7 @@ fn res_cell(e: &Event, arch: &str, w: usize) -> String {
     if e.ret < 0 {
         return cut(&fields::errno_name(e.ret.unsigned_abs()), w);
     }
-    let addr = e.class == Class::Syscall
-        && matches!(
-            &*fields::evt_type(arch, e.class, e.nr),
-            "mmap" | "mmap2" | "mremap" | "brk" | "shmat"
-        );
-    if addr {
+    if fields::returns_address(arch, e.class, e.nr) {
         let hex = format!("{:#x}", e.ret);
         return match hex.len() <= w {
             true => hex,
