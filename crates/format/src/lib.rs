@@ -8,7 +8,9 @@
 //!
 //! - [`Writer`] writes a capture; it must be [`Writer::finish`]ed.
 //! - [`Reader`] opens one by its index, or recovers every whole frame of a file that was cut
-//!   short or damaged ([`Reader::is_clean`] tells which).
+//!   short or damaged ([`Reader::is_clean`] tells which). A file still being written is read
+//!   as far as it goes, and [`Reader::refresh`] reads on as it grows ([`Reader::liveness`]:
+//!   the recorder holds a lock on it while it writes, [`lock_for_writing`]).
 //! - [`Columns`] is a decoded chunk; [`Event`] is one row of it.
 //!
 //! ```
@@ -31,6 +33,7 @@ mod columns;
 mod error;
 pub mod escape;
 mod frame;
+mod live;
 mod model;
 mod pack;
 mod reader;
@@ -44,11 +47,12 @@ mod writer;
 pub use columns::{Col, ColSet, ColValue, Columns, MAX_CHUNK_EVENTS};
 pub use error::{Error, Limit};
 pub use frame::{FORMAT_MAJOR, FORMAT_MINOR};
+pub use live::{lock_for_writing, Liveness};
 pub use model::{
     blk_flags, dev_parts, mkdev, BlockOp, Cause, Class, Device, DropStats, Event, FdType, FileEntry, Meta, ProcEntry,
     StrId,
 };
-pub use reader::{ChunkDecoder, ChunkInfo, Reader, Source};
+pub use reader::{ChunkDecoder, ChunkInfo, Growth, Reader, Source};
 pub use summary::{log2_bucket, log2_bucket_range, ChunkSummary, LOG2_BUCKETS};
 pub use tables::{table_budget, Tables, MAX_STRING, MAX_TABLE_BYTES, TABLE_BUDGET_FLOOR, TABLE_BYTES_PER_FILE_BYTE};
 pub use writer::{Writer, WriterOptions};

@@ -1,12 +1,15 @@
-//! The capture reader: opens by the footer index, or recovers a file that has none.
+//! The capture reader: opens by the footer index, or recovers a file that has none, and
+//! follows a file still being written ([`Reader::refresh`]).
 
 use std::fs::File;
 use std::io;
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::columns::{ColSet, Columns, DecodeError};
 use crate::error::{Error, Limit};
 use crate::frame::{self, FrameHeader, Kind, FRAME_HEADER_LEN, PREAMBLE_LEN, TRAILER_LEN};
+use crate::live::{self, Liveness};
 use crate::model::{DropStats, Event, Meta};
 use crate::pack::Unpacker;
 use crate::summary::ChunkSummary;
@@ -17,11 +20,30 @@ use crate::varint::Cursor;
 pub trait Source: Send + Sync {
     /// Fill `buf` from `offset`; an `UnexpectedEof` error when the source ends first.
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
-    /// Size in bytes, read once when a [`Reader`] opens: bytes appended later are not seen.
+    /// Size in bytes, read when a [`Reader`] opens and again by [`Reader::refresh`].
     fn len(&self) -> io::Result<u64>;
     /// Whether [`Source::len`] is 0.
     fn is_empty(&self) -> io::Result<bool> {
         Ok(self.len()? == 0)
+    }
+    /// Whether a writer holds the source and is still adding to it (for a file: a recorder's
+    /// lock, [`crate::lock_for_writing`]). No by default: bytes in memory are all there is.
+    fn writer_alive(&self) -> bool {
+        false
+    }
+}
+
+impl<S: Source + ?Sized> Source for Arc<S> {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        (**self).read_exact_at(buf, offset)
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        (**self).len()
+    }
+
+    fn writer_alive(&self) -> bool {
+        (**self).writer_alive()
     }
 }
 
@@ -47,6 +69,10 @@ impl Source for File {
 
     fn len(&self) -> io::Result<u64> {
         Ok(self.metadata()?.len())
+    }
+
+    fn writer_alive(&self) -> bool {
+        live::writer_alive(self)
     }
 }
 
@@ -105,6 +131,10 @@ impl Default for ChunkDecoder {
 
 /// An open capture. Cheap to share between threads: every read is positional.
 ///
+/// A file still being written (see [`Reader::liveness`]) opens with what is on disk so far,
+/// and [`Reader::refresh`] adds what the writer appends since. A clone is a snapshot: it shares
+/// the source, and the tables until one of the two changes them.
+///
 /// ```no_run
 /// use iocap_format::{ColSet, Columns, ChunkDecoder, Reader};
 /// let r = Reader::open("trace.cap")?;
@@ -116,15 +146,72 @@ impl Default for ChunkDecoder {
 /// # Ok::<(), iocap_format::Error>(())
 /// ```
 pub struct Reader<S: Source = File> {
-    src: S,
+    src: Arc<S>,
+    /// Bytes read so far: at open, or at the last [`Reader::refresh`].
     file_len: u64,
     version: (u16, u16),
     meta: Meta,
-    tables: Tables,
+    tables: Arc<Tables>,
     chunks: Vec<ChunkInfo>,
     drop_stats: Vec<DropStats>,
     stop_ts: Option<u64>,
+    /// Where a scan stands, while the file is read by scanning (no valid index yet).
+    scan: Option<ScanState>,
+    liveness: Liveness,
     recovery: Option<String>,
+}
+
+impl<S: Source> Clone for Reader<S> {
+    fn clone(&self) -> Self {
+        Reader {
+            src: Arc::clone(&self.src),
+            file_len: self.file_len,
+            version: self.version,
+            meta: self.meta.clone(),
+            tables: Arc::clone(&self.tables),
+            chunks: self.chunks.clone(),
+            drop_stats: self.drop_stats.clone(),
+            stop_ts: self.stop_ts,
+            scan: self.scan.clone(),
+            liveness: self.liveness,
+            recovery: self.recovery.clone(),
+        }
+    }
+}
+
+/// What [`Reader::refresh`] found appended since the last look.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Growth {
+    /// New chunks: the last ones of [`Reader::chunks`] now.
+    pub chunks: usize,
+    /// Table frames merged into [`Reader::tables`] (new processes, files, strings, devices).
+    pub tables: usize,
+    /// Drop statistics frames added to [`Reader::drop_stats`].
+    pub stats: usize,
+    /// Bytes of whole frames read.
+    pub bytes: u64,
+}
+
+impl Growth {
+    /// Whether nothing was added.
+    pub fn is_empty(&self) -> bool {
+        *self == Growth::default()
+    }
+}
+
+/// How far the scan of a file without a valid index got.
+#[derive(Clone, Debug)]
+struct ScanState {
+    /// Where the next scan starts: the end of the last whole frame, or the start of bytes
+    /// that did not make a frame when last read (a frame being written, or damage).
+    resume: u64,
+    /// Why the file is read by scanning, then what the scan skipped for good.
+    notes: Vec<String>,
+    /// What the bytes from `resume` to the end were when last read (a frame cut short, stray
+    /// bytes): the end of a live file is not damage yet.
+    tail: Option<String>,
+    /// The last index frame the scan read: its offset and what it lists.
+    index: Option<(u64, Index)>,
 }
 
 impl Reader<File> {
@@ -180,6 +267,9 @@ impl<S: Source> Reader<S> {
     /// Open a capture: by its footer index when it has a valid one, otherwise by scanning
     /// every frame (the file is then reported as not clean).
     pub fn new(src: S) -> Result<Reader<S>, Error> {
+        // Asked before anything is read: a writer that finishes after this leaves its index
+        // for the read to find, one that dies leaves what it flushed.
+        let alive = src.writer_alive();
         let file_len = src.len()?;
         let mut pre = [0u8; PREAMBLE_LEN];
         if file_len < PREAMBLE_LEN as u64 {
@@ -192,33 +282,92 @@ impl<S: Source> Reader<S> {
         src.read_exact_at(&mut pre, 0)?;
         let version = frame::parse_preamble(&pre)?;
         let mut r = Reader {
-            src,
+            src: Arc::new(src),
             file_len,
             version,
             meta: Meta::default(),
-            tables: Tables::with_budget(table_budget(file_len)),
+            tables: Arc::new(Tables::with_budget(table_budget(file_len))),
             chunks: Vec::new(),
             drop_stats: Vec::new(),
             stop_ts: None,
+            scan: None,
+            liveness: Liveness::Finished,
             recovery: None,
         };
         let mut dec = ChunkDecoder::new();
         r.read_header(&mut dec)?;
+        r.tables = Arc::new(r.first_tables());
         if let Err(why) = r.open_by_index(&mut dec) {
-            r.tables = Tables::with_budget(table_budget(file_len));
+            r.tables = Arc::new(r.first_tables());
             r.chunks.clear();
             r.drop_stats.clear();
             r.stop_ts = None;
-            r.scan(&mut dec, why)?;
-        }
-        // The devices known at start live in the header; device frames add later ones (and
-        // win, being newer). One table serves every lookup.
-        for d in &r.meta.devices {
-            if r.tables.device_name(d.dev).is_none() {
-                r.tables.add_device(d.clone());
-            }
+            r.scan = Some(ScanState {
+                resume: PREAMBLE_LEN as u64,
+                notes: vec![why],
+                tail: None,
+                index: None,
+            });
+            r.scan_on(&mut dec, alive)?;
         }
         Ok(r)
+    }
+
+    /// The tables before any table frame: the devices known at start, from the header. Device
+    /// frames add later ones, and rename these (they are newer): one table serves every lookup.
+    fn first_tables(&self) -> Tables {
+        let mut tables = Tables::with_budget(table_budget(self.file_len));
+        for d in &self.meta.devices {
+            if tables.device_name(d.dev).is_none() {
+                tables.add_device(d.clone());
+            }
+        }
+        tables
+    }
+
+    /// Read what was appended to the file since it was opened or last refreshed: from the end
+    /// of the last whole frame read, every whole frame now there (chunks, tables, drop
+    /// statistics), as the recovery scan reads them. A file still being written grows this
+    /// way, and once its writer has written the index and trailer the reader is
+    /// [`Liveness::Finished`] and clean, as if opened then. Nothing to do (an empty [`Growth`])
+    /// for a finished file or one that has not grown.
+    ///
+    /// Chunks are only ever added at the end: an index into [`Reader::chunks`] keeps its
+    /// meaning. The table budget ([`table_budget`]) grows with the file; a table frame over
+    /// it waits, while the writer lives, for the file to grow past it.
+    ///
+    /// ```no_run
+    /// use iocap_format::{Liveness, Reader};
+    /// let mut r = Reader::open("trace.cap")?;
+    /// while r.liveness() == Liveness::Live {
+    ///     std::thread::sleep(std::time::Duration::from_millis(250));
+    ///     let grown = r.refresh()?;
+    ///     let first_new = r.chunks().len() - grown.chunks;
+    ///     println!("{} new chunks from chunk {first_new}", grown.chunks);
+    /// }
+    /// # Ok::<(), iocap_format::Error>(())
+    /// ```
+    pub fn refresh(&mut self) -> Result<Growth, Error> {
+        if self.scan.is_none() {
+            return Ok(Growth::default());
+        }
+        let alive = self.src.writer_alive();
+        let len = self.src.len()?;
+        if len < self.file_len {
+            return Err(Error::corrupt(len, "the file shrank while being read"));
+        }
+        let was = self.liveness;
+        if len == self.file_len && alive == (was == Liveness::Live) {
+            return Ok(Growth::default());
+        }
+        self.file_len = len;
+        self.scan_on(&mut ChunkDecoder::new(), alive)
+    }
+
+    /// How far the file is from finished: [`Liveness::Live`] while a recorder writes it, as
+    /// of the open or the last [`Reader::refresh`].
+    pub fn liveness(&self) -> Liveness {
+        self.liveness
     }
 
     /// The header's metadata.
@@ -241,17 +390,20 @@ impl<S: Source> Reader<S> {
         &self.chunks
     }
 
-    /// Whether the file was finished cleanly (footer index present and valid).
+    /// Whether the file was finished cleanly (footer index present and valid). A file being
+    /// written is not clean yet, without being damaged ([`Reader::liveness`]).
     pub fn is_clean(&self) -> bool {
-        self.recovery.is_none()
+        self.scan.is_none()
     }
 
-    /// Why the file had to be recovered by a scan, and what the scan found.
+    /// Why the file had to be recovered by a scan, and what the scan found; `None` for a
+    /// clean file, and for a [`Liveness::Live`] one as long as what it lacks is only what its
+    /// writer has not written yet.
     pub fn recovery(&self) -> Option<&str> {
         self.recovery.as_deref()
     }
 
-    /// Size of the file in bytes, as it was when opened.
+    /// Size of the file in bytes, as far as it was read (at open, or the last refresh).
     pub fn file_len(&self) -> u64 {
         self.file_len
     }
@@ -397,31 +549,11 @@ impl<S: Source> Reader<S> {
             .map_err(io)?
             .filter(|h| h.kind == Kind::Index as u16 && at + h.frame_len() + TRAILER_LEN as u64 == self.file_len)
             .ok_or("the footer index is damaged")?;
-        let mut index = Vec::new();
-        self.read_payload(at, &h, &mut index).map_err(io)?;
-        let bad = || "the footer index is damaged".to_string();
-        let mut cur = Cursor::new(&index);
-        let stop_ts = cur.varint().ok_or_else(bad)?;
-        let _drops = cur.varint().ok_or_else(bad)?;
-        let n = cur.varint().ok_or_else(bad)?;
-        if n > cur.remaining() as u64 {
-            return Err(bad());
-        }
-        for _ in 0..n {
-            let offset = cur.varint().ok_or_else(bad)?;
-            let summary = ChunkSummary::decode(&mut cur).ok_or_else(bad)?;
-            if offset >= at {
-                return Err(bad());
-            }
-            self.chunks.push(ChunkInfo { offset, summary });
-        }
-        let n = cur.varint().ok_or_else(bad)?;
-        if n > cur.remaining() as u64 {
-            return Err(bad());
-        }
-        for _ in 0..n {
-            let kind = cur.varint().ok_or_else(bad)?;
-            let off = cur.varint().ok_or_else(bad)?;
+        let mut payload = Vec::new();
+        self.read_payload(at, &h, &mut payload).map_err(io)?;
+        let index = Index::parse(&payload, at).ok_or("the footer index is damaged")?;
+        for &(kind, off) in &index.others {
+            let bad = || "the footer index is damaged".to_string();
             let h = self.frame_header(off).map_err(io)?.ok_or_else(bad)?;
             if u64::from(h.kind) != kind {
                 return Err(bad());
@@ -429,10 +561,8 @@ impl<S: Source> Reader<S> {
             self.read_payload(off, &h, &mut dec.payload).map_err(io)?;
             self.apply_frame(h.kind, off, dec).map_err(io)?;
         }
-        if !cur.is_empty() {
-            return Err(bad());
-        }
-        self.stop_ts = Some(stop_ts);
+        self.chunks = index.chunks;
+        self.stop_ts = Some(index.stop_ts);
         Ok(())
     }
 
@@ -454,8 +584,12 @@ impl<S: Source> Reader<S> {
                 let raw_len = cur.varint().ok_or_else(cut)?;
                 // The entries take at least as many bytes decoded as their payload does: a
                 // payload larger than the budget left is refused before it is decompressed.
-                let (used, budget) = self.tables.budget_used();
-                if raw_len > self.tables.budget_left() {
+                let tables = Arc::make_mut(&mut self.tables);
+                // Raised here rather than as the file grows: tables shared with a snapshot
+                // are copied only when they change.
+                tables.raise_budget(table_budget(self.file_len));
+                let (used, budget) = tables.budget_used();
+                if raw_len > tables.budget_left() {
                     return Err(Error::OverLimit {
                         offset: off,
                         limit: Limit::Tables,
@@ -466,7 +600,7 @@ impl<S: Source> Reader<S> {
                 dec.unpacker
                     .unpack_parts(codec, raw_len, cur.rest(), &mut dec.body)
                     .map_err(|e| Error::corrupt(off, e))?;
-                self.tables.apply(k, &dec.body).map_err(|e| match e {
+                tables.apply(k, &dec.body).map_err(|e| match e {
                     TableError::Corrupt => Error::corrupt(off, "table entries do not decode"),
                     TableError::Over { limit, len, max } => Error::OverLimit {
                         offset: off,
@@ -493,15 +627,59 @@ impl<S: Source> Reader<S> {
         Ok(())
     }
 
-    /// Read every frame in order, keeping each whole one. After a damaged frame (bad magic,
-    /// bad checksum, or a length running past the end) the scan resumes at the next frame
-    /// magic, so a flipped length field costs one frame, not the rest of the file.
-    fn scan(&mut self, dec: &mut ChunkDecoder, why: String) -> Result<(), Error> {
-        let mut notes = vec![why];
-        let mut off = PREAMBLE_LEN as u64;
+    /// Read every frame from where the scan stands to the end of the file, keeping each whole
+    /// one. After a damaged frame (bad magic, bad checksum, or a length running past the end)
+    /// the scan resumes at the next frame magic, so a flipped length field costs one frame, not
+    /// the rest of the file. Bytes at the end that make no frame are where the next scan
+    /// starts: in a file being written they are a frame not yet whole. `alive`: whether the
+    /// writer held the file before its length was read.
+    fn scan_on(&mut self, dec: &mut ChunkDecoder, alive: bool) -> Result<Growth, Error> {
+        let Some(mut st) = self.scan.take() else {
+            return Ok(Growth::default());
+        };
+        let r = self.scan_frames(&mut st, dec, alive);
+        // The writer is done once its trailer ends the file, whether it has closed it yet or
+        // not. (A trailer that cannot be read is no trailer: the scan's state is kept either way.)
+        let ended = match &st.index {
+            Some((at, _)) => self.ends_with_trailer(*at).unwrap_or(false),
+            None => false,
+        };
+        // Nothing skipped on the way (a table frame the index lists may be among it), and the
+        // index lists what the scan read.
+        let finished = ended && st.notes.len() == 1 && st.index.as_ref().is_some_and(|(_, i)| i.chunks == self.chunks);
+        self.liveness = if finished {
+            Liveness::Finished
+        } else if alive && !ended {
+            Liveness::Live
+        } else {
+            Liveness::Recovered
+        };
+        if finished {
+            // What the writer listed is what the scan found: the file is as clean as if it had
+            // been opened by its index now.
+            self.recovery = None;
+        } else {
+            // Live, only the reason to scan and the unwritten end are not news.
+            let notes = match self.liveness {
+                Liveness::Live => &st.notes[1..],
+                _ => &st.notes[..],
+            };
+            let tail = st.tail.as_ref().filter(|_| !alive);
+            let all: Vec<&str> = notes.iter().chain(tail).map(String::as_str).collect();
+            self.recovery = (!all.is_empty()).then(|| all.join("; "));
+            self.scan = Some(st);
+        }
+        r
+    }
+
+    /// The frame loop of [`Reader::scan_on`], from `st.resume` to the end of the file.
+    fn scan_frames(&mut self, st: &mut ScanState, dec: &mut ChunkDecoder, alive: bool) -> Result<Growth, Error> {
+        let mut grown = Growth::default();
+        let mut off = st.resume;
         // Start of the damaged stretch being skipped, and whether it began with a frame
         // header whose length ran past the end (a file cut inside its last frame).
         let mut skipped_from: Option<(u64, bool)> = None;
+        st.tail = None;
         while off < self.file_len {
             let left = self.file_len - off;
             let mut runs_past_end = false;
@@ -519,14 +697,19 @@ impl<S: Source> Reader<S> {
                 continue;
             };
             if let Some((from, _)) = skipped_from.take() {
-                notes.push(format!("skipped {} damaged bytes at {from}", off - from));
+                st.notes.push(format!("skipped {} damaged bytes at {from}", off - from));
             }
             match Kind::from_code(h.kind) {
                 Some(Kind::Chunk) => {
                     let mut cur = Cursor::new(&dec.payload);
                     match chunk_summary(&mut cur) {
-                        Some(summary) => self.chunks.push(ChunkInfo { offset: off, summary }),
-                        None => notes.push(format!("chunk at byte {off} has a damaged summary: skipped")),
+                        Some(summary) => {
+                            self.chunks.push(ChunkInfo { offset: off, summary });
+                            grown.chunks += 1;
+                        }
+                        None => st
+                            .notes
+                            .push(format!("chunk at byte {off} has a damaged summary: skipped")),
                     }
                 }
                 Some(Kind::Header) => {}
@@ -535,28 +718,47 @@ impl<S: Source> Reader<S> {
                     if let Some(ts) = cur.varint() {
                         self.stop_ts = Some(ts);
                     }
+                    st.index = Index::parse(&dec.payload, off).map(|i| (off, i));
                 }
-                _ => {
-                    if let Err(e) = self.apply_frame(h.kind, off, dec) {
-                        notes.push(e.to_string());
-                    }
-                }
+                kind => match self.apply_frame(h.kind, off, dec) {
+                    // Tables over the budget of the file so far: while it is written, the budget
+                    // grows with it, and the frame is read again once it has.
+                    Err(Error::OverLimit {
+                        limit: Limit::Tables, ..
+                    }) if alive => break,
+                    Err(e) => st.notes.push(e.to_string()),
+                    Ok(()) if kind == Some(Kind::Stats) => grown.stats += 1,
+                    Ok(()) => grown.tables += 1,
+                },
             }
             off += h.frame_len();
+            grown.bytes += h.frame_len();
+            st.resume = off;
         }
-        match skipped_from {
-            Some((from, true)) => notes.push(format!("the last frame, at byte {from}, was cut short")),
-            Some((from, false)) if self.file_len - from < FRAME_HEADER_LEN as u64 => {
-                notes.push(format!("{} stray bytes at the end", self.file_len - from));
-            }
-            Some((from, false)) => notes.push(format!(
-                "skipped {} damaged bytes at {from} up to the end",
-                self.file_len - from
-            )),
-            None => {}
+        if let Some((from, past_end)) = skipped_from {
+            st.resume = from;
+            st.tail = Some(match past_end {
+                true => format!("the last frame, at byte {from}, was cut short"),
+                false if self.file_len - from < FRAME_HEADER_LEN as u64 => {
+                    format!("{} stray bytes at the end", self.file_len - from)
+                }
+                false => format!("skipped {} damaged bytes at {from} up to the end", self.file_len - from),
+            });
         }
-        self.recovery = Some(notes.join("; "));
-        Ok(())
+        Ok(grown)
+    }
+
+    /// Whether the file ends with a trailer pointing at the index frame at `at`, right after it.
+    fn ends_with_trailer(&self, at: u64) -> Result<bool, Error> {
+        let Some(h) = self.frame_header(at)? else {
+            return Ok(false);
+        };
+        if at + h.frame_len() + TRAILER_LEN as u64 != self.file_len {
+            return Ok(false);
+        }
+        let mut t = [0u8; TRAILER_LEN];
+        self.src.read_exact_at(&mut t, self.file_len - TRAILER_LEN as u64)?;
+        Ok(frame::parse_trailer(&t) == Some(at))
     }
 
     /// Offset of the next frame magic at or after `from`, or the file length when there is none.
@@ -592,6 +794,51 @@ fn escape_meta(mut m: Meta) -> Meta {
     }
     m.devices.iter_mut().for_each(|d| esc(&mut d.name));
     m
+}
+
+/// What an index frame lists: when recording stopped, every chunk, and the other frames.
+#[derive(Clone, Debug)]
+struct Index {
+    stop_ts: u64,
+    chunks: Vec<ChunkInfo>,
+    /// (kind, offset) of every table and stats frame.
+    others: Vec<(u64, u64)>,
+}
+
+impl Index {
+    /// Parse the payload of the index frame at `at`; `None` when it does not decode, or
+    /// points at or past itself.
+    fn parse(payload: &[u8], at: u64) -> Option<Index> {
+        let mut cur = Cursor::new(payload);
+        let stop_ts = cur.varint()?;
+        let _drops = cur.varint()?;
+        let n = cur.varint()?;
+        if n > cur.remaining() as u64 {
+            return None;
+        }
+        let mut chunks = Vec::new();
+        for _ in 0..n {
+            let offset = cur.varint()?;
+            let summary = ChunkSummary::decode(&mut cur)?;
+            if offset >= at {
+                return None;
+            }
+            chunks.push(ChunkInfo { offset, summary });
+        }
+        let n = cur.varint()?;
+        if n > cur.remaining() as u64 {
+            return None;
+        }
+        let mut others = Vec::new();
+        for _ in 0..n {
+            others.push((cur.varint()?, cur.varint()?));
+        }
+        cur.is_empty().then_some(Index {
+            stop_ts,
+            chunks,
+            others,
+        })
+    }
 }
 
 fn chunk_summary(cur: &mut Cursor<'_>) -> Option<ChunkSummary> {

@@ -109,6 +109,12 @@ impl Tables {
         }
     }
 
+    /// Let the tables grow to `budget` bytes when that is more than they may now: a file read
+    /// as it is written has the [`table_budget`] of its length so far.
+    pub(crate) fn raise_budget(&mut self, budget: u64) {
+        self.budget = self.budget.max(budget);
+    }
+
     /// Bytes of the budget left: a table frame decompressing to more than this is refused
     /// before it is decompressed (its entries would take at least as much).
     pub(crate) fn budget_left(&self) -> u64 {

@@ -3,6 +3,7 @@
 
 mod bombs;
 mod corruption;
+mod growing;
 mod hostile;
 mod roundtrip;
 mod truncation;

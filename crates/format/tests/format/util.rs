@@ -51,6 +51,12 @@ pub fn write(meta: &Meta, ops: &[Op], chunk_events: usize, stop_ts: u64) -> (Vec
         stop_ts,
         ..Expected::default()
     };
+    // The header's devices come first; device frames rename them or add others.
+    for d in &x.meta.devices {
+        if !x.devices.iter().any(|known| known.dev == d.dev) {
+            x.devices.push(d.clone());
+        }
+    }
     let mut open: Vec<Event> = Vec::new();
     let mut interned: HashMap<Vec<u8>, u32> = HashMap::new();
     for op in ops {
@@ -104,12 +110,6 @@ pub fn write(meta: &Meta, ops: &[Op], chunk_events: usize, stop_ts: u64) -> (Vec
     }
     if !open.is_empty() {
         x.chunks.push(open);
-    }
-    // The header's devices join the device table unless a device frame named them.
-    for d in &x.meta.devices {
-        if !x.devices.iter().any(|known| known.dev == d.dev) {
-            x.devices.push(d.clone());
-        }
     }
     (w.finish(stop_ts).unwrap(), x)
 }

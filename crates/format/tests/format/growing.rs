@@ -1,0 +1,303 @@
+//! A capture read while it is written: [`Reader::refresh`] reads on from where it stopped and
+//! ends as a reader opened on the finished file would; the writer's lock says it is live.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use iocap_format::{Event, Liveness, Meta, Reader, Source, Writer, WriterOptions};
+
+use crate::util::{read_chunks, small_capture};
+
+/// The bytes of a finished capture, shown up to `len` as if they were still being written.
+struct Growing {
+    bytes: Vec<u8>,
+    len: AtomicUsize,
+    alive: AtomicBool,
+}
+
+impl Growing {
+    fn new(bytes: Vec<u8>, len: usize, alive: bool) -> Arc<Growing> {
+        Arc::new(Growing {
+            bytes,
+            len: AtomicUsize::new(len),
+            alive: AtomicBool::new(alive),
+        })
+    }
+
+    fn grow_to(&self, len: usize) {
+        self.len.store(len, Ordering::Relaxed);
+    }
+}
+
+impl Source for Growing {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        let shown = &self.bytes[..self.len.load(Ordering::Relaxed)];
+        shown.read_exact_at(buf, offset)
+    }
+
+    fn len(&self) -> std::io::Result<u64> {
+        Ok(self.len.load(Ordering::Relaxed) as u64)
+    }
+
+    fn writer_alive(&self) -> bool {
+        self.alive.load(Ordering::Relaxed)
+    }
+}
+
+/// Positional reads of a byte slice, as the `Vec<u8>` source does.
+trait ReadAt {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()>;
+}
+
+impl ReadAt for [u8] {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        let src = usize::try_from(offset)
+            .ok()
+            .and_then(|o| self.get(o..o.checked_add(buf.len())?))
+            .ok_or(std::io::ErrorKind::UnexpectedEof)?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+}
+
+/// Everything two readers must agree on: events by chunk, tables, drops, the span.
+fn same<S: Source, T: Source>(a: &Reader<S>, b: &Reader<T>, what: &str) {
+    assert_eq!(read_chunks(a).unwrap(), read_chunks(b).unwrap(), "{what}: events");
+    assert_eq!(a.chunks(), b.chunks(), "{what}: chunk summaries");
+    let (ta, tb) = (a.tables(), b.tables());
+    assert_eq!(ta.procs(), tb.procs(), "{what}: processes");
+    assert_eq!(ta.files(), tb.files(), "{what}: files");
+    assert_eq!(ta.devices(), tb.devices(), "{what}: devices");
+    assert_eq!(ta.string_count(), tb.string_count(), "{what}: strings");
+    for p in ta.procs() {
+        assert_eq!(ta.string(p.name), tb.string(p.name), "{what}: names");
+    }
+    assert_eq!(a.drop_stats(), b.drop_stats(), "{what}: drops");
+    assert_eq!(a.stop_ts(), b.stop_ts(), "{what}: stop");
+    assert_eq!(a.file_len(), b.file_len(), "{what}: length");
+}
+
+/// Offset where the frame after the header starts.
+fn header_end(bytes: &[u8]) -> usize {
+    let len = u32::from_le_bytes(bytes[16 + 8..16 + 12].try_into().unwrap()) as usize;
+    16 + 16 + len
+}
+
+#[test]
+fn refreshing_byte_by_byte_reads_what_a_reader_opened_there_reads() {
+    let (bytes, x) = small_capture();
+    for alive in [true, false] {
+        let src = Growing::new(bytes.clone(), header_end(&bytes), alive);
+        let mut r = Reader::new(Arc::clone(&src)).unwrap();
+        let mut chunks = 0;
+        for cut in header_end(&bytes)..=bytes.len() {
+            src.grow_to(cut);
+            let grown = r.refresh().unwrap();
+            assert_eq!(
+                r.chunks().len(),
+                chunks + grown.chunks,
+                "cut at {cut}: only new chunks are counted"
+            );
+            chunks = r.chunks().len();
+            let fresh = Reader::new(Growing::new(bytes.clone(), cut, alive)).unwrap();
+            same(&r, &fresh, &format!("alive {alive}, cut at {cut}"));
+            assert_eq!(r.is_clean(), fresh.is_clean(), "cut at {cut}");
+            assert_eq!(r.liveness(), fresh.liveness(), "cut at {cut}");
+            assert_eq!(r.recovery(), fresh.recovery(), "cut at {cut}");
+            if cut < bytes.len() {
+                let want = if alive { Liveness::Live } else { Liveness::Recovered };
+                assert_eq!(r.liveness(), want, "cut at {cut}");
+                // A file being written lacks only what is still to come: it is not damaged.
+                assert_eq!(r.recovery().is_none(), alive, "cut at {cut}: {:?}", r.recovery());
+            }
+        }
+        // The index and trailer written: clean, without a reopen.
+        assert!(r.is_clean(), "{:?}", r.recovery());
+        assert_eq!(r.liveness(), Liveness::Finished);
+        assert_eq!(read_chunks(&r).unwrap(), x.chunks);
+        same(&r, &Reader::from_bytes(bytes.clone()).unwrap(), "finished");
+        assert!(r.refresh().unwrap().is_empty(), "nothing more once finished");
+    }
+}
+
+#[test]
+fn a_growing_file_read_in_a_few_steps_counts_what_each_added() {
+    let (bytes, x) = small_capture();
+    let src = Growing::new(bytes.clone(), header_end(&bytes), true);
+    let mut r = Reader::new(Arc::clone(&src)).unwrap();
+    assert_eq!(r.liveness(), Liveness::Live);
+    assert_eq!(r.recovery(), None);
+    assert!(r.chunks().is_empty());
+    // Half the file in one step, then the rest.
+    src.grow_to(bytes.len() / 2);
+    let first = r.refresh().unwrap();
+    assert!(first.chunks > 0 && first.tables > 0, "{first:?}");
+    assert_eq!(r.chunks().len(), first.chunks);
+    let snapshot = r.clone();
+    assert!(r.refresh().unwrap().is_empty(), "not grown: nothing added");
+    src.grow_to(bytes.len());
+    let second = r.refresh().unwrap();
+    assert_eq!(first.chunks + second.chunks, x.chunks.len());
+    assert_eq!(first.stats + second.stats, x.drops.len());
+    assert_eq!(r.liveness(), Liveness::Finished);
+    // A clone is a snapshot: it kept what it had.
+    assert_eq!(snapshot.chunks().len(), first.chunks);
+    assert_eq!(snapshot.liveness(), Liveness::Live);
+    assert_eq!(read_chunks(&snapshot).unwrap(), x.chunks[..first.chunks]);
+}
+
+#[test]
+fn a_writer_that_dies_leaves_a_recovered_file_and_says_so() {
+    let (bytes, _) = small_capture();
+    // Cut inside a frame, as a killed recorder leaves its last buffer.
+    let cut = bytes.len() * 2 / 3 + 3;
+    let src = Growing::new(bytes.clone(), cut, true);
+    let mut r = Reader::new(Arc::clone(&src)).unwrap();
+    assert_eq!((r.liveness(), r.recovery()), (Liveness::Live, None));
+    src.alive.store(false, Ordering::Relaxed);
+    let grown = r.refresh().unwrap();
+    assert!(grown.is_empty());
+    assert_eq!(r.liveness(), Liveness::Recovered);
+    let why = r.recovery().unwrap();
+    assert!(why.contains("did not finish") && why.contains("cut short"), "{why}");
+    assert_eq!(
+        Reader::new(Growing::new(bytes, cut, false)).unwrap().recovery(),
+        Some(why)
+    );
+}
+
+#[test]
+fn damage_in_a_live_file_is_reported_and_a_finished_one_stays_unclean() {
+    let (mut bytes, _) = small_capture();
+    let full = Reader::from_bytes(bytes.clone()).unwrap();
+    // Flip a byte inside the second chunk: it is skipped, and said, live or not.
+    let at = full.chunks()[1].offset as usize + 20;
+    bytes[at] ^= 0x40;
+    let src = Growing::new(bytes.clone(), header_end(&bytes), true);
+    let mut r = Reader::new(Arc::clone(&src)).unwrap();
+    src.grow_to(full.chunks()[3].offset as usize);
+    r.refresh().unwrap();
+    assert_eq!(r.liveness(), Liveness::Live);
+    let why = r.recovery().expect("damage is said while live");
+    assert!(
+        why.contains("damaged bytes") && !why.contains("did not finish"),
+        "{why}"
+    );
+    src.grow_to(bytes.len());
+    r.refresh().unwrap();
+    // The index lists the chunk the scan skipped: the file is not clean.
+    assert_eq!(r.liveness(), Liveness::Recovered);
+    assert!(!r.is_clean());
+    assert_eq!(r.chunks().len(), full.chunks().len() - 1);
+}
+
+/// A capture whose first table frame takes more decoded bytes than [`iocap_format::table_budget`]
+/// allows a file of its length then, and which events after it make long enough to take it.
+fn tables_over_the_early_budget() -> (Vec<u8>, usize, usize) {
+    let mut w = Writer::new(Vec::new(), &Meta::default(), WriterOptions::default()).unwrap();
+    // 5,000 strings of 8,000 bytes (40 MB decoded) that zstd keeps in a few tens of KB.
+    for i in 0..5_000 {
+        let mut s = format!("{i:06}").into_bytes();
+        s.resize(8_000, b'a');
+        w.intern(&s);
+    }
+    w.flush().unwrap();
+    let tables_end = w.bytes_written() as usize;
+    // Events that do not compress: the file grows past what the budget needs.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for i in 0..200_000u64 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        w.push(&Event::syscall(
+            i * 1_000,
+            x >> 40,
+            (x % 5_000) as u32,
+            1,
+            0,
+            (x & 0xffff) as i64,
+        ))
+        .unwrap();
+    }
+    w.flush().unwrap();
+    let events_end = w.bytes_written() as usize;
+    (w.finish(300_000_000).unwrap(), tables_end, events_end)
+}
+
+#[test]
+fn tables_over_the_budget_so_far_wait_for_the_file_to_grow_while_it_is_written() {
+    let (bytes, tables_end, events_end) = tables_over_the_early_budget();
+    let early = iocap_format::table_budget(tables_end as u64);
+    assert!(early < 40_000_000, "the frame must be over the early budget ({early})");
+    // Not live: the frame is over the budget of the file as it is, and left out (said).
+    let dead = Reader::new(Growing::new(bytes.clone(), tables_end, false)).unwrap();
+    assert_eq!(dead.tables().string_count(), 0);
+    assert!(
+        dead.recovery().unwrap().contains("decoded table data"),
+        "{:?}",
+        dead.recovery()
+    );
+    // Live: it waits, and is read once the file is long enough for it.
+    let src = Growing::new(bytes.clone(), tables_end, true);
+    let mut r = Reader::new(Arc::clone(&src)).unwrap();
+    assert_eq!(r.tables().string_count(), 0);
+    assert_eq!(r.recovery(), None);
+    src.grow_to(events_end);
+    let grown = r.refresh().unwrap();
+    assert_eq!(grown.tables, 1);
+    assert_eq!(r.tables().string_count(), 5_000);
+    assert_eq!(r.recovery(), None);
+    src.grow_to(bytes.len());
+    r.refresh().unwrap();
+    assert!(r.is_clean());
+    same(&r, &Reader::from_bytes(bytes).unwrap(), "finished");
+}
+
+#[test]
+fn a_recorder_s_lock_makes_a_file_on_disk_live_until_it_is_closed() {
+    let dir = std::env::temp_dir().join(format!("iocap-growing-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("live.cap");
+    let file = std::fs::File::create(&path).unwrap();
+    iocap_format::lock_for_writing(&file).unwrap();
+    let opts = WriterOptions {
+        chunk_events: 100,
+        level: 1,
+    };
+    let mut w = Writer::new(std::io::BufWriter::new(file), &Meta::default(), opts).unwrap();
+    w.flush().unwrap();
+    let mut r = Reader::open(&path).unwrap();
+    assert_eq!(
+        (r.liveness(), r.recovery(), r.is_clean()),
+        (Liveness::Live, None, false)
+    );
+    for i in 0..250 {
+        w.push(&Event::syscall(i * 10, 5, 1, 1, 0, 0)).unwrap();
+    }
+    w.flush().unwrap();
+    assert_eq!(r.refresh().unwrap().chunks, 3);
+    assert_eq!(r.event_count(), 250);
+    let mut out = w.finish(10_000).unwrap();
+    out.flush().unwrap();
+    // Finished but still open: the lock says live, the trailer says finished.
+    r.refresh().unwrap();
+    assert_eq!(r.liveness(), Liveness::Finished);
+    assert!(r.is_clean());
+    drop(out);
+    // A recorder that dies mid-file leaves a file no one holds.
+    let path = dir.join("killed.cap");
+    let file = std::fs::File::create(&path).unwrap();
+    iocap_format::lock_for_writing(&file).unwrap();
+    let mut w = Writer::new(file, &Meta::default(), WriterOptions::default()).unwrap();
+    w.push(&Event::syscall(1, 5, 1, 1, 0, 0)).unwrap();
+    w.flush().unwrap();
+    let mut r = Reader::open(&path).unwrap();
+    assert_eq!(r.liveness(), Liveness::Live);
+    drop(w);
+    r.refresh().unwrap();
+    assert_eq!(r.liveness(), Liveness::Recovered);
+    assert_eq!(r.event_count(), 1);
+    assert!(r.recovery().unwrap().contains("did not finish"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
