@@ -101,7 +101,7 @@ pub struct Output<W> {
 
 /// Size-based rotation: a new file each time the current one reaches `max_bytes`.
 pub struct Rotate<W> {
-    /// Checked after each record: a file ends at the first chunk (or once-a-second flush) past this size.
+    /// Checked after each record: a file ends at the first chunk (or flush, at least every 500 ms) past this size.
     pub max_bytes: u64,
     /// Opens file number `n` (1, 2, ...; the first file, number 0, is the writer given to
     /// `run`); also the place to remove the oldest file of a ring.

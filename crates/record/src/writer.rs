@@ -4,7 +4,7 @@
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use iocap_format::{DropStats, Writer};
@@ -16,12 +16,14 @@ use crate::procfs;
 use crate::state::Tracker;
 
 /// How often the open chunk is closed and everything written handed to the kernel: what a
-/// killed recorder can lose on top of the backlog and the queue. Every 250 ms once the chunk
-/// holds `FLUSH_EVENTS` (a chunk's summary and headers are then a small share of it), and at
-/// least every second however few.
+/// killed recorder can lose on top of the backlog and the queue, and how late a reader
+/// following the file sees an event. Every 250 ms once the chunk holds `FLUSH_EVENTS` (a
+/// chunk's summary and headers are then a small share of it), and at least every 500 ms
+/// however few, also when nothing more arrives: the loop wakes up for it. A viewer polling a
+/// live file every 250 ms so shows an event within 750 ms and some drawing.
 const FLUSH_EVERY: Duration = Duration::from_millis(250);
 const FLUSH_EVENTS: usize = 1024;
-const FLUSH_AT_LEAST: Duration = Duration::from_secs(1);
+const FLUSH_AT_LEAST: Duration = Duration::from_millis(500);
 
 pub(crate) enum Msg {
     Batch(Vec<u8>),
@@ -79,9 +81,16 @@ pub(crate) fn write_loop<W: Write>(
     let mut files = 1;
     let mut rotate_err = None;
     sh.ready.store(true, Ordering::Relaxed);
-    while let Ok(msg) = rx.recv() {
+    loop {
+        // Woken by a message, or by the flush that is due when none comes (a quiet machine).
+        let msg = match rx.recv_timeout(FLUSH_AT_LEAST.saturating_sub(last_flush.elapsed())) {
+            Ok(msg) => Some(msg),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => break,
+        };
         match msg {
-            Msg::Batch(b) => {
+            None => {}
+            Some(Msg::Batch(b)) => {
                 let mut rest = &b[..];
                 while rest.len() >= 4 {
                     let n = u32::from_ne_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
@@ -119,13 +128,13 @@ pub(crate) fn write_loop<W: Write>(
                     break;
                 }
             }
-            Msg::Drops(d) => {
+            Some(Msg::Drops(d)) => {
                 drops = d;
                 if let Err(e) = t.writer().record_drops(&since(&drops, &base)) {
                     return Err(fail(e, sh));
                 }
             }
-            Msg::Finish(ts) => {
+            Some(Msg::Finish(ts)) => {
                 stop_ts = Some(ts);
                 break;
             }
@@ -199,5 +208,81 @@ fn since(d: &DropStats, base: &[u64]) -> DropStats {
             .enumerate()
             .map(|(i, &n)| n.saturating_sub(base.get(i).copied().unwrap_or(0)))
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc::sync_channel;
+    use std::sync::{Arc, Mutex};
+
+    use iocap_format::{Meta, Reader, WriterOptions};
+
+    use crate::abi::{bytes_of, REC_SYS};
+    use crate::skel::types;
+
+    /// Memory the test reads while the writer thread writes to it.
+    #[derive(Clone, Default)]
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Sink {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// One event, then nothing: it is in the file within [`FLUSH_AT_LEAST`] (and some slack
+    /// for a busy machine), without another message to wake the writer up.
+    #[test]
+    fn a_lone_event_is_flushed_without_anything_after_it() {
+        let sink = Sink::default();
+        let opts = WriterOptions::default();
+        let w = Writer::new(sink.clone(), &Meta::default(), opts.clone()).unwrap();
+        let t = Tracker::new(w, "x86_64", &[], None);
+        let (tx, rx) = sync_channel(2);
+        let out = Output {
+            meta: Meta::default(),
+            options: opts,
+            filter: None,
+            rotate: None,
+        };
+        let writer = std::thread::spawn(move || write_loop(t, rx, &Shared::default(), out));
+        let pid = std::process::id();
+        let rec = types::rec_sys {
+            kind: REC_SYS,
+            nr: 39,
+            tid: pid,
+            pid,
+            ts: 1_000,
+            lat: 50,
+            ret: i64::from(pid),
+            ..types::rec_sys::default()
+        };
+        let mut batch = (std::mem::size_of::<types::rec_sys>() as u32).to_ne_bytes().to_vec();
+        batch.extend(bytes_of(&rec));
+        // Let a first flush pass, so the event arrives early in a flush period.
+        std::thread::sleep(FLUSH_AT_LEAST + Duration::from_millis(50));
+        let sent = Instant::now();
+        tx.send(Msg::Batch(batch)).unwrap();
+        let events = || {
+            let bytes = sink.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            Reader::from_bytes(bytes).map_or(0, |r| r.event_count())
+        };
+        while events() == 0 && sent.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let took = sent.elapsed();
+        assert_eq!(events(), 1, "the event reached the file");
+        assert!(
+            took <= FLUSH_AT_LEAST + Duration::from_millis(300),
+            "flushed after {took:?}"
+        );
+        drop(tx);
+        writer.join().unwrap().unwrap();
     }
 }
