@@ -5,7 +5,8 @@ use std::process::{Command, Stdio};
 use std::sync::{RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-use iocap_format::{Class, Event, FdType, Reader};
+use iocap_format::{Class, Event, FdType, Liveness, Reader};
+use serde_json::json;
 
 use crate::util::{iocap, machine_alone, machine_shared, root_skip_reason, LoopDev};
 
@@ -200,8 +201,17 @@ fn dd_direct_on_a_loop_device_matches_diskstats() {
     }
 }
 
+/// `iocap info --json FILE`, parsed.
+fn info_json(cap: &Path) -> serde_json::Value {
+    let (code, out, err) = crate::util::run(&["info", "--json", cap.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
+/// While the recorder writes, the file reads as live (its unwritten end is not damage, for a
+/// reader and for `info`); killed, it reads as recovered, with what was lost said.
 #[test]
-fn sigkill_leaves_a_recoverable_file() {
+fn a_live_recording_is_not_damaged_and_sigkill_leaves_a_recoverable_file() {
     let Some(_running) = recording() else { return };
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("k.cap");
@@ -211,13 +221,93 @@ fn sigkill_leaves_a_recoverable_file() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // Two seconds: at least one flush (once a second) has happened.
+    // Seconds: several flushes (at least every 500 ms) have happened.
     std::thread::sleep(Duration::from_millis(2500));
+    let mut r = Reader::open(&cap).expect("a live recording opens");
+    assert_eq!(r.liveness(), Liveness::Live);
+    assert_eq!(r.recovery(), None, "a live file is not damaged");
+    assert!(!r.is_clean());
+    let v = info_json(&cap);
+    assert_eq!(
+        (&v["live"], &v["clean"], &v["recovery"]),
+        (&json!(true), &json!(false), &json!(null))
+    );
+    let (_, text, _) = crate::util::run(&["info", cap.to_str().unwrap()]);
+    assert!(text.contains("clean        no: being recorded"), "{text}");
+    let first = r.event_count();
+    std::thread::sleep(Duration::from_millis(1000));
+    let grown = r.refresh().unwrap();
+    assert!(grown.chunks > 0 && r.event_count() > first, "it grew: {grown:?}");
     child.kill().unwrap();
     child.wait().unwrap();
+    r.refresh().unwrap();
+    assert_eq!(r.liveness(), Liveness::Recovered);
+    let why = r.recovery().expect("a killed recording says what it lacks");
+    assert!(why.contains("did not finish"), "{why}");
     let r = Reader::open(&cap).expect("a killed recording opens");
     assert!(!r.is_clean());
+    assert_eq!(r.liveness(), Liveness::Recovered);
     assert!(r.event_count() > 0);
+    assert_eq!(info_json(&cap)["live"], json!(false));
+}
+
+/// With `-C`, the files before the current one are finished, and the current one is live.
+#[test]
+fn a_rotation_s_earlier_files_are_finished_while_the_current_one_is_live() {
+    let Some(_running) = recording() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("live-rot.cap");
+    let mut rec = iocap()
+        .args(["record", "--no-block", "-w"])
+        .arg(&cap)
+        .args(["-C", "200KB"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut load = Command::new("sh")
+        .args([
+            "-c",
+            "while :; do dd if=/dev/zero of=/dev/null bs=1 count=20000 status=none; done",
+        ])
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while rotated(&cap).len() < 3 && started.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Read again if a rotation happened meanwhile: the newest must stay the newest throughout.
+    let (files, states) = loop {
+        let files = rotated(&cap);
+        let states: Vec<(Liveness, Option<String>)> = files
+            .iter()
+            .map(|(_, p)| {
+                let r = Reader::open(p).unwrap();
+                (r.liveness(), r.recovery().map(str::to_owned))
+            })
+            .collect();
+        if rotated(&cap) == files {
+            break (files, states);
+        }
+    };
+    let _ = load.kill();
+    let _ = load.wait();
+    let _ = rec.kill();
+    let _ = rec.wait();
+    assert!(files.len() >= 3, "rotated: {files:?}");
+    for (n, s) in states.iter().enumerate() {
+        // The newest two may be finishing as they are read (a rotation), but are never damaged.
+        if n + 2 < states.len() {
+            assert_eq!(s, &(Liveness::Finished, None), "file {n}");
+        } else {
+            assert_ne!(s.0, Liveness::Recovered, "file {n}: {s:?}");
+            assert_eq!(s.1, None, "file {n}");
+        }
+    }
+    assert_eq!(
+        states.last().unwrap().0,
+        Liveness::Live,
+        "the newest file is being written"
+    );
 }
 
 /// Run `iocap record ARGS`; returns the number of events it says it wrote, after asserting success.

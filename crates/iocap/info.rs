@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use iocap_format::Reader;
+use iocap_format::{Liveness, Reader};
 use serde_json::json;
 
 #[derive(clap::Args, Debug)]
@@ -41,6 +41,8 @@ struct Summary {
     file_bytes: u64,
     chunks: usize,
     clean: bool,
+    /// A recorder is still writing the file: not clean, and not damaged either.
+    live: bool,
     recovery: Option<String>,
     version: (u16, u16),
     meta: iocap_format::Meta,
@@ -66,6 +68,7 @@ impl Summary {
             file_bytes: r.file_len(),
             chunks: chunks.len(),
             clean: r.is_clean(),
+            live: r.liveness() == Liveness::Live,
             recovery: r.recovery().map(str::to_owned),
             version: r.version(),
             meta: r.meta().clone(),
@@ -92,6 +95,7 @@ impl Summary {
             "bytes_per_event": (self.events > 0).then(|| self.file_bytes as f64 / self.events as f64),
             "chunks": self.chunks,
             "clean": self.clean,
+            "live": self.live,
             "recovery": self.recovery,
             "format_version": format!("{}.{}", self.version.0, self.version.1),
             "iocap_version": self.meta.iocap_version,
@@ -128,9 +132,11 @@ impl Summary {
             "file         {} bytes in {} chunks{per_event}",
             self.file_bytes, self.chunks
         )?;
-        match &self.recovery {
-            None => writeln!(out, "clean        yes")?,
-            Some(why) => writeln!(out, "clean        no: recovered by scanning ({why})")?,
+        match (&self.recovery, self.live) {
+            (None, true) => writeln!(out, "clean        no: being recorded (read up to its last flush)")?,
+            (Some(why), true) => writeln!(out, "clean        no: being recorded, damaged ({why})")?,
+            (None, false) => writeln!(out, "clean        yes")?,
+            (Some(why), false) => writeln!(out, "clean        no: recovered by scanning ({why})")?,
         }
         // Meta's strings were escaped by the reader as it decoded the header.
         writeln!(

@@ -132,7 +132,7 @@ fn check_target(path: &Path) -> anyhow::Result<()> {
 /// either nothing or a file that opens. The caller has [`check_target`]ed the path; whatever
 /// is planted there since is replaced by the rename, never followed or written through.
 fn create_capture(path: &Path, meta: &Meta) -> anyhow::Result<Writer<BufWriter<File>>> {
-    let (file, mut new) = output::create(path)?;
+    let (file, mut new) = create_locked(path)?;
     let writer = Writer::new(
         BufWriter::with_capacity(OUT_BUFFER, file),
         meta,
@@ -142,6 +142,16 @@ fn create_capture(path: &Path, meta: &Meta) -> anyhow::Result<Writer<BufWriter<F
     .with_context(|| format!("writing {}", path.display()))?;
     new.publish()?;
     Ok(writer)
+}
+
+/// A new file for a capture, as [`output::create`] makes it, locked for writing before it has a
+/// name: readers see it live until the recorder closes it, whether it finishes the file or dies
+/// ([`iocap_format::lock_for_writing`]). The lock is a courtesy to readers: a filesystem
+/// without locks records all the same, only not seen live.
+fn create_locked(path: &Path) -> anyhow::Result<(File, output::NewFile)> {
+    let (file, new) = output::create(path)?;
+    let _ = iocap_format::lock_for_writing(&file);
+    Ok((file, new))
 }
 
 /// Start CMD held before it runs, so that its pid is in the kernel's filter before it runs a
@@ -220,7 +230,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 let path = rotation::path(&base, n);
                 let new_file = || -> anyhow::Result<File> {
                     check_target(&path)?;
-                    let (file, mut new) = output::create(&path)?;
+                    let (file, mut new) = create_locked(&path)?;
                     new.publish()?;
                     Ok(file)
                 };
