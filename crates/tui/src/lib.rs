@@ -13,7 +13,9 @@
 //! - `keys`: one table of key bindings, read for every key press and printed by `?`.
 //! - `worker`: the threads that answer the view's question (`worker/query.rs`, through
 //!   `iocap-analysis`) and decode the list's rows (`worker/rows.rs`); a newer question
-//!   cancels the running one. The first frame comes from the capture's index alone.
+//!   cancels the running one. The first frame comes from the capture's index alone. A
+//!   capture still being recorded is followed by one more thread, which reads what the
+//!   recorder appends and hands the app snapshots of the grown capture.
 //! - [`run`] is the event loop: an input thread and the workers feed one channel, as in
 //!   ratatui's event-driven template; `terminal` restores the terminal on exit and on panic;
 //!   `history` keeps applied filters across runs.
@@ -101,7 +103,8 @@ pub fn run(path: &Path, reader: Reader, filter: CheckedFilter) -> io::Result<()>
     let (mut app, first) = App::with_filter_bar(cap, bar, area, Palette::from_env());
 
     let (tx, rx) = channel::<Msg>();
-    let worker = worker::Worker::spawn(reader, tx.clone(), Msg::Reply)?;
+    let worker = worker::Worker::spawn(tx.clone(), Msg::Reply)?;
+    worker::follow(&reader, tx.clone(), Msg::Reply)?;
     spawn_input(tx);
     hand_over(first, &worker);
 
