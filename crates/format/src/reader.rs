@@ -792,6 +792,9 @@ fn escape_meta(mut m: Meta) -> Meta {
     if let Some(f) = m.filter.as_mut() {
         esc(f);
     }
+    if let Some(f) = m.next_file.as_mut() {
+        esc(f);
+    }
     m.devices.iter_mut().for_each(|d| esc(&mut d.name));
     m
 }
