@@ -486,3 +486,55 @@ fn view_follows_a_recording_as_it_is_written() {
     assert_eq!(shown, report_matched(&cap, "proc.name=liveprobe"), "{s}");
     quit_cleanly(&t);
 }
+
+/// With `-C`, the viewer moves on to the next file of the rotation once the recorder has
+/// finished one, and follows it live.
+#[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
+#[test]
+fn view_moves_on_to_the_next_file_of_a_rotation() {
+    let Some(_running) = crate::record::recording() else {
+        return;
+    };
+    if let Some(why) = tmux_missing() {
+        eprintln!("{why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("rot.cap");
+    let mut recorder = crate::util::iocap()
+        .args(["record", "--no-block", "-C", "2MB", "-w"])
+        .arg(&cap)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cap.exists() {
+        assert!(Instant::now() < deadline, "the recorder made no file");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let state = dir.path().join("state");
+    let t = start_sized("rotation", &cap, &state, "", (160, 30));
+    t.wait_for("the viewer on the first file", |s| s.contains("rot.cap ● LIVE"));
+    let mut workload = Command::new("sh")
+        .args([
+            "-c",
+            "while :; do dd if=/dev/zero of=/dev/null bs=1 count=20000 status=none; done",
+        ])
+        .spawn()
+        .unwrap();
+    // The status line names the file shown: a later one of the rotation, followed live.
+    let later = |s: &str| {
+        s.lines().rev().find(|l| l.contains("│ drops")).is_some_and(|l| {
+            l.split("rot.cap")
+                .nth(1)
+                .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()) && rest.contains("● LIVE"))
+        })
+    };
+    let s = t.wait_for("a later file of the rotation", later);
+    assert!(!s.contains("recovered"), "{s}");
+    let _ = workload.kill();
+    let _ = workload.wait();
+    recorder.kill().unwrap();
+    recorder.wait().unwrap();
+    quit_cleanly(&t);
+}

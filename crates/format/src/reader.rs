@@ -364,6 +364,12 @@ impl<S: Source> Reader<S> {
         self.scan_on(&mut ChunkDecoder::new(), alive)
     }
 
+    /// Whether `other` reads the same source: a clone of this reader (a snapshot of the same
+    /// capture, perhaps refreshed since), whose chunk indices mean the same chunks.
+    pub fn same_source(&self, other: &Reader<S>) -> bool {
+        Arc::ptr_eq(&self.src, &other.src)
+    }
+
     /// How far the file is from finished: [`Liveness::Live`] while a recorder writes it, as
     /// of the open or the last [`Reader::refresh`].
     pub fn liveness(&self) -> Liveness {

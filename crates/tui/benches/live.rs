@@ -161,7 +161,7 @@ fn latency(rate: u64, secs: u64) {
     .unwrap();
     let (tx, rx) = channel::<Msg>();
     let worker = Worker::spawn(tx.clone(), Msg::Reply).unwrap();
-    worker::follow(&reader, tx.clone(), Msg::Reply).unwrap();
+    worker::follow(&reader, &path, tx.clone(), Msg::Reply).unwrap();
     event_loop::hand_over(first, &worker);
 
     // Every `every`-th event: its index and when it was pushed.

@@ -18,7 +18,8 @@
 //! tables grew, lets the view move on ([`View::grown`]), and asks the same question of the grown
 //! capture ([`Query::extends`]), which the worker answers by scanning the new chunks only. While
 //! it follows (from the start, and after End), the view and the list stay on the newest rows;
-//! moving back in time stops that, End resumes it.
+//! moving back in time stops that, End resumes it. With rotation, the recording goes on in
+//! the next file ([`Reply::NextFile`]): the app shows that one from then on.
 
 use std::sync::Arc;
 
@@ -43,7 +44,7 @@ use crate::theme::{Palette, Theme};
 use crate::worker::links::LinksQuery;
 use crate::worker::query::{Answer, GroupRow, Query};
 use crate::worker::rows::RowsQuery;
-use crate::worker::{Grown, Reply};
+use crate::worker::{Grown, NextFile, Reply};
 
 /// What an update asks of the workers: a query for the view (the exact picture, histogram,
 /// breakdown and list of a changed view, filter, field or order), rows of the list to decode
@@ -515,6 +516,7 @@ impl App {
                 }
             }
             Reply::Grown(g) => self.grown(g, fx),
+            Reply::NextFile(n) => self.next_file(n, fx),
             Reply::Unfollowed(why) => {
                 self.note = Some(format!("stopped following the recording: {why}"));
                 self.following = false;
@@ -580,6 +582,26 @@ impl App {
         } else {
             self.extend(fx);
         }
+    }
+
+    /// The recording went on in the next file of its rotation: that file is the capture now,
+    /// shown from its start with the same filter, field, order and drawing, followed as the
+    /// first was.
+    fn next_file(&mut self, n: NextFile, fx: &mut Effects) {
+        self.cap = Capture::new(n.reader, &n.path);
+        self.filter.recompile(&self.cap.reader);
+        let (orientation, measure) = (self.view.orientation, self.view.measure);
+        self.view = View::new(&self.cap, &self.layout);
+        (self.view.orientation, self.view.measure) = (orientation, measure);
+        if self.following {
+            let _ = self.view.follow_newest(&self.cap, &self.layout);
+        }
+        self.list.restart();
+        self.answer = None;
+        self.grown_meanwhile = false;
+        self.whole = Whole::of(&self.filter.applied, &self.cap, self.gen + 1);
+        self.note = Some(format!("the recording went on in {}", self.cap.name));
+        self.ask(fx);
     }
 
     /// Ask the question answered last again, of the capture as it is now: the worker scans

@@ -91,7 +91,7 @@ pub fn run(path: &Path, reader: Reader, filter: CheckedFilter) -> io::Result<()>
 
     let (tx, rx) = channel::<Msg>();
     let worker = worker::Worker::spawn(tx.clone(), Msg::Reply)?;
-    worker::follow(&reader, tx.clone(), Msg::Reply)?;
+    worker::follow(&reader, path, tx.clone(), Msg::Reply)?;
     event_loop::spawn_input(tx);
     event_loop::hand_over(first, &worker);
     event_loop::run(&mut app, &rx, &worker, |app| {

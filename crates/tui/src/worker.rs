@@ -17,17 +17,19 @@
 //! was compiled against), so a capture that grows meanwhile changes no answer under way.
 //!
 //! A capture being recorded has a thread more: [`follow`] reads what the recorder appends, every
-//! [`POLL`], and hands the app a snapshot of the grown capture.
+//! [`POLL`], and hands the app a snapshot of the grown capture; with rotation, it moves on to the
+//! next file once the recorder has finished one.
 
 pub mod links;
 pub mod query;
 pub mod rows;
 
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use iocap_format::{Liveness, Reader};
 
@@ -68,6 +70,24 @@ pub enum Reply {
     Grown(Grown),
     /// The capture being recorded could not be read on: following it stopped.
     Unfollowed(String),
+    /// The recording went on in the next file of its rotation (`record -C`): the capture to
+    /// show from now on.
+    NextFile(NextFile),
+}
+
+/// The next file of a rotation, being recorded.
+#[derive(Clone)]
+pub struct NextFile {
+    /// The file, opened.
+    pub reader: Arc<Reader>,
+    /// Where it is.
+    pub path: PathBuf,
+}
+
+impl std::fmt::Debug for NextFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NextFile").field("path", &self.path).finish()
+    }
 }
 
 /// A capture being recorded, as it is now.
@@ -147,17 +167,24 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
         .map_err(|e| std::io::Error::new(e.kind(), format!("cannot start the {name} thread: {e}")))
 }
 
-/// Follow a capture that is being recorded ([`Liveness::Live`]): every [`POLL`], read what
-/// the recorder appended ([`Reader::refresh`], on a copy of `reader` of the thread's own) and,
-/// when it appended anything or finished or died, send a snapshot as [`Reply::Grown`]. Ends
-/// once the capture is no longer live, or the app has gone. Nothing is started for a capture
-/// that is not live.
-pub fn follow<E: Send + 'static>(reader: &Reader, events: Sender<E>, wrap: fn(Reply) -> E) -> std::io::Result<()> {
+/// Follow a capture that is being recorded ([`Liveness::Live`]), opened from `path`: every
+/// [`POLL`], read what the recorder appended ([`Reader::refresh`], on a copy of `reader` of the
+/// thread's own) and, when it appended anything or finished or died, send a snapshot as
+/// [`Reply::Grown`]. When it is finished and its header names the next file of a rotation, go on
+/// there ([`next_capture`], [`Reply::NextFile`]). Ends once the recording is over (a file
+/// finished without a successor, or a recorder that died), or the app has gone. Nothing is
+/// started for a capture that is not live.
+pub fn follow<E: Send + 'static>(
+    reader: &Reader,
+    path: &Path,
+    events: Sender<E>,
+    wrap: fn(Reply) -> E,
+) -> std::io::Result<()> {
     if reader.liveness() != Liveness::Live {
         return Ok(());
     }
-    let mut r = reader.clone();
-    spawn("iocap-follow", move || {
+    let (mut r, mut path) = (reader.clone(), path.to_path_buf());
+    spawn("iocap-follow", move || loop {
         // Whether table frames came since the last snapshot sent.
         let mut tables = false;
         while r.liveness() == Liveness::Live {
@@ -181,7 +208,39 @@ pub fn follow<E: Send + 'static>(reader: &Reader, events: Sender<E>, wrap: fn(Re
                 return;
             }
         }
+        let Some((next, at)) = next_capture(&r, &path) else { return };
+        (r, path) = (next, at);
+        let moved = NextFile {
+            reader: Arc::new(r.clone()),
+            path: path.clone(),
+        };
+        if events.send(wrap(Reply::NextFile(moved))).is_err() {
+            return;
+        }
     })
+}
+
+/// How long a finished file's successor may take to appear: the recorder names it before it
+/// finishes the file, so it is there at once unless the recording stopped with this file.
+const NEXT_FILE_WAIT: Duration = Duration::from_secs(1);
+
+/// The file a finished capture's recording went on in, opened, and its path: the next file of
+/// a rotation, which its header names ([`iocap_format::Meta::next_path`]). `None` when the
+/// capture is not finished, names none, or it does not appear within [`NEXT_FILE_WAIT`] (the
+/// recording stopped with this file, or a ring removed it already).
+pub fn next_capture(reader: &Reader, path: &Path) -> Option<(Reader, PathBuf)> {
+    if reader.liveness() != Liveness::Finished {
+        return None;
+    }
+    let next = reader.meta().next_path(path)?;
+    let waited = Instant::now();
+    loop {
+        match Reader::open(&next) {
+            Ok(r) => return Some((r, next)),
+            Err(_) if waited.elapsed() < NEXT_FILE_WAIT => thread::sleep(POLL),
+            Err(_) => return None,
+        }
+    }
 }
 
 fn serve_links<E>(rx: &Receiver<LinksQuery>, out: &Sender<E>, wrap: fn(Reply) -> E) {
@@ -209,15 +268,23 @@ fn serve_rows<E>(rx: &Receiver<RowsQuery>, out: &Sender<E>, wrap: fn(Reply) -> E
 
 fn serve<E>(rx: &Receiver<Query>, cancel: &Cancel, out: &Sender<E>, wrap: fn(Reply) -> E) {
     // Decoded columns kept for the next query over the same chunks (chunks keep their index
-    // as a capture being recorded grows, so the cache holds across its snapshots).
-    let cache = ColumnCache::new(CACHE_BUDGET);
+    // as a capture being recorded grows, so the cache holds across its snapshots, but not
+    // across the files of a rotation).
+    let mut cache = ColumnCache::new(CACHE_BUDGET);
     // The last answer's totals, for the same question of the capture grown.
     let mut kept = None;
+    // The capture the cache holds columns of.
+    let mut of: Option<Arc<Reader>> = None;
     while let Ok(mut q) = rx.recv() {
         // Skip to the newest query waiting.
         while let Ok(newer) = rx.try_recv() {
             q = newer;
         }
+        if !of.as_ref().is_some_and(|r| r.same_source(&q.reader)) {
+            cache = ColumnCache::new(CACHE_BUDGET);
+            kept = None;
+        }
+        of = Some(Arc::clone(&q.reader));
         let reply = match query::answer(&q, Some(&cache), cancel, &mut kept) {
             Ok(Some(a)) => Reply::Answer(Box::new(a)),
             Ok(None) => continue,

@@ -164,6 +164,19 @@ impl List {
         self.forget();
     }
 
+    /// Another capture (the next file of a rotation): nothing selected, decoded or looked up,
+    /// in the same order; replies still to come for the last one are dropped.
+    pub fn restart(&mut self) {
+        self.top = 0;
+        self.sel = 0;
+        self.detail = false;
+        self.links = None;
+        self.links_gen += 1;
+        self.links_asked = None;
+        self.jumped_from = None;
+        self.forget();
+    }
+
     /// The selection on the last row, which the last page shows (the newest event of a capture
     /// being recorded, in time order).
     pub fn follow_end(&mut self, answer: &Answer, layout: &Layout) {

@@ -7,7 +7,7 @@
 use super::*;
 use iocap_format::{Liveness, Writer};
 use iocap_tui::action::Move;
-use iocap_tui::worker::{Grown, Reply as R};
+use iocap_tui::worker::{next_capture, Grown, NextFile, Reply as R};
 
 /// One event a millisecond.
 const STEP: u64 = 1_000_000;
@@ -28,11 +28,18 @@ impl Recording {
     /// A new capture in `dir`, locked as the recorder locks it, with its header and tables
     /// flushed and no event yet.
     fn start(dir: &Path) -> Recording {
-        let path = dir.join("live.cap");
+        Recording::start_as(dir, "live.cap", None)
+    }
+
+    /// [`Recording::start`] as file `name`, which names `next` as the next file of its
+    /// rotation.
+    fn start_as(dir: &Path, name: &str, next: Option<&str>) -> Recording {
+        let path = dir.join(name);
         let file = std::fs::File::create(&path).unwrap();
         iocap_format::lock_for_writing(&file).unwrap();
         let meta = Meta {
             command_line: Vec::new(),
+            next_file: next.map(str::to_owned),
             ..iocap_testkit::meta(START)
         };
         let opts = iocap_format::WriterOptions {
@@ -408,4 +415,48 @@ fn the_end_of_the_recording_is_said() {
             assert!(!full(&app).contains("recovered"));
         }
     }
+}
+
+/// With rotation: once the recorder has finished a file whose header names the next, the
+/// follower opens that one, and the app shows it from then on, with the same filter, still
+/// following; a finished file naming a file that never comes, or a live one, has no next.
+#[test]
+fn the_next_file_of_a_rotation_is_shown_once_the_first_is_finished() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = Recording::start_as(dir.path(), "live.cap", Some("live.cap1"));
+    first.write(1_000);
+    let mut kept = None;
+    let mut app = viewer(&mut first, 160, 30, "proc.name=postgres", &mut kept);
+    let follower = first.follower.clone().unwrap();
+    assert!(next_capture(&follower, &first.path).is_none(), "live: no next yet");
+    let mut second = Recording::start_as(dir.path(), "live.cap1", Some("live.cap2"));
+    second.write(300);
+    first.finish();
+    let _ = grow(&mut app, first.grown(), &mut kept);
+    let follower = first.follower.clone().unwrap();
+    let (next, path) = next_capture(&follower, &first.path).expect("the next file");
+    assert_eq!(path, dir.path().join("live.cap1"));
+    assert_eq!(next.liveness(), Liveness::Live);
+    let fx = app.update(Action::Reply(R::NextFile(NextFile {
+        reader: Arc::new(next),
+        path,
+    })));
+    let q = fx.query.clone().expect("a new question, of the next file");
+    assert_eq!(q.extends, None);
+    settle_keeping(&mut app, fx, &mut kept);
+    assert!(app.cap.name.ends_with("live.cap1"), "{}", app.cap.name);
+    assert!(app.follows());
+    let a = app.answer.as_ref().unwrap();
+    // postgres's reads are four events in ten.
+    assert_eq!((a.matched, app.cap.total), (120, 300));
+    let status = status_text(&app);
+    assert!(
+        status.contains("● LIVE") && status.contains("the recording went on in"),
+        "{status}"
+    );
+    // The second file finished, naming a third that never comes: nothing to move on to.
+    second.finish();
+    let done = Reader::open(&second.path).unwrap();
+    assert_eq!(done.liveness(), Liveness::Finished);
+    assert!(next_capture(&done, &second.path).is_none());
 }
