@@ -38,7 +38,9 @@ use iocap_analysis::{
 use iocap_analysis::units;
 use iocap_filter::fields::{self, FieldId, FieldInfo, Value};
 use iocap_filter::{Bitmap, Compiled};
-use iocap_format::{BlockOp, ChunkInfo, ChunkSummary, Class, Col, ColSet, Columns, Event, Meta, Reader, Tables};
+use iocap_format::{
+    BlockOp, ChunkInfo, ChunkSummary, Class, Col, ColSet, Columns, Event, Liveness, Meta, Reader, Tables,
+};
 
 pub use iocap_analysis::slowest::Slow;
 
@@ -717,8 +719,8 @@ pub struct Kept {
 }
 
 /// Answer `q`, extending `kept` when `q` is the same question of a grown capture, else from
-/// scratch; the answer's totals are kept in its place. `None` when cancelled (and nothing is
-/// kept).
+/// scratch; the answer's totals are kept in its place while the capture is being recorded.
+/// `None` when cancelled (and nothing is kept).
 pub fn answer(
     q: &Query,
     cache: Option<&ColumnCache>,
@@ -741,7 +743,9 @@ pub fn answer(
         return Ok(None);
     }
     let a = totals.answer(q);
-    *kept = Some(Kept {
+    // Only a capture being recorded grows: the totals of another (every group's histogram,
+    // the slowest) are not worth their memory.
+    *kept = (q.reader.liveness() == Liveness::Live).then_some(Kept {
         gen: q.gen,
         shape,
         chunks: n,
