@@ -501,6 +501,47 @@ fn errors_are_one_line_with_the_right_exit_code() {
     assert_eq!(code, 1, "{err}");
 }
 
+/// A filter that matches nothing because of a value the capture does not hold says so on
+/// stderr, once, naming the value it holds nearest to it (another case, a name cut short, a
+/// typo).
+#[test]
+fn a_filter_matching_nothing_names_a_near_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cap, _) = workload(dir.path());
+    let cap = cap.to_str().unwrap();
+    for (cmd, filter, says) in [
+        (
+            "report",
+            "proc.name=POSTGRES",
+            "iocap: no events match; did you mean proc.name=postgres?",
+        ),
+        (
+            "events",
+            "proc.name=postgre and latency>1ms",
+            "iocap: no events match; did you mean proc.name=postgres?",
+        ),
+        (
+            "events",
+            "fd.name=/var/lib/pg/base/16385",
+            "iocap: no events match; did you mean fd.name=/var/lib/pg/base/16384?",
+        ),
+        (
+            "iostat",
+            "blk.dev=SDB",
+            "iocap: no block requests match; did you mean blk.dev=sdb?",
+        ),
+    ] {
+        let (code, _, err) = run(&[cmd, cap, filter]);
+        assert_eq!(code, 0, "{cmd} {filter}: {err}");
+        assert_eq!(err, format!("{says}\n"), "{cmd} {filter}");
+    }
+    // Nothing near to name, or something matched: nothing said.
+    for filter in ["latency>1h", "proc.name=zzzzzzzz", "proc.name=postgres"] {
+        let (code, _, err) = run(&["report", cap, filter]);
+        assert!(code == 0 && err.is_empty(), "{filter}: {err}");
+    }
+}
+
 /// A cut capture (the recorder was killed) is reported from its whole chunks.
 #[test]
 fn reports_on_a_recovered_capture() {

@@ -71,6 +71,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     let totals = st.totals();
     let intervals = st.interval_rows();
+    if totals.is_empty() {
+        input.say_nothing_matched("block requests");
+    }
     if args.json {
         let row = |d: &DeviceInterval| {
             json!({

@@ -198,7 +198,7 @@ impl IdSet {
 
 /// An event of `class` carrying only `id` in the column `field` reads (for id-keyed fields;
 /// the block-only fields make a block event whatever `class` says).
-fn synthetic(field: FieldId, class: Class, id: u64) -> Event {
+pub(crate) fn synthetic(field: FieldId, class: Class, id: u64) -> Event {
     let id32 = u32::try_from(id).unwrap_or(u32::MAX);
     let mut e = Event {
         class,
