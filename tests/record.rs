@@ -820,6 +820,23 @@ fn requests_that_record_nothing_exit_2_and_create_nothing() {
         ),
         (vec!["--no-block", "--no-syscalls"], "leave nothing to record"),
         (vec!["evt.class=block and evt.type=read"], "can match no event"),
+        // Issue #14: each of these recorded nothing and exited 0.
+        (
+            vec!["latency>1ms and latency<1us"],
+            "can match no event: `latency>1ms` and `latency<1us` cannot both hold",
+        ),
+        (
+            vec!["--no-block", "blk.dev=vda"],
+            "can match no event that is recorded: it matches only block requests, which --no-block leaves out",
+        ),
+        (
+            vec!["blk.dev=loop2 and disk.time>0"],
+            "`blk.dev=loop2` rules out syscalls and io_uring requests; `disk.time>0` rules out block requests",
+        ),
+        (
+            vec!["--no-syscalls", "fd.num=3"],
+            "it matches only syscalls and io_uring requests, which --no-syscalls leaves out",
+        ),
     ] {
         let out = iocap().args(["record", "-w"]).arg(&cap).args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);

@@ -22,7 +22,7 @@ pub struct Compiled {
 }
 
 #[derive(Clone, Debug)]
-enum CNode {
+pub(crate) enum CNode {
     Const(bool),
     And(Vec<CNode>),
     Or(Vec<CNode>),
@@ -32,7 +32,7 @@ enum CNode {
 
 /// A column an integer test reads, and how a value becomes the u64 key the ranges are over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum NumSrc {
+pub(crate) enum NumSrc {
     Latency,
     Ts,
     Pid,
@@ -52,7 +52,7 @@ enum NumSrc {
 
 /// A column whose values are ids tested against an [`IdSet`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum IdSrc {
+pub(crate) enum IdSrc {
     Proc,
     File,
     /// `-ret` of events with `ret < 0`; other events have no errno.
@@ -67,7 +67,7 @@ enum IdSrc {
 }
 
 #[derive(Clone, Debug)]
-enum Kernel {
+pub(crate) enum Kernel {
     /// `class` (when required) matches and the key lies in one of `ranges` (none of them, when
     /// `negate`). Fields that exist only on one class set `class`; `fd.num` also needs `fd >= 0`.
     Num {
@@ -89,16 +89,16 @@ enum Kernel {
 /// Which events pass, per class: syscalls by number, block requests by op, io_uring requests
 /// by opcode (in the `nr` column).
 #[derive(Clone, Debug)]
-struct ByClass {
-    nrs: IdSet,
-    ops: IdSet,
-    urings: IdSet,
+pub(crate) struct ByClass {
+    pub(crate) nrs: IdSet,
+    pub(crate) ops: IdSet,
+    pub(crate) urings: IdSet,
 }
 
 /// Which ids satisfy a predicate: a bitset over `0..dense_len`, a sorted list of larger known
 /// ids, and a rule for every other id.
 #[derive(Clone, Debug)]
-struct IdSet {
+pub(crate) struct IdSet {
     dense: Vec<u64>,
     dense_len: u64,
     sparse: Vec<(u64, bool)>,
@@ -189,7 +189,7 @@ impl IdSet {
     }
 
     /// Whether any id may be in the set (for chunk skipping).
-    fn maybe_any(&self) -> bool {
+    pub(crate) fn maybe_any(&self) -> bool {
         self.dense.iter().any(|&w| w != 0)
             || self.sparse.iter().any(|&(_, m)| m)
             || !matches!(self.beyond, Beyond::Const(false))
@@ -246,8 +246,8 @@ pub(crate) fn test_value(test: &Test, v: &Value<'_>) -> bool {
     }
 }
 
-const SYSCALL: u8 = Class::Syscall as u8;
-const BLOCK: u8 = Class::Block as u8;
+pub(crate) const SYSCALL: u8 = Class::Syscall as u8;
+pub(crate) const BLOCK: u8 = Class::Block as u8;
 const IO_URING: u8 = Class::IoUring as u8;
 
 /// Whether class code `code` is class `want`. A code other than block (only in a hostile file)
@@ -264,7 +264,7 @@ pub(crate) fn compile(node: &Node, meta: &Meta, tables: &Tables) -> Compiled {
     Compiled { root, columns }
 }
 
-fn compile_node(node: &Node, meta: &Meta, tables: &Tables) -> CNode {
+pub(crate) fn compile_node(node: &Node, meta: &Meta, tables: &Tables) -> CNode {
     match node {
         Node::All => CNode::Const(true),
         Node::And(..) | Node::Or(..) => {
@@ -311,7 +311,7 @@ fn compile_node(node: &Node, meta: &Meta, tables: &Tables) -> CNode {
 
 /// The operands of a left-deep chain of one operator, walked by a loop: a chain of 500 `and`s
 /// must not recurse 500 frames deep.
-fn chain(node: &Node) -> Vec<&Node> {
+pub(crate) fn chain(node: &Node) -> Vec<&Node> {
     let mut out = Vec::new();
     let mut n = node;
     loop {

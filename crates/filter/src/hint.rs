@@ -117,7 +117,7 @@ fn required_equalities<'a>(node: &'a Node, positive: bool, out: &mut Vec<(FieldI
 
 /// Every value `field` has among the capture's table entries; `None` for a field whose values
 /// do not come from the tables.
-fn table_values<'t>(field: FieldId, meta: &Meta, tables: &'t Tables) -> Option<BTreeSet<String>> {
+fn table_values(field: FieldId, meta: &Meta, tables: &Tables) -> Option<BTreeSet<String>> {
     let info = fields::info(field);
     let ids: Vec<(Class, u64)> = match field {
         FieldId::ProcName | FieldId::ProcExe | FieldId::ProcCmdline => tables

@@ -76,6 +76,7 @@ pub mod literal;
 mod live;
 mod lookup;
 mod parse;
+mod reach;
 
 use std::fmt;
 
@@ -86,6 +87,7 @@ pub use error::FilterError;
 pub use hint::NearMiss;
 pub use iocap_format::{ChunkSummary, ColSet, Columns, Meta, Tables};
 pub use live::{FileView, Lookup, ProcView, Pushdown};
+pub use reach::{class_noun, Reach, CLASSES};
 
 /// A parsed and checked filter. `Display` prints it back in a form that parses to the same tree.
 #[derive(Clone, Debug)]
