@@ -542,6 +542,77 @@ fn a_filter_matching_nothing_names_a_near_value() {
     }
 }
 
+/// One origin (issue #14, point 8): `evt.time`, iostat's intervals and the spectrogram's rows
+/// all count from the recording's start, and a call that began 14.4 ms before it (in flight
+/// when it started) moves none of them: it has evt.time 0 and is in no row. Before, rows and
+/// intervals started at that call, so the row labelled 1.000s ended at evt.time 985.6 ms.
+#[test]
+fn times_count_from_the_recording_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("origin.cap");
+    let mut w = iocap_testkit::create(&path, &iocap_testkit::meta(START), 64, 1);
+    let p = add_proc(&mut w, 10, 1, b"fio");
+    let ms = 1_000_000;
+    for e in [
+        Event {
+            proc: p,
+            ..Event::syscall(START - 14_400_000, 20 * ms, 10, 10, 0, 0)
+        },
+        // A write completing at 990 ms, one at 1006 ms; reads at 990 ms and 1010 ms.
+        Event {
+            op: BlockOp::Write as u8,
+            ..block(START + 980 * ms, 10 * ms, 10, p, VDA, 4096)
+        },
+        Event {
+            proc: p,
+            ..Event::syscall(START + 990 * ms, 1_000, 10, 10, 0, 0)
+        },
+        Event {
+            op: BlockOp::Write as u8,
+            ..block(START + 1005 * ms, ms, 10, p, VDA, 4096)
+        },
+        Event {
+            proc: p,
+            ..Event::syscall(START + 1010 * ms, 1_000, 10, 10, 0, 0)
+        },
+    ] {
+        w.push(&e).unwrap();
+    }
+    w.finish(START + 2 * SEC).unwrap();
+    let cap = path.to_str().unwrap();
+    let count = |filter: &str| json(&["report", cap, filter, "--json"])["matched"].as_u64().unwrap();
+    assert_eq!(count("evt.time=0"), 1, "the call in flight at the start");
+    assert_eq!(count("evt.time<1s"), 3);
+    assert_eq!(count("evt.time>=1s"), 2);
+    // The rows marked for each filter: rows are a second each, labelled by evt.time.
+    let marked = |filter: &str| -> Vec<String> {
+        ok(&["spectrogram", cap, filter, "--interval", "1s", "--color", "never"])
+            .lines()
+            .filter_map(|l| l.split_once(" |"))
+            .filter(|(_, cells)| cells.trim_end_matches('|').trim() != "")
+            .map(|(t, _)| t.trim().to_owned())
+            .filter(|t| !t.is_empty())
+            .collect()
+    };
+    assert_eq!(marked("evt.time>0 and evt.time<1s"), ["0.000s"]);
+    assert_eq!(marked("evt.time>=1s"), ["1.000s"]);
+    assert!(ok(&["spectrogram", cap]).contains("4 events (1 more began before the recording started);"));
+    let v = json(&["iostat", cap, "--json", "--interval", "1s"]);
+    assert_eq!(v["start_ns"], START);
+    let writes: Vec<(f64, u64)> = v["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["start_s"].as_f64().unwrap(),
+                i["devices"][0]["writes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(writes, [(0.0, 1), (1.0, 1)], "each write in the second it completed");
+}
+
 /// A cut capture (the recorder was killed) is reported from its whole chunks.
 #[test]
 fn reports_on_a_recovered_capture() {

@@ -197,11 +197,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // Refused now rather than after the probes are attached.
     check_target(&args.file)?;
     let recorder = Recorder::start(&cfg)?;
-    let meta = iocap_record::meta(
+    let mut meta = iocap_record::meta(
         std::env::args().collect(),
         env!("CARGO_PKG_VERSION"),
         (!filter.is_all()).then(|| filter.to_string()),
     );
+    // The origin of every time in the capture: before the first event, not after the attach.
+    meta.start_ts = recorder.start_ns();
     let writer = create_capture(&args.file, &meta)?;
     // The files of this recording that still exist, to count what is readable after an error.
     let files = Arc::new(Mutex::new(vec![args.file.clone()]));

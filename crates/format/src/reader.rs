@@ -218,10 +218,16 @@ impl<S: Source> Reader<S> {
                 r.tables.add_device(d.clone());
             }
         }
+        // Every time is counted from the recording's start; a header that does not know it
+        // (0) starts at the first event instead, so readers have one origin either way.
+        if r.meta.start_ts == 0 {
+            r.meta.start_ts = r.chunks.iter().map(|c| c.summary.min_ts).min().unwrap_or(0);
+        }
         Ok(r)
     }
 
-    /// The header's metadata.
+    /// The header's metadata. Its `start_ts`, the origin every time in the capture counts from,
+    /// is the first event's when the header has none (0).
     pub fn meta(&self) -> &Meta {
         &self.meta
     }
