@@ -613,6 +613,52 @@ fn times_count_from_the_recording_start() {
     assert_eq!(writes, [(0.0, 1), (1.0, 1)], "each write in the second it completed");
 }
 
+/// aqu-sz is sysstat's (issue #14, point 4): a request adds its whole wait to the interval it
+/// completes in, as the kernel adds it to time_in_queue; qdepth is the time-weighted queue
+/// depth. Under a stall of 2.5 s they part: before, aqu-sz was the time-weighted depth and
+/// read 3.53 where `iostat -x` read 8.55 in the same second.
+#[test]
+fn aqu_sz_is_sysstats_and_qdepth_the_time_weighted_depth() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stall.cap");
+    let mut w = iocap_testkit::create(&path, &iocap_testkit::meta(START), 64, 1);
+    let p = add_proc(&mut w, 10, 1, b"fio");
+    let ms = 1_000_000;
+    // Four writes stalled from 0.5 s to 3 s (2.5 s each), and a read of 10 ms each 100 ms.
+    let mut events: Vec<Event> = (0..4)
+        .map(|_| Event {
+            op: BlockOp::Write as u8,
+            queue: 500 * ms,
+            ..block(START + 1000 * ms, 2000 * ms, 10, p, VDA, 4096)
+        })
+        .collect();
+    events.extend((0..30).map(|i| Event {
+        op: BlockOp::Read as u8,
+        ..block(START + i * 100 * ms, 10 * ms, 10, p, VDA, 4096)
+    }));
+    events.sort_by_key(|e| e.ts + e.latency);
+    for e in &events {
+        w.push(e).unwrap();
+    }
+    w.finish(START + 3 * SEC).unwrap();
+    let v = json(&["iostat", path.to_str().unwrap(), "--json"]);
+    let column = |key: &str| -> Vec<f64> {
+        v["intervals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| (i["devices"][0][key].as_f64().unwrap() * 1000.0).round() / 1000.0)
+            .collect()
+    };
+    // Reads: 10 a second of 10 ms each, 0.1 of depth. Writes: 4 × 2.5 s completed at 3 s, the
+    // capture's end, which falls in the last interval; in flight 0.5 s, then 1 s, then 1 s.
+    assert_eq!(column("aqu_sz"), [0.1, 0.1, 0.1 + 10.0]);
+    assert_eq!(column("qdepth"), [0.1 + 2.0, 0.1 + 4.0, 0.1 + 4.0]);
+    assert_eq!(column("w_await_ms"), [0.0, 0.0, 2500.0]);
+    let text = ok(&["iostat", path.to_str().unwrap()]);
+    assert!(text.contains("aqu-sz  qdepth  %util"), "{text}");
+}
+
 /// A cut capture (the recorder was killed) is reported from its whole chunks.
 #[test]
 fn reports_on_a_recovered_capture() {
