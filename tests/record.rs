@@ -834,6 +834,10 @@ fn requests_that_record_nothing_exit_2_and_create_nothing() {
             "`blk.dev=loop2` rules out syscalls and io_uring requests; `disk.time>0` rules out block requests",
         ),
         (
+            vec!["--min-latency", "1ms", "latency<1us"],
+            "can match no event as slow as --min-latency 1ms: `latency>=1ms` and `latency<1us` cannot both hold",
+        ),
+        (
             vec!["--no-syscalls", "fd.num=3"],
             "it matches only syscalls and io_uring requests, which --no-syscalls leaves out",
         ),

@@ -3,7 +3,7 @@
 //! ([`Filter::pushdown`]) joins the options, and a request that can record nothing is refused
 //! before anything is loaded.
 
-use iocap_filter::{class_noun, Filter};
+use iocap_filter::{class_noun, literal, Filter, Reach};
 use iocap_format::Class;
 
 use crate::config::Config;
@@ -37,6 +37,17 @@ pub enum PlanError {
         filter: String,
         /// Which conjuncts rule out which events, when that is what decided it.
         why: Option<String>,
+    },
+    /// The filter matches only events faster than `--min-latency` keeps (`--min-latency 1ms
+    /// 'latency<1us'`).
+    #[error("the filter `{filter}` can match no event as slow as --min-latency {min}: {why}")]
+    MatchesNothingSlowEnough {
+        /// The filter, as it reads back.
+        filter: String,
+        /// The option's value, as a literal: `1ms`.
+        min: String,
+        /// The bounds that do not meet.
+        why: String,
     },
     /// What the filter can match is what the options leave out (`--no-block 'blk.dev=vda'`).
     #[error("the filter `{filter}` can match no event that is recorded: it matches only {matches}, which {option} leaves out")]
@@ -74,6 +85,24 @@ pub fn plan(req: &Request, filter: &Filter) -> Result<Config, PlanError> {
     // pushdown allows; the pid and name sets are the pushdown's alone.)
     if none(&push.pids) || none(&push.names) {
         return Err(PlanError::MatchesNothing { filter: src, why: None });
+    }
+    if req.min_latency_ns > 0 {
+        // The kernel keeps only events at least this slow (their `latency`, in every class).
+        let min = literal::duration(req.min_latency_ns);
+        let floor = format!("latency>={min}");
+        let both = if filter.is_all() {
+            floor.clone()
+        } else {
+            format!("{floor} and ({src})")
+        };
+        let reach = Filter::parse(&both).map(|f| f.reach(std::env::consts::ARCH));
+        if let Some(r) = reach.ok().filter(Reach::none) {
+            return Err(PlanError::MatchesNothingSlowEnough {
+                filter: src,
+                min,
+                why: r.to_string(),
+            });
+        }
     }
     if !req.syscalls && !req.block {
         return Err(PlanError::NothingToRecord);
@@ -201,6 +230,16 @@ mod tests {
             "the filter `disk.time>1ms` can match no event that is recorded: it matches only syscalls and \
              io_uring requests, which --no-syscalls leaves out"
         );
+        let slow = Request {
+            min_latency_ns: 1_000_000,
+            ..req()
+        };
+        assert_eq!(
+            nothing(slow.clone(), "proc.name=fio and latency<1us"),
+            "the filter `proc.name=fio and latency<1us` can match no event as slow as --min-latency 1ms: \
+             `latency>=1ms` and `latency<1us` cannot both hold"
+        );
+        assert!(plan(&slow, &f("latency<2ms")).is_ok());
         let neither = Request {
             block: false,
             syscalls: false,
