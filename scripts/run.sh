@@ -8,12 +8,10 @@ bash scripts/setup.sh
 cargo build --release --locked --quiet
 bin=target/release/iocap
 if [ "$#" -eq 0 ]; then
-    fixture=$(ls fixtures/*.cap 2>/dev/null | head -n 1 || true)
-    [ -n "$fixture" ] || { echo "run: no capture in fixtures/" >&2; exit 1; }
-    if "$bin" help view >/dev/null 2>&1; then
-        exec "$bin" view "$fixture"
-    fi
-    # Until the viewer lands, show what the capture holds.
-    exec "$bin" info "$fixture"
+    # The richest real recording: random direct reads, buffered writes with fsync and cached
+    # reads at once (see fixtures/README.md).
+    fixture=fixtures/mixed.cap
+    [ -f "$fixture" ] || { echo "run: $fixture is missing" >&2; exit 1; }
+    exec "$bin" view "$fixture"
 fi
 exec "$bin" "$@"

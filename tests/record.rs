@@ -887,3 +887,90 @@ fn no_event_begins_before_the_recording_start() {
         (start - first) as f64 / 1e6
     );
 }
+
+/// The fields of format 1.5 on a real recording: the offsets of positional calls, the CPU,
+/// who a process runs as (a setuid exec changes it) and its cgroup, and biopattern's
+/// sequential/random of block requests with whether they were queued.
+#[test]
+fn offsets_owners_cpus_and_block_patterns_are_recorded() {
+    let Some(_running) = recording() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("disk.img");
+    std::fs::write(&img, vec![0u8; 8 << 20]).unwrap();
+    let dev = LoopDev::attach(&img);
+    let cap = dir.path().join("fields.cap");
+    // Reads at sectors 56, 40, 24 (each elsewhere than the last one ended), then four 64 KiB
+    // writes one after the other from sector 1024; pread64 at known offsets; a nobody.
+    let loop_path = &dev.path;
+    let cmd = format!(
+        "for s in 7 5 3; do dd if={loop_path} of=/dev/null bs=4k count=1 skip=$s iflag=direct status=none; done; \
+         dd if=/dev/zero of={loop_path} bs=64k count=4 seek=8 oflag=direct status=none; \
+         python3 -c 'import os; f=os.open(\"{loop_path}\", os.O_RDONLY); [os.pread(f, 512, o) for o in (0, 4096, 1 << 22)]'; \
+         setpriv --reuid=65534 --regid=65534 --clear-groups cat /dev/null"
+    );
+    let out = iocap()
+        .args(["record", "-w"])
+        .arg(&cap)
+        .args(["-c", &cmd])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = Reader::open(&cap).unwrap();
+    let t = r.tables();
+    let evs = events(&r);
+    let loop_dev = r
+        .meta()
+        .devices
+        .iter()
+        .chain(t.devices())
+        .find(|d| d.name == dev.name())
+        .map(|d| d.dev)
+        .expect("the loop device is in the device table");
+
+    let offsets: Vec<u64> = evs
+        .iter()
+        .filter(|e| e.class == Class::Syscall && e.nr == nr("pread64") && e.ret == 512)
+        .map(|e| e.offset)
+        .collect();
+    assert_eq!(offsets, [0, 4096, 1 << 22], "pread64 offsets");
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    assert!(
+        evs.iter().all(|e| e.cpu < cpus),
+        "every event's CPU is one of the {cpus}"
+    );
+
+    let own_cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let own_cgroup = own_cgroup.lines().find_map(|l| l.strip_prefix("0::")).unwrap_or("");
+    let owner = |name: &str| {
+        let p = t.procs().iter().rev().find(|p| t.string(p.name) == name).expect(name);
+        (p.uid, t.string(p.user).to_owned(), t.string(p.cgroup).to_owned())
+    };
+    assert_eq!(owner("dd"), (Some(0), "root".into(), own_cgroup.into()));
+    assert_eq!(owner("cat"), (Some(65534), "nobody".into(), own_cgroup.into()));
+
+    use iocap_format::blk_flags::{QUEUED, RANDOM, SEQUENTIAL};
+    let on_loop: Vec<(u8, u64, u32)> = evs
+        .iter()
+        .filter(|e| e.class == Class::Block && e.dev == loop_dev)
+        .map(|e| (e.op, e.sector, e.flags & (SEQUENTIAL | RANDOM)))
+        .collect();
+    let read = iocap_format::BlockOp::Read as u8;
+    let reads: Vec<_> = on_loop
+        .iter()
+        .filter(|(op, s, _)| *op == read && [56, 40, 24].contains(s))
+        .collect();
+    assert_eq!(reads.len(), 3, "{on_loop:?}");
+    assert!(reads[1..].iter().all(|r| r.2 == RANDOM), "{on_loop:?}");
+    let writes: Vec<_> = on_loop.iter().filter(|(op, _, _)| *op != read).collect();
+    assert_eq!(writes.first().map(|w| (w.1, w.2)), Some((1024, RANDOM)), "{on_loop:?}");
+    assert!(writes[1..].iter().all(|w| w.2 == SEQUENTIAL), "{on_loop:?}");
+    // Whatever the device's scheduler, a request is either queued first or sent straight on.
+    let queued = evs.iter().filter(|e| e.class == Class::Block && e.flags & QUEUED != 0);
+    assert!(queued.clone().all(|e| e.queue < e.latency + 10_000_000_000));
+    assert!(
+        evs.iter()
+            .filter(|e| e.class == Class::Block && e.queue > 0)
+            .all(|e| e.flags & QUEUED != 0),
+        "a measured queue time means an insert was seen"
+    );
+}

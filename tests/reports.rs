@@ -836,4 +836,53 @@ fn real_fixtures() {
         .map(|d| d["write_bytes"].as_u64().unwrap())
         .sum();
     assert_eq!(written, 200 * 65_536, "{io}");
+
+    // The 1.5 recording the README's first command opens: its fields read back as recorded.
+    let mixed = fx.join("mixed.cap");
+    let mixed = mixed.to_str().unwrap();
+    let v = json(&["report", mixed, "evt.class=block", "--by", "blk.pattern", "--json"]);
+    assert_eq!(v["matched"], 20_244);
+    let by: Vec<(String, u64)> = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["key"].as_str().unwrap().to_owned(), g["count"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        by,
+        [
+            ("random".into(), 20_000),
+            ("sequential".into(), 243),
+            ("<NA>".into(), 1)
+        ]
+    );
+    // Each cat read the 16 MiB file whole; fio's psync reads are positional, every one.
+    let v = json(&[
+        "report",
+        mixed,
+        "proc.name=cat and evt.type=read and fd.name=/tmp/fx.dat",
+        "--by",
+        "proc.pid",
+        "--json",
+    ]);
+    let bytes: Vec<u64> = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["bytes"].as_u64().unwrap())
+        .collect();
+    assert_eq!(bytes, [16 << 20, 16 << 20]);
+    let all = json(&["report", mixed, "proc.name=fio and evt.type=pread64", "--json"]);
+    let with_offset = json(&[
+        "report",
+        mixed,
+        "proc.name=fio and evt.type=pread64 and io.offset exists",
+        "--json",
+    ]);
+    assert_eq!(all["matched"], with_offset["matched"]);
+    assert!(all["matched"].as_u64().unwrap() > 10_000, "{all}");
+    // Addresses read in hex, as /proc/PID/maps writes them.
+    let maps = ok(&["events", mixed, "evt.type in (mmap, brk)", "--limit", "3"]);
+    assert!(maps.contains(" brk ") && maps.contains(" 0x55ddcf7e9000"), "{maps}");
+    assert!(maps.contains(" 0x7faae7963000"), "{maps}");
 }

@@ -1,4 +1,5 @@
-//! `iocap view` end to end: the built binary in a real terminal (tmux), driven by keys.
+//! `iocap view` end to end: the built binary in a real terminal (tmux), driven by keys and the
+//! mouse (SGR mouse reports written to the pane, as a terminal sends them).
 //!
 //! Skipped, with the reason printed, where tmux is not installed.
 
@@ -45,6 +46,28 @@ impl Tmux {
         args.extend_from_slice(keys);
         assert!(self.cmd(&args).status.success());
     }
+
+    /// Write `bytes` to the viewer's terminal as they are, in one piece (a mouse report must not
+    /// be split, or its Esc reads as the key).
+    fn raw(&self, bytes: &[u8]) {
+        let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let mut args = vec!["send-keys", "-t", "view", "-H"];
+        args.extend(hex.iter().map(String::as_str));
+        assert!(self.cmd(&args).status.success());
+    }
+
+    /// A left-button drag from screen cell `from` to `to` (0-based column, row), through
+    /// `via`, as SGR mouse reports: press, moves with the button held, release.
+    fn drag(&self, from: (usize, usize), via: &[(usize, usize)], to: (usize, usize)) {
+        // SGR: `ESC [ < button ; column ; row M`, `m` for a release, 1-based; 32 is "moved".
+        let report = |button: u8, (x, y): (usize, usize), end: char| format!("\x1b[<{button};{};{}{end}", x + 1, y + 1);
+        let mut seq = report(0, from, 'M');
+        for &cell in via.iter().chain([&to]) {
+            seq.push_str(&report(32, cell, 'M'));
+        }
+        seq.push_str(&report(0, to, 'm'));
+        self.raw(seq.as_bytes());
+    }
 }
 
 impl Drop for Tmux {
@@ -60,9 +83,10 @@ fn tmux_missing() -> Option<&'static str> {
     }
 }
 
-fn start(cap: &Path, state: &Path, filter: &str) -> Tmux {
+/// The viewer on `cap` in a 100×30 tmux window of its own server, named after the test.
+fn start(test: &str, cap: &Path, state: &Path, filter: &str) -> Tmux {
     let tmux = Tmux {
-        socket: format!("iocap-test-{}-{}", std::process::id(), filter.len()),
+        socket: format!("iocap-test-{}-{test}", std::process::id()),
     };
     let cmd = format!(
         "env XDG_STATE_HOME='{}' '{}' view '{}' {filter}",
@@ -87,7 +111,7 @@ fn view_filters_drills_down_and_restores_the_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let cap: PathBuf = synthetic_capture(dir.path(), 1000);
     let state = dir.path().join("state");
-    let t = start(&cap, &state, "");
+    let t = start("keys", &cap, &state, "");
 
     // The first frame, then the exact scan: 1000 events in the status line.
     let s = t.wait_for("the first frame", |s| {
@@ -115,8 +139,10 @@ fn view_filters_drills_down_and_restores_the_terminal() {
     t.keys(&["Tab", "f"]);
     t.wait_for("the evt.type breakdown", |s| s.contains("By evt.type"));
     t.keys(&["Enter"]);
-    let s = t.wait_for("the drill-down", |s| s.contains("and evt.type="));
-    assert!(s.contains("400/1,000"), "{s}");
+    // The status line counts the new filter's matches once its scan answers ("…" until then).
+    t.wait_for("the drill-down", |s| {
+        s.contains("and evt.type=") && s.contains("400/1,000")
+    });
 
     // The event list, slowest first: its rows come from the rows thread.
     t.keys(&["Tab", "s"]);
@@ -174,6 +200,161 @@ fn view_filters_drills_down_and_restores_the_terminal() {
     // The applied filters were kept for the next run.
     let history = std::fs::read_to_string(state.join("iocap/history")).unwrap();
     assert!(history.lines().any(|l| l == "proc.name=postgres"), "{history}");
+}
+
+/// The line of `screen` that starts with `prefix`, and its row.
+fn line_at<'a>(screen: &'a str, prefix: &str) -> Option<(usize, &'a str)> {
+    screen.lines().enumerate().find(|(_, l)| l.starts_with(prefix))
+}
+
+/// The status line's count of matching events: `400` of `│ 400/1,000 │`.
+fn matching(screen: &str) -> Option<u64> {
+    let status = screen.lines().rev().find(|l| l.contains("/1,000"))?;
+    let count = status.split('│').find(|f| f.contains("/1,000"))?;
+    count.trim().split('/').next()?.replace(',', "").parse().ok()
+}
+
+/// What `iocap report` counts for `filter`: the viewer must agree.
+fn report_matched(cap: &Path, filter: &str) -> u64 {
+    let (code, out, err) = crate::util::run(&["report", cap.to_str().unwrap(), filter, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    json["matched"].as_u64().unwrap()
+}
+
+/// The mouse selects a region that stays selected (the status line says what Enter and Esc do)
+/// and Enter filters to it, as `iocap report` counts it; a filter longer than the window scrolls
+/// in the bar, `…` where cut, and readline's keys edit it.
+#[test]
+fn view_mouse_region_and_a_long_filter() {
+    let _running = crate::util::machine_shared();
+    if let Some(why) = tmux_missing() {
+        eprintln!("{why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cap: PathBuf = synthetic_capture(dir.path(), 1000);
+    let state = dir.path().join("state");
+    let t = start("mouse", &cap, &state, "");
+    let s = t.wait_for("the first frame", |s| {
+        s.contains("Spectrogram") && s.contains("1,000/1,000")
+    });
+
+    // The plot from the screen: its first row is the one labelled +0.000s, and the 1µs decade
+    // starts where its label does on the line above.
+    let (row, _) = line_at(&s, "│+0.000s").expect("the first time label");
+    let labels = s.lines().nth(row - 1).unwrap();
+    let col = labels.chars().position(|c| c == 'µ').expect("the 1µs label") - 1;
+    let interval_ms: u64 = {
+        let status = s.lines().rev().find(|l| l.contains("/row")).unwrap();
+        let per_row = status.split('│').find(|f| f.contains("/row")).unwrap();
+        per_row
+            .trim()
+            .trim_end_matches("/row")
+            .trim_end_matches("ms")
+            .parse()
+            .unwrap()
+    };
+    // From the 1µs cell on the first row to 8 cells right, 2 rows down: postgres's and fio's reads.
+    let (from, to) = ((col, row), (col + 8, row + 2));
+    t.drag(from, &[(col + 4, row + 1)], to);
+    let s = t.wait_for("the region selected", |s| {
+        s.contains("region: Enter filters, Esc drops")
+    });
+    assert!(s.contains("filter: (all events)"), "releasing applied nothing: {s}");
+    assert_eq!(matching(&s), Some(1000), "{s}");
+
+    // Enter filters to the region: three rows, and the latencies dragged over.
+    t.keys(&["Enter"]);
+    let s = t.wait_for("the region's filter", |s| {
+        s.contains("filter: evt.time<") && matching(s).is_some_and(|n| n < 1000)
+    });
+    let (_, bar) = line_at(&s, "filter: ").unwrap();
+    let filter = bar["filter: ".len()..].trim_end();
+    assert!(
+        filter.starts_with(&format!("evt.time<{}ms and latency>=", 3 * interval_ms))
+            && filter.contains(" and latency<"),
+        "{filter}"
+    );
+    assert!(!s.contains("region:"), "{s}");
+    let n = matching(&s).unwrap();
+    assert!(n > 0, "{s}");
+    assert_eq!(n, report_matched(&cap, filter), "{filter}");
+
+    // Undo; drag again, then Esc drops the region and Enter filters to the cursor's cell alone.
+    t.keys(&["u"]);
+    t.wait_for("the undo", |s| {
+        s.contains("filter: (all events)") && matching(s) == Some(1000)
+    });
+    t.drag(from, &[], to);
+    t.wait_for("the region selected again", |s| s.contains("region: Enter filters"));
+    t.keys(&["Escape"]);
+    t.wait_for("the region dropped", |s| !s.contains("region:"));
+    t.keys(&["Enter"]);
+    let s = t.wait_for("the cell's filter", |s| s.contains("filter: evt.time>="));
+    let (_, bar) = line_at(&s, "filter: ").unwrap();
+    assert!(
+        bar.contains(&format!(
+            "evt.time>={}ms and evt.time<{}ms",
+            2 * interval_ms,
+            3 * interval_ms
+        )),
+        "{bar}"
+    );
+
+    // A filter longer than the window: typed, it scrolls, the end in sight.
+    let long = "proc.name=postgres and latency>=1us and latency<1s and evt.time<2s \
+                and evt.type!=read and evt.type!=write and proc.pid!=12345 and evt.class!=block";
+    assert!(long.len() > 140);
+    t.keys(&["/", "C-u"]);
+    t.keys(&["-l", long]);
+    let s = t.wait_for("the end of the long filter", |s| {
+        s.lines()
+            .next()
+            .is_some_and(|l| l.trim_end().ends_with("and evt.class!=block"))
+    });
+    let top = s.lines().next().unwrap();
+    assert!(top.starts_with("/ …"), "{top}");
+    // Ctrl-A: its start, cut on the right.
+    t.keys(&["C-a"]);
+    let s = t.wait_for("the start of the long filter", |s| {
+        s.lines()
+            .next()
+            .is_some_and(|l| l.starts_with("/ proc.name=postgres and"))
+    });
+    assert!(s.lines().next().unwrap().trim_end().ends_with('…'), "{s}");
+    // Ctrl-E, Ctrl-W: the last clause goes (a filter ending in `and` is an error); Ctrl-Y
+    // brings it back.
+    t.keys(&["C-e", "C-w"]);
+    t.wait_for("the last clause deleted", |s| s.contains("expected a condition"));
+    t.keys(&["C-y"]);
+    t.wait_for("the clause back", |s| {
+        !s.contains("expected a condition")
+            && s.lines()
+                .next()
+                .is_some_and(|l| l.trim_end().ends_with("and evt.class!=block"))
+    });
+    // Alt-B, Alt-D: the last word goes; Ctrl-Y brings it back.
+    t.keys(&["M-b", "M-d"]);
+    t.wait_for("the last word deleted", |s| {
+        s.lines()
+            .next()
+            .is_some_and(|l| l.trim_end().ends_with("and evt.class!="))
+    });
+    t.keys(&["C-y"]);
+    t.wait_for("the word back", |s| {
+        s.lines()
+            .next()
+            .is_some_and(|l| l.trim_end().ends_with("and evt.class!=block"))
+    });
+    t.keys(&["Enter"]);
+    let s = t.wait_for("the long filter applied", |s| matching(s) == Some(400));
+    let (_, bar) = line_at(&s, "filter: ").unwrap();
+    let bar = bar.trim_end();
+    assert!(bar.starts_with("filter: proc.name=postgres and "), "{bar}");
+    assert!(bar.ends_with(" and evt.class!=block") && bar.contains('…'), "{bar}");
+    assert_eq!(report_matched(&cap, long), 400);
+    t.keys(&["q"]);
 }
 
 /// The raw wait status of process `pid` if it has exited and not been reaped (a zombie):

@@ -137,7 +137,9 @@ fn write_line(out: &mut impl Write, e: &Event, meta: &Meta, tables: &Tables) -> 
     }
     let mut res = field_text(FieldId::EvtRes, e, meta, tables);
     let errno = field_text(FieldId::EvtErrno, e, meta, tables);
-    if !errno.is_empty() {
+    if fields::returns_address(&meta.arch, e.class, e.nr) && e.ret > 0 {
+        res = format!("{:#x}", e.ret);
+    } else if !errno.is_empty() {
         res = errno;
     }
     // Syscalls name their fd's file; block requests their disk, op and sector, as biosnoop,

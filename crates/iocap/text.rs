@@ -10,12 +10,8 @@ pub fn bar(count: u64, max: u64, width: usize) -> String {
     format!("{:<width$}", "*".repeat(n.min(width)))
 }
 
-/// At most `n` characters, the cut marked with `…`.
+/// At most `n` characters, cut in the middle as the viewer cuts (`/var/…base/16384`): names
+/// differ at their end, which a cut end would hide.
 pub fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        return s.to_string();
-    }
-    let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
-    t.push('…');
-    t
+    iocap_analysis::units::cut_middle(s, n, |_| 1)
 }

@@ -277,6 +277,14 @@ macro_rules! with_col {
                 let $v = &mut $cols.disk_time;
                 $body
             }
+            Col::Cpu => {
+                let $v = &mut $cols.cpu;
+                $body
+            }
+            Col::Offset => {
+                let $v = &mut $cols.offset;
+                $body
+            }
         }
     };
 }

@@ -18,7 +18,7 @@ use std::hash::Hash;
 
 use iocap_filter::fields::{self, FieldInfo, Value};
 use iocap_filter::Bitmap;
-use iocap_format::{ColSet, Columns, Meta, Tables};
+use iocap_format::{ColSet, Columns, Event, Meta, Tables};
 
 use crate::hist::LatencyHist;
 use key::KeyOf;
@@ -240,7 +240,7 @@ impl<'a> FieldGroups<'a> {
                 let keys = &type_keys[..];
                 f.feed(|i| keys.get(i).map_or(0, |&k| u64::from(k)), slots)
             }
-            KeyOf::Printed => f.feed(
+            KeyOf::Printed(_) => f.feed(
                 |i| {
                     let v = fields::value(field, &cols.event(i), meta, tables);
                     printed.borrow_mut().key(&v)
@@ -258,7 +258,7 @@ impl<'a> FieldGroups<'a> {
         let theirs = interner.by_key();
         for (k, g, e) in other.slots.slots {
             let k = match self.key {
-                KeyOf::Printed => self.printed.get_mut().key_of_text(theirs[k as usize]),
+                KeyOf::Printed(_) => self.printed.get_mut().key_of_text(theirs[k as usize]),
                 _ => k,
             };
             self.slots.add(k, g, e);
@@ -268,9 +268,16 @@ impl<'a> FieldGroups<'a> {
     /// The groups by value, each key's value printed once by `name` (which may print an
     /// absent value its own way).
     pub fn finish(self, name: impl Fn(&Value) -> String) -> GroupBy<String> {
+        self.finish_by(|v, _| name(v))
+    }
+
+    /// The groups by what `key` makes of each key's value and one event of it (the first seen
+    /// by the thread that saw it first), called once per key: a value with what is known beside
+    /// it (a pid's process name). Keys of equal result are merged.
+    pub fn finish_by<K: Hash + Eq + Ord + Clone>(self, key: impl Fn(&Value, &Event) -> K) -> GroupBy<K> {
         let mut by = GroupBy::new();
         for (_, g, e) in self.slots.slots {
-            by.add_group(name(&fields::value(self.field, &e, self.meta, self.tables)), g);
+            by.add_group(key(&fields::value(self.field, &e, self.meta, self.tables), &e), g);
         }
         by
     }
@@ -380,6 +387,9 @@ mod tests {
                     sector: i,
                     op: (i % 3) as u8,
                     flags: (i % 4) as u32,
+                    // Issued by a pread64 (17), a write (1), a flusher, nothing.
+                    cause: (i % 4) as u8,
+                    nr: if i % 3 == 0 { 17 } else { 1 },
                     ..Event::default()
                 }
             } else {
@@ -393,6 +403,8 @@ mod tests {
                     fd: if i % 11 == 0 { -1 } else { 3 + (i % 3) as i32 },
                     file: files[(i % 3) as usize],
                     bytes: ret.max(0) as u64,
+                    disk_reqs: (i % 3) as u32,
+                    disk_bytes: (i % 3) * 4096,
                     ..Event::syscall(
                         1_000 + i * 10,
                         100 + i % 13,

@@ -1,5 +1,5 @@
 //! How numbers read, in every front end: durations, sizes, counts and times printed, and
-//! durations parsed.
+//! durations parsed; and names too long for their column cut in the middle ([`cut_middle`]).
 //!
 //! The viewer draws on a terminal and the commands print for pipes, logs and scripts, so two
 //! quantities are written two ways on purpose, chosen by [`Style`]: `µs` on screen and ASCII
@@ -155,6 +155,41 @@ pub fn short_count(n: u64) -> String {
     }
 }
 
+/// `s` in at most `w` columns, each character as wide as `width` says: whole when it fits,
+/// else a third of the room from its start and the rest from its end around `…`
+/// (`/var/…base/16384`). Paths and names differ at their end more than anywhere (the files
+/// of one directory, `kworker/u8:2`), which a cut end would make look alike. The commands count
+/// a character as one column (`|_| 1`); the viewer measures each as the terminal draws it.
+pub fn cut_middle(s: &str, w: usize, width: impl Fn(char) -> usize) -> String {
+    if s.chars().map(&width).sum::<usize>() <= w {
+        return s.to_owned();
+    }
+    let Some(room) = w.checked_sub(1) else {
+        return String::new();
+    };
+    // The start: what fits in a third of the room.
+    let (mut head_end, mut used) = (0, 0);
+    for (i, c) in s.char_indices() {
+        let cw = width(c);
+        if used + cw > room / 3 {
+            break;
+        }
+        used += cw;
+        head_end = i + c.len_utf8();
+    }
+    // The end: the rest of the room. The two cannot meet: `s` is wider than `w`.
+    let (mut tail_start, mut left) = (s.len(), room - used);
+    for (i, c) in s.char_indices().rev() {
+        let cw = width(c);
+        if cw > left || i < head_end {
+            break;
+        }
+        left -= cw;
+        tail_start = i;
+    }
+    format!("{}…{}", &s[..head_end], &s[tail_start..])
+}
+
 /// Parse an interval such as `500ms`, `1s`, `2.5s`, `100us`, `250000ns`, `1m`, `1min`. A bare
 /// number is seconds; a space may stand between the number and the unit. The result is at
 /// least 1 ns.
@@ -184,6 +219,29 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_names_are_cut_in_the_middle() {
+        let one = |_: char| 1;
+        assert_eq!(cut_middle("/data", 12, one), "/data");
+        assert_eq!(cut_middle("/var/lib/pg/base/16384", 16, one), "/var/…base/16384");
+        // The files of one directory stay apart.
+        let cut = |i: u32| cut_middle(&format!("/srv/data/run/dir/file-{i}"), 12, one);
+        assert_ne!(cut(17), cut(18));
+        assert_eq!(cut(17), "/sr…/file-17");
+        assert_eq!(cut_middle("abcdef", 1, one), "…");
+        assert_eq!(cut_middle("abcdef", 0, one), "");
+        assert_eq!(cut_middle("abcdef", 2, one), "…f");
+        // Wide characters count as what they take.
+        let wide = |c: char| if c.is_ascii() || c == '…' { 1 } else { 2 };
+        let s = cut_middle("日本語のファイル名.txt", 10, wide);
+        assert_eq!(s, "日…名.txt");
+        assert!(s.chars().map(wide).sum::<usize>() <= 10);
+        for w in 0..30 {
+            let s = cut_middle("ab日本cd語のeファfイル名.txt", w, wide);
+            assert!(s.chars().map(wide).sum::<usize>() <= w, "{w}: {s}");
+        }
+    }
 
     #[test]
     fn durations_read_the_same_everywhere() {

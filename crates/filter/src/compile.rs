@@ -48,6 +48,9 @@ pub(crate) enum NumSrc {
     DiskReqs,
     DiskBytes,
     DiskTime,
+    Cpu,
+    /// Signed, as `Ret`.
+    Offset,
 }
 
 /// A column whose values are ids tested against an [`IdSet`].
@@ -206,12 +209,18 @@ pub(crate) fn synthetic(field: FieldId, class: Class, id: u64) -> Event {
         ..Event::default()
     };
     match field {
-        FieldId::ProcName | FieldId::ProcExe | FieldId::ProcCmdline | FieldId::ProcPpid => e.proc = id32,
+        FieldId::ProcName
+        | FieldId::ProcExe
+        | FieldId::ProcCmdline
+        | FieldId::ProcPpid
+        | FieldId::UserUid
+        | FieldId::UserName
+        | FieldId::ProcCgroup => e.proc = id32,
         FieldId::FdType | FieldId::FdName | FieldId::FdDirectory | FieldId::FdFilename | FieldId::FdDev => {
             e.file = id32
         }
         FieldId::EvtErrno => e.ret = -(i64::try_from(id).unwrap_or(i64::MAX)),
-        FieldId::BlkFlags => {
+        FieldId::BlkFlags | FieldId::BlkPattern | FieldId::BlkQueued => {
             e.class = Class::Block;
             e.flags = id32;
         }
@@ -292,6 +301,16 @@ pub(crate) fn compile_node(node: &Node, meta: &Meta, tables: &Tables) -> CNode {
             CNode::Not(inner) => *inner,
             c => CNode::Not(Box::new(c)),
         },
+        Node::Pred(p) if p.field == FieldId::IoOffset => {
+            // io.offset is absent but on the positional calls: their numbers and the offset.
+            let positional = (0..1024u64).map(|nr| (nr, fields::is_positional(&meta.arch, nr as u32)));
+            let calls = Kernel::Split(Box::new(ByClass {
+                nrs: IdSet::build(positional, 1024, Beyond::Const(false)),
+                ops: IdSet::build(std::iter::empty(), 0, Beyond::Const(false)),
+                urings: IdSet::build(std::iter::empty(), 0, Beyond::Const(false)),
+            }));
+            CNode::And(vec![CNode::Leaf(calls), CNode::Leaf(compile_pred(p, meta, tables))])
+        }
         Node::Pred(p) if p.field == FieldId::BlkSyscall => {
             // blk.syscall is absent unless a syscall issued the request: the number test
             // and the cause test together.
@@ -368,7 +387,7 @@ fn signed_key(x: i64) -> u64 {
 
 fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables) -> Kernel {
     let num = |src: NumSrc, class: Option<u8>| {
-        let (ranges, negate) = key_ranges(&p.test, matches!(src, NumSrc::Ret | NumSrc::Fd));
+        let (ranges, negate) = key_ranges(&p.test, matches!(src, NumSrc::Ret | NumSrc::Fd | NumSrc::Offset));
         Kernel::Num {
             src,
             class,
@@ -463,6 +482,9 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables) -> Kernel {
         FieldId::DiskRequests => num(NumSrc::DiskReqs, Some(SYSCALL)),
         FieldId::DiskBytes => num(NumSrc::DiskBytes, Some(SYSCALL)),
         FieldId::DiskTime => num(NumSrc::DiskTime, Some(SYSCALL)),
+        FieldId::EvtCpu => num(NumSrc::Cpu, None),
+        // Only on the positional calls: `compile_node` adds that half.
+        FieldId::IoOffset => num(NumSrc::Offset, Some(SYSCALL)),
         FieldId::BlkCause => {
             let ids = (0..256u64).map(|c| {
                 let e = Event {
@@ -496,7 +518,13 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables) -> Kernel {
                 set: IdSet::build(ids, 1024, eval_beyond()),
             }
         }
-        FieldId::ProcName | FieldId::ProcExe | FieldId::ProcCmdline | FieldId::ProcPpid => {
+        FieldId::ProcName
+        | FieldId::ProcExe
+        | FieldId::ProcCmdline
+        | FieldId::ProcPpid
+        | FieldId::UserUid
+        | FieldId::UserName
+        | FieldId::ProcCgroup => {
             let ids = tables.procs().iter().map(|pr| {
                 let e = Event {
                     proc: pr.id,
@@ -532,7 +560,7 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables) -> Kernel {
                 set: IdSet::build(ids, 4096, eval_beyond()),
             }
         }
-        FieldId::BlkFlags => {
+        FieldId::BlkFlags | FieldId::BlkPattern | FieldId::BlkQueued => {
             let ids = (0..=u64::from(fields::FLAGS_MASK)).map(|f| (f, passes(&synthetic(p.field, Class::Block, f))));
             Kernel::Ids {
                 src: IdSrc::Flags,
@@ -626,6 +654,8 @@ impl Kernel {
                     NumSrc::DiskReqs => ColSet::NONE.with(Col::DiskReqs),
                     NumSrc::DiskBytes => ColSet::NONE.with(Col::DiskBytes),
                     NumSrc::DiskTime => ColSet::NONE.with(Col::DiskTime),
+                    NumSrc::Cpu => ColSet::NONE.with(Col::Cpu),
+                    NumSrc::Offset => ColSet::NONE.with(Col::Offset),
                 };
                 cols.union(class(c))
             }
@@ -804,6 +834,8 @@ impl Kernel {
                     NumSrc::Pid => plain!(&cols.pid, u64::from),
                     NumSrc::Tid => plain!(&cols.tid, u64::from),
                     NumSrc::DiskReqs => plain!(&cols.disk_reqs, u64::from),
+                    NumSrc::Cpu => plain!(&cols.cpu, u64::from),
+                    NumSrc::Offset => plain!(&cols.offset, |x| signed_key(x as i64)),
                     NumSrc::Ret => plain!(&cols.ret, signed_key),
                     NumSrc::Fd => scan_num(
                         &col(&cols.fd, n),

@@ -132,6 +132,20 @@ pub enum FieldId {
     DiskBytes,
     /// `disk.time`.
     DiskTime,
+    /// `evt.cpu`.
+    EvtCpu,
+    /// `io.offset`.
+    IoOffset,
+    /// `user.uid`.
+    UserUid,
+    /// `user.name`.
+    UserName,
+    /// `proc.cgroup`.
+    ProcCgroup,
+    /// `blk.pattern`.
+    BlkPattern,
+    /// `blk.queued`.
+    BlkQueued,
 }
 
 /// One field as `iocap fields` lists it.
@@ -174,6 +188,19 @@ static FIELDS: &[FieldInfo] = &[
         FieldId::ProcCmdline,
         "command line, arguments joined by spaces",
     ),
+    f(
+        "proc.cgroup",
+        T::Str,
+        FieldId::ProcCgroup,
+        "cgroup (v2) path of the process: /system.slice/x.service, a container's scope",
+    ),
+    f("user.uid", T::UInt, FieldId::UserUid, "effective uid of the process"),
+    f(
+        "user.name",
+        T::Str,
+        FieldId::UserName,
+        "name of user.uid on the recording host",
+    ),
     f("thread.tid", T::UInt, FieldId::ThreadTid, "thread id"),
     f("proc.tid", T::UInt, FieldId::ThreadTid, "alias of thread.tid"),
     f(
@@ -183,6 +210,12 @@ static FIELDS: &[FieldInfo] = &[
         "syscall name (read, openat, fsync...), `block` for a block request, io_uring opcode (read, readv, fsync...)",
     ),
     f("evt.class", T::Str, FieldId::EvtClass, "syscall, block or io_uring"),
+    f(
+        "evt.cpu",
+        T::UInt,
+        FieldId::EvtCpu,
+        "CPU the event ended on (a syscall's exit, a block request's completion interrupt)",
+    ),
     f(
         "evt.res",
         T::Int,
@@ -262,6 +295,12 @@ static FIELDS: &[FieldInfo] = &[
         FieldId::IoDir,
         "read, write or none: by syscall (read, pwritev...) or block op",
     ),
+    f(
+        "io.offset",
+        T::Int,
+        FieldId::IoOffset,
+        "file offset given to pread64, pwrite64, preadv, pwritev, preadv2, pwritev2 (-1: the file's position)",
+    ),
     f("evt.is_io_read", T::Bool, FieldId::IsIoRead, "io.dir is read"),
     f("evt.is_io_write", T::Bool, FieldId::IsIoWrite, "io.dir is write"),
     f(
@@ -289,6 +328,18 @@ static FIELDS: &[FieldInfo] = &[
         T::Str,
         FieldId::BlkFlags,
         "flags of a block request, comma-separated: sync,meta,fua,preflush...",
+    ),
+    f(
+        "blk.queued",
+        T::Bool,
+        FieldId::BlkQueued,
+        "a block request was inserted into a queue before issue (blk.queue was measured, even if 0)",
+    ),
+    f(
+        "blk.pattern",
+        T::Str,
+        FieldId::BlkPattern,
+        "sequential (starts where the disk's previous request ended) or random; absent for a disk's first",
     ),
     f(
         "blk.latency",
@@ -468,7 +519,42 @@ pub fn value_in<'a, L: Lookup + ?Sized>(field: &FieldInfo, e: &Event, meta: &Met
         FieldId::DiskRequests => sys(Value::UInt(u64::from(e.disk_reqs))),
         FieldId::DiskBytes => sys(Value::Bytes(e.disk_bytes)),
         FieldId::DiskTime => sys(Value::Duration(e.disk_time)),
+        FieldId::EvtCpu => Value::UInt(u64::from(e.cpu)),
+        FieldId::IoOffset => match e.class {
+            Class::Syscall if is_positional(&meta.arch, e.nr) => Value::Int(e.offset as i64),
+            _ => Value::Absent,
+        },
+        FieldId::UserUid => proc()
+            .and_then(|p| p.uid)
+            .map_or(Value::Absent, |u| Value::UInt(u64::from(u))),
+        FieldId::UserName => proc()
+            .filter(|p| !p.user.is_empty())
+            .map_or(Value::Absent, |p| s(p.user)),
+        FieldId::ProcCgroup => proc()
+            .filter(|p| !p.cgroup.is_empty())
+            .map_or(Value::Absent, |p| s(p.cgroup)),
+        FieldId::BlkPattern => match e.flags & (blk_flags::SEQUENTIAL | blk_flags::RANDOM) {
+            blk_flags::SEQUENTIAL if block => s("sequential"),
+            blk_flags::RANDOM if block => s("random"),
+            _ => Value::Absent,
+        },
+        FieldId::BlkQueued => blk(Value::Bool(e.flags & blk_flags::QUEUED != 0)),
     }
+}
+
+/// Whether an event's return value is an address (`mmap`, `mmap2`, `mremap`, `brk`, `shmat`),
+/// which reads better in hex.
+pub fn returns_address(arch: &str, class: Class, nr: u32) -> bool {
+    class == Class::Syscall
+        && syscalls::name(arch, nr).is_some_and(|n| matches!(n, "mmap" | "mmap2" | "mremap" | "brk" | "shmat"))
+}
+
+/// The syscalls given a file offset, which `io.offset` reads.
+pub(crate) const POSITIONAL_CALLS: &[&str] = &["pread64", "pwrite64", "preadv", "pwritev", "preadv2", "pwritev2"];
+
+/// Whether syscall `nr` is one of [`POSITIONAL_CALLS`].
+pub(crate) fn is_positional(arch: &str, nr: u32) -> bool {
+    syscalls::name(arch, nr).is_some_and(|n| POSITIONAL_CALLS.contains(&n))
 }
 
 /// `evt.type`: the syscall's name, `block`, the io_uring opcode's name, or `sys_NNN`
@@ -563,15 +649,16 @@ pub(crate) fn block_dir(op: u8) -> IoDir {
     }
 }
 
-/// Mask of the block flags iocap knows; other bits are ignored everywhere.
-pub(crate) const FLAGS_MASK: u32 = 0x7f;
+/// Mask of the block flags iocap knows (the kernel's and its own); other bits are ignored
+/// everywhere.
+pub(crate) const FLAGS_MASK: u32 = 0x3ff;
 
 /// `blk.flags`: the names of the known bits of `flags`, comma-separated, in bit order.
 pub fn flags_name(flags: u32) -> &'static str {
-    // Every combination of the seven known bits, built once.
+    // Every combination of the seven kernel bits, built once.
     static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
     let names = NAMES.get_or_init(|| {
-        (0..=FLAGS_MASK)
+        (0..=blk_flags::KERNEL)
             .map(|bits| {
                 let parts: Vec<&str> = blk_flags::NAMES
                     .iter()
@@ -582,7 +669,9 @@ pub fn flags_name(flags: u32) -> &'static str {
             })
             .collect()
     });
-    names.get((flags & FLAGS_MASK) as usize).map_or("", String::as_str)
+    names
+        .get((flags & blk_flags::KERNEL) as usize)
+        .map_or("", String::as_str)
 }
 
 /// A block device's name from the capture's device table (the reader merges the header's into it), else `major:minor`.
@@ -654,6 +743,7 @@ pub(crate) fn vocabulary(id: FieldId) -> Option<Vec<&'static str>> {
         FieldId::IoDir => vec!["read", "write", "none"],
         FieldId::BlkOp => vec!["read", "write", "flush", "discard", "other"],
         FieldId::BlkCause => Cause::ALL.iter().map(|c| c.name()).collect(),
+        FieldId::BlkPattern => vec!["sequential", "random"],
         FieldId::BlkSyscall => syscalls::names("x86_64").collect(),
         FieldId::EvtType => {
             let mut v: Vec<&str> = syscalls::names("x86_64")

@@ -15,6 +15,12 @@ pub struct ProcView<'a> {
     pub exe: &'a str,
     /// `proc.cmdline`: the arguments joined by spaces.
     pub cmdline: &'a str,
+    /// `user.uid`: the effective uid, `None` when not recorded.
+    pub uid: Option<u32>,
+    /// `user.name`: the uid's name on the recording host, empty when it has none.
+    pub user: &'a str,
+    /// `proc.cgroup`: the cgroup v2 path, empty when not recorded.
+    pub cgroup: &'a str,
 }
 
 /// A file as a filter sees it (name escaped).
@@ -48,6 +54,9 @@ impl Lookup for Tables {
             name: self.string(p.name),
             exe: self.string(p.exe),
             cmdline: self.string(p.cmdline),
+            uid: p.uid,
+            user: self.string(p.user),
+            cgroup: self.string(p.cgroup),
         })
     }
 

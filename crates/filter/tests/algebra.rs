@@ -49,12 +49,18 @@ fn capture(seed: u64, n: usize) -> Reader<Vec<u8>> {
         .map(|(i, name)| {
             let name = w.intern(name.as_bytes());
             let exe = w.intern(format!("/usr/bin/p{i}").as_bytes());
+            // Owners for some: uid with and without a name, a cgroup or none.
+            let user = w.intern(["root", "", "postgres"][i % 3].as_bytes());
+            let cgroup = w.intern(["/system.slice/pg.service", ""][i % 2].as_bytes());
             w.add_proc(ProcEntry {
                 pid: 100 + i as u32,
                 ppid: 1,
                 name,
                 exe,
                 cmdline: exe,
+                uid: (i != 3).then_some([0, 1000, 70][i % 3]),
+                user,
+                cgroup,
                 ..ProcEntry::default()
             })
         })
@@ -137,6 +143,20 @@ fn capture(seed: u64, n: usize) -> Reader<Vec<u8>> {
         } else {
             e
         };
+        // Fields of 1.5, derived without drawing: the CPU, an offset on every syscall (only
+        // the positional ones show it), the iocap bits of the block flags.
+        let iocap_bits = [
+            0,
+            blk_flags::QUEUED,
+            blk_flags::SEQUENTIAL,
+            blk_flags::QUEUED | blk_flags::RANDOM,
+        ][i % 4];
+        let e = Event {
+            cpu: (i % 3) as u32,
+            offset: [0, 4096, u64::MAX, 1 << 30][i % 4],
+            flags: e.flags | if e.class == Class::Block { iocap_bits } else { 0 },
+            ..e
+        };
         w.push(&e).unwrap();
     }
     Reader::from_bytes(w.finish(ts + 1).unwrap()).unwrap()
@@ -189,7 +209,7 @@ fn atom(kind: u8, k: u8) -> Atom {
         pred: Box::new(move |v| string(v).is_some_and(&p)),
     };
     let name = NAMES[k % NAMES.len()];
-    match kind % 16 {
+    match kind % 20 {
         0 => {
             let (t, x) = [
                 ("1us", 1_000),
@@ -286,10 +306,41 @@ fn atom(kind: u8, k: u8) -> Atom {
                 Box::new(move |s| s.split(',').any(|x| x == fl)),
             )
         }
-        _ => {
+        15 => {
             let d = ["read", "write", "none"][k % 3];
             strpred("io.dir", format!("io.dir={d}"), Box::new(move |s| s == d))
         }
+        16 => {
+            let (field, t, x) = [
+                ("evt.cpu", "1", 1),
+                ("io.offset", "4096", 4096),
+                ("io.offset", "-1", -1),
+                ("user.uid", "70", 70),
+            ][k % 4];
+            numeric(field, t.into(), x)
+        }
+        17 => {
+            let (field, v) = [
+                ("user.name", "root"),
+                ("proc.cgroup", "/system.slice/pg.service"),
+                ("blk.pattern", "random"),
+                ("blk.pattern", "sequential"),
+            ][k % 4];
+            strpred(field, format!("{field}={v}"), Box::new(move |s| s == v))
+        }
+        18 => {
+            let field = ["user.uid", "user.name", "proc.cgroup", "io.offset", "blk.pattern"][k % 5];
+            Atom {
+                text: format!("{field} exists"),
+                field,
+                pred: Box::new(|v| !v.is_absent()),
+            }
+        }
+        _ => Atom {
+            text: ["blk.queued", "blk.queued=false"][k % 2].into(),
+            field: "blk.queued",
+            pred: Box::new(move |v| *v == Value::Bool(k % 2 == 0)),
+        },
     }
 }
 
@@ -323,7 +374,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
     #[test]
-    fn counts_follow_set_algebra(seed in any::<u64>(), ka in 0u8..16, a in any::<u8>(), kb in 0u8..16, b in any::<u8>()) {
+    fn counts_follow_set_algebra(seed in any::<u64>(), ka in 0u8..20, a in any::<u8>(), kb in 0u8..20, b in any::<u8>()) {
         let r = capture(seed, 1500);
         let total = r.event_count() as usize;
         let (x, y) = (atom(ka, a), atom(kb, b));

@@ -68,6 +68,10 @@ pub enum Col {
     DiskBytes = 19,
     /// [`Event::disk_time`] (since 1.3).
     DiskTime = 20,
+    /// [`Event::cpu`] (since 1.5).
+    Cpu = 21,
+    /// [`Event::offset`] (since 1.5).
+    Offset = 22,
 }
 
 /// A set of columns, for decoding only what a filter or an aggregation reads.
@@ -107,7 +111,7 @@ impl FromIterator<Col> for ColSet {
     }
 }
 
-const NCOLS: u32 = 21;
+const NCOLS: u32 = 23;
 
 impl Col {
     /// Every column, by on-disk id (`Col::ALL[id]` is the column with that id).
@@ -133,6 +137,8 @@ impl Col {
         Col::DiskReqs,
         Col::DiskBytes,
         Col::DiskTime,
+        Col::Cpu,
+        Col::Offset,
     ];
 }
 
@@ -157,7 +163,8 @@ impl Col {
             | Col::Queue
             | Col::Link
             | Col::DiskBytes
-            | Col::DiskTime => 64,
+            | Col::DiskTime
+            | Col::Offset => 64,
             _ => 32,
         }
     }
@@ -576,6 +583,10 @@ columns! {
     disk_bytes: u64 = DiskBytes, false;
     /// [`Event::disk_time`] (syscall), ns.
     disk_time: u64 = DiskTime, false;
+    /// [`Event::cpu`].
+    cpu: u32 = Cpu, false;
+    /// [`Event::offset`] (positional I/O syscalls), bytes.
+    offset: u64 = Offset, false;
 }
 
 impl Columns {
@@ -625,6 +636,8 @@ mod tests {
                 disk_reqs: if i % 13 == 0 { 2 } else { 0 },
                 disk_bytes: if i % 13 == 0 { 8192 } else { 0 },
                 disk_time: if i % 13 == 0 { 40_000 + i as u64 } else { 0 },
+                cpu: (i % 2) as u32,
+                offset: if i % 5 == 0 { i as u64 * 4096 } else { 0 },
             })
             .collect()
     }

@@ -13,7 +13,7 @@ pub const FILE_MAGIC: &[u8; 8] = b"IOCAP\x00\r\n";
 /// Format major version: a reader refuses a file with a newer major.
 pub const FORMAT_MAJOR: u16 = 1;
 /// Format minor version: additions a reader of the same major can skip.
-pub const FORMAT_MINOR: u16 = 4;
+pub const FORMAT_MINOR: u16 = 5;
 pub const PREAMBLE_LEN: usize = 16;
 
 pub const FRAME_MAGIC: &[u8; 4] = b"IOFR";
@@ -41,6 +41,8 @@ pub enum Kind {
     PrefixStrings = 9,
     /// File entries stored field by field, each delta-coded (1.1).
     ColumnFiles = 10,
+    /// Who a process runs as and in which cgroup, for entries of earlier `Procs` frames (1.5).
+    ProcOwners = 11,
 }
 
 impl Kind {
@@ -56,6 +58,7 @@ impl Kind {
             8 => Kind::Index,
             9 => Kind::PrefixStrings,
             10 => Kind::ColumnFiles,
+            11 => Kind::ProcOwners,
             _ => return None,
         })
     }

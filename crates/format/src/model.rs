@@ -98,7 +98,19 @@ pub mod blk_flags {
     pub const PRIO: u32 = 1 << 5;
     /// `REQ_IDLE`: in the kernel's words, "anticipate more IO after this one".
     pub const IDLE: u32 = 1 << 6;
-    /// Names in bit order, for display and the filter language.
+    /// The bits above are the kernel's `REQ_*` flags; the ones below are iocap's own.
+    pub const KERNEL: u32 = 0x7f;
+    /// iocap: the request was inserted into a queue (an I/O scheduler's, or a plug) before it
+    /// was issued, so `queue` was measured, even when it is 0; without it the request went
+    /// straight to the driver and `queue` is 0 for want of an insert (since 1.5).
+    pub const QUEUED: u32 = 1 << 7;
+    /// iocap: the request starts at the sector where the device's previous completed request
+    /// ended (biopattern's definition; since 1.5).
+    pub const SEQUENTIAL: u32 = 1 << 8;
+    /// iocap: the request starts anywhere else. Neither bit: the device's first request in the
+    /// capture, or a capture older than 1.5.
+    pub const RANDOM: u32 = 1 << 9;
+    /// Names of the kernel's bits in bit order, for display and the filter language.
     pub const NAMES: [(u32, &str); 7] = [
         (SYNC, "sync"),
         (META, "meta"),
@@ -168,6 +180,13 @@ pub struct Event {
     /// Syscall: ns of its latency during which at least one of its requests was in the block
     /// layer (created, not yet complete). Block: 0.
     pub disk_time: u64,
+    /// The CPU the event ended on: a syscall's exit, a block request's completion (where its
+    /// interrupt ran), an io_uring request's completion (since 1.5; 0 in older captures).
+    pub cpu: u32,
+    /// Positional I/O syscalls (`pread64`, `pwrite64`, `preadv`, `pwritev`, `preadv2`,
+    /// `pwritev2`): the file offset they were given; 0 otherwise (since 1.5). `preadv2`'s
+    /// offset -1 (the file's position) is stored as `u64::MAX`.
+    pub offset: u64,
 }
 
 /// Why a block request was issued: the span its submitting thread was inside when the request
@@ -365,6 +384,14 @@ pub struct ProcEntry {
     pub cmdline: StrId,
     /// When this entry became current (ns since boot); 0 when it predates the capture.
     pub start_ts: u64,
+    /// Who the process runs as: its effective uid when the entry became current, `None` when
+    /// the recorder could not tell (and in captures older than 1.5).
+    pub uid: Option<u32>,
+    /// That uid's user name on the recording host (from its passwd), 0 when it has none.
+    pub user: StrId,
+    /// The process's cgroup (v2) path on the recording host, `/system.slice/x.service`; 0 when
+    /// unknown. A container's cgroup names it (`.../docker-<id>.scope`).
+    pub cgroup: StrId,
 }
 
 /// An open file description as seen through one process's fd, from open to close.

@@ -451,7 +451,8 @@ impl<S: Source> Reader<S> {
                 | Kind::Files
                 | Kind::Devices
                 | Kind::PrefixStrings
-                | Kind::ColumnFiles),
+                | Kind::ColumnFiles
+                | Kind::ProcOwners),
             ) => {
                 let mut cur = Cursor::new(&dec.payload);
                 let cut = || Error::corrupt(off, "payload cut short");

@@ -234,6 +234,7 @@ impl Tables {
         match kind {
             Kind::PrefixStrings => return self.apply_prefix_strings(cur, count),
             Kind::ColumnFiles => return self.apply_column_files(cur, count),
+            Kind::ProcOwners => return self.apply_proc_owners(cur, count),
             _ => {}
         }
         let mut long = LeftOut::default();
@@ -285,6 +286,7 @@ fn entry<'a>(kind: crate::frame::Kind, cur: &mut Cursor<'a>) -> Option<Entry<'a>
             exe: u32::try_from(cur.varint()?).ok()?,
             cmdline: u32::try_from(cur.varint()?).ok()?,
             start_ts: cur.varint()?,
+            ..ProcEntry::default()
         }),
         Kind::Files => Entry::File(FileEntry {
             id: u32::try_from(cur.varint()?).ok()?,
@@ -366,6 +368,30 @@ impl Tables {
             return Err(TableError::Corrupt);
         }
         long.result()
+    }
+
+    /// Entries of a [`crate::frame::Kind::ProcOwners`] frame (see `encode_proc_owner`), each
+    /// set on the process entry of its id; an id no `Procs` frame defined is skipped.
+    fn apply_proc_owners(&mut self, mut cur: Cursor, count: u64) -> Result<(), TableError> {
+        let corrupt = TableError::Corrupt;
+        for _ in 0..count {
+            let id = u32::try_from(cur.varint().ok_or(corrupt)?).map_err(|_| corrupt)?;
+            let uid = cur.varint().ok_or(corrupt)?;
+            let user = u32::try_from(cur.varint().ok_or(corrupt)?).map_err(|_| corrupt)?;
+            let cgroup = u32::try_from(cur.varint().ok_or(corrupt)?).map_err(|_| corrupt)?;
+            let uid = match uid {
+                0 => None,
+                u => Some(u32::try_from(u - 1).map_err(|_| corrupt)?),
+            };
+            if let Some(&i) = self.proc_index.get(&id) {
+                let p = &mut self.procs[i];
+                (p.uid, p.user, p.cgroup) = (uid, user, cgroup);
+            }
+        }
+        if !cur.is_empty() {
+            return Err(corrupt);
+        }
+        Ok(())
     }
 
     /// Entries of a [`crate::frame::Kind::ColumnFiles`] frame: `count` values of each field in
@@ -485,6 +511,19 @@ pub(crate) fn encode_proc(p: &mut Pending, e: &ProcEntry) {
         varint::put(&mut p.bytes, u64::from(v));
     }
     varint::put(&mut p.bytes, e.start_ts);
+}
+
+/// A [`crate::frame::Kind::ProcOwners`] entry for `e`, when there is anything to say: its id,
+/// uid + 1 (0: unknown), user and cgroup string ids.
+pub(crate) fn encode_proc_owner(p: &mut Pending, e: &ProcEntry) {
+    if e.uid.is_none() && e.user == 0 && e.cgroup == 0 {
+        return;
+    }
+    p.count += 1;
+    let uid = e.uid.map_or(0, |u| u64::from(u) + 1);
+    for v in [u64::from(e.id), uid, u64::from(e.user), u64::from(e.cgroup)] {
+        varint::put(&mut p.bytes, v);
+    }
 }
 
 /// The payload of a [`crate::frame::Kind::ColumnFiles`] frame: field by field, each the

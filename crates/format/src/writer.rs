@@ -65,6 +65,7 @@ pub struct Writer<W: Write> {
     next_file: u32,
     pending_strings: PendingStrings,
     pending_procs: Pending,
+    pending_owners: Pending,
     pending_files: Vec<FileEntry>,
     pending_devices: Pending,
     drops: u64,
@@ -91,6 +92,7 @@ impl<W: Write> Writer<W> {
             next_file: 1,
             pending_strings: PendingStrings::default(),
             pending_procs: Pending::default(),
+            pending_owners: Pending::default(),
             pending_files: Vec::new(),
             pending_devices: Pending::default(),
             drops: 0,
@@ -132,6 +134,7 @@ impl<W: Write> Writer<W> {
         p.id = self.next_proc;
         self.next_proc += 1;
         tables::encode_proc(&mut self.pending_procs, &p);
+        tables::encode_proc_owner(&mut self.pending_owners, &p);
         p.id
     }
 
@@ -259,11 +262,20 @@ impl<W: Write> Writer<W> {
     }
 
     fn write_tables(&mut self) -> Result<(), Error> {
-        for kind in [Kind::PrefixStrings, Kind::Devices, Kind::Procs, Kind::ColumnFiles] {
+        // Owners after the processes they are of: a reader applies them to existing entries.
+        let kinds = [
+            Kind::PrefixStrings,
+            Kind::Devices,
+            Kind::Procs,
+            Kind::ProcOwners,
+            Kind::ColumnFiles,
+        ];
+        for kind in kinds {
             let raw = match kind {
                 Kind::PrefixStrings => self.pending_strings.take_payload(),
                 Kind::Devices => self.pending_devices.take_payload(),
                 Kind::Procs => self.pending_procs.take_payload(),
+                Kind::ProcOwners => self.pending_owners.take_payload(),
                 _ => tables::encode_files(&std::mem::take(&mut self.pending_files)),
             };
             if let Some(raw) = raw {

@@ -77,6 +77,12 @@ const volatile __u64 comms[MAX_COMMS][2] = {};
 #define NR_io_uring_setup 425
 #define NR_pidfd_open 434
 #define NR_openat2 437
+#define NR_pread64 17
+#define NR_pwrite64 18
+#define NR_preadv 295
+#define NR_pwritev 296
+#define NR_preadv2 327
+#define NR_pwritev2 328
 #define NR_execve 59
 #define NR_prctl 157
 #define NR_execveat 322
@@ -141,6 +147,7 @@ struct inflight {
 	__u64 ts; /* enter time; 0 when no traced syscall is in flight */
 	__s64 arg0;
 	__u64 arg1;
+	__u64 arg3; /* a positional call's offset (see is_pos) */
 	__u16 nr;
 	__u16 io;  /* it created a block request: see `callio` */
 	__u32 tid; /* whose call it is (the per-CPU slot is shared by every thread of the CPU) */
@@ -475,6 +482,7 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 	c->arg0 = regs->di;
 	/* socketpair's int sv[2] is its fourth argument; everything else needs at most the second. */
 	c->arg1 = id == NR_socketpair ? regs->r10 : regs->si;
+	c->arg3 = regs->r10;
 	if (is_open(id)) {
 		__u32 zero = 0, tid = task->pid;
 		struct open_arg *a = bpf_map_lookup_elem(&scratch, &zero);
@@ -665,13 +673,28 @@ static __noinline int fd_changes(struct inflight *c, long ret, __u64 ts)
 	return 0;
 }
 
+/* An event record's kind, with the CPU it ends on (see iocap.h). */
+static __always_inline __u16 ev_kind(__u16 kind)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+
+	return kind | (cpu < KIND_CPU_MAX ? cpu : KIND_CPU_MAX) << KIND_BITS;
+}
+
+/* Calls given a file offset (their fourth argument): rec_sysio carries it. */
+static __always_inline bool is_pos(__u32 nr)
+{
+	return nr == NR_pread64 || nr == NR_pwrite64 || nr == NR_preadv || nr == NR_pwritev ||
+	       nr == NR_preadv2 || nr == NR_pwritev2;
+}
+
 /* The wide syscall record, alone (rec_sys) or at the head of a rec_sysio. */
 static __always_inline void fill_sys(struct rec_sys *e, __u16 kind, __u32 nr, __s64 arg0, __u64 ts, __u64 lat,
 				     long ret)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 
-	e->kind = kind;
+	e->kind = ev_kind(kind);
 	e->nr = nr;
 	e->tid = pid_tgid;
 	e->pid = pid_tgid >> 32;
@@ -726,11 +749,25 @@ static __always_inline struct io_sum call_io_take(__u32 tid, __u64 ts, __u64 now
 	return sum;
 }
 
-static __noinline int emit_sys_io(__u32 nr, __s64 arg0, __u64 ts, __u64 now, long ret)
+/* A call for rec_sysio: the caller's stack, as a subprogram takes at most five arguments. */
+struct sys_done {
+	__u64 ts;
+	__u64 now;
+	__s64 arg0;
+	__s64 ret;
+	__u64 offset;
+	__u32 nr;
+	__u16 io; /* it created block requests: their sums are in `callio` */
+	__u16 pad;
+};
+
+static __noinline int emit_sys_io(struct sys_done *d)
 {
-	struct io_sum sum = call_io_take((__u32)bpf_get_current_pid_tgid(), ts, now);
+	struct io_sum sum = {};
 	struct rec_sysio *e;
 
+	if (d->io)
+		sum = call_io_take((__u32)bpf_get_current_pid_tgid(), d->ts, d->now);
 	if (shed())
 		return 0;
 	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
@@ -738,11 +775,12 @@ static __noinline int emit_sys_io(__u32 nr, __s64 arg0, __u64 ts, __u64 now, lon
 		count_drop();
 		return 0;
 	}
-	fill_sys(&e->sys, REC_SYSIO, nr, arg0, ts, now - ts, ret);
+	fill_sys(&e->sys, REC_SYSIO, d->nr, d->arg0, d->ts, d->now - d->ts, d->ret);
 	e->reqs = sum.reqs;
 	e->pad = 0;
 	e->bytes = sum.bytes;
 	e->disk = sum.disk;
+	e->offset = d->offset;
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	return 0;
 }
@@ -792,8 +830,19 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	if ((filter_nrs || n_comms) && always_followed(nr) && !wanted(task, nr))
 		return 0;
 	/* Values, not &call: a pointer would keep the whole copy on the stack for every call. */
-	if (call.io)
-		return emit_sys_io(nr, call.arg0, ts, now, ret);
+	if (call.io || is_pos(nr)) {
+		struct sys_done d = {
+			.ts = ts,
+			.now = now,
+			.arg0 = call.arg0,
+			.ret = ret,
+			.offset = is_pos(nr) ? call.arg3 : 0,
+			.nr = nr,
+			.io = call.io,
+		};
+
+		return emit_sys_io(&d);
+	}
 	if (lat >> 32 || ret != (__s32)ret)
 		return emit_sys_wide(nr, call.arg0, ts, lat, ret);
 	if (shed())
@@ -803,7 +852,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		count_drop();
 		return 0;
 	}
-	e->kind = REC_SYS32;
+	e->kind = ev_kind(REC_SYS32);
 	e->nr = nr;
 	e->tid = task->pid;
 	e->pid = task->tgid;
@@ -839,6 +888,12 @@ int BPF_PROG(spill_call, bool preempt, struct task_struct *prev, struct task_str
 
 /* ---- processes ---- */
 
+/* The task's cgroup v2 id (bpf_get_current_cgroup_id's, for any task). */
+static __always_inline __u64 task_cgroup(struct task_struct *t)
+{
+	return BPF_CORE_READ(t, cgroups, dfl_cgrp, kn, id);
+}
+
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 {
@@ -869,7 +924,8 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 	r->pad = 0;
 	r->pid = pid;
 	r->ppid = ppid;
-	r->pad2 = 0;
+	r->uid = BPF_CORE_READ(child, cred, euid.val);
+	r->cgroup = task_cgroup(child);
 	r->ts = bpf_ktime_get_boot_ns();
 	bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), child->comm);
 	bpf_ringbuf_submit(r, 0);
@@ -894,7 +950,8 @@ int BPF_PROG(proc_exec, struct task_struct *p, pid_t old_pid, struct linux_binpr
 	r->kind = REC_EXEC;
 	r->pid = pid;
 	r->ppid = BPF_CORE_READ(p, real_parent, tgid);
-	r->pad = 0;
+	r->uid = BPF_CORE_READ(p, cred, euid.val);
+	r->cgroup = task_cgroup(p);
 	r->ts = bpf_ktime_get_boot_ns();
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	r->filename[0] = 0;
@@ -1352,7 +1409,7 @@ int uring_complete(__u64 *ctx)
 		count_drop();
 		goto out;
 	}
-	e->kind = REC_URING;
+	e->kind = ev_kind(REC_URING);
 	e->op = u->op;
 	e->pad = 0;
 	e->tid = u->tid;
@@ -1432,10 +1489,10 @@ int BPF_PROG(blk_complete, struct request *rq, blk_status_t error, unsigned int 
 		bpf_map_delete_elem(&rqs, &key);
 		return 0;
 	}
-	r->kind = REC_BLK;
+	r->kind = ev_kind(REC_BLK);
 	r->op = rq->cmd_flags & 0xff;
 	r->has_pid = i->pid != 0;
-	r->cmd_flags = blk_flags(rq->cmd_flags);
+	r->cmd_flags = blk_flags(rq->cmd_flags) | (i->insert && i->insert <= i->issue ? BLK_QUEUED : 0);
 	r->pid = i->pid;
 	disk = BPF_CORE_READ(rq, q, disk);
 	r->dev = disk ? ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor) : 0;

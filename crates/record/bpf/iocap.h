@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /*
  * The kernel/user ABI of iocap's recorder: every record the BPF programs put in the
- * ring buffer. Each record starts with a u16 `kind`; the rest depends on the kind.
+ * ring buffer. Each record starts with a u16 `kind`: the rec_kind in its low KIND_BITS bits
+ * and, in the records of events (sys32, sys, sysio, uring, blk), the CPU the event ended on
+ * above them (KIND_CPU_MAX for that CPU or any higher one); the rest depends on the kind.
  * The Rust side gets these types from the generated skeleton (see the dummy
  * instances at the end of iocap.bpf.c), so nothing is kept in sync by hand.
  * Sizes are fixed: bpf_ringbuf_reserve needs a constant size.
@@ -22,6 +24,13 @@ enum rec_kind {
 	REC_SYSIO = 10,
 	REC_URING = 11,
 };
+
+#define KIND_BITS 5
+#define KIND_MASK ((1 << KIND_BITS) - 1)
+#define KIND_CPU_MAX ((1 << (16 - KIND_BITS)) - 1)
+
+/* iocap_format::blk_flags::QUEUED: an insert was seen before the issue. */
+#define BLK_QUEUED (1U << 7)
 
 /* What a block request was issued for (iocap_format::Cause). */
 enum blk_cause {
@@ -65,7 +74,8 @@ struct rec_sys {
 
 /*
  * A completed syscall that issued block requests (rare: a read that missed the page cache, an
- * fsync, an O_DIRECT call, io_submit): rec_sys and what its requests did.
+ * fsync, an O_DIRECT call, io_submit), or a positional one (pread64, pwritev2, ...): rec_sys,
+ * what its requests did, and the offset it was given.
  */
 struct rec_sysio {
 	struct rec_sys sys; /* kind REC_SYSIO */
@@ -73,6 +83,7 @@ struct rec_sysio {
 	__u32 pad;
 	__u64 bytes; /* their bytes, as issued */
 	__u64 disk;  /* ns of its latency with at least one of them in flight */
+	__u64 offset; /* a positional call's offset (its fourth argument), else 0 */
 };
 
 /*
@@ -127,15 +138,19 @@ struct rec_blk {
 	__u64 ino;     /* ... and inode number (the written-back inode, or the pages' owner) */
 };
 
-/* A new process (thread group); comm is the child's, inherited from the parent. */
+/*
+ * A new process (thread group); comm is the child's, inherited from the parent. uid is the
+ * effective uid, cgroup the cgroup v2 id (its directory's inode number in cgroupfs).
+ */
 struct rec_fork {
 	__u16 kind;
 	__u16 pad;
 	__u32 pid;
 	__u32 ppid;
-	__u32 pad2;
+	__u32 uid;
 	__u64 ts;
 	char comm[COMM_LEN];
+	__u64 cgroup;
 };
 
 /* A successful exec: the new comm, the file name and the start of the argument vector. */
@@ -144,8 +159,9 @@ struct rec_exec {
 	__u16 args_len;
 	__u32 pid;
 	__u32 ppid;
-	__u32 pad;
+	__u32 uid;    /* as in rec_fork: setuid binaries change it here */
 	__u64 ts;
+	__u64 cgroup; /* as in rec_fork */
 	char comm[COMM_LEN];
 	char filename[PATH_LEN];
 	char args[ARGS_LEN];

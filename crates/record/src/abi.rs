@@ -36,6 +36,21 @@ pub const REC_SYS32: u16 = 9;
 pub const REC_SYSIO: u16 = 10;
 pub const REC_URING: u16 = 11;
 
+/// Bits of a record's `kind` that hold its kind; an event record's CPU is above them (see
+/// bpf/iocap.h).
+const KIND_BITS: u32 = 5;
+const KIND_MASK: u16 = (1 << KIND_BITS) - 1;
+
+/// The record's kind, from its first two bytes.
+fn kind_of(rec: &[u8]) -> Option<u16> {
+    Some(u16::from_ne_bytes([*rec.first()?, *rec.get(1)?]) & KIND_MASK)
+}
+
+/// The CPU an event record's operation ended on, from its raw `kind` field.
+pub fn cpu(kind: u16) -> u32 {
+    u32::from(kind >> KIND_BITS)
+}
+
 /// Types that may be read from any bytes: `#[repr(C)]` structs of integers and arrays only.
 ///
 /// # Safety
@@ -72,12 +87,11 @@ fn read<T: Pod>(b: &[u8]) -> Option<T> {
 
 /// Decode one record (the rare large ones are boxed, to keep `Rec` small on the hot path).
 pub fn decode(b: &[u8]) -> Option<Rec> {
-    let kind = u16::from_ne_bytes([*b.first()?, *b.get(1)?]);
-    match kind {
+    match kind_of(b)? {
         REC_SYS => read(b).map(Rec::Sys),
         REC_SYS32 => read::<types::rec_sys32>(b).map(|s| {
             Rec::Sys(types::rec_sys {
-                kind: REC_SYS,
+                kind: REC_SYS | (s.kind & !KIND_MASK),
                 nr: s.nr,
                 tid: s.tid,
                 pid: s.pid,
@@ -107,9 +121,8 @@ pub fn decode(b: &[u8]) -> Option<Rec> {
 /// alike). A zero time (a request with no link) stays zero. Other kinds, and records too short
 /// to hold their time, are left alone.
 pub fn to_boottime(rec: &mut [u8], offset: u64) {
-    let kind = match rec.get(..2) {
-        Some(k) => u16::from_ne_bytes([k[0], k[1]]),
-        None => return,
+    let Some(kind) = kind_of(rec) else {
+        return;
     };
     let at: &[usize] = match kind {
         REC_SYS => &[std::mem::offset_of!(types::rec_sys, ts)],
@@ -144,8 +157,7 @@ pub fn event_end(rec: &[u8]) -> Option<u64> {
         rec.get(at..at + 4)
             .map(|b| u64::from(u32::from_ne_bytes(b.try_into().unwrap_or([0; 4]))))
     };
-    let kind = u16::from_ne_bytes([*rec.first()?, *rec.get(1)?]);
-    let (ts, lat) = match kind {
+    let (ts, lat) = match kind_of(rec)? {
         REC_SYS => (
             u64_at(std::mem::offset_of!(types::rec_sys, ts))?,
             u64_at(std::mem::offset_of!(types::rec_sys, lat))?,
@@ -244,6 +256,29 @@ mod tests {
             ("REC_URING", REC_URING),
         ];
         assert_eq!(c, rust, "bpf/iocap.h and abi.rs disagree");
+        assert!(
+            header.contains(&format!("#define KIND_BITS {KIND_BITS}\n")),
+            "bpf/iocap.h and abi.rs disagree on KIND_BITS"
+        );
+        assert!(rust.iter().all(|&(_, k)| k <= KIND_MASK), "a kind overflows KIND_BITS");
+    }
+
+    #[test]
+    fn the_cpu_rides_above_the_kind() {
+        let r = types::rec_sys32 {
+            kind: REC_SYS32 | 37 << KIND_BITS,
+            nr: 17,
+            ..Default::default()
+        };
+        match decode(&bytes_of(&r)) {
+            Some(Rec::Sys(s)) => assert_eq!((s.kind & KIND_MASK, cpu(s.kind), s.nr), (REC_SYS, 37, 17)),
+            other => panic!("decoded {other:?}"),
+        }
+        let top = types::rec_blk {
+            kind: REC_BLK | u16::MAX << KIND_BITS,
+            ..Default::default()
+        };
+        assert!(matches!(decode(&bytes_of(&top)), Some(Rec::Blk(b)) if cpu(b.kind) == 2047));
     }
 
     #[test]

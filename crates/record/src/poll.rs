@@ -45,6 +45,7 @@ impl Recorder {
         });
         let mut tracker = Tracker::new(writer, arch, &out.meta.devices, filter);
         tracker.writeback_of_opened_files_only(self.pid_filtered);
+        tracker.early_processes(std::mem::take(&mut self.early));
         let sh = Arc::clone(&shared);
         let handle = std::thread::Builder::new()
             .name("iocap-writer".into())

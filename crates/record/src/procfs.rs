@@ -13,7 +13,7 @@ use iocap_format::{mkdev, Device, FdType, Meta};
 
 use crate::classify;
 
-/// A process found in /proc.
+/// A process found in /proc (or told about by a record).
 #[derive(Clone, Debug, Default)]
 pub struct ProcInfo {
     pub pid: u32,
@@ -21,6 +21,10 @@ pub struct ProcInfo {
     pub comm: Vec<u8>,
     pub exe: Vec<u8>,
     pub cmdline: Vec<u8>,
+    /// The effective uid, `None` when it could not be read.
+    pub uid: Option<u32>,
+    /// The cgroup v2 path (`/system.slice/x.service`), empty when unknown.
+    pub cgroup: Vec<u8>,
 }
 
 /// An fd found in /proc/PID/fd.
@@ -58,13 +62,96 @@ pub fn process(pid: u32) -> Option<ProcInfo> {
     let exe = fs::read_link(format!("{base}/exe"))
         .map(|p| p.as_os_str().as_bytes().to_vec())
         .unwrap_or_default();
+    let status = fs::read_to_string(format!("{base}/status")).unwrap_or_default();
     Some(ProcInfo {
         pid,
         ppid,
         comm,
         exe,
         cmdline: cmdline(&fs::read(format!("{base}/cmdline")).unwrap_or_default()),
+        uid: effective_uid(&status),
+        cgroup: unified_cgroup(&fs::read(format!("{base}/cgroup")).unwrap_or_default()),
     })
+}
+
+/// The effective uid from /proc/PID/status (`Uid:` real, effective, saved, fs).
+fn effective_uid(status: &str) -> Option<u32> {
+    let line = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The cgroup v2 path from /proc/PID/cgroup (its `0::/path` line); empty on a v1-only host.
+fn unified_cgroup(raw: &[u8]) -> Vec<u8> {
+    raw.split(|&c| c == b'\n')
+        .find_map(|l| l.strip_prefix(b"0::"))
+        .map(<[u8]>::to_vec)
+        .unwrap_or_default()
+}
+
+/// Most cgroups [`cgroup_paths`] lists: a host with more is not walked further.
+const MAX_CGROUPS: usize = 1 << 16;
+
+/// Where the cgroup v2 hierarchy is mounted: /sys/fs/cgroup on a systemd host, but
+/// /sys/fs/cgroup/unified on a hybrid one (v1 controllers beside it), so read from the mounts.
+fn cgroup2_root() -> Option<std::path::PathBuf> {
+    let mounts = fs::read("/proc/self/mounts").ok()?;
+    mounts.split(|&c| c == b'\n').find_map(|l| {
+        let mut f = l.split(|&c| c == b' ');
+        let (_, dir, fstype) = (f.next()?, f.next()?, f.next()?);
+        // /proc/mounts escapes spaces as \040; a cgroup2 mount point has none in practice.
+        (fstype == b"cgroup2").then(|| Path::new(std::ffi::OsStr::from_bytes(dir)).to_path_buf())
+    })
+}
+
+/// Every cgroup v2 by id (the inode number of its directory, which is what the kernel's
+/// `kn->id` and `bpf_get_current_cgroup_id` give), as its path from the root (`/` for the
+/// root itself). Empty where cgroup2 is not mounted.
+pub fn cgroup_paths() -> HashMap<u64, Vec<u8>> {
+    let mut out = HashMap::new();
+    let Some(root) = cgroup2_root() else {
+        return out;
+    };
+    let Ok(top) = fs::metadata(&root) else {
+        return out;
+    };
+    out.insert(top.ino(), b"/".to_vec());
+    let mut todo = vec![root.clone()];
+    while let Some(dir) = todo.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else { continue };
+        for e in entries.flatten() {
+            // Not following symlinks: cgroupfs has none, and a directory is a cgroup.
+            let Ok(t) = e.file_type() else { continue };
+            if !t.is_dir() || out.len() >= MAX_CGROUPS {
+                continue;
+            }
+            let path = e.path();
+            // Inodes are ids only within the cgroup2 mount: never cross into another.
+            let Ok(m) = e.metadata() else { continue };
+            if m.dev() != top.dev() {
+                continue;
+            }
+            if let Ok(rel) = path.strip_prefix(&root) {
+                let mut p = b"/".to_vec();
+                p.extend_from_slice(rel.as_os_str().as_bytes());
+                out.insert(m.ino(), p);
+                todo.push(path);
+            }
+        }
+    }
+    out
+}
+
+/// User names by uid, from /etc/passwd (`name:x:uid:...`); empty when it cannot be read.
+pub fn users() -> HashMap<u32, Vec<u8>> {
+    let raw = fs::read("/etc/passwd").unwrap_or_default();
+    raw.split(|&c| c == b'\n')
+        .filter_map(|l| {
+            let mut f = l.split(|&c| c == b':');
+            let name = f.next()?;
+            let uid = std::str::from_utf8(f.nth(1)?).ok()?.parse().ok()?;
+            Some((uid, name.to_vec()))
+        })
+        .collect()
 }
 
 /// An argument vector (NUL-separated) as one line, arguments joined by spaces.
@@ -293,6 +380,37 @@ mod tests {
         assert_eq!(p6, 22);
         assert!(hex_addr("zz:1", false).is_none());
         assert!(hex_addr("0100007F", false).is_none());
+    }
+
+    #[test]
+    fn owners_from_status_and_cgroup() {
+        let status = "Name:\tsu\nUid:\t1000\t0\t0\t0\nGid:\t100\t100\t100\t100\n";
+        assert_eq!(
+            effective_uid(status),
+            Some(0),
+            "the second Uid value is the effective one"
+        );
+        assert_eq!(effective_uid("Name:\tx\n"), None);
+        assert_eq!(effective_uid("Uid:\tx\ty\n"), None);
+        let v1_and_v2 = b"12:cpu,cpuacct:/docker/abc\n0::/system.slice/docker-abc.scope\n";
+        assert_eq!(unified_cgroup(v1_and_v2), b"/system.slice/docker-abc.scope");
+        assert_eq!(unified_cgroup(b"12:cpu:/x\n"), b"", "a v1-only host has no v2 path");
+    }
+
+    #[test]
+    fn this_process_has_an_owner_and_a_cgroup() {
+        let me = process(std::process::id()).expect("/proc/self");
+        // SAFETY: geteuid has no preconditions.
+        assert_eq!(me.uid, Some(unsafe { libc::geteuid() }));
+        let own = fs::read("/proc/self/cgroup").unwrap_or_default();
+        assert_eq!(me.cgroup, unified_cgroup(&own));
+        if !me.cgroup.is_empty() {
+            let by_id = cgroup_paths();
+            let root = cgroup2_root().expect("a v2 path means cgroup2 is mounted");
+            let dir = root.join(String::from_utf8_lossy(&me.cgroup[1..]).as_ref());
+            let ino = fs::metadata(dir).map(|m| m.ino()).expect("the cgroup's directory");
+            assert_eq!(by_id.get(&ino), Some(&me.cgroup), "cgroup ids are directory inodes");
+        }
     }
 
     #[test]

@@ -27,6 +27,9 @@ pub struct Recorder {
     /// Only some processes are traced (`-p`, `-c`): the writeback the kernel hands over is
     /// everyone's, and the writer keeps only that of files they opened.
     pub(crate) pid_filtered: bool,
+    /// The processes of /proc just before the programs were attached: one that exits before
+    /// the writer reads /proc again still gets its name (see `Tracker::early_processes`).
+    pub(crate) early: Vec<crate::procfs::ProcInfo>,
 }
 
 impl Recorder {
@@ -129,7 +132,7 @@ impl Recorder {
         // recording loop starts, and the file stays that far behind for seconds.
         set_backlog_max(&mut skel, backlog::INITIAL.min(u64::from(cfg.ring_bytes) / 2));
         let mut links = Vec::new();
-        let start_ns;
+        let (start_ns, early);
         {
             let p = &skel.progs;
             let mut progs = vec![
@@ -163,6 +166,7 @@ impl Recorder {
                 progs.push((&p.uring_submit, "io_uring:io_uring_submit_req"));
                 progs.push((&p.uring_complete, "io_uring:io_uring_complete"));
             }
+            early = crate::procfs::processes();
             start_ns = procfs::boot_ns();
             for (prog, name) in progs {
                 let link = prog
@@ -178,6 +182,7 @@ impl Recorder {
             start_ns,
             ring_bytes: cfg.ring_bytes,
             pid_filtered: cfg.filter || !cfg.pids.is_empty(),
+            early,
         };
         for &pid in &cfg.pids {
             r.add_pid(pid)?;

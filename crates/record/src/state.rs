@@ -12,9 +12,11 @@ use std::io::Write;
 
 use iocap_filter::{FileView, Filter, Lookup, ProcView};
 use iocap_format::escape::escape;
-use iocap_format::{uring, BlockOp, Cause, Class, Device, Event, FdType, FileEntry, Meta, ProcEntry, Writer};
+use iocap_format::{
+    blk_flags, uring, BlockOp, Cause, Class, Device, Event, FdType, FileEntry, Meta, ProcEntry, Writer,
+};
 
-use crate::abi::{cstr, Rec};
+use crate::abi::{self, cstr, Rec};
 use crate::classify;
 use crate::procfs;
 use crate::skel::types;
@@ -25,13 +27,11 @@ const AT_FDCWD: i32 = -100;
 #[derive(Clone, Debug)]
 struct Proc {
     id: u32,
-    ppid: u32,
-    comm: Vec<u8>,
-    exe: Vec<u8>,
-    cmdline: Vec<u8>,
+    info: procfs::ProcInfo,
     start_ts: u64,
-    /// Escaped comm, exe and cmdline, as a filter compares them (empty without a filter).
-    shown: [String; 3],
+    /// Escaped comm, exe, cmdline, user name and cgroup, as a filter compares them (empty
+    /// without a filter).
+    shown: [String; 5],
 }
 
 #[derive(Clone, Debug)]
@@ -90,10 +90,13 @@ impl Dev {
 impl Lookup for Live<'_> {
     fn lookup_proc(&self, id: u32) -> Option<ProcView<'_>> {
         self.proc.filter(|p| p.id == id).map(|p| ProcView {
-            ppid: p.ppid,
+            ppid: p.info.ppid,
             name: &p.shown[0],
             exe: &p.shown[1],
             cmdline: &p.shown[2],
+            uid: p.info.uid,
+            user: &p.shown[3],
+            cgroup: &p.shown[4],
         })
     }
 
@@ -133,6 +136,17 @@ pub struct Tracker<W: Write> {
     filter: Option<LiveFilter>,
     /// Pids whose leader exited: forgotten at the next `tidy`, as a few records may still follow.
     exited: Vec<u32>,
+    /// The processes /proc held before the programs were attached: the name of one that exits
+    /// before [`Tracker::snapshot`] reads /proc, which has no fork record, comes from here.
+    early: HashMap<u32, procfs::ProcInfo>,
+    /// User names by uid (the host's /etc/passwd).
+    users: HashMap<u32, Vec<u8>>,
+    /// Cgroup paths by id, re-read at most once a second when a record names a new one.
+    cgroups: HashMap<u64, Vec<u8>>,
+    cgroups_read: Option<std::time::Instant>,
+    /// Per block device, where its last completed request ended (sector + size): whether the
+    /// next one is sequential, as biopattern decides.
+    last_end: HashMap<u32, u64>,
     /// Events pushed so far.
     pub events: u64,
     /// Events the filter left out.
@@ -153,6 +167,11 @@ impl<W: Write> Tracker<W> {
             opened_writeback_only: false,
             filter,
             exited: Vec::new(),
+            early: HashMap::new(),
+            users: procfs::users(),
+            cgroups: HashMap::new(),
+            cgroups_read: None,
+            last_end: HashMap::new(),
             events: 0,
             filtered: 0,
         }
@@ -189,18 +208,11 @@ impl<W: Write> Tracker<W> {
             procs,
             files,
             inodes,
+            users,
             ..
         } = self;
         for (&pid, p) in procs.iter_mut() {
-            let e = ProcEntry {
-                id: 0,
-                pid,
-                ppid: p.ppid,
-                name: w.intern(&p.comm),
-                exe: w.intern(&p.exe),
-                cmdline: w.intern(&p.cmdline),
-                start_ts: p.start_ts,
-            };
+            let e = proc_entry(w, users, pid, &p.info, p.start_ts);
             p.id = w.add_proc(e);
         }
         for (&(pid, fd), f) in files.iter_mut() {
@@ -259,13 +271,18 @@ impl<W: Write> Tracker<W> {
         self.w
     }
 
+    /// The processes /proc listed before the programs were attached (see `early`).
+    pub fn early_processes(&mut self, procs: Vec<procfs::ProcInfo>) {
+        self.early = procs.into_iter().map(|p| (p.pid, p)).collect();
+    }
+
     /// Load every process and fd that exists now (after the probes are attached, so that
     /// anything newer arrives as a record).
     pub fn snapshot(&mut self) {
         let sockets = procfs::sockets();
         for p in procfs::processes() {
             let pid = p.pid;
-            self.set_proc(pid, p.ppid, p.comm, p.exe, p.cmdline, 0);
+            self.set_proc(p, 0);
             for f in procfs::fds(pid, &sockets) {
                 self.set_file(pid, f.fd, f.kind, f.name, f.dev, 0);
                 self.remember_inode(pid, f.fd, f.ino, false);
@@ -273,31 +290,41 @@ impl<W: Write> Tracker<W> {
         }
     }
 
-    fn set_proc(&mut self, pid: u32, ppid: u32, comm: Vec<u8>, exe: Vec<u8>, cmdline: Vec<u8>, ts: u64) -> u32 {
-        let e = ProcEntry {
-            id: 0,
-            pid,
-            ppid,
-            name: self.w.intern(&comm),
-            exe: self.w.intern(&exe),
-            cmdline: self.w.intern(&cmdline),
-            start_ts: ts,
-        };
+    /// A new entry for process `p.pid`, current from `ts`.
+    fn set_proc(&mut self, p: procfs::ProcInfo, ts: u64) -> u32 {
+        let e = proc_entry(&mut self.w, &self.users, p.pid, &p, ts);
         let id = self.w.add_proc(e);
-        let shown = [self.shown(&comm), self.shown(&exe), self.shown(&cmdline)];
+        let user = p.uid.and_then(|u| self.users.get(&u)).map_or(&[][..], Vec::as_slice);
+        let shown = [
+            self.shown(&p.comm),
+            self.shown(&p.exe),
+            self.shown(&p.cmdline),
+            self.shown(user),
+            self.shown(&p.cgroup),
+        ];
         self.procs.insert(
-            pid,
+            p.pid,
             Proc {
                 id,
-                ppid,
-                comm,
-                exe,
-                cmdline,
+                info: p,
                 start_ts: ts,
                 shown,
             },
         );
         id
+    }
+
+    /// The path of cgroup `id`; cgroupfs is walked again (at most once a second) when the id
+    /// is new, a container started since. Empty when it cannot be found (it is gone already).
+    fn cgroup_path(&mut self, id: u64) -> Vec<u8> {
+        if id == 0 {
+            return Vec::new();
+        }
+        if !self.cgroups.contains_key(&id) && self.cgroups_read.is_none_or(|t| t.elapsed().as_secs() >= 1) {
+            self.cgroups = procfs::cgroup_paths();
+            self.cgroups_read = Some(std::time::Instant::now());
+        }
+        self.cgroups.get(&id).cloned().unwrap_or_default()
     }
 
     fn set_file(&mut self, pid: u32, fd: i32, kind: FdType, name: Vec<u8>, dev: u32, ts: u64) -> u32 {
@@ -352,10 +379,14 @@ impl<W: Write> Tracker<W> {
         if let Some(p) = self.procs.get(&pid) {
             return p.id;
         }
-        match procfs::process(pid) {
-            Some(p) => self.set_proc(pid, p.ppid, p.comm, p.exe, p.cmdline, 0),
-            None => self.set_proc(pid, 0, comm.unwrap_or_default().to_vec(), Vec::new(), Vec::new(), 0),
-        }
+        let info = procfs::process(pid)
+            .or_else(|| self.early.remove(&pid))
+            .unwrap_or_else(|| procfs::ProcInfo {
+                pid,
+                comm: comm.unwrap_or_default().to_vec(),
+                ..procfs::ProcInfo::default()
+            });
+        self.set_proc(info, 0)
     }
 
     /// Forget what exited a while ago.
@@ -380,10 +411,19 @@ impl<W: Write> Tracker<W> {
             Rec::Uring(u) => self.uring_event(&u),
             Rec::Fork(f) => {
                 let (exe, cmdline) = match self.procs.get(&f.ppid) {
-                    Some(p) => (p.exe.clone(), p.cmdline.clone()),
+                    Some(p) => (p.info.exe.clone(), p.info.cmdline.clone()),
                     None => (Vec::new(), Vec::new()),
                 };
-                self.set_proc(f.pid, f.ppid, cstr(&f.comm).to_vec(), exe, cmdline, f.ts);
+                let info = procfs::ProcInfo {
+                    pid: f.pid,
+                    ppid: f.ppid,
+                    comm: cstr(&f.comm).to_vec(),
+                    exe,
+                    cmdline,
+                    uid: Some(f.uid),
+                    cgroup: self.cgroup_path(f.cgroup),
+                };
+                self.set_proc(info, f.ts);
                 // The child starts with copies of its parent's fds.
                 let inherited: Vec<(i32, File)> = self
                     .files
@@ -401,23 +441,24 @@ impl<W: Write> Tracker<W> {
             }
             Rec::Exec(e) => {
                 let args = e.args.get(..usize::from(e.args_len)).unwrap_or(&[]);
-                let cmdline = procfs::cmdline(cstr_bytes(args));
-                self.set_proc(
-                    e.pid,
-                    e.ppid,
-                    cstr(&e.comm).to_vec(),
-                    cstr(&e.filename).to_vec(),
-                    cmdline,
-                    e.ts,
-                );
+                let info = procfs::ProcInfo {
+                    pid: e.pid,
+                    ppid: e.ppid,
+                    comm: cstr(&e.comm).to_vec(),
+                    exe: cstr(&e.filename).to_vec(),
+                    cmdline: procfs::cmdline(cstr_bytes(args)),
+                    uid: Some(e.uid),
+                    cgroup: self.cgroup_path(e.cgroup),
+                };
+                self.set_proc(info, e.ts);
                 Ok(())
             }
             Rec::Comm(c) => {
-                let (ppid, exe, cmdline) = match self.procs.get(&c.pid) {
-                    Some(p) => (p.ppid, p.exe.clone(), p.cmdline.clone()),
-                    None => (0, Vec::new(), Vec::new()),
+                let info = procfs::ProcInfo {
+                    comm: cstr(&c.comm).to_vec(),
+                    ..self.procs.get(&c.pid).map(|p| p.info.clone()).unwrap_or_default()
                 };
-                self.set_proc(c.pid, ppid, cstr(&c.comm).to_vec(), exe, cmdline, c.ts);
+                self.set_proc(procfs::ProcInfo { pid: c.pid, ..info }, c.ts);
                 Ok(())
             }
             Rec::Exit(x) => {
@@ -509,10 +550,12 @@ impl<W: Write> Tracker<W> {
         let nr = u32::from(s.nr);
         let flags = self.sys.get(nr);
         let mut e = Event::syscall(s.ts, s.lat, s.pid, s.tid, nr, s.ret);
+        e.cpu = abi::cpu(s.kind);
         if let Some(io) = io {
             e.disk_reqs = io.reqs;
             e.disk_bytes = io.bytes;
             e.disk_time = io.disk;
+            e.offset = io.offset;
         }
         e.proc = self.proc_id(s.pid, None);
         if flags & FD_RET != 0 && s.ret >= 0 && flags & DUP == 0 {
@@ -546,6 +589,7 @@ impl<W: Write> Tracker<W> {
             disk_reqs: u.reqs,
             disk_bytes: u.bytes,
             disk_time: u.disk,
+            cpu: abi::cpu(u.kind),
             ..Event::syscall(u.ts, u.lat, u.pid, u.tid, op, u.res)
         };
         e.proc = self.proc_id(u.pid, None);
@@ -564,6 +608,18 @@ impl<W: Write> Tracker<W> {
         }
         let keep = self.keep(&e, file);
         self.push(&e, keep)
+    }
+
+    /// [`blk_flags::SEQUENTIAL`] when a request of `bytes` at `sector` starts where the
+    /// device's previous one ended, [`blk_flags::RANDOM`] when it does not, neither for the
+    /// device's first (biopattern's rule, over the requests the kernel handed over).
+    fn pattern(&mut self, dev: u32, sector: u64, bytes: u32) -> u32 {
+        let end = sector.saturating_add(u64::from(bytes) / 512);
+        match self.last_end.insert(dev, end) {
+            Some(prev) if prev == sector => blk_flags::SEQUENTIAL,
+            Some(_) => blk_flags::RANDOM,
+            None => 0,
+        }
     }
 
     fn blk_event(&mut self, b: &types::rec_blk) -> Result<(), iocap_format::Error> {
@@ -601,8 +657,9 @@ impl<W: Write> Tracker<W> {
             sector: b.sector,
             queue: b.queue,
             op: block_op(b.op) as u8,
-            flags: b.cmd_flags,
+            flags: b.cmd_flags | self.pattern(b.dev, b.sector, b.bytes),
             cause: cause as u8,
+            cpu: abi::cpu(b.kind),
             ..Event::default()
         };
         // The file: the fd of the syscall that issued it, else the inode whose pages move.
@@ -637,6 +694,29 @@ impl<W: Write> Tracker<W> {
         e.file = file.map_or(0, |f| f.id);
         let keep = self.keep(&e, file);
         self.push(&e, keep)
+    }
+}
+
+/// The table entry of process `pid` as `p` describes it, its strings interned in `w`.
+fn proc_entry<W: Write>(
+    w: &mut Writer<W>,
+    users: &HashMap<u32, Vec<u8>>,
+    pid: u32,
+    p: &procfs::ProcInfo,
+    ts: u64,
+) -> ProcEntry {
+    let user = p.uid.and_then(|u| users.get(&u)).map_or(&[][..], Vec::as_slice);
+    ProcEntry {
+        id: 0,
+        pid,
+        ppid: p.ppid,
+        name: w.intern(&p.comm),
+        exe: w.intern(&p.exe),
+        cmdline: w.intern(&p.cmdline),
+        start_ts: ts,
+        uid: p.uid,
+        user: w.intern(user),
+        cgroup: w.intern(&p.cgroup),
     }
 }
 

@@ -3,7 +3,9 @@
 //!
 //! Each refilter is timed cold (nothing cached, as the viewer's first question: every chunk
 //! decoded) and warm (the same question again once the column cache is filled, as the viewer's
-//! worker does while idle; the fill is timed too).
+//! worker does while idle; the fill is timed too). Then what a view of part of the capture
+//! costs besides: the count of a filter's matches in the whole capture, and a query with
+//! iostat's figures against one without.
 //!
 //! `cargo bench -p iocap-tui --bench view -- [EVENTS] [PATH]` (default 10^7 events, written to
 //! a temp file unless PATH exists already, in which case it is reused). Environment:
@@ -191,6 +193,45 @@ fn main() {
             fill,
             a.matched
         );
+    }
+    // What a view of part of the capture asks besides: the filter's matches in the whole
+    // capture (once per filter), and iostat's figures while `i` shows them.
+    if "whole count".contains(&only) || "iostat".contains(&only) {
+        q.gen += 1;
+        q.slowest = 0;
+        q.filter = iocap_tui::panes::filter_bar::compile("proc.name=postgres", &reader).unwrap();
+        let cache = ColumnCache::new(query::CACHE_BUDGET);
+        cancel.0.store(q.gen, Ordering::Relaxed);
+        let count = |cache: &ColumnCache| {
+            let t = Instant::now();
+            let n = query::count_all(&reader, Some(cache), &q, &cancel).unwrap();
+            (t.elapsed(), n)
+        };
+        let (cold, matched) = count(&cache);
+        query::warm(&reader, &cache, &q, &cancel).unwrap();
+        let (warm, _) = count(&cache);
+        println!(
+            "whole count proc.name=postgres  cold {:>8.1?} {:>4.0} M/s  warm {:>8.1?} {:>4.0} M/s  matched {matched}",
+            cold,
+            rate(cold),
+            warm,
+            rate(warm)
+        );
+        // iostat over every block request: the bench's are all fio's.
+        q.filter = None;
+        q.gen += 1;
+        let (plain, _) = run(&q, None);
+        q.iostat = true;
+        q.gen += 1;
+        let (with, a) = run(&q, None);
+        let devices = a.iostat.map_or(0, |d| d.len());
+        println!(
+            "iostat, no filter               cold {:>8.1?} {:>4.0} M/s  (without {:>8.1?})  disks {devices}",
+            with,
+            rate(with),
+            plain
+        );
+        q.iostat = false;
     }
     // The latency-sorted list: the UI only asks for its rows (timed as "UI"); the rows thread
     // decodes the chunks the slowest events on screen come from (timed as "rows").

@@ -36,7 +36,7 @@ pub enum Edit {
     Backspace,
     /// Delete the character at the caret.
     Delete,
-    /// Caret one character left.
+    /// Caret one character left (a character with the marks that combine with it).
     Left,
     /// Caret one character right.
     Right,
@@ -44,6 +44,24 @@ pub enum Edit {
     Home,
     /// Caret to the end (End, Ctrl-E).
     End,
+    /// Caret to the start of this or the previous word (Alt-B): words are letters, digits and
+    /// `_`, as readline's.
+    WordLeft,
+    /// Caret past the end of this or the next word (Alt-F).
+    WordRight,
+    /// Delete from the start to the caret (Ctrl-U), kept for [`Edit::Yank`].
+    KillToStart,
+    /// Delete from the caret to the end (Ctrl-K), kept for [`Edit::Yank`].
+    KillToEnd,
+    /// Delete back to the previous space (Ctrl-W: a whole `field=value`), kept for
+    /// [`Edit::Yank`].
+    KillToSpace,
+    /// Delete back to the start of the word (Alt-Backspace), kept for [`Edit::Yank`].
+    KillWordBack,
+    /// Delete to the end of the word (Alt-D), kept for [`Edit::Yank`].
+    KillWordForward,
+    /// Put the last deleted text back at the caret (Ctrl-Y).
+    Yank,
     /// ↑: older history entry.
     Older,
     /// ↓: newer history entry.
@@ -61,14 +79,14 @@ pub enum Mouse {
         /// Row, cells from the top.
         y: u16,
     },
-    /// Moved with the left button held: stretches the region.
+    /// Moved with the left button held: stretches the region a press on the plot started.
     Drag {
         /// Column, cells from the left.
         x: u16,
         /// Row, cells from the top.
         y: u16,
     },
-    /// Left button released: ends the region.
+    /// Left button released: the region stays selected for Enter (a click leaves none).
     Up {
         /// Column, cells from the left.
         x: u16,
@@ -111,9 +129,10 @@ pub enum Action {
     ZoomOut,
     /// Turn the spectrogram: as sysdig draws it (time going down) or as a heatmap (time left→right).
     ToggleOrientation,
-    /// Start a region at the cursor, or drop the one being selected.
+    /// Start a region at the cursor, or drop the one selected.
     Mark,
-    /// Enter: region → filter clause; breakdown row → `field=value`; event → detail popup.
+    /// Enter: region (else the cursor's cell) → filter clause; breakdown row → `field=value`;
+    /// event → detail popup.
     Activate,
     /// Esc outside the filter bar: close a popup, drop a region.
     Back,
@@ -138,6 +157,9 @@ pub enum Action {
     PrevField,
     /// Breakdown: show or hide each group's calls' latency split into disk time and the rest.
     DiskSplit,
+    /// Show iostat's figures for the view's block requests in place of the event list, or the
+    /// list again.
+    ToggleIostat,
     /// Open the filter bar.
     EditFilter,
     /// An edit of the open filter bar's text.

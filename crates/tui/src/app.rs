@@ -52,6 +52,29 @@ pub struct Effects {
     pub links: Option<LinksQuery>,
 }
 
+/// How many events match a filter in the whole capture: known from the index without a
+/// filter, else from an answer over the whole capture or the worker's count
+/// ([`crate::worker::query::count_all`]).
+struct Whole {
+    /// The filter counted.
+    filter: String,
+    /// The first generation asked under it: a count from an older one is another filter's.
+    since: u64,
+    /// The count, once known.
+    matched: Option<u64>,
+}
+
+impl Whole {
+    /// The count of `filter` in `cap` as far as known before a scan, from generation `since`.
+    fn of(filter: &str, cap: &Capture, since: u64) -> Whole {
+        Whole {
+            filter: filter.to_owned(),
+            since,
+            matched: filter.is_empty().then_some(cap.total),
+        }
+    }
+}
+
 /// The whole viewer state.
 pub struct App {
     /// The capture being viewed.
@@ -76,10 +99,15 @@ pub struct App {
     pub answer: Option<Answer>,
     /// Generation of the newest query; answers from older ones are ignored.
     pub gen: u64,
+    /// Events matching the applied filter in the whole capture (the side panes say of how
+    /// many theirs, in view, are).
+    whole: Whole,
     /// A query is out and not yet answered.
     pub busy: bool,
     /// The `?` help is open.
     pub help: bool,
+    /// iostat's figures for the view are shown in place of the event list (`i`).
+    pub iostat: bool,
     /// A one-line note for the status line (errors, "filter change undone").
     pub note: Option<String>,
     /// The user asked to quit: the event loop ends after this update.
@@ -107,6 +135,7 @@ impl App {
     pub fn with_filter_bar(cap: Capture, filter: FilterBar, area: Rect, palette: Palette) -> (App, Effects) {
         // The spectrogram opens as sysdig draws it.
         let layout = Layout::new(area, filter.lines(), Orientation::Sysdig);
+        let whole = Whole::of(&filter.applied, &cap, 0);
         let mut app = App {
             theme: Theme::new(palette),
             view: View::new(&cap, &layout),
@@ -118,8 +147,10 @@ impl App {
             replay: Replay::new(cap.start),
             answer: None,
             gen: 0,
+            whole,
             busy: false,
             help: false,
+            iostat: false,
             note: None,
             quit: false,
             cap,
@@ -139,9 +170,21 @@ impl App {
         self.answer.as_ref().map(|a| &a.hist)
     }
 
-    /// End of the view's last row.
+    /// End of the view: of its last row, or of the capture when that is earlier (the rows
+    /// past it are blank).
     pub fn view_end(&self) -> u64 {
-        self.view.end(&self.layout)
+        self.view.end(&self.layout).min(self.cap.end.saturating_add(1))
+    }
+
+    /// Whether the view holds the whole capture, so that what the panes count is every event
+    /// that matches.
+    pub fn shows_all(&self) -> bool {
+        self.view.shows_all(&self.cap, &self.layout)
+    }
+
+    /// Events matching the applied filter in the whole capture, once known.
+    pub fn matched_all(&self) -> Option<u64> {
+        self.whole.matched
     }
 
     /// Events the recorder lost during the view.
@@ -178,6 +221,8 @@ impl App {
                     // A move only selects: the field stays.
                     let _ = self.breakdown.update(&action, groups);
                 }
+                // The list is hidden under iostat's figures: nothing to move.
+                Pane::Events if self.iostat => {}
                 Pane::Events => self.list_update(&action, fx),
             },
             Action::ZoomIn | Action::ZoomOut | Action::Mark => self.view_update(&action, fx),
@@ -190,6 +235,7 @@ impl App {
                 let t = self.view.cursor_time();
                 self.layout.area = Rect::new(0, 0, w, h);
                 self.relayout();
+                self.filter.fit(self.layout.filter.width);
                 self.refit(t, fx);
             }
             Action::Activate => self.activate(fx),
@@ -215,6 +261,14 @@ impl App {
                     self.ask_keeping_picture(fx);
                 }
             }
+            Action::ToggleIostat => {
+                self.iostat = !self.iostat;
+                let known = self.answer.as_ref().is_some_and(|a| a.iostat.is_some());
+                if self.iostat && !known {
+                    // The same picture: keep it drawn while the figures are computed.
+                    self.ask_keeping_picture(fx);
+                }
+            }
             Action::Sort => self.list_update(&action, fx),
             Action::Jump => match self.list.jump(self.answer.as_ref(), self.filter.compiled()) {
                 Ok(q) => fx.links = Some(q),
@@ -224,6 +278,7 @@ impl App {
                 let done = self.filter.update(&action, &self.cap.reader);
                 // The bar may have opened, closed or grown an error: lay out before asking.
                 self.relayout();
+                self.filter.fit(self.layout.filter.width);
                 match done {
                     Filtered::No => {}
                     Filtered::Applied => {
@@ -246,7 +301,7 @@ impl App {
                     // the worker and show nothing but approximations.
                     Step::Follow(_) if self.busy => {}
                     Step::Follow(t) => {
-                        if self.view.follow(t) == Moved::Yes {
+                        if self.view.follow(t, &self.cap, &self.layout) == Moved::Yes {
                             self.ask(fx);
                         }
                     }
@@ -309,8 +364,14 @@ impl App {
         let (clause, what) = match self.focus {
             Pane::Spectrogram => {
                 let clause = self.view.region_clause(&self.cap, &self.layout);
-                self.view.anchor = None;
-                (clause, "region")
+                self.view.drop_region();
+                match clause {
+                    Some(clause) => (clause, "region"),
+                    None => {
+                        self.note = Some("the region holds every event: the filter stays".into());
+                        return;
+                    }
+                }
             }
             Pane::Breakdown => match self.breakdown.clause(self.groups()) {
                 Some(clause) => (clause, "breakdown"),
@@ -329,22 +390,36 @@ impl App {
         }
     }
 
+    /// The mouse: a press focuses the pane under it and, on the spectrogram's plot, puts the
+    /// cursor there and starts a region; a drag from there stretches it, to the plot's nearest
+    /// cell when outside it; the release leaves it selected (Enter applies it, as after `v`).
+    /// A drag that started elsewhere does nothing, and nothing under a popup is pressed.
     fn mouse(&mut self, m: Mouse, fx: &mut Effects) {
         let (x, y) = match m {
             Mouse::Down { x, y } | Mouse::Drag { x, y } | Mouse::Up { x, y } => (x, y),
             Mouse::ScrollUp { .. } | Mouse::ScrollDown { .. } => return self.view_update(&Action::Mouse(m), fx),
         };
-        let Some((t, l)) = self.layout.cell_at(x, y) else {
-            // A click elsewhere focuses the pane under it.
-            if let Some(f) = self.layout.pane_at(x, y) {
-                self.focus = f;
-            }
+        if self.help || self.list.detail {
             return;
-        };
-        self.focus = Pane::Spectrogram;
-        self.view.point(t, l, matches!(m, Mouse::Down { .. }));
-        if matches!(m, Mouse::Up { .. }) && self.view.selecting() {
-            self.activate(fx);
+        }
+        match m {
+            Mouse::Down { .. } => {
+                if let Some(f) = self.layout.pane_at(x, y) {
+                    self.focus = f;
+                }
+                match self.layout.cell_at(x, y) {
+                    Some((t, l)) => self.view.press(t, l),
+                    None => self.view.dragging = false,
+                }
+            }
+            _ => {
+                let Some((t, l)) = self.layout.nearest_cell(x, y) else { return };
+                if matches!(m, Mouse::Up { .. }) {
+                    self.view.release(t, l);
+                } else {
+                    self.view.drag(t, l);
+                }
+            }
         }
     }
 
@@ -352,6 +427,9 @@ impl App {
         match r {
             Reply::Answer(a) if a.gen == self.gen => {
                 self.busy = false;
+                if self.shows_all() {
+                    self.whole.matched = Some(a.matched);
+                }
                 self.view.grid = Grid::exact(a.spectro.clone());
                 self.breakdown.answered(&a.groups);
                 if let Some(d) = a.damaged.first() {
@@ -388,6 +466,7 @@ impl App {
                     self.ask_links(fx);
                 }
             }
+            Reply::Whole { gen, matched } if gen >= self.whole.since => self.whole.matched = Some(matched),
             Reply::Failed { gen, error } if gen == self.gen => {
                 self.busy = false;
                 self.note = Some(error);
@@ -399,6 +478,9 @@ impl App {
     /// The question changed: show the summaries' picture now, ask for the exact one.
     fn ask(&mut self, fx: &mut Effects) {
         self.gen += 1;
+        if self.whole.filter != self.filter.applied {
+            self.whole = Whole::of(&self.filter.applied, &self.cap, self.gen);
+        }
         let (v, rows) = (&mut self.view, self.layout.time_cells);
         v.grid = if self.filter.applied.is_empty() && v.measure == Measure::Latency {
             Grid::from_summaries(self.cap.reader.chunks(), v.start, v.interval, rows)
@@ -418,6 +500,8 @@ impl App {
             group: self.breakdown.field(),
             split: self.breakdown.split,
             slowest: self.list.slowest_wanted(),
+            whole: self.whole.matched.is_none() && !self.view.shows_all(&self.cap, &self.layout),
+            iostat: self.iostat,
         });
     }
 

@@ -14,8 +14,12 @@ pub struct Capture {
     pub name: String,
     /// Start of the span every view lies in, ns since boot.
     pub start: u64,
-    /// End of that span, ns since boot (at least one past `start`).
+    /// End of that span, ns since boot (at least one past `start`): the recording's stop, or
+    /// the last event's start when later.
     pub end: u64,
+    /// The last event's start, ns since boot (`start` when there is none): a view's rows hold
+    /// it, where they may stop short of a later `end`.
+    pub last: u64,
     /// Events in the capture, by its index.
     pub total: u64,
 }
@@ -27,12 +31,14 @@ impl Capture {
         // The span every report is laid over; a view needs at least one ns of it.
         let (start, end) = iocap_analysis::capture_span(&reader);
         let end = end.max(start + 1);
+        let last = reader.chunks().iter().map(|c| c.summary.max_ts).max().unwrap_or(start);
         let total = reader.event_count();
         Capture {
             reader,
             name,
             start,
             end,
+            last: last.clamp(start, end),
             total,
         }
     }

@@ -1,11 +1,11 @@
 //! Keys and mouse → [`Action`]s, and the help that lists them.
 //!
-//! One table, [`BINDINGS`], says what every key does outside the filter bar; [`key`] reads it
-//! to turn a key press into an action and the `?` popup prints it, so a key cannot work
-//! without being listed, nor be listed without working. While the filter bar is open, keys
-//! edit its text (`edit`; the `/` line of the table describes them). What a key means
-//! depends only on whether the filter bar is open and which pane has the focus, both readable
-//! from `&App`.
+//! One table, [`BINDINGS`], says what every key does; [`key`] reads it to turn a key press
+//! into an action and the `?` popup prints it, so a key cannot work without being listed, nor
+//! be listed without working. While the filter bar is open only its editing keys count (those
+//! whose action is an edit, [`editing`]), and any other character is typed; while it is closed
+//! only the others do. What a key means depends only on whether the filter bar is open and
+//! which pane has the focus, both readable from `&App`.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 
@@ -17,26 +17,62 @@ use crate::layout::Pane;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Key {
     code: KeyCode,
-    /// Only with Ctrl held. A key without it matches whatever modifiers are held.
+    /// Only with Ctrl held.
     ctrl: bool,
+    /// Only with Alt (Meta, or Esc before the key) held.
+    alt: bool,
+}
+
+impl Key {
+    /// Whether a press of `code` with these modifiers held is this key: a key without Ctrl or
+    /// Alt matches whatever modifiers are held (where a key that needs them is not listed).
+    fn matches(&self, code: KeyCode, held: KeyModifiers) -> bool {
+        self.code == code
+            && (!self.ctrl || held.contains(KeyModifiers::CONTROL))
+            && (!self.alt || held.contains(KeyModifiers::ALT))
+    }
+
+    /// How many modifiers the key needs: of two keys a press matches, the one needing more wins
+    /// (Alt-Backspace over Backspace, Ctrl-C over `c`).
+    fn needs(&self) -> u8 {
+        u8::from(self.ctrl) + u8::from(self.alt)
+    }
 }
 
 const fn char(c: char) -> Key {
-    Key {
-        code: KeyCode::Char(c),
-        ctrl: false,
-    }
+    code(KeyCode::Char(c))
 }
 
 const fn ctrl(c: char) -> Key {
     Key {
         code: KeyCode::Char(c),
         ctrl: true,
+        alt: false,
     }
 }
 
+const fn alt(c: char) -> Key {
+    alt_code(KeyCode::Char(c))
+}
+
 const fn code(code: KeyCode) -> Key {
-    Key { code, ctrl: false }
+    Key {
+        code,
+        ctrl: false,
+        alt: false,
+    }
+}
+
+const fn ctrl_code(code: KeyCode) -> Key {
+    Key {
+        code,
+        ctrl: true,
+        alt: false,
+    }
+}
+
+const fn alt_code(code: KeyCode) -> Key {
+    Key { code, ctrl: false, alt: true }
 }
 
 /// Where a binding applies.
@@ -54,14 +90,27 @@ pub struct Binding {
     pub keys: &'static str,
     /// What they do, as the help says it.
     pub help: &'static str,
-    /// Where they apply.
+    /// Where they apply (outside the filter bar; in it, every editing key applies).
     pub when: When,
     /// Each key and the action it stands for.
     pub actions: &'static [(Key, Action)],
 }
 
-/// Every key outside the filter bar, in the order `?` lists them. Earlier lines win: Ctrl-C
-/// quits before `c` changes the palette.
+/// What a region's keys do, as the help's line for `v` and the status line (while a region is
+/// selected) both say it.
+macro_rules! region_keys {
+    () => {
+        "Enter filters, Esc drops"
+    };
+}
+
+/// The status line's reminder while a region is selected: the same words as the help's.
+pub const REGION_KEYS: &str = region_keys!();
+
+const REGION_HELP: &str = concat!("select a time × latency region: ", region_keys!());
+
+/// Every key, in the order `?` lists them. Of two keys a press matches, the one needing more
+/// modifiers wins: Ctrl-C quits where `c` changes the palette.
 pub static BINDINGS: &[Binding] = &[
     Binding {
         keys: "q, Ctrl-C",
@@ -88,7 +137,61 @@ pub static BINDINGS: &[Binding] = &[
         keys: "/",
         help: "edit the filter: Enter applies, Esc cancels, ↑/↓ history",
         when: When::Always,
-        actions: &[(char('/'), Action::EditFilter)],
+        actions: &[
+            (char('/'), Action::EditFilter),
+            (code(KeyCode::Enter), Action::FilterSubmit),
+            (code(KeyCode::Esc), Action::FilterCancel),
+            (code(KeyCode::Up), Action::FilterEdit(Edit::Older)),
+            (code(KeyCode::Down), Action::FilterEdit(Edit::Newer)),
+        ],
+    },
+    // The filter bar's own keys, readline's: what people type without thinking.
+    Binding {
+        keys: "Ctrl-A/E/B/F, ←/→",
+        help: "filter bar: start / end, one character left / right",
+        when: When::Always,
+        actions: &[
+            (ctrl('a'), Action::FilterEdit(Edit::Home)),
+            (code(KeyCode::Home), Action::FilterEdit(Edit::Home)),
+            (ctrl('e'), Action::FilterEdit(Edit::End)),
+            (code(KeyCode::End), Action::FilterEdit(Edit::End)),
+            (ctrl('b'), Action::FilterEdit(Edit::Left)),
+            (code(KeyCode::Left), Action::FilterEdit(Edit::Left)),
+            (ctrl('f'), Action::FilterEdit(Edit::Right)),
+            (code(KeyCode::Right), Action::FilterEdit(Edit::Right)),
+        ],
+    },
+    Binding {
+        keys: "Alt-B/F, Alt-⌫/D",
+        help: "filter bar: word left / right, delete word before / after",
+        when: When::Always,
+        actions: &[
+            (alt('b'), Action::FilterEdit(Edit::WordLeft)),
+            (ctrl_code(KeyCode::Left), Action::FilterEdit(Edit::WordLeft)),
+            (alt_code(KeyCode::Left), Action::FilterEdit(Edit::WordLeft)),
+            (alt('f'), Action::FilterEdit(Edit::WordRight)),
+            (ctrl_code(KeyCode::Right), Action::FilterEdit(Edit::WordRight)),
+            (alt_code(KeyCode::Right), Action::FilterEdit(Edit::WordRight)),
+            (alt_code(KeyCode::Backspace), Action::FilterEdit(Edit::KillWordBack)),
+            (ctrl_code(KeyCode::Backspace), Action::FilterEdit(Edit::KillWordBack)),
+            (alt('d'), Action::FilterEdit(Edit::KillWordForward)),
+        ],
+    },
+    Binding {
+        keys: "Ctrl-U/K/W/Y",
+        help: "filter bar: delete to start / end / previous space; paste",
+        when: When::Always,
+        actions: &[
+            (ctrl('u'), Action::FilterEdit(Edit::KillToStart)),
+            (ctrl('k'), Action::FilterEdit(Edit::KillToEnd)),
+            (ctrl('w'), Action::FilterEdit(Edit::KillToSpace)),
+            (ctrl('y'), Action::FilterEdit(Edit::Yank)),
+            // And the deletes every line editor has.
+            (code(KeyCode::Backspace), Action::FilterEdit(Edit::Backspace)),
+            (ctrl('h'), Action::FilterEdit(Edit::Backspace)),
+            (code(KeyCode::Delete), Action::FilterEdit(Edit::Delete)),
+            (ctrl('d'), Action::FilterEdit(Edit::Delete)),
+        ],
     },
     Binding {
         keys: "u, Ctrl-Z",
@@ -112,26 +215,19 @@ pub static BINDINGS: &[Binding] = &[
         ],
     },
     Binding {
-        keys: "PgUp/PgDn, wheel",
-        help: "scrub back / forward in time",
+        keys: "PgUp/Dn, Home/End",
+        help: "scrub back / forward (or wheel); start / end of capture",
         when: When::Always,
         actions: &[
             (code(KeyCode::PageUp), Action::Move(Move::PageUp)),
             (code(KeyCode::PageDown), Action::Move(Move::PageDown)),
-        ],
-    },
-    Binding {
-        keys: "Home/End",
-        help: "start / end of the capture",
-        when: When::Always,
-        actions: &[
             (code(KeyCode::Home), Action::Move(Move::Home)),
             (code(KeyCode::End), Action::Move(Move::End)),
         ],
     },
     Binding {
         keys: "+ / -",
-        help: "zoom in / out (row interval 1ms…10s)",
+        help: "zoom in / out (rows of 1ms … the whole capture)",
         when: When::Always,
         actions: &[
             (char('+'), Action::ZoomIn),
@@ -141,7 +237,7 @@ pub static BINDINGS: &[Binding] = &[
     },
     Binding {
         keys: "v, mouse drag",
-        help: "select a time × latency region",
+        help: REGION_HELP,
         when: When::Always,
         actions: &[(char('v'), Action::Mark)],
     },
@@ -159,7 +255,7 @@ pub static BINDINGS: &[Binding] = &[
     },
     Binding {
         keys: "m",
-        help: "block requests plot latency / queue / queue+device",
+        help: "spectrogram+histogram: blk latency / blk.queue / blk.total",
         when: When::Always,
         actions: &[(char('m'), Action::CycleMeasure)],
     },
@@ -169,17 +265,22 @@ pub static BINDINGS: &[Binding] = &[
         when: When::Always,
         actions: &[(char('o'), Action::ToggleOrientation)],
     },
+    // One line for the breakdown's keys: with `i`, the table is as long as 80×24 shows.
     Binding {
-        keys: "f, F",
-        help: "breakdown: next / previous field",
+        keys: "f, F; d",
+        help: "breakdown: next / previous field; calls' disk / other time",
         when: When::Always,
-        actions: &[(char('f'), Action::NextField), (char('F'), Action::PrevField)],
+        actions: &[
+            (char('f'), Action::NextField),
+            (char('F'), Action::PrevField),
+            (char('d'), Action::DiskSplit),
+        ],
     },
     Binding {
-        keys: "d",
-        help: "breakdown: calls' latency as disk time / other time",
+        keys: "i",
+        help: "iostat of the view's block requests / the event list",
         when: When::Always,
-        actions: &[(char('d'), Action::DiskSplit)],
+        actions: &[(char('i'), Action::ToggleIostat)],
     },
     Binding {
         keys: "s",
@@ -194,16 +295,10 @@ pub static BINDINGS: &[Binding] = &[
         actions: &[(char('g'), Action::Jump)],
     },
     Binding {
-        keys: "space",
-        help: "replay: play / pause",
+        keys: "space, x",
+        help: "replay: play / pause; speed 1× / 10× / 100×",
         when: When::Always,
-        actions: &[(char(' '), Action::PlayPause)],
-    },
-    Binding {
-        keys: "x",
-        help: "replay speed 1× / 10× / 100×",
-        when: When::Always,
-        actions: &[(char('x'), Action::Speed)],
+        actions: &[(char(' '), Action::PlayPause), (char('x'), Action::Speed)],
     },
     Binding {
         keys: "c",
@@ -218,50 +313,49 @@ pub fn key(app: &App, k: KeyEvent) -> Option<Action> {
     if k.kind == KeyEventKind::Release {
         return None;
     }
-    let held_ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+    let held = k.modifiers;
     if app.filter.input.is_some() {
         // Ctrl-C quits from the filter bar too.
-        if held_ctrl && k.code == KeyCode::Char('c') {
+        if held.contains(KeyModifiers::CONTROL) && k.code == KeyCode::Char('c') {
             return Some(Action::Quit);
         }
-        return edit(k.code, held_ctrl).map(Action::FilterEdit).or(match k.code {
-            KeyCode::Enter => Some(Action::FilterSubmit),
-            KeyCode::Esc => Some(Action::FilterCancel),
+        return bound(k.code, held, None).or(match k.code {
+            // Any other character is typed (Shift is how it was typed; Ctrl or Alt with a
+            // key the table does not name means nothing).
+            KeyCode::Char(c) if !held.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) => {
+                Some(Action::FilterEdit(Edit::Insert(c)))
+            }
             _ => None,
         });
     }
-    bound(k.code, held_ctrl, app.focus)
+    bound(k.code, held, Some(app.focus))
 }
 
-/// What [`BINDINGS`] says `code` does with the focus on `focus`.
-fn bound(code: KeyCode, held_ctrl: bool, focus: Pane) -> Option<Action> {
+/// Whether `action` is one of the filter bar's: what a key means while the bar is open.
+pub fn editing(action: &Action) -> bool {
+    matches!(
+        action,
+        Action::FilterEdit(_) | Action::FilterSubmit | Action::FilterCancel
+    )
+}
+
+/// What [`BINDINGS`] says `code` does with `held` down: in the open filter bar (`focus` is
+/// `None`), or with the focus on a pane.
+fn bound(code: KeyCode, held: KeyModifiers, focus: Option<Pane>) -> Option<Action> {
     BINDINGS
         .iter()
-        .filter(|b| match b.when {
-            When::Always => true,
-            When::In(pane) => focus == pane,
+        .filter(|b| match (focus, b.when) {
+            (None, _) | (Some(_), When::Always) => true,
+            (Some(f), When::In(pane)) => f == pane,
         })
         .flat_map(|b| b.actions)
-        .find(|(key, _)| key.code == code && (held_ctrl || !key.ctrl))
+        .filter(|(key, action)| editing(action) == focus.is_none() && key.matches(code, held))
+        // The first of those needing the most modifiers.
+        .fold(None, |best: Option<&(Key, Action)>, this| match best {
+            Some(b) if b.0.needs() >= this.0.needs() => Some(b),
+            _ => Some(this),
+        })
         .map(|(_, action)| action.clone())
-}
-
-/// The filter bar's edit for a key: text, caret movement, history.
-fn edit(code: KeyCode, ctrl: bool) -> Option<Edit> {
-    Some(match code {
-        KeyCode::Char(c) if !ctrl => Edit::Insert(c),
-        KeyCode::Char('a') => Edit::Home,
-        KeyCode::Char('e') => Edit::End,
-        KeyCode::Backspace => Edit::Backspace,
-        KeyCode::Delete => Edit::Delete,
-        KeyCode::Left => Edit::Left,
-        KeyCode::Right => Edit::Right,
-        KeyCode::Home => Edit::Home,
-        KeyCode::End => Edit::End,
-        KeyCode::Up => Edit::Older,
-        KeyCode::Down => Edit::Newer,
-        _ => return None,
-    })
 }
 
 /// The action for a mouse event, if any.
@@ -281,29 +375,53 @@ pub fn mouse(m: MouseEvent) -> Option<Action> {
 mod tests {
     use super::*;
 
-    /// Every key the help lists does what its line says (no earlier line takes it), where the
-    /// line applies, and nothing where it does not.
+    fn held(k: &Key) -> KeyModifiers {
+        let mut m = KeyModifiers::NONE;
+        m.set(KeyModifiers::CONTROL, k.ctrl);
+        m.set(KeyModifiers::ALT, k.alt);
+        m
+    }
+
+    /// Every key the help lists does what its line says (no other line takes it), where the
+    /// line applies, and nothing where it does not; the filter bar's keys in the open bar.
     #[test]
     fn every_listed_key_does_what_the_help_says() {
         for b in BINDINGS {
             for (k, action) in b.actions {
+                let want = format!("{action:?}");
+                if editing(action) {
+                    let got = bound(k.code, held(k), None).map(|a| format!("{a:?}"));
+                    assert_eq!(got, Some(want), "{} ({}) in the filter bar", b.keys, b.help);
+                    // A plain character would be typed, not bound.
+                    assert!(
+                        k.ctrl || k.alt || !matches!(k.code, KeyCode::Char(_)),
+                        "{}: {:?} cannot be typed",
+                        b.keys,
+                        k.code
+                    );
+                    continue;
+                }
                 for pane in [Pane::Spectrogram, Pane::Breakdown, Pane::Events] {
-                    let got = bound(k.code, k.ctrl, pane).map(|a| format!("{a:?}"));
+                    let got = bound(k.code, held(k), Some(pane)).map(|a| format!("{a:?}"));
                     let applies = b.when == When::Always || b.when == When::In(pane);
-                    let want = applies.then(|| format!("{action:?}"));
-                    assert_eq!(got, want, "{} ({}) in {pane:?}", b.keys, b.help);
+                    assert_eq!(got, applies.then(|| want.clone()), "{} ({}) in {pane:?}", b.keys, b.help);
                 }
             }
         }
+        let (none, ctrl, alt) = (KeyModifiers::NONE, KeyModifiers::CONTROL, KeyModifiers::ALT);
+        let pane = Some(Pane::Events);
         // Ctrl-C quits; `c` alone changes the palette; `z` alone does nothing.
+        assert!(matches!(bound(KeyCode::Char('c'), ctrl, pane), Some(Action::Quit)));
         assert!(matches!(
-            bound(KeyCode::Char('c'), true, Pane::Events),
-            Some(Action::Quit)
-        ));
-        assert!(matches!(
-            bound(KeyCode::Char('c'), false, Pane::Events),
+            bound(KeyCode::Char('c'), none, pane),
             Some(Action::CyclePalette)
         ));
-        assert!(bound(KeyCode::Char('z'), false, Pane::Events).is_none());
+        assert!(bound(KeyCode::Char('z'), none, pane).is_none());
+        // In the bar: Alt-Backspace is not Backspace, `w` without Ctrl is not Ctrl-W.
+        let bar = |code, m| bound(code, m, None).map(|a| format!("{a:?}"));
+        assert_eq!(bar(KeyCode::Backspace, alt).as_deref(), Some("FilterEdit(KillWordBack)"));
+        assert_eq!(bar(KeyCode::Backspace, none).as_deref(), Some("FilterEdit(Backspace)"));
+        assert_eq!(bar(KeyCode::Char('w'), none), None);
+        assert_eq!(bar(KeyCode::Char('w'), ctrl).as_deref(), Some("FilterEdit(KillToSpace)"));
     }
 }

@@ -5,12 +5,18 @@
 //! when one of the three changes), so its update can ask how many spectrogram rows or list
 //! rows fit, and a mouse click which cell it hit, without anything having been drawn; the
 //! panes draw into the same rectangles.
+//!
+//! Shares of the terminal (60% for the top, 40% for the right column, 55% of it for the
+//! histogram) give way to what each pane needs to say anything at 80×24: the histogram its
+//! percentiles and [`histogram::MIN_BARS`] bars, the breakdown and the list a few rows each.
 
 use std::ops::Range;
 
 use iocap_analysis::spectro::COLS;
 use ratatui::layout::{Constraint, Layout as Split, Position, Rect};
 use ratatui::widgets::{Block, Borders};
+
+use crate::panes::histogram;
 
 /// The panes that can have the keyboard.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +36,19 @@ pub enum Orientation {
     Sysdig,
     /// A heatmap: time left→right, latency going up.
     Heatmap,
+}
+
+/// The least width of the right column (histogram over breakdown): three histogram figures
+/// to a line, so two lines hold them.
+const RIGHT_MIN: u16 = 36;
+/// The least height of the breakdown: borders, its header and two values.
+const BREAKDOWN_MIN: u16 = 5;
+/// The least height of the event list: borders, its header and three events.
+const EVENTS_MIN: u16 = 6;
+
+/// `pct` percent of `n`, rounded down.
+fn share(n: u16, pct: u32) -> u16 {
+    u16::try_from(u32::from(n) * pct / 100).unwrap_or(n)
 }
 
 /// Width of the time labels left of the sysdig-oriented plot, drop marker included.
@@ -76,9 +95,20 @@ impl Layout {
             Constraint::Length(1),
         ])
         .areas(area);
-        let [top, events] = Split::vertical([Constraint::Percentage(60), Constraint::Min(5)]).areas(main);
-        let [spectro, right] = Split::horizontal([Constraint::Percentage(60), Constraint::Min(20)]).areas(top);
-        let [hist, breakdown] = Split::vertical([Constraint::Percentage(55), Constraint::Min(3)]).areas(right);
+        // The right column: 40%, but wide enough for three of the histogram's figures to a
+        // line (80 columns would leave it 32).
+        let right_w = share(area.width, 40).max(RIGHT_MIN).min(area.width);
+        // The histogram keeps its figures and MIN_BARS bars, the breakdown a few rows, the
+        // list what is left of 60%, at least a few rows: at 80×24 the histogram has 9 rows
+        // where 60% would give it 7 (2 bars), and the list 5 events.
+        let hist_min = histogram::min_height(right_w);
+        let top_h = share(main.height, 60)
+            .max(hist_min + BREAKDOWN_MIN)
+            .min(main.height.saturating_sub(EVENTS_MIN));
+        let hist_h = share(top_h, 55).max(hist_min).min(top_h.saturating_sub(BREAKDOWN_MIN));
+        let [top, events] = Split::vertical([Constraint::Length(top_h), Constraint::Min(0)]).areas(main);
+        let [spectro, right] = Split::horizontal([Constraint::Min(0), Constraint::Length(right_w)]).areas(top);
+        let [hist, breakdown] = Split::vertical([Constraint::Length(hist_h), Constraint::Min(0)]).areas(right);
         let inner = Block::default().borders(Borders::ALL).inner(spectro);
         // One line of axis labels and one of legend in either orientation.
         let plot = match orientation {
@@ -127,6 +157,16 @@ impl Layout {
             Orientation::Sysdig => (dy, dx),
             Orientation::Heatmap => (dx, usize::from(p.height) - 1 - dy),
         })
+    }
+
+    /// The spectrogram cell nearest terminal cell `(x, y)`: the one under it, or on the plot's
+    /// edge when it is outside (a drag that left the plot). `None` when the plot is empty.
+    pub fn nearest_cell(&self, x: u16, y: u16) -> Option<(usize, usize)> {
+        let p = self.plot;
+        if p.is_empty() {
+            return None;
+        }
+        self.cell_at(x.clamp(p.x, p.right() - 1), y.clamp(p.y, p.bottom() - 1))
     }
 
     /// The focusable pane under terminal cell `(x, y)`.

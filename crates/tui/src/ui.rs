@@ -14,7 +14,11 @@ pub fn render(app: &App, f: &mut Frame) {
     panes::spectrogram::render::render(app, f, a.spectro);
     panes::histogram::render(app, f, a.hist);
     panes::breakdown::render::render(app, f, a.breakdown);
-    panes::events::render::render(app, f, a.events);
+    if app.iostat {
+        panes::iostat::render(app, f, a.events);
+    } else {
+        panes::events::render::render(app, f, a.events);
+    }
     panes::status::render(app, f, a.status);
     if app.list.detail {
         panes::events::render::render_detail(app, f);

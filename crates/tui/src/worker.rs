@@ -4,8 +4,10 @@
 //! The UI bumps a shared generation counter with every new query; the worker always takes the
 //! newest waiting query (older ones are dropped unanswered) and a running scan stops at its
 //! next chunk once the counter has moved on, so typing and scrubbing never wait for a scan.
-//! Between questions it fills the capture's column cache ([`query::warm`]) with what the last
-//! one read, so the next one over the same chunks skips decoding.
+//! After an answer it counts the filter's matches in the whole capture when the view holds
+//! only part of it ([`query::count_all`]); between questions it fills the capture's column
+//! cache ([`query::warm`]) with what the last one read, so the next one over the same chunks
+//! skips decoding.
 //!
 //! Rows have a thread of their own, so a page of the list never waits behind a scan: it too
 //! takes only the newest request waiting. So do the lookups of what an event is linked to
@@ -40,6 +42,13 @@ pub enum Reply {
         gen: u64,
         /// Why, as the reader's error displays.
         error: String,
+    },
+    /// Events matching a query's filter in the whole capture ([`query::count_all`]).
+    Whole {
+        /// Generation of the query whose filter was counted.
+        gen: u64,
+        /// How many match.
+        matched: u64,
     },
     /// The event list's rows on screen.
     Rows(Rows),
@@ -146,6 +155,13 @@ fn serve<E>(reader: &Reader, rx: &Receiver<Query>, cancel: &Cancel, out: &Sender
         };
         if out.send(wrap(reply)).is_err() {
             return;
+        }
+        if q.whole {
+            if let Some(matched) = query::count_all(reader, Some(&cache), &q, cancel) {
+                if out.send(wrap(Reply::Whole { gen: q.gen, matched })).is_err() {
+                    return;
+                }
+            }
         }
         // Idle until the next question: decode this view's columns into the cache (it stops at
         // the next chunk once a new query is asked), so that question skips decoding.

@@ -31,6 +31,11 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::Terminal;
 
+/// The panes on a capture with long names, errors, addresses and block requests of several
+/// sizes, at 80×24 and 200×60.
+#[path = "ui/panes.rs"]
+mod panes;
+
 const START: u64 = 1_000_000_000;
 /// 2 s of events, one every 100 µs.
 const N: u64 = 20_000;
@@ -134,7 +139,18 @@ fn settle(app: &mut App, mut fx: Effects) {
                 Ok(None) => unreachable!("not cancelled"),
                 Err(error) => Reply::Failed { gen: q.gen, error },
             };
-            app.update(Action::Reply(reply))
+            let mut more = app.update(Action::Reply(reply));
+            // Then, as the worker does, the filter's matches in the whole capture.
+            if q.whole {
+                let matched = query::count_all(&app.cap.reader, None, &q, &cancel).expect("not cancelled");
+                let after = app.update(Action::Reply(Reply::Whole { gen: q.gen, matched }));
+                more = Effects {
+                    query: after.query.or(more.query),
+                    rows: after.rows.or(more.rows),
+                    links: after.links.or(more.links),
+                };
+            }
+            more
         } else if let Some(r) = fx.rows.take() {
             let rows = RowLoader::new().load(&app.cap.reader, &r);
             app.update(Action::Reply(Reply::Rows(rows)))
@@ -339,9 +355,7 @@ fn whole_app_driven_by_keys() {
     insta::assert_snapshot!("app_3_selecting", snap_pane(&app, app.layout.spectro));
     press(&mut app, KeyCode::Enter);
     assert!(
-        app.filter
-            .applied
-            .starts_with("(proc.name=postgres) and evt.time>=0ns and evt.time<"),
+        app.filter.applied.starts_with("proc.name=postgres and evt.time<"),
         "{}",
         app.filter.applied
     );
@@ -458,44 +472,153 @@ fn mouse(app: &mut App, kind: MouseEventKind, x: u16, y: u16) {
     }
 }
 
+/// The spectrogram cell whose columns hold latency column `col`.
+fn lat_cell(app: &App, col: usize) -> usize {
+    (0..app.layout.lat_cells)
+        .find(|&c| app.layout.cell_cols(c).contains(&col))
+        .unwrap()
+}
+
+/// The terminal cell of spectrogram cell (`t`, `l`), drawn as sysdig does.
+fn screen_cell(app: &App, t: usize, l: usize) -> (u16, u16) {
+    assert_eq!(app.view.orientation, Orientation::Sysdig);
+    (app.layout.plot.x + l as u16, app.layout.plot.y + t as u16)
+}
+
+/// The status line's text.
+fn status_text(app: &App) -> String {
+    let buf = draw(app);
+    let y = app.layout.status.y;
+    (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect()
+}
+
+/// A drag selects a region and leaves it selected and shown, with the status line saying what
+/// the keys do, as the help does; Enter filters to that region (not to the cursor's cell),
+/// Esc drops it. Releasing the button applies nothing.
 #[test]
-fn mouse_drag_selects_a_region() {
+fn mouse_drag_selects_enter_applies_esc_drops() {
     let (_dir, mut app, fx) = app(100, 30, "proc.name=postgres");
     settle(&mut app, fx);
-    assert_eq!(app.view.orientation, Orientation::Sysdig);
-    let geo = app.layout;
     // From the 1 ms cell on the first row to the 10 ms cell three rows down.
-    let cell = |col: usize| {
-        (0..app.layout.lat_cells)
-            .find(|&c| app.layout.cell_cols(c).contains(&col))
-            .unwrap()
-    };
-    let (c0, c1) = (cell(60), cell(70));
+    let (c0, c1) = (lat_cell(&app, 60), lat_cell(&app, 70));
     let expect = app
         .view
         .grid
         .sum(0..4, app.layout.cell_cols(c0).start..app.layout.cell_cols(c1).end);
-    assert!(expect > 0, "the region holds postgres's slow reads");
-    let (x0, y0) = (geo.plot.x + c0 as u16, geo.plot.y);
-    let (x1, y1) = (geo.plot.x + c1 as u16, geo.plot.y + 3);
+    let cursor_cell = app.view.grid.sum(3..4, app.layout.cell_cols(c1));
+    assert!(expect > cursor_cell, "the region holds more than its last cell");
+    let ((x0, y0), (x1, y1)) = (screen_cell(&app, 0, c0), screen_cell(&app, 3, c1));
     mouse(&mut app, MouseEventKind::Down(MouseButton::Left), x0, y0);
     mouse(&mut app, MouseEventKind::Drag(MouseButton::Left), x0 + 1, y0 + 1);
     mouse(&mut app, MouseEventKind::Drag(MouseButton::Left), x1, y1);
-    assert_eq!(
-        app.filter.applied, "proc.name=postgres",
-        "nothing applied before the button is released"
-    );
     mouse(&mut app, MouseEventKind::Up(MouseButton::Left), x1, y1);
+    assert_eq!(app.filter.applied, "proc.name=postgres", "releasing applies nothing");
+    assert!(app.view.anchor.is_some(), "the region stays selected");
+    let status = status_text(&app);
+    assert!(status.contains(&format!("region: {}", keys::REGION_KEYS)), "{status}");
+    // Another pane's Enter is not the region's: no reminder there.
+    press(&mut app, KeyCode::Tab);
+    assert!(!status_text(&app).contains("region:"));
+    press(&mut app, KeyCode::BackTab);
+    let help = keys::BINDINGS.iter().find(|b| b.keys.contains("mouse drag")).unwrap();
+    assert!(help.help.ends_with(keys::REGION_KEYS), "{}", help.help);
+    insta::assert_snapshot!("mouse_region_selected", full(&app));
+
+    press(&mut app, KeyCode::Enter);
     let f = app.filter.applied.clone();
-    assert!(
-        f.starts_with("(proc.name=postgres) and evt.time>=0ns and evt.time<"),
-        "{f}"
+    assert_eq!(
+        f,
+        "proc.name=postgres and evt.time<680ms and latency>=1ms and latency<15.8ms"
     );
-    assert!(f.contains(" and latency>=") && f.contains(" and latency<"), "{f}");
     assert_eq!(app.answer.as_ref().unwrap().matched, expect, "{f}");
+    assert!(app.view.anchor.is_none());
+    assert!(!status_text(&app).contains("region:"));
     // Undo gives the previous filter back.
     press(&mut app, KeyCode::Char('u'));
     assert_eq!(app.filter.applied, "proc.name=postgres");
+
+    // Esc drops a dragged region: Enter then filters to the cursor's cell alone.
+    mouse(&mut app, MouseEventKind::Down(MouseButton::Left), x0, y0);
+    mouse(&mut app, MouseEventKind::Drag(MouseButton::Left), x1, y1);
+    mouse(&mut app, MouseEventKind::Up(MouseButton::Left), x1, y1);
+    press(&mut app, KeyCode::Esc);
+    assert!(app.view.anchor.is_none());
+    assert_eq!(app.filter.applied, "proc.name=postgres");
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(
+        app.answer.as_ref().unwrap().matched,
+        cursor_cell,
+        "{}",
+        app.filter.applied
+    );
+}
+
+/// A click (no drag) puts the cursor on the cell and selects nothing: keys then move the
+/// cursor, not a region's corner, and Enter filters to the cursor's cell.
+#[test]
+fn a_click_moves_the_cursor_and_selects_nothing() {
+    let (_dir, mut app, fx) = app(100, 30, "proc.name=postgres");
+    settle(&mut app, fx);
+    let c = lat_cell(&app, 66); // the 5 ms misses, in every row
+    let (x, y) = screen_cell(&app, 0, c);
+    mouse(&mut app, MouseEventKind::Down(MouseButton::Left), x, y);
+    mouse(&mut app, MouseEventKind::Up(MouseButton::Left), x, y);
+    assert_eq!((app.view.cursor_t, app.view.cursor_l), (0, c));
+    assert!(app.view.anchor.is_none(), "a click selects nothing");
+    assert!(!status_text(&app).contains("region:"));
+    press(&mut app, KeyCode::Down);
+    let one_cell = app.view.grid.sum(1..2, app.layout.cell_cols(c));
+    assert!(one_cell > 0 && app.view.grid.sum(0..1, app.layout.cell_cols(c)) > 0);
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(
+        app.filter.applied,
+        "proc.name=postgres and evt.time>=170ms and evt.time<340ms and latency>=3.98ms and latency<6.31ms"
+    );
+    assert_eq!(app.answer.as_ref().unwrap().matched, one_cell);
+    // Nothing under a popup is pressed.
+    press(&mut app, KeyCode::Char('?'));
+    let (x, y) = screen_cell(&app, 3, 0);
+    mouse(&mut app, MouseEventKind::Down(MouseButton::Left), x, y);
+    mouse(&mut app, MouseEventKind::Up(MouseButton::Left), x, y);
+    assert_eq!((app.view.cursor_t, app.view.cursor_l), (1, c));
+}
+
+/// A drag that leaves the plot keeps stretching the region to the plot's edge, in the
+/// spectrogram: it does not hand the focus to the pane it crosses. A drag that starts in
+/// another pane selects nothing and moves no cursor.
+#[test]
+fn drags_across_panes_stay_where_they_started() {
+    let (_dir, mut app, fx) = app(100, 30, "proc.name=postgres");
+    settle(&mut app, fx);
+    let geo = app.layout;
+    let c0 = lat_cell(&app, 60);
+    let (x0, y0) = screen_cell(&app, 0, c0);
+    let (bx, by) = (geo.breakdown.x + 5, geo.breakdown.y + 2);
+    assert!(by < geo.plot.bottom(), "the breakdown is beside the plot's rows");
+    mouse(&mut app, MouseEventKind::Down(MouseButton::Left), x0, y0);
+    mouse(&mut app, MouseEventKind::Drag(MouseButton::Left), bx, by);
+    mouse(&mut app, MouseEventKind::Up(MouseButton::Left), bx, by);
+    assert_eq!(app.focus, Pane::Spectrogram);
+    assert_eq!(
+        (app.view.cursor_t, app.view.cursor_l),
+        (usize::from(by - geo.plot.y), geo.lat_cells - 1),
+        "the region reaches the plot's right edge"
+    );
+    press(&mut app, KeyCode::Enter);
+    let f = app.filter.applied.clone();
+    assert!(f.ends_with(" and latency>=1ms"), "the region, to the right edge: {f}");
+
+    // From the event list across the plot: the list keeps the focus, the view its cursor.
+    let before = (app.view.cursor_t, app.view.cursor_l);
+    let (ex, ey) = (geo.events.x + 3, geo.events.y + 3);
+    mouse(&mut app, MouseEventKind::Down(MouseButton::Left), ex, ey);
+    assert_eq!(app.focus, Pane::Events);
+    mouse(&mut app, MouseEventKind::Drag(MouseButton::Left), x0, y0);
+    mouse(&mut app, MouseEventKind::Up(MouseButton::Left), x0 + 2, y0 + 2);
+    assert_eq!(app.focus, Pane::Events);
+    assert_eq!((app.view.cursor_t, app.view.cursor_l), before);
+    assert!(app.view.anchor.is_none());
+    assert_eq!(app.filter.applied, f);
 }
 
 #[test]
@@ -682,7 +805,8 @@ fn breakdown_matches_a_plain_count_for_every_field() {
     for filter in ["", "latency>1ms or proc.name=postgres", "latency>1ms"] {
         let (_dir, mut app, fx) = app(100, 30, filter);
         let mut first = fx.query;
-        for (k, name) in iocap_tui::panes::breakdown::GROUP_FIELDS.iter().enumerate() {
+        for (k, field) in iocap_tui::panes::breakdown::group_fields().iter().enumerate() {
+            let name = &field.name;
             app.breakdown.field = k;
             let mut q = first.take().unwrap_or_else(|| {
                 let _ = app.update(Action::NextField);
@@ -1279,7 +1403,7 @@ fn breakdown_splits_calls_latency_into_disk_and_other() {
         if filter.is_empty() {
             let pane = snap_pane(&app, app.layout.breakdown);
             // postgres: 203 calls of 300 ns, 5 ms (4 ms on disk) and 4 ms (3 ms): 7 ms on disk.
-            assert!(pane.contains("postgres   207   7.00ms 2.06ms"), "{pane}");
+            assert!(pane.contains("postgres       207   7.00ms 2.06ms"), "{pane}");
             // The flusher's group: one block request, no call.
             assert!(pane.contains("1     -      -"), "{pane}");
             insta::assert_snapshot!("breakdown_split_80x24", pane);
@@ -1363,8 +1487,8 @@ fn m_measures_block_requests_by_queue_or_queue_plus_device() {
         let rows = app.layout.time_cells;
         let plotted = app.view.grid.sum(0..rows, app.layout.cell_cols(cell));
         assert!(plotted >= 5, "{m:?}: the requests are there");
-        app.view.point(0, cell, true);
-        app.view.point(rows - 1, cell, false);
+        app.view.press(0, cell);
+        app.view.release(rows - 1, cell);
         app.focus = Pane::Spectrogram;
         act(&mut app, Action::Activate);
         let field = m.block_field();
@@ -1396,12 +1520,12 @@ fn block_requests_list_their_disk_and_file() {
     settle(&mut app, fx);
     let pane = snap_pane(&app, app.layout.events);
     let text = pane.split("--- styles ---").next().unwrap();
-    assert!(text.contains("blk read   vda /var/lib/x.db "), "{text}");
+    assert!(text.contains("blk read vda /var/lib/x.db "), "{text}");
     assert!(text.contains("vda /var/lib/x.wal "), "{text}");
-    assert!(text.contains("blk read   vda /tmp/\\x1b[2J\\u{202e}evil.db "), "{text}");
+    assert!(text.contains("blk read vda /tmp/\\x1b[2J\\u{202e}evil.db "), "{text}");
     assert!(!text.contains('\x1b') && !text.contains('\u{202e}'), "{text}");
     // The flusher's writeback names the file it wrote back.
-    let rows: Vec<&str> = text.lines().filter(|l| l.contains("kworker")).collect();
+    let rows: Vec<&str> = text.lines().filter(|l| l.contains("kwor…")).collect();
     assert_eq!(rows.len(), 1, "{text}");
     assert!(rows[0].contains("vda /var/lib/x.db"), "{text}");
 }
@@ -1463,4 +1587,237 @@ fn detail_of_a_call_with_many_requests_fits_80x24() {
     );
     assert!(popup.contains("disk.requests  100"), "{popup}");
     assert!(!popup.contains("more lines"), "{popup}");
+}
+
+/// Row `y` of `buf`: each cell's symbol and style.
+fn cells(buf: &Buffer, y: u16) -> Vec<(String, Style)> {
+    (0..buf.area.width)
+        .map(|x| (buf[(x, y)].symbol().to_owned(), buf[(x, y)].style()))
+        .collect()
+}
+
+/// The filter bar's first line as text, and the column of the caret (the reversed cell).
+fn bar(app: &App) -> (String, Option<usize>) {
+    let row = cells(&draw(app), app.layout.filter.y);
+    let text: String = row.iter().map(|(s, _)| s.as_str()).collect();
+    let reversed = |s: &Style| s.add_modifier.contains(ratatui::style::Modifier::REVERSED);
+    (text, row.iter().position(|(_, s)| reversed(s)))
+}
+
+/// The filter bar's text and caret while it is open.
+fn editing(app: &App) -> (String, usize) {
+    let i = app.filter.input.as_ref().expect("the bar is open");
+    (i.text.clone(), i.caret)
+}
+
+fn ctrl(app: &mut App, c: char) {
+    press_mod(app, KeyCode::Char(c), KeyModifiers::CONTROL);
+}
+
+fn alt(app: &mut App, code: KeyCode) {
+    press_mod(app, code, KeyModifiers::ALT);
+}
+
+/// A filter longer than the bar scrolls with the caret, `…` marking where the line goes on,
+/// so what is typed is always in sight; the closed bar shows the filter's start and end.
+#[test]
+fn a_long_filter_scrolls_in_the_bar() {
+    let (_dir, mut app, fx) = app(80, 24, "");
+    settle(&mut app, fx);
+    let long = "proc.name=postgres and evt.type=pread64 and latency>=1ms and latency<15.8ms \
+                and fd.name=\"/var/lib/pg/base/16384\" and evt.time<1s";
+    assert!(long.len() > 120);
+    press(&mut app, KeyCode::Char('/'));
+    type_text(&mut app, long);
+    // The end of what was typed, and the caret after it, in the last column.
+    let (text, caret) = bar(&app);
+    assert!(text.starts_with("/ …"), "{text:?}");
+    assert_eq!(caret, Some(79), "{text:?}");
+    let shown = text[text.find('…').unwrap() + '…'.len_utf8()..].trim_end();
+    assert!(long.ends_with(shown) && shown.len() > 70, "{text:?}");
+    insta::assert_snapshot!("filter_bar_long_end", snap_pane(&app, app.layout.filter));
+
+    // Home: the start, cut on the right.
+    ctrl(&mut app, 'a');
+    let (text, caret) = bar(&app);
+    assert_eq!(caret, Some(2));
+    assert!(text.starts_with("/ proc.name=postgres and"), "{text:?}");
+    assert!(text.ends_with('…'), "{text:?}");
+    assert!(long.starts_with(&text[2..text.len() - '…'.len_utf8()]), "{text:?}");
+    // Moving inside the bar leaves the text where it is.
+    alt(&mut app, KeyCode::Char('f'));
+    alt(&mut app, KeyCode::Char('f'));
+    alt(&mut app, KeyCode::Char('f'));
+    assert_eq!(editing(&app).1, "proc.name=postgres".len());
+    let (moved, caret) = bar(&app);
+    assert_eq!((moved.as_str(), caret), (text.as_str(), Some(2 + 18)));
+    // Past the right edge the text follows, cut on both sides, the caret on its character.
+    for _ in 0..90 {
+        ctrl(&mut app, 'f');
+    }
+    let (text, caret) = bar(&app);
+    let at = editing(&app).1;
+    assert!(text.starts_with("/ …") && text.ends_with('…'), "{text:?}");
+    let caret = caret.expect("the caret is in sight");
+    let under = text.chars().nth(caret).unwrap();
+    assert_eq!(under, long[at..].chars().next().unwrap(), "{text:?}");
+
+    // Applied, the closed bar shows both ends of it.
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(app.filter.applied, long);
+    let (text, _) = bar(&app);
+    let text = text.trim_end();
+    assert!(text.starts_with("filter: proc.name=postgres and "), "{text:?}");
+    assert!(text.ends_with(" and evt.time<1s"), "{text:?}");
+    assert_eq!(text.matches('…').count(), 1, "{text:?}");
+    // Most of the bar used (a cut between words leaves a few cells).
+    assert!((60..=80).contains(&text.chars().count()), "{text:?}");
+}
+
+/// The error's span is highlighted on the characters it names wherever the line is scrolled,
+/// and on the `…` of the side it is hidden beyond.
+#[test]
+fn the_error_span_follows_the_scroll() {
+    let (_dir, mut app, fx) = app(80, 24, "");
+    settle(&mut app, fx);
+    let red = |s: &Style| s.fg == Some(ratatui::style::Color::Red);
+    let red_text = |app: &App| -> String {
+        let row = cells(&draw(app), app.layout.filter.y);
+        row.iter().filter(|(_, s)| red(s)).map(|(c, _)| c.as_str()).collect()
+    };
+    let valid = "proc.name=postgres and evt.type=pread64 and latency>=1ms and latency<15.8ms";
+    press(&mut app, KeyCode::Char('/'));
+    type_text(&mut app, &format!("{valid} and evt.time<1s and proc.nme=x"));
+    let span = app.filter.input.as_ref().unwrap().error.clone().unwrap().span;
+    assert_eq!(span.len(), "proc.nme".len());
+    assert_eq!(red_text(&app), "proc.nme");
+    insta::assert_snapshot!("filter_bar_error_scrolled", snap_pane(&app, app.layout.filter));
+    // At the start, the span is beyond the right edge: the `…` there says so.
+    ctrl(&mut app, 'a');
+    assert_eq!(red_text(&app), "…");
+    assert!(bar(&app).0.trim_end().ends_with('…'));
+    // A mistake at the start, the caret at the end: the left `…`.
+    ctrl(&mut app, 'k');
+    type_text(&mut app, &format!("proc.nme=x and {valid}"));
+    assert_eq!(red_text(&app), "…");
+    assert!(bar(&app).0.starts_with("/ …"));
+    ctrl(&mut app, 'a');
+    assert_eq!(red_text(&app), "proc.nme");
+}
+
+/// readline's keys in the filter bar, what people type without thinking, each checked on the
+/// text and caret it leaves.
+#[test]
+fn the_filter_bar_takes_readline_keys() {
+    let (_dir, mut app, fx) = app(80, 24, "");
+    settle(&mut app, fx);
+    press(&mut app, KeyCode::Char('/'));
+    type_text(&mut app, "proc.name=fio and latency>1ms");
+    let at = |app: &App| editing(app);
+    let s = |t: &str, c: usize| (t.to_owned(), c);
+
+    ctrl(&mut app, 'w');
+    assert_eq!(at(&app), s("proc.name=fio and ", 18), "Ctrl-W: back to a space");
+    ctrl(&mut app, 'y');
+    assert_eq!(at(&app), s("proc.name=fio and latency>1ms", 29), "Ctrl-Y: pasted back");
+    alt(&mut app, KeyCode::Backspace);
+    assert_eq!(at(&app), s("proc.name=fio and latency>", 26), "Alt-Backspace: a word");
+    alt(&mut app, KeyCode::Char('b'));
+    assert_eq!(at(&app).1, 18, "Alt-B: to the word's start");
+    ctrl(&mut app, 'k');
+    assert_eq!(at(&app), s("proc.name=fio and ", 18), "Ctrl-K: to the end");
+    ctrl(&mut app, 'a');
+    assert_eq!(at(&app).1, 0, "Ctrl-A");
+    alt(&mut app, KeyCode::Char('f'));
+    assert_eq!(at(&app).1, 4, "Alt-F: past `proc`");
+    alt(&mut app, KeyCode::Char('d'));
+    assert_eq!(at(&app), s("proc=fio and ", 4), "Alt-D: the next word");
+    ctrl(&mut app, 'y');
+    assert_eq!(at(&app), s("proc.name=fio and ", 9));
+    ctrl(&mut app, 'e');
+    assert_eq!(at(&app).1, 18, "Ctrl-E");
+    ctrl(&mut app, 'b');
+    ctrl(&mut app, 'b');
+    assert_eq!(at(&app).1, 16, "Ctrl-B");
+    ctrl(&mut app, 'f');
+    assert_eq!(at(&app).1, 17, "Ctrl-F");
+    ctrl(&mut app, 'h');
+    assert_eq!(at(&app), s("proc.name=fio an ", 16), "Ctrl-H: backspace");
+    ctrl(&mut app, 'd');
+    assert_eq!(at(&app), s("proc.name=fio an", 16), "Ctrl-D: delete");
+    press_mod(&mut app, KeyCode::Left, KeyModifiers::CONTROL);
+    assert_eq!(at(&app).1, 14, "Ctrl-←: a word left");
+    ctrl(&mut app, 'u');
+    assert_eq!(at(&app), s("an", 0), "Ctrl-U: to the start");
+    press(&mut app, KeyCode::End);
+    ctrl(&mut app, 'y');
+    assert_eq!(at(&app), s("anproc.name=fio ", 16), "Ctrl-Y: the last kill");
+    // Alt or Ctrl with a key the table does not name types nothing.
+    alt(&mut app, KeyCode::Char('x'));
+    ctrl(&mut app, 'x');
+    assert_eq!(at(&app), s("anproc.name=fio ", 16));
+
+    // Characters stay whole: a wide one, a letter with a combining accent.
+    ctrl(&mut app, 'u');
+    type_text(&mut app, "fd.name=\"日本e\u{301}\"");
+    press(&mut app, KeyCode::Left);
+    press(&mut app, KeyCode::Left);
+    let (text, caret) = at(&app);
+    assert_eq!(&text[caret..], "e\u{301}\"", "← steps over the accent with its letter");
+    press(&mut app, KeyCode::Backspace);
+    assert_eq!(at(&app).0, "fd.name=\"日e\u{301}\"");
+    let (shown, col) = bar(&app);
+    // A wide character's second cell is blank in the buffer.
+    assert_eq!(shown.trim_end(), "/ fd.name=\"日 e\u{301}\"");
+    // `/ fd.name="日` is 13 cells: the caret is on the `e`.
+    assert_eq!(col, Some(13));
+    // Esc: nothing applied.
+    press(&mut app, KeyCode::Esc);
+    assert_eq!(app.filter.applied, "");
+}
+
+/// A region's clause in the shortest literals that read back, without the bounds every event
+/// meets, and without parentheses the filter before it does not need.
+#[test]
+fn regions_are_written_short() {
+    let (_dir, mut app, fx) = app(100, 30, "");
+    settle(&mut app, fx);
+    let c = lat_cell(&app, 66);
+    app.view.cursor_l = c;
+    // All rows of the view: no time bounds, the capture is in them.
+    press(&mut app, KeyCode::Char('v'));
+    for _ in 1..app.layout.time_cells {
+        press(&mut app, KeyCode::Down);
+    }
+    assert!(app.view_end() > app.cap.end);
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(app.filter.applied, "latency>=3.98ms and latency<6.31ms");
+    press(&mut app, KeyCode::Char('u'));
+    // Every row and every latency: nothing to filter on.
+    press(&mut app, KeyCode::Home);
+    app.view.cursor_l = 0;
+    press(&mut app, KeyCode::Char('v'));
+    for _ in 0..app.layout.lat_cells {
+        press(&mut app, KeyCode::Right);
+    }
+    for _ in 1..app.layout.time_cells {
+        press(&mut app, KeyCode::Down);
+    }
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(app.filter.applied, "");
+    assert!(
+        app.note.as_deref().unwrap_or("").contains("every event"),
+        "{:?}",
+        app.note
+    );
+
+    // An `or` before the region keeps its parentheses.
+    let (_dir2, mut or, fx) = self::app(100, 30, "proc.name=fio or proc.name=postgres");
+    settle(&mut or, fx);
+    or.view.cursor_l = c;
+    press(&mut or, KeyCode::Enter);
+    assert_eq!(
+        or.filter.applied,
+        "(proc.name=fio or proc.name=postgres) and evt.time<170ms and latency>=3.98ms and latency<6.31ms"
+    );
 }

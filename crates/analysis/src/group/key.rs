@@ -9,46 +9,65 @@ use iocap_format::{Col, ColSet, Columns};
 /// A column holding a table id or a plain number that decides the value alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum IdCol {
-    /// The process entry: `proc.name`, `proc.exe`, `proc.cmdline`, `proc.ppid`.
+    /// The process entry: `proc.name`, `proc.exe`, `proc.cmdline`, `proc.ppid`, `proc.cgroup`,
+    /// `user.*`.
     Proc,
     Pid,
     Tid,
     /// The file entry: every `fd.*` field but `fd.num`.
     File,
+    /// `evt.cpu`.
+    Cpu,
 }
 
 /// The key of a field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum KeyOf {
     Id(IdCol),
-    /// The class and one more column: `blk.dev`, `blk.op` (absent for syscalls), `fd.num`.
+    /// The class and one more column of at most 32 bits: `blk.dev`, `blk.op`, `blk.flags` (and
+    /// `blk.pattern`, `blk.queued`), `blk.cause` (absent for calls), `fd.num`, `disk.requests`
+    /// (absent for block requests).
     ClassAnd(Col),
+    /// The class, the cause and the syscall number: `blk.syscall`.
+    ClassCauseNr,
+    /// The bytes column, which decides `io.bytes` alone, whatever the class.
+    Bytes,
     /// Class, syscall number and op: `evt.type`, `evt.class`, `io.dir` and its flags.
     EventType,
     /// The return value when negative, else 0: `evt.errno`, `evt.failed`.
     Error,
     /// The return value: `evt.res`.
     Ret,
-    /// Anything else (latencies, times, sizes, sectors, flags): the printed value, interned.
-    /// Rarely grouped by, and a value per event, so there is no cheaper key worth keeping.
-    Printed,
+    /// The printed value, interned, printed from an event of these columns. A 64-bit value
+    /// that is absent for some classes (`blk.bytes`, `disk.bytes`) has no exact key in 64
+    /// bits; anything else (latencies, times, sectors) is rarely grouped by and a value per
+    /// event, so there is no cheaper key worth keeping: those read every column.
+    Printed(ColSet),
 }
 
 impl KeyOf {
     pub(crate) fn of(field: &FieldInfo) -> KeyOf {
         use FieldId::*;
         match field.id {
-            ProcName | ProcExe | ProcCmdline | ProcPpid => KeyOf::Id(IdCol::Proc),
+            ProcName | ProcExe | ProcCmdline | ProcPpid | ProcCgroup | UserUid | UserName => KeyOf::Id(IdCol::Proc),
+            EvtCpu => KeyOf::Id(IdCol::Cpu),
             ProcPid => KeyOf::Id(IdCol::Pid),
             ThreadTid => KeyOf::Id(IdCol::Tid),
             FdName | FdType | FdDirectory | FdFilename | FdDev => KeyOf::Id(IdCol::File),
             FdNum => KeyOf::ClassAnd(Col::Fd),
             BlkDev => KeyOf::ClassAnd(Col::Dev),
             BlkOp => KeyOf::ClassAnd(Col::Op),
+            BlkFlags | BlkPattern | BlkQueued => KeyOf::ClassAnd(Col::Flags),
+            BlkCause => KeyOf::ClassAnd(Col::Cause),
+            DiskRequests => KeyOf::ClassAnd(Col::DiskReqs),
+            BlkSyscall => KeyOf::ClassCauseNr,
+            IoBytes => KeyOf::Bytes,
+            BlkBytes => KeyOf::Printed(ColSet::NONE.with(Col::Class).with(Col::Bytes)),
+            DiskBytes => KeyOf::Printed(ColSet::NONE.with(Col::Class).with(Col::DiskBytes)),
             EvtType | EvtClass | IoDir | IsIoRead | IsIoWrite => KeyOf::EventType,
             EvtErrno | EvtFailed => KeyOf::Error,
             EvtRes => KeyOf::Ret,
-            _ => KeyOf::Printed,
+            _ => KeyOf::Printed(ColSet::ALL),
         }
     }
 
@@ -61,10 +80,13 @@ impl KeyOf {
             KeyOf::Id(IdCol::Pid) => &[Pid],
             KeyOf::Id(IdCol::Tid) => &[Tid],
             KeyOf::Id(IdCol::File) => &[File],
+            KeyOf::Id(IdCol::Cpu) => &[Cpu],
             KeyOf::ClassAnd(c) => return ColSet::NONE.with(Class).with(c),
+            KeyOf::ClassCauseNr => &[Class, Cause, Nr],
+            KeyOf::Bytes => &[Bytes],
             KeyOf::EventType => &[Class, Nr, Op],
             KeyOf::Error | KeyOf::Ret => &[Ret],
-            KeyOf::Printed => return ColSet::ALL,
+            KeyOf::Printed(cols) => return cols,
         };
         cols.iter().copied().collect()
     }
@@ -73,19 +95,27 @@ impl KeyOf {
     #[inline]
     pub(crate) fn key(self, c: &Columns, i: usize) -> u64 {
         let g = |v: &Vec<u32>| v.get(i).copied().map_or(0, u64::from);
-        let class = c.class.get(i).copied().map_or(0, u64::from);
+        let byte = |v: &Vec<u8>| v.get(i).copied().map_or(0, u64::from);
+        let class = byte(&c.class);
         let ret = || c.ret.get(i).copied().unwrap_or(0);
         match self {
             KeyOf::Id(IdCol::Proc) => g(&c.proc),
             KeyOf::Id(IdCol::Pid) => g(&c.pid),
             KeyOf::Id(IdCol::Tid) => g(&c.tid),
             KeyOf::Id(IdCol::File) => g(&c.file),
+            KeyOf::Id(IdCol::Cpu) => g(&c.cpu),
             KeyOf::ClassAnd(Col::Dev) => class << 40 | g(&c.dev),
-            KeyOf::ClassAnd(Col::Op) => class << 40 | c.op.get(i).copied().map_or(0, u64::from),
+            KeyOf::ClassAnd(Col::Op) => class << 40 | byte(&c.op),
+            KeyOf::ClassAnd(Col::Flags) => class << 40 | g(&c.flags),
+            KeyOf::ClassAnd(Col::Cause) => class << 40 | byte(&c.cause),
+            KeyOf::ClassAnd(Col::DiskReqs) => class << 40 | g(&c.disk_reqs),
+            // `fd.num`, the one other.
             KeyOf::ClassAnd(_) => class << 40 | c.fd.get(i).map_or(0, |&fd| u64::from(fd as u32)),
+            KeyOf::ClassCauseNr => class << 40 | byte(&c.cause) << 32 | g(&c.nr),
+            KeyOf::Bytes => c.bytes.get(i).copied().unwrap_or(0),
             KeyOf::Error => ret().min(0) as u64,
             KeyOf::Ret => ret() as u64,
-            KeyOf::EventType | KeyOf::Printed => {
+            KeyOf::EventType | KeyOf::Printed(_) => {
                 let (nr, op) = (g(&c.nr), c.op.get(i).copied().map_or(0, u64::from));
                 // Small keys are counted in a table rather than hashed: syscall numbers and
                 // ops fit in 15 bits; anything larger (a hostile number) keeps a wide key.
@@ -105,6 +135,7 @@ impl KeyOf {
             KeyOf::Id(IdCol::Pid) => Some(&c.pid),
             KeyOf::Id(IdCol::Tid) => Some(&c.tid),
             KeyOf::Id(IdCol::File) => Some(&c.file),
+            KeyOf::Id(IdCol::Cpu) => Some(&c.cpu),
             _ => None,
         }
     }

@@ -39,13 +39,21 @@ fn event() -> impl Strategy<Value = Event> {
             any::<u8>(),
             u32_extreme(),
         ),
-        (any::<u8>(), u64_extreme(), u32_extreme(), u64_extreme(), u64_extreme()),
+        (
+            any::<u8>(),
+            u64_extreme(),
+            u32_extreme(),
+            u64_extreme(),
+            u64_extreme(),
+            u32_extreme(),
+            u64_extreme(),
+        ),
     )
         .prop_map(
             |(
                 (block, ts, latency, pid, tid, proc, nr),
                 (ret, fd, file, bytes, dev, sector, queue, op, flags),
-                (cause, link, disk_reqs, disk_bytes, disk_time),
+                (cause, link, disk_reqs, disk_bytes, disk_time, cpu, offset),
             )| Event {
                 class: if block { Class::Block } else { Class::Syscall },
                 ts,
@@ -68,6 +76,8 @@ fn event() -> impl Strategy<Value = Event> {
                 disk_reqs,
                 disk_bytes,
                 disk_time,
+                cpu,
+                offset,
             },
         )
 }
@@ -135,8 +145,15 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         12 => event().prop_map(Op::Event),
         2 => hostile_bytes().prop_map(Op::Str),
-        1 => (u32_extreme(), u32_extreme(), u32_extreme(), u32_extreme(), u64_extreme())
-            .prop_map(|(pid, ppid, name, exe, start_ts)| Op::Proc(ProcEntry {
+        1 => (
+            u32_extreme(),
+            u32_extreme(),
+            u32_extreme(),
+            u32_extreme(),
+            u64_extreme(),
+            proptest::option::of(u32_extreme())
+        )
+            .prop_map(|(pid, ppid, name, exe, start_ts, uid)| Op::Proc(ProcEntry {
                 id: 0,
                 pid,
                 ppid,
@@ -144,6 +161,9 @@ fn op() -> impl Strategy<Value = Op> {
                 exe,
                 cmdline: name,
                 start_ts,
+                uid,
+                user: name,
+                cgroup: exe,
             })),
         1 => (u32_extreme(), any::<i32>(), 0..25u8, u32_extreme(), u64_extreme())
             .prop_map(|(pid, fd, kind, dev, open_ts)| Op::File(FileEntry {

@@ -4,15 +4,18 @@
 
 pub mod render;
 
-use iocap_filter::fields::{self, FieldInfo};
+use std::sync::OnceLock;
+
+use iocap_filter::fields::{self, FieldId, FieldInfo, FieldType};
 use iocap_filter::literal;
 
 use crate::action::Action;
 use crate::panes::step_list;
 use crate::worker::query::GroupRow;
 
-/// Fields the breakdown can group by, in the order `f` cycles through them.
-pub const GROUP_FIELDS: [&str; 8] = [
+/// The fields offered first, in this order: the questions asked most. Every other field the
+/// breakdown can group by ([`groupable`]) follows, in the schema's order.
+const FIRST: [&str; 8] = [
     "proc.name",
     "evt.type",
     "fd.name",
@@ -23,13 +26,41 @@ pub const GROUP_FIELDS: [&str; 8] = [
     "evt.errno",
 ];
 
+/// Whether the breakdown offers `field`: every field of the schema whose values are few enough
+/// to group, which is all but those holding a value per event (latencies and times, a result
+/// such as an address, a file offset, a sector) and the yes/no views of a field offered whole
+/// (`evt.failed` of `evt.errno`, `evt.is_io_read` and `evt.is_io_write` of `io.dir`). Aliases
+/// are offered once, under their field's name.
+pub fn groupable(field: &FieldInfo) -> bool {
+    use FieldId::*;
+    !field.is_alias()
+        && field.ty != FieldType::Duration
+        && !matches!(
+            field.id,
+            EvtRes | IoOffset | BlkSector | EvtFailed | IsIoRead | IsIoWrite
+        )
+}
+
+/// The fields the breakdown groups by, in the order `f` cycles through them: [`FIRST`], then
+/// every other [`groupable`] one.
+pub fn group_fields() -> &'static [&'static FieldInfo] {
+    static FIELDS: OnceLock<Vec<&'static FieldInfo>> = OnceLock::new();
+    FIELDS.get_or_init(|| {
+        let first = FIRST.iter().filter_map(|n| fields::lookup(n));
+        let rest = fields::all()
+            .iter()
+            .filter(|f| groupable(f) && !FIRST.contains(&f.name));
+        first.chain(rest).collect()
+    })
+}
+
 /// Rows a page key moves the selection by (the pane is a few rows high).
 const PAGE: usize = 5;
 
 /// The grouped field, the selection and what the rows show.
 #[derive(Debug, Default)]
 pub struct Breakdown {
-    /// Index in [`GROUP_FIELDS`].
+    /// Index in [`group_fields`].
     pub field: usize,
     /// Selected row.
     pub sel: usize,
@@ -50,7 +81,8 @@ pub enum Regrouped {
 impl Breakdown {
     /// The field grouped by.
     pub fn field(&self) -> &'static FieldInfo {
-        fields::lookup(GROUP_FIELDS[self.field % GROUP_FIELDS.len()]).unwrap_or(&fields::all()[0])
+        let all = group_fields();
+        all.get(self.field % all.len().max(1)).copied().unwrap_or(&fields::all()[0])
     }
 
     /// The breakdown's part of `action`: the next or previous field, the disk/other split, and
@@ -58,7 +90,7 @@ impl Breakdown {
     pub fn update(&mut self, action: &Action, groups: &[GroupRow]) -> Regrouped {
         match *action {
             Action::NextField | Action::PrevField => {
-                let n = GROUP_FIELDS.len();
+                let n = group_fields().len().max(1);
                 let step = if matches!(action, Action::NextField) { 1 } else { n - 1 };
                 self.field = (self.field + step) % n;
                 self.sel = 0;
@@ -82,15 +114,15 @@ impl Breakdown {
         self.sel = self.sel.min(groups.len().saturating_sub(1));
     }
 
-    /// The filter clause for the selected row of `groups`: `field=value`, or that the field
-    /// is absent for the `(none)` row.
+    /// The filter clause for the selected row of `groups`: `field=value` (a number bare, text
+    /// quoted), or that the field is absent for the `(none)` row.
     pub fn clause(&self, groups: &[GroupRow]) -> Option<String> {
-        let field = self.field().name;
+        let field = self.field();
         let g = groups.get(self.sel)?;
-        Some(if g.value.is_empty() {
-            format!("not {field} exists")
-        } else {
-            format!("{field}={}", literal::string(&g.value))
+        Some(match field.ty {
+            _ if g.value.is_empty() => format!("not {} exists", field.name),
+            FieldType::Str => format!("{}={}", field.name, literal::string(&g.value)),
+            _ => format!("{}={}", field.name, g.value),
         })
     }
 }

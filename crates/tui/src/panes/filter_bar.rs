@@ -1,12 +1,14 @@
 //! The filter bar: the filter in force and the ones before it (for undo), and while `/` has it
-//! open the text being typed, checked on every keystroke, with the history under ↑/↓. Drawn
-//! by [`render`].
+//! open the text being typed, checked on every keystroke, with the history under ↑/↓ and
+//! readline's editing keys. A line wider than the bar scrolls to keep the caret in view
+//! ([`line::window`]). Drawn by [`render`].
 
+pub mod line;
 pub mod render;
 
 use std::sync::Arc;
 
-use iocap_filter::{Compiled, FilterError};
+use iocap_filter::{Compiled, Expr, FilterError};
 use iocap_format::Reader;
 
 use crate::action::{Action, Edit};
@@ -21,7 +23,14 @@ pub struct Input {
     pub caret: usize,
     /// What is wrong with `text`, checked on every keystroke.
     pub error: Option<FilterError>,
+    /// Byte offset where the part of `text` shown starts, when it is wider than the bar: kept
+    /// from one keystroke to the next so the text holds still while the caret moves inside
+    /// the bar ([`FilterBar::fit`]).
+    pub scroll: usize,
 }
+
+/// What the open bar shows before its text.
+pub const PROMPT: &str = "/ ";
 
 /// The filter bar's state.
 pub struct FilterBar {
@@ -34,6 +43,8 @@ pub struct FilterBar {
     pub input: Option<Input>,
     /// Filters applied before, across runs, for ↑/↓.
     pub history: History,
+    /// The text the last kill (Ctrl-U, Ctrl-K, Ctrl-W, ...) deleted, for Ctrl-Y.
+    killed: String,
 }
 
 /// What an update of the filter bar did.
@@ -63,6 +74,7 @@ impl FilterBar {
             undo: Vec::new(),
             input: None,
             history,
+            killed: String::new(),
         }
     }
 
@@ -87,6 +99,7 @@ impl FilterBar {
                     caret: self.applied.len(),
                     text: self.applied.clone(),
                     error: None,
+                    scroll: 0,
                 });
                 self.history.reset();
                 Filtered::No
@@ -128,12 +141,25 @@ impl FilterBar {
         }
     }
 
+    /// Scroll the open bar's text so that the caret shows in a bar `width` cells wide (the
+    /// prompt included): after every edit and resize.
+    pub fn fit(&mut self, width: u16) {
+        if let Some(i) = self.input.as_mut() {
+            let cells = usize::from(width).saturating_sub(line::str_width(PROMPT));
+            i.scroll = line::window(&i.text, i.caret, i.scroll, cells).from;
+        }
+    }
+
     /// Narrow the filter in force by `clause` (a region, a breakdown row), for undo to take
     /// back.
     pub fn narrow(&mut self, clause: String, reader: &Reader) -> Result<(), FilterError> {
-        let filter = match self.applied.is_empty() {
-            true => clause,
-            false => format!("({}) and {clause}", self.applied),
+        let filter = if self.applied.is_empty() {
+            clause
+        } else if loosest_is_or(&self.applied) {
+            format!("({}) and {clause}", self.applied)
+        } else {
+            // `and` binds as tightly as anything in it: no parentheses to read past.
+            format!("{} and {clause}", self.applied)
         };
         self.apply(filter, true, reader)
     }
@@ -155,8 +181,16 @@ impl FilterBar {
 
     fn edit(&mut self, e: Edit, reader: &Reader) {
         let Some(input) = self.input.as_mut() else { return };
-        let prev = |s: &str, i: usize| s[..i].chars().next_back().map_or(i, |c| i - c.len_utf8());
-        let next = |s: &str, i: usize| s[i..].chars().next().map_or(i, |c| i + c.len_utf8());
+        let (text, caret) = (&input.text, input.caret);
+        // What to delete, as a range of `text`, for the kills.
+        let kill = match e {
+            Edit::KillToStart => Some(0..caret),
+            Edit::KillToEnd => Some(caret..text.len()),
+            Edit::KillToSpace => Some(line::space_left(text, caret)..caret),
+            Edit::KillWordBack => Some(line::word_left(text, caret)..caret),
+            Edit::KillWordForward => Some(caret..line::word_right(text, caret)),
+            _ => None,
+        };
         match e {
             Edit::Insert(c) if !c.is_control() => {
                 input.text.insert(input.caret, c);
@@ -164,18 +198,30 @@ impl FilterBar {
             }
             Edit::Insert(_) => return,
             Edit::Backspace => {
-                let p = prev(&input.text, input.caret);
+                let p = line::prev(&input.text, input.caret);
                 input.text.replace_range(p..input.caret, "");
                 input.caret = p;
             }
             Edit::Delete => {
-                let n = next(&input.text, input.caret);
+                let n = line::next(&input.text, input.caret);
                 input.text.replace_range(input.caret..n, "");
             }
-            Edit::Left => input.caret = prev(&input.text, input.caret),
-            Edit::Right => input.caret = next(&input.text, input.caret),
+            Edit::Left => input.caret = line::prev(&input.text, input.caret),
+            Edit::Right => input.caret = line::next(&input.text, input.caret),
             Edit::Home => input.caret = 0,
             Edit::End => input.caret = input.text.len(),
+            Edit::WordLeft => input.caret = line::word_left(&input.text, input.caret),
+            Edit::WordRight => input.caret = line::word_right(&input.text, input.caret),
+            Edit::KillToStart | Edit::KillToEnd | Edit::KillToSpace | Edit::KillWordBack | Edit::KillWordForward => {
+                let Some(range) = kill.filter(|r| !r.is_empty()) else { return };
+                self.killed = input.text[range.clone()].to_owned();
+                input.text.replace_range(range.clone(), "");
+                input.caret = range.start;
+            }
+            Edit::Yank => {
+                input.text.insert_str(input.caret, &self.killed);
+                input.caret += self.killed.len();
+            }
             Edit::Older | Edit::Newer => {
                 let h = if e == Edit::Older {
                     self.history.older()
@@ -190,6 +236,12 @@ impl FilterBar {
         // Live validation: parsing and checking are microseconds, so every keystroke.
         input.error = compile(&input.text, reader).err();
     }
+}
+
+/// Whether `text` is an `or` at its top level (or does not parse): what needs parentheses
+/// before ` and ...` is added to it.
+fn loosest_is_or(text: &str) -> bool {
+    iocap_filter::Filter::parse(text).map_or(true, |f| matches!(f.expr(), Expr::Or(..)))
 }
 
 /// Parse, check and compile `text` against this capture; `None` for an empty filter.

@@ -13,8 +13,45 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use crate::app::App;
-use crate::panes::block;
+use crate::panes::{block, counted, fit_title};
 use crate::panes::spectrogram::render::measure_label;
+
+/// The figures over the bars, in order: the percentiles of [`QUANTILES`], then the maximum.
+const FIGURES: [&str; 5] = ["p50", "p90", "p99", "p99.9", "max"];
+/// The percentiles the first figures are.
+const QUANTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
+/// The widest duration [`units::duration`] writes (`20.0ms`, `1234s`).
+const VALUE_W: usize = 6;
+/// Bars the pane keeps at any terminal size (the layout gives it the room): five rows of a
+/// latency range of up to 2^20 (1 µs to 1 s) put two modes a decade apart in rows with one
+/// between them, so a bimodal distribution shows as two bars and a gap at 80×24.
+pub const MIN_BARS: u16 = 5;
+
+/// The figures in lines of at most `width` cells, as many to a line as fit whole (whatever
+/// their values): the indices in [`FIGURES`] of each line's.
+fn pack(width: usize) -> Vec<Vec<usize>> {
+    let mut lines: Vec<Vec<usize>> = vec![Vec::new()];
+    let mut used = 0;
+    for (i, f) in FIGURES.iter().enumerate() {
+        let w = f.len() + 1 + VALUE_W;
+        if used > 0 && used + 1 + w > width {
+            lines.push(Vec::new());
+            used = 0;
+        }
+        used += w + usize::from(used > 0);
+        if let Some(l) = lines.last_mut() {
+            l.push(i);
+        }
+    }
+    lines
+}
+
+/// The least height of a pane `width` cells wide: borders, the figures' lines and
+/// [`MIN_BARS`].
+pub fn min_height(width: u16) -> u16 {
+    let figures = pack(usize::from(width.saturating_sub(2))).len() as u16;
+    2 + figures + MIN_BARS
+}
 
 /// Draw the histogram pane in `area`.
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
@@ -27,40 +64,32 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         Some(m) => format!("Latency, blk {m}"),
         None => "Latency".into(),
     };
-    let approx = if exact { "" } else { " ≈index" };
-    let mut title = format!(" {what}, {} events{approx} ", units::count(n));
-    if title.trim_end().chars().count() + 2 > usize::from(area.width) {
-        // A narrow pane keeps the figures whole rather than the word.
-        title = format!(" {what}, {}{approx} ", units::count(n));
-    }
+    let title = match exact {
+        true => {
+            let [long, short] = counted(app, n);
+            // A narrow pane keeps the figures whole rather than the words.
+            fit_title(area.width, [format!(" {what}, {long} "), format!(" {what}, {short} ")])
+        }
+        false => format!(" {what}, {} ≈index ", units::count(n)),
+    };
     let block = block(app, title, false);
     let inner = block.inner(area);
     f.render_widget(block, area);
     let mut lines = Vec::new();
     match app.hist() {
         Some(h) if !h.is_empty() => {
-            let p = |q: f64| units::duration(h.percentile(q), TERM);
-            let figures = [
-                format!("p50 {}", p(50.0)),
-                format!("p90 {}", p(90.0)),
-                format!("p99 {}", p(99.0)),
-                format!("p99.9 {}", p(99.9)),
-                format!("max {}", units::duration(h.max(), TERM)),
-            ];
-            // As many figures per line as fit whole: a narrow pane (80×24) takes three lines
-            // rather than cutting a number off.
-            let width = usize::from(inner.width);
-            let mut line = String::new();
-            for fig in figures {
-                if !line.is_empty() && line.chars().count() + 1 + fig.chars().count() > width {
-                    lines.push(Line::from(std::mem::take(&mut line)));
-                }
-                if !line.is_empty() {
-                    line.push(' ');
-                }
-                line.push_str(&fig);
+            let value = |i: usize| match i {
+                4 => h.max(),
+                _ => h.percentile(QUANTILES[i]),
+            };
+            // Each figure as wide as its widest value, so that lines of them align.
+            for line in pack(usize::from(inner.width)) {
+                let figs: Vec<String> = line
+                    .into_iter()
+                    .map(|i| format!("{} {:<VALUE_W$}", FIGURES[i], units::duration(value(i), TERM)))
+                    .collect();
+                lines.push(Line::from(figs.join(" ").trim_end().to_owned()));
             }
-            lines.push(Line::from(line));
         }
         Some(_) => lines.push(Line::from("no matching events in view")),
         None => lines.push(Line::styled("percentiles: scanning…", app.theme.dim())),

@@ -2,7 +2,10 @@
 //! and the region being selected, and the picture it shows. Drawn by [`render`].
 //!
 //! The view's rows are the question's time range: whenever they move or change size the
-//! update says so and the app asks the worker again.
+//! update says so and the app asks the worker again. They lie within the capture's span
+//! (`iocap_analysis::capture_span`): the first row starts at or after its start, the last holds
+//! its end; zooming out stops at the rows that show all of it ([`whole`]), and scrolling stops at
+//! either end.
 
 pub mod grid;
 pub mod render;
@@ -16,9 +19,8 @@ use crate::capture::Capture;
 use crate::layout::{Layout, Orientation};
 use grid::Grid;
 
-/// The coarsest row.
-const MAX_INTERVAL: u64 = 10_000_000_000;
-/// Row intervals offered by zooming, 1 ms to [`MAX_INTERVAL`] in 1-2-5 steps.
+/// Row intervals offered by zooming in, 1 ms to 10 s in 1-2-5 steps; the coarsest row is the
+/// one that shows the whole capture ([`whole`]), whatever its length.
 const INTERVALS: [u64; 13] = [
     1_000_000,
     2_000_000,
@@ -47,13 +49,19 @@ pub struct View {
     pub cursor_t: usize,
     /// Cursor: latency cell in the pane.
     pub cursor_l: usize,
-    /// The other corner of a region being selected: (row start time, latency cell).
+    /// The other corner of the region selected (by `v` or a drag), until Enter applies it or
+    /// Esc drops it: (row start time, latency cell).
     pub anchor: Option<(u64, usize)>,
+    /// The left button went down on the plot and is held: moves stretch the region.
+    pub dragging: bool,
     /// What block requests are plotted by (calls always by their latency); the histogram and
     /// the breakdown's percentiles follow.
     pub measure: Measure,
     /// What the pane shows: from the summaries first, then the worker's exact answer.
     pub grid: Grid,
+    /// Zoomed out all the way: another layout (a resize, a turn) shows the whole capture
+    /// again, in its own rows.
+    pub all: bool,
 }
 
 /// Whether an update moved the view's rows (or changed their length): a new question.
@@ -70,13 +78,7 @@ impl View {
     /// The whole capture at the finest interval that shows it in the rows of `layout`, so
     /// that the viewer opens on everything.
     pub fn new(cap: &Capture, layout: &Layout) -> View {
-        let rows = layout.time_cells.max(1) as u64;
-        let span = cap.end - cap.start;
-        let interval = INTERVALS
-            .iter()
-            .copied()
-            .find(|&i| i.saturating_mul(rows) >= span)
-            .unwrap_or(MAX_INTERVAL);
+        let interval = whole(cap, layout);
         View {
             orientation: layout.orientation,
             start: cap.start,
@@ -84,8 +86,10 @@ impl View {
             cursor_t: 0,
             cursor_l: 0,
             anchor: None,
+            dragging: false,
             measure: Measure::Latency,
             grid: Grid::empty(cap.start, interval, 0),
+            all: true,
         }
     }
 
@@ -93,6 +97,18 @@ impl View {
     pub fn end(&self, layout: &Layout) -> u64 {
         self.start
             .saturating_add(self.interval.saturating_mul(layout.time_cells as u64))
+    }
+
+    /// Rows of the view that hold some of the capture: those past its end are left blank.
+    pub fn rows_in_capture(&self, cap: &Capture, layout: &Layout) -> usize {
+        let before = self.start.saturating_sub(cap.start) / self.interval.max(1);
+        let rows = rows_needed(cap, self.interval).saturating_sub(before);
+        layout.time_cells.min(usize::try_from(rows).unwrap_or(usize::MAX))
+    }
+
+    /// Whether the view holds the whole capture: what it counts is everything that matches.
+    pub fn shows_all(&self, cap: &Capture, layout: &Layout) -> bool {
+        self.start <= cap.start && rows_needed(cap, self.interval) <= layout.time_cells as u64
     }
 
     /// Start time of the row under the cursor.
@@ -109,14 +125,14 @@ impl View {
             Action::ZoomIn => self.zoom(-1, cap, layout),
             Action::ZoomOut => self.zoom(1, cap, layout),
             Action::Mark => {
-                self.anchor = match self.anchor {
-                    Some(_) => None,
-                    None => Some((self.cursor_time(), self.cursor_l)),
-                };
+                match self.anchor {
+                    Some(_) => self.drop_region(),
+                    None => self.anchor = Some((self.cursor_time(), self.cursor_l)),
+                }
                 Moved::No
             }
             Action::Back => {
-                self.anchor = None;
+                self.drop_region();
                 Moved::No
             }
             Action::Mouse(Mouse::ScrollUp { .. }) => self.scrub(-(self.interval as i64) * 3, cap, layout),
@@ -135,19 +151,54 @@ impl View {
         self.cursor_time()
     }
 
-    /// Fit the view to a new `layout` (a resize, a turn), keeping `t` under the cursor.
+    /// Fit the view to a new `layout` (a resize, a turn), keeping `t` under the cursor: the
+    /// whole capture still when zoomed out all the way, and never coarser than that.
     pub fn refit(&mut self, t: u64, cap: &Capture, layout: &Layout) -> Moved {
         self.cursor_l = self.cursor_l.min(layout.lat_cells.saturating_sub(1));
+        let most = whole(cap, layout);
+        if self.all || self.interval >= most {
+            self.interval = most;
+            self.all = true;
+        }
         self.center_on(t, cap, layout)
     }
 
-    /// The cursor to cell `(t, l)` (a click or a drag); starts a region when `mark`.
-    pub fn point(&mut self, t: usize, l: usize, mark: bool) {
+    /// The left button pressed on cell `(t, l)`: the cursor there, and a region started that
+    /// the drag stretches.
+    pub fn press(&mut self, t: usize, l: usize) {
         self.cursor_t = t;
         self.cursor_l = l;
-        if mark {
-            self.anchor = Some((self.cursor_time(), l));
+        self.anchor = Some((self.cursor_time(), l));
+        self.dragging = true;
+    }
+
+    /// The button held and moved to cell `(t, l)`: the cursor there, so the region stretches
+    /// to it. Nothing unless the press was on the plot.
+    pub fn drag(&mut self, t: usize, l: usize) {
+        if self.dragging {
+            self.cursor_t = t;
+            self.cursor_l = l;
         }
+    }
+
+    /// The button released on cell `(t, l)`. A drag leaves its region selected, for Enter to
+    /// apply or Esc to drop: releasing applies nothing. A click (no other cell reached) leaves
+    /// the cursor there and no region.
+    pub fn release(&mut self, t: usize, l: usize) {
+        if !self.dragging {
+            return;
+        }
+        self.drag(t, l);
+        self.dragging = false;
+        if !self.selecting() {
+            self.anchor = None;
+        }
+    }
+
+    /// No region any more (Esc, or Enter has applied it).
+    pub fn drop_region(&mut self) {
+        self.anchor = None;
+        self.dragging = false;
     }
 
     /// Whether a region of more than the cursor's cell is being selected.
@@ -155,8 +206,9 @@ impl View {
         self.anchor.is_some_and(|a| a != (self.cursor_time(), self.cursor_l))
     }
 
-    /// Move the view's start to `t` (the replay following its clock).
-    pub fn follow(&mut self, t: u64) -> Moved {
+    /// Move the view's start to `t` (the replay following its clock), within the capture.
+    pub fn follow(&mut self, t: u64, cap: &Capture, layout: &Layout) -> Moved {
+        let t = t.clamp(cap.start, self.latest_start(cap, layout));
         if t == self.start {
             return Moved::No;
         }
@@ -164,17 +216,34 @@ impl View {
         Moved::Yes
     }
 
+    /// The latest start of the view: its last row holds the capture's end.
+    fn latest_start(&self, cap: &Capture, layout: &Layout) -> u64 {
+        let back = rows_needed(cap, self.interval).saturating_sub(layout.time_cells.max(1) as u64);
+        cap.start.saturating_add(back.saturating_mul(self.interval))
+    }
+
     /// The filter clause for the selected region (or the cursor cell): its rows' time range,
-    /// and its latency range unless it reaches the pane's edge: of what is plotted, so under
-    /// another measure, calls by their latency and block requests by the measure's field.
-    pub fn region_clause(&self, cap: &Capture, layout: &Layout) -> String {
+    /// and its latency range: of what is plotted, so under another measure, calls by their
+    /// latency and block requests by the measure's field. A bound every event meets is left
+    /// out (a region from the capture's first row, to its last, or to the pane's latency
+    /// edge), and every literal is the shortest that reads back as the bound. `None` when
+    /// that leaves nothing: every event is in the region.
+    pub fn region_clause(&self, cap: &Capture, layout: &Layout) -> Option<String> {
         let here = (self.cursor_time(), self.cursor_l);
         let (a, b) = self.anchor.unwrap_or(here);
         let (t0, t1) = (a.min(here.0), a.max(here.0).saturating_add(self.interval));
         let (l0, l1) = (b.min(here.1), b.max(here.1));
         let (c0, c1) = (layout.cell_cols(l0).start, layout.cell_cols(l1).end);
-        let rel = |t: u64| literal::duration(t.saturating_sub(cap.reader.meta().start_ts));
-        let mut parts = vec![format!("evt.time>={}", rel(t0)), format!("evt.time<{}", rel(t1))];
+        // `evt.time` counts from the recording's start, 0 for anything before it.
+        let origin = cap.reader.meta().start_ts;
+        let mut parts = Vec::new();
+        if t0 > origin {
+            parts.push(format!("evt.time>={}", literal::duration(t0 - origin)));
+        }
+        // No event starts after the capture's last one.
+        if t1 <= cap.last {
+            parts.push(format!("evt.time<{}", literal::duration(t1.saturating_sub(origin))));
+        }
         let range = |field: &str| {
             let mut r = Vec::new();
             if c0 > 0 {
@@ -195,30 +264,32 @@ impl View {
                 ),
             });
         }
-        parts.join(" and ")
+        (!parts.is_empty()).then(|| parts.join(" and "))
     }
 
-    /// Put `t` under the cursor, keeping the cursor's position on screen when possible.
+    /// Put `t` (within the capture) under the cursor, keeping the cursor's position on screen
+    /// when the view can start there, else moving the cursor onto `t`'s row.
     fn center_on(&mut self, t: u64, cap: &Capture, layout: &Layout) -> Moved {
         let cells = layout.time_cells.max(1);
-        self.cursor_t = self.cursor_t.min(cells - 1);
-        let back = self.interval.saturating_mul(self.cursor_t as u64);
-        let aligned = cap.start + (t.saturating_sub(cap.start) / self.interval) * self.interval;
-        self.start = aligned.saturating_sub(back).max(cap.start.saturating_sub(back));
+        let t = t.clamp(cap.start, cap.end);
+        let row = (t - cap.start) / self.interval;
+        let back = (self.cursor_t.min(cells - 1) as u64).min(row);
+        self.start = cap.start + (row - back) * self.interval;
+        self.start = self.start.min(self.latest_start(cap, layout));
+        self.cursor_t = usize::try_from(row - (self.start - cap.start) / self.interval)
+            .unwrap_or(usize::MAX)
+            .min(cells - 1);
         // Asked again even when the start stays: a zoom or a new layout changes the rows.
         Moved::Yes
     }
 
     fn scrub(&mut self, by: i64, cap: &Capture, layout: &Layout) -> Moved {
-        let span = self.interval.saturating_mul(layout.time_cells.max(1) as u64);
-        let latest = cap.end.saturating_sub(span / 2).max(cap.start);
-        let earliest = cap.start.saturating_sub(span / 2);
         let t = if by < 0 {
             self.start.saturating_sub(by.unsigned_abs())
         } else {
             self.start.saturating_add(by as u64)
         };
-        self.follow(t.clamp(earliest, latest.max(earliest)))
+        self.follow(t, cap, layout)
     }
 
     /// Scrub by whole pages of rows.
@@ -227,17 +298,23 @@ impl View {
         self.scrub(pages.saturating_mul(span), cap, layout)
     }
 
+    /// One step finer (`dir` -1) or coarser (1) on the ladder of [`INTERVALS`] below the
+    /// interval that shows the whole capture, which ends it.
     fn zoom(&mut self, dir: i32, cap: &Capture, layout: &Layout) -> Moved {
-        let i = INTERVALS
+        let most = whole(cap, layout);
+        let mut ladder: Vec<u64> = INTERVALS.iter().copied().filter(|&i| i < most).collect();
+        ladder.push(most);
+        let i = ladder
             .iter()
             .position(|&x| x >= self.interval)
-            .unwrap_or(INTERVALS.len() - 1);
-        let j = (i as i32 + dir).clamp(0, INTERVALS.len() as i32 - 1) as usize;
-        if INTERVALS[j] == self.interval {
+            .unwrap_or(ladder.len() - 1);
+        let j = (i as i32 + dir).clamp(0, ladder.len() as i32 - 1) as usize;
+        if ladder[j] == self.interval {
             return Moved::No;
         }
         let t = self.cursor_time();
-        self.interval = INTERVALS[j];
+        self.interval = ladder[j];
+        self.all = self.interval == most;
         self.center_on(t, cap, layout)
     }
 
@@ -261,7 +338,8 @@ impl View {
         };
         let lat = layout.lat_cells.max(1) as i64;
         self.cursor_l = (self.cursor_l as i64 + dl).clamp(0, lat - 1) as usize;
-        let cells = layout.time_cells.max(1) as i64;
+        // Rows past the capture's end are blank: the cursor stays off them.
+        let cells = self.rows_in_capture(cap, layout).max(1) as i64;
         let t = self.cursor_t as i64 + dt;
         if t < 0 {
             self.scrub(-(self.interval as i64), cap, layout)
@@ -271,5 +349,51 @@ impl View {
             self.cursor_t = t as usize;
             Moved::No
         }
+    }
+}
+
+/// The row interval that shows the whole capture in the rows of `layout`: the shortest one,
+/// rounded up to two significant digits (`160ms`, `2.2s`: labels that read), at least the
+/// finest of [`INTERVALS`]. Its rows hold the capture up to its end, so nothing is left out,
+/// and the rounding leaves at most about a tenth of them past it.
+pub fn whole(cap: &Capture, layout: &Layout) -> u64 {
+    let rows = layout.time_cells.max(1) as u64;
+    // The least interval for which `rows_needed` is at most `rows`.
+    let least = (cap.end - cap.start)
+        .div_ceil(rows)
+        .max((cap.last - cap.start) / rows + 1);
+    round_up(least).max(INTERVALS[0])
+}
+
+/// How many rows of `interval` from the capture's start it takes to show all of it: up to its
+/// end, and past its last event (a row holds its start, not its end).
+fn rows_needed(cap: &Capture, interval: u64) -> u64 {
+    let interval = interval.max(1);
+    (cap.end - cap.start)
+        .div_ceil(interval)
+        .max((cap.last - cap.start) / interval + 1)
+}
+
+/// `x` rounded up to two significant digits.
+fn round_up(x: u64) -> u64 {
+    let mut unit = 1u64;
+    while x / unit >= 100 {
+        unit *= 10;
+    }
+    x.div_ceil(unit).saturating_mul(unit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_rows_read_in_two_digits() {
+        assert_eq!(round_up(153_846_154), 160_000_000);
+        assert_eq!(round_up(2_105_263_158), 2_200_000_000);
+        assert_eq!(round_up(2_000_000_000), 2_000_000_000);
+        assert_eq!(round_up(99), 99);
+        assert_eq!(round_up(101), 110);
+        assert_eq!(round_up(u64::MAX), u64::MAX);
     }
 }

@@ -1,5 +1,6 @@
-//! The status line: the file, how many events match, drops in the view, the view's time range
-//! and row length, the replay, a scan under way, a recovered file, and the last note.
+//! The status line: the file, what the keys do with a region selected in the focused
+//! spectrogram, how many events match in the whole capture, drops in the view, the view's time
+//! range and row length, the replay, a scan under way, a recovered file, and the last note.
 
 use iocap_analysis::units::{self, Style::Terminal as TERM};
 use ratatui::layout::Rect;
@@ -9,20 +10,32 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use crate::app::App;
+use crate::keys::REGION_KEYS;
+use crate::layout::Pane;
 use crate::replay::SPEEDS;
 
 /// Draw the status line in `area`.
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
     let total = app.cap.total;
-    let matching = match &app.answer {
-        Some(a) => format!("{}/{}", units::count(a.matched), units::count(total)),
+    // Matches in the whole capture (the panes say how many of them are in view), once the
+    // first scan has answered.
+    let matching = match app.matched_all().filter(|_| app.answer.is_some()) {
+        Some(n) => format!("{}/{}", units::count(n), units::count(total)),
         None => format!("…/{}", units::count(total)),
     };
     let rel = |ts: u64| units::offset(ts.saturating_sub(app.cap.start));
     let drops = app.drops_in_view();
-    let mut spans = vec![
-        Span::raw(format!(" {} ", app.cap.name)),
+    let mut spans = vec![Span::raw(format!(" {} ", app.cap.name))];
+    // Where Enter applies it: with the spectrogram's focus (elsewhere it takes a breakdown row
+    // or opens an event).
+    if app.view.anchor.is_some() && app.focus == Pane::Spectrogram {
+        // Early in the line, so that a narrow terminal still shows it.
+        spans.push(Span::raw("│ "));
+        spans.push(Span::styled(format!("region: {REGION_KEYS}"), t.selection()));
+        spans.push(Span::raw(" "));
+    }
+    spans.extend([
         Span::raw(format!("│ {matching} │ ")),
         Span::styled(
             format!("drops {}", units::count(drops)),
@@ -34,7 +47,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
             rel(app.view_end()),
             units::tick(app.view.interval, TERM)
         )),
-    ];
+    ]);
     if app.replay.playing {
         spans.push(Span::raw(format!(" │ ▶ {}×", SPEEDS[app.replay.speed])));
     }

@@ -1,5 +1,6 @@
 //! The viewer's one question to a capture: "within this time view and filter, what is the
 //! spectrogram, the latency histogram, the top values of a field, and which events match?"
+//! (and, while shown, iostat's figures for the block requests among them).
 //!
 //! [`run`] answers it with `iocap-analysis`'s [`Scan`] over the view's chunks (the same scan
 //! driver, histogram and spectrogram `iocap report` uses): chunks whose summary cannot match
@@ -17,17 +18,20 @@
 //! first question costs no more than without a cache, the next one over the same chunks skips
 //! decoding.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use iocap_analysis::group::{Feed, Slots};
 use iocap_analysis::slowest::{self, Slowest};
+use iocap_analysis::iostat::DeviceInterval;
 use iocap_analysis::{
-    hist, spectro, ColumnCache, Damage, DiskSplit, FieldGroups, LatencyHist, Measure, Scan, Spectrogram,
+    hist, spectro, ColumnCache, Damage, DiskSplit, FieldGroups, IoStat, LatencyHist, Measure, Scan, Spectrogram,
 };
-use iocap_filter::fields::FieldInfo;
+use iocap_analysis::units;
+use iocap_filter::fields::{self, FieldId, FieldInfo, Value};
 use iocap_filter::{Bitmap, Compiled};
-use iocap_format::{ChunkSummary, Class, Col, ColSet, Columns, Meta, Reader, Tables};
+use iocap_format::{BlockOp, ChunkSummary, Class, Col, ColSet, Columns, Event, Meta, Reader, Tables};
 
 pub use iocap_analysis::slowest::Slow;
 
@@ -69,6 +73,12 @@ pub struct Query {
     /// How many of the slowest matching events to keep ([`SLOWEST`] when the list is sorted
     /// by latency, 0 when not: keeping them costs a scan time).
     pub slowest: usize,
+    /// Also count the filter's matches in the whole capture ([`count_all`]), after the
+    /// answer: the view holds part of it, and the side panes say of how many theirs are.
+    pub whole: bool,
+    /// Also compute iostat's figures for the matching block requests in view
+    /// ([`Answer::iostat`]; they cost seven more columns, read only while shown).
+    pub iostat: bool,
 }
 
 impl Query {
@@ -84,6 +94,9 @@ impl Query {
 pub struct GroupRow {
     /// The value as the filter language reads it (already escaped: it comes from the tables).
     pub value: String,
+    /// The value as the pane shows it ([`label`]): a pid with its process's name, a size in
+    /// K and M; empty for the absent value.
+    pub label: String,
     /// Matching events in the view with this value.
     pub count: u64,
     /// Their 99th percentile latency, ns.
@@ -132,6 +145,9 @@ pub struct Answer {
     pub slowest: Vec<Slow>,
     /// Chunks of the view that could not be read: the answer is the rest's.
     pub damaged: Vec<Damage>,
+    /// iostat's figures for each disk over the view (up to the capture's end), from the
+    /// matching block requests issued in it, when the query asked ([`Query::iostat`]).
+    pub iostat: Option<Vec<DeviceInterval>>,
 }
 
 /// Cancellation: a query is stale once the shared generation moved past its own.
@@ -154,16 +170,22 @@ struct Acc<'r> {
     slowest: Slowest,
     /// A chunk's measured values, when they are not its latency column.
     measured: Vec<u64>,
+    /// The view's block requests by disk, when asked.
+    iostat: Option<IoStat>,
 }
 
 impl<'r> Acc<'r> {
-    fn new(q: &Query, slow_floor: u64, meta: &'r Meta, tables: &'r Tables) -> Acc<'r> {
+    /// Accumulators for `q`, iostat's over `[q.start, iostat_end)`.
+    fn new(q: &Query, slow_floor: u64, iostat_end: u64, meta: &'r Meta, tables: &'r Tables) -> Acc<'r> {
+        // One interval, the view: `new` only fails on an empty or absurd one.
+        let window = iostat_end.saturating_sub(q.start).max(1);
         Acc {
             spectro: Spectrogram::new(q.start, q.interval, q.rows),
             groups: FieldGroups::new(q.group, meta, tables),
             per_chunk: Vec::new(),
             slowest: Slowest::new(q.slowest, slow_floor),
             measured: Vec::new(),
+            iostat: q.iostat.then(|| IoStat::new(q.start, q.start.saturating_add(window), window).ok()).flatten(),
         }
     }
 
@@ -172,18 +194,41 @@ impl<'r> Acc<'r> {
         self.groups.merge(o.groups);
         self.per_chunk.extend(o.per_chunk);
         self.slowest.merge(o.slowest);
+        if let (Some(a), Some(b)) = (&mut self.iostat, &o.iostat) {
+            a.merge(b);
+        }
+    }
+
+    /// The matching block requests of a chunk issued in the view into iostat's figures (a loop
+    /// of its own: the per-event loop stays as it is when they are not shown).
+    fn iostat(&mut self, q: &Query, cols: &Columns, bits: &Bitmap) {
+        let Some(st) = &mut self.iostat else { return };
+        for i in bits.iter_ones() {
+            let (Some(&class), Some(&ts)) = (cols.class.get(i), cols.ts.get(i)) else {
+                continue;
+            };
+            if class != Class::Block as u8 || ts < q.start || ts >= q.end() {
+                continue;
+            }
+            let at = |v: &[u64]| v.get(i).copied().unwrap_or(0);
+            let op = BlockOp::from_code(cols.op.get(i).copied().unwrap_or(0));
+            let dev = cols.dev.get(i).copied().unwrap_or(0);
+            st.add(dev, op, at(&cols.bytes), ts, at(&cols.queue), at(&cols.latency));
+        }
     }
 
     /// Take the matching rows of chunk `ci` that fall inside the view. `one_row` is the
     /// spectrogram row of a chunk that lies within one row of the view (its timestamps were not
     /// decoded: they would say nothing more).
     fn feed(&mut self, q: &Query, ci: usize, one_row: Option<usize>, cols: &Columns, bits: &Bitmap) {
+        self.iostat(q, cols, bits);
         let Acc {
             spectro,
             groups,
             per_chunk,
             slowest,
             measured,
+            iostat: _,
         } = self;
         let rows = ViewRows {
             q,
@@ -307,6 +352,57 @@ impl Feed for ViewRows<'_> {
     }
 }
 
+/// The names of the processes by pid, for a field whose values are pids (empty for the others):
+/// the last table entry of each pid, the name it had last.
+pub struct PidNames<'t>(HashMap<u32, &'t str>);
+
+impl<'t> PidNames<'t> {
+    /// The names `field`'s labels need from `tables`.
+    pub fn for_field(field: &FieldInfo, tables: &'t Tables) -> PidNames<'t> {
+        let pids = matches!(field.id, FieldId::ProcPid | FieldId::ProcPpid | FieldId::ThreadTid);
+        PidNames(match pids {
+            true => tables.procs().iter().map(|p| (p.pid, tables.string(p.name))).collect(),
+            false => HashMap::new(),
+        })
+    }
+}
+
+/// How the breakdown shows value `v` of `field`, `e` being an event that has it: a pid (a
+/// parent's, a thread's process's) with its process's name (`1234 fio`), a uid with its user's
+/// (`1000 alice`), a size in K and M where that is exact (`64.0K`, else `4100B`), anything else
+/// as the filter reads it; empty for the absent value. Names are escaped already: they come
+/// from the tables.
+pub fn label(field: &FieldInfo, v: &Value, e: &Event, meta: &Meta, tables: &Tables, names: &PidNames) -> String {
+    let pid = match (field.id, v) {
+        (_, Value::Absent) => return String::new(),
+        (FieldId::ProcPid | FieldId::ProcPpid, &Value::UInt(p)) => u32::try_from(p).ok(),
+        (FieldId::ThreadTid, _) => Some(e.pid),
+        (FieldId::UserUid, _) => {
+            let user = fields::value(fields::info(FieldId::UserName), e, meta, tables);
+            return match user {
+                Value::Str(name) => format!("{v} {name}"),
+                _ => v.to_string(),
+            };
+        }
+        (_, &Value::Bytes(b)) => return size(b),
+        _ => None,
+    };
+    match pid.and_then(|p| names.0.get(&p)) {
+        Some(name) => format!("{v} {name}"),
+        None => v.to_string(),
+    }
+}
+
+/// A size as the viewer writes it (`4.0K`) when that reads back exactly, else in bytes.
+fn size(b: u64) -> String {
+    let unit = (0..5).take_while(|&u| b >> (10 * (u + 1)) > 0).count() as u32;
+    // One decimal of the unit: exact when ten times the size is a whole number of units.
+    match u128::from(b) * 10 % (1u128 << (10 * unit)) {
+        0 => units::bytes(b, units::Style::Terminal),
+        _ => format!("{b}B"),
+    }
+}
+
 /// The spectrogram row every event of a chunk falls in, when its summary puts the whole chunk
 /// inside one row of the view (so its timestamps need not be decoded).
 fn one_row(q: &Query, s: &ChunkSummary) -> Option<usize> {
@@ -346,14 +442,18 @@ where
 }
 
 /// The columns every chunk of `q`'s scan needs besides the filter's: latency (and the
-/// measure's), the grouped field's key, and the class and disk time when the breakdown splits
-/// calls' latency.
+/// measure's), the grouped field's key, the class and disk time when the breakdown splits
+/// calls' latency, and what iostat reads of a block request when it is shown.
 fn columns(q: &Query) -> ColSet {
-    let want = q.measure.columns().union(FieldGroups::columns(q.group));
-    match q.split {
-        true => want.with(Col::Class).with(Col::DiskTime),
-        false => want,
+    let mut want = q.measure.columns().union(FieldGroups::columns(q.group));
+    if q.split {
+        want = want.with(Col::Class).with(Col::DiskTime);
     }
+    if q.iostat {
+        let block = [Col::Class, Col::Ts, Col::Dev, Col::Op, Col::Bytes, Col::Queue, Col::Latency];
+        want = want.union(block.into_iter().collect());
+    }
+    want
 }
 
 /// Which extra columns chunk `i` needs for `q`: timestamps unless it lies within one row.
@@ -398,6 +498,28 @@ fn slow_floor(q: &Query, chunks: &[iocap_format::ChunkInfo]) -> u64 {
     }
 }
 
+/// Events matching `q`'s filter in the whole capture, whatever the view: the filter alone
+/// over every chunk (those whose summary rules them out or in cost no filter), taking columns
+/// from `cache` when given, leaving unreadable chunks out as the answer does; `None` when
+/// superseded.
+pub fn count_all(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Cancel) -> Option<u64> {
+    let chunks: Vec<usize> = (0..reader.chunks().len()).collect();
+    let stale = || cancel.is_stale(q.gen);
+    let threads = iocap_analysis::scan::default_threads(chunks.len());
+    let mut scan = Scan::new(reader, q.filter.as_deref())
+        .chunks(&chunks)
+        .threads(threads)
+        .any_order()
+        .cancel(&stale)
+        .skip_damaged();
+    if let Some(c) = cache {
+        scan = scan.cache(c, false);
+    }
+    // Damage never fails a scan that skips it.
+    let done = scan.run(|| (), |_, _, _, _| (), |_, _| ()).ok()??;
+    Some(done.1.matched)
+}
+
 /// Answer `q` over `reader`, taking decoded columns from `cache` when given (it must be this
 /// capture's; it is only read: [`warm`] fills it); `None` when cancelled.
 pub fn run(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Cancel) -> Result<Option<Answer>, String> {
@@ -411,9 +533,11 @@ pub fn run(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Can
     }
     let infos = reader.chunks();
     let floor = slow_floor(q, infos);
+    // iostat's rates are over the part of the view the capture covers.
+    let iostat_end = q.end().min(iocap_analysis::capture_span(reader).1.saturating_add(1));
     let acc = scan
         .run(
-            || Acc::new(q, floor, reader.meta(), reader.tables()),
+            || Acc::new(q, floor, iostat_end, reader.meta(), reader.tables()),
             |acc, ci, cols, bits| {
                 let row = infos.get(ci).and_then(|c| one_row(q, &c.summary));
                 acc.feed(q, ci, row, cols, bits)
@@ -423,7 +547,10 @@ pub fn run(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Can
         .map_err(|e| e.to_string())?;
     let Some((acc, stats)) = acc else { return Ok(None) };
     // Keys are finer than values (two proc ids may share a name): merged by printed value.
-    let by = acc.groups.finish(|v| v.to_string());
+    let names = PidNames::for_field(q.group, reader.tables());
+    let by = acc
+        .groups
+        .finish_by(|v, e| (v.to_string(), label(q.group, v, e, reader.meta(), reader.tables(), &names)));
     let mut hist = LatencyHist::new();
     for (_, g) in by.iter() {
         hist.merge(&g.hist);
@@ -431,8 +558,9 @@ pub fn run(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Can
     let groups: Vec<GroupRow> = by
         .top(TOP_GROUPS)
         .into_iter()
-        .map(|(value, g)| GroupRow {
+        .map(|((value, label), g)| GroupRow {
             value: value.clone(),
+            label: label.clone(),
             count: g.count(),
             p99: g.hist.percentile(99.0),
             disk: g.disk,
@@ -452,5 +580,6 @@ pub fn run(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Can
         per_chunk,
         slowest,
         damaged: stats.damaged,
+        iostat: acc.iostat.map(|st| st.totals()),
     }))
 }

@@ -11,16 +11,31 @@ use ratatui::Frame;
 
 use crate::app::App;
 use crate::layout::Pane;
-use crate::panes::block;
+use crate::panes::{block, cut, fit_title};
 
 /// Draw the breakdown pane in `area`.
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let field = app.breakdown.field().name;
     let distinct = app.answer.as_ref().map_or(0, |a| a.group_count);
+    // Whether the groups count every event that matches or those in view.
     let focused = app.focus == Pane::Breakdown;
-    let title = match app.breakdown.split {
-        false => format!(" By {field} ({distinct}) f:field "),
-        true => format!(" By {field} ({distinct}) disk/other "),
+    let scope = match app.shows_all() {
+        true => "all",
+        false => "in view",
+    };
+    let hint = match app.breakdown.split {
+        false => " f:field",
+        true => " disk/other",
+    };
+    let title = match &app.answer {
+        Some(_) => fit_title(
+            area.width,
+            [
+                format!(" By {field} ({distinct}, {scope}){hint} "),
+                format!(" By {field} ({distinct}, {scope}) "),
+            ],
+        ),
+        None => format!(" By {field}{hint} "),
     };
     let block = block(app, title, focused);
     let inner = block.inner(area);
@@ -33,11 +48,17 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let top = app.breakdown.sel.saturating_sub(visible - 1);
     let total = a.matched.max(1);
     let split = app.breakdown.split;
+    let (widths, header) = match split {
+        // Counts take 5 cells (`10.0k`), shares 4 (`100%`), durations 6 (`7.00ms`): the value
+        // keeps the rest, its names cut in the middle so that those of one directory differ.
+        false => ([5, 4, 6], ["value", "count", "%", "p99"]),
+        true => ([5, 6, 6], ["value", "count", "disk", "other"]),
+    };
+    let value_w = usize::from(inner.width.saturating_sub(widths.iter().sum::<u16>() + 3));
     let rows = a.groups.iter().enumerate().skip(top).take(visible).map(|(i, g)| {
-        let value = if g.value.is_empty() {
-            "(none)".to_owned()
-        } else {
-            g.value.clone()
+        let value = match g.label.is_empty() {
+            true => "(none)".to_owned(),
+            false => cut(&g.label, value_w),
         };
         let figures = match split {
             false => [
@@ -63,11 +84,6 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
             row
         }
     });
-    let (widths, header) = match split {
-        false => ([6, 4, 7], ["value", "count", "%", "p99"]),
-        // Durations take 6 cells (`7.00ms`), counts 5 (`10.0k`): the value keeps the rest.
-        true => ([5, 6, 6], ["value", "count", "disk", "other"]),
-    };
     let table = Table::new(
         rows,
         [

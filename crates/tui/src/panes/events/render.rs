@@ -5,14 +5,14 @@ use iocap_analysis::units::{self, Style::Terminal as TERM};
 use iocap_filter::fields;
 use iocap_format::{BlockOp, Cause, Class, Event};
 use ratatui::layout::{Constraint, Rect};
-use ratatui::text::{Line, Span};
+use ratatui::text::Line;
 use ratatui::widgets::{Cell, Clear, Paragraph, Row, Table};
 use ratatui::Frame;
 
 use crate::app::App;
 use crate::layout::Pane;
 use crate::panes::events::Sort;
-use crate::panes::block;
+use crate::panes::{block, counted, cut, fit_title, width};
 use crate::worker::links::{self, Links, AFTER, MAX_CHUNKS};
 
 /// Draw the event list pane in `area`.
@@ -27,37 +27,47 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         }
         (Sort::Latency, _) => "slowest first".to_string(),
     };
-    let title = if n == 0 {
-        format!(" Events, none, {order} ")
-    } else {
-        format!(
+    let title = match (n, &app.answer) {
+        (0, _) => format!(" Events, none, {order} "),
+        // Sorted by latency, the list holds the slowest, which its order says of how many.
+        (_, Some(a)) if app.list.sort == Sort::Time => {
+            let [long, short] = counted(app, a.matched);
+            let at = units::count(app.list.sel as u64 + 1);
+            fit_title(
+                area.width,
+                [
+                    format!(" Events {at}/{long}, {order} (s) "),
+                    format!(" Events {at}/{short}, {order} (s) "),
+                ],
+            )
+        }
+        _ => format!(
             " Events {}/{}, {order} (s) ",
             units::count(app.list.sel as u64 + 1),
             units::count(n as u64)
-        )
+        ),
     };
     let block = block(app, title, focused);
     let inner = block.inner(area);
     f.render_widget(block, area);
-    // Narrower fixed columns below 100 cells (80×24 leaves 76), so the file has room.
-    let fixed: [u16; 7] = if inner.width < 100 {
-        [9, 12, 7, 9, 5, 7, 5]
-    } else {
-        [10, 15, 7, 10, 6, 8, 6]
-    };
-    let [time_w, proc_w, pid_w, type_w, bytes_w, lat_w, res_w] = fixed;
-    let file_w = usize::from(inner.width.saturating_sub(fixed.iter().sum::<u16>() + 7)).max(10);
-    let shown = app.list.top..(app.list.top + app.layout.list_rows).min(n);
-    let rows = shown.map(|i| {
-        let row = match app.list.row(i) {
+    let shown: Vec<(usize, Option<&Event>)> = (app.list.top..(app.list.top + app.layout.list_rows).min(n))
+        .map(|i| (i, app.list.row(i)))
+        .collect();
+    let widths = column_widths(inner.width, shown.iter().filter_map(|(_, e)| e.map(|e| type_name(app, e))));
+    let [time_w, proc_w, pid_w, type_w, bytes_w, lat_w, res_w] = widths;
+    let file_w = usize::from(inner.width.saturating_sub(widths.iter().sum::<u16>() + 7)).max(10);
+    let arch = &app.cap.reader.meta().arch;
+    let rows = shown.into_iter().map(|(i, e)| {
+        let row = match e {
             Some(e) => {
                 let mut c = columns(app, e);
+                c[1] = cut(&c[1], usize::from(proc_w));
+                c[3] = cut(&c[3], usize::from(type_w));
                 c[4] = match e.class {
                     Class::Block => disk_and_file(&c[4], &field_text(app, "fd.name", e), file_w),
-                    // A path's end says more than its start: cut from the left.
-                    Class::Syscall | Class::IoUring => tail(&c[4], file_w),
+                    Class::Syscall | Class::IoUring => cut(&c[4], file_w),
                 };
-                c[7] = res_cell(e.ret, usize::from(res_w));
+                c[7] = res_cell(e, arch, usize::from(res_w));
                 Row::new(c.into_iter().map(Cell::from))
             }
             None => Row::new([Cell::from("…")]).style(app.theme.dim()),
@@ -82,29 +92,52 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     f.render_widget(Table::new(rows, widths).header(header).column_spacing(1), inner);
 }
 
-/// The last `w` columns of `s`, after an ellipsis when cut.
-fn tail(s: &str, w: usize) -> String {
-    if width(s) <= w {
-        return s.to_string();
-    }
-    let mut out: Vec<char> = Vec::new();
-    let mut used = 1;
-    let mut buf = [0u8; 4];
-    for c in s.chars().rev() {
-        let cw = width(c.encode_utf8(&mut buf));
-        if used + cw > w {
-            break;
-        }
-        used += cw;
-        out.push(c);
-    }
-    std::iter::once('…').chain(out.into_iter().rev()).collect()
+/// The list's fixed columns (TIME, PROC, PID, TYPE, BYTES, LAT, RES) below 100 cells: 80×24
+/// leaves 76, of which FILE/DISK keeps what these and the 7 gaps leave (15). LAT holds any
+/// [`units::duration`] (`20.0ms`), RES an errno name as long as `ENOENT`.
+const NARROW: [u16; 7] = [8, 12, 7, 9, 5, 6, 7];
+/// The same from 100 cells.
+const WIDE: [u16; 7] = [10, 15, 7, 10, 6, 8, 9];
+/// The widest TYPE column (`io_uring_register` and `uring provide_buffers` are cut).
+const TYPE_MAX: u16 = 20;
+/// What FILE/DISK keeps when TYPE widens.
+const FILE_MIN: u16 = 24;
+
+/// The fixed columns' widths in a pane `inner` cells wide whose rows on screen have the event
+/// types `types`: TYPE as wide as the widest of them (so `rt_sigprocmask` reads whole), up to
+/// [`TYPE_MAX`] while FILE/DISK keeps [`FILE_MIN`], and never narrower than its heading.
+fn column_widths(inner: u16, types: impl Iterator<Item = String>) -> [u16; 7] {
+    let mut w = if inner < 100 { NARROW } else { WIDE };
+    let Some(widest) = types.map(|t| width(&t)).max() else {
+        return w;
+    };
+    let spare = inner.saturating_sub(w.iter().sum::<u16>() + 7 + FILE_MIN);
+    let most = TYPE_MAX.min(w[3] + spare).max(w[3]);
+    w[3] = u16::try_from(widest).unwrap_or(u16::MAX).clamp(4, most);
+    w
 }
 
-/// A return value in `w` columns: as is when it fits, else (a 1 MiB read's 1048576, an
-/// mmap address) in three significant digits with k, M, G, T, P or E (powers of 1000), never
-/// cut to a different number. The detail popup shows it whole.
-fn res_cell(ret: i64, w: usize) -> String {
+/// A return value in `w` columns: an error as its errno's name (`ENOENT`, cut in the middle when
+/// longer), an address returned by `mmap`, `mremap`, `brk` or `shmat` in hex (`0x7f3a…`, its
+/// start: which mapping it is), anything else as [`number_cell`] writes it. The detail popup
+/// shows the number whole.
+fn res_cell(e: &Event, arch: &str, w: usize) -> String {
+    if e.ret < 0 {
+        return cut(&fields::errno_name(e.ret.unsigned_abs()), w);
+    }
+    if fields::returns_address(arch, e.class, e.nr) {
+        let hex = format!("{:#x}", e.ret);
+        return match hex.len() <= w {
+            true => hex,
+            false => format!("{}…", &hex[..w.saturating_sub(1)]),
+        };
+    }
+    number_cell(e.ret, w)
+}
+
+/// A number in `w` columns: as is when it fits, else (a 1 MiB read's 1048576) in three
+/// significant digits with k, M, G, T, P or E (powers of 1000), never cut to a different number.
+fn number_cell(ret: i64, w: usize) -> String {
     let plain = ret.to_string();
     if plain.len() <= w {
         return plain;
@@ -129,13 +162,13 @@ fn res_cell(ret: i64, w: usize) -> String {
 }
 
 /// A block request's FILE/DISK cell of `w` columns: its disk, then the file it moved data of
-/// when known (`vda /var/lib/x.db`), the path cut from the left so that the disk stays.
+/// when known (`vda /var/lib/x.db`), the path cut in the middle so that the disk stays.
 fn disk_and_file(disk: &str, file: &str, w: usize) -> String {
     let dw = width(disk);
     if file.is_empty() || dw + 2 > w {
-        return tail(disk, w);
+        return cut(disk, w);
     }
-    format!("{disk} {}", tail(file, w - dw - 1))
+    format!("{disk} {}", cut(file, w - dw - 1))
 }
 
 /// The list's cells for one event (a block request's: its disk in the FILE/DISK cell, which
@@ -143,11 +176,6 @@ fn disk_and_file(disk: &str, file: &str, w: usize) -> String {
 fn columns(app: &App, e: &Event) -> [String; 8] {
     let (meta, tables) = (app.cap.reader.meta(), app.cap.reader.tables());
     let get = |name: &str| fields::lookup(name).map(|fi| fields::value(fi, e, meta, tables).to_string());
-    let what = match e.class {
-        Class::Syscall => fields::evt_type(&meta.arch, e.class, e.nr).into_owned(),
-        Class::IoUring => format!("uring {}", fields::evt_type(&meta.arch, e.class, e.nr)),
-        Class::Block => format!("blk {}", BlockOp::from_code(e.op).name()),
-    };
     let target = match e.class {
         Class::Syscall | Class::IoUring => get("fd.name").unwrap_or_default(),
         Class::Block => get("blk.dev").unwrap_or_default(),
@@ -156,7 +184,7 @@ fn columns(app: &App, e: &Event) -> [String; 8] {
         units::offset(e.ts.saturating_sub(app.cap.start)),
         get("proc.name").unwrap_or_default(),
         e.pid.to_string(),
-        what,
+        type_name(app, e),
         target,
         if e.bytes > 0 {
             units::bytes(e.bytes, TERM)
@@ -222,8 +250,10 @@ pub fn render_detail(app: &App, f: &mut Frame) {
         usize::from(width.saturating_sub(2)),
         usize::from(outer.height.saturating_sub(2)),
     );
-    // The requests take at most half the popup; the fields the rest.
-    let requests = requests_lines(app, e, found, w, h / 2);
+    // The fields take what they need, but for room for a few requests (a heading, the column
+    // names, five rows and the count of the rest); the requests the rest.
+    let fields_need = detail_lines(&entries, w, h).len();
+    let requests = requests_lines(app, e, found, w, h.saturating_sub(fields_need).max(8.min(h / 2)));
     let mut lines = detail_lines(&entries, w, h.saturating_sub(requests.len()));
     lines.extend(requests);
     let area = crate::layout::popup(outer, width, lines.len() as u16 + 2);
@@ -361,7 +391,7 @@ fn requests_lines(app: &App, e: &Event, found: Option<&Links>, w: usize, max: us
         let b = &r.event;
         lines.push(row(
             &format!("+{}", units::duration(b.ts.saturating_sub(e.ts), TERM)),
-            &tail(&field_text(app, "blk.dev", b), 10),
+            &cut(&field_text(app, "blk.dev", b), 10),
             &b.sector.to_string(),
             &units::bytes(b.bytes, TERM),
             &units::duration(b.queue, TERM),
@@ -397,11 +427,6 @@ fn head(s: &str, w: usize) -> String {
         out.push(c);
     }
     out
-}
-
-/// Display width of `s` (escaped text may hold wide characters).
-fn width(s: &str) -> usize {
-    Span::raw(s).width()
 }
 
 /// `s` cut into pieces of at most `w` columns (at least one piece).
@@ -478,24 +503,52 @@ mod tests {
 
     #[test]
     fn return_values_are_shortened_never_cut() {
-        assert_eq!(res_cell(4096, 6), "4096");
-        assert_eq!(res_cell(-11, 5), "-11");
-        assert_eq!(res_cell(1_048_576, 6), "1.05M");
-        assert_eq!(res_cell(1_048_576, 5), "1.05M");
-        assert_eq!(res_cell(999_999, 5), "1.00M");
-        assert_eq!(res_cell(123_456, 5), "123k");
-        assert_eq!(res_cell(140_737_488_355_328, 6), "141T");
-        assert_eq!(res_cell(i64::MIN, 6), "-9.22E");
-        assert_eq!(res_cell(i64::MIN, 5), "-9.2E");
-        assert_eq!(res_cell(i64::MAX, 5), "9.22E");
-        assert_eq!(res_cell(-140_737_488_355_328, 5), "-141T");
-        // The two widths the list uses.
-        for w in [5, 6] {
+        assert_eq!(number_cell(4096, 6), "4096");
+        assert_eq!(number_cell(-11, 5), "-11");
+        assert_eq!(number_cell(1_048_576, 6), "1.05M");
+        assert_eq!(number_cell(1_048_576, 5), "1.05M");
+        assert_eq!(number_cell(999_999, 5), "1.00M");
+        assert_eq!(number_cell(123_456, 5), "123k");
+        assert_eq!(number_cell(140_737_488_355_328, 6), "141T");
+        assert_eq!(number_cell(i64::MIN, 6), "-9.22E");
+        assert_eq!(number_cell(i64::MIN, 5), "-9.2E");
+        assert_eq!(number_cell(i64::MAX, 5), "9.22E");
+        assert_eq!(number_cell(-140_737_488_355_328, 5), "-141T");
+        for w in [5, 6, 7, 9] {
             for r in [-4095, -100_000, 99_999, 100_000, 999_949, 12_345_678, i64::MIN, i64::MAX] {
-                let c = res_cell(r, w);
+                let c = number_cell(r, w);
                 assert!(c.len() <= w, "{r} in {w}: {c}");
             }
         }
+    }
+
+    /// Errors read as their errno's name, addresses from mmap and brk in hex, whatever the
+    /// column's width; other calls' results as numbers.
+    #[test]
+    fn errors_read_as_names_and_addresses_as_hex() {
+        let call = |name: &str, ret: i64| Event {
+            ret,
+            ..Event::syscall(0, 0, 1, 1, iocap_format::syscalls::number("x86_64", name).unwrap(), 0)
+        };
+        let res = |name: &str, ret: i64, w: usize| res_cell(&call(name, ret), "x86_64", w);
+        assert_eq!(res("openat", -2, 7), "ENOENT");
+        assert_eq!(res("read", -11, 7), "EAGAIN");
+        assert_eq!(res("connect", -111, 7), "EC…USED");
+        assert_eq!(res("connect", -111, 12), "ECONNREFUSED");
+        assert_eq!(res("read", -600, 9), "errno_600");
+        assert_eq!(res("mmap", 0x7f3a_1234_5000, 7), "0x7f3a…");
+        assert_eq!(res("mmap", 0x7f3a_1234_5000, 16), "0x7f3a12345000");
+        assert_eq!(res("brk", 0x5555_5600_0000, 9), "0x555556…");
+        assert_eq!(res("mmap", -12, 7), "ENOMEM");
+        assert_eq!(res("read", 0x7f3a_1234_5000, 7), "140T");
+        assert_eq!(res("read", 4096, 7), "4096");
+        // A block request's error too.
+        let blk = Event {
+            class: Class::Block,
+            ret: -5,
+            ..Event::default()
+        };
+        assert_eq!(res_cell(&blk, "x86_64", 7), "EIO");
     }
 
     fn text(lines: &[Line]) -> Vec<String> {
@@ -529,14 +582,12 @@ mod tests {
             lines[7].starts_with("… ") && lines[7].contains("more lines"),
             "{lines:#?}"
         );
-        assert_eq!(tail("/var/lib/pg/base/16384", 12), "…/base/16384");
-        assert_eq!(tail("/data", 12), "/data");
-        // A block request: the disk stays, the path is cut from the left; no file, the disk.
+        // A block request: the disk stays, the path is cut in the middle; no file, the disk.
         assert_eq!(disk_and_file("vda", "/var/lib/x.db", 20), "vda /var/lib/x.db");
-        assert_eq!(disk_and_file("vda", "/var/lib/pg/base/16384", 16), "vda …/base/16384");
+        assert_eq!(disk_and_file("vda", "/var/lib/pg/base/16384", 16), "vda /va…se/16384");
         assert_eq!(disk_and_file("nvme0n1p1", "", 20), "nvme0n1p1");
         assert_eq!(disk_and_file("nvme0n1p1", "/x", 10), "nvme0n1p1");
-        assert_eq!(disk_and_file("nvme0n1p1", "/x", 8), "…me0n1p1");
+        assert_eq!(disk_and_file("nvme0n1p1", "/x", 8), "nv…0n1p1");
         // Room enough: one field per line.
         let lines = text(&detail_lines(&entries[..5], 78, 22));
         assert_eq!(lines.len(), 5);

@@ -17,7 +17,7 @@ use ratatui::Frame;
 use crate::app::App;
 use crate::layout::{self, Layout, Orientation, Pane, LAT_LABEL, TIME_LABEL};
 use crate::theme::HEAT_GLYPHS;
-use crate::panes::block;
+use crate::panes::{block, fit_title};
 
 /// Draw the spectrogram pane in `area`.
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
@@ -27,13 +27,18 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         Orientation::Sysdig => "latency →",
         Orientation::Heatmap => "time →",
     };
-    let title = format!(
-        " Spectrogram {}/row, {orient}{approx}{} ",
-        units::tick(app.view.interval, TERM),
-        match measure_label(app.view.measure) {
-            Some(m) => format!(" (blk: {m})"),
-            None => String::new(),
-        }
+    let row = units::tick(app.view.interval, TERM);
+    let blk = match measure_label(app.view.measure) {
+        Some(m) => format!(" (blk: {m})"),
+        None => String::new(),
+    };
+    // A narrow pane (80 columns) drops the name rather than what is plotted.
+    let title = fit_title(
+        area.width,
+        [
+            format!(" Spectrogram {row}/row, {orient}{approx}{blk} "),
+            format!(" {row}/row, {orient}{approx}{blk} "),
+        ],
     );
     f.render_widget(block(app, title, focused), area);
     let geo = &app.layout;
@@ -85,7 +90,9 @@ fn draw(app: &App, geo: &Layout, buf: &mut Buffer) {
             l.max(here.1),
         )
     });
-    for (t, row) in counts.iter().enumerate() {
+    // Rows past the capture's end stay blank.
+    let rows = app.view.rows_in_capture(&app.cap, geo);
+    for (t, row) in counts.iter().enumerate().take(rows) {
         for (l, &n) in row.iter().enumerate() {
             let (glyph, mut style) = theme.heat(spectro::shade(n, max, HEAT_GLYPHS.len()));
             if let Some((t0, t1, l0, l1)) = region {
@@ -146,7 +153,7 @@ fn sysdig_axes(app: &App, geo: &Layout, buf: &mut Buffer) {
     }
     // Time labels left of every few rows, and a drop mark on rows that lost events.
     let every = (geo.time_cells / 4).max(1);
-    for t in 0..geo.time_cells {
+    for t in 0..app.view.rows_in_capture(&app.cap, geo) {
         let y = p.y + t as u16;
         let start = app.view.start + app.view.interval * t as u64;
         if t % every == 0 || t == app.view.cursor_t {
@@ -183,7 +190,8 @@ fn heatmap_axes(app: &App, geo: &Layout, buf: &mut Buffer) {
     }
     let y = p.bottom();
     let mut next_free = 0usize;
-    for t in (0..geo.time_cells).step_by(12) {
+    let cols = app.view.rows_in_capture(&app.cap, geo);
+    for t in (0..cols).step_by(12) {
         let start = app.view.start + app.view.interval * t as u64;
         let label = units::offset(start.saturating_sub(app.cap.start));
         if t < next_free || t + label.len() > geo.time_cells {
@@ -192,7 +200,7 @@ fn heatmap_axes(app: &App, geo: &Layout, buf: &mut Buffer) {
         buf.set_string(p.x + t as u16, y, &label, dim);
         next_free = t + label.len() + 1;
     }
-    for t in 0..geo.time_cells {
+    for t in 0..cols {
         let start = app.view.start + app.view.interval * t as u64;
         if drops::between(&app.cap.reader, start, start + app.view.interval) > 0 {
             buf.set_string(p.x + t as u16, p.y, "!", app.theme.drops());
