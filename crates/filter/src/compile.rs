@@ -255,7 +255,7 @@ pub(crate) fn test_value(test: &Test, v: &Value<'_>) -> bool {
     }
 }
 
-pub(crate) const SYSCALL: u8 = Class::Syscall as u8;
+const SYSCALL: u8 = Class::Syscall as u8;
 pub(crate) const BLOCK: u8 = Class::Block as u8;
 const IO_URING: u8 = Class::IoUring as u8;
 
@@ -330,7 +330,7 @@ pub(crate) fn compile_node(node: &Node, meta: &Meta, tables: &Tables) -> CNode {
 
 /// The operands of a left-deep chain of one operator, walked by a loop: a chain of 500 `and`s
 /// must not recurse 500 frames deep.
-pub(crate) fn chain(node: &Node) -> Vec<&Node> {
+fn chain(node: &Node) -> Vec<&Node> {
     let mut out = Vec::new();
     let mut n = node;
     loop {

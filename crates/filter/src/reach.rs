@@ -16,7 +16,7 @@ use iocap_format::{Class, Meta, Tables};
 
 use crate::ast::Expr;
 use crate::check::Node;
-use crate::compile::{compile_node, CNode, IdSrc, Kernel, NumSrc, BLOCK, SYSCALL};
+use crate::compile::{compile_node, CNode, IdSrc, Kernel, NumSrc, BLOCK};
 use crate::live::pred_classes;
 use crate::Filter;
 
@@ -136,10 +136,15 @@ impl Filter {
         let tables = Tables::default();
         // Each conjunct: its text, its kernels, and what the kernel's own class and syscall
         // tests say of it (exact for `evt.type`, where a kernel's set leaves unknown numbers open).
-        let (mut exprs, mut nodes) = (Vec::new(), Vec::new());
-        conjuncts_of(&self.expr, &mut exprs);
-        node_conjuncts(&self.checked, &mut nodes);
-        let conjuncts: Vec<(String, CNode, [bool; 3])> = exprs
+        let exprs = conjuncts(&self.expr, |e| match e {
+            Expr::And(a, b) => Some((&**a, &**b)),
+            _ => None,
+        });
+        let nodes = conjuncts(&self.checked, |n| match n {
+            Node::And(a, b) => Some((&**a, &**b)),
+            _ => None,
+        });
+        let parts: Vec<(String, CNode, [bool; 3])> = exprs
             .into_iter()
             .zip(nodes)
             .map(|(e, n)| {
@@ -152,14 +157,12 @@ impl Filter {
             .collect();
         let mut why_not: [Option<Why>; 3] = Default::default();
         for (class, why) in CLASSES.into_iter().zip(&mut why_not) {
-            *why = conjuncts
+            *why = parts
                 .iter()
                 .find(|(_, c, pushed)| !pushed[class_index(class)] || !may(c, class))
                 .map(|(text, ..)| Why::RulesOut(text.clone()))
                 .or_else(|| {
-                    let leaves = conjuncts
-                        .iter()
-                        .flat_map(|(text, c, _)| leaves(c).map(move |k| (text, k)));
+                    let leaves = parts.iter().flat_map(|(text, c, _)| leaves(c).map(move |k| (text, k)));
                     disjoint(leaves, class).map(|texts| Why::Disjoint(texts.into_iter().cloned().collect()))
                 });
         }
@@ -167,33 +170,21 @@ impl Filter {
     }
 }
 
-/// The operands of the `and`s at the top of `e`, however grouped (`a and (b and c)`: a, b, c),
-/// by a loop down the left-deep chains the parser builds.
-fn conjuncts_of<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
-    let mut stack = vec![e];
-    while let Some(e) = stack.pop() {
-        match e {
-            Expr::And(a, b) => {
-                stack.push(b);
-                stack.push(a);
-            }
-            other => out.push(other),
-        }
-    }
-}
-
-/// [`conjuncts_of`] for the checked tree, which has the same shape.
-fn node_conjuncts<'a>(n: &'a Node, out: &mut Vec<&'a Node>) {
-    let mut stack = vec![n];
+/// The operands of the `and`s at the top of a tree, however grouped (`a and (b and c)`: a, b,
+/// c), by a loop (no recursion down a long chain); `and` splits a node into its two sides.
+/// The filter's tree and its checked tree have the same shape, so they give matching lists.
+fn conjuncts<'a, T>(root: &'a T, and: impl Fn(&'a T) -> Option<(&'a T, &'a T)>) -> Vec<&'a T> {
+    let (mut stack, mut out) = (vec![root], Vec::new());
     while let Some(n) = stack.pop() {
-        match n {
-            Node::And(a, b) => {
+        match and(n) {
+            Some((a, b)) => {
                 stack.push(b);
                 stack.push(a);
             }
-            other => out.push(other),
+            None => out.push(n),
         }
     }
+    out
 }
 
 /// The kernels of a compiled conjunct that all must hold: itself, or those of its `and`.
@@ -213,8 +204,9 @@ fn class_fits(code: Option<u8>, class: Class) -> bool {
     match code {
         None => true,
         Some(BLOCK) => class == Class::Block,
-        // The syscall-only fields are those of calls: io_uring requests have them too.
-        Some(SYSCALL) | Some(_) => class != Class::Block,
+        // SYSCALL marks the fields of calls, which io_uring requests have too (as `compile`
+        // reads it, any other code is not block).
+        Some(_) => class != Class::Block,
     }
 }
 
