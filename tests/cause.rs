@@ -8,7 +8,7 @@ use std::process::Command;
 
 use iocap_format::{BlockOp, Cause, Class, Event, Reader, Tables};
 
-use crate::record::{build_c, events, nr, recording};
+use crate::record::{build_c, dev_of, events, nr, recording};
 use crate::util::{iocap, LoopDev};
 
 /// An ext4 file system on a loop device over a file in `dir`, mounted at `dir/mnt`; unmounted
@@ -72,16 +72,6 @@ fn record(cap: &Path, cmd: &str) -> (Vec<Event>, Reader<std::fs::File>) {
     let r = Reader::open(cap).unwrap();
     assert_eq!(r.drops(), 0, "this small workload must not drop");
     (events(&r), r)
-}
-
-fn dev_of(r: &Reader<std::fs::File>, name: &str) -> u32 {
-    r.meta()
-        .devices
-        .iter()
-        .chain(r.tables().devices())
-        .find(|d| d.name == name)
-        .map(|d| d.dev)
-        .expect("the loop device is named in the capture")
 }
 
 fn file_name<'a>(t: &'a Tables, e: &Event) -> &'a str {

@@ -79,6 +79,17 @@ pub(crate) fn events(r: &Reader<std::fs::File>) -> Vec<Event> {
     r.events().map(|e| e.expect("event decodes")).collect()
 }
 
+/// The device number of the disk named `name` in the capture (its header's devices or a later
+/// table frame's).
+pub(crate) fn dev_of(r: &Reader<std::fs::File>, name: &str) -> u32 {
+    r.tables()
+        .devices()
+        .iter()
+        .find(|d| d.name == name)
+        .map(|d| d.dev)
+        .expect("the loop device is named in the capture")
+}
+
 pub(crate) fn nr(name: &str) -> u32 {
     iocap_format::syscalls::number("x86_64", name).unwrap()
 }
@@ -172,14 +183,7 @@ fn dd_direct_on_a_loop_device_matches_diskstats() {
     let r = Reader::open(&cap).unwrap();
     let t = r.tables();
     let evs = events(&r);
-    let loop_dev = r
-        .meta()
-        .devices
-        .iter()
-        .chain(t.devices())
-        .find(|d| d.name == name)
-        .map(|d| d.dev)
-        .expect("the loop device is in the device table");
+    let loop_dev = dev_of(&r, &name);
     let on_loop: Vec<&Event> = evs
         .iter()
         .filter(|e| e.class == Class::Block && e.dev == loop_dev)
@@ -918,14 +922,7 @@ fn offsets_owners_cpus_and_block_patterns_are_recorded() {
     let r = Reader::open(&cap).unwrap();
     let t = r.tables();
     let evs = events(&r);
-    let loop_dev = r
-        .meta()
-        .devices
-        .iter()
-        .chain(t.devices())
-        .find(|d| d.name == dev.name())
-        .map(|d| d.dev)
-        .expect("the loop device is in the device table");
+    let loop_dev = dev_of(&r, dev.name());
 
     let offsets: Vec<u64> = evs
         .iter()

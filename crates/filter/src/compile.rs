@@ -199,6 +199,20 @@ impl IdSet {
     }
 }
 
+/// The fields of an event's process table entry (every `proc.*` and `user.*` but `proc.pid`,
+/// the event's own column), as a pattern.
+macro_rules! process_fields {
+    () => {
+        FieldId::ProcName
+            | FieldId::ProcExe
+            | FieldId::ProcCmdline
+            | FieldId::ProcPpid
+            | FieldId::UserUid
+            | FieldId::UserName
+            | FieldId::ProcCgroup
+    };
+}
+
 /// An event of `class` carrying only `id` in the column `field` reads (for id-keyed fields;
 /// the block-only fields make a block event whatever `class` says).
 pub(crate) fn synthetic(field: FieldId, class: Class, id: u64) -> Event {
@@ -209,13 +223,7 @@ pub(crate) fn synthetic(field: FieldId, class: Class, id: u64) -> Event {
         ..Event::default()
     };
     match field {
-        FieldId::ProcName
-        | FieldId::ProcExe
-        | FieldId::ProcCmdline
-        | FieldId::ProcPpid
-        | FieldId::UserUid
-        | FieldId::UserName
-        | FieldId::ProcCgroup => e.proc = id32,
+        process_fields!() => e.proc = id32,
         FieldId::FdType | FieldId::FdName | FieldId::FdDirectory | FieldId::FdFilename | FieldId::FdDev => {
             e.file = id32
         }
@@ -518,13 +526,7 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables) -> Kernel {
                 set: IdSet::build(ids, 1024, eval_beyond()),
             }
         }
-        FieldId::ProcName
-        | FieldId::ProcExe
-        | FieldId::ProcCmdline
-        | FieldId::ProcPpid
-        | FieldId::UserUid
-        | FieldId::UserName
-        | FieldId::ProcCgroup => {
+        process_fields!() => {
             let ids = tables.procs().iter().map(|pr| {
                 let e = Event {
                     proc: pr.id,
