@@ -11,4 +11,6 @@ mod output;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
 mod record;
 mod reports;
+#[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
+mod sysstat;
 mod view;

@@ -44,7 +44,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut shown = 0u64;
     let mut err: Option<std::io::Error> = None;
     if limit > 0 {
-        scan::for_each_match(r, &input.filter, ColSet::ALL, |cols, i| {
+        let stats = scan::for_each_match(r, &input.filter, ColSet::ALL, |cols, i| {
             let e = cols.event(i);
             let res = if args.json {
                 write_json(&mut out, &keys, &e, meta, tables)
@@ -62,6 +62,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 ControlFlow::Continue(())
             }
         })?;
+        if stats.matched == 0 {
+            input.say_nothing_matched("events");
+        }
     }
     if let Some(e) = err {
         return Err(e.into());

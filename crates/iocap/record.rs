@@ -214,6 +214,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     // Each file of a rotation names the next, for readers following the recording.
     meta.next_file = args.file_size.and_then(|_| rotation::next_name(&args.file, 0));
+    // The origin of every time in the capture: before the first event, not after the attach.
+    meta.start_ts = recorder.start_ns();
     let writer = create_capture(&args.file, &meta)?;
     // The files of this recording that still exist, to count what is readable after an error.
     let files = Arc::new(Mutex::new(vec![args.file.clone()]));
