@@ -254,3 +254,64 @@ fn one_capture_without_a_second_filter_is_a_usage_error() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "a bad filter");
 }
+
+/// Real recordings (root): the same 2048 reads of 4 KiB of one file, first from the page cache,
+/// then with O_DIRECT from the file system's loop device. The direct reads are a new mode of the
+/// distribution, far above the cached ones: flagged; and the block requests appear with them.
+#[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
+#[test]
+fn cached_against_direct_reads_of_one_file() {
+    use crate::cause::{sh, Ext4};
+    let Some(_running) = crate::record::recording() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let fs = Ext4::new(dir.path());
+    let data = fs.random_file("data", 8);
+    sh(&format!("cat {} > /dev/null", data.display()));
+    let record = |name: &str, flag: &str| {
+        let cmd = format!(
+            "dd if={} of=/dev/null bs=4k count=2048 {flag} status=none",
+            data.display()
+        );
+        let out = iocap()
+            .args(["record", "-w"])
+            .arg(dir.path().join(name))
+            .args(["-c", &cmd])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    record("cached.cap", "");
+    record("direct.cap", "iflag=direct");
+    let reads = format!("evt.type=read and fd.dev={}", fs.name());
+    let v = json_in(dir.path(), &["compare", "cached.cap", "direct.cap", &reads, "--json"]);
+    let all = &v["overall"];
+    assert_eq!(fig(all, "count").0, 2048, "{}", all["count"]);
+    assert_eq!(fig(all, "count").1, 2048, "{}", all["count"]);
+    let (a, b, flagged) = fig(all, "p50_ns");
+    assert!(flagged && b > 2 * a, "direct p50 {b} vs cached {a} ns");
+    // The new mode: log2 rows that hold at least half of the direct reads and under 1 % of the
+    // cached ones (a cached read can be slow too: an interrupt, a preemption).
+    let new_mode: u64 = v["histogram"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r[2].as_u64().unwrap() * 100 < 2048)
+        .map(|r| r[3].as_u64().unwrap())
+        .sum();
+    assert!(new_mode >= 1024, "{}", v["histogram"]);
+    let blocks = format!("blk.dev={}", fs.name());
+    let v = json_in(dir.path(), &["compare", "cached.cap", "direct.cap", &blocks, "--json"]);
+    let (a, b, flagged) = fig(&v["overall"], "count");
+    assert!(a < 16 && b >= 2048 && flagged, "block requests: {a} cached, {b} direct");
+    // The direct capture against itself: nothing flagged.
+    let v = json_in(dir.path(), &["compare", "direct.cap", "direct.cap", &reads, "--json"]);
+    for (key, m) in v["overall"].as_object().unwrap() {
+        assert_eq!(
+            (m["delta"].as_f64(), &m["flagged"]),
+            (Some(0.0), &serde_json::json!(false)),
+            "{key}"
+        );
+    }
+}

@@ -83,7 +83,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let b = side(args.b.as_ref().unwrap_or(&args.a), &args.filter_b)?;
     let cmp = Comparison {
         overall: metrics(&a.tally.hist, a.span_ns, &b.tally.hist, b.span_ns),
-        groups: by.map(|f| (f.name, groups(&a, &b, args.top))),
+        groups: by.map(|f| groups(f.name, &a, &b, args.top)),
         a,
         b,
     };
@@ -266,9 +266,9 @@ fn figure(h: &LatencyHist, f: impl Fn(&LatencyHist) -> u64) -> Option<f64> {
     (!h.is_empty()).then(|| f(h) as f64)
 }
 
-/// The groups of either side, the `top` largest by their events on both sides (then by key), as
-/// (key, metrics); a group one side lacks has no events there.
-fn groups(a: &Side, b: &Side, top: usize) -> (usize, Vec<(String, Vec<Metric>)>) {
+/// The groups of either side by `field`, the `top` largest by their events on both sides (then
+/// by key) compared; a group one side lacks has no events there.
+fn groups(field: &'static str, a: &Side, b: &Side, top: usize) -> Groups {
     let empty = Group::default();
     let mut keys: BTreeMap<&String, (&Group, &Group)> = BTreeMap::new();
     for (k, g) in a.tally.groups.iter().flat_map(|g| g.iter()) {
@@ -282,11 +282,11 @@ fn groups(a: &Side, b: &Side, top: usize) -> (usize, Vec<(String, Vec<Metric>)>)
     // Stable: equal totals stay in key order.
     all.sort_by_key(|(_, (ga, gb))| std::cmp::Reverse(ga.count() + gb.count()));
     all.truncate(top);
-    let rows = all
+    let top = all
         .into_iter()
         .map(|(k, (ga, gb))| (k.clone(), metrics(&ga.hist, a.span_ns, &gb.hist, b.span_ns)))
         .collect();
-    (total, rows)
+    Groups { field, total, top }
 }
 
 /// Both sides scanned, and their figures compared.
@@ -294,8 +294,18 @@ struct Comparison {
     a: Side,
     b: Side,
     overall: Vec<Metric>,
-    /// With `--by`: the field, how many groups there are, and the top ones compared.
-    groups: Option<(&'static str, (usize, Vec<(String, Vec<Metric>)>))>,
+    /// With `--by`: the groups compared.
+    groups: Option<Groups>,
+}
+
+/// The groups of both sides (`--by`), the largest compared.
+struct Groups {
+    /// The field grouped by.
+    field: &'static str,
+    /// How many groups the two sides have together.
+    total: usize,
+    /// The largest, as (key, figures).
+    top: Vec<(String, Vec<Metric>)>,
 }
 
 /// What the flags mean, said under every text comparison and in the JSON.
@@ -352,10 +362,11 @@ impl Comparison {
             "histogram": histogram,
             "overall": metrics(&self.overall),
         });
-        if let Some((field, (total, groups))) = &self.groups {
-            v["by"] = json!(field);
-            v["group_count"] = json!(total);
-            v["groups"] = groups
+        if let Some(g) = &self.groups {
+            v["by"] = json!(g.field);
+            v["group_count"] = json!(g.total);
+            v["groups"] = g
+                .top
                 .iter()
                 .map(|(k, ms)| json!({ "key": k, "metrics": metrics(ms) }))
                 .collect();
@@ -411,14 +422,14 @@ impl Comparison {
         writeln!(out)?;
         writeln!(out, "all matching events")?;
         write_metrics(out, &self.overall)?;
-        if let Some((field, (total, groups))) = &self.groups {
-            for (k, ms) in groups {
+        if let Some(g) = &self.groups {
+            for (k, ms) in &g.top {
                 writeln!(out)?;
-                writeln!(out, "{field} {}", text::truncate(k, 48))?;
+                writeln!(out, "{} {}", g.field, text::truncate(k, 48))?;
                 write_metrics(out, ms)?;
             }
-            if *total > groups.len() {
-                writeln!(out, "\n({} more groups; --top N shows more)", total - groups.len())?;
+            if g.total > g.top.len() {
+                writeln!(out, "\n({} more groups; --top N shows more)", g.total - g.top.len())?;
             }
         }
         writeln!(out)?;
