@@ -195,6 +195,44 @@ fn a_capture_against_itself_flags_nothing() {
 }
 
 #[test]
+fn a_side_without_events_or_without_a_span_has_no_figure_rather_than_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("instant.cap");
+    let mut w = iocap_testkit::create(&path, &iocap_testkit::meta(START), 128, 1);
+    let app = add_proc(&mut w, 100, 1, b"app");
+    let e = Event {
+        proc: app,
+        ..Event::syscall(START, 0, 100, 100, 0, 0)
+    };
+    w.push(&e).unwrap();
+    w.finish(START).unwrap();
+    let v = json_in(
+        dir.path(),
+        &["compare", "instant.cap", "--b", "proc.name=nobody", "--json"],
+    );
+    assert_eq!(v["a"]["span_ns"], 0);
+    let all = &v["overall"];
+    assert_eq!((&all["count"]["a"], &all["count"]["b"]), (&1.into(), &0.into()));
+    assert_eq!(all["count"]["flagged"], false, "1 event against 0 is within chance");
+    assert!(
+        all["rate_per_s"]["a"].is_null(),
+        "no rate over no time: {}",
+        all["rate_per_s"]
+    );
+    assert!(all["rate_per_s"]["a_interval"].is_null());
+    assert_eq!(all["p50_ns"]["a"], 0, "a real 0 ns latency");
+    assert!(all["p50_ns"]["b"].is_null() && all["p50_ns"]["delta"].is_null());
+    let text = ok_in(dir.path(), &["compare", "instant.cap", "--b", "proc.name=nobody"]);
+    let p50: Vec<&str> = text
+        .lines()
+        .find(|l| l.starts_with("  p50"))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(p50, ["p50", "0ns", "[0ns,", "0ns]", "-", "-"], "{text}");
+}
+
+#[test]
 fn one_capture_two_filters() {
     let dir = tempfile::tempdir().unwrap();
     capture(dir.path(), "after.cap", true);

@@ -131,7 +131,7 @@ struct Metric {
     /// Its key in JSON.
     key: &'static str,
     unit: Unit,
-    /// A's figure; `None` for a percentile or max of no events.
+    /// A's figure; `None` for a percentile or max of no events, a rate over no time.
     a: Option<f64>,
     /// B's figure, as A's.
     b: Option<f64>,
@@ -210,8 +210,10 @@ const PERCENTILES: [(&str, &str, f64); 4] = [
 /// Count, rate per second, percentiles and max of two distributions, each side's rate counted
 /// over its span.
 fn metrics(a: &LatencyHist, a_span: u64, b: &LatencyHist, b_span: u64) -> Vec<Metric> {
-    let secs = |ns: u64| (ns as f64 / 1e9).max(1e-9);
+    // A capture without a span (one instant) has no rate.
+    let secs = |ns: u64| (ns > 0).then(|| ns as f64 / 1e9);
     let (asec, bsec) = (secs(a_span), secs(b_span));
+    let rate = |n: u64, s: Option<f64>| s.map(|s| n as f64 / s);
     let count_iv = |n: u64, s: f64| {
         let (lo, hi) = poisson_interval(n, Z99);
         (lo / s, hi / s)
@@ -230,10 +232,10 @@ fn metrics(a: &LatencyHist, a_span: u64, b: &LatencyHist, b_span: u64) -> Vec<Me
             name: "rate/s",
             key: "rate_per_s",
             unit: Unit::Rate,
-            a: Some(a.count() as f64 / asec),
-            b: Some(b.count() as f64 / bsec),
-            a_interval: Some(count_iv(a.count(), asec)),
-            b_interval: Some(count_iv(b.count(), bsec)),
+            a: rate(a.count(), asec),
+            b: rate(b.count(), bsec),
+            a_interval: asec.map(|s| count_iv(a.count(), s)),
+            b_interval: bsec.map(|s| count_iv(b.count(), s)),
         },
     ];
     let q = |h: &LatencyHist, pct| quantile_interval(h, pct, Z99).map(|(lo, hi)| (lo as f64, hi as f64));
