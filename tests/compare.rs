@@ -291,6 +291,20 @@ fn one_capture_without_a_second_filter_is_a_usage_error() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "a bad filter");
+    // A bad --b filter is a usage error too; a missing capture is named.
+    let out = iocap()
+        .current_dir(dir.path())
+        .args(["compare", "a.cap", "--b", "latency>"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "a bad --b filter");
+    let out = iocap()
+        .current_dir(dir.path())
+        .args(["compare", "a.cap", "missing.cap"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing.cap"));
 }
 
 /// Real recordings (root): the same 2048 reads of 4 KiB of one file, first from the page cache,

@@ -66,9 +66,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let by = args.by.as_deref().map(input::field_arg).transpose()?;
     let shared = args.filter.join(" ");
-    let side = |capture: &PathBuf, own: &Option<String>| -> anyhow::Result<Side> {
-        let src = both(&shared, own.as_deref().unwrap_or(""));
-        let input = input::open(capture, &[src])?;
+    let open =
+        |capture: &PathBuf, own: &Option<String>| input::open(capture, &[both(&shared, own.as_deref().unwrap_or(""))]);
+    // Both opened before either is scanned: a bad filter or file on side B is said at once.
+    let b_capture = args.b.as_ref().unwrap_or(&args.a);
+    let (a_in, b_in) = (open(&args.a, &args.filter_a)?, open(b_capture, &args.filter_b)?);
+    let side = |capture: &PathBuf, input: input::Input| -> anyhow::Result<Side> {
         let tally = report::tally(&input, by)?;
         let (start, stop) = capture_span(&input.reader);
         Ok(Side {
@@ -79,8 +82,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             tally,
         })
     };
-    let a = side(&args.a, &args.filter_a)?;
-    let b = side(args.b.as_ref().unwrap_or(&args.a), &args.filter_b)?;
+    let a = side(&args.a, a_in)?;
+    let b = side(b_capture, b_in)?;
     let cmp = Comparison {
         overall: metrics(&a.tally.hist, a.span_ns, &b.tally.hist, b.span_ns),
         groups: by.map(|f| groups(f.name, &a, &b, args.top)),
