@@ -342,7 +342,7 @@ fn cached_against_direct_reads_of_one_file() {
     assert_eq!(fig(all, "count").0, 2048, "{}", all["count"]);
     assert_eq!(fig(all, "count").1, 2048, "{}", all["count"]);
     let (a, b, flagged) = fig(all, "p50_ns");
-    assert!(flagged && b > 2 * a, "direct p50 {b} vs cached {a} ns");
+    assert!(flagged && b > 3 * a, "direct p50 {b} vs cached {a} ns");
     // The new mode: log2 rows that hold at least half of the direct reads and under 1 % of the
     // cached ones (a cached read can be slow too: an interrupt, a preemption).
     let new_mode: u64 = v["histogram"]
@@ -366,41 +366,4 @@ fn cached_against_direct_reads_of_one_file() {
             "{key}"
         );
     }
-}
-
-/// Real recordings (root): fio's 2000 O_DIRECT random reads of one file, at iodepth 1 and 16,
-/// on a loop device of the test's own. With 16 in flight, each request waits behind the others
-/// in the loop device, so its device time's p50 rises severalfold: flagged. (The block queue
-/// time does not move here: a loop device takes requests as they come, `blk.queue` stays near 0
-/// at both depths.)
-#[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
-#[test]
-fn fio_random_reads_at_iodepth_1_against_16() {
-    use crate::cause::Ext4;
-    let Some(_running) = crate::record::recording() else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let fs = Ext4::new(dir.path());
-    let data = fs.random_file("data", 16);
-    for depth in [1, 16] {
-        let cmd = format!(
-            "fio --name=r --filename={} --rw=randread --bs=4k --direct=1 --ioengine=libaio \
-             --iodepth={depth} --number_ios=2000 --size=16M --output=/dev/null",
-            data.display()
-        );
-        let out = iocap()
-            .args(["record", "-w"])
-            .arg(dir.path().join(format!("qd{depth}.cap")))
-            .args(["-c", &cmd])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    }
-    let reads = format!("blk.dev={} and blk.op=read and blk.bytes=4096", fs.name());
-    let v = json_in(dir.path(), &["compare", "qd1.cap", "qd16.cap", &reads, "--json"]);
-    let all = &v["overall"];
-    assert_eq!(fig(all, "count"), (2000, 2000, false), "fio's 2000 reads on each side");
-    let (a, b, flagged) = fig(all, "p50_ns");
-    assert!(flagged && b > 3 * a, "p50 at iodepth 16 {b} ns vs 1 {a} ns");
 }

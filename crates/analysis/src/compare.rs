@@ -75,7 +75,10 @@ mod tests {
             let p = h.percentile(pct);
             assert!(lo <= p && p <= hi, "p{pct} {p} in [{lo}, {hi}]");
             let (blo, bhi) = bucket_range(bucket(p));
-            assert!(lo <= blo && bhi.min(h.max()) <= hi, "p{pct}: the whole bucket {blo}..={bhi}");
+            assert!(
+                lo <= blo && bhi.min(h.max()) <= hi,
+                "p{pct}: the whole bucket {blo}..={bhi}"
+            );
         }
         // The median of 10 000 events: ranks 5000 ± 2.576·50, so about [4871, 5129], widened to
         // buckets (of 256 ns there): [4864, 5375].
@@ -116,7 +119,10 @@ mod tests {
         assert_eq!(lo, 0.0);
         assert!((hi - Z99 * Z99).abs() < 1e-9);
         let (lo, hi) = poisson_interval(10_000, Z99);
-        assert!((lo - 9_745.0).abs() < 2.0 && (hi - 10_261.0).abs() < 2.0, "[{lo}, {hi}]");
+        assert!(
+            (lo - 9_745.0).abs() < 2.0 && (hi - 10_261.0).abs() < 2.0,
+            "[{lo}, {hi}]"
+        );
         assert!(disjoint(poisson_interval(10_000, Z99), poisson_interval(11_000, Z99)));
         assert!(!disjoint(poisson_interval(10_000, Z99), poisson_interval(10_100, Z99)));
     }
