@@ -13,13 +13,13 @@ use crate::util::{iocap, LoopDev};
 
 /// An ext4 file system on a loop device over a file in `dir`, mounted at `dir/mnt`; unmounted
 /// on drop, then the device is detached (fields drop after `drop`).
-struct Ext4 {
+pub(crate) struct Ext4 {
     disk: LoopDev,
     mnt: PathBuf,
 }
 
 impl Ext4 {
-    fn new(dir: &Path) -> Ext4 {
+    pub(crate) fn new(dir: &Path) -> Ext4 {
         let img = dir.join("fs.img");
         std::fs::File::create(&img).unwrap().set_len(128 << 20).unwrap();
         let disk = LoopDev::attach(&img);
@@ -34,7 +34,7 @@ impl Ext4 {
     }
 
     /// A new file of `mib` MiB of random bytes, on the disk (fsynced).
-    fn random_file(&self, name: &str, mib: u32) -> PathBuf {
+    pub(crate) fn random_file(&self, name: &str, mib: u32) -> PathBuf {
         let path = self.mnt.join(name);
         sh(&format!(
             "dd if=/dev/urandom of={} bs=1M count={mib} status=none conv=fsync",
@@ -44,7 +44,7 @@ impl Ext4 {
     }
 
     /// The loop device's name, as captures name disks (`loop3`).
-    fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         self.disk.name()
     }
 }
@@ -55,7 +55,7 @@ impl Drop for Ext4 {
     }
 }
 
-fn sh(cmd: &str) {
+pub(crate) fn sh(cmd: &str) {
     let st = Command::new("sh").args(["-c", cmd]).status().unwrap();
     assert!(st.success(), "{cmd} failed");
 }

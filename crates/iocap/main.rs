@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod compare;
 mod events;
 mod export;
 mod fields;
@@ -52,6 +53,8 @@ enum Command {
     Info(info::Args),
     /// Latency distribution of the matching events: histogram, percentiles, top groups (--by).
     Report(report::Args),
+    /// Two captures, or two filters on one, side by side: histograms, percentiles, flagged changes.
+    Compare(compare::Args),
     /// The matching events, one per line (or JSON lines keyed by field names).
     Events(events::Args),
     /// Per-disk r/s, w/s, kB/s, await, aqu-sz and %util per interval, from block events.
@@ -93,6 +96,7 @@ fn main() -> ExitCode {
         )),
         Command::Info(args) => info::run(args),
         Command::Report(args) => report::run(args),
+        Command::Compare(args) => compare::run(args),
         Command::Events(args) => events::run(args),
         Command::Iostat(args) => iostat::run(args),
         Command::Spectrogram(args) => spectrogram::run(args),

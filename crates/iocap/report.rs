@@ -8,7 +8,7 @@ use iocap_analysis::group::{Feed, Slots};
 use iocap_analysis::scan::{self, ScanStats};
 use iocap_analysis::units::{fmt_bytes, fmt_ns};
 use iocap_analysis::{FieldGroups, GroupBy, LatencyHist};
-use iocap_filter::fields;
+use iocap_filter::fields::{self, FieldInfo};
 use iocap_filter::Bitmap;
 use iocap_format::{log2_bucket_range, Col, ColSet, Columns};
 use serde_json::json;
@@ -71,6 +71,44 @@ impl Feed for Totals<'_> {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let by = args.by.as_deref().map(input::field_arg).transpose()?;
     let input = input::open(&args.file, &args.filter)?;
+    let tally = tally(&input, by)?;
+    let report = Report {
+        stats: tally.stats,
+        drops: input.reader.drops(),
+        hist: tally.hist,
+        bytes: tally.bytes,
+        groups: by.zip(tally.groups).map(|(f, g)| (f.name, g)),
+        top: args.top,
+        fine: args.fine,
+        filter: input.src,
+    };
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &report.to_json())?;
+        writeln!(out)?;
+    } else {
+        report.write_text(&mut out)?;
+    }
+    Ok(())
+}
+
+/// What one scan of a capture gives `report` (and each side of `compare`): the matching events'
+/// latency distribution and bytes, and with a field, the same per group.
+pub struct Tally {
+    /// Events scanned and matched.
+    pub stats: ScanStats,
+    /// Latency of every matching event.
+    pub hist: LatencyHist,
+    /// Bytes of every matching event.
+    pub bytes: u64,
+    /// The matching events split by the field asked for, keyed by its value as printed (`<NA>`
+    /// for an event without the field).
+    pub groups: Option<GroupBy<String>>,
+}
+
+/// Scan `input` once: its matching events' totals, split `by` a field if one is given. Says on
+/// stderr when the filter matched nothing.
+pub fn tally(input: &input::Input, by: Option<&'static FieldInfo>) -> anyhow::Result<Tally> {
     let r = &input.reader;
     let (meta, tables) = (r.meta(), r.tables());
     let want = ColSet::NONE
@@ -124,24 +162,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if stats.matched == 0 {
         input.say_nothing_matched("events");
     }
-    let report = Report {
+    Ok(Tally {
         stats,
-        drops: r.drops(),
         hist: acc.hist,
         bytes: acc.bytes,
-        groups: by.zip(acc.groups).map(|(f, g)| (f.name, g.finish(na))),
-        top: args.top,
-        fine: args.fine,
-        filter: input.src,
-    };
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        serde_json::to_writer_pretty(&mut out, &report.to_json())?;
-        writeln!(out)?;
-    } else {
-        report.write_text(&mut out)?;
-    }
-    Ok(())
+        groups: acc.groups.map(|g| g.finish(na)),
+    })
 }
 
 struct Report {

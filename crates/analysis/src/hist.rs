@@ -221,7 +221,18 @@ impl LatencyHist {
             pct.clamp(0.0, 100.0) / 100.0
         };
         // The rank of the value sought, 1-based: the smallest r with r >= q * count.
-        let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
+        self.at_rank((q * self.count as f64).ceil() as u64)
+    }
+
+    /// The value reported for the event of 1-based `rank` in increasing order: the inclusive
+    /// upper bound of its bucket, clamped to the exact `[min, max]` (what
+    /// [`LatencyHist::percentile`] reports for that rank); 0 when empty. `rank` is clamped to
+    /// `[1, count]`.
+    pub fn at_rank(&self, rank: u64) -> u64 {
+        if self.count == 0 {
+            return 0;
+        }
+        let rank = rank.clamp(1, self.count);
         let mut seen = 0u64;
         for (b, &c) in self.counts.iter().enumerate() {
             seen += c;

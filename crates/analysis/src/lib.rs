@@ -22,6 +22,9 @@
 //! - [`ColumnCache`]: decoded columns kept narrow across scans, up to a byte budget, so a
 //!   second scan of the same chunks skips decoding.
 //! - [`drops::between`]: events the recorder lost in a time range, placed by its readings.
+//! - [`compare`]: confidence intervals of a percentile (distribution-free, from the
+//!   histogram's buckets) and of a count (Poisson), to flag a change only when it is larger
+//!   than bucket width and sample size allow.
 //! - [`units`]: durations and sizes formatted (and intervals parsed) the same way everywhere.
 //!
 //! Every accumulator is mergeable, so a scan can split a capture's chunks between threads and
@@ -51,6 +54,7 @@
 #![warn(clippy::unwrap_used)]
 
 pub mod cache;
+pub mod compare;
 pub mod drops;
 pub mod group;
 pub mod hist;

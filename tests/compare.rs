@@ -1,0 +1,369 @@
+//! `iocap compare` on synthetic captures with a known injected shift: exact figures on both
+//! sides, the shift flagged and nothing else, a capture against itself flagging nothing.
+
+use std::path::{Path, PathBuf};
+
+use iocap_format::Event;
+use iocap_testkit::add_proc;
+
+use crate::util::iocap;
+
+const START: u64 = 1_000_000_000;
+
+/// The inclusive upper bound of log-linear bucket `s` (0..16) of the octave `[2^m, 2^(m+1))`:
+/// a latency the histogram reports exactly, so every percentile below is the true one.
+fn bucket_top(m: u32, s: u64) -> u64 {
+    let width = 1u64 << (m - 4);
+    (16 + s) * width + width - 1
+}
+
+/// Ten latencies of the 16–32 µs octave: 17407, 18431, …, 26623 ns.
+fn base(j: u64) -> u64 {
+    bucket_top(14, j)
+}
+
+/// The same ten, one octave up (34815, …, 53247 ns): `db`'s latency after the injected shift.
+fn shifted(j: u64) -> u64 {
+    bucket_top(15, j)
+}
+
+/// 1000 calls over one second, one every ms, alternately by `app` and `db`; each process's
+/// latencies cycle through ten values, so each value has 50 calls per process. With `shift`,
+/// `db`'s latencies are [`shifted`]; `app`'s never change.
+fn capture(dir: &Path, name: &str, shift: bool) -> PathBuf {
+    let path = dir.join(name);
+    let mut w = iocap_testkit::create(&path, &iocap_testkit::meta(START), 128, 1);
+    let app = add_proc(&mut w, 100, 1, b"app");
+    let db = add_proc(&mut w, 200, 1, b"db");
+    for i in 0..1000u64 {
+        let j = (i / 2) % 10;
+        let (pid, proc, latency) = if i % 2 == 0 {
+            (100, app, base(j))
+        } else {
+            (200, db, if shift { shifted(j) } else { base(j) })
+        };
+        let e = Event {
+            proc,
+            ..Event::syscall(START + i * 1_000_000, latency, pid, pid, 0, 0)
+        };
+        w.push(&e).unwrap();
+    }
+    w.finish(START + 1_000_000_000).unwrap();
+    path
+}
+
+/// `iocap` run in `dir` (so the captures' names in its output do not hold the temporary path);
+/// its stdout, which it must exit 0 with.
+fn ok_in(dir: &Path, args: &[&str]) -> String {
+    let out = iocap().current_dir(dir).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "iocap {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn json_in(dir: &Path, args: &[&str]) -> serde_json::Value {
+    let out = ok_in(dir, args);
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("iocap {args:?}: not JSON: {e}\n{out}"))
+}
+
+/// A metric's A and B figures and whether it is flagged.
+fn fig(m: &serde_json::Value, key: &str) -> (u64, u64, bool) {
+    let x = &m[key];
+    (
+        x["a"].as_u64().unwrap_or_else(|| panic!("{key}: {x}")),
+        x["b"].as_u64().unwrap(),
+        x["flagged"].as_bool().unwrap(),
+    )
+}
+
+fn group<'a>(v: &'a serde_json::Value, key: &str) -> &'a serde_json::Value {
+    let groups = v["groups"].as_array().unwrap();
+    &groups
+        .iter()
+        .find(|g| g["key"] == key)
+        .unwrap_or_else(|| panic!("group {key}"))["metrics"]
+}
+
+#[test]
+fn an_injected_shift_is_measured_exactly_and_flagged() {
+    let dir = tempfile::tempdir().unwrap();
+    capture(dir.path(), "before.cap", false);
+    capture(dir.path(), "after.cap", true);
+    let v = json_in(
+        dir.path(),
+        &["compare", "before.cap", "after.cap", "--by", "proc.name", "--json"],
+    );
+    for side in ["a", "b"] {
+        assert_eq!(v[side]["matched"], 1000);
+        assert_eq!(v[side]["span_ns"], 1_000_000_000u64);
+    }
+    assert_eq!(v["b"]["capture"], "after.cap");
+    let all = &v["overall"];
+    assert_eq!(fig(all, "count"), (1000, 1000, false));
+    assert_eq!(all["rate_per_s"]["a"], 1000.0);
+    // Before: 100 calls at each of the ten base latencies. After: app's 500 at those, then db's
+    // 500 one octave up, 50 at each.
+    assert_eq!(fig(all, "p50_ns"), (base(4), base(9), true), "rank 500");
+    assert_eq!(fig(all, "p90_ns"), (base(8), shifted(7), true), "rank 900");
+    assert_eq!(fig(all, "p99_ns"), (base(9), shifted(9), true), "rank 990");
+    assert_eq!(
+        fig(all, "max_ns"),
+        (base(9), shifted(9), false),
+        "a max is never tested"
+    );
+    assert_eq!(all["p50_ns"]["delta"], (base(9) - base(4)) as f64);
+    // The intervals shown: A's p50 spans ranks 500 ± 41 (base(4) and base(5), bucket-wide), B's
+    // ranks 459 to 541, from base(9)'s bucket to the first shifted one.
+    assert_eq!(
+        all["p50_ns"]["a_interval"],
+        serde_json::json!([(base(3) + 1) as f64, base(5) as f64])
+    );
+    assert_eq!(
+        all["p50_ns"]["b_interval"],
+        serde_json::json!([(base(8) + 1) as f64, shifted(0) as f64])
+    );
+
+    assert_eq!(v["by"], "proc.name");
+    assert_eq!(v["group_count"], 2);
+    let db = group(&v, "db");
+    assert_eq!(fig(db, "count"), (500, 500, false));
+    assert_eq!(fig(db, "p50_ns"), (base(4), shifted(4), true), "rank 250 of 500");
+    assert_eq!(fig(db, "p99_ns"), (base(9), shifted(9), true));
+    // app did not change: every figure equal and nothing flagged.
+    let app = group(&v, "app");
+    for (key, m) in app.as_object().unwrap() {
+        assert_eq!(m["delta"], 0.0, "app {key}");
+        assert_eq!(m["flagged"], false, "app {key}");
+    }
+    assert_eq!(fig(app, "p50_ns"), (base(4), base(4), false));
+    let keys: Vec<&String> = all.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        ["count", "max_ns", "p50_ns", "p90_ns", "p999_ns", "p99_ns", "rate_per_s"]
+    );
+    let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "a",
+            "b",
+            "by",
+            "confidence",
+            "group_count",
+            "groups",
+            "histogram",
+            "histogram_kind",
+            "method",
+            "overall"
+        ]
+    );
+    // Both histograms on the same log2 rows: the 16–32 µs row, then 32–64 µs.
+    assert_eq!(
+        v["histogram"],
+        serde_json::json!([[16384, 32768, 1000, 500], [32768, 65536, 0, 500]])
+    );
+
+    insta::assert_snapshot!(
+        "compare",
+        ok_in(dir.path(), &["compare", "before.cap", "after.cap", "--by", "proc.name"])
+    );
+}
+
+#[test]
+fn a_capture_against_itself_flags_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    capture(dir.path(), "after.cap", true);
+    let v = json_in(
+        dir.path(),
+        &["compare", "after.cap", "after.cap", "--by", "proc.name", "--json"],
+    );
+    let mut tables = vec![&v["overall"]];
+    tables.extend(v["groups"].as_array().unwrap().iter().map(|g| &g["metrics"]));
+    assert_eq!(tables.len(), 3);
+    for t in tables {
+        for (key, m) in t.as_object().unwrap() {
+            assert_eq!(m["delta"], 0.0, "{key}");
+            assert_eq!(m["flagged"], false, "{key}");
+            assert_eq!(m["a_interval"], m["b_interval"], "{key}");
+        }
+    }
+    let text = ok_in(dir.path(), &["compare", "after.cap", "after.cap", "--by", "proc.name"]);
+    assert!(!text.contains(" *\n"), "nothing flagged:\n{text}");
+}
+
+#[test]
+fn a_side_without_events_or_without_a_span_has_no_figure_rather_than_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("instant.cap");
+    let mut w = iocap_testkit::create(&path, &iocap_testkit::meta(START), 128, 1);
+    let app = add_proc(&mut w, 100, 1, b"app");
+    let e = Event {
+        proc: app,
+        ..Event::syscall(START, 0, 100, 100, 0, 0)
+    };
+    w.push(&e).unwrap();
+    w.finish(START).unwrap();
+    let v = json_in(
+        dir.path(),
+        &["compare", "instant.cap", "--b", "proc.name=nobody", "--json"],
+    );
+    assert_eq!(v["a"]["span_ns"], 0);
+    let all = &v["overall"];
+    assert_eq!((&all["count"]["a"], &all["count"]["b"]), (&1.into(), &0.into()));
+    assert_eq!(all["count"]["flagged"], false, "1 event against 0 is within chance");
+    assert!(
+        all["rate_per_s"]["a"].is_null(),
+        "no rate over no time: {}",
+        all["rate_per_s"]
+    );
+    assert!(all["rate_per_s"]["a_interval"].is_null());
+    assert_eq!(all["p50_ns"]["a"], 0, "a real 0 ns latency");
+    assert!(all["p50_ns"]["b"].is_null() && all["p50_ns"]["delta"].is_null());
+    let text = ok_in(dir.path(), &["compare", "instant.cap", "--b", "proc.name=nobody"]);
+    let p50: Vec<&str> = text
+        .lines()
+        .find(|l| l.starts_with("  p50"))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(p50, ["p50", "0ns", "[0ns,", "0ns]", "-", "-"], "{text}");
+}
+
+#[test]
+fn one_capture_two_filters() {
+    let dir = tempfile::tempdir().unwrap();
+    capture(dir.path(), "after.cap", true);
+    let v = json_in(
+        dir.path(),
+        &[
+            "compare",
+            "after.cap",
+            "--a",
+            "proc.name=app",
+            "--b",
+            "proc.name=db",
+            "--json",
+        ],
+    );
+    assert_eq!(
+        (v["a"]["filter"].as_str(), v["b"]["filter"].as_str()),
+        (Some("proc.name=app"), Some("proc.name=db"))
+    );
+    assert_eq!(fig(&v["overall"], "p50_ns"), (base(4), shifted(4), true));
+    assert_eq!(fig(&v["overall"], "count"), (500, 500, false));
+    // The second word is always a capture (here the same one again); the filter words and a
+    // side's own filter are and-ed: side A keeps app's calls above 20 µs
+    // (base(3) = 20479 ns and up: 7 latencies of 50 calls), side B every call above (app's 350
+    // and db's 500).
+    let v = json_in(
+        dir.path(),
+        &[
+            "compare",
+            "after.cap",
+            "after.cap",
+            "latency>20us",
+            "--a",
+            "proc.name=app",
+            "--json",
+        ],
+    );
+    assert_eq!(v["a"]["filter"], "(latency>20us) and (proc.name=app)");
+    assert_eq!(fig(&v["overall"], "count"), (350, 850, true));
+}
+
+#[test]
+fn one_capture_without_a_second_filter_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    capture(dir.path(), "a.cap", false);
+    let out = iocap()
+        .current_dir(dir.path())
+        .args(["compare", "a.cap"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--a FILTER"));
+    let out = iocap()
+        .current_dir(dir.path())
+        .args(["compare", "a.cap", "a.cap", "latency>"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "a bad filter");
+    // A bad --b filter is a usage error too; a missing capture is named.
+    let out = iocap()
+        .current_dir(dir.path())
+        .args(["compare", "a.cap", "--b", "latency>"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "a bad --b filter");
+    let out = iocap()
+        .current_dir(dir.path())
+        .args(["compare", "a.cap", "missing.cap"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing.cap"));
+}
+
+/// Real recordings (root): the same 2048 reads of 4 KiB of one file, first from the page cache,
+/// then with O_DIRECT from the file system's loop device. The direct reads are a new mode of the
+/// distribution, far above the cached ones: flagged; and the block requests appear with them.
+#[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
+#[test]
+fn cached_against_direct_reads_of_one_file() {
+    use crate::cause::{sh, Ext4};
+    let Some(_running) = crate::record::recording() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let fs = Ext4::new(dir.path());
+    let data = fs.random_file("data", 8);
+    sh(&format!("cat {} > /dev/null", data.display()));
+    let record = |name: &str, flag: &str| {
+        let cmd = format!(
+            "dd if={} of=/dev/null bs=4k count=2048 {flag} status=none",
+            data.display()
+        );
+        let out = iocap()
+            .args(["record", "-w"])
+            .arg(dir.path().join(name))
+            .args(["-c", &cmd])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    record("cached.cap", "");
+    record("direct.cap", "iflag=direct");
+    let reads = format!("evt.type=read and fd.dev={}", fs.name());
+    let v = json_in(dir.path(), &["compare", "cached.cap", "direct.cap", &reads, "--json"]);
+    let all = &v["overall"];
+    assert_eq!(fig(all, "count").0, 2048, "{}", all["count"]);
+    assert_eq!(fig(all, "count").1, 2048, "{}", all["count"]);
+    let (a, b, flagged) = fig(all, "p50_ns");
+    assert!(flagged && b > 3 * a, "direct p50 {b} vs cached {a} ns");
+    // The new mode: log2 rows that hold at least half of the direct reads and under 1 % of the
+    // cached ones (a cached read can be slow too: an interrupt, a preemption).
+    let new_mode: u64 = v["histogram"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r[2].as_u64().unwrap() * 100 < 2048)
+        .map(|r| r[3].as_u64().unwrap())
+        .sum();
+    assert!(new_mode >= 1024, "{}", v["histogram"]);
+    let blocks = format!("blk.dev={}", fs.name());
+    let v = json_in(dir.path(), &["compare", "cached.cap", "direct.cap", &blocks, "--json"]);
+    let (a, b, flagged) = fig(&v["overall"], "count");
+    assert!(a < 16 && b >= 2048 && flagged, "block requests: {a} cached, {b} direct");
+    // The direct capture against itself: nothing flagged.
+    let v = json_in(dir.path(), &["compare", "direct.cap", "direct.cap", &reads, "--json"]);
+    for (key, m) in v["overall"].as_object().unwrap() {
+        assert_eq!(
+            (m["delta"].as_f64(), &m["flagged"]),
+            (Some(0.0), &serde_json::json!(false)),
+            "{key}"
+        );
+    }
+}
