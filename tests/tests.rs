@@ -11,4 +11,5 @@ mod output;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
 mod record;
 mod reports;
+mod stream;
 mod view;

@@ -2,7 +2,6 @@
 //! (see `iocap_analysis::iostat` for how each one is defined).
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use iocap_analysis::units::parse_duration;
 use iocap_analysis::{scan, DeviceInterval, IoStat};
@@ -15,8 +14,8 @@ use crate::UsageError;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The capture file.
-    file: PathBuf,
+    #[command(flatten)]
+    capture: input::Capture,
     /// Filter, as words joined by spaces (block requests only count): `blk.dev=vda`.
     filter: Vec<String>,
     /// Length of each interval: `1s`, `500ms`, `10s`.
@@ -29,7 +28,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let interval = parse_duration(&args.interval).map_err(|e| UsageError(format!("--interval: {e}")))?;
-    let input = input::open(&args.file, &args.filter)?;
+    let input = input::open(&args.capture, &args.filter, true)?;
     let r = &input.reader;
     let (start, end) = scan::capture_span(r);
     let empty = IoStat::new(start, end, interval).map_err(|e| UsageError(format!("--interval: {e}")))?;

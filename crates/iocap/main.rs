@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 mod events;
 mod export;
 mod fields;
+mod follow;
 mod info;
 mod input;
 mod iostat;
@@ -19,7 +20,11 @@ mod output;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
 mod record;
 mod report;
+#[cfg(unix)]
+mod signals;
 mod spectrogram;
+#[cfg(unix)]
+mod stream;
 mod text;
 mod view;
 

@@ -12,7 +12,6 @@ use std::io::{BufWriter, IsTerminal, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,7 +20,7 @@ use iocap_filter::Filter;
 use iocap_format::{Meta, Writer, WriterOptions};
 use iocap_record::{rotation, Output, Progress, Recorder, Request, Rotate};
 
-use crate::output::{self, Existing};
+use crate::{output, signals};
 use crate::{say, UsageError};
 
 #[derive(clap::Args, Debug)]
@@ -96,40 +95,13 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     iocap_analysis::units::parse_duration(s).map(Duration::from_nanos)
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
-fn install_signals() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-        unsafe {
-            libc::signal(sig, on_signal as *const () as libc::sighandler_t);
-        }
-    }
-}
-
 /// The capture's write buffer: small, as what sits in it is lost if the recorder is killed
 /// (a chunk frame larger than it goes straight through).
 const OUT_BUFFER: usize = 64 << 10;
 
-/// Refuse, before anything is loaded, a target that `record` must not write: anything but
-/// nothing or a regular file (which is replaced by a new file, never opened in place).
-fn check_target(path: &Path) -> anyhow::Result<()> {
-    match Existing::of(path)? {
-        Existing::Nothing | Existing::Regular => Ok(()),
-        Existing::Symlink => {
-            Err(Existing::Symlink.refuse(path, "refusing to write through it; remove it or pick another path"))
-        }
-        e => Err(e.refuse(path, "a capture is written to a new regular file; pick another path")),
-    }
-}
-
 /// A new capture file at `path` (0600, owned by us; what was there is replaced by a rename),
 /// with the header on disk before it gets its name: a recorder killed at any point leaves
-/// either nothing or a file that opens. The caller has [`check_target`]ed the path; whatever
+/// either nothing or a file that opens. The caller has [`output::check_capture_target`]ed the path; whatever
 /// is planted there since is replaced by the rename, never followed or written through.
 fn create_capture(path: &Path, meta: &Meta) -> anyhow::Result<Writer<BufWriter<File>>> {
     let (file, mut new) = create_locked(path)?;
@@ -205,7 +177,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let cfg = iocap_record::plan(&request, &filter).map_err(|e| UsageError(e.to_string()))?;
     iocap_record::check_privileges()?;
     // Refused now rather than after the probes are attached.
-    check_target(&args.file)?;
+    output::check_capture_target(&args.file)?;
     let recorder = Recorder::start(&cfg)?;
     let meta = iocap_record::meta(
         std::env::args().collect(),
@@ -229,7 +201,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 }
                 let path = rotation::path(&base, n);
                 let new_file = || -> anyhow::Result<File> {
-                    check_target(&path)?;
+                    output::check_capture_target(&path)?;
                     let (file, mut new) = create_locked(&path)?;
                     new.publish()?;
                     Ok(file)
@@ -249,7 +221,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         filter: (!filter.is_all()).then_some(filter),
         rotate,
     };
-    install_signals();
+    signals::install(false);
     // The command is held until the writer has read /proc and takes events as they come.
     let (mut child, mut release) = match &args.command {
         Some(cmd) => {
@@ -269,7 +241,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let duration = args.duration;
     let child_done = std::cell::Cell::new(false);
     let stop = || {
-        if STOP.load(Ordering::Relaxed) || duration.is_some_and(|d| started.elapsed() >= d) {
+        if signals::stop_requested() || duration.is_some_and(|d| started.elapsed() >= d) {
             return true;
         }
         // Set by the progress callback, which polls the child ~4 times a second.

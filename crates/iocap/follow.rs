@@ -1,0 +1,118 @@
+//! `-f`: a report read on as its capture grows (`events -f`, `iostat -f`), the `tail -f` of
+//! a recording.
+//!
+//! [`follow`] hands a command the chunks each look at the capture added ([`Reader::refresh`]),
+//! every [`POLL`], until the capture is finished (its index and trailer are written), its
+//! writer dies without finishing it (an error, said on stderr: what came is all there will be),
+//! or Ctrl-C. Whether anyone still writes is the recorder's lock ([`Liveness`]); a file no
+//! recorder holds and that is not finished (a shell's redirect of `record -w -`) is taken for
+//! one still being written, with a note, as only the user knows it grows.
+
+use std::ops::{ControlFlow, Range};
+use std::time::Duration;
+
+use anyhow::bail;
+use iocap_format::Liveness;
+
+use crate::input::Input;
+use crate::{say, signals};
+
+/// How often the capture is looked at: with the recorder's flushes (at least every 500 ms), an
+/// event is printed within about 0.7 s of its end.
+pub const POLL: Duration = Duration::from_millis(200);
+
+/// What [`follow`] tells the command at each look.
+pub struct Look<'a> {
+    /// The capture as far as it is read, its filter compiled against its tables as they are.
+    pub input: &'a Input,
+    /// The chunks added since the last look (every chunk at the first).
+    pub new: Range<usize>,
+}
+
+/// Call `step` with what each look at `input` brings, until the capture is finished (after a
+/// last call), `step` breaks, or Ctrl-C (`Ok`); or until its writer dies without
+/// finishing it (an error saying so, after a last call with what it left). `name` names the capture in
+/// messages.
+pub fn follow(
+    input: &mut Input,
+    name: &str,
+    mut step: impl FnMut(Look<'_>) -> anyhow::Result<ControlFlow<()>>,
+) -> anyhow::Result<()> {
+    signals::install(false);
+    // A file that ends with its trailer but was damaged reads as recovered whatever is
+    // assumed: nothing more will come to it.
+    let mut ended = false;
+    if input.reader.liveness() == Liveness::Recovered && !is_stream(input) {
+        input.reader.assume_writer()?;
+        recompile(input);
+        ended = input.reader.liveness() != Liveness::Live;
+        if !ended {
+            say(format_args!(
+                "iocap: no recorder holds {name} and it is not finished: following it until it is (Ctrl-C stops)"
+            ));
+        }
+    }
+    let mut done = 0;
+    loop {
+        let liveness = input.reader.liveness();
+        let finished = ended || liveness == Liveness::Finished;
+        let look = Look {
+            input,
+            new: done..input.reader.chunks().len(),
+        };
+        done = look.new.end;
+        if step(look)?.is_break() || finished {
+            return Ok(());
+        }
+        if liveness == Liveness::Recovered {
+            bail!("{}", died(input, name));
+        }
+        if !wait(POLL) {
+            return Ok(());
+        }
+        let grown = input.reader.refresh()?;
+        if grown.tables > 0 {
+            // New processes and files must be judged by the filter too.
+            recompile(input);
+        }
+    }
+}
+
+/// Compile the filter again against the capture's tables as they are now.
+fn recompile(input: &mut Input) {
+    input.filter = input.parsed.compile(input.reader.meta(), input.reader.tables());
+}
+
+/// Sleep `d`, or less when Ctrl-C comes: whether it did not.
+fn wait(d: Duration) -> bool {
+    let step = Duration::from_millis(25);
+    let mut left = d;
+    while !left.is_zero() {
+        if signals::stop_requested() {
+            return false;
+        }
+        std::thread::sleep(step.min(left));
+        left = left.saturating_sub(step);
+    }
+    !signals::stop_requested()
+}
+
+fn is_stream(input: &Input) -> bool {
+    #[cfg(unix)]
+    return input.stream.is_some();
+    #[cfg(not(unix))]
+    false
+}
+
+/// Why following ended before the capture was finished.
+fn died(input: &Input, name: &str) -> String {
+    let lost = input.reader.recovery().map(|r| format!(" ({r})")).unwrap_or_default();
+    #[cfg(unix)]
+    if let Some(s) = &input.stream {
+        return match s.failure() {
+            Some(why) => format!("{name}: {why}{lost}: nothing more will come"),
+            None => format!("{name} ended before the capture was finished{lost}: nothing more will come"),
+        };
+    }
+    format!("the recorder of {name} stopped without finishing it{lost}: nothing more will come")
+}
