@@ -231,3 +231,57 @@ fn events_f_on_a_stream_cut_short_prints_what_came_and_says_it_ended_unfinished(
     assert!(five.len() > 200, "{}", five.len());
     assert_eq!(text(&out.stdout).lines().collect::<Vec<_>>(), five);
 }
+
+/// `iostat -f` prints each interval once the recording's clock is past it (here, with every
+/// event there but the trailer, as time passes), then the whole capture once it is finished:
+/// the same text as `iostat` on the finished capture.
+#[test]
+fn iostat_f_prints_intervals_as_they_end_and_the_whole_once_finished() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = synthetic_capture(dir.path(), 1000);
+    let bytes = std::fs::read(&cap).unwrap();
+    for json in [false, true] {
+        let mut args = vec!["iostat", "-f", "-", "--interval", "200ms"];
+        if json {
+            args.push("--json");
+        }
+        let mut child = spawn_piped(&args, dir.path());
+        let mut stdin = child.stdin.take().unwrap();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        // All but the 16-byte trailer: still being written, as far as a reader can tell.
+        stdin.write_all(&bytes[..bytes.len() - 16]).unwrap();
+        stdin.flush().unwrap();
+        let mut got = String::new();
+        let intervals = |s: &str| {
+            s.lines()
+                .filter(|l| l.contains(" .. ") || l.contains("\"start_s\""))
+                .count()
+        };
+        read_until(&mut out, &mut got, "the five intervals", |s| intervals(s) == 5);
+        assert!(!got.contains("whole"), "not finished yet: {got}");
+        assert!(child.try_wait().unwrap().is_none());
+        stdin.write_all(&bytes[bytes.len() - 16..]).unwrap();
+        drop(stdin);
+        let status = child.wait().unwrap();
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+        got.push_str(&rest);
+        assert!(status.success(), "{status}");
+        let mut offline = vec!["iostat", cap.to_str().unwrap(), "--interval", "200ms"];
+        if json {
+            offline.push("--json");
+        }
+        let (code, whole, err) = crate::util::run(&offline);
+        assert_eq!(code, 0, "{err}");
+        if json {
+            let lines: Vec<serde_json::Value> = got.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+            let mut want: serde_json::Value = serde_json::from_str(&whole).unwrap();
+            assert_eq!(serde_json::Value::from(lines[..5].to_vec()), want["intervals"]);
+            want.as_object_mut().unwrap().remove("intervals");
+            assert_eq!(lines[5], want);
+            assert_eq!(lines.len(), 6);
+        } else {
+            assert_eq!(got, whole);
+        }
+    }
+}

@@ -27,10 +27,12 @@ pub struct Look<'a> {
     pub input: &'a Input,
     /// The chunks added since the last look (every chunk at the first).
     pub new: Range<usize>,
+    /// Whether the capture is finished now: nothing will come after these chunks.
+    pub finished: bool,
 }
 
 /// Call `step` with what each look at `input` brings, until the capture is finished (after a
-/// last call), `step` breaks, or Ctrl-C (`Ok`); or until its writer dies without
+/// last call, `finished`), `step` breaks, or Ctrl-C (`Ok`); or until its writer dies without
 /// finishing it (an error saying so, after a last call with what it left). `name` names the capture in
 /// messages.
 pub fn follow(
@@ -59,6 +61,7 @@ pub fn follow(
         let look = Look {
             input,
             new: done..input.reader.chunks().len(),
+            finished,
         };
         done = look.new.end;
         if step(look)?.is_break() || finished {

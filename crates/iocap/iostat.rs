@@ -1,14 +1,18 @@
 //! `iocap iostat`: per-disk, per-interval figures from the block events, in iostat's units
-//! (see `iocap_analysis::iostat` for how each one is defined).
+//! (see `iocap_analysis::iostat` for how each one is defined); with `-f`, each interval
+//! printed once it is over, from a capture being recorded.
 
 use std::io::Write;
+use std::time::{Duration, Instant};
 
+use iocap_analysis::iostat::MAX_INTERVALS;
 use iocap_analysis::units::parse_duration;
-use iocap_analysis::{scan, DeviceInterval, IoStat};
+use iocap_analysis::{scan, DeviceInterval, IoStat, Scan};
 use iocap_format::{BlockOp, Class, Col, ColSet};
 use serde_json::json;
 
-use crate::input;
+use crate::follow::{self, Look};
+use crate::input::{self, Input};
 use crate::text;
 use crate::UsageError;
 
@@ -21,18 +25,53 @@ pub struct Args {
     /// Length of each interval: `1s`, `500ms`, `10s`.
     #[arg(long, default_value = "1s", value_name = "DURATION")]
     interval: String,
-    /// Print JSON instead of text.
+    /// Print JSON instead of text (with -f, one object a line: each interval, then the whole).
     #[arg(long)]
     json: bool,
+    /// Follow a capture being recorded: print each interval once it is over, until the capture
+    /// is finished (or its recorder dies, or Ctrl-C).
+    #[arg(short = 'f', long)]
+    follow: bool,
 }
+
+/// How long after an interval's end, by the recording's clock, `-f` prints it: the recorder
+/// writes what it has at least every 500 ms, and a request still in flight then adds to the
+/// queue and busy time of the intervals it spans when it completes. A request in flight for
+/// longer than this is left out of the figures of intervals already printed (`iostat` on the
+/// finished capture counts it).
+pub const SETTLE: Duration = Duration::from_secs(2);
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let interval = parse_duration(&args.interval).map_err(|e| UsageError(format!("--interval: {e}")))?;
-    let input = input::open(&args.capture, &args.filter, true)?;
-    let r = &input.reader;
-    let (start, end) = scan::capture_span(r);
-    let empty = IoStat::new(start, end, interval).map_err(|e| UsageError(format!("--interval: {e}")))?;
-    let want: ColSet = [
+    let mut input = input::open(&args.capture, &args.filter, !args.follow)?;
+    let (start, end) = scan::capture_span(&input.reader);
+    // Checked now, whether followed or not: the same intervals must fit the whole capture.
+    IoStat::new(start, end, interval).map_err(|e| UsageError(format!("--interval: {e}")))?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    if args.follow {
+        let name = args.capture.name();
+        let mut live = Live::new(start, interval)?;
+        follow::follow(&mut input, &name, |look| {
+            live.step(look, args.json, &mut out)?;
+            out.flush()?;
+            Ok(std::ops::ControlFlow::Continue(()))
+        })?;
+    } else {
+        let st = whole(&input, start, interval)?;
+        if args.json {
+            write_json(&mut out, &input, &st, start, interval)?;
+        } else {
+            write_intervals(&mut out, &input, &st, 0, start)?;
+            write_whole(&mut out, &input, &st, start)?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// The columns iostat reads.
+fn columns() -> ColSet {
+    [
         Col::Class,
         Col::Ts,
         Col::Latency,
@@ -42,14 +81,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Col::Bytes,
     ]
     .into_iter()
-    .collect();
-    let (st, _) = scan::scan(
-        r,
-        &input.filter,
-        want,
-        input::threads(r),
+    .collect()
+}
+
+/// The matching block requests of `chunks` (every chunk: `None`), counted into statistics
+/// laid out as `empty` (each scan thread starts from a copy of it).
+fn accumulate(input: &Input, empty: &IoStat, chunks: Option<&[usize]>) -> anyhow::Result<IoStat> {
+    let r = &input.reader;
+    let mut s = Scan::new(r, Some(&input.filter))
+        .columns(columns())
+        .threads(input::threads(r));
+    if let Some(c) = chunks {
+        s = s.chunks(c);
+    }
+    let done = s.run(
         || empty.clone(),
-        |st: &mut IoStat, c, bits| {
+        |st: &mut IoStat, _, c, bits| {
             for i in bits.iter_ones() {
                 if c.class[i] == Class::Block as u8 {
                     st.add(
@@ -65,60 +112,105 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         },
         |a, b| a.merge(&b),
     )?;
-    let tables = r.tables();
-    let name = |dev: u32| iocap_filter::fields::device_name(dev, tables).into_owned();
-    let mut out = std::io::stdout().lock();
-    let totals = st.totals();
-    let intervals = st.interval_rows();
-    if args.json {
-        let row = |d: &DeviceInterval| {
-            json!({
-                "device": name(d.dev),
-                "reads": d.reads,
-                "writes": d.writes,
-                "read_bytes": d.read_bytes,
-                "write_bytes": d.write_bytes,
-                "r_per_s": d.r_per_s,
-                "w_per_s": d.w_per_s,
-                "rkb_per_s": d.rkb_per_s,
-                "wkb_per_s": d.wkb_per_s,
-                "r_await_ms": d.r_await_ms,
-                "w_await_ms": d.w_await_ms,
-                "aqu_sz": d.aqu_sz,
-                "util_pct": d.util_pct,
-            })
-        };
-        let v = json!({
-            "interval_ns": interval,
-            "start_ns": start,
-            "duration_ns": end - start,
-            "devices": totals.iter().map(row).collect::<Vec<_>>(),
-            "intervals": intervals.iter().map(|rows| json!({
-                "start_s": rows.first().map_or(0.0, |d| (d.start - start) as f64 / 1e9),
-                "duration_s": rows.first().map_or(0.0, |d| d.duration as f64 / 1e9),
-                "devices": rows.iter().map(row).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-        });
-        serde_json::to_writer_pretty(&mut out, &v)?;
-        writeln!(out)?;
+    Ok(done.ok_or_else(|| anyhow::anyhow!("the scan was cancelled"))?.0)
+}
+
+/// The statistics of the whole capture, from `start` (its span's end as it is now).
+fn whole(input: &Input, start: u64, interval: u64) -> anyhow::Result<IoStat> {
+    let end = scan::capture_span(&input.reader).1.max(start);
+    let empty = IoStat::new(start, end, interval).map_err(|e| UsageError(format!("--interval: {e}")))?;
+    accumulate(input, &empty, None)
+}
+
+/// A device's name, as the capture's tables give it.
+fn device_name(input: &Input, dev: u32) -> String {
+    iocap_filter::fields::device_name(dev, input.reader.tables()).into_owned()
+}
+
+fn row_json(input: &Input, d: &DeviceInterval) -> serde_json::Value {
+    json!({
+        "device": device_name(input, d.dev),
+        "reads": d.reads,
+        "writes": d.writes,
+        "read_bytes": d.read_bytes,
+        "write_bytes": d.write_bytes,
+        "r_per_s": d.r_per_s,
+        "w_per_s": d.w_per_s,
+        "rkb_per_s": d.rkb_per_s,
+        "wkb_per_s": d.wkb_per_s,
+        "r_await_ms": d.r_await_ms,
+        "w_await_ms": d.w_await_ms,
+        "aqu_sz": d.aqu_sz,
+        "util_pct": d.util_pct,
+    })
+}
+
+/// One interval's object, as in `intervals`.
+fn interval_json(input: &Input, rows: &[DeviceInterval], start: u64) -> serde_json::Value {
+    json!({
+        "start_s": rows.first().map_or(0.0, |d| (d.start - start) as f64 / 1e9),
+        "duration_s": rows.first().map_or(0.0, |d| d.duration as f64 / 1e9),
+        "devices": rows.iter().map(|d| row_json(input, d)).collect::<Vec<_>>(),
+    })
+}
+
+/// The whole capture's object: its span and every device's totals.
+fn whole_json(input: &Input, st: &IoStat, start: u64, interval: u64) -> serde_json::Value {
+    let end = scan::capture_span(&input.reader).1.max(start);
+    json!({
+        "interval_ns": interval,
+        "start_ns": start,
+        "duration_ns": end - start,
+        "devices": st.totals().iter().map(|d| row_json(input, d)).collect::<Vec<_>>(),
+    })
+}
+
+fn write_json(out: &mut impl Write, input: &Input, st: &IoStat, start: u64, interval: u64) -> anyhow::Result<()> {
+    let mut v = whole_json(input, st, start, interval);
+    v["intervals"] = st
+        .interval_rows()
+        .iter()
+        .map(|rows| interval_json(input, rows, start))
+        .collect();
+    serde_json::to_writer_pretty(&mut *out, &v)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// Every interval of `st` from `from` on, as text.
+fn write_intervals(out: &mut impl Write, input: &Input, st: &IoStat, from: u64, start: u64) -> anyhow::Result<()> {
+    if st.devices().is_empty() {
+        // Said once, with the whole capture's line.
         return Ok(());
     }
+    let devices = st.devices();
+    for i in from..st.intervals() {
+        write_interval(out, input, &st.interval_row(i, &devices), start)?;
+    }
+    Ok(())
+}
+
+/// One interval as text: its span, then a row per device.
+fn write_interval(out: &mut impl Write, input: &Input, rows: &[DeviceInterval], start: u64) -> anyhow::Result<()> {
+    if let Some(first) = rows.first() {
+        let t0 = (first.start - start) as f64 / 1e9;
+        writeln!(out, "{:.3}s .. {:.3}s", t0, t0 + first.duration as f64 / 1e9)?;
+    }
+    write_table(out, rows, &|dev| device_name(input, dev))?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// The whole capture's totals as text, or that no block request matched.
+fn write_whole(out: &mut impl Write, input: &Input, st: &IoStat, start: u64) -> anyhow::Result<()> {
+    let totals = st.totals();
     if totals.is_empty() {
         writeln!(out, "no block requests matched")?;
         return Ok(());
     }
-    let mut out = std::io::BufWriter::new(out);
-    for rows in &intervals {
-        if let Some(first) = rows.first() {
-            let t0 = (first.start - start) as f64 / 1e9;
-            writeln!(out, "{:.3}s .. {:.3}s", t0, t0 + first.duration as f64 / 1e9)?;
-        }
-        write_table(&mut out, rows, &name)?;
-        writeln!(out)?;
-    }
+    let end = scan::capture_span(&input.reader).1.max(start);
     writeln!(out, "whole capture ({:.3}s)", (end - start) as f64 / 1e9)?;
-    write_table(&mut out, &totals, &name)?;
-    out.flush()?;
+    write_table(out, &totals, &|dev| device_name(input, dev))?;
     Ok(())
 }
 
@@ -144,4 +236,87 @@ fn write_table(out: &mut impl Write, rows: &[DeviceInterval], name: &dyn Fn(u32)
         )?;
     }
     Ok(())
+}
+
+/// `iostat -f`: the intervals of a capture being recorded, each printed once the recording's
+/// clock is [`SETTLE`] past its end; what is left, and the whole capture, once it is finished.
+///
+/// The recording's clock is not this machine's (a stream may come from another host): it is
+/// the latest event time read, plus the time elapsed here since it was first read, which the
+/// recorder's clock is at least at (it had that event before this reader did). So an idle
+/// disk's intervals print on time too, with no event to say so.
+struct Live {
+    start: u64,
+    interval: u64,
+    /// Every request read so far, in intervals of `[start, as far as they go)`.
+    st: IoStat,
+    /// The same, with no request: what a scan of new chunks starts from.
+    blank: IoStat,
+    /// Intervals printed.
+    printed: u64,
+    /// The latest event time read and when it was first read here.
+    clock: (u64, Instant),
+}
+
+impl Live {
+    fn new(start: u64, interval: u64) -> anyhow::Result<Live> {
+        let far = start.saturating_add(interval.saturating_mul(MAX_INTERVALS));
+        let blank = IoStat::new(start, far, interval).map_err(|e| UsageError(format!("--interval: {e}")))?;
+        Ok(Live {
+            start,
+            interval,
+            st: blank.clone(),
+            blank,
+            printed: 0,
+            clock: (start, Instant::now()),
+        })
+    }
+
+    /// Take a look's new chunks in, and print what is over.
+    fn step(&mut self, look: Look<'_>, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
+        let input = look.input;
+        if look.finished {
+            // The end is known: the rest, counted as `iostat` counts a finished capture.
+            let interval = self.interval;
+            let st = whole(input, self.start, interval)?;
+            if json {
+                let devices = st.devices();
+                for i in self.printed..st.intervals() {
+                    let rows = st.interval_row(i, &devices);
+                    writeln!(out, "{}", interval_json(input, &rows, self.start))?;
+                }
+                writeln!(out, "{}", whole_json(input, &st, self.start, interval))?;
+            } else {
+                write_intervals(out, input, &st, self.printed, self.start)?;
+                write_whole(out, input, &st, self.start)?;
+            }
+            return Ok(());
+        }
+        let new: Vec<usize> = look.new.clone().collect();
+        if !new.is_empty() {
+            self.st.merge(&accumulate(input, &self.blank, Some(&new))?);
+            let latest = new.iter().map(|&i| input.reader.chunks()[i].summary.max_ts).max();
+            if let Some(t) = latest.filter(|&t| t > self.clock.0) {
+                self.clock = (t, Instant::now());
+            }
+        }
+        let now = self.clock.0.saturating_add(self.clock.1.elapsed().as_nanos() as u64);
+        let devices = self.st.devices();
+        while self
+            .st
+            .interval_end(self.printed)
+            .saturating_add(SETTLE.as_nanos() as u64)
+            <= now
+        {
+            let rows = self.st.interval_row(self.printed, &devices);
+            if json {
+                writeln!(out, "{}", interval_json(input, &rows, self.start))?;
+            } else {
+                // Devices with requests so far; none yet: the interval's line alone.
+                write_interval(out, input, &rows, self.start)?;
+            }
+            self.printed += 1;
+        }
+        Ok(())
+    }
 }

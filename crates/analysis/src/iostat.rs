@@ -262,19 +262,27 @@ impl IoStat {
     /// (idle ones as zero rows), in time then `dev_t` order.
     pub fn interval_rows(&self) -> Vec<Vec<DeviceInterval>> {
         let devices = self.devices();
-        (0..self.intervals())
-            .map(|i| {
-                let lo = self.start + i * self.interval;
-                let hi = lo.saturating_add(self.interval).min(self.end);
-                devices
-                    .iter()
-                    .map(|&dev| {
-                        let mut bin = self.bins.get(&(dev, i)).cloned().unwrap_or_default();
-                        IoStat::row(dev, lo, hi - lo, &mut bin)
-                    })
-                    .collect()
+        (0..self.intervals()).map(|i| self.interval_row(i, &devices)).collect()
+    }
+
+    /// Interval `i` (from 0; the last may be partial), a row for each of `devices` in their
+    /// order (idle ones as zero rows): what `iostat -f` prints of one interval once it is over.
+    pub fn interval_row(&self, i: u64, devices: &[u32]) -> Vec<DeviceInterval> {
+        let lo = self.start.saturating_add(i.saturating_mul(self.interval)).min(self.end);
+        let hi = lo.saturating_add(self.interval).min(self.end);
+        devices
+            .iter()
+            .map(|&dev| {
+                let mut bin = self.bins.get(&(dev, i)).cloned().unwrap_or_default();
+                IoStat::row(dev, lo, hi - lo, &mut bin)
             })
             .collect()
+    }
+
+    /// When interval `i` ends (the statistics' end for the last one), ns since boot.
+    pub fn interval_end(&self, i: u64) -> u64 {
+        let lo = self.start.saturating_add(i.saturating_mul(self.interval));
+        lo.saturating_add(self.interval).min(self.end)
     }
 
     /// Each device over the whole capture.
@@ -371,6 +379,16 @@ mod tests {
         x.merge(&y);
         assert_eq!(x.totals(), whole.totals());
         assert_eq!(yx.interval_rows(), whole.interval_rows());
+        // One interval at a time, as `iostat -f` prints them, from statistics whose end is not
+        // known yet (as far as they can go): the same rows, but for the last (partial) one.
+        let mut open = IoStat::new(0, MAX_INTERVALS * 100 * MS, 100 * MS).unwrap();
+        open.merge(&whole);
+        let rows = whole.interval_rows();
+        for (i, row) in rows.iter().enumerate().take(rows.len() - 1) {
+            assert_eq!(&open.interval_row(i as u64, &whole.devices()), row, "interval {i}");
+            assert_eq!(open.interval_end(i as u64), (i as u64 + 1) * 100 * MS);
+        }
+        assert_eq!(whole.interval_end(rows.len() as u64 - 1), 4 * S);
         assert!(IoStat::new(0, u64::MAX, 1).is_err());
         assert!(IoStat::new(0, 1, 0).is_err());
         // A request claiming to last forever is clipped to the capture.
