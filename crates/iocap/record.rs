@@ -9,6 +9,7 @@
 
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
+use std::os::fd::AsFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
@@ -26,7 +27,8 @@ use crate::{say, UsageError};
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The capture file to write (a new file, 0600; an existing file is replaced, a symlink,
-    /// device or FIFO refused).
+    /// device or FIFO refused); `-` writes it to standard output, to a pipe or ssh (`iocap
+    /// view -` reads it), not a terminal.
     #[arg(short = 'w', long = "write", value_name = "FILE")]
     file: PathBuf,
     /// Stop after this long: 10s, 500ms, 2m.
@@ -116,6 +118,28 @@ fn create_capture(path: &Path, meta: &Meta) -> anyhow::Result<Writer<BufWriter<F
     Ok(writer)
 }
 
+/// The capture written to standard output (`-w -`): a pipe, a socket (ssh), or a file the
+/// shell opened (`> trace.cap`), which is then locked for writing as a capture file of ours
+/// is, for readers to follow it while it grows. The writer only appends (it never seeks nor
+/// asks its output's size), and a stream ends as a file does, with its index and trailer.
+fn stream_capture(meta: &Meta) -> anyhow::Result<Writer<BufWriter<File>>> {
+    let out = std::io::stdout().as_fd().try_clone_to_owned().context(STDOUT)?;
+    let out = File::from(out);
+    if out.metadata().is_ok_and(|m| m.is_file()) {
+        let _ = iocap_format::lock_for_writing(&out);
+    }
+    Writer::new(
+        BufWriter::with_capacity(OUT_BUFFER, out),
+        meta,
+        WriterOptions::default(),
+    )
+    .and_then(|mut w| w.flush().map(|()| w))
+    .context("writing to standard output")
+}
+
+/// Standard output, as messages name it.
+const STDOUT: &str = "standard output";
+
 /// A new file for a capture, as [`output::create`] makes it, locked for writing before it has a
 /// name: readers see it live until the recorder closes it, whether it finishes the file or dies
 /// ([`iocap_format::lock_for_writing`]). The lock is a courtesy to readers: a filesystem
@@ -129,7 +153,18 @@ fn create_locked(path: &Path) -> anyhow::Result<(File, output::NewFile)> {
 /// Start CMD held before it runs, so that its pid is in the kernel's filter before it runs a
 /// single instruction of the command: a shell waits for the release pipe to close, then execs
 /// `sh -c CMD` (same pid). The wait cannot be in `pre_exec`: `spawn` waits for the exec.
-fn spawn_held(cmd: &str) -> anyhow::Result<(Child, File)> {
+/// `not_stdout`: standard output is the capture's stream, so the command's goes to standard
+/// error.
+fn spawn_held(cmd: &str, not_stdout: bool) -> anyhow::Result<(Child, File)> {
+    let out = match not_stdout {
+        true => Some(
+            std::io::stderr()
+                .as_fd()
+                .try_clone_to_owned()
+                .context("standard error")?,
+        ),
+        false => None,
+    };
     let mut fds = [0; 2];
     // SAFETY: fds is a valid array of two ints for pipe2 to fill.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -149,6 +184,9 @@ fn spawn_held(cmd: &str) -> anyhow::Result<(Child, File)> {
             Ok(())
         });
     }
+    if let Some(err) = out {
+        c.stdout(err);
+    }
     let child = c.spawn().with_context(|| format!("cannot run `{cmd}`"));
     // SAFETY: rd is ours and the child has its own copy (fd 3).
     unsafe { libc::close(rd) };
@@ -166,6 +204,23 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if !args.ring_mib.is_power_of_two() || args.ring_mib > 2048 {
         return Err(UsageError("--ring-mib must be a power of two up to 2048".into()).into());
     }
+    let to_stdout = args.file == Path::new("-");
+    if to_stdout && args.file_size.is_some() {
+        return Err(UsageError("-w - writes one stream: rotation (-C, -W) needs files of its own".into()).into());
+    }
+    if to_stdout && std::io::stdout().is_terminal() {
+        return Err(UsageError(
+            "-w - writes the capture to standard output, which is a terminal here: pipe it \
+             (| iocap view -, through ssh) or redirect it (> trace.cap)"
+                .into(),
+        )
+        .into());
+    }
+    let target = if to_stdout {
+        STDOUT.to_string()
+    } else {
+        args.file.display().to_string()
+    };
     let request = Request {
         pids: args.pids.clone(),
         command: args.command.is_some(),
@@ -177,16 +232,29 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let cfg = iocap_record::plan(&request, &filter).map_err(|e| UsageError(e.to_string()))?;
     iocap_record::check_privileges()?;
     // Refused now rather than after the probes are attached.
-    output::check_capture_target(&args.file)?;
+    if !to_stdout {
+        output::check_capture_target(&args.file)?;
+    }
     let recorder = Recorder::start(&cfg)?;
     let meta = iocap_record::meta(
         std::env::args().collect(),
         env!("CARGO_PKG_VERSION"),
         (!filter.is_all()).then(|| filter.to_string()),
     );
-    let writer = create_capture(&args.file, &meta)?;
+    let recording = format!(
+        "recording to {target} (syscalls: {}, block: {}); Ctrl-C stops",
+        if cfg.syscalls { "on" } else { "off" },
+        if cfg.block { "on" } else { "off" }
+    );
+    let writer = if to_stdout {
+        // Said before the stream starts: its reader (a viewer) may share this terminal.
+        say(format_args!("{recording}"));
+        stream_capture(&meta)?
+    } else {
+        create_capture(&args.file, &meta)?
+    };
     // The files of this recording that still exist, to count what is readable after an error.
-    let files = Arc::new(Mutex::new(vec![args.file.clone()]));
+    let files = Arc::new(Mutex::new(if to_stdout { vec![] } else { vec![args.file.clone()] }));
     let rotate = args.file_size.map(|max_bytes| {
         let (base, keep, files) = (args.file.clone(), args.file_count, Arc::clone(&files));
         Rotate {
@@ -225,18 +293,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // The command is held until the writer has read /proc and takes events as they come.
     let (mut child, mut release) = match &args.command {
         Some(cmd) => {
-            let (child, release) = spawn_held(cmd)?;
+            let (child, release) = spawn_held(cmd, to_stdout)?;
             recorder.add_pid(child.id())?;
             (Some(child), Some(release))
         }
         None => (None, None),
     };
-    say(format_args!(
-        "recording to {} (syscalls: {}, block: {}); Ctrl-C stops",
-        args.file.display(),
-        if cfg.syscalls { "on" } else { "off" },
-        if cfg.block { "on" } else { "off" }
-    ));
+    if !to_stdout {
+        say(format_args!("{recording}"));
+    }
     let started = Instant::now();
     let duration = args.duration;
     let child_done = std::cell::Cell::new(false);
@@ -247,7 +312,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         // Set by the progress callback, which polls the child ~4 times a second.
         child_done.get()
     };
-    let tty = std::io::stderr().is_terminal();
+    // Not over a stream's reader, which may be drawing on the same terminal (`| iocap view -`).
+    let tty = std::io::stderr().is_terminal() && !to_stdout;
     let mut last = (Instant::now(), 0u64);
     let mut progress = |p: &Progress| {
         if p.ready {
@@ -305,6 +371,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             };
             bail!("{e}; {readable} events are kept and readable in {names}");
         }
+        Err(iocap_record::Error::Write(iocap_format::Error::Io(e)))
+            if to_stdout && e.kind() == std::io::ErrorKind::BrokenPipe =>
+        {
+            // `| iocap view -` quit, `| head -c`: the way a stream's recording is stopped.
+            say(format_args!(
+                "iocap: {STDOUT} was closed (its reader went away): recording stopped"
+            ));
+            return Ok(());
+        }
         Err(e) => return Err(e.into()),
     };
     let files = match s.files {
@@ -312,11 +387,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         n => format!(" and {} more files", n - 1),
     };
     say(format_args!(
-        "iocap: wrote {} events ({} dropped) in {} bytes to {}{files}",
-        s.events,
-        s.drops,
-        s.bytes,
-        args.file.display()
+        "iocap: wrote {} events ({} dropped) in {} bytes to {target}{files}",
+        s.events, s.drops, s.bytes,
     ));
     Ok(())
 }
