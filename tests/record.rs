@@ -225,6 +225,7 @@ fn a_live_recording_is_not_damaged_and_sigkill_leaves_a_recoverable_file() {
     std::thread::sleep(Duration::from_millis(2500));
     let mut r = Reader::open(&cap).expect("a live recording opens");
     assert_eq!(r.liveness(), Liveness::Live);
+    assert_eq!(r.meta().next_file, None, "no rotation, no next file");
     assert_eq!(r.recovery(), None, "a live file is not damaged");
     assert!(!r.is_clean());
     let v = info_json(&cap);
@@ -578,6 +579,12 @@ fn rotation_files_are_self_contained_and_add_up() {
     for (n, path) in &files {
         let r = Reader::open(path).unwrap();
         assert!(r.is_clean(), "file {n} is finished");
+        // Each names the next, for a reader following the recording.
+        assert_eq!(r.meta().next_file, Some(format!("rot.cap{}", n + 1)), "file {n}");
+        assert_eq!(
+            r.meta().next_path(path),
+            Some(PathBuf::from(format!("{}{}", cap.display(), n + 1)))
+        );
         let t = r.tables();
         drops += r.drops();
         let evs = events(&r);

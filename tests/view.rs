@@ -85,6 +85,11 @@ fn tmux_missing() -> Option<&'static str> {
 
 /// The viewer on `cap` in a 100×30 tmux window of its own server, named after the test.
 fn start(test: &str, cap: &Path, state: &Path, filter: &str) -> Tmux {
+    start_sized(test, cap, state, filter, (100, 30))
+}
+
+/// [`start`] in a window of `(columns, rows)`.
+fn start_sized(test: &str, cap: &Path, state: &Path, filter: &str, (w, h): (u16, u16)) -> Tmux {
     let tmux = Tmux {
         socket: format!("iocap-test-{}-{test}", std::process::id()),
     };
@@ -94,7 +99,8 @@ fn start(test: &str, cap: &Path, state: &Path, filter: &str) -> Tmux {
         env!("CARGO_BIN_EXE_iocap"),
         cap.display()
     );
-    let out = tmux.cmd(&["new-session", "-d", "-s", "view", "-x", "100", "-y", "30", &cmd]);
+    let (w, h) = (w.to_string(), h.to_string());
+    let out = tmux.cmd(&["new-session", "-d", "-s", "view", "-x", &w, "-y", &h, &cmd]);
     assert!(out.status.success(), "tmux: {}", String::from_utf8_lossy(&out.stderr));
     // Keep the pane after the viewer exits, to check how it left the terminal.
     tmux.cmd(&["set-option", "-t", "view", "remain-on-exit", "on"]);
@@ -169,7 +175,16 @@ fn view_filters_drills_down_and_restores_the_terminal() {
     t.wait_for("the help", |s| {
         s.contains("Keys") && s.contains("undo the last filter change")
     });
-    t.keys(&["Escape", "q"]);
+    t.keys(&["Escape"]);
+    quit_cleanly(&t);
+    // The applied filters were kept for the next run.
+    let history = std::fs::read_to_string(state.join("iocap/history")).unwrap();
+    assert!(history.lines().any(|l| l == "proc.name=postgres"), "{history}");
+}
+
+/// `q`: the viewer exits with status 0 and leaves the alternate screen (its frame is gone).
+fn quit_cleanly(t: &Tmux) {
+    t.keys(&["q"]);
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let out = t.cmd(&[
@@ -197,9 +212,6 @@ fn view_filters_drills_down_and_restores_the_terminal() {
     }
     // Out of the alternate screen: the viewer's frame is gone.
     assert!(!t.screen().contains("Spectrogram"), "{}", t.screen());
-    // The applied filters were kept for the next run.
-    let history = std::fs::read_to_string(state.join("iocap/history")).unwrap();
-    assert!(history.lines().any(|l| l == "proc.name=postgres"), "{history}");
 }
 
 /// The line of `screen` that starts with `prefix`, and its row.
@@ -382,4 +394,147 @@ fn view_rejects_a_bad_filter_before_taking_the_terminal() {
     let (code, _, err) = crate::util::run(&["view", cap.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("needs a terminal"), "{err}");
+}
+
+/// A program named `liveprobe` that reads /dev/zero 200 times a second until killed.
+#[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
+const PROBE: &str = r#"
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+int main(void) {
+    int fd = open("/dev/zero", O_RDONLY);
+    char b[64];
+    struct timespec pause = {0, 5000000};
+    for (;;) {
+        read(fd, b, sizeof b);
+        nanosleep(&pause, 0);
+    }
+}
+"#;
+
+/// The status line's count of matching events and of all events: `(12, 3,456)` of
+/// `│ 12/3,456 │`; `None` until the first scan has answered.
+#[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
+fn counts(screen: &str) -> Option<(u64, u64)> {
+    let status = screen.lines().rev().find(|l| l.contains("│ drops"))?;
+    let field = status.split('│').map(str::trim).find(|f| {
+        f.contains('/')
+            && f.chars()
+                .all(|c| c.is_ascii_digit() || c == ',' || c == '/' || c == '…')
+    })?;
+    let (a, b) = field.split_once('/')?;
+    let n = |s: &str| s.replace(',', "").parse().ok();
+    Some((n(a)?, n(b)?))
+}
+
+/// The viewer on a file a recorder is still writing: it says LIVE, the events of a workload
+/// started afterwards appear within 2 s and keep coming; when the recorder is SIGKILLed it says
+/// so and shows what was flushed (what `iocap report` reads from the file); `q` leaves the
+/// terminal as it was.
+#[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
+#[test]
+fn view_follows_a_recording_as_it_is_written() {
+    let Some(_running) = crate::record::recording() else {
+        return;
+    };
+    if let Some(why) = tmux_missing() {
+        eprintln!("{why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let probe = crate::record::build_c(dir.path(), "liveprobe", PROBE);
+    let cap = dir.path().join("live.cap");
+    let mut recorder = crate::util::iocap()
+        .args(["record", "-w"])
+        .arg(&cap)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The file gets its name once its header is on disk.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cap.exists() {
+        assert!(Instant::now() < deadline, "the recorder made no file");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let state = dir.path().join("state");
+    let t = start_sized("live", &cap, &state, "proc.name=liveprobe", (160, 30));
+    let s = t.wait_for("the viewer on the live file", |s| {
+        s.contains("● LIVE") && counts(s).is_some_and(|(n, _)| n == 0)
+    });
+    assert!(!s.contains("recovered"), "a file being written is not damaged: {s}");
+    let mut workload = Command::new(&probe).spawn().unwrap();
+    let started = Instant::now();
+    let s = t.wait_for("the workload's events", |s| counts(s).is_some_and(|(n, _)| n > 0));
+    let took = started.elapsed();
+    eprintln!("live view: the workload's first events on screen after {took:?}");
+    assert!(took < Duration::from_secs(2), "its events took {took:?} to appear: {s}");
+    let (first, total) = counts(&s).unwrap();
+    let s = t.wait_for("more of them", |s| {
+        counts(s).is_some_and(|(n, all)| n > first && all > total)
+    });
+    assert!(s.contains("● LIVE"), "{s}");
+    // The recorder killed: what it flushed stays on screen, and the status line says why no more comes.
+    recorder.kill().unwrap();
+    recorder.wait().unwrap();
+    let _ = workload.kill();
+    let _ = workload.wait();
+    let s = t.wait_for("the recorder gone", |s| {
+        !s.contains("● LIVE") && s.contains("unfinished file, recovered")
+    });
+    let (shown, _) = counts(&s).expect("the count stays");
+    assert_eq!(shown, report_matched(&cap, "proc.name=liveprobe"), "{s}");
+    quit_cleanly(&t);
+}
+
+/// With `-C`, the viewer moves on to the next file of the rotation once the recorder has
+/// finished one, and follows it live.
+#[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
+#[test]
+fn view_moves_on_to_the_next_file_of_a_rotation() {
+    let Some(_running) = crate::record::recording() else {
+        return;
+    };
+    if let Some(why) = tmux_missing() {
+        eprintln!("{why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("rot.cap");
+    let mut recorder = crate::util::iocap()
+        .args(["record", "--no-block", "-C", "2MB", "-w"])
+        .arg(&cap)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cap.exists() {
+        assert!(Instant::now() < deadline, "the recorder made no file");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let state = dir.path().join("state");
+    let t = start_sized("rotation", &cap, &state, "", (160, 30));
+    t.wait_for("the viewer on the first file", |s| s.contains("rot.cap ● LIVE"));
+    let mut workload = Command::new("sh")
+        .args([
+            "-c",
+            "while :; do dd if=/dev/zero of=/dev/null bs=1 count=20000 status=none; done",
+        ])
+        .spawn()
+        .unwrap();
+    // The status line names the file shown: a later one of the rotation, followed live.
+    let later = |s: &str| {
+        s.lines().rev().find(|l| l.contains("│ drops")).is_some_and(|l| {
+            l.split("rot.cap")
+                .nth(1)
+                .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()) && rest.contains("● LIVE"))
+        })
+    };
+    let s = t.wait_for("a later file of the rotation", later);
+    assert!(!s.contains("recovered"), "{s}");
+    let _ = workload.kill();
+    let _ = workload.wait();
+    recorder.kill().unwrap();
+    recorder.wait().unwrap();
+    quit_cleanly(&t);
 }

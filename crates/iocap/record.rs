@@ -236,11 +236,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         output::check_capture_target(&args.file)?;
     }
     let recorder = Recorder::start(&cfg)?;
-    let meta = iocap_record::meta(
+    let mut meta = iocap_record::meta(
         std::env::args().collect(),
         env!("CARGO_PKG_VERSION"),
         (!filter.is_all()).then(|| filter.to_string()),
     );
+    // Each file of a rotation names the next, for readers following the recording.
+    meta.next_file = args.file_size.and_then(|_| rotation::next_name(&args.file, 0));
     let recording = format!(
         "recording to {target} (syscalls: {}, block: {}); Ctrl-C stops",
         if cfg.syscalls { "on" } else { "off" },
@@ -259,6 +261,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let (base, keep, files) = (args.file.clone(), args.file_count, Arc::clone(&files));
         Rotate {
             max_bytes,
+            base: args.file.clone(),
             open: Box::new(move |n: u32| {
                 if let Some(old) = rotation::expired(&base, n, keep) {
                     files.lock().unwrap_or_else(|e| e.into_inner()).retain(|p| *p != old);

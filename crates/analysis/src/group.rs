@@ -162,6 +162,11 @@ impl<K: Hash + Eq + Ord + Clone> GroupBy<K> {
         self.groups.iter()
     }
 
+    /// Every group, taken, in no particular order.
+    pub fn into_groups(self) -> impl Iterator<Item = (K, Group)> {
+        self.groups.into_iter()
+    }
+
     /// The `n` groups with the most events, most first; ties by key, so the order is
     /// deterministic.
     pub fn top(&self, n: usize) -> Vec<(&K, &Group)> {

@@ -287,6 +287,14 @@ impl IoStat {
 
     /// Each device over the whole capture.
     pub fn totals(&self) -> Vec<DeviceInterval> {
+        self.totals_until(self.end)
+    }
+
+    /// Each device over `[start, end)`, `end` at most the statistics' own: the rates of a
+    /// range that is still being filled (the view of a capture being recorded, whose
+    /// statistics cover the whole view), over the part that holds events so far.
+    pub fn totals_until(&self, end: u64) -> Vec<DeviceInterval> {
+        let end = end.clamp(self.start, self.end);
         self.devices()
             .into_iter()
             .map(|dev| {
@@ -300,8 +308,8 @@ impl IoStat {
                     b.merged = 0;
                     total.merge(&b);
                 }
-                let mut row = IoStat::row(dev, self.start, self.end - self.start, &mut total);
-                let d = self.end - self.start;
+                let mut row = IoStat::row(dev, self.start, end - self.start, &mut total);
+                let d = end - self.start;
                 row.util_pct = if d > 0 {
                     (100.0 * busy as f64 / d as f64).min(100.0)
                 } else {
@@ -391,6 +399,12 @@ mod tests {
         assert_eq!(whole.interval_end(rows.len() as u64 - 1), 4 * S);
         assert!(IoStat::new(0, u64::MAX, 1).is_err());
         assert!(IoStat::new(0, 1, 0).is_err());
+        // Over the first half only: the same requests, over half the time.
+        let half = &whole.totals_until(2 * S)[0];
+        let all = &whole.totals()[0];
+        assert_eq!((half.reads, half.writes), (all.reads, all.writes));
+        assert!((half.r_per_s - 2.0 * all.r_per_s).abs() < 1e-9);
+        assert_eq!(whole.totals_until(u64::MAX), whole.totals());
         // A request claiming to last forever is clipped to the capture.
         let mut st = IoStat::new(0, S, S).unwrap();
         st.add(1, BlockOp::Read, 1, 10, u64::MAX, u64::MAX);

@@ -104,6 +104,33 @@ impl Slowest {
     }
 }
 
+/// The `k` slowest of two lists each sorted slowest first (as [`Slowest::into_sorted`] gives
+/// them), sorted the same way: the slowest of a view, kept from one scan and of chunks
+/// scanned since (a capture that grew), without sorting again.
+pub fn merge_sorted(a: &[Slow], b: &[Slow], k: usize) -> Vec<Slow> {
+    let mut out = Vec::with_capacity(k.min(a.len() + b.len()));
+    let (mut i, mut j) = (0, 0);
+    while out.len() < k {
+        let next = match (a.get(i), b.get(j)) {
+            (Some(x), Some(y)) if Slow::order(x, y).is_le() => {
+                i += 1;
+                *x
+            }
+            (_, Some(y)) => {
+                j += 1;
+                *y
+            }
+            (Some(x), None) => {
+                i += 1;
+                *x
+            }
+            (None, None) => break,
+        };
+        out.push(next);
+    }
+    out
+}
+
 /// A latency that at least `k` events of `chunks` lying wholly within `[start, end)` reach,
 /// from their summaries alone (0 when they cannot tell): the slowest are then found among
 /// those events only, instead of every event being a candidate until a thread has seen `k`.
@@ -157,6 +184,13 @@ mod tests {
         }
         a.merge(b);
         assert_eq!(a.into_sorted(), want);
+        // Two scans' sorted lists, merged: the same as one scan of both.
+        let (mut first, mut later) = (Slowest::new(37, 0), Slowest::new(37, 0));
+        for (i, &s) in events.iter().enumerate() {
+            if i < 6_000 { &mut first } else { &mut later }.push(s);
+        }
+        assert_eq!(merge_sorted(&first.into_sorted(), &later.into_sorted(), 37), want);
+        assert_eq!(merge_sorted(&want, &[], 10), want[..10]);
         assert!(!Slowest::new(0, 0).keeps());
     }
 }

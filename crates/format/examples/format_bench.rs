@@ -175,6 +175,7 @@ fn meta() -> Meta {
             dev: VDA,
             name: "vda".into(),
         }],
+        next_file: None,
     }
 }
 

@@ -459,6 +459,21 @@ pub struct Meta {
     pub cpus: u32,
     /// Block devices known when recording started; more may follow in device table frames.
     pub devices: Vec<Device>,
+    /// With rotation (`record -C`): the name of the file the recording goes on in once this
+    /// one is full, in the same directory (`trace.cap1` after `trace.cap`). A reader following
+    /// the recording moves on to it when this file is finished; `None` without rotation.
+    pub next_file: Option<String>,
+}
+
+impl Meta {
+    /// Where the recording goes on after the file at `path` ([`Meta::next_file`] in its
+    /// directory), when that is a plain file name: a header naming another directory is not
+    /// followed.
+    pub fn next_path(&self, path: &std::path::Path) -> Option<std::path::PathBuf> {
+        let name = self.next_file.as_deref()?;
+        let plain = !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\']);
+        plain.then(|| path.with_file_name(name))
+    }
 }
 
 /// Cumulative per-CPU counts of events the kernel could not hand over (ring buffer full).
@@ -474,5 +489,26 @@ impl DropStats {
     /// Drops on every CPU together, since recording started.
     pub fn total(&self) -> u64 {
         self.per_cpu.iter().sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_next_file_is_a_plain_name_beside_this_one() {
+        let at = |next: &str| {
+            let m = Meta {
+                next_file: Some(next.into()),
+                ..Meta::default()
+            };
+            m.next_path(std::path::Path::new("/data/trace.cap"))
+        };
+        assert_eq!(at("trace.cap1"), Some("/data/trace.cap1".into()));
+        for bad in ["", ".", "..", "../etc/passwd", "/etc/passwd", "a/b", "a\\b"] {
+            assert_eq!(at(bad), None, "{bad}");
+        }
+        assert_eq!(Meta::default().next_path(std::path::Path::new("x")), None);
     }
 }

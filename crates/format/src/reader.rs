@@ -379,6 +379,12 @@ impl<S: Source> Reader<S> {
         self.refresh()
     }
 
+    /// Whether `other` reads the same source: a clone of this reader (a snapshot of the same
+    /// capture, perhaps refreshed since), whose chunk indices mean the same chunks.
+    pub fn same_source(&self, other: &Reader<S>) -> bool {
+        Arc::ptr_eq(&self.src, &other.src)
+    }
+
     /// How far the file is from finished: [`Liveness::Live`] while a recorder writes it, as
     /// of the open or the last [`Reader::refresh`].
     pub fn liveness(&self) -> Liveness {
@@ -805,6 +811,9 @@ fn escape_meta(mut m: Meta) -> Meta {
     esc(&mut m.arch);
     m.command_line.iter_mut().for_each(esc);
     if let Some(f) = m.filter.as_mut() {
+        esc(f);
+    }
+    if let Some(f) = m.next_file.as_mut() {
         esc(f);
     }
     m.devices.iter_mut().for_each(|d| esc(&mut d.name));

@@ -103,6 +103,9 @@ pub struct Output<W> {
 pub struct Rotate<W> {
     /// Checked after each record: a file ends at the first chunk (or flush, at least every 500 ms) past this size.
     pub max_bytes: u64,
+    /// The first file's path: the others are named after it ([`crate::rotation`]), and each
+    /// file's header names the next ([`iocap_format::Meta::next_file`]).
+    pub base: std::path::PathBuf,
     /// Opens file number `n` (1, 2, ...; the first file, number 0, is the writer given to
     /// `run`); also the place to remove the oldest file of a ring.
     pub open: Box<dyn FnMut(u32) -> std::io::Result<W> + Send>,

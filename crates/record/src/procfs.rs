@@ -358,6 +358,8 @@ pub fn meta(command_line: Vec<String>, iocap_version: &str, filter: Option<Strin
             .map(|n| n.get() as u32)
             .unwrap_or(1),
         devices: devices(),
+        // Set by the caller when the recording rotates.
+        next_file: None,
     }
 }
 

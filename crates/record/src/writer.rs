@@ -184,6 +184,7 @@ fn next_file<W: Write>(t: &mut Tracker<W>, out: &mut Output<W>, files: &mut u32)
     let mut meta = out.meta.clone();
     meta.start_ts = procfs::boot_ns();
     meta.devices = t.devices();
+    meta.next_file = crate::rotation::next_name(&rot.base, *files);
     // The header on disk at once: the new file opens even if the recorder is killed now.
     let next = Writer::new(w, &meta, out.options.clone())
         .and_then(|mut w| w.flush().map(|()| w))

@@ -121,7 +121,7 @@ fn main() {
     let run = |q: &query::Query, cache: Option<&ColumnCache>| {
         cancel.0.store(q.gen, Ordering::Relaxed);
         let t = Instant::now();
-        let a = query::run(&reader, cache, q, &cancel).unwrap().unwrap();
+        let a = query::run(q, cache, &cancel).unwrap().unwrap();
         (t.elapsed(), a)
     };
     let rate = |d: std::time::Duration| n as f64 / d.as_secs_f64() / 1e6;
@@ -177,7 +177,7 @@ fn main() {
         let cache = ColumnCache::new(query::CACHE_BUDGET);
         let (cold, a) = run(&q, Some(&cache));
         let t = Instant::now();
-        query::warm(&reader, &cache, &q, &cancel).unwrap();
+        query::warm(&q, &cache, &cancel).unwrap();
         let fill = t.elapsed();
         let mut warms: Vec<_> = (0..reps).map(|_| run(&q, Some(&cache)).0).collect();
         warms.sort();
@@ -204,11 +204,11 @@ fn main() {
         cancel.0.store(q.gen, Ordering::Relaxed);
         let count = |cache: &ColumnCache| {
             let t = Instant::now();
-            let n = query::count_all(&reader, Some(cache), &q, &cancel).unwrap();
+            let n = query::count_all(&q, Some(cache), &cancel).unwrap();
             (t.elapsed(), n)
         };
         let (cold, matched) = count(&cache);
-        query::warm(&reader, &cache, &q, &cancel).unwrap();
+        query::warm(&q, &cache, &cancel).unwrap();
         let (warm, _) = count(&cache);
         println!(
             "whole count proc.name=postgres  cold {:>8.1?} {:>4.0} M/s  warm {:>8.1?} {:>4.0} M/s  matched {matched}",
@@ -244,7 +244,7 @@ fn main() {
         let fx = app.update(action);
         let ui = t.elapsed();
         let t = Instant::now();
-        let rows = loader.load(&reader, &fx.rows.unwrap());
+        let rows = loader.load(&fx.rows.unwrap());
         let load = t.elapsed();
         let _ = app.update(Action::Reply(iocap_tui::worker::Reply::Rows(rows)));
         (ui, load)

@@ -12,6 +12,16 @@
 //! its [`Effects`], which the event loop hands to the worker; the answer comes back later as
 //! [`Action::Reply`]. The event list's rows on screen are asked for the same way
 //! ([`crate::worker::rows`]): `update` reads no capture data at all.
+//!
+//! A capture being recorded arrives again and again, grown ([`Reply::Grown`], from
+//! [`crate::worker::follow`]): the app takes the snapshot, compiles its filter again when the
+//! tables grew, lets the view move on ([`View::grown`]), and asks the same question of the grown
+//! capture ([`Query::extends`]), which the worker answers by scanning the new chunks only. While
+//! it follows (from the start, and after End), the view and the list stay on the newest rows;
+//! moving back in time stops that, End resumes it. With rotation, the recording goes on in
+//! the next file ([`Reply::NextFile`]): the app shows that one from then on.
+
+use std::sync::Arc;
 
 use iocap_analysis::units;
 use iocap_analysis::{LatencyHist, Measure};
@@ -19,7 +29,7 @@ use iocap_analysis::{LatencyHist, Measure};
 use iocap_filter::FilterError;
 use ratatui::layout::Rect;
 
-use crate::action::{Action, Mouse};
+use crate::action::{Action, Mouse, Move};
 use crate::capture::Capture;
 #[cfg(feature = "testing")]
 use crate::history::History;
@@ -34,7 +44,7 @@ use crate::theme::{Palette, Theme};
 use crate::worker::links::LinksQuery;
 use crate::worker::query::{Answer, GroupRow, Query};
 use crate::worker::rows::RowsQuery;
-use crate::worker::Reply;
+use crate::worker::{Grown, NextFile, Reply};
 
 /// What an update asks of the workers: a query for the view (the exact picture, histogram,
 /// breakdown and list of a changed view, filter, field or order), rows of the list to decode
@@ -62,6 +72,8 @@ struct Whole {
     since: u64,
     /// The count, once known.
     matched: Option<u64>,
+    /// The count is of the capture before it last grew: shown until counted again.
+    stale: bool,
 }
 
 impl Whole {
@@ -71,6 +83,7 @@ impl Whole {
             filter: filter.to_owned(),
             since,
             matched: filter.is_empty().then_some(cap.total),
+            stale: false,
         }
     }
 }
@@ -112,6 +125,14 @@ pub struct App {
     pub note: Option<String>,
     /// The user asked to quit: the event loop ends after this update.
     pub quit: bool,
+    /// While the capture is being recorded: the view and the list stay on its newest rows.
+    pub following: bool,
+    /// The capture grew while a question was out: the question is asked again of it once
+    /// answered.
+    grown_meanwhile: bool,
+    /// The question out is the one answered before, of the capture grown: the list's rows
+    /// in time order stay where they were.
+    extending: bool,
 }
 
 impl App {
@@ -153,8 +174,16 @@ impl App {
             iostat: false,
             note: None,
             quit: false,
+            following: cap.is_live(),
+            grown_meanwhile: false,
+            extending: false,
             cap,
         };
+        if app.following {
+            // A capture being recorded opens on its newest rows (the whole capture, with room
+            // to grow), the cursor on the newest.
+            let _ = app.view.follow_newest(&app.cap, &app.layout);
+        }
         let mut fx = Effects::default();
         app.ask(&mut fx);
         (app, fx)
@@ -182,9 +211,15 @@ impl App {
         self.view.shows_all(&self.cap, &self.layout)
     }
 
-    /// Events matching the applied filter in the whole capture, once known.
+    /// Events matching the applied filter in the whole capture, once known (while the
+    /// capture is recorded, perhaps before it last grew).
     pub fn matched_all(&self) -> Option<u64> {
         self.whole.matched
+    }
+
+    /// Whether the view and the list follow the newest rows of a capture being recorded.
+    pub fn follows(&self) -> bool {
+        self.following && self.cap.is_live()
     }
 
     /// Events the recorder lost during the view.
@@ -214,8 +249,23 @@ impl App {
                 self.view.measure = self.view.measure.next();
                 self.ask(fx);
             }
-            Action::Move(_) => match self.focus {
-                Pane::Spectrogram => self.view_update(&action, fx),
+            Action::Move(Move::End) if self.cap.is_live() && self.focus != Pane::Breakdown => {
+                // The newest rows, followed from now on, in the view and the list.
+                self.following = true;
+                if self.view.follow_newest(&self.cap, &self.layout) == Moved::Yes {
+                    self.ask(fx);
+                } else if let Some(a) = &self.answer {
+                    self.list.follow_end(a, &self.layout);
+                    self.load_rows(fx);
+                }
+            }
+            Action::Move(m) => match self.focus {
+                Pane::Spectrogram => {
+                    if back_in_time(m, self.view.orientation) {
+                        self.following = false;
+                    }
+                    self.view_update(&action, fx);
+                }
                 Pane::Breakdown => {
                     let groups = self.answer.as_ref().map_or(&[][..], |a| &a.groups);
                     // A move only selects: the field stays.
@@ -223,7 +273,12 @@ impl App {
                 }
                 // The list is hidden under iostat's figures: nothing to move.
                 Pane::Events if self.iostat => {}
-                Pane::Events => self.list_update(&action, fx),
+                Pane::Events => {
+                    if matches!(m, Move::Up | Move::PageUp | Move::Home) {
+                        self.following = false;
+                    }
+                    self.list_update(&action, fx);
+                }
             },
             Action::ZoomIn | Action::ZoomOut | Action::Mark => self.view_update(&action, fx),
             Action::ToggleOrientation => {
@@ -270,7 +325,7 @@ impl App {
                 }
             }
             Action::Sort => self.list_update(&action, fx),
-            Action::Jump => match self.list.jump(self.answer.as_ref(), self.filter.compiled()) {
+            Action::Jump => match self.list.jump(self.answer.as_ref(), &self.cap.reader, self.filter.compiled()) {
                 Ok(q) => fx.links = Some(q),
                 Err(why) => self.note = Some(why),
             },
@@ -397,7 +452,12 @@ impl App {
     fn mouse(&mut self, m: Mouse, fx: &mut Effects) {
         let (x, y) = match m {
             Mouse::Down { x, y } | Mouse::Drag { x, y } | Mouse::Up { x, y } => (x, y),
-            Mouse::ScrollUp { .. } | Mouse::ScrollDown { .. } => return self.view_update(&Action::Mouse(m), fx),
+            Mouse::ScrollUp { .. } | Mouse::ScrollDown { .. } => {
+                if matches!(m, Mouse::ScrollUp { .. }) {
+                    self.following = false;
+                }
+                return self.view_update(&Action::Mouse(m), fx);
+            }
         };
         if self.help || self.list.detail {
             return;
@@ -429,6 +489,7 @@ impl App {
                 self.busy = false;
                 if self.shows_all() {
                     self.whole.matched = Some(a.matched);
+                    self.whole.stale = false;
                 }
                 self.view.grid = Grid::exact(a.spectro.clone());
                 self.breakdown.answered(&a.groups);
@@ -443,10 +504,22 @@ impl App {
                         d.error
                     ));
                 }
-                self.list.answered(&a);
+                self.list.answered(&a, self.extending);
+                if self.follows() {
+                    self.list.follow_end(&a, &self.layout);
+                }
                 self.answer = Some(*a);
                 fx.rows = None;
                 self.load_rows(fx);
+                if std::mem::take(&mut self.grown_meanwhile) {
+                    self.extend(fx);
+                }
+            }
+            Reply::Grown(g) => self.grown(g, fx),
+            Reply::NextFile(n) => self.next_file(n, fx),
+            Reply::Unfollowed(why) => {
+                self.note = Some(format!("stopped following the recording: {why}"));
+                self.following = false;
             }
             Reply::Rows(r) => {
                 if let Some(e) = self.list.arrived(r) {
@@ -466,18 +539,90 @@ impl App {
                     self.ask_links(fx);
                 }
             }
-            Reply::Whole { gen, matched } if gen >= self.whole.since => self.whole.matched = Some(matched),
+            Reply::Whole { gen, matched } if gen >= self.whole.since => {
+                self.whole.matched = Some(matched);
+                self.whole.stale = false;
+            }
             Reply::Failed { gen, error } if gen == self.gen => {
                 self.busy = false;
                 self.note = Some(error);
+                // What grew meanwhile is asked of with the next question.
+                self.grown_meanwhile = false;
             }
             _ => {}
         }
     }
 
+    /// A newer snapshot of the capture being recorded: the filter compiled again when its
+    /// tables grew, the view moved on if it follows, and the question asked again of the grown
+    /// capture (only the new chunks scanned, unless the view moved).
+    fn grown(&mut self, g: Grown, fx: &mut Effects) {
+        let was = self.cap.liveness;
+        self.cap = self.cap.grown(g.reader);
+        if g.tables {
+            self.filter.recompile(&self.cap.reader);
+        }
+        match (was, self.cap.liveness) {
+            (iocap_format::Liveness::Live, iocap_format::Liveness::Finished) => {
+                self.note = Some("the recording finished".into());
+            }
+            (iocap_format::Liveness::Live, iocap_format::Liveness::Recovered) => {
+                self.note = Some("the recorder stopped without finishing the file: showing what it wrote".into());
+            }
+            _ => {}
+        }
+        if self.filter.applied.is_empty() {
+            self.whole.matched = Some(self.cap.total);
+        } else {
+            self.whole.stale = true;
+        }
+        if self.view.grown(&self.cap, &self.layout, self.following) == Moved::Yes {
+            self.grown_meanwhile = false;
+            self.ask(fx);
+        } else {
+            self.extend(fx);
+        }
+    }
+
+    /// The recording went on in the next file of its rotation: that file is the capture now,
+    /// shown from its start with the same filter, field, order and drawing, followed as the
+    /// first was.
+    fn next_file(&mut self, n: NextFile, fx: &mut Effects) {
+        self.cap = Capture::new(n.reader, &n.path);
+        self.filter.recompile(&self.cap.reader);
+        let (orientation, measure) = (self.view.orientation, self.view.measure);
+        self.view = View::new(&self.cap, &self.layout);
+        (self.view.orientation, self.view.measure) = (orientation, measure);
+        if self.following {
+            let _ = self.view.follow_newest(&self.cap, &self.layout);
+        }
+        self.list.restart();
+        self.answer = None;
+        self.grown_meanwhile = false;
+        self.whole = Whole::of(&self.filter.applied, &self.cap, self.gen + 1);
+        self.note = Some(format!("the recording went on in {}", self.cap.name));
+        self.ask(fx);
+    }
+
+    /// Ask the question answered last again, of the capture as it is now: the worker scans
+    /// only the chunks added since. While a question is out, once it is answered.
+    fn extend(&mut self, fx: &mut Effects) {
+        if self.busy {
+            self.grown_meanwhile = true;
+            return;
+        }
+        let base = self.answer.as_ref().map(|a| a.gen).filter(|&g| g == self.gen);
+        self.ask_keeping_picture(fx);
+        if let Some(q) = fx.query.as_mut() {
+            q.extends = base;
+        }
+        self.extending = base.is_some();
+    }
+
     /// The question changed: show the summaries' picture now, ask for the exact one.
     fn ask(&mut self, fx: &mut Effects) {
         self.gen += 1;
+        self.extending = false;
         if self.whole.filter != self.filter.applied {
             self.whole = Whole::of(&self.filter.applied, &self.cap, self.gen);
         }
@@ -492,6 +637,8 @@ impl App {
         self.busy = true;
         fx.query = Some(Query {
             gen: self.gen,
+            reader: Arc::clone(&self.cap.reader),
+            extends: None,
             filter: self.filter.compiled().cloned(),
             start: v.start,
             interval: v.interval,
@@ -500,7 +647,7 @@ impl App {
             group: self.breakdown.field(),
             split: self.breakdown.split,
             slowest: self.list.slowest_wanted(),
-            whole: self.whole.matched.is_none() && !self.view.shows_all(&self.cap, &self.layout),
+            whole: (self.whole.matched.is_none() || self.whole.stale) && !self.view.shows_all(&self.cap, &self.layout),
             iostat: self.iostat,
         });
     }
@@ -515,7 +662,10 @@ impl App {
 
     /// Look up what the selected event is linked to, if the open detail popup needs it.
     fn ask_links(&mut self, fx: &mut Effects) {
-        if let Some(q) = self.list.want_links(self.answer.as_ref(), self.filter.compiled()) {
+        if let Some(q) = self
+            .list
+            .want_links(self.answer.as_ref(), &self.cap.reader, self.filter.compiled())
+        {
             fx.links = Some(q);
         }
     }
@@ -524,6 +674,15 @@ impl App {
     fn load_rows(&mut self, fx: &mut Effects) {
         fx.rows = self
             .list
-            .want(self.answer.as_ref(), self.filter.compiled(), &self.layout);
+            .want(self.answer.as_ref(), &self.cap.reader, self.filter.compiled(), &self.layout);
     }
+}
+
+/// Whether `m` moves the spectrogram's cursor or view back in time, drawn as `orientation`:
+/// what stops following a capture being recorded.
+fn back_in_time(m: Move, orientation: Orientation) -> bool {
+    matches!(
+        (orientation, m),
+        (_, Move::PageUp | Move::Home) | (Orientation::Sysdig, Move::Up) | (Orientation::Heatmap, Move::Left)
+    )
 }

@@ -1,12 +1,13 @@
 //! The capture being viewed: the shared reader, and what the viewer needs to know of the file
-//! from its index (its name as shown, its span, its event count).
+//! from its index (its name as shown, its span, its event count, whether it is being recorded).
 
 use std::path::Path;
 use std::sync::Arc;
 
-use iocap_format::Reader;
+use iocap_format::{Liveness, Reader};
 
-/// A capture opened for viewing.
+/// A capture opened for viewing. One being recorded is replaced by each snapshot of it
+/// ([`Capture::grown`]).
 pub struct Capture {
     /// The capture's reader, shared with the workers.
     pub reader: Arc<Reader>,
@@ -22,18 +23,30 @@ pub struct Capture {
     pub last: u64,
     /// Events in the capture, by its index.
     pub total: u64,
+    /// Whether a recorder is still writing it, had finished it, or died ([`Reader::liveness`]).
+    pub liveness: Liveness,
 }
 
 impl Capture {
     /// The capture `reader` reads, opened from `path` (for its name only).
     pub fn new(reader: Arc<Reader>, path: &Path) -> Capture {
         let name = iocap_format::escape::escape(path.as_os_str().as_encoded_bytes());
+        Capture::named(reader, name)
+    }
+
+    /// The same capture grown: a newer snapshot of it, being recorded.
+    pub fn grown(&self, reader: Arc<Reader>) -> Capture {
+        Capture::named(reader, self.name.clone())
+    }
+
+    fn named(reader: Arc<Reader>, name: String) -> Capture {
         // The span every report is laid over; a view needs at least one ns of it.
         let (start, end) = iocap_analysis::capture_span(&reader);
         let end = end.max(start + 1);
         let last = reader.chunks().iter().map(|c| c.summary.max_ts).max().unwrap_or(start);
         let total = reader.event_count();
         Capture {
+            liveness: reader.liveness(),
             reader,
             name,
             start,
@@ -41,5 +54,10 @@ impl Capture {
             last: last.clamp(start, end),
             total,
         }
+    }
+
+    /// Whether a recorder is still writing it.
+    pub fn is_live(&self) -> bool {
+        self.liveness == Liveness::Live
     }
 }

@@ -216,7 +216,7 @@ pub static BINDINGS: &[Binding] = &[
     },
     Binding {
         keys: "PgUp/Dn, Home/End",
-        help: "scrub back / forward (or wheel); start / end of capture",
+        help: "scrub back / forward (or wheel); start / end (follow live)",
         when: When::Always,
         actions: &[
             (code(KeyCode::PageUp), Action::Move(Move::PageUp)),

@@ -13,10 +13,12 @@
 //! - `keys`: one table of key bindings, read for every key press and printed by `?`.
 //! - `worker`: the threads that answer the view's question (`worker/query.rs`, through
 //!   `iocap-analysis`) and decode the list's rows (`worker/rows.rs`); a newer question
-//!   cancels the running one. The first frame comes from the capture's index alone.
-//! - [`run`] is the event loop: an input thread and the workers feed one channel, as in
-//!   ratatui's event-driven template; `terminal` restores the terminal on exit and on panic;
-//!   `history` keeps applied filters across runs.
+//!   cancels the running one. The first frame comes from the capture's index alone. A
+//!   capture still being recorded is followed by one more thread, which reads what the
+//!   recorder appends and hands the app snapshots of the grown capture.
+//! - [`run`] starts the event loop (`event_loop`): an input thread and the workers feed one
+//!   channel, as in ratatui's event-driven template; `terminal` restores the terminal on exit
+//!   and on panic; `history` keeps applied filters across runs.
 //!
 //! The crate's tests and benchmark drive the app without a terminal through the same modules,
 //! made public by the `testing` feature (which only they turn on).
@@ -43,33 +45,20 @@ macro_rules! modules {
     )*};
 }
 
-modules!(action, app, capture, history, keys, layout, panes, replay, terminal, theme, ui, worker);
+modules!(action, app, capture, event_loop, history, keys, layout, panes, replay, terminal, theme, ui, worker);
 
 use std::io;
 use std::path::Path;
-use std::sync::mpsc::{channel, Sender};
+use std::sync::mpsc::channel;
 use std::sync::Arc;
-use std::thread;
-use std::time::{Duration, Instant};
 
-use crossterm::event::{self as ct, Event as CtEvent};
 use iocap_format::Reader;
 use ratatui::layout::Rect;
 
-use action::Action;
 use app::App;
 use capture::Capture;
+use event_loop::Msg;
 use theme::Palette;
-
-/// How often the input thread wakes up without input (drives replay).
-const TICK: Duration = Duration::from_millis(50);
-
-/// What the event loop waits for.
-enum Msg {
-    Input(CtEvent),
-    Tick,
-    Reply(worker::Reply),
-}
 
 /// A filter checked and compiled against one capture, to start the viewer with ([`run`]).
 pub struct CheckedFilter {
@@ -101,65 +90,11 @@ pub fn run(path: &Path, reader: Reader, filter: CheckedFilter) -> io::Result<()>
     let (mut app, first) = App::with_filter_bar(cap, bar, area, Palette::from_env());
 
     let (tx, rx) = channel::<Msg>();
-    let worker = worker::Worker::spawn(reader, tx.clone(), Msg::Reply)?;
-    spawn_input(tx);
-    hand_over(first, &worker);
-
-    let mut last_tick = Instant::now();
-    while !app.quit {
-        guard.terminal.draw(|f| ui::render(&app, f))?;
-        // Block for one message, then take everything already waiting before drawing again,
-        // so a burst of keys or a fast worker costs one frame.
-        let Ok(first) = rx.recv() else { break };
-        for msg in std::iter::once(first).chain(rx.try_iter()) {
-            let action = match msg {
-                Msg::Input(CtEvent::Key(k)) => keys::key(&app, k),
-                Msg::Input(CtEvent::Mouse(m)) => keys::mouse(m),
-                Msg::Input(CtEvent::Resize(w, h)) => Some(Action::Resize(w, h)),
-                Msg::Input(_) => None,
-                Msg::Tick => {
-                    let now = Instant::now();
-                    let dt = now - last_tick;
-                    last_tick = now;
-                    Some(Action::Tick(dt))
-                }
-                Msg::Reply(r) => Some(Action::Reply(r)),
-            };
-            if let Some(a) = action {
-                hand_over(app.update(a), &worker);
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Give the workers what an update asked for: a query, rows to decode, a lookup of links.
-fn hand_over(fx: app::Effects, worker: &worker::Worker) {
-    if let Some(q) = fx.query {
-        worker.ask(q);
-    }
-    if let Some(r) = fx.rows {
-        worker.rows(r);
-    }
-    if let Some(l) = fx.links {
-        worker.links(l);
-    }
-}
-
-/// The input thread: terminal events and ticks into the loop's channel. It ends when the loop
-/// has gone (the send fails).
-fn spawn_input(tx: Sender<Msg>) {
-    let _ = thread::Builder::new().name("iocap-input".into()).spawn(move || loop {
-        let msg = match ct::poll(TICK) {
-            Ok(true) => match ct::read() {
-                Ok(e) => Msg::Input(e),
-                Err(_) => return,
-            },
-            Ok(false) => Msg::Tick,
-            Err(_) => return,
-        };
-        if tx.send(msg).is_err() {
-            return;
-        }
-    });
+    let worker = worker::Worker::spawn(tx.clone(), Msg::Reply)?;
+    worker::follow(&reader, path, tx.clone(), Msg::Reply)?;
+    event_loop::spawn_input(tx);
+    event_loop::hand_over(first, &worker);
+    event_loop::run(&mut app, &rx, &worker, |app| {
+        guard.terminal.draw(|f| ui::render(app, f)).map(|_| ())
+    })
 }

@@ -117,6 +117,14 @@ impl Theme {
         }
     }
 
+    /// The marker of a capture being recorded.
+    pub fn live(&self) -> Style {
+        match self.palette {
+            Palette::Mono => Style::default().add_modifier(Modifier::BOLD),
+            _ => Style::default().fg(Color::Green).add_modifier(Modifier::BOLD),
+        }
+    }
+
     /// Drops: a marker on the spectrogram rows that lost events, and the status count.
     pub fn drops(&self) -> Style {
         match self.palette {

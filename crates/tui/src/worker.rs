@@ -1,35 +1,47 @@
 //! The worker threads: answer [`Query`]s and decode the event list's rows ([`RowsQuery`]) off
-//! the UI thread.
+//! the UI thread, and follow a capture that is being recorded ([`follow`]).
 //!
 //! The UI bumps a shared generation counter with every new query; the worker always takes the
 //! newest waiting query (older ones are dropped unanswered) and a running scan stops at its
 //! next chunk once the counter has moved on, so typing and scrubbing never wait for a scan.
 //! After an answer it counts the filter's matches in the whole capture when the view holds
-//! only part of it ([`query::count_all`]); between questions it fills the capture's column
+//! only part of it ([`query::count_whole`]); between questions it fills the capture's column
 //! cache ([`query::warm`]) with what the last one read, so the next one over the same chunks
-//! skips decoding.
+//! skips decoding. It keeps its last answer's totals ([`query::Kept`]): the same question of a
+//! capture that has grown since scans only the new chunks.
 //!
 //! Rows have a thread of their own, so a page of the list never waits behind a scan: it too
 //! takes only the newest request waiting. So do the lookups of what an event is linked to
 //! (`links.rs`: a syscall's block requests, a block request's syscall), which may read several
-//! chunks.
+//! chunks. Every request carries the snapshot of the capture it is about (a reader the filter
+//! was compiled against), so a capture that grows meanwhile changes no answer under way.
+//!
+//! A capture being recorded has a thread more: [`follow`] reads what the recorder appends, every
+//! [`POLL`], and hands the app a snapshot of the grown capture; with rotation, it moves on to the
+//! next file once the recorder has finished one.
 
 pub mod links;
 pub mod query;
 pub mod rows;
 
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 use std::thread;
+use std::time::{Duration, Instant};
 
-use iocap_format::Reader;
+use iocap_format::{Liveness, Reader};
 
 use iocap_analysis::ColumnCache;
 
 use links::{Links, LinksQuery};
 use query::{Answer, Cancel, Query, CACHE_BUDGET};
 use rows::{RowLoader, Rows, RowsQuery};
+
+/// How often a capture being recorded is looked at for what the recorder appended: with its
+/// flushes (at least every 500 ms), an event is on screen within about 0.7 s.
+pub const POLL: Duration = Duration::from_millis(200);
 
 /// What the worker sends back.
 #[derive(Clone, Debug)]
@@ -43,7 +55,7 @@ pub enum Reply {
         /// Why, as the reader's error displays.
         error: String,
     },
-    /// Events matching a query's filter in the whole capture ([`query::count_all`]).
+    /// Events matching a query's filter in the whole capture ([`query::count_whole`]).
     Whole {
         /// Generation of the query whose filter was counted.
         gen: u64,
@@ -54,6 +66,48 @@ pub enum Reply {
     Rows(Rows),
     /// What the selected event is linked to.
     Links(Box<Links>),
+    /// The capture being recorded grew, or its recorder finished or died ([`follow`]).
+    Grown(Grown),
+    /// The capture being recorded could not be read on: following it stopped.
+    Unfollowed(String),
+    /// The recording went on in the next file of its rotation (`record -C`): the capture to
+    /// show from now on.
+    NextFile(NextFile),
+}
+
+/// The next file of a rotation, being recorded.
+#[derive(Clone)]
+pub struct NextFile {
+    /// The file, opened.
+    pub reader: Arc<Reader>,
+    /// Where it is.
+    pub path: PathBuf,
+}
+
+impl std::fmt::Debug for NextFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NextFile").field("path", &self.path).finish()
+    }
+}
+
+/// A capture being recorded, as it is now.
+#[derive(Clone)]
+pub struct Grown {
+    /// A snapshot of the capture: its chunks, tables and liveness at the last look.
+    pub reader: Arc<Reader>,
+    /// Its tables changed since the last snapshot: a filter compiled against them is compiled
+    /// again (new processes and files must be judged).
+    pub tables: bool,
+}
+
+impl std::fmt::Debug for Grown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Grown")
+            .field("chunks", &self.reader.chunks().len())
+            .field("liveness", &self.reader.liveness())
+            .field("tables", &self.tables)
+            .finish()
+    }
 }
 
 /// The UI side of the worker.
@@ -68,30 +122,17 @@ impl Worker {
     /// Start the worker threads; replies are turned into the UI's events by `wrap`. A thread
     /// that cannot start is an error for the caller to report once the terminal is restored
     /// (printed here, it would land on the raw screen).
-    pub fn spawn<E: Send + 'static>(
-        reader: Arc<Reader>,
-        events: Sender<E>,
-        wrap: fn(Reply) -> E,
-    ) -> std::io::Result<Worker> {
+    pub fn spawn<E: Send + 'static>(events: Sender<E>, wrap: fn(Reply) -> E) -> std::io::Result<Worker> {
         let (tx, rx) = channel::<Query>();
         let (rows, rows_rx) = channel::<RowsQuery>();
         let (links, links_rx) = channel::<LinksQuery>();
         let cancel = Cancel::default();
         let theirs = cancel.clone();
-        let (their_reader, their_events) = (Arc::clone(&reader), events.clone());
-        thread::Builder::new()
-            .name("iocap-query".into())
-            .spawn(move || serve(&their_reader, &rx, &theirs, &their_events, wrap))
-            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot start the query thread: {e}")))?;
-        let (rows_reader, rows_events) = (Arc::clone(&reader), events.clone());
-        thread::Builder::new()
-            .name("iocap-rows".into())
-            .spawn(move || serve_rows(&rows_reader, &rows_rx, &rows_events, wrap))
-            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot start the rows thread: {e}")))?;
-        thread::Builder::new()
-            .name("iocap-links".into())
-            .spawn(move || serve_links(&reader, &links_rx, &events, wrap))
-            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot start the links thread: {e}")))?;
+        let their_events = events.clone();
+        spawn("iocap-query", move || serve(&rx, &theirs, &their_events, wrap))?;
+        let rows_events = events.clone();
+        spawn("iocap-rows", move || serve_rows(&rows_rx, &rows_events, wrap))?;
+        spawn("iocap-links", move || serve_links(&links_rx, &events, wrap))?;
         Ok(Worker {
             tx,
             rows,
@@ -117,38 +158,134 @@ impl Worker {
     }
 }
 
-fn serve_links<E>(reader: &Reader, rx: &Receiver<LinksQuery>, out: &Sender<E>, wrap: fn(Reply) -> E) {
+/// Start a thread named `name`, or say which could not start.
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+    thread::Builder::new()
+        .name(name.into())
+        .spawn(f)
+        .map(|_| ())
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot start the {name} thread: {e}")))
+}
+
+/// Follow a capture that is being recorded ([`Liveness::Live`]), opened from `path`: every
+/// [`POLL`], read what the recorder appended ([`Reader::refresh`], on a copy of `reader` of the
+/// thread's own) and, when it appended anything or finished or died, send a snapshot as
+/// [`Reply::Grown`]. When it is finished and its header names the next file of a rotation, go on
+/// there ([`next_capture`], [`Reply::NextFile`]). Ends once the recording is over (a file
+/// finished without a successor, or a recorder that died), or the app has gone. Nothing is
+/// started for a capture that is not live.
+pub fn follow<E: Send + 'static>(
+    reader: &Reader,
+    path: &Path,
+    events: Sender<E>,
+    wrap: fn(Reply) -> E,
+) -> std::io::Result<()> {
+    if reader.liveness() != Liveness::Live {
+        return Ok(());
+    }
+    let (mut r, mut path) = (reader.clone(), path.to_path_buf());
+    spawn("iocap-follow", move || loop {
+        // Whether table frames came since the last snapshot sent.
+        let mut tables = false;
+        while r.liveness() == Liveness::Live {
+            thread::sleep(POLL);
+            let grown = match r.refresh() {
+                Ok(g) => g,
+                Err(e) => {
+                    let _ = events.send(wrap(Reply::Unfollowed(e.to_string())));
+                    return;
+                }
+            };
+            tables |= grown.tables > 0;
+            if grown.is_empty() && r.liveness() == Liveness::Live {
+                continue;
+            }
+            let snapshot = Grown {
+                reader: Arc::new(r.clone()),
+                tables: std::mem::take(&mut tables),
+            };
+            if events.send(wrap(Reply::Grown(snapshot))).is_err() {
+                return;
+            }
+        }
+        let Some((next, at)) = next_capture(&r, &path) else { return };
+        (r, path) = (next, at);
+        let moved = NextFile {
+            reader: Arc::new(r.clone()),
+            path: path.clone(),
+        };
+        if events.send(wrap(Reply::NextFile(moved))).is_err() {
+            return;
+        }
+    })
+}
+
+/// How long a finished file's successor may take to appear: the recorder names it before it
+/// finishes the file, so it is there at once unless the recording stopped with this file.
+const NEXT_FILE_WAIT: Duration = Duration::from_secs(1);
+
+/// The file a finished capture's recording went on in, opened, and its path: the next file of
+/// a rotation, which its header names ([`iocap_format::Meta::next_path`]). `None` when the
+/// capture is not finished, names none, or it does not appear within [`NEXT_FILE_WAIT`] (the
+/// recording stopped with this file, or a ring removed it already).
+pub fn next_capture(reader: &Reader, path: &Path) -> Option<(Reader, PathBuf)> {
+    if reader.liveness() != Liveness::Finished {
+        return None;
+    }
+    let next = reader.meta().next_path(path)?;
+    let waited = Instant::now();
+    loop {
+        match Reader::open(&next) {
+            Ok(r) => return Some((r, next)),
+            Err(_) if waited.elapsed() < NEXT_FILE_WAIT => thread::sleep(POLL),
+            Err(_) => return None,
+        }
+    }
+}
+
+fn serve_links<E>(rx: &Receiver<LinksQuery>, out: &Sender<E>, wrap: fn(Reply) -> E) {
     while let Ok(mut q) = rx.recv() {
         while let Ok(newer) = rx.try_recv() {
             q = newer;
         }
-        if out.send(wrap(Reply::Links(Box::new(links::find(reader, &q))))).is_err() {
+        if out.send(wrap(Reply::Links(Box::new(links::find(&q))))).is_err() {
             return;
         }
     }
 }
 
-fn serve_rows<E>(reader: &Reader, rx: &Receiver<RowsQuery>, out: &Sender<E>, wrap: fn(Reply) -> E) {
+fn serve_rows<E>(rx: &Receiver<RowsQuery>, out: &Sender<E>, wrap: fn(Reply) -> E) {
     let mut loader = RowLoader::new();
     while let Ok(mut q) = rx.recv() {
         while let Ok(newer) = rx.try_recv() {
             q = newer;
         }
-        if out.send(wrap(Reply::Rows(loader.load(reader, &q)))).is_err() {
+        if out.send(wrap(Reply::Rows(loader.load(&q)))).is_err() {
             return;
         }
     }
 }
 
-fn serve<E>(reader: &Reader, rx: &Receiver<Query>, cancel: &Cancel, out: &Sender<E>, wrap: fn(Reply) -> E) {
-    // Decoded columns kept for the next query over the same chunks.
-    let cache = ColumnCache::new(CACHE_BUDGET);
+fn serve<E>(rx: &Receiver<Query>, cancel: &Cancel, out: &Sender<E>, wrap: fn(Reply) -> E) {
+    // Decoded columns kept for the next query over the same chunks (chunks keep their index
+    // as a capture being recorded grows, so the cache holds across its snapshots, but not
+    // across the files of a rotation).
+    let mut cache = ColumnCache::new(CACHE_BUDGET);
+    // The last answer's totals, for the same question of the capture grown.
+    let mut kept = None;
+    // The capture the cache holds columns of.
+    let mut of: Option<Arc<Reader>> = None;
     while let Ok(mut q) = rx.recv() {
         // Skip to the newest query waiting.
         while let Ok(newer) = rx.try_recv() {
             q = newer;
         }
-        let reply = match query::run(reader, Some(&cache), &q, cancel) {
+        if !of.as_ref().is_some_and(|r| r.same_source(&q.reader)) {
+            cache = ColumnCache::new(CACHE_BUDGET);
+            kept = None;
+        }
+        of = Some(Arc::clone(&q.reader));
+        let reply = match query::answer(&q, Some(&cache), cancel, &mut kept) {
             Ok(Some(a)) => Reply::Answer(Box::new(a)),
             Ok(None) => continue,
             Err(error) => Reply::Failed { gen: q.gen, error },
@@ -157,7 +294,7 @@ fn serve<E>(reader: &Reader, rx: &Receiver<Query>, cancel: &Cancel, out: &Sender
             return;
         }
         if q.whole {
-            if let Some(matched) = query::count_all(reader, Some(&cache), &q, cancel) {
+            if let Some(matched) = query::count_whole(&q, Some(&cache), cancel, &mut kept) {
                 if out.send(wrap(Reply::Whole { gen: q.gen, matched })).is_err() {
                     return;
                 }
@@ -165,6 +302,6 @@ fn serve<E>(reader: &Reader, rx: &Receiver<Query>, cancel: &Cancel, out: &Sender
         }
         // Idle until the next question: decode this view's columns into the cache (it stops at
         // the next chunk once a new query is asked), so that question skips decoding.
-        let _ = query::warm(reader, &cache, &q, cancel);
+        let _ = query::warm(&q, &cache, cancel);
     }
 }

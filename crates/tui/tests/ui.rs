@@ -36,6 +36,10 @@ use ratatui::Terminal;
 #[path = "ui/panes.rs"]
 mod panes;
 
+/// A capture being recorded, followed as it grows.
+#[path = "ui/live.rs"]
+mod live;
+
 const START: u64 = 1_000_000_000;
 /// 2 s of events, one every 100 µs.
 const N: u64 = 20_000;
@@ -129,12 +133,18 @@ fn app_on(path: &Path, w: u16, h: u16, filter: &str) -> (App, Effects) {
 
 /// Answer the query and rows request `fx` asks, and those their answers ask, synchronously,
 /// as the worker threads would.
-fn settle(app: &mut App, mut fx: Effects) {
+fn settle(app: &mut App, fx: Effects) {
+    settle_keeping(app, fx, &mut None);
+}
+
+/// [`settle`], the query worker's last totals in `kept` (a question of a grown capture
+/// extends them, as in the worker).
+fn settle_keeping(app: &mut App, mut fx: Effects, kept: &mut Option<query::Kept>) {
     loop {
         let more = if let Some(q) = fx.query.take() {
             let cancel = Cancel::default();
             cancel.0.store(q.gen, Ordering::Relaxed);
-            let reply = match query::run(&app.cap.reader, None, &q, &cancel) {
+            let reply = match query::answer(&q, None, &cancel, kept) {
                 Ok(Some(a)) => Reply::Answer(Box::new(a)),
                 Ok(None) => unreachable!("not cancelled"),
                 Err(error) => Reply::Failed { gen: q.gen, error },
@@ -142,7 +152,7 @@ fn settle(app: &mut App, mut fx: Effects) {
             let mut more = app.update(Action::Reply(reply));
             // Then, as the worker does, the filter's matches in the whole capture.
             if q.whole {
-                let matched = query::count_all(&app.cap.reader, None, &q, &cancel).expect("not cancelled");
+                let matched = query::count_whole(&q, None, &cancel, kept).expect("not cancelled");
                 let after = app.update(Action::Reply(Reply::Whole { gen: q.gen, matched }));
                 more = Effects {
                     query: after.query.or(more.query),
@@ -152,10 +162,10 @@ fn settle(app: &mut App, mut fx: Effects) {
             }
             more
         } else if let Some(r) = fx.rows.take() {
-            let rows = RowLoader::new().load(&app.cap.reader, &r);
+            let rows = RowLoader::new().load(&r);
             app.update(Action::Reply(Reply::Rows(rows)))
         } else if let Some(l) = fx.links.take() {
-            let found = links::find(&app.cap.reader, &l);
+            let found = links::find(&l);
             app.update(Action::Reply(Reply::Links(Box::new(found))))
         } else {
             return;
@@ -771,22 +781,21 @@ fn detail_popup_fits_80x24() {
 #[test]
 fn warm_cache_answers_the_same() {
     for filter in ["", "proc.name=postgres", "latency>1ms and evt.time<1s"] {
-        let (_dir, app, fx) = app(100, 30, filter);
+        let (_dir, _app, fx) = app(100, 30, filter);
         let q = fx.query.unwrap();
         let cancel = Cancel::default();
         cancel.0.store(q.gen, Ordering::Relaxed);
-        let reader = &app.cap.reader;
-        let cold = query::run(reader, None, &q, &cancel).unwrap().unwrap();
+        let cold = query::run(&q, None, &cancel).unwrap().unwrap();
         let cache = iocap_analysis::ColumnCache::new(query::CACHE_BUDGET);
         // Superseded before it starts: nothing is filled.
         let stale = Cancel::default();
         stale.0.store(q.gen + 1, Ordering::Relaxed);
-        assert!(!query::warm(reader, &cache, &q, &stale).unwrap());
+        assert!(!query::warm(&q, &cache, &stale).unwrap());
         assert_eq!(cache.stats().entries, 0);
-        assert!(query::warm(reader, &cache, &q, &cancel).unwrap());
+        assert!(query::warm(&q, &cache, &cancel).unwrap());
         let filled = cache.stats();
         assert!(filled.entries > 0, "{filter}");
-        let warm = query::run(reader, Some(&cache), &q, &cancel).unwrap().unwrap();
+        let warm = query::run(&q, Some(&cache), &cancel).unwrap().unwrap();
         let st = cache.stats();
         assert_eq!(st.misses - filled.misses, 0, "{filter}: every column from the cache");
         assert_eq!(
@@ -816,7 +825,7 @@ fn breakdown_matches_a_plain_count_for_every_field() {
             let cancel = Cancel::default();
             cancel.0.store(q.gen, Ordering::Relaxed);
             let reader = &app.cap.reader;
-            let a = query::run(reader, None, &q, &cancel).unwrap().unwrap();
+            let a = query::run(&q, None, &cancel).unwrap().unwrap();
             let compiled = iocap_tui::panes::filter_bar::compile(filter, reader).unwrap();
             let mut want: std::collections::HashMap<String, u64> = Default::default();
             let (mut dec, mut cols) = (iocap_format::ChunkDecoder::new(), iocap_format::Columns::default());
@@ -870,11 +879,11 @@ fn list_rows_arrive_from_the_rows_thread() {
     let events = snap_pane(&app, app.layout.events);
     assert!(events.lines().filter(|l| l.contains('…')).count() >= page, "{events}");
     let mut loader = RowLoader::new();
-    let stale = loader.load(&app.cap.reader, &first);
+    let stale = loader.load(&first);
     assert!(!stale.rows.is_empty());
     let _ = app.update(Action::Reply(Reply::Rows(stale)));
     assert!(app.list.row(app.list.sel).is_none(), "a superseded reply is dropped");
-    let _ = app.update(Action::Reply(Reply::Rows(loader.load(&app.cap.reader, &second))));
+    let _ = app.update(Action::Reply(Reply::Rows(loader.load(&second))));
     let shown: Vec<usize> = (app.list.top..app.list.top + page)
         .filter(|&i| app.list.row(i).is_some())
         .collect();
@@ -892,7 +901,7 @@ fn list_rows_arrive_from_the_rows_thread() {
     let sorted = app.update(Action::Sort);
     assert_eq!(app.list.sort, Sort::Latency);
     // The reply comes before the latency-sorted answer.
-    let _ = app.update(Action::Reply(Reply::Rows(loader.load(&app.cap.reader, &by_time))));
+    let _ = app.update(Action::Reply(Reply::Rows(loader.load(&by_time))));
     assert!(app.list.rows.is_empty(), "rows of the time order dropped");
     settle(&mut app, sorted);
     let shown: Vec<u64> = (0..page).map(|i| app.list.row(i).unwrap().latency).collect();
@@ -957,6 +966,7 @@ fn a_damaged_chunk_is_reported_not_fatal() {
         .collect();
     let q = iocap_tui::worker::rows::RowsQuery {
         gen: 1,
+        reader: Arc::clone(&app.cap.reader),
         answer: 1,
         counting: iocap_tui::worker::rows::Counting::Rows,
         refs,
@@ -964,7 +974,7 @@ fn a_damaged_chunk_is_reported_not_fatal() {
         start: 0,
         end: u64::MAX,
     };
-    let rows = RowLoader::new().load(&app.cap.reader, &q);
+    let rows = RowLoader::new().load(&q);
     assert_eq!(rows.rows.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [0, 1]);
     assert!(rows.error.is_some_and(|e| e.contains("chunk 2")));
 }
@@ -1107,11 +1117,12 @@ fn links_lookup_finds_exactly_a_calls_requests() {
     use iocap_tui::worker::links::{find, LinksQuery, Want};
     use linked::*;
     let dir = tempfile::tempdir().unwrap();
-    let reader = Reader::open(linked_capture(dir.path())).unwrap();
+    let reader = Arc::new(Reader::open(linked_capture(dir.path())).unwrap());
     assert!(reader.chunks().len() > 10);
     let look = |event: Event| {
         let q = LinksQuery {
             gen: 1,
+            reader: Arc::clone(&reader),
             answer: 1,
             event,
             want: Want::Detail,
@@ -1119,7 +1130,7 @@ fn links_lookup_finds_exactly_a_calls_requests() {
             start: 0,
             end: u64::MAX,
         };
-        find(&reader, &q)
+        find(&q)
     };
     let read = event_at(&reader, READ_TS, 301);
     let l = look(read.clone());

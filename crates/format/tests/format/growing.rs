@@ -142,6 +142,8 @@ fn a_growing_file_read_in_a_few_steps_counts_what_each_added() {
     assert_eq!(first.stats + second.stats, x.drops.len());
     assert_eq!(r.liveness(), Liveness::Finished);
     // A clone is a snapshot: it kept what it had.
+    assert!(snapshot.same_source(&r));
+    assert!(!snapshot.same_source(&Reader::new(Arc::clone(&src)).unwrap()));
     assert_eq!(snapshot.chunks().len(), first.chunks);
     assert_eq!(snapshot.liveness(), Liveness::Live);
     assert_eq!(read_chunks(&snapshot).unwrap(), x.chunks[..first.chunks]);

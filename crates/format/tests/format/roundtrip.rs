@@ -123,10 +123,11 @@ fn meta() -> impl Strategy<Value = Meta> {
             prop::option::of(any::<String>()),
             any::<u32>(),
             prop::collection::vec((any::<u32>(), any::<String>()), 0..3),
+            prop::option::of(any::<String>()),
         ),
     )
         .prop_map(
-            |((v, host, kernel, arch, b2w, start), (cmd, filter, cpus, devs))| Meta {
+            |((v, host, kernel, arch, b2w, start), (cmd, filter, cpus, devs, next_file))| Meta {
                 iocap_version: v,
                 host,
                 kernel,
@@ -137,6 +138,7 @@ fn meta() -> impl Strategy<Value = Meta> {
                 filter,
                 cpus,
                 devices: devs.into_iter().map(|(dev, name)| Device { dev, name }).collect(),
+                next_file,
             },
         )
 }

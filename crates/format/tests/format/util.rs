@@ -124,6 +124,7 @@ pub fn escaped_meta(meta: &Meta) -> Meta {
         arch: esc(&meta.arch),
         command_line: meta.command_line.iter().map(esc).collect(),
         filter: meta.filter.as_ref().map(esc),
+        next_file: meta.next_file.as_ref().map(esc),
         devices: meta
             .devices
             .iter()
@@ -163,6 +164,7 @@ pub fn small_capture() -> (Vec<u8>, Expected) {
             dev: 0xfd0_0000,
             name: "vda".into(),
         }],
+        next_file: Some("trace.cap\x1b1".into()),
     };
     let mut ops = Vec::new();
     let mut ts = 1_000u64;

@@ -13,7 +13,7 @@ pub mod render;
 use std::sync::Arc;
 
 use iocap_filter::Compiled;
-use iocap_format::{Cause, Class, Event};
+use iocap_format::{Cause, Class, Event, Reader};
 
 use crate::action::Action;
 use crate::layout::Layout;
@@ -150,13 +150,39 @@ impl List {
 
     /// A new answer: keep the selection on a row that exists, and forget the rows decoded
     /// for the previous one, which may not be rows of this one, and where the last jump went.
-    pub fn answered(&mut self, answer: &Answer) {
-        // Another list: a jump from a call starts again at its first request.
-        self.jumped_from = None;
+    /// `grown`: the answer is the previous one's question of a capture grown since, whose list
+    /// in time order only has rows added at its end: its decoded rows stay.
+    pub fn answered(&mut self, answer: &Answer, grown: bool) {
         let n = self.len(Some(answer));
         self.sel = self.sel.min(n.saturating_sub(1));
         self.top = self.top.min(self.sel);
+        if grown && self.sort == Sort::Time {
+            return;
+        }
+        // Another list: a jump from a call starts again at its first request.
+        self.jumped_from = None;
         self.forget();
+    }
+
+    /// Another capture (the next file of a rotation): nothing selected, decoded or looked up,
+    /// in the same order; replies still to come for the last one are dropped.
+    pub fn restart(&mut self) {
+        self.top = 0;
+        self.sel = 0;
+        self.detail = false;
+        self.links = None;
+        self.links_gen += 1;
+        self.links_asked = None;
+        self.jumped_from = None;
+        self.forget();
+    }
+
+    /// The selection on the last row, which the last page shows (the newest event of a capture
+    /// being recorded, in time order).
+    pub fn follow_end(&mut self, answer: &Answer, layout: &Layout) {
+        let n = self.len(Some(answer));
+        self.sel = n.saturating_sub(1);
+        self.top = n.saturating_sub(layout.list_rows.max(1));
     }
 
     /// Rows arrived from the rows worker: shown unless a newer request superseded them.
@@ -180,8 +206,14 @@ impl List {
     }
 
     /// The lookup the detail popup needs: what the selected event is linked to, unless it has
-    /// no links, was looked up already or is being looked up.
-    pub fn want_links(&mut self, answer: Option<&Answer>, filter: Option<&Arc<Compiled>>) -> Option<LinksQuery> {
+    /// no links, was looked up already or is being looked up. `filter` is compiled against
+    /// `reader`, the capture looked in.
+    pub fn want_links(
+        &mut self,
+        answer: Option<&Answer>,
+        reader: &Arc<Reader>,
+        filter: Option<&Arc<Compiled>>,
+    ) -> Option<LinksQuery> {
         if !self.detail {
             return None;
         }
@@ -189,15 +221,23 @@ impl List {
         if !links::has_links(&e) || self.links_of(&e).is_some() || self.links_asked.as_ref() == Some(&e) {
             return None;
         }
-        Some(self.lookup(e, Want::Detail, answer, filter))
+        Some(self.lookup(e, Want::Detail, answer, reader, filter))
     }
 
     /// A lookup of what `e` is linked to, superseding the earlier ones.
-    fn lookup(&mut self, e: Event, want: Want, answer: Option<&Answer>, filter: Option<&Arc<Compiled>>) -> LinksQuery {
+    fn lookup(
+        &mut self,
+        e: Event,
+        want: Want,
+        answer: Option<&Answer>,
+        reader: &Arc<Reader>,
+        filter: Option<&Arc<Compiled>>,
+    ) -> LinksQuery {
         self.links_gen += 1;
         self.links_asked = Some(e.clone());
         LinksQuery {
             gen: self.links_gen,
+            reader: Arc::clone(reader),
             answer: answer.map_or(0, |a| a.gen),
             event: e,
             want,
@@ -210,7 +250,12 @@ impl List {
     /// The jump key: the lookup of where the event linked to the selected one is (a block
     /// request's call; a call's first block request, or the next one when the last jump went
     /// from this call), or why there is nothing to look for.
-    pub fn jump(&mut self, answer: Option<&Answer>, filter: Option<&Arc<Compiled>>) -> Result<LinksQuery, String> {
+    pub fn jump(
+        &mut self,
+        answer: Option<&Answer>,
+        reader: &Arc<Reader>,
+        filter: Option<&Arc<Compiled>>,
+    ) -> Result<LinksQuery, String> {
         let Some(e) = self.selected().cloned() else {
             return Err("no event selected".into());
         };
@@ -231,7 +276,7 @@ impl List {
                 _ => 0,
             },
         };
-        Ok(self.lookup(e, Want::Jump(k), answer, filter))
+        Ok(self.lookup(e, Want::Jump(k), answer, reader, filter))
     }
 
     /// A jump's reply: the selection on the linked event, or why it is not in the list.
@@ -327,10 +372,12 @@ impl List {
         self.rows_gen += 1;
     }
 
-    /// The request for the rows on screen not decoded yet, if any, for `answer` under `filter`.
+    /// The request for the rows on screen not decoded yet, if any, for `answer` under `filter`
+    /// (compiled against `reader`, the capture read).
     pub fn want(
         &mut self,
         answer: Option<&Answer>,
+        reader: &Arc<Reader>,
         filter: Option<&Arc<Compiled>>,
         layout: &Layout,
     ) -> Option<RowsQuery> {
@@ -369,6 +416,7 @@ impl List {
         self.rows_gen += 1;
         Some(RowsQuery {
             gen: self.rows_gen,
+            reader: Arc::clone(reader),
             answer: a.gen,
             counting: match self.sort {
                 Sort::Time => Counting::Matching,

@@ -83,6 +83,15 @@ impl FilterBar {
         self.compiled.as_ref()
     }
 
+    /// Compile the filter in force again, against `reader`: a capture being recorded whose
+    /// tables grew (compiling judges every process and file entry once, so new ones must be).
+    /// It compiled before against fewer entries; should it not now, the old one stays.
+    pub fn recompile(&mut self, reader: &Reader) {
+        if let Ok(c) = compile(&self.applied, reader) {
+            self.compiled = c;
+        }
+    }
+
     /// Lines the bar takes: three while it shows an error and its help.
     pub fn lines(&self) -> u16 {
         match &self.input {

@@ -6,6 +6,12 @@
 //! (`iocap_analysis::capture_span`): the first row starts at or after its start, the last holds
 //! its end; zooming out stops at the rows that show all of it ([`whole`]), and scrolling stops at
 //! either end.
+//!
+//! A capture being recorded grows at its end ([`View::grown`]). Zoomed out all the way, the view
+//! keeps showing all of it: its rows leave room for it to double, and once it outgrows them it
+//! is shown in coarser rows, again with room. Zoomed in and following (End), the view keeps the
+//! newest rows on screen, moving on by half a page when they reach its last row. Time grows
+//! downward as sysdig draws it. Otherwise the view stays where the user put it.
 
 pub mod grid;
 pub mod render;
@@ -206,6 +212,58 @@ impl View {
         self.anchor.is_some_and(|a| a != (self.cursor_time(), self.cursor_l))
     }
 
+    /// The capture grew: zoomed out all the way, the view shows all of it still (coarser rows
+    /// once it outgrows them); `following`, the newest rows stay in view, half a page on when
+    /// they reach the last row, and the cursor on the newest. Moved when the rows changed: the
+    /// question is asked again; otherwise only the new chunks need adding to the answer.
+    pub fn grown(&mut self, cap: &Capture, layout: &Layout, following: bool) -> Moved {
+        let cells = layout.time_cells.max(1) as u64;
+        let moved = if self.all {
+            if self.start == cap.start && rows_needed(cap, self.interval) <= cells {
+                Moved::No
+            } else {
+                self.interval = whole(cap, layout);
+                self.start = cap.start;
+                Moved::Yes
+            }
+        } else if following && cap.last.saturating_sub(self.start) / self.interval >= cells {
+            self.start = self.newest_at_half(cap, layout);
+            Moved::Yes
+        } else {
+            Moved::No
+        };
+        if following {
+            self.cursor_on(cap.last, layout);
+        }
+        moved
+    }
+
+    /// End while the capture is recorded: the newest rows half way down the view, with room
+    /// below for what comes, the cursor on the newest.
+    pub fn follow_newest(&mut self, cap: &Capture, layout: &Layout) -> Moved {
+        let start = if self.all { cap.start } else { self.newest_at_half(cap, layout) };
+        let moved = if start == self.start { Moved::No } else { Moved::Yes };
+        self.start = start;
+        self.cursor_on(cap.last, layout);
+        moved
+    }
+
+    /// The view's start that puts the capture's newest row half way down the view.
+    fn newest_at_half(&self, cap: &Capture, layout: &Layout) -> u64 {
+        let row = (cap.last - cap.start) / self.interval;
+        let back = (layout.time_cells.max(1) / 2) as u64;
+        cap.start + row.saturating_sub(back) * self.interval
+    }
+
+    /// The cursor on the row of `t`, when that row is in view.
+    fn cursor_on(&mut self, t: u64, layout: &Layout) {
+        if let Some(r) = t.checked_sub(self.start).map(|d| d / self.interval) {
+            if r < layout.time_cells as u64 {
+                self.cursor_t = r as usize;
+            }
+        }
+    }
+
     /// Move the view's start to `t` (the replay following its clock), within the capture.
     pub fn follow(&mut self, t: u64, cap: &Capture, layout: &Layout) -> Moved {
         let t = t.clamp(cap.start, self.latest_start(cap, layout));
@@ -355,13 +413,17 @@ impl View {
 /// The row interval that shows the whole capture in the rows of `layout`: the shortest one,
 /// rounded up to two significant digits (`160ms`, `2.2s`: labels that read), at least the
 /// finest of [`INTERVALS`]. Its rows hold the capture up to its end, so nothing is left out,
-/// and the rounding leaves at most about a tenth of them past it.
+/// and the rounding leaves at most about a tenth of them past it. A capture being recorded
+/// gets rows for twice its length so far: it fills them as it grows, and is shown in coarser
+/// rows (a new scan) only each time it doubles.
 pub fn whole(cap: &Capture, layout: &Layout) -> u64 {
     let rows = layout.time_cells.max(1) as u64;
+    let room = if cap.is_live() { 2 } else { 1 };
     // The least interval for which `rows_needed` is at most `rows`.
     let least = (cap.end - cap.start)
+        .saturating_mul(room)
         .div_ceil(rows)
-        .max((cap.last - cap.start) / rows + 1);
+        .max((cap.last - cap.start).saturating_mul(room) / rows + 1);
     round_up(least).max(INTERVALS[0])
 }
 

@@ -1,6 +1,7 @@
-//! The status line: the file, what the keys do with a region selected in the focused
-//! spectrogram, how many events match in the whole capture, drops in the view, the view's time
-//! range and row length, the replay, a scan under way, a recovered file, and the last note.
+//! The status line: the file, whether it is being recorded (and followed), what the keys do
+//! with a region selected in the focused spectrogram, how many events match in the whole
+//! capture, drops in the view, the view's time range and row length, the replay, a scan under
+//! way, a recovered file, and the last note.
 
 use iocap_analysis::units::{self, Style::Terminal as TERM};
 use ratatui::layout::Rect;
@@ -27,6 +28,11 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let rel = |ts: u64| units::offset(ts.saturating_sub(app.cap.start));
     let drops = app.drops_in_view();
     let mut spans = vec![Span::raw(format!(" {} ", app.cap.name))];
+    if app.cap.is_live() {
+        // Early in the line, so that a narrow terminal still shows it.
+        spans.push(Span::styled("● LIVE", t.live()));
+        spans.push(Span::raw(if app.follows() { " " } else { " (End follows) " }));
+    }
     // Where Enter applies it: with the spectrogram's focus (elsewhere it takes a breakdown row
     // or opens an event).
     if app.view.anchor.is_some() && app.focus == Pane::Spectrogram {

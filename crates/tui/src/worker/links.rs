@@ -40,10 +40,12 @@ pub enum Want {
 }
 
 /// A lookup of what `event` is linked to.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct LinksQuery {
     /// Generation: a reply to an older lookup is dropped.
     pub gen: u64,
+    /// The capture looked in: the snapshot the answer and the filter are of.
+    pub reader: Arc<Reader>,
     /// Generation of the answer whose list a jump lands in.
     pub answer: u64,
     /// The event whose links are wanted (the list's selected one).
@@ -162,7 +164,8 @@ fn link_cols() -> ColSet {
 }
 
 /// Look up what `q.event` is linked to.
-pub fn find(reader: &Reader, q: &LinksQuery) -> Links {
+pub fn find(q: &LinksQuery) -> Links {
+    let reader = &*q.reader;
     let mut out = Links {
         gen: q.gen,
         answer: q.answer,

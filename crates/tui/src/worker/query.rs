@@ -17,6 +17,12 @@
 //! [`run`] and filled by [`warm`], which the worker calls while idle after each answer: the
 //! first question costs no more than without a cache, the next one over the same chunks skips
 //! decoding.
+//!
+//! An answer is folded from chunks into [`Totals`] (every accumulator mergeable, the groups by
+//! printed value), so it can be extended: a capture being recorded grows by chunks at its end,
+//! and a question asked again of the grown capture ([`Query::extends`] the last one) scans only
+//! the new chunks and adds them to what the worker kept ([`Kept`], [`answer`]), instead of
+//! scanning the view again.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,12 +32,13 @@ use iocap_analysis::group::{Feed, Slots};
 use iocap_analysis::slowest::{self, Slowest};
 use iocap_analysis::iostat::DeviceInterval;
 use iocap_analysis::{
-    hist, spectro, ColumnCache, Damage, DiskSplit, FieldGroups, IoStat, LatencyHist, Measure, Scan, Spectrogram,
+    hist, spectro, ColumnCache, Damage, DiskSplit, FieldGroups, GroupBy, IoStat, LatencyHist, Measure, Scan,
+    Spectrogram,
 };
 use iocap_analysis::units;
 use iocap_filter::fields::{self, FieldId, FieldInfo, Value};
 use iocap_filter::{Bitmap, Compiled};
-use iocap_format::{BlockOp, ChunkSummary, Class, Col, ColSet, Columns, Event, Meta, Reader, Tables};
+use iocap_format::{BlockOp, ChunkInfo, ChunkSummary, Class, Col, ColSet, Columns, Event, Meta, Reader, Tables};
 
 pub use iocap_analysis::slowest::Slow;
 
@@ -54,6 +61,12 @@ pub const TOP_GROUPS: usize = 50;
 pub struct Query {
     /// Generation: answers to older generations are dropped unread.
     pub gen: u64,
+    /// The capture as the question sees it: the snapshot the filter was compiled against (a
+    /// capture being recorded grows, and its tables with it).
+    pub reader: Arc<Reader>,
+    /// The same question as generation `extends`, of a capture that has grown since: only
+    /// the chunks it did not have need a scan, when the worker kept that answer ([`Kept`]).
+    pub extends: Option<u64>,
     /// The applied filter, compiled; `None` matches everything.
     pub filter: Option<Arc<Compiled>>,
     /// Start of the view (first spectrogram row), ns since boot.
@@ -174,18 +187,26 @@ struct Acc<'r> {
     iostat: Option<IoStat>,
 }
 
+/// iostat's statistics for `q`'s view, when it asks: one interval, the whole view (its rates
+/// are then taken over the part of it the capture covers, [`IoStat::totals_until`]).
+fn view_iostat(q: &Query) -> Option<IoStat> {
+    // `new` only fails on an empty or absurd interval.
+    let window = q.end().saturating_sub(q.start).max(1);
+    q.iostat
+        .then(|| IoStat::new(q.start, q.start.saturating_add(window), window).ok())
+        .flatten()
+}
+
 impl<'r> Acc<'r> {
-    /// Accumulators for `q`, iostat's over `[q.start, iostat_end)`.
-    fn new(q: &Query, slow_floor: u64, iostat_end: u64, meta: &'r Meta, tables: &'r Tables) -> Acc<'r> {
-        // One interval, the view: `new` only fails on an empty or absurd one.
-        let window = iostat_end.saturating_sub(q.start).max(1);
+    /// Accumulators for `q`.
+    fn new(q: &Query, slow_floor: u64, meta: &'r Meta, tables: &'r Tables) -> Acc<'r> {
         Acc {
             spectro: Spectrogram::new(q.start, q.interval, q.rows),
             groups: FieldGroups::new(q.group, meta, tables),
             per_chunk: Vec::new(),
             slowest: Slowest::new(q.slowest, slow_floor),
             measured: Vec::new(),
-            iostat: q.iostat.then(|| IoStat::new(q.start, q.start.saturating_add(window), window).ok()).flatten(),
+            iostat: view_iostat(q),
         }
     }
 
@@ -467,7 +488,8 @@ fn ts_for(reader: &Reader, q: &Query, i: usize) -> ColSet {
 /// Decode, while the viewer is idle, the columns `q` read into `cache` (what fits), so the
 /// next question over the same chunks skips decoding; stops as soon as `q` is superseded.
 /// Returns whether it finished.
-pub fn warm(reader: &Reader, cache: &ColumnCache, q: &Query, cancel: &Cancel) -> Result<bool, String> {
+pub fn warm(q: &Query, cache: &ColumnCache, cancel: &Cancel) -> Result<bool, String> {
+    let reader = &*q.reader;
     let chunks: Vec<usize> = reader.chunks_in(q.start, q.end()).collect();
     let ts = |i: usize| ts_for(reader, q, i);
     // Nothing to do when every chunk's columns are held already.
@@ -489,25 +511,25 @@ pub fn warm(reader: &Reader, cache: &ColumnCache, q: &Query, cancel: &Cancel) ->
     Ok(done.is_some())
 }
 
-/// Where the slowest events can start: known from the chunk summaries only without a filter
-/// (a summary counts every event of its chunk).
-fn slow_floor(q: &Query, chunks: &[iocap_format::ChunkInfo]) -> u64 {
-    match q.filter {
-        Some(_) => 0,
-        None => slowest::floor(chunks, q.start, q.end(), q.slowest),
+/// Where the slowest events of `chunks` can start: known from the chunk summaries only
+/// without a filter (a summary counts every event of its chunk).
+fn slow_floor(q: &Query, infos: &[ChunkInfo], chunks: &[usize]) -> u64 {
+    if q.filter.is_some() || q.slowest == 0 {
+        return 0;
     }
+    let scanned: Vec<ChunkInfo> = chunks.iter().filter_map(|&i| infos.get(i).cloned()).collect();
+    slowest::floor(&scanned, q.start, q.end(), q.slowest)
 }
 
-/// Events matching `q`'s filter in the whole capture, whatever the view: the filter alone
-/// over every chunk (those whose summary rules them out or in cost no filter), taking columns
-/// from `cache` when given, leaving unreadable chunks out as the answer does; `None` when
+/// Events matching `q`'s filter in `chunks` of its capture, whatever the view: the filter
+/// alone (chunks whose summary rules them out or in cost no filter), taking columns from
+/// `cache` when given, leaving unreadable chunks out as the answer does; `None` when
 /// superseded.
-pub fn count_all(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Cancel) -> Option<u64> {
-    let chunks: Vec<usize> = (0..reader.chunks().len()).collect();
+fn count(q: &Query, chunks: &[usize], cache: Option<&ColumnCache>, cancel: &Cancel) -> Option<u64> {
     let stale = || cancel.is_stale(q.gen);
     let threads = iocap_analysis::scan::default_threads(chunks.len());
-    let mut scan = Scan::new(reader, q.filter.as_deref())
-        .chunks(&chunks)
+    let mut scan = Scan::new(&q.reader, q.filter.as_deref())
+        .chunks(chunks)
         .threads(threads)
         .any_order()
         .cancel(&stale)
@@ -520,66 +542,238 @@ pub fn count_all(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel
     Some(done.1.matched)
 }
 
-/// Answer `q` over `reader`, taking decoded columns from `cache` when given (it must be this
-/// capture's; it is only read: [`warm`] fills it); `None` when cancelled.
-pub fn run(reader: &Reader, cache: Option<&ColumnCache>, q: &Query, cancel: &Cancel) -> Result<Option<Answer>, String> {
-    let chunks: Vec<usize> = reader.chunks_in(q.start, q.end()).collect();
-    let ts = |i: usize| ts_for(reader, q, i);
-    let stale = || cancel.is_stale(q.gen);
-    // A damaged chunk is left out (and said) rather than losing the whole view.
-    let mut scan = scan_for(reader, q, &chunks, &ts, &stale).skip_damaged();
-    if let Some(c) = cache {
-        scan = scan.cache(c, false);
+/// (Tests and the bench: the worker counts through [`count_whole`].) Events matching `q`'s
+/// filter in the whole capture, whatever the view ([`count`] over every chunk); `None` when
+/// superseded.
+#[cfg(feature = "testing")]
+pub fn count_all(q: &Query, cache: Option<&ColumnCache>, cancel: &Cancel) -> Option<u64> {
+    let chunks: Vec<usize> = (0..q.reader.chunks().len()).collect();
+    count(q, &chunks, cache, cancel)
+}
+
+/// What the scans of a question added up so far, in a form more chunks can be added to
+/// ([`Totals::fold`]): every accumulator is mergeable, and the groups are kept by printed
+/// value, which a later scan's groups merge into.
+#[derive(Clone)]
+pub struct Totals {
+    spectro: Spectrogram,
+    /// The groups by value as the filter reads it.
+    groups: GroupBy<String>,
+    /// How each value is shown ([`label`]), as the newest tables name it.
+    labels: HashMap<String, String>,
+    /// Every group's latencies together.
+    hist: LatencyHist,
+    per_chunk: Vec<(usize, u64)>,
+    /// The slowest, sorted slowest first.
+    slowest: Vec<Slow>,
+    damaged: Vec<Damage>,
+    iostat: Option<IoStat>,
+}
+
+impl Totals {
+    /// Nothing yet, for `q`.
+    pub fn new(q: &Query) -> Totals {
+        Totals {
+            spectro: Spectrogram::new(q.start, q.interval, q.rows),
+            groups: GroupBy::new(),
+            labels: HashMap::new(),
+            hist: LatencyHist::new(),
+            per_chunk: Vec::new(),
+            slowest: Vec::new(),
+            damaged: Vec::new(),
+            iostat: view_iostat(q),
+        }
     }
-    let infos = reader.chunks();
-    let floor = slow_floor(q, infos);
-    // iostat's rates are over the part of the view the capture covers.
-    let iostat_end = q.end().min(iocap_analysis::capture_span(reader).1.saturating_add(1));
-    let acc = scan
-        .run(
-            || Acc::new(q, floor, iostat_end, reader.meta(), reader.tables()),
-            |acc, ci, cols, bits| {
-                let row = infos.get(ci).and_then(|c| one_row(q, &c.summary));
-                acc.feed(q, ci, row, cols, bits)
-            },
-            Acc::merge,
-        )
-        .map_err(|e| e.to_string())?;
-    let Some((acc, stats)) = acc else { return Ok(None) };
-    // Keys are finer than values (two proc ids may share a name): merged by printed value.
-    let names = PidNames::for_field(q.group, reader.tables());
-    let by = acc
-        .groups
-        .finish_by(|v, e| (v.to_string(), label(q.group, v, e, reader.meta(), reader.tables(), &names)));
-    let mut hist = LatencyHist::new();
-    for (_, g) in by.iter() {
-        hist.merge(&g.hist);
+
+    /// Scan `chunks` of `q`'s capture for `q` (chunks after those already added) and add what
+    /// they hold, taking decoded columns from `cache` when given (it must be this capture's),
+    /// and keeping there what is decoded when `fill` (a few new chunks: otherwise [`warm`]
+    /// fills it while the viewer is idle). `false` when cancelled: then the totals are as they
+    /// were.
+    pub fn fold(
+        &mut self,
+        q: &Query,
+        chunks: &[usize],
+        cache: Option<&ColumnCache>,
+        fill: bool,
+        cancel: &Cancel,
+    ) -> Result<bool, String> {
+        let reader = &*q.reader;
+        let ts = |i: usize| ts_for(reader, q, i);
+        let stale = || cancel.is_stale(q.gen);
+        // A damaged chunk is left out (and said) rather than losing the whole view.
+        let mut scan = scan_for(reader, q, chunks, &ts, &stale).skip_damaged();
+        if let Some(c) = cache {
+            scan = scan.cache(c, fill);
+        }
+        let infos = reader.chunks();
+        let floor = slow_floor(q, infos, chunks);
+        let acc = scan
+            .run(
+                || Acc::new(q, floor, reader.meta(), reader.tables()),
+                |acc, ci, cols, bits| {
+                    let row = infos.get(ci).and_then(|c| one_row(q, &c.summary));
+                    acc.feed(q, ci, row, cols, bits)
+                },
+                Acc::merge,
+            )
+            .map_err(|e| e.to_string())?;
+        let Some((acc, stats)) = acc else { return Ok(false) };
+        self.spectro.merge(&acc.spectro);
+        // Keys are finer than values (two proc ids may share a name): merged by printed value.
+        let names = PidNames::for_field(q.group, reader.tables());
+        let by = acc
+            .groups
+            .finish_by(|v, e| (v.to_string(), label(q.group, v, e, reader.meta(), reader.tables(), &names)));
+        for ((value, label), g) in by.into_groups() {
+            self.hist.merge(&g.hist);
+            self.groups.add_group(value.clone(), g);
+            self.labels.insert(value, label);
+        }
+        let mut per_chunk = acc.per_chunk;
+        per_chunk.sort_unstable();
+        self.per_chunk.extend(per_chunk);
+        if !self.per_chunk.is_sorted() {
+            self.per_chunk.sort_unstable();
+        }
+        self.slowest = slowest::merge_sorted(&self.slowest, &acc.slowest.into_sorted(), q.slowest);
+        self.damaged.extend(stats.damaged);
+        if let (Some(a), Some(b)) = (&mut self.iostat, &acc.iostat) {
+            a.merge(b);
+        }
+        Ok(true)
     }
-    let groups: Vec<GroupRow> = by
-        .top(TOP_GROUPS)
-        .into_iter()
-        .map(|((value, label), g)| GroupRow {
-            value: value.clone(),
-            label: label.clone(),
-            count: g.count(),
-            p99: g.hist.percentile(99.0),
-            disk: g.disk,
-        })
-        .collect();
-    let group_count = by.len();
-    let slowest = acc.slowest.into_sorted();
-    let mut per_chunk = acc.per_chunk;
-    per_chunk.sort_unstable();
-    Ok(Some(Answer {
+
+    /// The answer to `q` from what was added so far.
+    pub fn answer(&self, q: &Query) -> Answer {
+        let groups: Vec<GroupRow> = self
+            .groups
+            .top(TOP_GROUPS)
+            .into_iter()
+            .map(|(value, g)| GroupRow {
+                value: value.clone(),
+                label: self.labels.get(value).cloned().unwrap_or_default(),
+                count: g.count(),
+                p99: g.hist.percentile(99.0),
+                disk: g.disk,
+            })
+            .collect();
+        // iostat's rates are over the part of the view the capture covers.
+        let iostat_end = q.end().min(iocap_analysis::capture_span(&q.reader).1.saturating_add(1));
+        Answer {
+            gen: q.gen,
+            spectro: self.spectro.clone(),
+            matched: self.hist.count(),
+            hist: self.hist.clone(),
+            groups,
+            group_count: self.groups.len(),
+            per_chunk: self.per_chunk.clone(),
+            slowest: self.slowest.clone(),
+            damaged: self.damaged.clone(),
+            iostat: self.iostat.as_ref().map(|st| st.totals_until(iostat_end)),
+        }
+    }
+}
+
+/// What decides a question's answer besides its capture and filter: the view and what the
+/// panes want of it.
+#[derive(Clone, PartialEq, Eq)]
+struct Shape {
+    start: u64,
+    interval: u64,
+    rows: usize,
+    measure: Measure,
+    group: &'static str,
+    split: bool,
+    slowest: usize,
+    iostat: bool,
+}
+
+impl Shape {
+    fn of(q: &Query) -> Shape {
+        Shape {
+            start: q.start,
+            interval: q.interval,
+            rows: q.rows,
+            measure: q.measure,
+            group: q.group.name,
+            split: q.split,
+            slowest: q.slowest,
+            iostat: q.iostat,
+        }
+    }
+}
+
+/// The last answer the worker gave, kept so that the same question of a grown capture
+/// ([`Query::extends`]) scans only the chunks added since.
+pub struct Kept {
+    gen: u64,
+    shape: Shape,
+    /// Chunks of the capture the totals looked at (those of them in the view): the first ones.
+    chunks: usize,
+    totals: Totals,
+    /// Events matching in the whole capture, and over how many of its first chunks.
+    whole: Option<(u64, usize)>,
+}
+
+/// Answer `q`, extending `kept` when `q` is the same question of a grown capture, else from
+/// scratch; the answer's totals are kept in its place. `None` when cancelled (and nothing is
+/// kept).
+pub fn answer(
+    q: &Query,
+    cache: Option<&ColumnCache>,
+    cancel: &Cancel,
+    kept: &mut Option<Kept>,
+) -> Result<Option<Answer>, String> {
+    let n = q.reader.chunks().len();
+    let shape = Shape::of(q);
+    let base = kept
+        .take()
+        .filter(|k| q.extends == Some(k.gen) && k.shape == shape && k.chunks <= n);
+    let (mut totals, from, whole) = match base {
+        Some(k) => (k.totals, k.chunks, k.whole),
+        None => (Totals::new(q), 0, None),
+    };
+    let chunks: Vec<usize> = q.reader.chunks_in(q.start, q.end()).filter(|&i| i >= from).collect();
+    // The few chunks of an extension go into the cache as they are read: the viewer is not
+    // waiting on them, and the idle fill would decode them again.
+    if !totals.fold(q, &chunks, cache, from > 0, cancel)? {
+        return Ok(None);
+    }
+    let a = totals.answer(q);
+    *kept = Some(Kept {
         gen: q.gen,
-        spectro: acc.spectro,
-        matched: hist.count(),
-        hist,
-        groups,
-        group_count,
-        per_chunk,
-        slowest,
-        damaged: stats.damaged,
-        iostat: acc.iostat.map(|st| st.totals()),
-    }))
+        shape,
+        chunks: n,
+        totals,
+        whole,
+    });
+    Ok(Some(a))
+}
+
+/// Events matching `q`'s filter in the whole capture, after [`answer`] has kept `q`'s
+/// totals: counted only in the chunks added since when it extends a question whose count is
+/// kept; `None` when superseded.
+pub fn count_whole(q: &Query, cache: Option<&ColumnCache>, cancel: &Cancel, kept: &mut Option<Kept>) -> Option<u64> {
+    let n = q.reader.chunks().len();
+    // Counted so far, and over how many chunks: none for a question not extended.
+    let (before, from) = kept
+        .as_ref()
+        .filter(|k| k.gen == q.gen)
+        .and_then(|k| k.whole)
+        .unwrap_or_default();
+    let chunks: Vec<usize> = (from..n).collect();
+    let matched = before + count(q, &chunks, cache, cancel)?;
+    if let Some(k) = kept.as_mut().filter(|k| k.gen == q.gen) {
+        k.whole = Some((matched, n));
+    }
+    Some(matched)
+}
+
+/// (Tests and the bench: the worker answers through [`answer`].) Answer `q` from scratch,
+/// taking decoded columns from `cache` when given (it must be this capture's; it is only
+/// read: [`warm`] fills it); `None` when cancelled.
+#[cfg(feature = "testing")]
+pub fn run(q: &Query, cache: Option<&ColumnCache>, cancel: &Cancel) -> Result<Option<Answer>, String> {
+    answer(q, cache, cancel, &mut None)
 }

@@ -33,6 +33,8 @@ pub enum Counting {
 pub struct RowsQuery {
     /// Generation: a reply to an older request is dropped.
     pub gen: u64,
+    /// The capture read: the snapshot the answer and the filter are of.
+    pub reader: Arc<Reader>,
     /// Generation of the answer the rows belong to: decoded chunks of another answer's view
     /// and filter are not reused.
     pub answer: u64,
@@ -81,7 +83,8 @@ impl RowLoader {
     }
 
     /// Decode the rows `q` asks for.
-    pub fn load(&mut self, reader: &Reader, q: &RowsQuery) -> Rows {
+    pub fn load(&mut self, q: &RowsQuery) -> Rows {
+        let reader = &*q.reader;
         if q.answer != self.answer {
             self.kept.clear();
             self.answer = q.answer;

@@ -1,0 +1,98 @@
+//! The event loop, as ratatui's event-driven template has it: an input thread (keys, mouse,
+//! resizes and ticks), the workers and the follower of a capture being recorded feed one
+//! channel of [`Msg`]; [`run`] draws a frame, then takes every message waiting, turns each into
+//! an [`Action`] for [`App::update`] and hands what the update asks to the workers
+//! ([`hand_over`]). [`crate::run`] drives it on the terminal; the live benchmark on a test
+//! backend.
+
+use std::io;
+use std::sync::mpsc::{Receiver, Sender};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{self as ct, Event as CtEvent};
+
+use crate::action::Action;
+use crate::app::{App, Effects};
+use crate::keys;
+use crate::worker::{Reply, Worker};
+
+/// How often the input thread wakes up without input (drives replay).
+const TICK: Duration = Duration::from_millis(50);
+
+/// What the event loop waits for.
+pub enum Msg {
+    /// A terminal event: a key, the mouse, a resize.
+    Input(CtEvent),
+    /// Time passed without input.
+    Tick,
+    /// A worker's reply (or the follower's snapshot).
+    Reply(Reply),
+}
+
+/// Draw with `draw`, then wait for messages and hand them to `app`, until it quits or every
+/// sender is gone.
+pub fn run(
+    app: &mut App,
+    rx: &Receiver<Msg>,
+    worker: &Worker,
+    mut draw: impl FnMut(&App) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut last_tick = Instant::now();
+    while !app.quit {
+        draw(app)?;
+        // Block for one message, then take everything already waiting before drawing again,
+        // so a burst of keys or a fast worker costs one frame.
+        let Ok(first) = rx.recv() else { break };
+        for msg in std::iter::once(first).chain(rx.try_iter()) {
+            let action = match msg {
+                Msg::Input(CtEvent::Key(k)) => keys::key(app, k),
+                Msg::Input(CtEvent::Mouse(m)) => keys::mouse(m),
+                Msg::Input(CtEvent::Resize(w, h)) => Some(Action::Resize(w, h)),
+                Msg::Input(_) => None,
+                Msg::Tick => {
+                    let now = Instant::now();
+                    let dt = now - last_tick;
+                    last_tick = now;
+                    Some(Action::Tick(dt))
+                }
+                Msg::Reply(r) => Some(Action::Reply(r)),
+            };
+            if let Some(a) = action {
+                hand_over(app.update(a), worker);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Give the workers what an update asked for: a query, rows to decode, a lookup of links.
+pub fn hand_over(fx: Effects, worker: &Worker) {
+    if let Some(q) = fx.query {
+        worker.ask(q);
+    }
+    if let Some(r) = fx.rows {
+        worker.rows(r);
+    }
+    if let Some(l) = fx.links {
+        worker.links(l);
+    }
+}
+
+/// The input thread: terminal events and ticks into the loop's channel. It ends when the loop
+/// has gone (the send fails).
+pub fn spawn_input(tx: Sender<Msg>) {
+    let _ = thread::Builder::new().name("iocap-input".into()).spawn(move || loop {
+        let msg = match ct::poll(TICK) {
+            Ok(true) => match ct::read() {
+                Ok(e) => Msg::Input(e),
+                Err(_) => return,
+            },
+            Ok(false) => Msg::Tick,
+            Err(_) => return,
+        };
+        if tx.send(msg).is_err() {
+            return;
+        }
+    });
+}
