@@ -44,7 +44,14 @@ pub const SETTLE: Duration = Duration::from_secs(2);
 pub fn run(args: Args) -> anyhow::Result<()> {
     let interval = parse_duration(&args.interval).map_err(|e| UsageError(format!("--interval: {e}")))?;
     let mut input = input::open(&args.capture, &args.filter, !args.follow)?;
-    let (start, end) = scan::capture_span(&input.reader);
+    let (first, end) = scan::capture_span(&input.reader);
+    // From the recording's start, which a capture being followed knows before its first event
+    // (and events between the probes' attach and the header's stamp come slightly before it).
+    let start = match input.reader.meta().start_ts {
+        0 => first,
+        s => s,
+    };
+    let end = end.max(start);
     // Checked now, whether followed or not: the same intervals must fit the whole capture.
     IoStat::new(start, end, interval).map_err(|e| UsageError(format!("--interval: {e}")))?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
