@@ -12,4 +12,6 @@ mod output;
 mod record;
 mod reports;
 mod stream;
+#[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
+mod stream_record;
 mod view;
