@@ -285,3 +285,47 @@ fn iostat_f_prints_intervals_as_they_end_and_the_whole_once_finished() {
         }
     }
 }
+
+/// `iocap view -` in a terminal (tmux) on a stream that comes in two parts: LIVE with the first
+/// part's events, then every event once the rest has come (no longer live); its copy of the
+/// stream is gone once it quits, and the terminal is left as it was.
+#[test]
+fn view_reads_a_stream_as_it_comes_and_leaves_nothing_behind() {
+    let _running = crate::util::machine_shared();
+    if let Some(why) = crate::view::tmux_missing() {
+        eprintln!("{why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cap = synthetic_capture(dir.path(), 1000);
+    let r = Reader::open(&cap).unwrap();
+    let (first, rest) = (dir.path().join("first"), dir.path().join("rest"));
+    let bytes = std::fs::read(&cap).unwrap();
+    let cut = r.chunks()[3].offset as usize + 40;
+    std::fs::write(&first, &bytes[..cut]).unwrap();
+    std::fs::write(&rest, &bytes[cut..]).unwrap();
+    let (tmp, state) = (dir.path().join("tmp"), dir.path().join("state"));
+    std::fs::create_dir(&tmp).unwrap();
+    // The rest comes once `go` exists.
+    let go = dir.path().join("go");
+    let cmd = format!(
+        "(cat '{}'; while [ ! -e '{}' ]; do sleep 0.05; done; cat '{}') | env TMPDIR='{}' XDG_STATE_HOME='{}' '{}' view -",
+        first.display(),
+        go.display(),
+        rest.display(),
+        tmp.display(),
+        state.display(),
+        env!("CARGO_BIN_EXE_iocap"),
+    );
+    let t = crate::view::start_command("stdin", &cmd, (120, 30));
+    let s = t.wait_for("the first part", |s| {
+        s.contains("standard input ● LIVE") && crate::view::counts(s) == Some((300, 300))
+    });
+    assert!(!s.contains("recovered"), "{s}");
+    std::fs::write(&go, b"").unwrap();
+    let s = t.wait_for("the rest", |s| crate::view::counts(s) == Some((1000, 1000)));
+    assert!(!s.contains("LIVE"), "finished: {s}");
+    crate::view::quit_cleanly(&t);
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}

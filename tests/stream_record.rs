@@ -352,13 +352,22 @@ fn iostat_f_prints_intervals_while_they_are_recorded_as_iostat_counts_them_after
     assert!(busy >= 4, "intervals with the disk's figures: {live:?}");
 }
 
-/// `-w -` with rotation, or onto a terminal, is refused before anything is loaded (no root
-/// needed to be told).
+/// `-w -` with rotation, with `--view` or onto a terminal, and `--view` off a terminal, are
+/// refused before anything is loaded (no root needed to be told).
 #[test]
-fn a_stream_is_refused_with_rotation_or_onto_a_terminal() {
+fn a_stream_or_a_view_is_refused_where_it_cannot_work() {
     let (code, _, err) = crate::util::run(&["record", "-w", "-", "-C", "1MB"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("rotation (-C, -W) needs files"), "{err}");
+    let (code, _, err) = crate::util::run(&["record", "-w", "-", "--view"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("a stream is viewed where it arrives"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("x.cap");
+    let (code, _, err) = crate::util::run(&["record", "-w", cap.to_str().unwrap(), "--view"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--view needs a terminal"), "{err}");
+    assert!(!cap.exists());
     // A terminal: script(1)'s pseudo-terminal.
     let cmd = format!("{} record -w -", env!("CARGO_BIN_EXE_iocap"));
     let Ok(out) = Command::new("script").args(["-qec", &cmd, "/dev/null"]).output() else {
@@ -368,4 +377,86 @@ fn a_stream_is_refused_with_rotation_or_onto_a_terminal() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(2), "{text}");
     assert!(text.contains("standard output, which is a terminal"), "{text}");
+}
+
+/// `record --view` in a terminal (tmux): the viewer follows the file as it is recorded; `q`
+/// stops the recording, which finishes the file, and leaves the terminal as it was, with the
+/// recorder's last line on it.
+#[test]
+fn record_view_shows_the_recording_and_quitting_finishes_the_file() {
+    let Some(_running) = recording() else { return };
+    if let Some(why) = crate::view::tmux_missing() {
+        eprintln!("{why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("viewed.cap");
+    let cmd = format!(
+        "env XDG_STATE_HOME='{}' '{}' record --no-block -w '{}' --view proc.name=dd",
+        dir.path().join("state").display(),
+        env!("CARGO_BIN_EXE_iocap"),
+        cap.display()
+    );
+    let t = crate::view::start_command("record-view", &cmd, (160, 30));
+    t.wait_for("the viewer on the recording", |s| s.contains("viewed.cap ● LIVE"));
+    let mut load = Command::new("sh")
+        .args([
+            "-c",
+            "while :; do dd if=/dev/zero of=/dev/null bs=1 count=2000 status=none; done",
+        ])
+        .spawn()
+        .unwrap();
+    let s = t.wait_for("dd's events", |s| crate::view::counts(s).is_some_and(|(n, _)| n > 1000));
+    assert!(s.contains("● LIVE"), "{s}");
+    assert!(
+        !s.contains("events/s"),
+        "no status line of the recorder over the viewer: {s}"
+    );
+    let _ = load.kill();
+    let _ = load.wait();
+    crate::view::quit_cleanly(&t);
+    let s = t.screen();
+    assert!(s.contains("iocap: wrote "), "{s}");
+    let r = Reader::open(&cap).unwrap();
+    assert!(r.is_clean(), "{:?}", r.recovery());
+    assert_eq!(r.liveness(), Liveness::Finished);
+    let wrote: u64 = s
+        .split("iocap: wrote ")
+        .nth(1)
+        .and_then(|l| l.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert_eq!(r.event_count(), wrote);
+}
+
+/// With `-c`, the command's output never reaches the viewer's screen, the recording ends with
+/// the command while the viewer stays (showing it finished); a SIGTERM closes the viewer,
+/// restoring the terminal.
+#[test]
+fn record_view_with_a_command_keeps_its_output_off_the_screen_and_sigterm_closes_it() {
+    let Some(_running) = recording() else { return };
+    if let Some(why) = crate::view::tmux_missing() {
+        eprintln!("{why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("cmd.cap");
+    let work = "for i in 1 2 3; do echo SCRIBBLE; echo SCRAWL >&2; sleep 0.3; done";
+    let cmd = format!(
+        "env XDG_STATE_HOME='{}' '{}' record --no-block -w '{}' --view -c '{work}'",
+        dir.path().join("state").display(),
+        env!("CARGO_BIN_EXE_iocap"),
+        cap.display()
+    );
+    let t = crate::view::start_command("record-view-c", &cmd, (160, 30));
+    let s = t.wait_for("the recording finished", |s| s.contains("the recording finished"));
+    assert!(!s.contains("SCRIBBLE") && !s.contains("SCRAWL"), "{s}");
+    let r = Reader::open(&cap).unwrap();
+    assert!(r.is_clean(), "finished while still viewed: {:?}", r.recovery());
+    // The viewer stays until told: a SIGTERM to iocap closes it.
+    let out = t.cmd(&["display-message", "-p", "-t", "view", "#{pane_pid}"]);
+    let pid = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    crate::view::exited_cleanly(&t);
+    assert!(t.screen().contains("iocap: wrote "), "{}", t.screen());
 }

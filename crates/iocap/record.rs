@@ -12,13 +12,14 @@ use std::io::{BufWriter, IsTerminal, Write};
 use std::os::fd::AsFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use iocap_filter::Filter;
-use iocap_format::{Meta, Writer, WriterOptions};
+use iocap_format::{Meta, Reader, Writer, WriterOptions};
 use iocap_record::{rotation, Output, Progress, Recorder, Request, Rotate};
 
 use crate::{output, signals};
@@ -59,6 +60,10 @@ pub struct Args {
     /// With -C: keep at most COUNT files, removing the oldest (a ring).
     #[arg(short = 'W', long = "file-count", value_name = "COUNT", requires = "file_size")]
     file_count: Option<u32>,
+    /// Open the viewer on the file as it is recorded; quitting it stops the recording, which
+    /// finishes the file. A -c command's output is discarded meanwhile.
+    #[arg(long)]
+    view: bool,
     /// Keep only matching events (the viewer's filter language); pids, syscalls and a latency
     /// floor are decided in the kernel: `proc.name=fio and latency>1ms`.
     filter: Vec<String>,
@@ -150,20 +155,29 @@ fn create_locked(path: &Path) -> anyhow::Result<(File, output::NewFile)> {
     Ok((file, new))
 }
 
+/// Where a `-c` command's standard streams go.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ChildIo {
+    /// Ours.
+    Inherit,
+    /// Standard output is the capture's stream (`-w -`): its output goes to standard error.
+    OutToStderr,
+    /// The viewer has the terminal (`--view`): none, not even the keyboard.
+    Discard,
+}
+
 /// Start CMD held before it runs, so that its pid is in the kernel's filter before it runs a
 /// single instruction of the command: a shell waits for the release pipe to close, then execs
 /// `sh -c CMD` (same pid). The wait cannot be in `pre_exec`: `spawn` waits for the exec.
-/// `not_stdout`: standard output is the capture's stream, so the command's goes to standard
-/// error.
-fn spawn_held(cmd: &str, not_stdout: bool) -> anyhow::Result<(Child, File)> {
-    let out = match not_stdout {
-        true => Some(
+fn spawn_held(cmd: &str, io: ChildIo) -> anyhow::Result<(Child, File)> {
+    let out = match io {
+        ChildIo::Inherit | ChildIo::Discard => None,
+        ChildIo::OutToStderr => Some(
             std::io::stderr()
                 .as_fd()
                 .try_clone_to_owned()
                 .context("standard error")?,
         ),
-        false => None,
     };
     let mut fds = [0; 2];
     // SAFETY: fds is a valid array of two ints for pipe2 to fill.
@@ -186,6 +200,9 @@ fn spawn_held(cmd: &str, not_stdout: bool) -> anyhow::Result<(Child, File)> {
     }
     if let Some(err) = out {
         c.stdout(err);
+    }
+    if io == ChildIo::Discard {
+        c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
     }
     let child = c.spawn().with_context(|| format!("cannot run `{cmd}`"));
     // SAFETY: rd is ours and the child has its own copy (fd 3).
@@ -215,6 +232,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .into(),
         )
         .into());
+    }
+    if args.view && to_stdout {
+        return Err(UsageError(
+            "--view watches the file being recorded: a stream is viewed where it arrives (| iocap view -)".into(),
+        )
+        .into());
+    }
+    if args.view && !std::io::stdout().is_terminal() {
+        return Err(UsageError("--view needs a terminal".into()).into());
     }
     let target = if to_stdout {
         STDOUT.to_string()
@@ -292,11 +318,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         filter: (!filter.is_all()).then_some(filter),
         rotate,
     };
-    signals::install(false);
+    // With the viewer, a closed terminal stops the recording too, which then finishes the file.
+    signals::install(args.view);
     // The command is held until the writer has read /proc and takes events as they come.
     let (mut child, mut release) = match &args.command {
         Some(cmd) => {
-            let (child, release) = spawn_held(cmd, to_stdout)?;
+            let io = match (to_stdout, args.view) {
+                (true, _) => ChildIo::OutToStderr,
+                (_, true) => ChildIo::Discard,
+                _ => ChildIo::Inherit,
+            };
+            let (child, release) = spawn_held(cmd, io)?;
             recorder.add_pid(child.id())?;
             (Some(child), Some(release))
         }
@@ -305,6 +337,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if !to_stdout {
         say(format_args!("{recording}"));
     }
+    // After the line above, which the viewer's screen then covers until it quits.
+    let viewing = match args.view {
+        true => Some(Viewing::start(&args.file)?),
+        false => None,
+    };
     let started = Instant::now();
     let duration = args.duration;
     let child_done = std::cell::Cell::new(false);
@@ -313,10 +350,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             return true;
         }
         // Set by the progress callback, which polls the child ~4 times a second.
-        child_done.get()
+        child_done.get() || viewing.as_ref().is_some_and(Viewing::ended)
     };
     // Not over a stream's reader, which may be drawing on the same terminal (`| iocap view -`).
-    let tty = std::io::stderr().is_terminal() && !to_stdout;
+    let tty = std::io::stderr().is_terminal() && !to_stdout && !args.view;
     let mut last = (Instant::now(), 0u64);
     let mut progress = |p: &Progress| {
         if p.ready {
@@ -347,6 +384,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let _ = err.flush();
     };
     let result = recorder.run(writer, out, &stop, &mut progress);
+    // The file is finished (or what it holds is said below): the viewer shows it until quit.
+    let viewed = viewing.map_or(Ok(()), Viewing::finish);
     if tty {
         say(format_args!(""));
     }
@@ -393,7 +432,72 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "iocap: wrote {} events ({} dropped) in {} bytes to {target}{files}",
         s.events, s.drops, s.bytes,
     ));
-    Ok(())
+    viewed
+}
+
+/// `--view`: the viewer on the file being recorded, on a thread of its own, which has the
+/// terminal while this one records. Whichever way the viewer ends (quit, an error, a panic),
+/// the recording stops and finishes the file.
+struct Viewing {
+    thread: std::thread::JoinHandle<anyhow::Result<()>>,
+    /// Set once the viewer has ended.
+    ended: Arc<AtomicBool>,
+    /// Set to close the viewer (the recording was stopped by a signal).
+    quit: Arc<AtomicBool>,
+}
+
+/// Sets its flag when dropped: when the viewer's thread ends, a panic included.
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Viewing {
+    /// Open the viewer on `path`, whose header is on disk and which the recorder holds.
+    fn start(path: &Path) -> anyhow::Result<Viewing> {
+        let (ended, quit) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        let (path, done, told) = (path.to_path_buf(), SetOnDrop(Arc::clone(&ended)), Arc::clone(&quit));
+        let thread = std::thread::Builder::new()
+            .name("iocap-view".into())
+            .spawn(move || {
+                let _done = done;
+                let r = Reader::open(&path).with_context(|| format!("{}", path.display()))?;
+                let filter = iocap_tui::check_filter("", &r).map_err(|e| anyhow::anyhow!("{e}"))?;
+                iocap_tui::run_until(&path, r, filter, &told).context("terminal")
+            })
+            .context("cannot start the viewer's thread")?;
+        Ok(Viewing { thread, ended, quit })
+    }
+
+    /// Whether the viewer has ended.
+    fn ended(&self) -> bool {
+        self.ended.load(Ordering::Relaxed)
+    }
+
+    /// Once the recording is over: wait for the user to quit the viewer, or for a signal
+    /// (SIGTERM, SIGHUP), which closes it, giving it a second to restore the terminal (one that
+    /// hung up cannot be restored, nor can the viewer's input thread end: it is left).
+    fn finish(self) -> anyhow::Result<()> {
+        let mut told: Option<Instant> = None;
+        while !self.thread.is_finished() {
+            match told {
+                None if signals::stop_requested() => {
+                    self.quit.store(true, Ordering::Relaxed);
+                    told = Some(Instant::now());
+                }
+                Some(t) if t.elapsed() > Duration::from_secs(1) => return Ok(()),
+                _ => {}
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        match self.thread.join() {
+            Ok(r) => r,
+            Err(_) => bail!("the viewer failed (its message is above)"),
+        }
+    }
 }
 
 #[cfg(test)]
