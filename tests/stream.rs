@@ -329,3 +329,37 @@ fn view_reads_a_stream_as_it_comes_and_leaves_nothing_behind() {
     let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// A file something other than the recorder writes (`ssh HOST sudo iocap record -w - >
+/// trace.cap`) has no recorder's lock: `view -f` follows it all the same, until its end comes.
+#[test]
+fn view_f_follows_a_file_no_recorder_holds_until_its_end() {
+    let _running = crate::util::machine_shared();
+    if let Some(why) = crate::view::tmux_missing() {
+        eprintln!("{why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cap = synthetic_capture(dir.path(), 1000);
+    let bytes = std::fs::read(&cap).unwrap();
+    let cut = Reader::open(&cap).unwrap().chunks()[3].offset as usize + 40;
+    let growing = dir.path().join("growing.cap");
+    std::fs::write(&growing, &bytes[..cut]).unwrap();
+    let cmd = format!(
+        "env XDG_STATE_HOME='{}' '{}' view -f '{}'",
+        dir.path().join("state").display(),
+        env!("CARGO_BIN_EXE_iocap"),
+        growing.display(),
+    );
+    let t = crate::view::start_command("view-f", &cmd, (120, 30));
+    let s = t.wait_for("the first part, live", |s| {
+        s.contains("growing.cap ● LIVE") && crate::view::counts(s) == Some((300, 300))
+    });
+    assert!(!s.contains("recovered"), "{s}");
+    let mut f = std::fs::OpenOptions::new().append(true).open(&growing).unwrap();
+    f.write_all(&bytes[cut..]).unwrap();
+    drop(f);
+    let s = t.wait_for("the rest", |s| crate::view::counts(s) == Some((1000, 1000)));
+    assert!(!s.contains("LIVE"), "finished: {s}");
+    crate::view::quit_cleanly(&t);
+}
