@@ -27,6 +27,7 @@ use iocap_analysis::units;
 use iocap_analysis::{LatencyHist, Measure};
 #[cfg(feature = "testing")]
 use iocap_filter::FilterError;
+use iocap_format::Liveness;
 use ratatui::layout::Rect;
 
 use crate::action::{Action, Mouse, Move};
@@ -35,7 +36,7 @@ use crate::capture::Capture;
 use crate::history::History;
 use crate::layout::{Layout, Orientation, Pane};
 use crate::panes::breakdown::{Breakdown, Regrouped};
-use crate::panes::events::{List, Listed};
+use crate::panes::events::{List, Listed, Sort};
 use crate::panes::filter_bar::{FilterBar, Filtered};
 use crate::panes::spectrogram::grid::Grid;
 use crate::panes::spectrogram::{Moved, View};
@@ -250,10 +251,15 @@ impl App {
                 self.ask(fx);
             }
             Action::Move(Move::End) if self.cap.is_live() && self.focus != Pane::Breakdown => {
-                // The newest rows, followed from now on, in the view and the list.
+                // The newest rows, followed from now on, in the view and the list (in time
+                // order: sorted by latency, End is its last row as ever).
                 self.following = true;
                 if self.view.follow_newest(&self.cap, &self.layout) == Moved::Yes {
                     self.ask(fx);
+                } else if self.list.sort == Sort::Latency {
+                    if self.focus == Pane::Events {
+                        self.list_update(&action, fx);
+                    }
                 } else if let Some(a) = &self.answer {
                     self.list.follow_end(a, &self.layout);
                     self.load_rows(fx);
@@ -505,7 +511,7 @@ impl App {
                     ));
                 }
                 self.list.answered(&a, self.extending);
-                if self.follows() {
+                if self.follows() && self.list.sort == Sort::Time {
                     self.list.follow_end(&a, &self.layout);
                 }
                 self.answer = Some(*a);
@@ -563,10 +569,10 @@ impl App {
             self.filter.recompile(&self.cap.reader);
         }
         match (was, self.cap.liveness) {
-            (iocap_format::Liveness::Live, iocap_format::Liveness::Finished) => {
+            (Liveness::Live, Liveness::Finished) => {
                 self.note = Some("the recording finished".into());
             }
-            (iocap_format::Liveness::Live, iocap_format::Liveness::Recovered) => {
+            (Liveness::Live, Liveness::Recovered) => {
                 self.note = Some("the recorder stopped without finishing the file: showing what it wrote".into());
             }
             _ => {}

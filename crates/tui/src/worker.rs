@@ -226,7 +226,7 @@ const NEXT_FILE_WAIT: Duration = Duration::from_secs(1);
 
 /// The file a finished capture's recording went on in, opened, and its path: the next file of
 /// a rotation, which its header names ([`iocap_format::Meta::next_path`]). `None` when the
-/// capture is not finished, names none, or it does not appear within [`NEXT_FILE_WAIT`] (the
+/// capture is not finished, names none, or it does not appear within a second (the
 /// recording stopped with this file, or a ring removed it already).
 pub fn next_capture(reader: &Reader, path: &Path) -> Option<(Reader, PathBuf)> {
     if reader.liveness() != Liveness::Finished {

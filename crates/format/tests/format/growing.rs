@@ -328,3 +328,63 @@ fn a_file_no_writer_holds_reads_as_live_once_assumed_until_its_end_arrives() {
     assert!(done.assume_writer().unwrap().is_empty());
     assert_eq!(done.liveness(), Liveness::Finished);
 }
+
+/// A damaged file read in steps (a few bits flipped anywhere, the file grown at random cuts)
+/// reads at each step as a reader opened there does, live or not: the scan taken up again skips
+/// damage as the scan from the start does. Once whole, a reader opened on it goes by its index,
+/// which lists the damaged chunks too (they fail when read); the reader that scanned it has
+/// skipped them and stays recovered, saying so.
+#[test]
+fn a_damaged_file_read_in_steps_reads_as_one_opened_at_each() {
+    let (bytes, _) = small_capture();
+    let hdr = header_end(&bytes);
+    let mut state = 0x5eed_u64;
+    let mut next = || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    for round in 0..2_000 {
+        let mut b = bytes.clone();
+        // After the header: a damaged header does not open at all.
+        for _ in 0..1 + next() % 3 {
+            let at = hdr + (next() as usize % (b.len() - hdr));
+            b[at] ^= 1 << (next() % 8);
+        }
+        let alive = round % 2 == 0;
+        let mut cuts: Vec<usize> = (0..3).map(|_| hdr + next() as usize % (b.len() - hdr)).collect();
+        cuts.sort();
+        let src = Growing::new(b.clone(), hdr, alive);
+        let mut r = Reader::new(Arc::clone(&src)).unwrap();
+        for cut in cuts {
+            src.grow_to(cut);
+            r.refresh().unwrap();
+            let fresh = Reader::new(Growing::new(b.clone(), cut, alive)).unwrap();
+            let what = format!("round {round}, alive {alive}, cut {cut}: {:?}", r.recovery());
+            assert_eq!(r.chunks(), fresh.chunks(), "{what}");
+            assert_eq!(r.drop_stats(), fresh.drop_stats(), "{what}");
+            assert_eq!(r.tables().procs(), fresh.tables().procs(), "{what}");
+            assert_eq!(r.tables().files(), fresh.tables().files(), "{what}");
+            assert_eq!(r.tables().string_count(), fresh.tables().string_count(), "{what}");
+            assert_eq!(
+                (r.liveness(), r.is_clean()),
+                (fresh.liveness(), fresh.is_clean()),
+                "{what}"
+            );
+            assert_eq!(r.recovery().is_some(), fresh.recovery().is_some(), "{what}");
+        }
+        src.grow_to(b.len());
+        r.refresh().unwrap();
+        let by_index = Reader::new(Growing::new(b.clone(), b.len(), false)).unwrap();
+        let what = format!("round {round}, alive {alive}, whole: {:?}", r.recovery());
+        if r.is_clean() || !by_index.is_clean() {
+            assert_eq!(r.chunks(), by_index.chunks(), "{what}");
+            assert_eq!(r.is_clean(), by_index.is_clean(), "{what}");
+        } else {
+            assert!(r.recovery().is_some_and(|w| w.contains("damaged")), "{what}");
+            assert!(r.chunks().iter().all(|c| by_index.chunks().contains(c)), "{what}");
+        }
+    }
+}

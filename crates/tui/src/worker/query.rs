@@ -2,7 +2,7 @@
 //! spectrogram, the latency histogram, the top values of a field, and which events match?"
 //! (and, while shown, iostat's figures for the block requests among them).
 //!
-//! [`run`] answers it with `iocap-analysis`'s [`Scan`] over the view's chunks (the same scan
+//! [`answer`] answers it with `iocap-analysis`'s [`Scan`] over the view's chunks (the same scan
 //! driver, histogram and spectrogram `iocap report` uses): chunks whose summary cannot match
 //! are skipped, only the columns the filter and the aggregates read are decoded, the filter
 //! yields a bitmap, and the accumulators take the matching rows, block requests by the view's
@@ -14,7 +14,7 @@
 //! within one chunk's work.
 //!
 //! A [`ColumnCache`] (the worker keeps one per capture, [`CACHE_BUDGET`] bytes) is read by
-//! [`run`] and filled by [`warm`], which the worker calls while idle after each answer: the
+//! [`answer`] and filled by [`warm`], which the worker calls while idle after each answer: the
 //! first question costs no more than without a cache, the next one over the same chunks skips
 //! decoding.
 //!
@@ -38,7 +38,9 @@ use iocap_analysis::{
 use iocap_analysis::units;
 use iocap_filter::fields::{self, FieldId, FieldInfo, Value};
 use iocap_filter::{Bitmap, Compiled};
-use iocap_format::{BlockOp, ChunkInfo, ChunkSummary, Class, Col, ColSet, Columns, Event, Meta, Reader, Tables};
+use iocap_format::{
+    BlockOp, ChunkInfo, ChunkSummary, Class, Col, ColSet, Columns, Event, Liveness, Meta, Reader, Tables,
+};
 
 pub use iocap_analysis::slowest::Slow;
 
@@ -543,7 +545,7 @@ fn count(q: &Query, chunks: &[usize], cache: Option<&ColumnCache>, cancel: &Canc
 }
 
 /// (Tests and the bench: the worker counts through [`count_whole`].) Events matching `q`'s
-/// filter in the whole capture, whatever the view ([`count`] over every chunk); `None` when
+/// filter in the whole capture, whatever the view (every chunk counted); `None` when
 /// superseded.
 #[cfg(feature = "testing")]
 pub fn count_all(q: &Query, cache: Option<&ColumnCache>, cancel: &Cancel) -> Option<u64> {
@@ -717,8 +719,8 @@ pub struct Kept {
 }
 
 /// Answer `q`, extending `kept` when `q` is the same question of a grown capture, else from
-/// scratch; the answer's totals are kept in its place. `None` when cancelled (and nothing is
-/// kept).
+/// scratch; the answer's totals are kept in its place while the capture is being recorded.
+/// `None` when cancelled (and nothing is kept).
 pub fn answer(
     q: &Query,
     cache: Option<&ColumnCache>,
@@ -741,7 +743,9 @@ pub fn answer(
         return Ok(None);
     }
     let a = totals.answer(q);
-    *kept = Some(Kept {
+    // Only a capture being recorded grows: the totals of another (every group's histogram,
+    // the slowest) are not worth their memory.
+    *kept = (q.reader.liveness() == Liveness::Live).then_some(Kept {
         gen: q.gen,
         shape,
         chunks: n,

@@ -321,6 +321,14 @@ fn the_list_follows_the_newest_event_until_moved_back() {
     // Every row on screen was decoded: none waits as `…`.
     let screen = full(&app);
     assert!(!screen.lines().any(|l| l.starts_with("│…")), "{screen}");
+    // Sorted by latency, the list has no newest end: the slowest stays selected as it grows.
+    act(&mut app, Action::Sort);
+    assert!(app.follows());
+    assert_eq!(app.list.sel, 0);
+    rec.write(300);
+    let _ = grow(&mut app, rec.grown(), &mut kept);
+    assert_eq!(app.list.sel, 0, "the slowest stays selected");
+    assert_eq!(app.list.selected().map(|e| e.latency), Some(5_000_000));
 }
 
 /// Zoomed in and following, the view moves on by half a page once the newest rows reach its
