@@ -20,7 +20,6 @@ mod output;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
 mod record;
 mod report;
-#[cfg(unix)]
 mod signals;
 mod spectrogram;
 #[cfg(unix)]

@@ -6,12 +6,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
+#[cfg(unix)]
 extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::Relaxed);
 }
 
 /// From now on SIGINT, SIGTERM (and, when `hangup`, SIGHUP: the terminal went away) only set
+/// the flag [`stop_requested`] reads. Elsewhere than on Unix, Ctrl-C ends the process as ever.
+#[cfg(not(unix))]
+pub fn install(_hangup: bool) {}
+
+/// From now on SIGINT, SIGTERM (and, when `hangup`, SIGHUP: the terminal went away) only set
 /// the flag [`stop_requested`] reads.
+#[cfg(unix)]
 pub fn install(hangup: bool) {
     let hup = if hangup { Some(libc::SIGHUP) } else { None };
     for sig in [libc::SIGINT, libc::SIGTERM].into_iter().chain(hup) {
