@@ -363,3 +363,27 @@ fn view_f_follows_a_file_no_recorder_holds_until_its_end() {
     assert!(!s.contains("LIVE"), "finished: {s}");
     crate::view::quit_cleanly(&t);
 }
+
+/// Ctrl-C (SIGINT) ends a follower quietly, with what it printed so far.
+#[test]
+fn ctrl_c_ends_a_follower_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = synthetic_capture(dir.path(), 1000);
+    let bytes = std::fs::read(&cap).unwrap();
+    for args in [&["events", "-f", "-"][..], &["iostat", "-f", "-"][..]] {
+        let mut child = spawn_piped(args, dir.path());
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(&bytes[..bytes.len() / 2]).unwrap();
+        stdin.flush().unwrap();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut got = String::new();
+        // Its header or first interval: it is following.
+        read_until(&mut out, &mut got, "a first line", |s| !s.is_empty());
+        // SAFETY: kill has no memory effects; the pid is our child's, not yet waited for.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stderr), "", "{args:?}");
+        drop(stdin);
+    }
+}

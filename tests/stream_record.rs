@@ -460,3 +460,38 @@ fn record_view_with_a_command_keeps_its_output_off_the_screen_and_sigterm_closes
     crate::view::exited_cleanly(&t);
     assert!(t.screen().contains("iocap: wrote "), "{}", t.screen());
 }
+
+/// A recorder killed while followed: `events -f` and `iostat -f` print what it wrote, say it
+/// stopped without finishing the file, and exit 1.
+#[test]
+fn followers_say_when_the_recorder_dies() {
+    let Some(_running) = recording() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("dies.cap");
+    let mut rec = start_recording(&cap, &["--no-block"]);
+    let followers: Vec<Child> = [&["events", "-f"][..], &["iostat", "-f", "--interval", "200ms"][..]]
+        .iter()
+        .map(|args| {
+            iocap()
+                .args(*args)
+                .arg(&cap)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(3000));
+    rec.kill().unwrap();
+    rec.wait().unwrap();
+    for f in followers {
+        let out = f.wait_with_output().unwrap();
+        let (stdout, err) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("stopped without finishing it"), "{err}");
+        assert!(stdout.lines().count() > 3, "it printed what came: {stdout}");
+    }
+}
