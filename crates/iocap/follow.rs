@@ -1,7 +1,7 @@
 //! `-f`: a report read on as its capture grows (`events -f`, `iostat -f`), the `tail -f` of
 //! a recording.
 //!
-//! [`follow`] hands a command the chunks each look at the capture added ([`Reader::refresh`]),
+//! [`follow`] hands a command the chunks each look at the capture added ([`iocap_format::Reader::refresh`]),
 //! every [`POLL`], until the capture is finished (its index and trailer are written), its
 //! writer dies without finishing it (an error, said on stderr: what came is all there will be),
 //! or Ctrl-C. Whether anyone still writes is the recorder's lock ([`Liveness`]); a file no
