@@ -495,3 +495,87 @@ fn followers_say_when_the_recorder_dies() {
         assert!(stdout.lines().count() > 3, "it printed what came: {stdout}");
     }
 }
+
+/// With `-C`, the followers go on in each next file of the rotation, as the viewer does:
+/// `events -f` prints what `events` prints of every file, in order, and ends with the
+/// recording; `iostat -f` counts its intervals from the first file's start to the last's end.
+#[test]
+fn followers_go_on_through_a_rotation() {
+    let Some(_running) = recording() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("rot.cap");
+    let mut rec = start_recording(&cap, &["--no-block", "-C", "300KB", "-d", "5s"]);
+    let follow = |args: &[&str]| {
+        iocap()
+            .args(args)
+            .arg(&cap)
+            .arg("proc.name=dd")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let events = follow(&["events", "-f"]);
+    let iostat = follow(&["iostat", "-f", "--interval", "500ms"]);
+    let mut load = Command::new("sh")
+        .args([
+            "-c",
+            "while :; do dd if=/dev/zero of=/dev/null bs=1 count=20000 status=none; done",
+        ])
+        .spawn()
+        .unwrap();
+    let (_, st) = exited(&mut rec);
+    let _ = load.kill();
+    let _ = load.wait();
+    assert!(st.success());
+    let (events, iostat) = (events.wait_with_output().unwrap(), iostat.wait_with_output().unwrap());
+    for out in [&events, &iostat] {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let mut files: Vec<(u32, PathBuf)> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            let n = name.strip_prefix("rot.cap")?;
+            Some((if n.is_empty() { 0 } else { n.parse().ok()? }, dir.path().join(&name)))
+        })
+        .collect();
+    files.sort();
+    assert!(files.len() >= 3, "rotated: {files:?}");
+    // Times count from each file's start in `events FILE`, from the first file's in `events -f`:
+    // the rest of each line is the same.
+    let untimed = |text: &str| -> Vec<String> {
+        text.lines()
+            .skip(1)
+            .map(|l| {
+                l.trim_start()
+                    .split_once(' ')
+                    .map_or("", |(_, rest)| rest.trim_start())
+                    .to_owned()
+            })
+            .collect()
+    };
+    let mut want = Vec::new();
+    for (_, f) in &files {
+        let (code, text, err) = crate::util::run(&["events", f.to_str().unwrap(), "proc.name=dd"]);
+        assert_eq!(code, 0, "{err}");
+        want.extend(untimed(&text));
+    }
+    let got = untimed(&String::from_utf8_lossy(&events.stdout));
+    assert!(want.len() > 1000, "{}", want.len());
+    assert_eq!(got.len(), want.len());
+    assert!(got == want, "events -f printed the files' events in order");
+    // The intervals run on through the files: to about the recording's 5 s.
+    let text = String::from_utf8_lossy(&iostat.stdout);
+    let last = text
+        .lines()
+        .rfind(|l| l.contains(" .. "))
+        .unwrap_or_default()
+        .to_owned();
+    let end: f64 = last
+        .split(" .. ")
+        .nth(1)
+        .and_then(|e| e.trim_end_matches('s').parse().ok())
+        .unwrap_or(0.0);
+    assert!(end > 4.5, "{last}: {text}");
+}

@@ -44,12 +44,25 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let limit = args.limit.unwrap_or(u64::MAX);
     let mut shown = 0u64;
     // The matching events of `chunks`, until the limit.
+    let first_start = input.reader.meta().start_ts;
     let mut print = |input: &Input, chunks: Range<usize>| -> anyhow::Result<ControlFlow<()>> {
         if shown >= limit {
             return Ok(ControlFlow::Break(()));
         }
         let r = &input.reader;
-        let (meta, tables) = (r.meta(), r.tables());
+        // Times count from the recording's start: with -C followed, the first file's, so the
+        // files of a rotation make one timeline.
+        let rebased;
+        let meta = if r.meta().start_ts == first_start {
+            r.meta()
+        } else {
+            rebased = Meta {
+                start_ts: first_start,
+                ..r.meta().clone()
+            };
+            &rebased
+        };
+        let tables = r.tables();
         let mut err: Option<std::io::Error> = None;
         scan::for_each_match_in(r, &input.filter, ColSet::ALL, chunks, |cols, i| {
             let e = cols.event(i);
@@ -83,8 +96,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         })
     };
     if args.follow {
-        let name = args.capture.name();
-        follow::follow(&mut input, &name, |look| print(look.input, look.new))?;
+        follow::follow(&mut input, &args.capture, |look| print(look.input, look.new))?;
     } else {
         let all = 0..input.reader.chunks().len();
         let _stopped_at_the_limit = print(&input, all)?;

@@ -56,15 +56,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     IoStat::new(start, end, interval).map_err(|e| UsageError(format!("--interval: {e}")))?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if args.follow {
-        let name = args.capture.name();
         let mut live = Live::new(start, interval)?;
-        follow::follow(&mut input, &name, |look| {
+        follow::follow(&mut input, &args.capture, |look| {
             live.step(look, args.json, &mut out)?;
             out.flush()?;
             Ok(std::ops::ControlFlow::Continue(()))
         })?;
     } else {
-        let st = whole(&input, start, interval)?;
+        let st = whole(&[&input], start, interval)?;
         if args.json {
             write_json(&mut out, &input, &st, start, interval)?;
         } else {
@@ -122,11 +121,16 @@ fn accumulate(input: &Input, empty: &IoStat, chunks: Option<&[usize]>) -> anyhow
     Ok(done.ok_or_else(|| anyhow::anyhow!("the scan was cancelled"))?.0)
 }
 
-/// The statistics of the whole capture, from `start` (its span's end as it is now).
-fn whole(input: &Input, start: u64, interval: u64) -> anyhow::Result<IoStat> {
-    let end = scan::capture_span(&input.reader).1.max(start);
-    let empty = IoStat::new(start, end, interval).map_err(|e| UsageError(format!("--interval: {e}")))?;
-    accumulate(input, &empty, None)
+/// The statistics of the whole capture, the files of a rotation followed oldest first, from
+/// `start` to the last one's span's end as it is now.
+fn whole(files: &[&Input], start: u64, interval: u64) -> anyhow::Result<IoStat> {
+    let last = files.last().map_or(start, |f| scan::capture_span(&f.reader).1);
+    let empty = IoStat::new(start, last.max(start), interval).map_err(|e| UsageError(format!("--interval: {e}")))?;
+    let mut st = empty.clone();
+    for f in files {
+        st.merge(&accumulate(f, &empty, None)?);
+    }
+    Ok(st)
 }
 
 /// A device's name, as the capture's tables give it.
@@ -152,12 +156,14 @@ fn row_json(input: &Input, d: &DeviceInterval) -> serde_json::Value {
     })
 }
 
-/// One interval's object, as in `intervals`.
-fn interval_json(input: &Input, rows: &[DeviceInterval], start: u64) -> serde_json::Value {
+/// Interval `i` of `st` as an object, as in `intervals`: its span from `start`, and a row for
+/// each of `devices`.
+fn interval_json(input: &Input, st: &IoStat, i: u64, devices: &[u32], start: u64) -> serde_json::Value {
+    let (lo, hi) = st.interval_span(i);
     json!({
-        "start_s": rows.first().map_or(0.0, |d| (d.start - start) as f64 / 1e9),
-        "duration_s": rows.first().map_or(0.0, |d| d.duration as f64 / 1e9),
-        "devices": rows.iter().map(|d| row_json(input, d)).collect::<Vec<_>>(),
+        "start_s": (lo - start) as f64 / 1e9,
+        "duration_s": (hi - lo) as f64 / 1e9,
+        "devices": st.interval_row(i, devices).iter().map(|d| row_json(input, d)).collect::<Vec<_>>(),
     })
 }
 
@@ -174,10 +180,9 @@ fn whole_json(input: &Input, st: &IoStat, start: u64, interval: u64) -> serde_js
 
 fn write_json(out: &mut impl Write, input: &Input, st: &IoStat, start: u64, interval: u64) -> anyhow::Result<()> {
     let mut v = whole_json(input, st, start, interval);
-    v["intervals"] = st
-        .interval_rows()
-        .iter()
-        .map(|rows| interval_json(input, rows, start))
+    let devices = st.devices();
+    v["intervals"] = (0..st.intervals())
+        .map(|i| interval_json(input, st, i, &devices, start))
         .collect();
     serde_json::to_writer_pretty(&mut *out, &v)?;
     writeln!(out)?;
@@ -192,18 +197,28 @@ fn write_intervals(out: &mut impl Write, input: &Input, st: &IoStat, from: u64, 
     }
     let devices = st.devices();
     for i in from..st.intervals() {
-        write_interval(out, input, &st.interval_row(i, &devices), start)?;
+        write_interval(out, input, st, i, &devices, start)?;
     }
     Ok(())
 }
 
-/// One interval as text: its span, then a row per device.
-fn write_interval(out: &mut impl Write, input: &Input, rows: &[DeviceInterval], start: u64) -> anyhow::Result<()> {
-    if let Some(first) = rows.first() {
-        let t0 = (first.start - start) as f64 / 1e9;
-        writeln!(out, "{:.3}s .. {:.3}s", t0, t0 + first.duration as f64 / 1e9)?;
-    }
-    write_table(out, rows, &|dev| device_name(input, dev))?;
+/// Interval `i` of `st` as text: its span from `start`, then a row for each of `devices`.
+fn write_interval(
+    out: &mut impl Write,
+    input: &Input,
+    st: &IoStat,
+    i: u64,
+    devices: &[u32],
+    start: u64,
+) -> anyhow::Result<()> {
+    let (lo, hi) = st.interval_span(i);
+    writeln!(
+        out,
+        "{:.3}s .. {:.3}s",
+        (lo - start) as f64 / 1e9,
+        (hi - start) as f64 / 1e9
+    )?;
+    write_table(out, &st.interval_row(i, devices), &|dev| device_name(input, dev))?;
     writeln!(out)?;
     Ok(())
 }
@@ -247,6 +262,7 @@ fn write_table(out: &mut impl Write, rows: &[DeviceInterval], name: &dyn Fn(u32)
 
 /// `iostat -f`: the intervals of a capture being recorded, each printed once the recording's
 /// clock is [`SETTLE`] past its end; what is left, and the whole capture, once it is finished.
+/// With `-C`, the files of the rotation are one recording, counted from the first's start.
 ///
 /// The recording's clock is not this machine's (a stream may come from another host): it is
 /// the latest event time read, plus the time elapsed here since it was first read, which the
@@ -285,16 +301,15 @@ impl Live {
         if look.finished {
             // The end is known: the rest, counted as `iostat` counts a finished capture.
             let interval = self.interval;
-            let st = whole(input, self.start, interval)?;
+            let files: Vec<&Input> = look.earlier.iter().chain([input]).collect();
+            let st = whole(&files, self.start, interval)?;
+            let devices = st.devices();
+            for i in self.printed..st.intervals() {
+                self.write(out, input, &st, i, &devices, json)?;
+            }
             if json {
-                let devices = st.devices();
-                for i in self.printed..st.intervals() {
-                    let rows = st.interval_row(i, &devices);
-                    writeln!(out, "{}", interval_json(input, &rows, self.start))?;
-                }
                 writeln!(out, "{}", whole_json(input, &st, self.start, interval))?;
             } else {
-                write_intervals(out, input, &st, self.printed, self.start)?;
                 write_whole(out, input, &st, self.start)?;
             }
             return Ok(());
@@ -311,19 +326,33 @@ impl Live {
         let devices = self.st.devices();
         while self
             .st
-            .interval_end(self.printed)
+            .interval_span(self.printed)
+            .1
             .saturating_add(SETTLE.as_nanos() as u64)
             <= now
         {
-            let rows = self.st.interval_row(self.printed, &devices);
-            if json {
-                writeln!(out, "{}", interval_json(input, &rows, self.start))?;
-            } else {
-                // Devices with requests so far; none yet: the interval's line alone.
-                write_interval(out, input, &rows, self.start)?;
-            }
+            self.write(out, input, &self.st, self.printed, &devices, json)?;
             self.printed += 1;
         }
         Ok(())
+    }
+
+    /// Interval `i` of `st`, with a row for each of `devices` (those with requests so far; none
+    /// yet: the interval's line alone, as time passes).
+    fn write(
+        &self,
+        out: &mut impl Write,
+        input: &Input,
+        st: &IoStat,
+        i: u64,
+        devices: &[u32],
+        json: bool,
+    ) -> anyhow::Result<()> {
+        if json {
+            writeln!(out, "{}", interval_json(input, st, i, devices, self.start))?;
+            Ok(())
+        } else {
+            write_interval(out, input, st, i, devices, self.start)
+        }
     }
 }

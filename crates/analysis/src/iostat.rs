@@ -268,8 +268,7 @@ impl IoStat {
     /// Interval `i` (from 0; the last may be partial), a row for each of `devices` in their
     /// order (idle ones as zero rows): what `iostat -f` prints of one interval once it is over.
     pub fn interval_row(&self, i: u64, devices: &[u32]) -> Vec<DeviceInterval> {
-        let lo = self.start.saturating_add(i.saturating_mul(self.interval)).min(self.end);
-        let hi = lo.saturating_add(self.interval).min(self.end);
+        let (lo, hi) = self.interval_span(i);
         devices
             .iter()
             .map(|&dev| {
@@ -279,10 +278,10 @@ impl IoStat {
             .collect()
     }
 
-    /// When interval `i` ends (the statistics' end for the last one), ns since boot.
-    pub fn interval_end(&self, i: u64) -> u64 {
-        let lo = self.start.saturating_add(i.saturating_mul(self.interval));
-        lo.saturating_add(self.interval).min(self.end)
+    /// Where interval `i` starts and ends (the statistics' end for the last one), ns since boot.
+    pub fn interval_span(&self, i: u64) -> (u64, u64) {
+        let lo = self.start.saturating_add(i.saturating_mul(self.interval)).min(self.end);
+        (lo, lo.saturating_add(self.interval).min(self.end))
     }
 
     /// Each device over the whole capture.
@@ -394,9 +393,12 @@ mod tests {
         let rows = whole.interval_rows();
         for (i, row) in rows.iter().enumerate().take(rows.len() - 1) {
             assert_eq!(&open.interval_row(i as u64, &whole.devices()), row, "interval {i}");
-            assert_eq!(open.interval_end(i as u64), (i as u64 + 1) * 100 * MS);
+            assert_eq!(
+                open.interval_span(i as u64),
+                (i as u64 * 100 * MS, (i as u64 + 1) * 100 * MS)
+            );
         }
-        assert_eq!(whole.interval_end(rows.len() as u64 - 1), 4 * S);
+        assert_eq!(whole.interval_span(rows.len() as u64 - 1), (4 * S - 100 * MS, 4 * S));
         assert!(IoStat::new(0, u64::MAX, 1).is_err());
         assert!(IoStat::new(0, 1, 0).is_err());
         // Over the first half only: the same requests, over half the time.
