@@ -8,7 +8,7 @@ use std::process::Command;
 
 use iocap_format::{BlockOp, Cause, Class, Event, Reader, Tables};
 
-use crate::record::{build_c, events, nr, recording};
+use crate::record::{build_c, dev_of, events, nr, recording};
 use crate::util::{iocap, LoopDev};
 
 /// An ext4 file system on a loop device over a file in `dir`, mounted at `dir/mnt`; unmounted
@@ -72,16 +72,6 @@ fn record(cap: &Path, cmd: &str) -> (Vec<Event>, Reader<std::fs::File>) {
     let r = Reader::open(cap).unwrap();
     assert_eq!(r.drops(), 0, "this small workload must not drop");
     (events(&r), r)
-}
-
-fn dev_of(r: &Reader<std::fs::File>, name: &str) -> u32 {
-    r.meta()
-        .devices
-        .iter()
-        .chain(r.tables().devices())
-        .find(|d| d.name == name)
-        .map(|d| d.dev)
-        .expect("the loop device is named in the capture")
 }
 
 fn file_name<'a>(t: &'a Tables, e: &Event) -> &'a str {
@@ -228,6 +218,51 @@ fn cold_reads_carry_the_file_and_warm_rereads_issue_none() {
     assert!(reads_of(cat_pids[1]).count() > 0);
     assert!(reads_of(cat_pids[1]).all(|e| e.disk_reqs == 0 && e.disk_time == 0));
     assert!(!evs.iter().any(|e| e.class == Class::Block && e.pid == cat_pids[1]));
+}
+
+/// Issue #14 named `blk.dev=loop2 and fd.type=file` among the filters that can match nothing:
+/// it can, since a block request carries the file its call was on. As a record-time filter it
+/// keeps exactly the file's requests (the filter is applied as events are written, against
+/// tables still being built).
+#[test]
+fn a_record_filter_on_a_disk_and_a_file_type_keeps_the_files_requests() {
+    let Some(_running) = recording() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let fs = Ext4::new(dir.path());
+    let path = fs.mnt.join("direct");
+    let cap = dir.path().join("f.cap");
+    let filter = format!("blk.dev={} and fd.type=file", fs.name());
+    let cmd = format!(
+        "dd if=/dev/zero of={} bs=64k count=32 oflag=direct status=none",
+        path.display()
+    );
+    let out = iocap()
+        .args(["record", "-w"])
+        .arg(&cap)
+        .args(["-c", &cmd, &filter])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = Reader::open(&cap).unwrap();
+    let evs = events(&r);
+    let disk = dev_of(&r, fs.name());
+    let writes = evs
+        .iter()
+        .filter(|e| e.op == BlockOp::Write as u8 && file_name(r.tables(), e) == path.to_str().unwrap())
+        .count();
+    assert!(
+        writes >= 32,
+        "one write request per dd block at least: {writes} of {}",
+        evs.len()
+    );
+    for e in &evs {
+        assert!(e.class == Class::Block && e.dev == disk, "{e:?}");
+        let f = r
+            .tables()
+            .file(e.file)
+            .expect("a block request kept by fd.type has a file");
+        assert_eq!(f.kind, iocap_format::FdType::File);
+    }
 }
 
 const WRITER: &str = r#"

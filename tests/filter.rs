@@ -91,3 +91,25 @@ fn a_bad_filter_is_a_usage_error_with_the_place_marked() {
     assert_eq!(code, 2);
     assert!(err.contains("expected a duration for `latency`, found `fast`"), "{err}");
 }
+
+/// The likely fix names what the user meant: seconds among the units of a bare number given
+/// to a duration, the syscall a name cut short stands for (`pread` is `pread64` on x86_64),
+/// and no negative example for a field that cannot be negative.
+#[test]
+fn suggestions_name_seconds_cut_short_syscalls_and_unsigned_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = synthetic_capture(dir.path(), 10);
+    for (filter, help) in [
+        (
+            "evt.time>30",
+            "help: durations take a unit: `30s`, `30ms`, `30us` or `30ns`",
+        ),
+        ("evt.type=pread", "help: did you mean `pread64`, `preadv` or `preadv2`?"),
+        ("proc.pid=abc", "help: write a whole number, like 42\n"),
+        ("evt.res=abc", "help: write a whole number, like 42 or -2\n"),
+    ] {
+        let (code, _, err) = run(&["report", cap.to_str().unwrap(), filter]);
+        assert_eq!(code, 2, "{filter}: {err}");
+        assert!(err.contains(help), "{filter}: {err}");
+    }
+}

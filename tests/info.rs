@@ -72,10 +72,21 @@ fn info_on_bad_files_is_one_line_and_nonzero() {
 fn an_os_error_is_said_once() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.cap");
-    for cmd in ["info", "report", "events"] {
-        let (code, _, err) = run(&[cmd, missing.to_str().unwrap()]);
+    let missing = missing.to_str().unwrap();
+    let commands: &[&[&str]] = &[
+        &["info", missing],
+        &["report", missing],
+        &["events", missing],
+        &["iostat", missing],
+        &["spectrogram", missing],
+        &["view", missing],
+        &["export", missing, "--format", "csv", "-o", "-"],
+    ];
+    for cmd in commands {
+        let (code, _, err) = run(cmd);
         assert_eq!(code, 1, "{err}");
-        assert_eq!(err.matches("os error").count(), 1, "{cmd}: {err}");
+        assert_eq!(err.matches("os error").count(), 1, "{cmd:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{cmd:?}: {err}");
     }
 }
 

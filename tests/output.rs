@@ -242,3 +242,38 @@ fn split_csv(line: &str) -> Vec<String> {
     cells.push(cur);
     cells
 }
+
+/// `iocap ... | head` closes the pipe early: every command that prints stops quietly with
+/// status 0, as ripgrep does, whether it prints text or JSON (a JSON writer's error once came
+/// out as "iocap: Broken pipe (os error 32)" with status 1).
+#[test]
+fn a_closed_pipe_ends_every_printing_command_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = synthetic_capture(dir.path(), 2000);
+    let cap = cap.to_str().unwrap();
+    let commands: &[&[&str]] = &[
+        &["info", cap],
+        &["info", "--json", cap],
+        &["report", cap, "--by", "proc.name"],
+        &["report", "--json", cap],
+        &["events", cap],
+        &["events", "--json", cap],
+        &["iostat", cap],
+        &["iostat", "--json", cap],
+        &["spectrogram", cap],
+        &["export", cap, "--format", "jsonl", "-o", "-"],
+        &["export", cap, "--format", "svg", "-o", "-"],
+        &["fields"],
+        &["fields", "--json"],
+        &["help", "filter"],
+    ];
+    for args in commands {
+        let (read_end, write_end) = std::io::pipe().unwrap();
+        // Closed before iocap writes: its first write fails with EPIPE.
+        drop(read_end);
+        let out = iocap().args(*args).stdout(write_end).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: {err}");
+    }
+}

@@ -501,6 +501,164 @@ fn errors_are_one_line_with_the_right_exit_code() {
     assert_eq!(code, 1, "{err}");
 }
 
+/// A filter that matches nothing because of a value the capture does not hold says so on
+/// stderr, once, naming the value it holds nearest to it (another case, a name cut short, a
+/// typo).
+#[test]
+fn a_filter_matching_nothing_names_a_near_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cap, _) = workload(dir.path());
+    let cap = cap.to_str().unwrap();
+    for (cmd, filter, says) in [
+        (
+            "report",
+            "proc.name=POSTGRES",
+            "iocap: no events match; did you mean proc.name=postgres?",
+        ),
+        (
+            "events",
+            "proc.name=postgre and latency>1ms",
+            "iocap: no events match; did you mean proc.name=postgres?",
+        ),
+        (
+            "events",
+            "fd.name=/var/lib/pg/base/16385",
+            "iocap: no events match; did you mean fd.name=/var/lib/pg/base/16384?",
+        ),
+        (
+            "iostat",
+            "blk.dev=SDB",
+            "iocap: no block requests match; did you mean blk.dev=sdb?",
+        ),
+    ] {
+        let (code, _, err) = run(&[cmd, cap, filter]);
+        assert_eq!(code, 0, "{cmd} {filter}: {err}");
+        assert_eq!(err, format!("{says}\n"), "{cmd} {filter}");
+    }
+    // Nothing near to name, or something matched: nothing said.
+    for filter in ["latency>1h", "proc.name=zzzzzzzz", "proc.name=postgres"] {
+        let (code, _, err) = run(&["report", cap, filter]);
+        assert!(code == 0 && err.is_empty(), "{filter}: {err}");
+    }
+}
+
+/// One origin (issue #14, point 8): `evt.time`, iostat's intervals and the spectrogram's rows
+/// all count from the recording's start, and a call that began 14.4 ms before it (in flight
+/// when it started) moves none of them: it has evt.time 0 and is in no row. Before, rows and
+/// intervals started at that call, so the row labelled 1.000s ended at evt.time 985.6 ms.
+#[test]
+fn times_count_from_the_recording_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("origin.cap");
+    let mut w = iocap_testkit::create(&path, &iocap_testkit::meta(START), 64, 1);
+    let p = add_proc(&mut w, 10, 1, b"fio");
+    let ms = 1_000_000;
+    for e in [
+        Event {
+            proc: p,
+            ..Event::syscall(START - 14_400_000, 20 * ms, 10, 10, 0, 0)
+        },
+        // A write completing at 990 ms, one at 1006 ms; reads at 990 ms and 1010 ms.
+        Event {
+            op: BlockOp::Write as u8,
+            ..block(START + 980 * ms, 10 * ms, 10, p, VDA, 4096)
+        },
+        Event {
+            proc: p,
+            ..Event::syscall(START + 990 * ms, 1_000, 10, 10, 0, 0)
+        },
+        Event {
+            op: BlockOp::Write as u8,
+            ..block(START + 1005 * ms, ms, 10, p, VDA, 4096)
+        },
+        Event {
+            proc: p,
+            ..Event::syscall(START + 1010 * ms, 1_000, 10, 10, 0, 0)
+        },
+    ] {
+        w.push(&e).unwrap();
+    }
+    w.finish(START + 2 * SEC).unwrap();
+    let cap = path.to_str().unwrap();
+    let count = |filter: &str| json(&["report", cap, filter, "--json"])["matched"].as_u64().unwrap();
+    assert_eq!(count("evt.time=0"), 1, "the call in flight at the start");
+    assert_eq!(count("evt.time<1s"), 3);
+    assert_eq!(count("evt.time>=1s"), 2);
+    // The rows marked for each filter: rows are a second each, labelled by evt.time.
+    let marked = |filter: &str| -> Vec<String> {
+        ok(&["spectrogram", cap, filter, "--interval", "1s", "--color", "never"])
+            .lines()
+            .filter_map(|l| l.split_once(" |"))
+            .filter(|(_, cells)| cells.trim_end_matches('|').trim() != "")
+            .map(|(t, _)| t.trim().to_owned())
+            .filter(|t| !t.is_empty())
+            .collect()
+    };
+    assert_eq!(marked("evt.time>0 and evt.time<1s"), ["0.000s"]);
+    assert_eq!(marked("evt.time>=1s"), ["1.000s"]);
+    assert!(ok(&["spectrogram", cap]).contains("4 events (1 more began before the recording started);"));
+    let v = json(&["iostat", cap, "--json", "--interval", "1s"]);
+    assert_eq!(v["start_ns"], START);
+    let writes: Vec<(f64, u64)> = v["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["start_s"].as_f64().unwrap(),
+                i["devices"][0]["writes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(writes, [(0.0, 1), (1.0, 1)], "each write in the second it completed");
+}
+
+/// aqu-sz is sysstat's (issue #14, point 4): a request adds its whole wait to the interval it
+/// completes in, as the kernel adds it to time_in_queue; qdepth is the time-weighted queue
+/// depth. Under a stall of 2.5 s they part: before, aqu-sz was the time-weighted depth and
+/// read 3.53 where `iostat -x` read 8.55 in the same second.
+#[test]
+fn aqu_sz_is_sysstats_and_qdepth_the_time_weighted_depth() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stall.cap");
+    let mut w = iocap_testkit::create(&path, &iocap_testkit::meta(START), 64, 1);
+    let p = add_proc(&mut w, 10, 1, b"fio");
+    let ms = 1_000_000;
+    // Four writes stalled from 0.5 s to 3 s (2.5 s each), and a read of 10 ms each 100 ms.
+    let mut events: Vec<Event> = (0..4)
+        .map(|_| Event {
+            op: BlockOp::Write as u8,
+            queue: 500 * ms,
+            ..block(START + 1000 * ms, 2000 * ms, 10, p, VDA, 4096)
+        })
+        .collect();
+    events.extend((0..30).map(|i| Event {
+        op: BlockOp::Read as u8,
+        ..block(START + i * 100 * ms, 10 * ms, 10, p, VDA, 4096)
+    }));
+    events.sort_by_key(|e| e.ts + e.latency);
+    for e in &events {
+        w.push(e).unwrap();
+    }
+    w.finish(START + 3 * SEC).unwrap();
+    let v = json(&["iostat", path.to_str().unwrap(), "--json"]);
+    let column = |key: &str| -> Vec<f64> {
+        v["intervals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| (i["devices"][0][key].as_f64().unwrap() * 1000.0).round() / 1000.0)
+            .collect()
+    };
+    // Reads: 10 a second of 10 ms each, 0.1 of depth. Writes: 4 × 2.5 s completed at 3 s, the
+    // capture's end, which falls in the last interval; in flight 0.5 s, then 1 s, then 1 s.
+    assert_eq!(column("aqu_sz"), [0.1, 0.1, 0.1 + 10.0]);
+    assert_eq!(column("qdepth"), [0.1 + 2.0, 0.1 + 4.0, 0.1 + 4.0]);
+    assert_eq!(column("w_await_ms"), [0.0, 0.0, 2500.0]);
+    let text = ok(&["iostat", path.to_str().unwrap()]);
+    assert!(text.contains("aqu-sz  qdepth  %util"), "{text}");
+}
+
 /// A cut capture (the recorder was killed) is reported from its whole chunks.
 #[test]
 fn reports_on_a_recovered_capture() {

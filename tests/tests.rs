@@ -14,4 +14,6 @@ mod reports;
 mod stream;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
 mod stream_record;
+#[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
+mod sysstat;
 mod view;

@@ -100,6 +100,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     } else {
         let all = 0..input.reader.chunks().len();
         let _stopped_at_the_limit = print(&input, all)?;
+        if limit > 0 && shown == 0 {
+            input.say_nothing_matched("events");
+        }
     }
     out.flush()?;
     Ok(())

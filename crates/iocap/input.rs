@@ -1,7 +1,8 @@
 //! What every reading command starts from: the capture named on the command line, a file or
 //! `-` for standard input ([`Capture`]), opened with its filter compiled once ([`open`]: the
 //! filter is the words after the file, as sysdig and tcpdump take it), a field named on the
-//! command line ([`field_arg`]), and how many threads a scan uses.
+//! command line ([`field_arg`]), how many threads a scan uses, and what to say when the filter
+//! matched nothing ([`Input::say_nothing_matched`]).
 
 use std::path::{Path, PathBuf};
 
@@ -13,7 +14,7 @@ use iocap_format::Reader;
 
 #[cfg(unix)]
 use crate::stream::{self, Stream};
-use crate::UsageError;
+use crate::{say, UsageError};
 
 /// The capture argument every reading command takes: a file, or `-` and what it is saved as.
 #[derive(clap::Args, Debug)]
@@ -91,7 +92,8 @@ impl Capture {
 pub struct Input {
     pub reader: Reader,
     pub filter: Compiled,
-    /// The filter as parsed, to compile again against a capture's grown tables.
+    /// The filter, checked (what [`Input::filter`] was compiled from, and is compiled from
+    /// again against a growing capture's tables).
     pub parsed: Filter,
     /// The filter's source, as typed.
     pub src: String,
@@ -115,6 +117,18 @@ pub fn open(capture: &Capture, words: &[String], whole: bool) -> anyhow::Result<
         #[cfg(unix)]
         stream: opened.stream,
     })
+}
+
+impl Input {
+    /// After a scan in which the filter matched no `what` (`events`, `block requests`): when the
+    /// capture holds a value near one the filter asked for, one line on stderr naming it
+    /// (`no events match; did you mean proc.name=fio?`).
+    pub fn say_nothing_matched(&self, what: &str) {
+        let r = &self.reader;
+        if let Some(near) = self.parsed.near_miss(r.meta(), r.tables()) {
+            say(format_args!("iocap: no {what} match; did you mean {near}?"));
+        }
+    }
 }
 
 /// A field named on the command line, or a usage error.

@@ -1,5 +1,7 @@
 //! `iocap iostat`: per-disk, per-interval figures from the block events, in iostat's units
-//! (see `iocap_analysis::iostat` for how each one is defined); with `-f`, each interval
+//! (see `iocap_analysis::iostat` for how each one is defined), over intervals from the
+//! capture's start or on whole wall-clock multiples of the interval (`--origin wall`, where
+//! `iostat -t`'s samples are when it was started on a whole second); with `-f`, each interval
 //! printed once it is over, from a capture being recorded.
 
 use std::io::Write;
@@ -25,6 +27,12 @@ pub struct Args {
     /// Length of each interval: `1s`, `500ms`, `10s`.
     #[arg(long, default_value = "1s", value_name = "DURATION")]
     interval: String,
+    /// Where the intervals' boundaries lie: `start` (the capture's start), `wall` (whole
+    /// wall-clock multiples of the interval: every second, as `iostat -t` labels its samples),
+    /// or an `evt.time` such as `1.018s` (through that instant: another sampler's first sample).
+    /// The first interval is cut to the capture.
+    #[arg(long, default_value = "start", value_name = "ORIGIN", value_parser = parse_origin)]
+    origin: Origin,
     /// Print JSON instead of text (with -f, one object a line: each interval, then the whole).
     #[arg(long)]
     json: bool,
@@ -34,41 +42,124 @@ pub struct Args {
     follow: bool,
 }
 
+/// Where the intervals' boundaries lie.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// From the capture's start, the origin of every relative time (`evt.time`).
+    Start,
+    /// On whole wall-clock multiples of the interval.
+    Wall,
+    /// Through this `evt.time`, ns.
+    At(u64),
+}
+
+fn parse_origin(s: &str) -> Result<Origin, String> {
+    match s {
+        "start" => Ok(Origin::Start),
+        "wall" => Ok(Origin::Wall),
+        t => parse_duration(t)
+            .map(Origin::At)
+            .map_err(|e| format!("{e}; or `start` or `wall`")),
+    }
+}
+
+impl Origin {
+    /// Where interval 0 starts, ns since boot: at most `start`, the capture's start.
+    fn grid(self, start: u64, interval: u64, boot_to_wall_ns: i64) -> Result<u64, UsageError> {
+        // The last instant at or before `start` that is a whole number of intervals from `at`.
+        let back_to = |at: i128| start.saturating_sub((i128::from(start) - at).rem_euclid(i128::from(interval)) as u64);
+        match self {
+            Origin::Start => Ok(start),
+            Origin::Wall if boot_to_wall_ns == 0 => Err(UsageError(
+                "--origin wall: the capture does not know its wall-clock time".into(),
+            )),
+            // The epoch, in boot time: whole wall-clock multiples are whole multiples from it.
+            Origin::Wall => Ok(back_to(-i128::from(boot_to_wall_ns))),
+            Origin::At(t) => Ok(back_to(i128::from(start) + i128::from(t))),
+        }
+    }
+
+    fn name(self) -> String {
+        match self {
+            Origin::Start => "start".into(),
+            Origin::Wall => "wall".into(),
+            Origin::At(t) => iocap_filter::literal::duration(t),
+        }
+    }
+}
+
+/// How a capture's intervals are laid and labelled.
+#[derive(Clone, Copy)]
+struct Layout {
+    /// Where interval 0 starts ([`Origin::grid`]), ns since boot.
+    grid: u64,
+    /// The capture's start, which relative times count from.
+    start: u64,
+    interval: u64,
+    origin: Origin,
+    /// The capture's `boot_to_wall_ns`.
+    to_wall: i64,
+}
+
+impl Layout {
+    /// Empty statistics from the capture's start to `end`.
+    fn stats(&self, end: u64) -> anyhow::Result<IoStat> {
+        IoStat::on_grid(self.grid, self.start, end.max(self.start), self.interval)
+            .map_err(|e| UsageError(format!("--interval: {e}")).into())
+    }
+
+    /// A boot time as wall-clock time.
+    fn wall(&self, boot_ns: u64) -> String {
+        wall_time(i128::from(boot_ns) + i128::from(self.to_wall))
+    }
+
+    /// Seconds since the capture's start.
+    fn rel(&self, t: u64) -> f64 {
+        t.saturating_sub(self.start) as f64 / 1e9
+    }
+}
+
 /// How long after an interval's end, by the recording's clock, `-f` prints it: the recorder
 /// writes what it has at least every 500 ms, and a request still in flight then adds to the
-/// queue and busy time of the intervals it spans when it completes. A request in flight for
-/// longer than this is left out of the figures of intervals already printed (`iostat` on the
+/// qdepth and busy time of the intervals it spans when it completes. A request in flight for
+/// longer than this is left out of those figures of intervals already printed (`iostat` on the
 /// finished capture counts it).
 pub const SETTLE: Duration = Duration::from_secs(2);
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let interval = parse_duration(&args.interval).map_err(|e| UsageError(format!("--interval: {e}")))?;
     let mut input = input::open(&args.capture, &args.filter, !args.follow)?;
-    let (first, end) = scan::capture_span(&input.reader);
-    // From the recording's start, which a capture being followed knows before its first event
-    // (and events between the probes' attach and the header's stamp come slightly before it).
-    let start = match input.reader.meta().start_ts {
-        0 => first,
-        s => s,
+    let r = &input.reader;
+    let (start, end) = scan::capture_span(r);
+    let to_wall = r.meta().boot_to_wall_ns;
+    let grid = args.origin.grid(start, interval, to_wall)?;
+    let layout = Layout {
+        grid,
+        start,
+        interval,
+        origin: args.origin,
+        to_wall,
     };
-    let end = end.max(start);
     // Checked now, whether followed or not: the same intervals must fit the whole capture.
-    IoStat::new(start, end, interval).map_err(|e| UsageError(format!("--interval: {e}")))?;
+    layout.stats(end)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if args.follow {
-        let mut live = Live::new(start, interval)?;
+        let mut live = Live::new(layout)?;
         follow::follow(&mut input, &args.capture, |look| {
             live.step(look, args.json, &mut out)?;
             out.flush()?;
             Ok(std::ops::ControlFlow::Continue(()))
         })?;
     } else {
-        let st = whole(&[&input], start, interval)?;
+        let st = whole(&[&input], &layout)?;
+        if st.devices().is_empty() {
+            input.say_nothing_matched("block requests");
+        }
         if args.json {
-            write_json(&mut out, &input, &st, start, interval)?;
+            write_json(&mut out, &input, &st, &layout)?;
         } else {
-            write_intervals(&mut out, &input, &st, 0, start)?;
-            write_whole(&mut out, &input, &st, start)?;
+            write_intervals(&mut out, &input, &st, 0, &layout)?;
+            write_whole(&mut out, &input, &st, &layout)?;
         }
     }
     out.flush()?;
@@ -121,11 +212,16 @@ fn accumulate(input: &Input, empty: &IoStat, chunks: Option<&[usize]>) -> anyhow
     Ok(done.ok_or_else(|| anyhow::anyhow!("the scan was cancelled"))?.0)
 }
 
-/// The statistics of the whole capture, the files of a rotation followed oldest first, from
-/// `start` to the last one's span's end as it is now.
-fn whole(files: &[&Input], start: u64, interval: u64) -> anyhow::Result<IoStat> {
-    let last = files.last().map_or(start, |f| scan::capture_span(&f.reader).1);
-    let empty = IoStat::new(start, last.max(start), interval).map_err(|e| UsageError(format!("--interval: {e}")))?;
+/// The end of the capture `input` reads, as far as it is read.
+fn end_of(input: &Input, layout: &Layout) -> u64 {
+    scan::capture_span(&input.reader).1.max(layout.start)
+}
+
+/// The statistics of the whole capture, the files of a rotation followed oldest first, to the
+/// last one's end as it is now.
+fn whole(files: &[&Input], layout: &Layout) -> anyhow::Result<IoStat> {
+    let end = files.last().map_or(layout.start, |f| end_of(f, layout));
+    let empty = layout.stats(end)?;
     let mut st = empty.clone();
     for f in files {
         st.merge(&accumulate(f, &empty, None)?);
@@ -152,37 +248,43 @@ fn row_json(input: &Input, d: &DeviceInterval) -> serde_json::Value {
         "r_await_ms": d.r_await_ms,
         "w_await_ms": d.w_await_ms,
         "aqu_sz": d.aqu_sz,
+        "qdepth": d.qdepth,
         "util_pct": d.util_pct,
     })
 }
 
-/// Interval `i` of `st` as an object, as in `intervals`: its span from `start`, and a row for
-/// each of `devices`.
-fn interval_json(input: &Input, st: &IoStat, i: u64, devices: &[u32], start: u64) -> serde_json::Value {
+/// Interval `i` of `st` as an object, as in `intervals`: its span, and a row for each of
+/// `devices`.
+fn interval_json(input: &Input, st: &IoStat, i: u64, devices: &[u32], layout: &Layout) -> serde_json::Value {
     let (lo, hi) = st.interval_span(i);
     json!({
-        "start_s": (lo - start) as f64 / 1e9,
+        "start_s": layout.rel(lo),
         "duration_s": (hi - lo) as f64 / 1e9,
+        "start": layout.wall(lo),
+        "end": layout.wall(hi),
         "devices": st.interval_row(i, devices).iter().map(|d| row_json(input, d)).collect::<Vec<_>>(),
     })
 }
 
 /// The whole capture's object: its span and every device's totals.
-fn whole_json(input: &Input, st: &IoStat, start: u64, interval: u64) -> serde_json::Value {
-    let end = scan::capture_span(&input.reader).1.max(start);
+fn whole_json(input: &Input, st: &IoStat, layout: &Layout) -> serde_json::Value {
+    let (start, end) = (layout.start, end_of(input, layout));
     json!({
-        "interval_ns": interval,
+        "interval_ns": layout.interval,
+        "origin": layout.origin.name(),
         "start_ns": start,
         "duration_ns": end - start,
+        "start": layout.wall(start),
+        "end": layout.wall(end),
         "devices": st.totals().iter().map(|d| row_json(input, d)).collect::<Vec<_>>(),
     })
 }
 
-fn write_json(out: &mut impl Write, input: &Input, st: &IoStat, start: u64, interval: u64) -> anyhow::Result<()> {
-    let mut v = whole_json(input, st, start, interval);
+fn write_json(out: &mut impl Write, input: &Input, st: &IoStat, layout: &Layout) -> anyhow::Result<()> {
+    let mut v = whole_json(input, st, layout);
     let devices = st.devices();
     v["intervals"] = (0..st.intervals())
-        .map(|i| interval_json(input, st, i, &devices, start))
+        .map(|i| interval_json(input, st, i, &devices, layout))
         .collect();
     serde_json::to_writer_pretty(&mut *out, &v)?;
     writeln!(out)?;
@@ -190,48 +292,46 @@ fn write_json(out: &mut impl Write, input: &Input, st: &IoStat, start: u64, inte
 }
 
 /// Every interval of `st` from `from` on, as text.
-fn write_intervals(out: &mut impl Write, input: &Input, st: &IoStat, from: u64, start: u64) -> anyhow::Result<()> {
+fn write_intervals(out: &mut impl Write, input: &Input, st: &IoStat, from: u64, layout: &Layout) -> anyhow::Result<()> {
     if st.devices().is_empty() {
         // Said once, with the whole capture's line.
         return Ok(());
     }
     let devices = st.devices();
     for i in from..st.intervals() {
-        write_interval(out, input, st, i, &devices, start)?;
+        write_interval(out, input, st, i, &devices, layout)?;
     }
     Ok(())
 }
 
-/// Interval `i` of `st` as text: its span from `start`, then a row for each of `devices`.
+/// Interval `i` of `st` as text: its span, then a row for each of `devices`.
 fn write_interval(
     out: &mut impl Write,
     input: &Input,
     st: &IoStat,
     i: u64,
     devices: &[u32],
-    start: u64,
+    layout: &Layout,
 ) -> anyhow::Result<()> {
     let (lo, hi) = st.interval_span(i);
-    writeln!(
-        out,
-        "{:.3}s .. {:.3}s",
-        (lo - start) as f64 / 1e9,
-        (hi - start) as f64 / 1e9
-    )?;
+    if layout.origin == Origin::Wall {
+        writeln!(out, "{} .. {}", layout.wall(lo), layout.wall(hi))?;
+    } else {
+        writeln!(out, "{:.3}s .. {:.3}s", layout.rel(lo), layout.rel(hi))?;
+    }
     write_table(out, &st.interval_row(i, devices), &|dev| device_name(input, dev))?;
     writeln!(out)?;
     Ok(())
 }
 
 /// The whole capture's totals as text, or that no block request matched.
-fn write_whole(out: &mut impl Write, input: &Input, st: &IoStat, start: u64) -> anyhow::Result<()> {
+fn write_whole(out: &mut impl Write, input: &Input, st: &IoStat, layout: &Layout) -> anyhow::Result<()> {
     let totals = st.totals();
     if totals.is_empty() {
         writeln!(out, "no block requests matched")?;
         return Ok(());
     }
-    let end = scan::capture_span(&input.reader).1.max(start);
-    writeln!(out, "whole capture ({:.3}s)", (end - start) as f64 / 1e9)?;
+    writeln!(out, "whole capture ({:.3}s)", layout.rel(end_of(input, layout)))?;
     write_table(out, &totals, &|dev| device_name(input, dev))?;
     Ok(())
 }
@@ -239,13 +339,13 @@ fn write_whole(out: &mut impl Write, input: &Input, st: &IoStat, start: u64) -> 
 fn write_table(out: &mut impl Write, rows: &[DeviceInterval], name: &dyn Fn(u32) -> String) -> std::io::Result<()> {
     writeln!(
         out,
-        "{:<12} {:>9} {:>9} {:>10} {:>10} {:>8} {:>8} {:>7} {:>6}",
-        "Device", "r/s", "w/s", "rkB/s", "wkB/s", "r_await", "w_await", "aqu-sz", "%util"
+        "{:<12} {:>9} {:>9} {:>10} {:>10} {:>8} {:>8} {:>7} {:>7} {:>6}",
+        "Device", "r/s", "w/s", "rkB/s", "wkB/s", "r_await", "w_await", "aqu-sz", "qdepth", "%util"
     )?;
     for d in rows {
         writeln!(
             out,
-            "{:<12} {:>9.2} {:>9.2} {:>10.2} {:>10.2} {:>8.2} {:>8.2} {:>7.2} {:>6.1}",
+            "{:<12} {:>9.2} {:>9.2} {:>10.2} {:>10.2} {:>8.2} {:>8.2} {:>7.2} {:>7.2} {:>6.1}",
             text::truncate(&name(d.dev), 12),
             d.r_per_s,
             d.w_per_s,
@@ -254,10 +354,22 @@ fn write_table(out: &mut impl Write, rows: &[DeviceInterval], name: &dyn Fn(u32)
             d.r_await_ms,
             d.w_await_ms,
             d.aqu_sz,
+            d.qdepth,
             d.util_pct
         )?;
     }
     Ok(())
+}
+
+/// A wall-clock time, ns since the epoch, in RFC 3339 (UTC) with as many decimals as it needs:
+/// `2026-11-22T23:01:18Z`, `2026-11-22T23:01:18.5Z`.
+fn wall_time(epoch_ns: i128) -> String {
+    let full = crate::info::rfc3339(epoch_ns);
+    let (secs, frac) = full.trim_end_matches('Z').split_once('.').unwrap_or((&full, ""));
+    match frac.trim_end_matches('0') {
+        "" => format!("{secs}Z"),
+        frac => format!("{secs}.{frac}Z"),
+    }
 }
 
 /// `iostat -f`: the intervals of a capture being recorded, each printed once the recording's
@@ -269,9 +381,8 @@ fn write_table(out: &mut impl Write, rows: &[DeviceInterval], name: &dyn Fn(u32)
 /// recorder's clock is at least at (it had that event before this reader did). So an idle
 /// disk's intervals print on time too, with no event to say so.
 struct Live {
-    start: u64,
-    interval: u64,
-    /// Every request read so far, in intervals of `[start, as far as they go)`.
+    layout: Layout,
+    /// Every request read so far, in intervals from the capture's start as far as they go.
     st: IoStat,
     /// The same, with no request: what a scan of new chunks starts from.
     blank: IoStat,
@@ -282,16 +393,17 @@ struct Live {
 }
 
 impl Live {
-    fn new(start: u64, interval: u64) -> anyhow::Result<Live> {
-        let far = start.saturating_add(interval.saturating_mul(MAX_INTERVALS));
-        let blank = IoStat::new(start, far, interval).map_err(|e| UsageError(format!("--interval: {e}")))?;
+    fn new(layout: Layout) -> anyhow::Result<Live> {
+        let far = layout
+            .grid
+            .saturating_add(layout.interval.saturating_mul(MAX_INTERVALS));
+        let blank = layout.stats(far)?;
         Ok(Live {
-            start,
-            interval,
+            layout,
             st: blank.clone(),
             blank,
             printed: 0,
-            clock: (start, Instant::now()),
+            clock: (layout.start, Instant::now()),
         })
     }
 
@@ -300,17 +412,16 @@ impl Live {
         let input = look.input;
         if look.finished {
             // The end is known: the rest, counted as `iostat` counts a finished capture.
-            let interval = self.interval;
             let files: Vec<&Input> = look.earlier.iter().chain([input]).collect();
-            let st = whole(&files, self.start, interval)?;
+            let st = whole(&files, &self.layout)?;
             let devices = st.devices();
             for i in self.printed..st.intervals() {
                 self.write(out, input, &st, i, &devices, json)?;
             }
             if json {
-                writeln!(out, "{}", whole_json(input, &st, self.start, interval))?;
+                writeln!(out, "{}", whole_json(input, &st, &self.layout))?;
             } else {
-                write_whole(out, input, &st, self.start)?;
+                write_whole(out, input, &st, &self.layout)?;
             }
             return Ok(());
         }
@@ -349,10 +460,22 @@ impl Live {
         json: bool,
     ) -> anyhow::Result<()> {
         if json {
-            writeln!(out, "{}", interval_json(input, st, i, devices, self.start))?;
+            writeln!(out, "{}", interval_json(input, st, i, devices, &self.layout))?;
             Ok(())
         } else {
-            write_interval(out, input, st, i, devices, self.start)
+            write_interval(out, input, st, i, devices, &self.layout)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wall_times_are_as_short_as_they_can_be() {
+        assert_eq!(wall_time(1_700_000_000_000_000_000), "2023-11-14T22:13:20Z");
+        assert_eq!(wall_time(1_700_000_000_500_000_000), "2023-11-14T22:13:20.5Z");
+        assert_eq!(wall_time(1_700_000_000_000_000_001), "2023-11-14T22:13:20.000000001Z");
     }
 }

@@ -129,10 +129,14 @@ pub fn say(line: std::fmt::Arguments) {
     let _ = err.write_fmt(line).and_then(|()| err.write_all(b"\n"));
 }
 
-/// `iocap events big.cap | head` closes our stdout early: that is not an error.
+/// `iocap events big.cap | head` closes our stdout early: that is not an error. A JSON
+/// writer's error wraps the I/O error without naming it as its source, so it is asked.
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|e| {
-        e.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        let kind = e
+            .downcast_ref::<std::io::Error>()
+            .map(std::io::Error::kind)
+            .or_else(|| e.downcast_ref::<serde_json::Error>()?.io_error_kind());
+        kind == Some(std::io::ErrorKind::BrokenPipe)
     })
 }

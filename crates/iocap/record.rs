@@ -269,6 +269,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     // Each file of a rotation names the next, for readers following the recording.
     meta.next_file = args.file_size.and_then(|_| rotation::next_name(&args.file, 0));
+    // The origin of every time in the capture: before the first event, not after the attach.
+    meta.start_ts = recorder.start_ns();
     let recording = format!(
         "recording to {target} (syscalls: {}, block: {}); Ctrl-C stops",
         if cfg.syscalls { "on" } else { "off" },

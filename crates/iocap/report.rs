@@ -120,6 +120,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             v.to_string()
         }
     };
+    if stats.matched == 0 {
+        input.say_nothing_matched("events");
+    }
     let report = Report {
         stats,
         drops: r.drops(),

@@ -115,9 +115,14 @@ pub fn render(out: &mut impl Write, sp: &Spectrogram, span_rows: u64, color: boo
         writeln!(out, "{line}")?;
     }
     let cells = sp.total();
+    // Rows cover the capture from its start: what is outside them began before it.
+    let before = match sp.outside() {
+        0 => String::new(),
+        n => format!(" ({n} more began before the recording started)"),
+    };
     writeln!(
         out,
-        "{} events; one row per {}; columns: 10 per decade of latency; scale: ' ' none, '{}' 1 event .. '{}' {} events",
+        "{} events{before}; one row per {}; columns: 10 per decade of latency; scale: ' ' none, '{}' 1 event .. '{}' {} events",
         cells,
         iocap_analysis::units::fmt_ns(sp.interval()),
         RAMP[1] as char,

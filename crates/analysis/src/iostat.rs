@@ -1,19 +1,30 @@
-//! Per-device I/O statistics over intervals, from block events, with iostat's definitions.
+//! Per-device I/O statistics over intervals, from block events, with sysstat's definitions.
 //!
 //! Each block event is one request: inserted into the queue at `ts - queue`, issued to the
-//! device at `ts`, completed at `ts + latency`. As the kernel's `/proc/diskstats` (and so
-//! iostat) does:
+//! device at `ts`, completed at `ts + latency`. As the kernel's `/proc/diskstats`, which counts
+//! a request when it completes, and `iostat -x` (sysstat 12), which divides its counters'
+//! growth between two samples:
 //!
 //! - a request is counted (r/s, w/s, rkB/s, wkB/s) in the interval where it *completes*;
-//! - its wait (r_await, w_await) is insert → complete: queue time plus device time;
-//! - `aqu-sz` is Little's law: the sum over requests of their in-flight time (insert →
-//!   complete) inside the interval, divided by the interval's length;
+//! - its wait (r_await, w_await) is insert → complete: queue time plus device time, and the
+//!   await of an interval is the mean over the requests completed in it (sysstat: the growth
+//!   of `rd_ticks` over the growth of `reads`);
+//! - `aqu-sz` is the sum of the waits of every request completed in the interval (flushes
+//!   and discards too) over the interval's length: sysstat's growth of `time_in_queue`
+//!   (field 11, which the kernel adds to at completion) over the interval. A request that
+//!   waits through several intervals adds all its wait to the one it completes in, so under
+//!   long stalls this is not the mean queue depth;
+//! - `qdepth` is that mean queue depth: the time-weighted number of requests in flight
+//!   (inserted, not completed), each request's in-flight time split between the intervals it
+//!   spans (Little's law). Over a span with no stall longer than an interval both agree;
 //! - `%util` is the share of the interval in which the device had at least one request in
 //!   flight: the union of the in-flight spans, clipped to the interval.
 //!
 //! Flush, discard and other requests are not reads or writes but do keep the device busy, so
-//! they count in `aqu-sz` and `%util` only (iostat shows them in columns of their own).
-//! The last interval may be shorter than the others (the capture ended); its rates use its
+//! they count in `aqu-sz`, `qdepth` and `%util` only (iostat shows them in columns of their
+//! own). Intervals lie on a grid, by default starting at the capture's start; a grid that starts
+//! earlier (whole wall-clock seconds, to line up with `iostat -t`'s samples) makes the first
+//! interval partial, and the last may be partial too (the capture ended): their rates use their
 //! real length.
 
 use std::collections::BTreeMap;
@@ -60,6 +71,8 @@ struct Bin {
     write_bytes: u64,
     read_wait_ns: u128,
     write_wait_ns: u128,
+    /// Waits of every request completed here, whatever its op (sysstat's `time_in_queue`).
+    wait_ns: u128,
     in_flight_ns: u128,
     /// In-flight spans clipped to the interval; merged into a disjoint sorted list lazily.
     busy: Vec<(u64, u64)>,
@@ -101,6 +114,7 @@ impl Bin {
         self.write_bytes = self.write_bytes.saturating_add(o.write_bytes);
         self.read_wait_ns += o.read_wait_ns;
         self.write_wait_ns += o.write_wait_ns;
+        self.wait_ns += o.wait_ns;
         self.in_flight_ns += o.in_flight_ns;
         for &(a, b) in &o.busy {
             self.push_busy(a, b);
@@ -112,6 +126,8 @@ impl Bin {
 /// several and [`IoStat::merge`] them, in any order, for the same result.
 #[derive(Clone, Debug)]
 pub struct IoStat {
+    /// Where interval 0 starts (at or before `start`).
+    grid: u64,
     start: u64,
     end: u64,
     interval: u64,
@@ -123,9 +139,9 @@ pub struct IoStat {
 pub struct DeviceInterval {
     /// Kernel `dev_t` of the disk.
     pub dev: u32,
-    /// Start of the interval, ns since boot.
+    /// Start of the interval (of its part inside the capture), ns since boot.
     pub start: u64,
-    /// Length of the interval, ns.
+    /// Length of the interval (of its part inside the capture), ns.
     pub duration: u64,
     /// Reads completed in the interval.
     pub reads: u64,
@@ -147,24 +163,36 @@ pub struct DeviceInterval {
     pub r_await_ms: f64,
     /// Mean insert → complete time of the writes, ms (0 when there were none).
     pub w_await_ms: f64,
-    /// Mean number of requests in flight (Little's law).
+    /// sysstat's `aqu-sz`: the waits of the requests completed in the interval, summed, over
+    /// its length.
     pub aqu_sz: f64,
+    /// Mean number of requests in flight over the interval, time-weighted (Little's law).
+    pub qdepth: f64,
     /// Percent of the interval with at least one request in flight.
     pub util_pct: f64,
 }
 
 impl IoStat {
-    /// Statistics over `[start, end)` in intervals of `interval` ns.
+    /// Statistics over `[start, end)` in intervals of `interval` ns from `start`.
     pub fn new(start: u64, end: u64, interval: u64) -> Result<IoStat, IoStatError> {
+        IoStat::on_grid(start, start, end, interval)
+    }
+
+    /// Statistics over `[start, end)` in intervals of `interval` ns laid from `grid` (at most
+    /// `start`: a later one is taken as `start`): `[grid + i × interval, grid + (i + 1) ×
+    /// interval)`, each clipped to `[start, end)`.
+    pub fn on_grid(grid: u64, start: u64, end: u64, interval: u64) -> Result<IoStat, IoStatError> {
         if interval == 0 {
             return Err(IoStatError::ZeroInterval);
         }
+        let grid = grid.min(start);
         let end = end.max(start);
-        let intervals = (end - start).div_ceil(interval).max(1);
+        let intervals = (end - grid).div_ceil(interval).max(1);
         if intervals > MAX_INTERVALS {
             return Err(IoStatError::TooManyIntervals { intervals });
         }
         Ok(IoStat {
+            grid,
             start,
             end,
             interval,
@@ -172,13 +200,20 @@ impl IoStat {
         })
     }
 
-    /// Number of intervals (the last may be partial).
+    /// Number of intervals (the first and the last may be partial).
     pub fn intervals(&self) -> u64 {
-        (self.end - self.start).div_ceil(self.interval).max(1)
+        (self.end - self.grid).div_ceil(self.interval).max(1)
     }
 
     fn index(&self, t: u64) -> u64 {
-        (t.saturating_sub(self.start) / self.interval).min(self.intervals() - 1)
+        (t.saturating_sub(self.grid) / self.interval).min(self.intervals() - 1)
+    }
+
+    /// Interval `i`, clipped to the capture: `[lo, hi)`.
+    fn bounds(&self, i: u64) -> (u64, u64) {
+        let lo = self.grid.saturating_add(i.saturating_mul(self.interval));
+        let hi = lo.saturating_add(self.interval).min(self.end);
+        (lo.max(self.start), hi)
     }
 
     /// Count one block request on `dev`: issued at `ts` after `queue` ns in the queue,
@@ -189,6 +224,7 @@ impl IoStat {
         let wait = u128::from(done - insert);
         let idx = self.index(done);
         let bin = self.bins.entry((dev, idx)).or_default();
+        bin.wait_ns += wait;
         match op {
             BlockOp::Read => {
                 bin.reads += 1;
@@ -208,8 +244,7 @@ impl IoStat {
             return;
         }
         for i in self.index(a)..=self.index(b - 1) {
-            let lo = self.start + i * self.interval;
-            let hi = lo.saturating_add(self.interval).min(self.end);
+            let (lo, hi) = self.bounds(i);
             let (ca, cb) = (a.max(lo), b.min(hi));
             if ca < cb {
                 let bin = self.bins.entry((dev, i)).or_default();
@@ -219,7 +254,7 @@ impl IoStat {
         }
     }
 
-    /// Add the requests counted by `other` (same start, end and interval).
+    /// Add the requests counted by `other` (same grid, start, end and interval).
     pub fn merge(&mut self, other: &IoStat) {
         for (k, b) in &other.bins {
             self.bins.entry(*k).or_default().merge(b);
@@ -253,7 +288,8 @@ impl IoStat {
             wkb_per_s: per_s(bin.write_bytes as f64 / 1024.0),
             r_await_ms: mean_ms(bin.read_wait_ns, bin.reads),
             w_await_ms: mean_ms(bin.write_wait_ns, bin.writes),
-            aqu_sz: share(bin.in_flight_ns as f64),
+            aqu_sz: share(bin.wait_ns as f64),
+            qdepth: share(bin.in_flight_ns as f64),
             util_pct: (100.0 * share(busy as f64)).min(100.0),
         }
     }
@@ -265,10 +301,10 @@ impl IoStat {
         (0..self.intervals()).map(|i| self.interval_row(i, &devices)).collect()
     }
 
-    /// Interval `i` (from 0; the last may be partial), a row for each of `devices` in their
+    /// Interval `i` (from 0; the first and the last may be partial), a row for each of `devices` in their
     /// order (idle ones as zero rows): what `iostat -f` prints of one interval once it is over.
     pub fn interval_row(&self, i: u64, devices: &[u32]) -> Vec<DeviceInterval> {
-        let (lo, hi) = self.interval_span(i);
+        let (lo, hi) = self.bounds(i);
         devices
             .iter()
             .map(|&dev| {
@@ -278,10 +314,9 @@ impl IoStat {
             .collect()
     }
 
-    /// Where interval `i` starts and ends (the statistics' end for the last one), ns since boot.
+    /// Where interval `i` starts and ends, clipped to the statistics' span, ns since boot.
     pub fn interval_span(&self, i: u64) -> (u64, u64) {
-        let lo = self.start.saturating_add(i.saturating_mul(self.interval)).min(self.end);
-        (lo, lo.saturating_add(self.interval).min(self.end))
+        self.bounds(i)
     }
 
     /// Each device over the whole capture.
@@ -367,6 +402,47 @@ mod tests {
         assert!((t[0].util_pct - 100.0).abs() < 1e-9);
         assert!((t[1].aqu_sz - 0.6).abs() < 1e-9);
         assert!((t[1].util_pct - 50.0).abs() < 1e-9);
+        assert_eq!(
+            (t[0].qdepth, t[1].qdepth),
+            (t[0].aqu_sz, t[1].aqu_sz),
+            "no stall: they agree"
+        );
+    }
+
+    /// Under a stall the two queue figures part: sysstat's aqu-sz puts a request's whole wait in
+    /// the interval it completes in, the queue depth spreads it over the intervals it spans.
+    #[test]
+    fn a_stall_is_aqu_sz_where_it_ends_and_queue_depth_where_it_lasts() {
+        let mut st = IoStat::new(0, 3 * S, S).unwrap();
+        // Inserted at 0, issued at 0.5 s, completed at 2.5 s.
+        st.add(1, BlockOp::Write, 4096, S / 2, S / 2, 2 * S);
+        st.add(1, BlockOp::Read, 4096, 2 * S + S / 10, 0, 100 * MS);
+        let rows = st.interval_rows();
+        let aqu: Vec<f64> = rows.iter().map(|r| r[0].aqu_sz).collect();
+        let depth: Vec<f64> = rows.iter().map(|r| r[0].qdepth).collect();
+        assert_eq!(aqu, [0.0, 0.0, 2.5 + 0.1]);
+        assert_eq!(depth, [1.0, 1.0, 0.5 + 0.1]);
+        assert!((rows[2][0].w_await_ms - 2500.0).abs() < 1e-9);
+    }
+
+    /// A grid that starts before the capture (whole wall-clock seconds) cuts the first
+    /// interval short; rates use the part inside the capture.
+    #[test]
+    fn intervals_on_an_earlier_grid() {
+        let mut st = IoStat::on_grid(0, 300 * MS, 2 * S, S).unwrap();
+        st.add(1, BlockOp::Read, 1024, 400 * MS, 0, 10 * MS);
+        st.add(1, BlockOp::Read, 1024, S + 400 * MS, 0, 10 * MS);
+        let rows = st.interval_rows();
+        assert_eq!(rows.len(), 2);
+        let (a, b) = (&rows[0][0], &rows[1][0]);
+        assert_eq!((a.start, a.duration, b.start, b.duration), (300 * MS, 700 * MS, S, S));
+        assert!((a.r_per_s - 1.0 / 0.7).abs() < 1e-9 && (b.r_per_s - 1.0).abs() < 1e-9);
+        let late = IoStat::on_grid(5, 3, 11, 2).unwrap();
+        assert_eq!(
+            (late.intervals(), late.bounds(0)),
+            (4, (3, 5)),
+            "a grid after the start is the start"
+        );
     }
 
     #[test]

@@ -436,17 +436,18 @@ pub fn for_each_match_in<S: Source>(
     Ok(st)
 }
 
-/// The time span analyses are laid over, ns since boot: from the recording's start (or the
-/// first event, if earlier or the start is unknown) to its stop (or the last event start, if
-/// later).
+/// The time span analyses are laid over, ns since boot: from the recording's start, the one
+/// origin every time in the capture counts from (`evt.time`, the iostat intervals, the
+/// spectrogram's rows, the viewer's), to its stop (or the last event's start, if later).
+///
+/// The start is the header's `start_ts`, which the reader sets to the first event's when the
+/// header has none. An event that began before it does not move it: it has `evt.time` 0 and
+/// lies before the first row, outside every spectrogram. (iocap's recorder takes the start
+/// before it attaches, so its events never begin earlier; earlier recorders took it after,
+/// and calls that entered in between, up to tens of ms of them, are such events.)
 pub fn capture_span<S: Source>(r: &Reader<S>) -> (u64, u64) {
-    let first = r.chunks().iter().map(|c| c.summary.min_ts).min();
     let last = r.chunks().iter().map(|c| c.summary.max_ts).max().unwrap_or(0);
-    let start = match (r.meta().start_ts, first) {
-        (0, Some(f)) => f,
-        (s, Some(f)) => s.min(f),
-        (s, None) => s,
-    };
+    let start = r.meta().start_ts;
     (start, r.stop_ts().max(last).max(start))
 }
 
@@ -645,5 +646,26 @@ mod tests {
         assert_eq!(part, all[before as usize..before as usize + 200]);
         let st = for_each_match_in(&r, &f, ColSet::NONE, 9..99, |_, _| ControlFlow::Continue(())).unwrap();
         assert_eq!((st.total, st.matched), (100, 100), "a range past the end stops at it");
+    }
+
+    /// The span starts at the recording's start, whatever began before it; a header without a
+    /// start starts at the first event.
+    #[test]
+    fn the_span_starts_at_the_recording_start() {
+        let at = |start_ts: u64| {
+            let meta = Meta {
+                arch: "x86_64".into(),
+                start_ts,
+                ..Meta::default()
+            };
+            let mut w = Writer::new(Vec::new(), &meta, WriterOptions::default()).unwrap();
+            // In flight when the recording started: began 14.4 ms before it.
+            w.push(&Event::syscall(100_000_000 - 14_400_000, 20_000_000, 1, 1, 0, 0))
+                .unwrap();
+            w.push(&Event::syscall(100_500_000, 1_000, 1, 1, 0, 0)).unwrap();
+            capture_span(&Reader::from_bytes(w.finish(200_000_000).unwrap()).unwrap())
+        };
+        assert_eq!(at(100_000_000), (100_000_000, 200_000_000));
+        assert_eq!(at(0), (100_000_000 - 14_400_000, 200_000_000));
     }
 }

@@ -217,7 +217,7 @@ fn check_cmp(c: &Cmp) -> Result<Pred, FilterError> {
         } else {
             c.op_span.clone()
         };
-        FilterError::new(format!("`{}` is a {}: {what}", f.name, f.ty), span)
+        FilterError::new(format!("`{}` is {}: {what}", f.name, a_type(f.ty)), span)
     };
     match c.op {
         Op::Exists => return pred(Test::Exists),
@@ -307,12 +307,18 @@ fn check_vocabulary(f: &FieldInfo, op: Op, v: &Lit) -> Result<String, FilterErro
     Err(FilterError::new(format!("unknown {} `{}`", f.name, v.text), v.span.clone()).help(help))
 }
 
+/// A type's name with its article: `an int`, `a uint`, `a duration`.
+fn a_type(ty: FieldType) -> String {
+    let article = if ty == FieldType::Int { "an" } else { "a" };
+    format!("{article} {ty}")
+}
+
 /// Read a literal as `f`'s numeric type.
 fn number(f: &FieldInfo, v: &Lit) -> Result<i128, FilterError> {
     let t = v.text.as_str();
     let mismatch = |example: &str| {
         FilterError::new(
-            format!("expected a {} for `{}`, found `{}`", f.ty, f.name, t),
+            format!("expected {} for `{}`, found `{}`", a_type(f.ty), f.name, t),
             v.span.clone(),
         )
         .help(example.to_string())
@@ -324,7 +330,12 @@ fn number(f: &FieldInfo, v: &Lit) -> Result<i128, FilterError> {
             _ => Err(mismatch("use true or false")),
         },
         FieldType::Int | FieldType::UInt => {
-            let x: i128 = t.parse().map_err(|_| mismatch("write a whole number, like 42 or -2"))?;
+            let example = if f.ty == FieldType::Int {
+                "write a whole number, like 42 or -2"
+            } else {
+                "write a whole number, like 42"
+            };
+            let x: i128 = t.parse().map_err(|_| mismatch(example))?;
             let (lo, hi) = if f.ty == FieldType::Int {
                 (i128::from(i64::MIN), i128::from(i64::MAX))
             } else {
@@ -369,12 +380,12 @@ fn with_unit(
     match literal::parse_number(t, units, bare_ok.then_some(1)) {
         Ok(n) => Ok(i128::from(n)),
         Err(LiteralError::NotANumber) => Err(FilterError::new(
-            format!("expected a {} for `{}`, found `{}`", f.ty, f.name, t),
+            format!("expected {} for `{}`, found `{}`", a_type(f.ty), f.name, t),
             v.span.clone(),
         )
         .help(example.to_string())),
         Err(LiteralError::NeedsUnit) => Err(FilterError::new(format!("`{t}` needs a unit"), v.span.clone())
-            .help(format!("durations take a unit: `{t}ms`, `{t}us` or `{t}ns`"))),
+            .help(format!("durations take a unit: `{t}s`, `{t}ms`, `{t}us` or `{t}ns`"))),
         Err(LiteralError::UnknownUnit { at }) => {
             let unit = &t[at..];
             let span = if v.quoted {

@@ -22,7 +22,7 @@ pub struct Compiled {
 }
 
 #[derive(Clone, Debug)]
-enum CNode {
+pub(crate) enum CNode {
     Const(bool),
     And(Vec<CNode>),
     Or(Vec<CNode>),
@@ -32,7 +32,7 @@ enum CNode {
 
 /// A column an integer test reads, and how a value becomes the u64 key the ranges are over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum NumSrc {
+pub(crate) enum NumSrc {
     Latency,
     Ts,
     Pid,
@@ -55,7 +55,7 @@ enum NumSrc {
 
 /// A column whose values are ids tested against an [`IdSet`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum IdSrc {
+pub(crate) enum IdSrc {
     Proc,
     File,
     /// `-ret` of events with `ret < 0`; other events have no errno.
@@ -70,7 +70,7 @@ enum IdSrc {
 }
 
 #[derive(Clone, Debug)]
-enum Kernel {
+pub(crate) enum Kernel {
     /// `class` (when required) matches and the key lies in one of `ranges` (none of them, when
     /// `negate`). Fields that exist only on one class set `class`; `fd.num` also needs `fd >= 0`.
     Num {
@@ -92,16 +92,16 @@ enum Kernel {
 /// Which events pass, per class: syscalls by number, block requests by op, io_uring requests
 /// by opcode (in the `nr` column).
 #[derive(Clone, Debug)]
-struct ByClass {
-    nrs: IdSet,
-    ops: IdSet,
-    urings: IdSet,
+pub(crate) struct ByClass {
+    pub(crate) nrs: IdSet,
+    pub(crate) ops: IdSet,
+    pub(crate) urings: IdSet,
 }
 
 /// Which ids satisfy a predicate: a bitset over `0..dense_len`, a sorted list of larger known
 /// ids, and a rule for every other id.
 #[derive(Clone, Debug)]
-struct IdSet {
+pub(crate) struct IdSet {
     dense: Vec<u64>,
     dense_len: u64,
     sparse: Vec<(u64, bool)>,
@@ -192,16 +192,30 @@ impl IdSet {
     }
 
     /// Whether any id may be in the set (for chunk skipping).
-    fn maybe_any(&self) -> bool {
+    pub(crate) fn maybe_any(&self) -> bool {
         self.dense.iter().any(|&w| w != 0)
             || self.sparse.iter().any(|&(_, m)| m)
             || !matches!(self.beyond, Beyond::Const(false))
     }
 }
 
+/// The fields of an event's process table entry (every `proc.*` and `user.*` but `proc.pid`,
+/// the event's own column), as a pattern.
+macro_rules! process_fields {
+    () => {
+        FieldId::ProcName
+            | FieldId::ProcExe
+            | FieldId::ProcCmdline
+            | FieldId::ProcPpid
+            | FieldId::UserUid
+            | FieldId::UserName
+            | FieldId::ProcCgroup
+    };
+}
+
 /// An event of `class` carrying only `id` in the column `field` reads (for id-keyed fields;
 /// the block-only fields make a block event whatever `class` says).
-fn synthetic(field: FieldId, class: Class, id: u64) -> Event {
+pub(crate) fn synthetic(field: FieldId, class: Class, id: u64) -> Event {
     let id32 = u32::try_from(id).unwrap_or(u32::MAX);
     let mut e = Event {
         class,
@@ -209,13 +223,7 @@ fn synthetic(field: FieldId, class: Class, id: u64) -> Event {
         ..Event::default()
     };
     match field {
-        FieldId::ProcName
-        | FieldId::ProcExe
-        | FieldId::ProcCmdline
-        | FieldId::ProcPpid
-        | FieldId::UserUid
-        | FieldId::UserName
-        | FieldId::ProcCgroup => e.proc = id32,
+        process_fields!() => e.proc = id32,
         FieldId::FdType | FieldId::FdName | FieldId::FdDirectory | FieldId::FdFilename | FieldId::FdDev => {
             e.file = id32
         }
@@ -256,7 +264,7 @@ pub(crate) fn test_value(test: &Test, v: &Value<'_>) -> bool {
 }
 
 const SYSCALL: u8 = Class::Syscall as u8;
-const BLOCK: u8 = Class::Block as u8;
+pub(crate) const BLOCK: u8 = Class::Block as u8;
 const IO_URING: u8 = Class::IoUring as u8;
 
 /// Whether class code `code` is class `want`. A code other than block (only in a hostile file)
@@ -273,7 +281,7 @@ pub(crate) fn compile(node: &Node, meta: &Meta, tables: &Tables) -> Compiled {
     Compiled { root, columns }
 }
 
-fn compile_node(node: &Node, meta: &Meta, tables: &Tables) -> CNode {
+pub(crate) fn compile_node(node: &Node, meta: &Meta, tables: &Tables) -> CNode {
     match node {
         Node::All => CNode::Const(true),
         Node::And(..) | Node::Or(..) => {
@@ -518,13 +526,7 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables) -> Kernel {
                 set: IdSet::build(ids, 1024, eval_beyond()),
             }
         }
-        FieldId::ProcName
-        | FieldId::ProcExe
-        | FieldId::ProcCmdline
-        | FieldId::ProcPpid
-        | FieldId::UserUid
-        | FieldId::UserName
-        | FieldId::ProcCgroup => {
+        process_fields!() => {
             let ids = tables.procs().iter().map(|pr| {
                 let e = Event {
                     proc: pr.id,

@@ -152,29 +152,42 @@ pub(crate) fn distance(a: &str, b: &str) -> usize {
     d[a.len()][b.len()]
 }
 
-/// The candidates nearest to `word` (case-insensitively), closest first, at most `max`: those
-/// at the smallest edit distance if it is small enough to be a typo, else those containing
-/// `word` (`name` → `proc.name`).
+/// The candidates nearest to `word` (case-insensitively), at most `max`: the names `word` begins
+/// (`pread` → `pread64`, `preadv`; a digits-only rest first, then the shortest), then those at the
+/// smallest edit distance if it is small enough to be a typo (`opnat` → `openat`); when neither
+/// finds one, those containing `word` (`name` → `proc.name`).
 pub(crate) fn nearest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>, max: usize) -> Vec<&'a str> {
     let lower = word.to_lowercase();
     let limit = (word.chars().count() / 3).clamp(1, 3);
-    let scored: Vec<(usize, &str)> = candidates
+    let scored: Vec<(usize, &str, String)> = candidates
         .into_iter()
-        .map(|c| (distance(&lower, &c.to_lowercase()), c))
+        .map(|c| {
+            let l = c.to_lowercase();
+            (distance(&lower, &l), c, l)
+        })
         .collect();
-    let best = scored.iter().map(|&(d, _)| d).min().unwrap_or(usize::MAX);
-    let mut picked: Vec<&str> = if best <= limit {
-        scored.iter().filter(|&&(d, _)| d == best).map(|&(_, c)| c).collect()
-    } else if lower.len() >= 3 {
-        scored
+    let long_enough = lower.chars().count() >= 3;
+    // A name cut short is a likelier intent than a typo of another: `pread` means `pread64`.
+    let mut extended: Vec<&(usize, &str, String)> = scored
+        .iter()
+        .filter(|(_, _, l)| long_enough && l.len() > lower.len() && l.starts_with(&lower))
+        .collect();
+    extended.sort_by_key(|(_, c, l)| {
+        let rest = &l[lower.len()..];
+        (!rest.bytes().all(|b| b.is_ascii_digit()), rest.len(), *c)
+    });
+    let best = scored.iter().map(|&(d, ..)| d).min().unwrap_or(usize::MAX);
+    let typos = scored.iter().filter(|&&(d, ..)| best <= limit && d == best);
+    let mut picked: Vec<&str> = extended.into_iter().chain(typos).map(|&(_, c, _)| c).collect();
+    if picked.is_empty() && long_enough {
+        picked = scored
             .iter()
-            .filter(|(_, c)| c.to_lowercase().contains(&lower))
-            .map(|&(_, c)| c)
-            .collect()
-    } else {
-        Vec::new()
-    };
-    picked.dedup();
+            .filter(|(_, _, l)| l.contains(&lower))
+            .map(|&(_, c, _)| c)
+            .collect();
+    }
+    let mut seen = std::collections::HashSet::new();
+    picked.retain(|c| seen.insert(*c));
     picked.truncate(max);
     picked
 }
@@ -201,6 +214,20 @@ mod tests {
         assert_eq!(distance("kitten", "sitting"), 3);
         assert_eq!(distance("ro", "or"), 1);
         assert_eq!(distance("fiel", "file"), 1);
+    }
+
+    #[test]
+    fn nearest_prefers_a_name_cut_short_then_typos() {
+        let calls = ["read", "preadv", "pread64", "preadv2", "pwrite64", "openat"];
+        assert_eq!(nearest("pread", calls, 3), ["pread64", "preadv", "preadv2"]);
+        assert_eq!(nearest("opnat", calls, 3), ["openat"]);
+        assert_eq!(nearest("PREAD", calls, 1), ["pread64"], "case does not matter");
+        assert!(
+            nearest("re", calls, 3).is_empty(),
+            "too short to extend, too far for a typo"
+        );
+        let fields = ["proc.name", "fd.name", "fd.filename", "latency"];
+        assert_eq!(nearest("name", fields, 3), ["proc.name", "fd.name", "fd.filename"]);
     }
 
     #[test]

@@ -16,6 +16,9 @@
 //! While recording, tables grow as processes start and files open: [`Filter::matches`] tests one
 //! event against any [`Lookup`], and [`Filter::pushdown`] says what the kernel can decide.
 //!
+//! For a filter that matched nothing, [`Filter::near_miss`] names the value the capture holds
+//! nearest to one the filter asked for (`proc.name=FIO` → `proc.name=fio`).
+//!
 //! [`literal`] reads numbers with units (`1.5ms`, `4KiB`) for the checker and for every
 //! command-line duration, and writes durations and strings back as literals.
 //!
@@ -67,11 +70,13 @@ mod check;
 mod compile;
 mod error;
 pub mod fields;
+mod hint;
 mod lex;
 pub mod literal;
 mod live;
 mod lookup;
 mod parse;
+mod reach;
 
 use std::fmt;
 
@@ -79,8 +84,10 @@ pub use ast::{Cmp, Expr, Lit, Op};
 pub use bitmap::Bitmap;
 pub use compile::Compiled;
 pub use error::FilterError;
+pub use hint::NearMiss;
 pub use iocap_format::{ChunkSummary, ColSet, Columns, Meta, Tables};
 pub use live::{FileView, Lookup, ProcView, Pushdown};
+pub use reach::{class_noun, Reach, CLASSES};
 
 /// A parsed and checked filter. `Display` prints it back in a form that parses to the same tree.
 #[derive(Clone, Debug)]

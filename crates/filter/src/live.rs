@@ -41,6 +41,29 @@ pub struct Pushdown {
     pub names: Option<Vec<String>>,
 }
 
+impl Pushdown {
+    /// What decides nothing: every event passes.
+    fn anything() -> Pushdown {
+        Pushdown {
+            pids: None,
+            syscalls: true,
+            block: true,
+            io_uring: true,
+            syscall_nrs: None,
+            min_latency: 0,
+            names: None,
+        }
+    }
+}
+
+/// Whether `pred` may hold for syscalls, block requests and io_uring requests, as far as the
+/// kernel's class and syscall tests tell (`evt.type=pread64` names a syscall only).
+pub(crate) fn pred_classes(pred: &Pred, arch: &str) -> [bool; 3] {
+    let mut p = Pushdown::anything();
+    push_pred(&mut p, pred, arch);
+    [p.syscalls, p.block, p.io_uring]
+}
+
 /// The longest process name the kernel keeps (`TASK_COMM_LEN` - 1).
 const MAX_COMM: usize = 15;
 
@@ -85,15 +108,7 @@ impl Filter {
     /// assert_eq!(p.min_latency, 1_000_001);
     /// ```
     pub fn pushdown(&self, arch: &str) -> Pushdown {
-        let mut p = Pushdown {
-            pids: None,
-            syscalls: true,
-            block: true,
-            io_uring: true,
-            syscall_nrs: None,
-            min_latency: 0,
-            names: None,
-        };
+        let mut p = Pushdown::anything();
         let mut stack = vec![&self.checked];
         while let Some(n) = stack.pop() {
             match n {

@@ -35,7 +35,9 @@ bad! {
     size_unit: "io.bytes>4kib";
     type_mismatch: "latency>fast";
     duration_without_unit: "latency>100";
+    time_without_unit: "evt.time>30";
     int_mismatch: "proc.pid=fio";
+    signed_mismatch: "evt.res=abc";
     uint_negative: "proc.pid=-1";
     bool_mismatch: "evt.failed=maybe";
     ordering_on_string: "proc.name>fio";
@@ -54,6 +56,7 @@ bad! {
     string_field_alone: "proc.name and latency>1ms";
     unknown_fd_type: "fd.type=fiel";
     unknown_syscall: "evt.type=opnat";
+    syscall_cut_short: "evt.type=pread";
     unknown_errno: "evt.errno=NOENT";
     in_without_list: "evt.type in read";
     unclosed_list: "evt.type in (read, write";

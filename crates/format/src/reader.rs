@@ -314,7 +314,17 @@ impl<S: Source> Reader<S> {
             });
             r.scan_on(&mut dec, alive)?;
         }
+        r.settle_start();
         Ok(r)
+    }
+
+    /// Every time is counted from the recording's start; a header that does not know it (0)
+    /// starts at the first event instead, so readers have one origin either way (a file being
+    /// written may have its first event only after a refresh).
+    fn settle_start(&mut self) {
+        if self.meta.start_ts == 0 {
+            self.meta.start_ts = self.chunks.iter().map(|c| c.summary.min_ts).min().unwrap_or(0);
+        }
     }
 
     /// The tables before any table frame: the devices known at start, from the header. Device
@@ -365,7 +375,9 @@ impl<S: Source> Reader<S> {
             return Ok(Growth::default());
         }
         self.file_len = len;
-        self.scan_on(&mut ChunkDecoder::new(), alive)
+        let grown = self.scan_on(&mut ChunkDecoder::new(), alive);
+        self.settle_start();
+        grown
     }
 
     /// Take the file for one still being written, whether or not a writer holds its lock:
@@ -391,7 +403,8 @@ impl<S: Source> Reader<S> {
         self.liveness
     }
 
-    /// The header's metadata.
+    /// The header's metadata. Its `start_ts`, the origin every time in the capture counts from,
+    /// is the first event's when the header has none (0).
     pub fn meta(&self) -> &Meta {
         &self.meta
     }

@@ -3,7 +3,8 @@
 //! ([`Filter::pushdown`]) joins the options, and a request that can record nothing is refused
 //! before anything is loaded.
 
-use iocap_filter::Filter;
+use iocap_filter::{class_noun, literal, Filter, Reach};
+use iocap_format::Class;
 
 use crate::config::Config;
 
@@ -28,15 +29,44 @@ pub struct Request {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PlanError {
-    /// The filter alone rules every event out (`proc.pid in ()`, `evt.class=block and evt.type=read`).
-    #[error("the filter `{0}` can match no event")]
-    MatchesNothing(String),
-    /// What the filter can match is what the options leave out (`--no-block 'evt.class=block'`).
-    #[error("the filter `{0}` can match no event that is recorded")]
-    MatchesNothingRecorded(String),
+    /// The filter alone rules every event out (`latency>1ms and latency<1us`,
+    /// `evt.class=block and evt.type=read`, `proc.name=fio and proc.name=dd`).
+    #[error("the filter `{filter}` can match no event{}", why.as_ref().map_or(String::new(), |w| format!(": {w}")))]
+    MatchesNothing {
+        /// The filter, as it reads back.
+        filter: String,
+        /// Which conjuncts rule out which events, when that is what decided it.
+        why: Option<String>,
+    },
+    /// The filter matches only events faster than `--min-latency` keeps (`--min-latency 1ms
+    /// 'latency<1us'`).
+    #[error("the filter `{filter}` can match no event as slow as --min-latency {min}: {why}")]
+    MatchesNothingSlowEnough {
+        /// The filter, as it reads back.
+        filter: String,
+        /// The option's value, as a literal: `1ms`.
+        min: String,
+        /// The bounds that do not meet.
+        why: String,
+    },
+    /// What the filter can match is what the options leave out (`--no-block 'blk.dev=vda'`).
+    #[error("the filter `{filter}` can match no event that is recorded: it matches only {matches}, which {option} leaves out")]
+    MatchesNothingRecorded {
+        /// The filter, as it reads back.
+        filter: String,
+        /// The events it can match: `block requests`.
+        matches: String,
+        /// The option that leaves them out: `--no-block`.
+        option: &'static str,
+    },
     /// `--no-syscalls --no-block`.
     #[error("--no-syscalls and --no-block together leave nothing to record")]
     NothingToRecord,
+}
+
+/// Whether a pushed-down set allows nothing (`None` allows anything).
+fn none<T>(set: &Option<Vec<T>>) -> bool {
+    set.as_ref().is_some_and(Vec::is_empty)
 }
 
 /// The kernel's settings for `req` and `filter` (whose whole is still applied to every event
@@ -44,18 +74,50 @@ pub enum PlanError {
 pub fn plan(req: &Request, filter: &Filter) -> Result<Config, PlanError> {
     let src = filter.to_string();
     let push = filter.pushdown(std::env::consts::ARCH);
-    let none = |set: &Option<Vec<_>>| set.as_ref().is_some_and(Vec::is_empty);
-    if !push.syscalls && !push.block && !push.io_uring
-        || none(&push.pids)
-        || push.names.as_ref().is_some_and(Vec::is_empty)
-    {
-        return Err(PlanError::MatchesNothing(src));
+    let reach = filter.reach(std::env::consts::ARCH);
+    if reach.none() {
+        return Err(PlanError::MatchesNothing {
+            filter: src,
+            why: Some(reach.to_string()),
+        });
+    }
+    // (Reach reads the class and syscall tests as the pushdown does, so what it allows the
+    // pushdown allows; the pid and name sets are the pushdown's alone.)
+    if none(&push.pids) || none(&push.names) {
+        return Err(PlanError::MatchesNothing { filter: src, why: None });
+    }
+    if req.min_latency_ns > 0 {
+        // The kernel keeps only events at least this slow (their `latency`, in every class).
+        let min = literal::duration(req.min_latency_ns);
+        let floor = format!("latency>={min}");
+        let both = if filter.is_all() {
+            floor.clone()
+        } else {
+            format!("{floor} and ({src})")
+        };
+        let reach = Filter::parse(&both).map(|f| f.reach(std::env::consts::ARCH));
+        if let Some(r) = reach.ok().filter(Reach::none) {
+            return Err(PlanError::MatchesNothingSlowEnough {
+                filter: src,
+                min,
+                why: r.to_string(),
+            });
+        }
     }
     if !req.syscalls && !req.block {
         return Err(PlanError::NothingToRecord);
     }
-    if !req.syscalls && !push.block || !req.block && !push.syscalls && !push.io_uring {
-        return Err(PlanError::MatchesNothingRecorded(src));
+    let recorded = |class: Class| match class {
+        Class::Block => req.block,
+        Class::Syscall | Class::IoUring => req.syscalls,
+    };
+    if !reach.classes().into_iter().any(recorded) {
+        let nouns: Vec<&str> = reach.classes().into_iter().map(class_noun).collect();
+        return Err(PlanError::MatchesNothingRecorded {
+            filter: src,
+            matches: nouns.join(" and "),
+            option: if req.block { "--no-syscalls" } else { "--no-block" },
+        });
     }
     let mut cfg = Config {
         pids: req.pids.clone(),
@@ -138,13 +200,46 @@ mod tests {
     fn requests_that_record_nothing_are_refused() {
         let nothing = |r: Request, src: &str| plan(&r, &f(src)).unwrap_err().to_string();
         assert!(nothing(req(), "evt.class=block and evt.type=read").contains("can match no event"));
+        assert_eq!(
+            nothing(req(), "latency>1ms and latency<1us"),
+            "the filter `latency>1ms and latency<1us` can match no event: `latency>1ms` and `latency<1us` cannot both hold"
+        );
+        assert_eq!(
+            nothing(req(), "blk.dev=loop2 and fd.num=3"),
+            "the filter `blk.dev=loop2 and fd.num=3` can match no event: `blk.dev=loop2` rules out syscalls and \
+             io_uring requests; `fd.num=3` rules out block requests"
+        );
+        assert_eq!(
+            nothing(req(), "proc.name=fio and proc.name=dd"),
+            "the filter `proc.name=fio and proc.name=dd` can match no event"
+        );
         let no_block = Request { block: false, ..req() };
-        assert!(nothing(no_block, "evt.class=block").contains("no event that is recorded"));
+        assert!(nothing(no_block.clone(), "evt.class=block").contains("no event that is recorded"));
+        assert_eq!(
+            nothing(no_block, "blk.dev=vda"),
+            "the filter `blk.dev=vda` can match no event that is recorded: it matches only block requests, \
+             which --no-block leaves out"
+        );
         let no_sys = Request {
             syscalls: false,
             ..req()
         };
-        assert!(nothing(no_sys, "evt.class=io_uring").contains("no event that is recorded"));
+        assert!(nothing(no_sys.clone(), "evt.class=io_uring").contains("no event that is recorded"));
+        assert_eq!(
+            nothing(no_sys, "disk.time>1ms"),
+            "the filter `disk.time>1ms` can match no event that is recorded: it matches only syscalls and \
+             io_uring requests, which --no-syscalls leaves out"
+        );
+        let slow = Request {
+            min_latency_ns: 1_000_000,
+            ..req()
+        };
+        assert_eq!(
+            nothing(slow.clone(), "proc.name=fio and latency<1us"),
+            "the filter `proc.name=fio and latency<1us` can match no event as slow as --min-latency 1ms: \
+             `latency>=1ms` and `latency<1us` cannot both hold"
+        );
+        assert!(plan(&slow, &f("latency<2ms")).is_ok());
         let neither = Request {
             block: false,
             syscalls: false,

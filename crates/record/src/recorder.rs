@@ -20,6 +20,9 @@ pub struct Recorder {
     pub(crate) skel: IocapSkel<'static>,
     _links: Vec<Link>,
     pub(crate) started: Instant,
+    /// CLOCK_BOOTTIME ns just before the first program was attached: no recorded event began
+    /// earlier, so this is the recording's start ([`Recorder::start_ns`]).
+    start_ns: u64,
     pub(crate) ring_bytes: u32,
     /// Only some processes are traced (`-p`, `-c`): the writeback the kernel hands over is
     /// everyone's, and the writer keeps only that of files they opened.
@@ -129,7 +132,7 @@ impl Recorder {
         // recording loop starts, and the file stays that far behind for seconds.
         set_backlog_max(&mut skel, backlog::INITIAL.min(u64::from(cfg.ring_bytes) / 2));
         let mut links = Vec::new();
-        let early;
+        let (start_ns, early);
         {
             let p = &skel.progs;
             let mut progs = vec![
@@ -164,6 +167,7 @@ impl Recorder {
                 progs.push((&p.uring_complete, "io_uring:io_uring_complete"));
             }
             early = crate::procfs::processes();
+            start_ns = procfs::boot_ns();
             for (prog, name) in progs {
                 let link = prog
                     .attach()
@@ -175,6 +179,7 @@ impl Recorder {
             skel,
             _links: links,
             started: Instant::now(),
+            start_ns,
             ring_bytes: cfg.ring_bytes,
             pid_filtered: cfg.filter || !cfg.pids.is_empty(),
             early,
@@ -183,6 +188,13 @@ impl Recorder {
             r.add_pid(pid)?;
         }
         Ok(r)
+    }
+
+    /// When the recording started, ns since boot: just before the first program was attached,
+    /// so every event it records began at or after it. The capture's `start_ts`, which every
+    /// time in the capture is counted from.
+    pub fn start_ns(&self) -> u64 {
+        self.start_ns
     }
 
     /// Trace `pid` too (with pid filtering on).
