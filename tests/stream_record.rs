@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use iocap_format::{Class, Liveness, Reader};
 
-use crate::record::{build_c, recording};
+use crate::record::{build_c, flooding, recording};
 use crate::util::{iocap, LoopDev};
 
 /// `burster FILE N BURSTS PAUSE_MS`: BURSTS bursts of exactly N 64-byte pwrites to FILE, PAUSE_MS
@@ -131,7 +131,8 @@ fn a_stream_through_a_pipe_or_a_slow_reader_holds_what_a_file_holds() {
 /// chunk it sent: the file reads as recovered and every chunk it lists decodes.
 #[test]
 fn a_stream_killed_mid_chunk_keeps_every_whole_chunk() {
-    let Some(_running) = recording() else { return };
+    // A flood of syscalls: alone among the time-sensitive tests.
+    let Some(_running) = flooding() else { return };
     let dir = tempfile::tempdir().unwrap();
     let mut rec = record_stdout(&[]);
     let cap = dir.path().join("killed.cap");
@@ -182,8 +183,9 @@ fn a_stream_redirected_to_a_file_reads_as_live_then_finished() {
     let Some(_running) = recording() else { return };
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("redirected.cap");
+    let cmd = burster(dir.path(), 100, 10, 300);
     let mut rec = iocap()
-        .args(["record", "--no-block", "-w", "-", "-d", "3s"])
+        .args(["record", "--no-block", "-w", "-", "-c", &cmd])
         .stdout(Stdio::from(std::fs::File::create(&cap).unwrap()))
         .stderr(Stdio::null())
         .spawn()
@@ -384,7 +386,8 @@ fn a_stream_or_a_view_is_refused_where_it_cannot_work() {
 /// recorder's last line on it.
 #[test]
 fn record_view_shows_the_recording_and_quitting_finishes_the_file() {
-    let Some(_running) = recording() else { return };
+    // A flood of syscalls: alone among the time-sensitive tests.
+    let Some(_running) = flooding() else { return };
     if let Some(why) = crate::view::tmux_missing() {
         eprintln!("{why}");
         return;
@@ -468,7 +471,12 @@ fn followers_say_when_the_recorder_dies() {
     let Some(_running) = recording() else { return };
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("dies.cap");
-    let mut rec = start_recording(&cap, &["--no-block"]);
+    // A workload of its own, filtered in the kernel: the machine is not traced for it.
+    let mut rec = start_recording(&cap, &["--no-block", "proc.name=burster"]);
+    let mut work = Command::new("sh")
+        .args(["-c", &burster(dir.path(), 100, 30, 200)])
+        .spawn()
+        .unwrap();
     let followers: Vec<Child> = [&["events", "-f"][..], &["iostat", "-f", "--interval", "200ms"][..]]
         .iter()
         .map(|args| {
@@ -484,6 +492,8 @@ fn followers_say_when_the_recorder_dies() {
     std::thread::sleep(Duration::from_millis(3000));
     rec.kill().unwrap();
     rec.wait().unwrap();
+    let _ = work.kill();
+    let _ = work.wait();
     for f in followers {
         let out = f.wait_with_output().unwrap();
         let (stdout, err) = (
@@ -501,7 +511,8 @@ fn followers_say_when_the_recorder_dies() {
 /// recording; `iostat -f` counts its intervals from the first file's start to the last's end.
 #[test]
 fn followers_go_on_through_a_rotation() {
-    let Some(_running) = recording() else { return };
+    // A flood of syscalls: alone among the time-sensitive tests.
+    let Some(_running) = flooding() else { return };
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("rot.cap");
     let mut rec = start_recording(&cap, &["--no-block", "-C", "300KB", "-d", "5s"]);
