@@ -29,7 +29,7 @@ pub(crate) fn recording() -> Option<RwLockReadGuard<'static, ()>> {
 }
 
 /// Start a test that floods the machine: it runs alone among the time-sensitive tests.
-fn flooding() -> Option<RwLockWriteGuard<'static, ()>> {
+pub(crate) fn flooding() -> Option<RwLockWriteGuard<'static, ()>> {
     can_record().then(machine_alone)
 }
 

@@ -12,6 +12,9 @@ mod output;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
 mod record;
 mod reports;
+mod stream;
+#[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
+mod stream_record;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
 mod sysstat;
 mod view;

@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 use crate::util::synthetic_capture;
 
 /// A tmux server of our own (`-L`), so the test never touches the user's sessions.
-struct Tmux {
+pub(crate) struct Tmux {
     socket: String,
 }
 
 impl Tmux {
-    fn cmd(&self, args: &[&str]) -> std::process::Output {
+    pub(crate) fn cmd(&self, args: &[&str]) -> std::process::Output {
         Command::new("tmux")
             .arg("-L")
             .arg(&self.socket)
@@ -24,12 +24,12 @@ impl Tmux {
             .expect("run tmux")
     }
 
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", "view"]).stdout).into_owned()
     }
 
     /// Wait until the screen satisfies `ok`; returns the last screen either way.
-    fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let s = self.screen();
@@ -41,7 +41,7 @@ impl Tmux {
         }
     }
 
-    fn keys(&self, keys: &[&str]) {
+    pub(crate) fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", "view"];
         args.extend_from_slice(keys);
         assert!(self.cmd(&args).status.success());
@@ -76,7 +76,7 @@ impl Drop for Tmux {
     }
 }
 
-fn tmux_missing() -> Option<&'static str> {
+pub(crate) fn tmux_missing() -> Option<&'static str> {
     match Command::new("tmux").arg("-V").output() {
         Ok(o) if o.status.success() => None,
         _ => Some("tmux is not installed: `iocap view` end-to-end test skipped"),
@@ -89,18 +89,24 @@ fn start(test: &str, cap: &Path, state: &Path, filter: &str) -> Tmux {
 }
 
 /// [`start`] in a window of `(columns, rows)`.
-fn start_sized(test: &str, cap: &Path, state: &Path, filter: &str, (w, h): (u16, u16)) -> Tmux {
-    let tmux = Tmux {
-        socket: format!("iocap-test-{}-{test}", std::process::id()),
-    };
+fn start_sized(test: &str, cap: &Path, state: &Path, filter: &str, size: (u16, u16)) -> Tmux {
     let cmd = format!(
         "env XDG_STATE_HOME='{}' '{}' view '{}' {filter}",
         state.display(),
         env!("CARGO_BIN_EXE_iocap"),
         cap.display()
     );
+    start_command(test, &cmd, size)
+}
+
+/// The shell command `cmd` in a tmux window of `(columns, rows)` of its own server, named after
+/// the test, kept after the command exits.
+pub(crate) fn start_command(test: &str, cmd: &str, (w, h): (u16, u16)) -> Tmux {
+    let tmux = Tmux {
+        socket: format!("iocap-test-{}-{test}", std::process::id()),
+    };
     let (w, h) = (w.to_string(), h.to_string());
-    let out = tmux.cmd(&["new-session", "-d", "-s", "view", "-x", &w, "-y", &h, &cmd]);
+    let out = tmux.cmd(&["new-session", "-d", "-s", "view", "-x", &w, "-y", &h, cmd]);
     assert!(out.status.success(), "tmux: {}", String::from_utf8_lossy(&out.stderr));
     // Keep the pane after the viewer exits, to check how it left the terminal.
     tmux.cmd(&["set-option", "-t", "view", "remain-on-exit", "on"]);
@@ -183,8 +189,13 @@ fn view_filters_drills_down_and_restores_the_terminal() {
 }
 
 /// `q`: the viewer exits with status 0 and leaves the alternate screen (its frame is gone).
-fn quit_cleanly(t: &Tmux) {
+pub(crate) fn quit_cleanly(t: &Tmux) {
     t.keys(&["q"]);
+    exited_cleanly(t);
+}
+
+/// The command in `t` has exited with status 0 (within 10 s) and left the alternate screen.
+pub(crate) fn exited_cleanly(t: &Tmux) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let out = t.cmd(&[
@@ -415,8 +426,7 @@ int main(void) {
 
 /// The status line's count of matching events and of all events: `(12, 3,456)` of
 /// `│ 12/3,456 │`; `None` until the first scan has answered.
-#[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
-fn counts(screen: &str) -> Option<(u64, u64)> {
+pub(crate) fn counts(screen: &str) -> Option<(u64, u64)> {
     let status = screen.lines().rev().find(|l| l.contains("│ drops"))?;
     let field = status.split('│').map(str::trim).find(|f| {
         f.contains('/')

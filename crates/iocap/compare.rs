@@ -66,8 +66,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let by = args.by.as_deref().map(input::field_arg).transpose()?;
     let shared = args.filter.join(" ");
-    let open =
-        |capture: &PathBuf, own: &Option<String>| input::open(capture, &[both(&shared, own.as_deref().unwrap_or(""))]);
+    let open = |file: &PathBuf, own: &Option<String>| {
+        let capture = input::Capture {
+            file: file.clone(),
+            save: None,
+        };
+        input::open(&capture, &[both(&shared, own.as_deref().unwrap_or(""))], true)
+    };
     // Both opened before either is scanned: a bad filter or file on side B is said at once.
     let b_capture = args.b.as_ref().unwrap_or(&args.a);
     let (a_in, b_in) = (open(&args.a, &args.filter_a)?, open(b_capture, &args.filter_b)?);

@@ -2,21 +2,20 @@
 //! JSON lines keyed by the filter language's field names.
 
 use std::io::Write;
-use std::ops::ControlFlow;
-use std::path::PathBuf;
+use std::ops::{ControlFlow, Range};
 
 use iocap_analysis::scan;
 use iocap_analysis::units::fmt_ns;
 use iocap_filter::fields::{self, FieldId, FieldInfo, Value};
 use iocap_format::{Cause, Class, ColSet, Event, Meta, Tables};
 
-use crate::input;
-use crate::text;
+use crate::input::{self, Input};
+use crate::{follow, text};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The capture file.
-    file: PathBuf,
+    #[command(flatten)]
+    capture: input::Capture,
     /// Filter, as words joined by spaces: `fd.type=file and latency>1ms`.
     filter: Vec<String>,
     /// Stop after this many events.
@@ -25,12 +24,14 @@ pub struct Args {
     /// JSON lines keyed by field names instead of text.
     #[arg(long)]
     json: bool,
+    /// Follow a capture being recorded: print its events as they come, until it is finished
+    /// (or its recorder dies, or Ctrl-C).
+    #[arg(short = 'f', long)]
+    follow: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let input = input::open(&args.file, &args.filter)?;
-    let r = &input.reader;
-    let (meta, tables) = (r.meta(), r.tables());
+    let mut input = input::open(&args.capture, &args.filter, !args.follow)?;
     let keys = canonical_fields();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if !args.json {
@@ -42,9 +43,28 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let limit = args.limit.unwrap_or(u64::MAX);
     let mut shown = 0u64;
-    let mut err: Option<std::io::Error> = None;
-    if limit > 0 {
-        let stats = scan::for_each_match(r, &input.filter, ColSet::ALL, |cols, i| {
+    // The matching events of `chunks`, until the limit.
+    let first_start = input.reader.meta().start_ts;
+    let mut print = |input: &Input, chunks: Range<usize>| -> anyhow::Result<ControlFlow<()>> {
+        if shown >= limit {
+            return Ok(ControlFlow::Break(()));
+        }
+        let r = &input.reader;
+        // Times count from the recording's start: with -C followed, the first file's, so the
+        // files of a rotation make one timeline.
+        let rebased;
+        let meta = if r.meta().start_ts == first_start {
+            r.meta()
+        } else {
+            rebased = Meta {
+                start_ts: first_start,
+                ..r.meta().clone()
+            };
+            &rebased
+        };
+        let tables = r.tables();
+        let mut err: Option<std::io::Error> = None;
+        scan::for_each_match_in(r, &input.filter, ColSet::ALL, chunks, |cols, i| {
             let e = cols.event(i);
             let res = if args.json {
                 write_json(&mut out, &keys, &e, meta, tables)
@@ -62,12 +82,27 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 ControlFlow::Continue(())
             }
         })?;
-        if stats.matched == 0 {
+        if let Some(e) = err {
+            return Err(e.into());
+        }
+        if args.follow {
+            // Each look's events reach the reader at once, even through a pipe.
+            out.flush()?;
+        }
+        Ok(if shown >= limit {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        })
+    };
+    if args.follow {
+        follow::follow(&mut input, &args.capture, |look| print(look.input, look.new))?;
+    } else {
+        let all = 0..input.reader.chunks().len();
+        let _stopped_at_the_limit = print(&input, all)?;
+        if limit > 0 && shown == 0 {
             input.say_nothing_matched("events");
         }
-    }
-    if let Some(e) = err {
-        return Err(e.into());
     }
     out.flush()?;
     Ok(())

@@ -32,8 +32,8 @@ pub enum Format {
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The capture file.
-    file: PathBuf,
+    #[command(flatten)]
+    capture: input::Capture,
     /// Filter, as words joined by spaces: `evt.type=fsync`.
     filter: Vec<String>,
     /// What to write.
@@ -54,11 +54,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .map(parse_duration)
         .transpose()
         .map_err(|e| UsageError(format!("--interval: {e}")))?;
-    let input = input::open(&args.file, &args.filter)?;
-    let title = args
-        .file
-        .file_name()
-        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let input = input::open(&args.capture, &args.filter, true)?;
+    let title = args.capture.short_name();
     let write = |out: &mut dyn Write| -> anyhow::Result<()> {
         match args.format {
             Format::Csv => write_csv(out, &input),

@@ -1,23 +1,22 @@
 //! `iocap info`: what a capture holds, from its index alone.
 
-use std::io::Write;
-use std::path::PathBuf;
-
-use anyhow::Context;
 use iocap_format::{Liveness, Reader};
 use serde_json::json;
+use std::io::Write;
+
+use crate::input;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The capture file.
-    file: PathBuf,
+    #[command(flatten)]
+    capture: input::Capture,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let r = Reader::open(&args.file).with_context(|| format!("{}", args.file.display()))?;
+    let r = args.capture.open(true)?.reader;
     let s = Summary::of(&r);
     let mut out = std::io::stdout().lock();
     if args.json {

@@ -1,9 +1,10 @@
-//! What every reading command starts from: the capture opened with its filter compiled once
-//! ([`open`]: the filter is the words after the file, as sysdig and tcpdump take it), a field
-//! named on the command line ([`field_arg`]), how many threads a scan uses, and what to say
-//! when the filter matched nothing ([`Input::say_nothing_matched`]).
+//! What every reading command starts from: the capture named on the command line, a file or
+//! `-` for standard input ([`Capture`]), opened with its filter compiled once ([`open`]: the
+//! filter is the words after the file, as sysdig and tcpdump take it), a field named on the
+//! command line ([`field_arg`]), how many threads a scan uses, and what to say when the filter
+//! matched nothing ([`Input::say_nothing_matched`]).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use iocap_analysis::scan;
@@ -11,30 +12,110 @@ use iocap_filter::fields::{self, FieldInfo};
 use iocap_filter::{Compiled, Filter};
 use iocap_format::Reader;
 
+#[cfg(unix)]
+use crate::stream::{self, Stream};
 use crate::{say, UsageError};
+
+/// The capture argument every reading command takes: a file, or `-` and what it is saved as.
+#[derive(clap::Args, Debug)]
+pub struct Capture {
+    /// The capture file; `-` reads one from standard input (`ssh HOST sudo iocap record -w - |
+    /// iocap report -`), kept meanwhile in a temporary file removed on exit.
+    pub file: PathBuf,
+    /// With `-`: keep what standard input brings in FILE (a new file, 0600), which others can
+    /// read as it grows, rather than in a temporary file.
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+}
+
+/// A capture opened for reading, and the copy of standard input it is read from, if it is.
+pub struct Opened {
+    pub reader: Reader,
+    /// Set for `-`: the copy goes on in the background while a follower reads.
+    #[cfg(unix)]
+    pub stream: Option<Stream>,
+}
+
+impl Capture {
+    /// Whether it is `-`.
+    pub fn is_stdin(&self) -> bool {
+        self.file == Path::new("-")
+    }
+
+    /// The capture's name in messages.
+    pub fn name(&self) -> String {
+        #[cfg(unix)]
+        if self.is_stdin() {
+            return stream::NAME.into();
+        }
+        self.file.display().to_string()
+    }
+
+    /// Its name without the directory, for a heading.
+    pub fn short_name(&self) -> String {
+        match self.file.file_name() {
+            Some(n) if !self.is_stdin() => n.to_string_lossy().into_owned(),
+            _ => self.name(),
+        }
+    }
+
+    /// Open it. From standard input, once all of it has come when `whole`, else as soon as
+    /// its header has, to be read on as the rest comes ([`Reader::refresh`]).
+    pub fn open(&self, whole: bool) -> anyhow::Result<Opened> {
+        #[cfg(unix)]
+        {
+            let save = stream::save_path(&self.file, self.save.as_deref())?;
+            if self.is_stdin() {
+                let s = Stream::start(save.as_deref())?;
+                let reader = s.open(whole)?;
+                return Ok(Opened {
+                    reader,
+                    stream: Some(s),
+                });
+            }
+        }
+        #[cfg(not(unix))]
+        if self.is_stdin() || self.save.is_some() {
+            return Err(UsageError("`-` and --save need a Unix system".into()).into());
+        }
+        let _ = whole;
+        let reader = Reader::open(&self.file).with_context(|| self.name())?;
+        Ok(Opened {
+            reader,
+            #[cfg(unix)]
+            stream: None,
+        })
+    }
+}
 
 /// A capture opened with a compiled filter.
 pub struct Input {
     pub reader: Reader,
     pub filter: Compiled,
-    /// The filter, checked (what [`Input::filter`] was compiled from).
+    /// The filter, checked (what [`Input::filter`] was compiled from, and is compiled from
+    /// again against a growing capture's tables).
     pub parsed: Filter,
     /// The filter's source, as typed.
     pub src: String,
+    /// The copy of standard input the capture is read from, for `-`.
+    #[cfg(unix)]
+    pub stream: Option<Stream>,
 }
 
 /// Parse the filter words (a usage error, exit 2, when they do not parse), then open the
-/// capture and compile the filter against it.
-pub fn open(file: &Path, words: &[String]) -> anyhow::Result<Input> {
+/// capture (as [`Capture::open`] does) and compile the filter against it.
+pub fn open(capture: &Capture, words: &[String], whole: bool) -> anyhow::Result<Input> {
     let src = words.join(" ");
     let parsed = Filter::parse(&src).map_err(|e| UsageError(format!("bad filter: {}", e.render(&src))))?;
-    let reader = Reader::open(file).with_context(|| format!("{}", file.display()))?;
-    let filter = parsed.compile(reader.meta(), reader.tables());
+    let opened = capture.open(whole)?;
+    let filter = parsed.compile(opened.reader.meta(), opened.reader.tables());
     Ok(Input {
-        reader,
+        reader: opened.reader,
         filter,
         parsed,
         src,
+        #[cfg(unix)]
+        stream: opened.stream,
     })
 }
 

@@ -1,24 +1,27 @@
 //! `iocap iostat`: per-disk, per-interval figures from the block events, in iostat's units
 //! (see `iocap_analysis::iostat` for how each one is defined), over intervals from the
 //! capture's start or on whole wall-clock multiples of the interval (`--origin wall`, where
-//! `iostat -t`'s samples are when it was started on a whole second).
+//! `iostat -t`'s samples are when it was started on a whole second); with `-f`, each interval
+//! printed once it is over, from a capture being recorded.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
+use iocap_analysis::iostat::MAX_INTERVALS;
 use iocap_analysis::units::parse_duration;
-use iocap_analysis::{scan, DeviceInterval, IoStat};
+use iocap_analysis::{scan, DeviceInterval, IoStat, Scan};
 use iocap_format::{BlockOp, Class, Col, ColSet};
 use serde_json::json;
 
-use crate::input;
+use crate::follow::{self, Look};
+use crate::input::{self, Input};
 use crate::text;
 use crate::UsageError;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The capture file.
-    file: PathBuf,
+    #[command(flatten)]
+    capture: input::Capture,
     /// Filter, as words joined by spaces (block requests only count): `blk.dev=vda`.
     filter: Vec<String>,
     /// Length of each interval: `1s`, `500ms`, `10s`.
@@ -30,9 +33,13 @@ pub struct Args {
     /// The first interval is cut to the capture.
     #[arg(long, default_value = "start", value_name = "ORIGIN", value_parser = parse_origin)]
     origin: Origin,
-    /// Print JSON instead of text.
+    /// Print JSON instead of text (with -f, one object a line: each interval, then the whole).
     #[arg(long)]
     json: bool,
+    /// Follow a capture being recorded: print each interval once it is over, until the capture
+    /// is finished (or its recorder dies, or Ctrl-C).
+    #[arg(short = 'f', long)]
+    follow: bool,
 }
 
 /// Where the intervals' boundaries lie.
@@ -81,16 +88,87 @@ impl Origin {
     }
 }
 
+/// How a capture's intervals are laid and labelled.
+#[derive(Clone, Copy)]
+struct Layout {
+    /// Where interval 0 starts ([`Origin::grid`]), ns since boot.
+    grid: u64,
+    /// The capture's start, which relative times count from.
+    start: u64,
+    interval: u64,
+    origin: Origin,
+    /// The capture's `boot_to_wall_ns`.
+    to_wall: i64,
+}
+
+impl Layout {
+    /// Empty statistics from the capture's start to `end`.
+    fn stats(&self, end: u64) -> anyhow::Result<IoStat> {
+        IoStat::on_grid(self.grid, self.start, end.max(self.start), self.interval)
+            .map_err(|e| UsageError(format!("--interval: {e}")).into())
+    }
+
+    /// A boot time as wall-clock time.
+    fn wall(&self, boot_ns: u64) -> String {
+        wall_time(i128::from(boot_ns) + i128::from(self.to_wall))
+    }
+
+    /// Seconds since the capture's start.
+    fn rel(&self, t: u64) -> f64 {
+        t.saturating_sub(self.start) as f64 / 1e9
+    }
+}
+
+/// How long after an interval's end, by the recording's clock, `-f` prints it: the recorder
+/// writes what it has at least every 500 ms, and a request still in flight then adds to the
+/// qdepth and busy time of the intervals it spans when it completes. A request in flight for
+/// longer than this is left out of those figures of intervals already printed (`iostat` on the
+/// finished capture counts it).
+pub const SETTLE: Duration = Duration::from_secs(2);
+
 pub fn run(args: Args) -> anyhow::Result<()> {
     let interval = parse_duration(&args.interval).map_err(|e| UsageError(format!("--interval: {e}")))?;
-    let input = input::open(&args.file, &args.filter)?;
+    let mut input = input::open(&args.capture, &args.filter, !args.follow)?;
     let r = &input.reader;
     let (start, end) = scan::capture_span(r);
     let to_wall = r.meta().boot_to_wall_ns;
     let grid = args.origin.grid(start, interval, to_wall)?;
-    let empty = IoStat::on_grid(grid, start, end, interval).map_err(|e| UsageError(format!("--interval: {e}")))?;
-    let wall = |boot_ns: u64| wall_time(i128::from(boot_ns) + i128::from(to_wall));
-    let want: ColSet = [
+    let layout = Layout {
+        grid,
+        start,
+        interval,
+        origin: args.origin,
+        to_wall,
+    };
+    // Checked now, whether followed or not: the same intervals must fit the whole capture.
+    layout.stats(end)?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    if args.follow {
+        let mut live = Live::new(layout)?;
+        follow::follow(&mut input, &args.capture, |look| {
+            live.step(look, args.json, &mut out)?;
+            out.flush()?;
+            Ok(std::ops::ControlFlow::Continue(()))
+        })?;
+    } else {
+        let st = whole(&[&input], &layout)?;
+        if st.devices().is_empty() {
+            input.say_nothing_matched("block requests");
+        }
+        if args.json {
+            write_json(&mut out, &input, &st, &layout)?;
+        } else {
+            write_intervals(&mut out, &input, &st, 0, &layout)?;
+            write_whole(&mut out, &input, &st, &layout)?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// The columns iostat reads.
+fn columns() -> ColSet {
+    [
         Col::Class,
         Col::Ts,
         Col::Latency,
@@ -100,14 +178,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Col::Bytes,
     ]
     .into_iter()
-    .collect();
-    let (st, _) = scan::scan(
-        r,
-        &input.filter,
-        want,
-        input::threads(r),
+    .collect()
+}
+
+/// The matching block requests of `chunks` (every chunk: `None`), counted into statistics
+/// laid out as `empty` (each scan thread starts from a copy of it).
+fn accumulate(input: &Input, empty: &IoStat, chunks: Option<&[usize]>) -> anyhow::Result<IoStat> {
+    let r = &input.reader;
+    let mut s = Scan::new(r, Some(&input.filter))
+        .columns(columns())
+        .threads(input::threads(r));
+    if let Some(c) = chunks {
+        s = s.chunks(c);
+    }
+    let done = s.run(
         || empty.clone(),
-        |st: &mut IoStat, c, bits| {
+        |st: &mut IoStat, _, c, bits| {
             for i in bits.iter_ones() {
                 if c.class[i] == Class::Block as u8 {
                     st.add(
@@ -123,74 +209,130 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         },
         |a, b| a.merge(&b),
     )?;
-    let tables = r.tables();
-    let name = |dev: u32| iocap_filter::fields::device_name(dev, tables).into_owned();
-    let mut out = std::io::stdout().lock();
-    let totals = st.totals();
-    let intervals = st.interval_rows();
-    if totals.is_empty() {
-        input.say_nothing_matched("block requests");
+    Ok(done.ok_or_else(|| anyhow::anyhow!("the scan was cancelled"))?.0)
+}
+
+/// The end of the capture `input` reads, as far as it is read.
+fn end_of(input: &Input, layout: &Layout) -> u64 {
+    scan::capture_span(&input.reader).1.max(layout.start)
+}
+
+/// The statistics of the whole capture, the files of a rotation followed oldest first, to the
+/// last one's end as it is now.
+fn whole(files: &[&Input], layout: &Layout) -> anyhow::Result<IoStat> {
+    let end = files.last().map_or(layout.start, |f| end_of(f, layout));
+    let empty = layout.stats(end)?;
+    let mut st = empty.clone();
+    for f in files {
+        st.merge(&accumulate(f, &empty, None)?);
     }
-    if args.json {
-        let row = |d: &DeviceInterval| {
-            json!({
-                "device": name(d.dev),
-                "reads": d.reads,
-                "writes": d.writes,
-                "read_bytes": d.read_bytes,
-                "write_bytes": d.write_bytes,
-                "r_per_s": d.r_per_s,
-                "w_per_s": d.w_per_s,
-                "rkb_per_s": d.rkb_per_s,
-                "wkb_per_s": d.wkb_per_s,
-                "r_await_ms": d.r_await_ms,
-                "w_await_ms": d.w_await_ms,
-                "aqu_sz": d.aqu_sz,
-                "qdepth": d.qdepth,
-                "util_pct": d.util_pct,
-            })
-        };
-        let v = json!({
-            "interval_ns": interval,
-            "origin": args.origin.name(),
-            "start_ns": start,
-            "duration_ns": end - start,
-            "start": wall(start),
-            "end": wall(end),
-            "devices": totals.iter().map(row).collect::<Vec<_>>(),
-            "intervals": intervals.iter().map(|rows| json!({
-                "start_s": rows.first().map_or(0.0, |d| (d.start - start) as f64 / 1e9),
-                "duration_s": rows.first().map_or(0.0, |d| d.duration as f64 / 1e9),
-                "start": rows.first().map(|d| wall(d.start)),
-                "end": rows.first().map(|d| wall(d.start + d.duration)),
-                "devices": rows.iter().map(row).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-        });
-        serde_json::to_writer_pretty(&mut out, &v)?;
-        writeln!(out)?;
+    Ok(st)
+}
+
+/// A device's name, as the capture's tables give it.
+fn device_name(input: &Input, dev: u32) -> String {
+    iocap_filter::fields::device_name(dev, input.reader.tables()).into_owned()
+}
+
+fn row_json(input: &Input, d: &DeviceInterval) -> serde_json::Value {
+    json!({
+        "device": device_name(input, d.dev),
+        "reads": d.reads,
+        "writes": d.writes,
+        "read_bytes": d.read_bytes,
+        "write_bytes": d.write_bytes,
+        "r_per_s": d.r_per_s,
+        "w_per_s": d.w_per_s,
+        "rkb_per_s": d.rkb_per_s,
+        "wkb_per_s": d.wkb_per_s,
+        "r_await_ms": d.r_await_ms,
+        "w_await_ms": d.w_await_ms,
+        "aqu_sz": d.aqu_sz,
+        "qdepth": d.qdepth,
+        "util_pct": d.util_pct,
+    })
+}
+
+/// Interval `i` of `st` as an object, as in `intervals`: its span, and a row for each of
+/// `devices`.
+fn interval_json(input: &Input, st: &IoStat, i: u64, devices: &[u32], layout: &Layout) -> serde_json::Value {
+    let (lo, hi) = st.interval_span(i);
+    json!({
+        "start_s": layout.rel(lo),
+        "duration_s": (hi - lo) as f64 / 1e9,
+        "start": layout.wall(lo),
+        "end": layout.wall(hi),
+        "devices": st.interval_row(i, devices).iter().map(|d| row_json(input, d)).collect::<Vec<_>>(),
+    })
+}
+
+/// The whole capture's object: its span and every device's totals.
+fn whole_json(input: &Input, st: &IoStat, layout: &Layout) -> serde_json::Value {
+    let (start, end) = (layout.start, end_of(input, layout));
+    json!({
+        "interval_ns": layout.interval,
+        "origin": layout.origin.name(),
+        "start_ns": start,
+        "duration_ns": end - start,
+        "start": layout.wall(start),
+        "end": layout.wall(end),
+        "devices": st.totals().iter().map(|d| row_json(input, d)).collect::<Vec<_>>(),
+    })
+}
+
+fn write_json(out: &mut impl Write, input: &Input, st: &IoStat, layout: &Layout) -> anyhow::Result<()> {
+    let mut v = whole_json(input, st, layout);
+    let devices = st.devices();
+    v["intervals"] = (0..st.intervals())
+        .map(|i| interval_json(input, st, i, &devices, layout))
+        .collect();
+    serde_json::to_writer_pretty(&mut *out, &v)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// Every interval of `st` from `from` on, as text.
+fn write_intervals(out: &mut impl Write, input: &Input, st: &IoStat, from: u64, layout: &Layout) -> anyhow::Result<()> {
+    if st.devices().is_empty() {
+        // Said once, with the whole capture's line.
         return Ok(());
     }
+    let devices = st.devices();
+    for i in from..st.intervals() {
+        write_interval(out, input, st, i, &devices, layout)?;
+    }
+    Ok(())
+}
+
+/// Interval `i` of `st` as text: its span, then a row for each of `devices`.
+fn write_interval(
+    out: &mut impl Write,
+    input: &Input,
+    st: &IoStat,
+    i: u64,
+    devices: &[u32],
+    layout: &Layout,
+) -> anyhow::Result<()> {
+    let (lo, hi) = st.interval_span(i);
+    if layout.origin == Origin::Wall {
+        writeln!(out, "{} .. {}", layout.wall(lo), layout.wall(hi))?;
+    } else {
+        writeln!(out, "{:.3}s .. {:.3}s", layout.rel(lo), layout.rel(hi))?;
+    }
+    write_table(out, &st.interval_row(i, devices), &|dev| device_name(input, dev))?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// The whole capture's totals as text, or that no block request matched.
+fn write_whole(out: &mut impl Write, input: &Input, st: &IoStat, layout: &Layout) -> anyhow::Result<()> {
+    let totals = st.totals();
     if totals.is_empty() {
         writeln!(out, "no block requests matched")?;
         return Ok(());
     }
-    let mut out = std::io::BufWriter::new(out);
-    for rows in &intervals {
-        if let Some(first) = rows.first() {
-            let (lo, hi) = (first.start, first.start + first.duration);
-            if args.origin == Origin::Wall {
-                writeln!(out, "{} .. {}", wall(lo), wall(hi))?;
-            } else {
-                let rel = |t: u64| (t - start) as f64 / 1e9;
-                writeln!(out, "{:.3}s .. {:.3}s", rel(lo), rel(hi))?;
-            }
-        }
-        write_table(&mut out, rows, &name)?;
-        writeln!(out)?;
-    }
-    writeln!(out, "whole capture ({:.3}s)", (end - start) as f64 / 1e9)?;
-    write_table(&mut out, &totals, &name)?;
-    out.flush()?;
+    writeln!(out, "whole capture ({:.3}s)", layout.rel(end_of(input, layout)))?;
+    write_table(out, &totals, &|dev| device_name(input, dev))?;
     Ok(())
 }
 
@@ -227,6 +369,102 @@ fn wall_time(epoch_ns: i128) -> String {
     match frac.trim_end_matches('0') {
         "" => format!("{secs}Z"),
         frac => format!("{secs}.{frac}Z"),
+    }
+}
+
+/// `iostat -f`: the intervals of a capture being recorded, each printed once the recording's
+/// clock is [`SETTLE`] past its end; what is left, and the whole capture, once it is finished.
+/// With `-C`, the files of the rotation are one recording, counted from the first's start.
+///
+/// The recording's clock is not this machine's (a stream may come from another host): it is
+/// the latest event time read, plus the time elapsed here since it was first read, which the
+/// recorder's clock is at least at (it had that event before this reader did). So an idle
+/// disk's intervals print on time too, with no event to say so.
+struct Live {
+    layout: Layout,
+    /// Every request read so far, in intervals from the capture's start as far as they go.
+    st: IoStat,
+    /// The same, with no request: what a scan of new chunks starts from.
+    blank: IoStat,
+    /// Intervals printed.
+    printed: u64,
+    /// The latest event time read and when it was first read here.
+    clock: (u64, Instant),
+}
+
+impl Live {
+    fn new(layout: Layout) -> anyhow::Result<Live> {
+        let far = layout
+            .grid
+            .saturating_add(layout.interval.saturating_mul(MAX_INTERVALS));
+        let blank = layout.stats(far)?;
+        Ok(Live {
+            layout,
+            st: blank.clone(),
+            blank,
+            printed: 0,
+            clock: (layout.start, Instant::now()),
+        })
+    }
+
+    /// Take a look's new chunks in, and print what is over.
+    fn step(&mut self, look: Look<'_>, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
+        let input = look.input;
+        if look.finished {
+            // The end is known: the rest, counted as `iostat` counts a finished capture.
+            let files: Vec<&Input> = look.earlier.iter().chain([input]).collect();
+            let st = whole(&files, &self.layout)?;
+            let devices = st.devices();
+            for i in self.printed..st.intervals() {
+                self.write(out, input, &st, i, &devices, json)?;
+            }
+            if json {
+                writeln!(out, "{}", whole_json(input, &st, &self.layout))?;
+            } else {
+                write_whole(out, input, &st, &self.layout)?;
+            }
+            return Ok(());
+        }
+        let new: Vec<usize> = look.new.clone().collect();
+        if !new.is_empty() {
+            self.st.merge(&accumulate(input, &self.blank, Some(&new))?);
+            let latest = new.iter().map(|&i| input.reader.chunks()[i].summary.max_ts).max();
+            if let Some(t) = latest.filter(|&t| t > self.clock.0) {
+                self.clock = (t, Instant::now());
+            }
+        }
+        let now = self.clock.0.saturating_add(self.clock.1.elapsed().as_nanos() as u64);
+        let devices = self.st.devices();
+        while self
+            .st
+            .interval_span(self.printed)
+            .1
+            .saturating_add(SETTLE.as_nanos() as u64)
+            <= now
+        {
+            self.write(out, input, &self.st, self.printed, &devices, json)?;
+            self.printed += 1;
+        }
+        Ok(())
+    }
+
+    /// Interval `i` of `st`, with a row for each of `devices` (those with requests so far; none
+    /// yet: the interval's line alone, as time passes).
+    fn write(
+        &self,
+        out: &mut impl Write,
+        input: &Input,
+        st: &IoStat,
+        i: u64,
+        devices: &[u32],
+        json: bool,
+    ) -> anyhow::Result<()> {
+        if json {
+            writeln!(out, "{}", interval_json(input, st, i, devices, &self.layout))?;
+            Ok(())
+        } else {
+            write_interval(out, input, st, i, devices, &self.layout)
+        }
     }
 }
 

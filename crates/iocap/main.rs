@@ -12,6 +12,7 @@ mod compare;
 mod events;
 mod export;
 mod fields;
+mod follow;
 mod info;
 mod input;
 mod iostat;
@@ -20,7 +21,10 @@ mod output;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
 mod record;
 mod report;
+mod signals;
 mod spectrogram;
+#[cfg(unix)]
+mod stream;
 mod text;
 mod view;
 

@@ -82,6 +82,19 @@ impl Existing {
     }
 }
 
+/// Refuse, before anything is started, a path a capture must not be written to (`record -w`,
+/// `--save`): anything but nothing or a regular file (which is replaced by a new file, never
+/// opened in place).
+pub fn check_capture_target(path: &Path) -> anyhow::Result<()> {
+    match Existing::of(path)? {
+        Existing::Nothing | Existing::Regular => Ok(()),
+        Existing::Symlink => {
+            Err(Existing::Symlink.refuse(path, "refusing to write through it; remove it or pick another path"))
+        }
+        e => Err(e.refuse(path, "a capture is written to a new regular file; pick another path")),
+    }
+}
+
 /// A new file being written, not yet (or already) linked at its path.
 #[derive(Debug)]
 pub struct NewFile {

@@ -9,25 +9,27 @@
 
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
+use std::os::fd::AsFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use iocap_filter::Filter;
-use iocap_format::{Meta, Writer, WriterOptions};
+use iocap_format::{Meta, Reader, Writer, WriterOptions};
 use iocap_record::{rotation, Output, Progress, Recorder, Request, Rotate};
 
-use crate::output::{self, Existing};
+use crate::{output, signals};
 use crate::{say, UsageError};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The capture file to write (a new file, 0600; an existing file is replaced, a symlink,
-    /// device or FIFO refused).
+    /// device or FIFO refused); `-` writes it to standard output, to a pipe or ssh (`iocap
+    /// view -` reads it), not a terminal.
     #[arg(short = 'w', long = "write", value_name = "FILE")]
     file: PathBuf,
     /// Stop after this long: 10s, 500ms, 2m.
@@ -58,6 +60,10 @@ pub struct Args {
     /// With -C: keep at most COUNT files, removing the oldest (a ring).
     #[arg(short = 'W', long = "file-count", value_name = "COUNT", requires = "file_size")]
     file_count: Option<u32>,
+    /// Open the viewer on the file as it is recorded; quitting it stops the recording, which
+    /// finishes the file. A -c command's output is discarded meanwhile.
+    #[arg(long)]
+    view: bool,
     /// Keep only matching events (the viewer's filter language); pids, syscalls and a latency
     /// floor are decided in the kernel: `proc.name=fio and latency>1ms`.
     filter: Vec<String>,
@@ -96,40 +102,13 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     iocap_analysis::units::parse_duration(s).map(Duration::from_nanos)
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
-fn install_signals() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-        unsafe {
-            libc::signal(sig, on_signal as *const () as libc::sighandler_t);
-        }
-    }
-}
-
 /// The capture's write buffer: small, as what sits in it is lost if the recorder is killed
 /// (a chunk frame larger than it goes straight through).
 const OUT_BUFFER: usize = 64 << 10;
 
-/// Refuse, before anything is loaded, a target that `record` must not write: anything but
-/// nothing or a regular file (which is replaced by a new file, never opened in place).
-fn check_target(path: &Path) -> anyhow::Result<()> {
-    match Existing::of(path)? {
-        Existing::Nothing | Existing::Regular => Ok(()),
-        Existing::Symlink => {
-            Err(Existing::Symlink.refuse(path, "refusing to write through it; remove it or pick another path"))
-        }
-        e => Err(e.refuse(path, "a capture is written to a new regular file; pick another path")),
-    }
-}
-
 /// A new capture file at `path` (0600, owned by us; what was there is replaced by a rename),
 /// with the header on disk before it gets its name: a recorder killed at any point leaves
-/// either nothing or a file that opens. The caller has [`check_target`]ed the path; whatever
+/// either nothing or a file that opens. The caller has [`output::check_capture_target`]ed the path; whatever
 /// is planted there since is replaced by the rename, never followed or written through.
 fn create_capture(path: &Path, meta: &Meta) -> anyhow::Result<Writer<BufWriter<File>>> {
     let (file, mut new) = create_locked(path)?;
@@ -144,6 +123,28 @@ fn create_capture(path: &Path, meta: &Meta) -> anyhow::Result<Writer<BufWriter<F
     Ok(writer)
 }
 
+/// The capture written to standard output (`-w -`): a pipe, a socket (ssh), or a file the
+/// shell opened (`> trace.cap`), which is then locked for writing as a capture file of ours
+/// is, for readers to follow it while it grows. The writer only appends (it never seeks nor
+/// asks its output's size), and a stream ends as a file does, with its index and trailer.
+fn stream_capture(meta: &Meta) -> anyhow::Result<Writer<BufWriter<File>>> {
+    let out = std::io::stdout().as_fd().try_clone_to_owned().context(STDOUT)?;
+    let out = File::from(out);
+    if out.metadata().is_ok_and(|m| m.is_file()) {
+        let _ = iocap_format::lock_for_writing(&out);
+    }
+    Writer::new(
+        BufWriter::with_capacity(OUT_BUFFER, out),
+        meta,
+        WriterOptions::default(),
+    )
+    .and_then(|mut w| w.flush().map(|()| w))
+    .context("writing to standard output")
+}
+
+/// Standard output, as messages name it.
+const STDOUT: &str = "standard output";
+
 /// A new file for a capture, as [`output::create`] makes it, locked for writing before it has a
 /// name: readers see it live until the recorder closes it, whether it finishes the file or dies
 /// ([`iocap_format::lock_for_writing`]). The lock is a courtesy to readers: a filesystem
@@ -154,10 +155,30 @@ fn create_locked(path: &Path) -> anyhow::Result<(File, output::NewFile)> {
     Ok((file, new))
 }
 
+/// Where a `-c` command's standard streams go.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ChildIo {
+    /// Ours.
+    Inherit,
+    /// Standard output is the capture's stream (`-w -`): its output goes to standard error.
+    OutToStderr,
+    /// The viewer has the terminal (`--view`): none, not even the keyboard.
+    Discard,
+}
+
 /// Start CMD held before it runs, so that its pid is in the kernel's filter before it runs a
 /// single instruction of the command: a shell waits for the release pipe to close, then execs
 /// `sh -c CMD` (same pid). The wait cannot be in `pre_exec`: `spawn` waits for the exec.
-fn spawn_held(cmd: &str) -> anyhow::Result<(Child, File)> {
+fn spawn_held(cmd: &str, io: ChildIo) -> anyhow::Result<(Child, File)> {
+    let out = match io {
+        ChildIo::Inherit | ChildIo::Discard => None,
+        ChildIo::OutToStderr => Some(
+            std::io::stderr()
+                .as_fd()
+                .try_clone_to_owned()
+                .context("standard error")?,
+        ),
+    };
     let mut fds = [0; 2];
     // SAFETY: fds is a valid array of two ints for pipe2 to fill.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -177,6 +198,12 @@ fn spawn_held(cmd: &str) -> anyhow::Result<(Child, File)> {
             Ok(())
         });
     }
+    if let Some(err) = out {
+        c.stdout(err);
+    }
+    if io == ChildIo::Discard {
+        c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    }
     let child = c.spawn().with_context(|| format!("cannot run `{cmd}`"));
     // SAFETY: rd is ours and the child has its own copy (fd 3).
     unsafe { libc::close(rd) };
@@ -194,6 +221,32 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if !args.ring_mib.is_power_of_two() || args.ring_mib > 2048 {
         return Err(UsageError("--ring-mib must be a power of two up to 2048".into()).into());
     }
+    let to_stdout = args.file == Path::new("-");
+    if to_stdout && args.file_size.is_some() {
+        return Err(UsageError("-w - writes one stream: rotation (-C, -W) needs files of its own".into()).into());
+    }
+    if to_stdout && std::io::stdout().is_terminal() {
+        return Err(UsageError(
+            "-w - writes the capture to standard output, which is a terminal here: pipe it \
+             (| iocap view -, through ssh) or redirect it (> trace.cap)"
+                .into(),
+        )
+        .into());
+    }
+    if args.view && to_stdout {
+        return Err(UsageError(
+            "--view watches the file being recorded: a stream is viewed where it arrives (| iocap view -)".into(),
+        )
+        .into());
+    }
+    if args.view && !std::io::stdout().is_terminal() {
+        return Err(UsageError("--view needs a terminal".into()).into());
+    }
+    let target = if to_stdout {
+        STDOUT.to_string()
+    } else {
+        args.file.display().to_string()
+    };
     let request = Request {
         pids: args.pids.clone(),
         command: args.command.is_some(),
@@ -205,7 +258,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let cfg = iocap_record::plan(&request, &filter).map_err(|e| UsageError(e.to_string()))?;
     iocap_record::check_privileges()?;
     // Refused now rather than after the probes are attached.
-    check_target(&args.file)?;
+    if !to_stdout {
+        output::check_capture_target(&args.file)?;
+    }
     let recorder = Recorder::start(&cfg)?;
     let mut meta = iocap_record::meta(
         std::env::args().collect(),
@@ -216,9 +271,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     meta.next_file = args.file_size.and_then(|_| rotation::next_name(&args.file, 0));
     // The origin of every time in the capture: before the first event, not after the attach.
     meta.start_ts = recorder.start_ns();
-    let writer = create_capture(&args.file, &meta)?;
+    let recording = format!(
+        "recording to {target} (syscalls: {}, block: {}); Ctrl-C stops",
+        if cfg.syscalls { "on" } else { "off" },
+        if cfg.block { "on" } else { "off" }
+    );
+    let writer = if to_stdout {
+        // Said before the stream starts: its reader (a viewer) may share this terminal.
+        say(format_args!("{recording}"));
+        stream_capture(&meta)?
+    } else {
+        create_capture(&args.file, &meta)?
+    };
     // The files of this recording that still exist, to count what is readable after an error.
-    let files = Arc::new(Mutex::new(vec![args.file.clone()]));
+    let files = Arc::new(Mutex::new(if to_stdout { vec![] } else { vec![args.file.clone()] }));
     let rotate = args.file_size.map(|max_bytes| {
         let (base, keep, files) = (args.file.clone(), args.file_count, Arc::clone(&files));
         Rotate {
@@ -234,7 +300,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 }
                 let path = rotation::path(&base, n);
                 let new_file = || -> anyhow::Result<File> {
-                    check_target(&path)?;
+                    output::check_capture_target(&path)?;
                     let (file, mut new) = create_locked(&path)?;
                     new.publish()?;
                     Ok(file)
@@ -254,33 +320,42 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         filter: (!filter.is_all()).then_some(filter),
         rotate,
     };
-    install_signals();
+    // With the viewer, a closed terminal stops the recording too, which then finishes the file.
+    signals::install(args.view);
     // The command is held until the writer has read /proc and takes events as they come.
     let (mut child, mut release) = match &args.command {
         Some(cmd) => {
-            let (child, release) = spawn_held(cmd)?;
+            let io = match (to_stdout, args.view) {
+                (true, _) => ChildIo::OutToStderr,
+                (_, true) => ChildIo::Discard,
+                _ => ChildIo::Inherit,
+            };
+            let (child, release) = spawn_held(cmd, io)?;
             recorder.add_pid(child.id())?;
             (Some(child), Some(release))
         }
         None => (None, None),
     };
-    say(format_args!(
-        "recording to {} (syscalls: {}, block: {}); Ctrl-C stops",
-        args.file.display(),
-        if cfg.syscalls { "on" } else { "off" },
-        if cfg.block { "on" } else { "off" }
-    ));
+    if !to_stdout {
+        say(format_args!("{recording}"));
+    }
+    // After the line above, which the viewer's screen then covers until it quits.
+    let viewing = match args.view {
+        true => Some(Viewing::start(&args.file)?),
+        false => None,
+    };
     let started = Instant::now();
     let duration = args.duration;
     let child_done = std::cell::Cell::new(false);
     let stop = || {
-        if STOP.load(Ordering::Relaxed) || duration.is_some_and(|d| started.elapsed() >= d) {
+        if signals::stop_requested() || duration.is_some_and(|d| started.elapsed() >= d) {
             return true;
         }
         // Set by the progress callback, which polls the child ~4 times a second.
-        child_done.get()
+        child_done.get() || viewing.as_ref().is_some_and(Viewing::ended)
     };
-    let tty = std::io::stderr().is_terminal();
+    // Not over a stream's reader, which may be drawing on the same terminal (`| iocap view -`).
+    let tty = std::io::stderr().is_terminal() && !to_stdout && !args.view;
     let mut last = (Instant::now(), 0u64);
     let mut progress = |p: &Progress| {
         if p.ready {
@@ -311,6 +386,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let _ = err.flush();
     };
     let result = recorder.run(writer, out, &stop, &mut progress);
+    // The file is finished (or what it holds is said below): the viewer shows it until quit.
+    let viewed = viewing.map_or(Ok(()), Viewing::finish);
     if tty {
         say(format_args!(""));
     }
@@ -338,6 +415,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             };
             bail!("{e}; {readable} events are kept and readable in {names}");
         }
+        Err(iocap_record::Error::Write(iocap_format::Error::Io(e)))
+            if to_stdout && e.kind() == std::io::ErrorKind::BrokenPipe =>
+        {
+            // `| iocap view -` quit, `| head -c`: the way a stream's recording is stopped.
+            say(format_args!(
+                "iocap: {STDOUT} was closed (its reader went away): recording stopped"
+            ));
+            return Ok(());
+        }
         Err(e) => return Err(e.into()),
     };
     let files = match s.files {
@@ -345,13 +431,75 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         n => format!(" and {} more files", n - 1),
     };
     say(format_args!(
-        "iocap: wrote {} events ({} dropped) in {} bytes to {}{files}",
-        s.events,
-        s.drops,
-        s.bytes,
-        args.file.display()
+        "iocap: wrote {} events ({} dropped) in {} bytes to {target}{files}",
+        s.events, s.drops, s.bytes,
     ));
-    Ok(())
+    viewed
+}
+
+/// `--view`: the viewer on the file being recorded, on a thread of its own, which has the
+/// terminal while this one records. Whichever way the viewer ends (quit, an error, a panic),
+/// the recording stops and finishes the file.
+struct Viewing {
+    thread: std::thread::JoinHandle<anyhow::Result<()>>,
+    /// Set once the viewer has ended.
+    ended: Arc<AtomicBool>,
+    /// Set to close the viewer (the recording was stopped by a signal).
+    quit: Arc<AtomicBool>,
+}
+
+/// Sets its flag when dropped: when the viewer's thread ends, a panic included.
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Viewing {
+    /// Open the viewer on `path`, whose header is on disk and which the recorder holds.
+    fn start(path: &Path) -> anyhow::Result<Viewing> {
+        let (ended, quit) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        let (path, done, told) = (path.to_path_buf(), SetOnDrop(Arc::clone(&ended)), Arc::clone(&quit));
+        let thread = std::thread::Builder::new()
+            .name("iocap-view".into())
+            .spawn(move || {
+                let _done = done;
+                let r = Reader::open(&path).with_context(|| format!("{}", path.display()))?;
+                let filter = iocap_tui::check_filter("", &r).map_err(|e| anyhow::anyhow!("{e}"))?;
+                iocap_tui::run_until(&path, r, filter, &told).context("terminal")
+            })
+            .context("cannot start the viewer's thread")?;
+        Ok(Viewing { thread, ended, quit })
+    }
+
+    /// Whether the viewer has ended.
+    fn ended(&self) -> bool {
+        self.ended.load(Ordering::Relaxed)
+    }
+
+    /// Once the recording is over: wait for the user to quit the viewer, or for a signal
+    /// (SIGTERM, SIGHUP), which closes it, giving it a second to restore the terminal (one that
+    /// hung up cannot be restored, nor can the viewer's input thread end: it is left).
+    fn finish(self) -> anyhow::Result<()> {
+        let mut told: Option<Instant> = None;
+        while !self.thread.is_finished() {
+            match told {
+                None if signals::stop_requested() => {
+                    self.quit.store(true, Ordering::Relaxed);
+                    told = Some(Instant::now());
+                }
+                Some(t) if t.elapsed() > Duration::from_secs(1) => return Ok(()),
+                _ => {}
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        match self.thread.join() {
+            Ok(r) => r,
+            Err(_) => bail!("the viewer failed (its message is above)"),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,6 @@
 //! histogram, percentiles), bytes, and optionally the top groups by a field.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use iocap_analysis::group::{Feed, Slots};
 use iocap_analysis::scan::{self, ScanStats};
@@ -18,8 +17,8 @@ use crate::text;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The capture file.
-    file: PathBuf,
+    #[command(flatten)]
+    capture: input::Capture,
     /// Filter, as words joined by spaces: `proc.name=dd and latency>1ms`.
     filter: Vec<String>,
     /// Split the matching events by this field and show the top groups.
@@ -70,7 +69,7 @@ impl Feed for Totals<'_> {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let by = args.by.as_deref().map(input::field_arg).transpose()?;
-    let input = input::open(&args.file, &args.filter)?;
+    let input = input::open(&args.capture, &args.filter, true)?;
     let tally = tally(&input, by)?;
     let report = Report {
         stats: tally.stats,

@@ -3,7 +3,6 @@
 //! events fell in the cell. Plain characters when stdout is not a terminal or `NO_COLOR` is set.
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
 
 use iocap_analysis::scan::{self, ScanStats};
 use iocap_analysis::spectro::{shade, COLS, COLS_PER_DECADE};
@@ -31,8 +30,8 @@ pub enum Color {
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The capture file.
-    file: PathBuf,
+    #[command(flatten)]
+    capture: input::Capture,
     /// Filter, as words joined by spaces: `proc.name=postgres and fd.type=file`.
     filter: Vec<String>,
     /// Length of each row.
@@ -45,7 +44,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let interval = parse_duration(&args.interval).map_err(|e| UsageError(format!("--interval: {e}")))?;
-    let input = input::open(&args.file, &args.filter)?;
+    let input = input::open(&args.capture, &args.filter, true)?;
     let r = &input.reader;
     let (start, end) = scan::capture_span(r);
     if (end - start) / interval > MAX_ROWS {

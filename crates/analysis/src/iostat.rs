@@ -298,18 +298,25 @@ impl IoStat {
     /// (idle ones as zero rows), in time then `dev_t` order.
     pub fn interval_rows(&self) -> Vec<Vec<DeviceInterval>> {
         let devices = self.devices();
-        (0..self.intervals())
-            .map(|i| {
-                let (lo, hi) = self.bounds(i);
-                devices
-                    .iter()
-                    .map(|&dev| {
-                        let mut bin = self.bins.get(&(dev, i)).cloned().unwrap_or_default();
-                        IoStat::row(dev, lo, hi - lo, &mut bin)
-                    })
-                    .collect()
+        (0..self.intervals()).map(|i| self.interval_row(i, &devices)).collect()
+    }
+
+    /// Interval `i` (from 0; the first and the last may be partial), a row for each of `devices` in their
+    /// order (idle ones as zero rows): what `iostat -f` prints of one interval once it is over.
+    pub fn interval_row(&self, i: u64, devices: &[u32]) -> Vec<DeviceInterval> {
+        let (lo, hi) = self.bounds(i);
+        devices
+            .iter()
+            .map(|&dev| {
+                let mut bin = self.bins.get(&(dev, i)).cloned().unwrap_or_default();
+                IoStat::row(dev, lo, hi - lo, &mut bin)
             })
             .collect()
+    }
+
+    /// Where interval `i` starts and ends, clipped to the statistics' span, ns since boot.
+    pub fn interval_span(&self, i: u64) -> (u64, u64) {
+        self.bounds(i)
     }
 
     /// Each device over the whole capture.
@@ -455,6 +462,19 @@ mod tests {
         x.merge(&y);
         assert_eq!(x.totals(), whole.totals());
         assert_eq!(yx.interval_rows(), whole.interval_rows());
+        // One interval at a time, as `iostat -f` prints them, from statistics whose end is not
+        // known yet (as far as they can go): the same rows, but for the last (partial) one.
+        let mut open = IoStat::new(0, MAX_INTERVALS * 100 * MS, 100 * MS).unwrap();
+        open.merge(&whole);
+        let rows = whole.interval_rows();
+        for (i, row) in rows.iter().enumerate().take(rows.len() - 1) {
+            assert_eq!(&open.interval_row(i as u64, &whole.devices()), row, "interval {i}");
+            assert_eq!(
+                open.interval_span(i as u64),
+                (i as u64 * 100 * MS, (i as u64 + 1) * 100 * MS)
+            );
+        }
+        assert_eq!(whole.interval_span(rows.len() as u64 - 1), (4 * S - 100 * MS, 4 * S));
         assert!(IoStat::new(0, u64::MAX, 1).is_err());
         assert!(IoStat::new(0, 1, 0).is_err());
         // Over the first half only: the same requests, over half the time.

@@ -394,17 +394,31 @@ pub fn for_each_match<S: Source>(
     r: &Reader<S>,
     filter: &Compiled,
     want: ColSet,
+    visit: impl FnMut(&Columns, usize) -> ControlFlow<()>,
+) -> Result<ScanStats, Error> {
+    for_each_match_in(r, filter, want, 0..r.chunks().len(), visit)
+}
+
+/// [`for_each_match`] over the chunks of `chunks` only (those a growing capture added since
+/// the last look: [`Reader::refresh`] appends them), in file order. `total` counts the events
+/// of those chunks.
+pub fn for_each_match_in<S: Source>(
+    r: &Reader<S>,
+    filter: &Compiled,
+    want: ColSet,
+    chunks: std::ops::Range<usize>,
     mut visit: impl FnMut(&Columns, usize) -> ControlFlow<()>,
 ) -> Result<ScanStats, Error> {
+    let chunks = chunks.start.min(r.chunks().len())..chunks.end.min(r.chunks().len());
     let want = want.union(filter.columns());
     let mut dec = ChunkDecoder::new();
     let mut cols = Columns::default();
     let mut bits = Bitmap::default();
     let mut st = ScanStats {
-        total: r.event_count(),
+        total: r.chunks()[chunks.clone()].iter().map(|c| c.summary.events).sum(),
         ..ScanStats::default()
     };
-    for (i, chunk) in r.chunks().iter().enumerate() {
+    for (i, chunk) in r.chunks().iter().enumerate().take(chunks.end).skip(chunks.start) {
         if !filter.may_match(&chunk.summary) {
             st.chunks_skipped += 1;
             continue;
@@ -614,6 +628,24 @@ mod tests {
         assert_eq!(st.matched, 150);
         assert!(seen.windows(2).all(|w| w[0] < w[1]), "file order");
         assert_eq!(capture_span(&r), (1_000, 20_000));
+        // Chunks 3 and 4 only (a capture grown by two chunks): their events, in order.
+        let mut all = Vec::new();
+        for_each_match(&r, &f, ColSet::NONE.with(Col::Ts), |cols, i| {
+            all.push(cols.ts[i]);
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        let before: u64 = r.chunks()[..3].iter().map(|c| c.summary.events).sum();
+        let mut part = Vec::new();
+        let st = for_each_match_in(&r, &f, ColSet::NONE.with(Col::Ts), 3..5, |cols, i| {
+            part.push(cols.ts[i]);
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        assert_eq!(st.total, 200);
+        assert_eq!(part, all[before as usize..before as usize + 200]);
+        let st = for_each_match_in(&r, &f, ColSet::NONE, 9..99, |_, _| ControlFlow::Continue(())).unwrap();
+        assert_eq!((st.total, st.matched), (100, 100), "a range past the end stops at it");
     }
 
     /// The span starts at the recording's start, whatever began before it; a header without a

@@ -156,6 +156,42 @@ pub fn parse_preamble(b: &[u8]) -> Result<(u16, u16), Error> {
     Ok((major, minor))
 }
 
+/// How many bytes from its start a capture needs before a [`crate::Reader`] can open it: the
+/// preamble and the whole header frame, read from its first [`OPENING_PEEK`] bytes. `Ok(None)`
+/// while `start` is shorter than that (a stream still arriving); an error when the bytes are
+/// not the start of a capture this iocap reads, so whoever waits for the rest knows not to.
+///
+/// ```
+/// use iocap_format::{opening_len, Meta, Writer, WriterOptions, OPENING_PEEK};
+/// let bytes = Writer::new(Vec::new(), &Meta::default(), WriterOptions::default())?.finish(0)?;
+/// let need = opening_len(&bytes).unwrap().unwrap();
+/// assert!(need > OPENING_PEEK as u64 && need < bytes.len() as u64);
+/// assert_eq!(opening_len(&bytes[..20]).unwrap(), None);
+/// assert!(opening_len(b"#!/bin/sh\necho not a capture at all\n").is_err());
+/// # Ok::<(), iocap_format::Error>(())
+/// ```
+pub fn opening_len(start: &[u8]) -> Result<Option<u64>, Error> {
+    if start.len() >= PREAMBLE_LEN {
+        parse_preamble(start)?;
+    } else if !FILE_MAGIC.starts_with(&start[..start.len().min(FILE_MAGIC.len())]) {
+        return Err(Error::NotACapture("no iocap magic at the start"));
+    }
+    let Some(head) = start.get(PREAMBLE_LEN..OPENING_PEEK) else {
+        return Ok(None);
+    };
+    let head: &[u8; FRAME_HEADER_LEN] = head.try_into().expect("16 bytes");
+    match FrameHeader::parse(head) {
+        Some(h) if h.kind == Kind::Header as u16 => Ok(Some(PREAMBLE_LEN as u64 + h.frame_len())),
+        _ => Err(Error::corrupt(
+            PREAMBLE_LEN as u64,
+            "no header frame after the preamble",
+        )),
+    }
+}
+
+/// The bytes [`opening_len`] needs to tell: the preamble and a frame header.
+pub const OPENING_PEEK: usize = PREAMBLE_LEN + FRAME_HEADER_LEN;
+
 pub fn trailer(index_offset: u64) -> [u8; TRAILER_LEN] {
     let mut t = [0u8; TRAILER_LEN];
     t[0..8].copy_from_slice(TRAILER_MAGIC);
@@ -192,5 +228,22 @@ mod tests {
         p[8] = 2;
         assert!(matches!(parse_preamble(&p), Err(Error::Version { major: 2, .. })));
         assert!(parse_preamble(&preamble()).is_ok());
+    }
+
+    #[test]
+    fn opening_len_waits_for_the_header_and_refuses_what_no_capture_starts_with() {
+        let mut b = preamble().to_vec();
+        encode(&mut b, Kind::Header, b"{}").unwrap();
+        assert_eq!(opening_len(&b).unwrap(), Some(b.len() as u64));
+        for cut in 0..OPENING_PEEK {
+            assert_eq!(opening_len(&b[..cut]).unwrap(), None, "{cut} bytes");
+        }
+        assert!(opening_len(b"IOCAQ").is_err(), "a wrong magic is known early");
+        let mut newer = b.clone();
+        newer[8] = 2;
+        assert!(matches!(opening_len(&newer[..16]), Err(Error::Version { .. })));
+        let mut chunk_first = preamble().to_vec();
+        encode(&mut chunk_first, Kind::Chunk, b"x").unwrap();
+        assert!(opening_len(&chunk_first).is_err());
     }
 }

@@ -159,6 +159,8 @@ pub struct Reader<S: Source = File> {
     scan: Option<ScanState>,
     liveness: Liveness,
     recovery: Option<String>,
+    /// Taken for a file still being written whatever its lock says ([`Reader::assume_writer`]).
+    assume_writer: bool,
 }
 
 impl<S: Source> Clone for Reader<S> {
@@ -175,6 +177,7 @@ impl<S: Source> Clone for Reader<S> {
             scan: self.scan.clone(),
             liveness: self.liveness,
             recovery: self.recovery.clone(),
+            assume_writer: self.assume_writer,
         }
     }
 }
@@ -293,6 +296,7 @@ impl<S: Source> Reader<S> {
             scan: None,
             liveness: Liveness::Finished,
             recovery: None,
+            assume_writer: false,
         };
         let mut dec = ChunkDecoder::new();
         r.read_header(&mut dec)?;
@@ -361,7 +365,7 @@ impl<S: Source> Reader<S> {
         if self.scan.is_none() {
             return Ok(Growth::default());
         }
-        let alive = self.src.writer_alive();
+        let alive = self.assume_writer || self.src.writer_alive();
         let len = self.src.len()?;
         if len < self.file_len {
             return Err(Error::corrupt(len, "the file shrank while being read"));
@@ -374,6 +378,17 @@ impl<S: Source> Reader<S> {
         let grown = self.scan_on(&mut ChunkDecoder::new(), alive);
         self.settle_start();
         grown
+    }
+
+    /// Take the file for one still being written, whether or not a writer holds its lock:
+    /// from now on it is [`Liveness::Live`] until its index and trailer arrive, and its
+    /// unwritten end is not damage. For a file that something other than the recorder writes,
+    /// which only the user knows is growing (a shell's redirect of `iocap record -w -`, a
+    /// copy arriving); a writer that dies is then not seen. Reads on as [`Reader::refresh`]
+    /// does. Nothing changes for a finished file.
+    pub fn assume_writer(&mut self) -> Result<Growth, Error> {
+        self.assume_writer = true;
+        self.refresh()
     }
 
     /// Whether `other` reads the same source: a clone of this reader (a snapshot of the same

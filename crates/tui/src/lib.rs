@@ -1,7 +1,8 @@
 //! iocap's terminal viewer: `iocap view trace.cap [FILTER]`.
 //!
 //! Its API is what `iocap view` needs: [`check_filter`] (a bad filter is a usage error before
-//! the screen is taken over) and [`run`]. Inside:
+//! the screen is taken over) and [`run`] (or [`run_until`], for a caller that may have to
+//! close the viewer itself). Inside:
 //!
 //! - `app`: the state, `App`, and `App::update`, the only thing that changes it, taking an
 //!   `Action` (`action`: a key's meaning, a mouse gesture, a tick, a worker reply) and
@@ -49,6 +50,7 @@ modules!(action, app, capture, event_loop, history, keys, layout, panes, replay,
 
 use std::io;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::channel;
 use std::sync::Arc;
 
@@ -80,6 +82,14 @@ pub fn check_filter(filter: &str, reader: &Reader) -> Result<CheckedFilter, Stri
 /// Run the viewer on an open capture until the user quits, starting with `filter` (checked
 /// against this capture by [`check_filter`]).
 pub fn run(path: &Path, reader: Reader, filter: CheckedFilter) -> io::Result<()> {
+    run_until(path, reader, filter, &AtomicBool::new(false))
+}
+
+/// [`run`], until the user quits or `quit` is set, which is looked at before every frame (at
+/// least every 50 ms while the terminal is there): for a caller that must close the viewer
+/// itself (`iocap record --view` stopped by a signal). The terminal is restored either way.
+pub fn run_until(path: &Path, reader: Reader, filter: CheckedFilter, quit: &AtomicBool) -> io::Result<()> {
+    let told = || quit.load(Ordering::Relaxed);
     let reader = Arc::new(reader);
     let cap = Capture::new(Arc::clone(&reader), path);
     let mut guard = terminal::TerminalGuard::enter()?;
@@ -94,7 +104,14 @@ pub fn run(path: &Path, reader: Reader, filter: CheckedFilter) -> io::Result<()>
     worker::follow(&reader, path, tx.clone(), Msg::Reply)?;
     event_loop::spawn_input(tx);
     event_loop::hand_over(first, &worker);
-    event_loop::run(&mut app, &rx, &worker, |app| {
+    let ran = event_loop::run(&mut app, &rx, &worker, |app| {
+        if told() {
+            return Err(io::Error::new(io::ErrorKind::Interrupted, "told to quit"));
+        }
         guard.terminal.draw(|f| ui::render(app, f)).map(|_| ())
-    })
+    });
+    match ran {
+        Err(e) if e.kind() == io::ErrorKind::Interrupted && told() => Ok(()),
+        ran => ran,
+    }
 }

@@ -304,6 +304,31 @@ fn a_recorder_s_lock_makes_a_file_on_disk_live_until_it_is_closed() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[test]
+fn a_file_no_writer_holds_reads_as_live_once_assumed_until_its_end_arrives() {
+    let (bytes, x) = small_capture();
+    let cut = bytes.len() / 2 + 3;
+    let src = Growing::new(bytes.clone(), cut, false);
+    let mut r = Reader::new(Arc::clone(&src)).unwrap();
+    assert_eq!(
+        r.liveness(),
+        Liveness::Recovered,
+        "no lock: a cut file reads as damaged"
+    );
+    let first = r.chunks().len();
+    assert!(r.assume_writer().unwrap().is_empty(), "nothing more to read yet");
+    assert_eq!((r.liveness(), r.recovery()), (Liveness::Live, None));
+    src.grow_to(bytes.len());
+    let grown = r.refresh().unwrap();
+    assert_eq!(first + grown.chunks, x.chunks.len());
+    assert_eq!(r.liveness(), Liveness::Finished);
+    assert!(r.is_clean());
+    // A finished file stays as it is.
+    let mut done = Reader::from_bytes(bytes).unwrap();
+    assert!(done.assume_writer().unwrap().is_empty());
+    assert_eq!(done.liveness(), Liveness::Finished);
+}
+
 /// A damaged file read in steps (a few bits flipped anywhere, the file grown at random cuts)
 /// reads at each step as a reader opened there does, live or not: the scan taken up again skips
 /// damage as the scan from the start does. Once whole, a reader opened on it goes by its index,
