@@ -76,11 +76,16 @@ impl Drop for Tmux {
     }
 }
 
-pub(crate) fn tmux_missing() -> Option<&'static str> {
-    match Command::new("tmux").arg("-V").output() {
-        Ok(o) if o.status.success() => None,
-        _ => Some("tmux is not installed: `iocap view` end-to-end test skipped"),
+/// Whether tmux is installed; when it is not, says on stderr that the test is skipped.
+pub(crate) fn tmux_present() -> bool {
+    let present = Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !present {
+        eprintln!("tmux is not installed: `iocap view` end-to-end test skipped");
     }
+    present
 }
 
 /// The viewer on `cap` in a 100×30 tmux window of its own server, named after the test.
@@ -116,8 +121,7 @@ pub(crate) fn start_command(test: &str, cmd: &str, (w, h): (u16, u16)) -> Tmux {
 #[test]
 fn view_filters_drills_down_and_restores_the_terminal() {
     let _running = crate::util::machine_shared();
-    if let Some(why) = tmux_missing() {
-        eprintln!("{why}");
+    if !tmux_present() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -251,8 +255,7 @@ fn report_matched(cap: &Path, filter: &str) -> u64 {
 #[test]
 fn view_mouse_region_and_a_long_filter() {
     let _running = crate::util::machine_shared();
-    if let Some(why) = tmux_missing() {
-        eprintln!("{why}");
+    if !tmux_present() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -448,8 +451,7 @@ fn view_follows_a_recording_as_it_is_written() {
     let Some(_running) = crate::record::recording() else {
         return;
     };
-    if let Some(why) = tmux_missing() {
-        eprintln!("{why}");
+    if !tmux_present() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -505,8 +507,7 @@ fn view_moves_on_to_the_next_file_of_a_rotation() {
     let Some(_running) = crate::record::recording() else {
         return;
     };
-    if let Some(why) = tmux_missing() {
-        eprintln!("{why}");
+    if !tmux_present() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
