@@ -800,6 +800,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	struct rec_sys32 *e;
 	__u32 zero = 0, nr;
 	__u64 ts, lat;
+	bool pos;
 
 	/*
 	 * A call is in flight only if sys_enter traced it: no pid check needed here. It is in
@@ -830,13 +831,14 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	if ((filter_nrs || n_comms) && always_followed(nr) && !wanted(task, nr))
 		return 0;
 	/* Values, not &call: a pointer would keep the whole copy on the stack for every call. */
-	if (call.io || is_pos(nr)) {
+	pos = is_pos(nr);
+	if (call.io || pos) {
 		struct sys_done d = {
 			.ts = ts,
 			.now = now,
 			.arg0 = call.arg0,
 			.ret = ret,
-			.offset = is_pos(nr) ? call.arg3 : 0,
+			.offset = pos ? call.arg3 : 0,
 			.nr = nr,
 			.io = call.io,
 		};
