@@ -1,19 +1,26 @@
 //! `iocap view`: the terminal viewer (crate `iocap-tui`) on a capture, a file or `-`; one
-//! being recorded is followed as it grows.
+//! being recorded is followed as it grows. `iocap view a.cap b.cap [FILTER]` compares two:
+//! the second word is a capture when it names something that exists (no filter word does).
 
 use std::io::IsTerminal;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use iocap_format::Liveness;
+use iocap_format::{Liveness, Reader};
 
 use crate::{input, UsageError};
 
 #[derive(clap::Args, Debug)]
+#[command(after_help = "\
+One capture:         iocap view trace.cap proc.name=postgres and latency>1ms
+Two, compared:       iocap view before.cap after.cap evt.type=fsync
+(On one capture, p pins the filter as side A and the filter bar edits side B.)")]
 pub struct Args {
     #[command(flatten)]
     capture: input::Capture,
-    /// Filter to start with, as words joined by spaces: `proc.name=dd and latency>1ms`.
+    /// A second capture to compare with the first (side B; the first is side A), then the
+    /// filter to start with, as words joined by spaces: `proc.name=dd and latency>1ms`.
+    #[arg(value_name = "[B.cap] FILTER")]
     filter: Vec<String>,
     /// Follow the file even though no recorder holds it, until its end arrives: one a shell
     /// writes (`ssh HOST sudo iocap record -w - > trace.cap`). A file being recorded is
@@ -25,14 +32,52 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let opened = args.capture.open(false)?;
     let mut r = opened.reader;
-    if args.follow && r.liveness() == Liveness::Recovered {
-        r.assume_writer().with_context(|| args.capture.name())?;
+    // A second capture, compared with the first: the first word after it that names a file.
+    let (b, words) = match args.filter.split_first() {
+        Some((first, rest)) if Path::new(first).exists() => (Some(PathBuf::from(first)), rest),
+        _ => (None, &args.filter[..]),
+    };
+    let filter = words.join(" ");
+    let Some(b_path) = b else {
+        if args.follow && r.liveness() == Liveness::Recovered {
+            r.assume_writer().with_context(|| args.capture.name())?;
+        }
+        let filter = checked(&filter, &r)?;
+        terminal_needed()?;
+        return iocap_tui::run(Path::new(&args.capture.name()), r, filter).context("terminal");
+    };
+    if args.follow {
+        return Err(UsageError("-f follows one capture, not a comparison".into()).into());
     }
-    let filter = args.filter.join(" ");
-    // A bad filter is a usage error, reported before the screen is taken over.
-    let filter = iocap_tui::check_filter(&filter, &r).map_err(|e| UsageError(format!("filter: {e}")))?;
+    let b = input::Capture {
+        file: b_path,
+        save: None,
+    };
+    let b_reader = b.open(false)?.reader;
+    // The filter is checked against side B's capture, whose filter bar it becomes; A's is
+    // compiled from the same words.
+    let filter = checked(&filter, &b_reader)?;
+    terminal_needed()?;
+    iocap_tui::run_compare(
+        Path::new(&args.capture.name()),
+        r,
+        Path::new(&b.name()),
+        b_reader,
+        filter,
+    )
+    .context("terminal")
+}
+
+/// `filter` checked against the capture `r` reads: a bad one is a usage error, reported before
+/// the screen is taken over.
+fn checked(filter: &str, r: &Reader) -> anyhow::Result<iocap_tui::CheckedFilter> {
+    Ok(iocap_tui::check_filter(filter, r).map_err(|e| UsageError(format!("filter: {e}")))?)
+}
+
+/// The viewer needs a terminal on standard output.
+fn terminal_needed() -> anyhow::Result<()> {
     if !std::io::stdout().is_terminal() {
         return Err(UsageError("view needs a terminal (try `iocap report` or `iocap events`)".into()).into());
     }
-    iocap_tui::run(Path::new(&args.capture.name()), r, filter).context("terminal")
+    Ok(())
 }

@@ -160,7 +160,7 @@ fn latency(rate: u64, secs: u64) {
     )
     .unwrap();
     let (tx, rx) = channel::<Msg>();
-    let worker = Worker::spawn(tx.clone(), Msg::Reply).unwrap();
+    let worker = Worker::spawn(tx.clone(), Msg::Reply, Msg::OtherReply).unwrap();
     worker::follow(&reader, &path, tx.clone(), Msg::Reply).unwrap();
     event_loop::hand_over(first, &worker);
 

@@ -174,6 +174,13 @@ pub enum Action {
     Resize(u16, u16),
     /// Time passed since the last tick (moves a playing replay on).
     Tick(Duration),
+    /// Compare: pin the filter in force as side A's (on one capture, the bar then edits B's),
+    /// or let A follow the bar again (on one capture: the comparison ends).
+    Pin,
+    /// Compare: the spectrogram as one difference map, or the two sides side by side.
+    ToggleSideBySide,
     /// A worker's answer.
     Reply(Reply),
+    /// A worker's answer about side A of a comparison.
+    OtherReply(Reply),
 }

@@ -32,12 +32,13 @@ use ratatui::layout::Rect;
 
 use crate::action::{Action, Mouse, Move};
 use crate::capture::Capture;
+use crate::compare::Compare;
 #[cfg(feature = "testing")]
 use crate::history::History;
-use crate::layout::{Layout, Orientation, Pane};
+use crate::layout::{Layout, Orientation, Pane, Sides};
 use crate::panes::breakdown::{Breakdown, Regrouped};
 use crate::panes::events::{List, Listed, Sort};
-use crate::panes::filter_bar::{FilterBar, Filtered};
+use crate::panes::filter_bar::{joined, FilterBar, Filtered};
 use crate::panes::spectrogram::grid::Grid;
 use crate::panes::spectrogram::{Moved, View};
 use crate::replay::{Replay, Step};
@@ -56,6 +57,8 @@ use crate::worker::{Grown, NextFile, Reply};
 pub struct Effects {
     /// The view's new question for the query worker; `None` when it did not change.
     pub query: Option<Query>,
+    /// The same question of side A, comparing ([`Compare::query`]).
+    pub other: Option<Query>,
     /// The list's rows to decode; `None` when the rows on screen did not change.
     pub rows: Option<RowsQuery>,
     /// What the selected event is linked to, for the detail popup; `None` when nothing new
@@ -109,6 +112,9 @@ pub struct App {
     pub list: List,
     /// The replay's clock.
     pub replay: Replay,
+    /// Side A of a comparison, when comparing (B is the rest of the app: the capture, the
+    /// filter bar's filter, the answer).
+    pub compare: Option<Compare>,
     /// The latest answer for the current generation (histogram, breakdown, event counts).
     pub answer: Option<Answer>,
     /// Generation of the newest query; answers from older ones are ignored.
@@ -156,7 +162,7 @@ impl App {
     /// [`App::new`] with its filter bar made already (its filter compiled once, by the caller).
     pub fn with_filter_bar(cap: Capture, filter: FilterBar, area: Rect, palette: Palette) -> (App, Effects) {
         // The spectrogram opens as sysdig draws it.
-        let layout = Layout::new(area, filter.lines(), Orientation::Sysdig);
+        let layout = Layout::new(area, filter.lines(), Sides::One, Orientation::Sysdig);
         let whole = Whole::of(&filter.applied, &cap, 0);
         let mut app = App {
             theme: Theme::new(palette),
@@ -167,6 +173,7 @@ impl App {
             breakdown: Breakdown::default(),
             list: List::default(),
             replay: Replay::new(cap.start),
+            compare: None,
             answer: None,
             gen: 0,
             whole,
@@ -190,9 +197,36 @@ impl App {
         (app, fx)
     }
 
-    /// The groups of the breakdown, by the latest answer.
+    /// [`App::with_filter_bar`], comparing capture `a` (side A) with `cap` (side B), both under
+    /// the filter bar's filter until `p` pins A's own.
+    pub fn comparing(a: Capture, cap: Capture, filter: FilterBar, area: Rect, palette: Palette) -> (App, Effects) {
+        let compare = Compare::of_two(a, &cap);
+        let (mut app, _) = App::with_filter_bar(cap, filter, area, palette);
+        compare.widen(&mut app.cap);
+        app.compare = Some(compare);
+        app.relayout();
+        app.view = View::new(&app.cap, &app.layout);
+        let mut fx = Effects::default();
+        app.ask(&mut fx);
+        (app, fx)
+    }
+
+    /// The rows of the breakdown, by the latest answer (comparing: B's groups, then those only
+    /// A has).
     pub fn groups(&self) -> &[GroupRow] {
-        self.answer.as_ref().map_or(&[], |a| &a.groups)
+        groups_of(self.answer.as_ref(), self.compare.as_ref())
+    }
+
+    /// Comparing, side A's count and p99 for each row of [`App::groups`], once A's answer to
+    /// the current question is in.
+    pub fn a_groups(&self) -> Option<&[(u64, u64)]> {
+        self.compare_answer().map(|_| self.compare.as_ref().map_or(&[][..], |c| &c.a_groups[..]))
+    }
+
+    /// Comparing, side A's answer to the same question as the answer shown for B.
+    pub fn compare_answer(&self) -> Option<&Answer> {
+        let a = self.compare.as_ref()?.answer.as_ref()?;
+        (Some(a.gen) == self.answer.as_ref().map(|b| b.gen)).then_some(a)
     }
 
     /// Histogram of the view, once answered.
@@ -273,7 +307,7 @@ impl App {
                     self.view_update(&action, fx);
                 }
                 Pane::Breakdown => {
-                    let groups = self.answer.as_ref().map_or(&[][..], |a| &a.groups);
+                    let groups = groups_of(self.answer.as_ref(), self.compare.as_ref());
                     // A move only selects: the field stays.
                     let _ = self.breakdown.update(&action, groups);
                 }
@@ -310,13 +344,13 @@ impl App {
                 }
             }
             Action::NextField | Action::PrevField => {
-                let groups = self.answer.as_ref().map_or(&[][..], |a| &a.groups);
+                let groups = groups_of(self.answer.as_ref(), self.compare.as_ref());
                 if self.breakdown.update(&action, groups) == Regrouped::Yes {
                     self.ask(fx);
                 }
             }
             Action::DiskSplit => {
-                let groups = self.answer.as_ref().map_or(&[][..], |a| &a.groups);
+                let groups = groups_of(self.answer.as_ref(), self.compare.as_ref());
                 if self.breakdown.update(&action, groups) == Regrouped::Yes {
                     // The same picture: keep it drawn while the groups are counted again.
                     self.ask_keeping_picture(fx);
@@ -368,7 +402,16 @@ impl App {
                     }
                 }
             }
+            Action::Pin => self.pin(fx),
+            Action::ToggleSideBySide => match &mut self.compare {
+                Some(c) => {
+                    c.side_by_side = !c.side_by_side;
+                    self.relayout_keeping(fx);
+                }
+                None => self.note = Some("nothing to compare: p pins the filter as side A".into()),
+            },
             Action::Reply(r) => self.reply(r, fx),
+            Action::OtherReply(r) => self.other_reply(r),
         }
         debug_assert_eq!(
             self.layout,
@@ -378,9 +421,72 @@ impl App {
         effects
     }
 
-    /// The layout for the terminal size, the filter bar and the orientation now.
+    /// The layout for the terminal size, the filter bar, the comparison and the orientation
+    /// now.
     fn fresh_layout(&self) -> Layout {
-        Layout::new(self.layout.area, self.filter.lines(), self.view.orientation)
+        let sides = match &self.compare {
+            None => Sides::One,
+            Some(c) if c.side_by_side => Sides::SideBySide,
+            Some(_) => Sides::Difference,
+        };
+        Layout::new(self.layout.area, self.filter.lines(), sides, self.view.orientation)
+    }
+
+    /// Lay out again after a change that moves the panes, the cursor's time kept in view.
+    fn relayout_keeping(&mut self, fx: &mut Effects) {
+        let t = self.view.cursor_time();
+        self.relayout();
+        self.filter.fit(self.layout.filter.width);
+        self.refit(t, fx);
+    }
+
+    /// `p`: pin the filter in force as side A's, or let A follow the bar again (on one
+    /// capture, that ends the comparison). Either way both sides are asked again.
+    fn pin(&mut self, fx: &mut Effects) {
+        let applied = self.filter.applied.clone();
+        let shown = |f: &str| if f.is_empty() { "(all events)".to_owned() } else { f.to_owned() };
+        match &mut self.compare {
+            None => {
+                self.note = Some(format!("A pinned: {}; the filter bar is B's", shown(&applied)));
+                self.compare = Some(Compare::pinned(&self.cap, &applied));
+            }
+            Some(c) if !c.two_captures() => {
+                self.note = Some("comparison ended".into());
+                self.compare = None;
+            }
+            Some(c) => match c.pinned.take() {
+                Some(_) => self.note = Some("A follows the filter bar again".into()),
+                None => {
+                    self.note = Some(format!("A pinned: {}; the filter bar is B's", shown(&applied)));
+                    c.pinned = Some(applied);
+                }
+            },
+        }
+        self.relayout_keeping(fx);
+        self.ask(fx);
+    }
+
+    /// A reply about side A: its answer to the current question.
+    fn other_reply(&mut self, r: Reply) {
+        let Some(c) = &mut self.compare else { return };
+        match r {
+            Reply::Answer(a) if a.gen == self.gen => {
+                if !a.damaged.is_empty() {
+                    let events = a.damaged.iter().map(|d| d.events).sum::<u64>();
+                    self.note = Some(format!(
+                        "A: {} unreadable chunk(s) left out ({} events)",
+                        a.damaged.len(),
+                        units::count(events)
+                    ));
+                }
+                c.grid = Grid::exact(a.spectro.clone());
+                c.answer = Some(*a);
+                c.merge(self.answer.as_ref().map_or(&[][..], |b| &b.groups));
+                self.breakdown.answered(&c.rows);
+            }
+            Reply::Failed { gen, error } if gen == self.gen => self.note = Some(format!("A: {error}")),
+            _ => {}
+        }
     }
 
     /// Compute the layout again, after a change of what it depends on.
@@ -445,8 +551,14 @@ impl App {
                 return;
             }
         };
-        match self.filter.narrow(clause, &self.cap.reader) {
-            Ok(()) => self.ask(fx),
+        match self.filter.narrow(&clause, &self.cap.reader) {
+            Ok(()) => {
+                // Side A's own filter is narrowed alike: a region or a row acts on both sides.
+                if let Some(pinned) = self.compare.as_mut().and_then(|c| c.pinned.as_mut()) {
+                    *pinned = joined(pinned, &clause);
+                }
+                self.ask(fx);
+            }
             Err(e) => self.note = Some(format!("{what}: {}", e.message)),
         }
     }
@@ -498,7 +610,10 @@ impl App {
                     self.whole.stale = false;
                 }
                 self.view.grid = Grid::exact(a.spectro.clone());
-                self.breakdown.answered(&a.groups);
+                if let Some(c) = &mut self.compare {
+                    c.merge(&a.groups);
+                }
+                self.breakdown.answered(groups_of(Some(&a), self.compare.as_ref()));
                 if let Some(d) = a.damaged.first() {
                     let (chunks, events) = (a.damaged.len(), a.damaged.iter().map(|d| d.events).sum::<u64>());
                     self.note = Some(format!(
@@ -564,7 +679,13 @@ impl App {
     /// capture (only the new chunks scanned, unless the view moved).
     fn grown(&mut self, g: Grown, fx: &mut Effects) {
         let was = self.cap.liveness;
-        self.cap = self.cap.grown(g.reader);
+        self.cap = self.cap.grown(Arc::clone(&g.reader));
+        if let Some(c) = &mut self.compare {
+            if !c.two_captures() {
+                c.grown(g.reader);
+            }
+            c.widen(&mut self.cap);
+        }
         if g.tables {
             self.filter.recompile(&self.cap.reader);
         }
@@ -596,6 +717,14 @@ impl App {
     fn next_file(&mut self, n: NextFile, fx: &mut Effects) {
         self.cap = Capture::new(n.reader, &n.path);
         self.filter.recompile(&self.cap.reader);
+        if let Some(c) = &mut self.compare {
+            if c.two_captures() {
+                c.widen(&mut self.cap);
+            } else {
+                // Two filters of the recording: of its next file now.
+                *c = Compare::pinned(&self.cap, c.pinned.as_deref().unwrap_or_default());
+            }
+        }
         let (orientation, measure) = (self.view.orientation, self.view.measure);
         self.view = View::new(&self.cap, &self.layout);
         (self.view.orientation, self.view.measure) = (orientation, measure);
@@ -622,6 +751,11 @@ impl App {
         if let Some(q) = fx.query.as_mut() {
             q.extends = base;
         }
+        // Side A's worker kept its answer to the same question, when it gave one.
+        let a_base = self.compare.as_ref().and_then(|c| c.answer.as_ref()).map(|a| a.gen);
+        if let Some(q) = fx.other.as_mut().filter(|_| a_base == base) {
+            q.extends = base;
+        }
         self.extending = base.is_some();
     }
 
@@ -632,16 +766,11 @@ impl App {
         if self.whole.filter != self.filter.applied {
             self.whole = Whole::of(&self.filter.applied, &self.cap, self.gen);
         }
+        let whole = (self.whole.matched.is_none() || self.whole.stale) && !self.view.shows_all(&self.cap, &self.layout);
         let (v, rows) = (&mut self.view, self.layout.time_cells);
-        v.grid = if self.filter.applied.is_empty() && v.measure == Measure::Latency {
-            Grid::from_summaries(self.cap.reader.chunks(), v.start, v.interval, rows)
-        } else {
-            // Summaries know nothing of the filter nor of queue times: an empty grid says
-            // "not yet" honestly.
-            Grid::empty(v.start, v.interval, rows)
-        };
+        v.grid = first_grid(&self.cap, &self.filter.applied, v.measure, v.start, v.interval, rows);
         self.busy = true;
-        fx.query = Some(Query {
+        let q = Query {
             gen: self.gen,
             reader: Arc::clone(&self.cap.reader),
             extends: None,
@@ -653,17 +782,30 @@ impl App {
             group: self.breakdown.field(),
             split: self.breakdown.split,
             slowest: self.list.slowest_wanted(),
-            whole: (self.whole.matched.is_none() || self.whole.stale) && !self.view.shows_all(&self.cap, &self.layout),
+            whole,
             iostat: self.iostat,
-        });
+        };
+        if let Some(c) = &mut self.compare {
+            let start = c.a_time(q.start);
+            c.grid = first_grid(&c.cap, c.filter(&self.filter.applied), q.measure, start, q.interval, rows);
+            match c.query(&q, &self.filter.applied, &self.cap.reader) {
+                Ok(a) => fx.other = Some(a),
+                Err(e) => self.note = Some(format!("A's filter: {}", e.message)),
+            }
+        }
+        fx.query = Some(q);
     }
 
     /// Ask again for the same view, filter and rows (only the list's order or what the
     /// breakdown shows changed): the picture already drawn stays until the answer.
     fn ask_keeping_picture(&mut self, fx: &mut Effects) {
         let grid = self.view.grid.clone();
+        let a_grid = self.compare.as_ref().map(|c| c.grid.clone());
         self.ask(fx);
         self.view.grid = grid;
+        if let (Some(c), Some(g)) = (&mut self.compare, a_grid) {
+            c.grid = g;
+        }
     }
 
     /// Look up what the selected event is linked to, if the open detail popup needs it.
@@ -681,6 +823,25 @@ impl App {
         fx.rows = self
             .list
             .want(self.answer.as_ref(), &self.cap.reader, self.filter.compiled(), &self.layout);
+    }
+}
+
+/// The breakdown's rows: comparing, B's groups and A's ([`Compare::rows`]); else `answer`'s.
+fn groups_of<'a>(answer: Option<&'a Answer>, compare: Option<&'a Compare>) -> &'a [GroupRow] {
+    match compare {
+        Some(c) => &c.rows,
+        None => answer.map_or(&[], |a| &a.groups),
+    }
+}
+
+/// The picture of a view before its answer: the index's for the whole capture by latency;
+/// else (summaries know nothing of a filter nor of queue times) an empty grid, which says
+/// "not yet" honestly.
+fn first_grid(cap: &Capture, filter: &str, measure: Measure, start: u64, interval: u64, rows: usize) -> Grid {
+    if filter.is_empty() && measure == Measure::Latency {
+        Grid::from_summaries(cap.reader.chunks(), start, interval, rows)
+    } else {
+        Grid::empty(start, interval, rows)
     }
 }
 

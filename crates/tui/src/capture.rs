@@ -8,6 +8,7 @@ use iocap_format::{Liveness, Reader};
 
 /// A capture opened for viewing. One being recorded is replaced by each snapshot of it
 /// ([`Capture::grown`]).
+#[derive(Clone)]
 pub struct Capture {
     /// The capture's reader, shared with the workers.
     pub reader: Arc<Reader>,

@@ -28,6 +28,8 @@ pub enum Msg {
     Tick,
     /// A worker's reply (or the follower's snapshot).
     Reply(Reply),
+    /// The reply of the worker answering side A of a comparison.
+    OtherReply(Reply),
 }
 
 /// Draw with `draw`, then wait for messages and hand them to `app`, until it quits or every
@@ -57,6 +59,7 @@ pub fn run(
                     Some(Action::Tick(dt))
                 }
                 Msg::Reply(r) => Some(Action::Reply(r)),
+                Msg::OtherReply(r) => Some(Action::OtherReply(r)),
             };
             if let Some(a) = action {
                 hand_over(app.update(a), worker);
@@ -66,10 +69,14 @@ pub fn run(
     Ok(())
 }
 
-/// Give the workers what an update asked for: a query, rows to decode, a lookup of links.
+/// Give the workers what an update asked for: a query (and its side A's, comparing), rows to
+/// decode, a lookup of links.
 pub fn hand_over(fx: Effects, worker: &Worker) {
     if let Some(q) = fx.query {
         worker.ask(q);
+    }
+    if let Some(q) = fx.other {
+        worker.ask_other(q);
     }
     if let Some(r) = fx.rows {
         worker.rows(r);

@@ -282,17 +282,18 @@ pub static BINDINGS: &[Binding] = &[
         when: When::Always,
         actions: &[(char('i'), Action::ToggleIostat)],
     },
+    // One line for the list's keys: with the comparison's, the help is as long as 80×24 shows.
     Binding {
-        keys: "s",
-        help: "events: sort by time / latency",
+        keys: "s; g",
+        help: "events: sort time/latency; g: request ↔ call, again: next",
         when: When::In(Pane::Events),
-        actions: &[(char('s'), Action::Sort)],
+        actions: &[(char('s'), Action::Sort), (char('g'), Action::Jump)],
     },
     Binding {
-        keys: "g",
-        help: "events: block request ↔ its call (again: next request)",
-        when: When::In(Pane::Events),
-        actions: &[(char('g'), Action::Jump)],
+        keys: "p; b",
+        help: "compare: pin the filter as A (bar = B) / unpin; 2 plots",
+        when: When::Always,
+        actions: &[(char('p'), Action::Pin), (char('b'), Action::ToggleSideBySide)],
     },
     Binding {
         keys: "space, x",

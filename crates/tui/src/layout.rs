@@ -38,6 +38,18 @@ pub enum Orientation {
     Heatmap,
 }
 
+/// What the spectrogram shows: one side, or a comparison's two.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sides {
+    /// One capture under one filter.
+    One,
+    /// A comparison drawn as one difference map (B − A), in one plot.
+    Difference,
+    /// A comparison drawn as two plots: A's, then B's (left to right as sysdig draws, top to
+    /// bottom as a heatmap).
+    SideBySide,
+}
+
 /// The least width of the right column (histogram over breakdown): three histogram figures
 /// to a line, so two lines hold them.
 const RIGHT_MIN: u16 = 36;
@@ -63,6 +75,9 @@ pub struct Layout {
     pub area: Rect,
     /// The filter bar, at the top (taller while it shows an error).
     pub filter: Rect,
+    /// The comparison's line under it (what A and B are, the colours that tell them apart);
+    /// empty when not comparing.
+    pub compare: Rect,
     /// The spectrogram pane, border and labels included.
     pub spectro: Rect,
     /// The latency histogram pane.
@@ -75,8 +90,10 @@ pub struct Layout {
     pub status: Rect,
     /// How the spectrogram is drawn.
     pub orientation: Orientation,
-    /// The spectrogram's cells (no labels, no legend).
+    /// The spectrogram's cells (no labels, no legend); comparing side by side, B's.
     pub plot: Rect,
+    /// Comparing side by side, A's cells (the same rows and columns as `plot`'s).
+    pub plot_a: Option<Rect>,
     /// Intervals shown (rows in sysdig orientation, columns in the heatmap).
     pub time_cells: usize,
     /// Latency cells shown (columns in sysdig orientation, rows in the heatmap).
@@ -87,10 +104,11 @@ pub struct Layout {
 
 impl Layout {
     /// The layout of a terminal of `area`, with a filter bar `filter_lines` high (more than
-    /// one while it shows an error) and the spectrogram drawn in `orientation`.
-    pub fn new(area: Rect, filter_lines: u16, orientation: Orientation) -> Layout {
-        let [filter, main, status] = Split::vertical([
+    /// one while it shows an error), the spectrogram showing `sides` drawn in `orientation`.
+    pub fn new(area: Rect, filter_lines: u16, sides: Sides, orientation: Orientation) -> Layout {
+        let [filter, compare, main, status] = Split::vertical([
             Constraint::Length(filter_lines),
+            Constraint::Length(u16::from(sides != Sides::One)),
             Constraint::Min(0),
             Constraint::Length(1),
         ])
@@ -125,6 +143,13 @@ impl Layout {
                 height: inner.height.saturating_sub(2),
             },
         };
+        let (plot_a, plot) = match sides {
+            Sides::SideBySide => {
+                let (a, b) = halves(plot, orientation);
+                (Some(a), b)
+            }
+            _ => (None, plot),
+        };
         let (t, l) = match orientation {
             Orientation::Sysdig => (plot.height, plot.width),
             Orientation::Heatmap => (plot.width, plot.height),
@@ -132,6 +157,7 @@ impl Layout {
         Layout {
             area,
             filter,
+            compare,
             spectro,
             hist,
             breakdown,
@@ -139,6 +165,7 @@ impl Layout {
             status,
             orientation,
             plot,
+            plot_a,
             time_cells: usize::from(t),
             lat_cells: usize::from(l),
             // Borders and the header line.
@@ -146,12 +173,11 @@ impl Layout {
         }
     }
 
-    /// The (time cell, latency cell) of the spectrogram under terminal cell `(x, y)`.
+    /// The (time cell, latency cell) of the spectrogram under terminal cell `(x, y)`, on
+    /// either plot when side by side.
     pub fn cell_at(&self, x: u16, y: u16) -> Option<(usize, usize)> {
-        let p = self.plot;
-        if x < p.x || y < p.y || x >= p.right() || y >= p.bottom() {
-            return None;
-        }
+        let within = |p: Rect| x >= p.x && y >= p.y && x < p.right() && y < p.bottom();
+        let p = [Some(self.plot), self.plot_a].into_iter().flatten().find(|&p| within(p))?;
         let (dx, dy) = (usize::from(x - p.x), usize::from(y - p.y));
         Some(match self.orientation {
             Orientation::Sysdig => (dy, dx),
@@ -162,7 +188,12 @@ impl Layout {
     /// The spectrogram cell nearest terminal cell `(x, y)`: the one under it, or on the plot's
     /// edge when it is outside (a drag that left the plot). `None` when the plot is empty.
     pub fn nearest_cell(&self, x: u16, y: u16) -> Option<(usize, usize)> {
-        let p = self.plot;
+        // Side by side, A's plot for a point on its side of B's.
+        let p = match (self.plot_a, self.orientation) {
+            (Some(a), Orientation::Sysdig) if x < self.plot.x => a,
+            (Some(a), Orientation::Heatmap) if y < self.plot.y => a,
+            _ => self.plot,
+        };
         if p.is_empty() {
             return None;
         }
@@ -185,6 +216,23 @@ impl Layout {
     /// Spectrogram columns behind latency cell `cell`.
     pub fn cell_cols(&self, cell: usize) -> Range<usize> {
         cell_cols(cell, self.lat_cells)
+    }
+}
+
+/// Two plots of the same cells in `plot`, A's then B's, one blank cell between them: side by
+/// side as sysdig draws (latency across), one over the other as a heatmap (latency up).
+fn halves(plot: Rect, orientation: Orientation) -> (Rect, Rect) {
+    match orientation {
+        Orientation::Sysdig => {
+            let w = plot.width.saturating_sub(1) / 2;
+            let a = Rect { width: w, ..plot };
+            (a, Rect { x: plot.x + w + 1, ..a })
+        }
+        Orientation::Heatmap => {
+            let h = plot.height.saturating_sub(1) / 2;
+            let a = Rect { height: h, ..plot };
+            (a, Rect { y: plot.y + h + 1, ..a })
+        }
     }
 }
 

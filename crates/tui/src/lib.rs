@@ -2,7 +2,7 @@
 //!
 //! Its API is what `iocap view` needs: [`check_filter`] (a bad filter is a usage error before
 //! the screen is taken over) and [`run`] (or [`run_until`], for a caller that may have to
-//! close the viewer itself). Inside:
+//! close the viewer itself; [`run_compare`] for two captures side by side). Inside:
 //!
 //! - `app`: the state, `App`, and `App::update`, the only thing that changes it, taking an
 //!   `Action` (`action`: a key's meaning, a mouse gesture, a tick, a worker reply) and
@@ -46,7 +46,7 @@ macro_rules! modules {
     )*};
 }
 
-modules!(action, app, capture, event_loop, history, keys, layout, panes, replay, terminal, theme, ui, worker);
+modules!(action, app, capture, compare, event_loop, history, keys, layout, panes, replay, terminal, theme, ui, worker);
 
 use std::io;
 use std::path::Path;
@@ -89,6 +89,23 @@ pub fn run(path: &Path, reader: Reader, filter: CheckedFilter) -> io::Result<()>
 /// least every 50 ms while the terminal is there): for a caller that must close the viewer
 /// itself (`iocap record --view` stopped by a signal). The terminal is restored either way.
 pub fn run_until(path: &Path, reader: Reader, filter: CheckedFilter, quit: &AtomicBool) -> io::Result<()> {
+    run_app(path, reader, None, filter, quit)
+}
+
+/// The viewer comparing capture `a` (side A, opened from `a_path`) with the capture at `path`
+/// (side B), both under `filter` (checked against B's capture) until the user pins A's own:
+/// `iocap view a.cap b.cap`.
+pub fn run_compare(a_path: &Path, a: Reader, path: &Path, reader: Reader, filter: CheckedFilter) -> io::Result<()> {
+    run_app(path, reader, Some((a_path, a)), filter, &AtomicBool::new(false))
+}
+
+fn run_app(
+    path: &Path,
+    reader: Reader,
+    side_a: Option<(&Path, Reader)>,
+    filter: CheckedFilter,
+    quit: &AtomicBool,
+) -> io::Result<()> {
     let told = || quit.load(Ordering::Relaxed);
     let reader = Arc::new(reader);
     let cap = Capture::new(Arc::clone(&reader), path);
@@ -97,10 +114,14 @@ pub fn run_until(path: &Path, reader: Reader, filter: CheckedFilter, quit: &Atom
     let area = Rect::new(0, 0, size.width, size.height);
     let bar =
         panes::filter_bar::FilterBar::compiled_already(&filter.text, filter.compiled, history::History::load_default());
-    let (mut app, first) = App::with_filter_bar(cap, bar, area, Palette::from_env());
+    let palette = Palette::from_env();
+    let (mut app, first) = match side_a {
+        Some((a_path, a)) => App::comparing(Capture::new(Arc::new(a), a_path), cap, bar, area, palette),
+        None => App::with_filter_bar(cap, bar, area, palette),
+    };
 
     let (tx, rx) = channel::<Msg>();
-    let worker = worker::Worker::spawn(tx.clone(), Msg::Reply)?;
+    let worker = worker::Worker::spawn(tx.clone(), Msg::Reply, Msg::OtherReply)?;
     worker::follow(&reader, path, tx.clone(), Msg::Reply)?;
     event_loop::spawn_input(tx);
     event_loop::hand_over(first, &worker);

@@ -4,7 +4,7 @@
 //! new question to the worker, rows to decode); the app does that. Each draws itself in
 //! `render.rs` beside it, from a shared `&App`, changing nothing. The `histogram` pane, the
 //! `iostat` pane (in the event list's place while shown) and the `status` line only draw what
-//! the app holds; `help` prints the key table.
+//! the app holds; `help` prints the key table; `sides` says what a comparison's two sides are.
 //!
 //! The keys that reach the panes are decided in [`crate::keys`]; where each pane goes, in
 //! [`crate::layout`].
@@ -15,6 +15,7 @@ pub mod filter_bar;
 pub mod help;
 pub mod histogram;
 pub mod iostat;
+pub mod sides;
 pub mod spectrogram;
 pub mod status;
 

@@ -46,6 +46,24 @@ pub const HEAT_GLYPHS: [char; 10] = [' ', '.', ':', '-', '=', '+', '*', '#', '%'
 const CLASSIC: [u8; 10] = [16, 22, 28, 34, 70, 142, 184, 220, 208, 196];
 const COLOR_BLIND: [u8; 10] = [16, 17, 19, 25, 31, 37, 72, 107, 184, 226];
 
+/// Levels of a difference map's cells, each sign ("B has more", "A has more"), 0 meaning none.
+pub const DIFF_LEVELS: usize = 6;
+
+/// xterm-256 indices of a difference map's levels 1.. where B has more (warm) and where A has
+/// more (blue), in the classic palette and the colour-blind one (orange against blue).
+const MORE_B: [u8; 5] = [88, 124, 160, 196, 203];
+const MORE_B_CB: [u8; 5] = [130, 166, 172, 208, 214];
+const MORE_A: [u8; 5] = [24, 25, 26, 33, 39];
+
+/// Which side of a comparison something is of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// Side A: the pinned filter, or the first capture.
+    A,
+    /// Side B: the filter bar's, the second capture.
+    B,
+}
+
 /// Styles used across panes, derived from a [`Palette`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Theme {
@@ -74,6 +92,48 @@ impl Theme {
             Palette::Mono => Style::default(),
             Palette::Classic => Style::default().fg(Color::Indexed(CLASSIC[level])),
             Palette::ColorBlind => Style::default().fg(Color::Indexed(COLOR_BLIND[level])),
+        };
+        (glyph, style)
+    }
+
+    /// A comparison side's colour (none without colours): the histogram's bars, the
+    /// comparison line's marks.
+    pub fn side_color(&self, side: Side) -> Option<Color> {
+        match (self.palette, side) {
+            (Palette::Mono, _) => None,
+            (Palette::ColorBlind, Side::B) => Some(Color::Indexed(MORE_B_CB[3])),
+            (_, Side::B) => Some(Color::Indexed(MORE_B[3])),
+            (_, Side::A) => Some(Color::Indexed(MORE_A[4])),
+        }
+    }
+
+    /// Text in a comparison side's colour.
+    pub fn side(&self, side: Side) -> Style {
+        self.side_color(side).map_or(Style::default(), |c| Style::default().fg(c))
+    }
+
+    /// Glyph and style of a difference map's cell: B − A of level `level` (0 to
+    /// [`DIFF_LEVELS`] − 1, by [`iocap_analysis::spectro::shade`] of the difference's size),
+    /// more events on side `more`. The glyph says the sign without colour: `+` where B has more,
+    /// `-` where A has; the largest differences are bold.
+    pub fn diff(&self, level: usize, more: Side) -> (char, Style) {
+        if level == 0 {
+            return (' ', Style::default());
+        }
+        let i = (level - 1).min(MORE_A.len() - 1);
+        let (glyph, ramp) = match (more, self.palette) {
+            (Side::B, Palette::ColorBlind) => ('+', MORE_B_CB),
+            (Side::B, _) => ('+', MORE_B),
+            (Side::A, _) => ('-', MORE_A),
+        };
+        let style = match self.palette {
+            Palette::Mono => Style::default(),
+            _ => Style::default().fg(Color::Indexed(ramp[i])),
+        };
+        let style = if level + 1 >= DIFF_LEVELS {
+            style.add_modifier(Modifier::BOLD)
+        } else {
+            style
         };
         (glyph, style)
     }

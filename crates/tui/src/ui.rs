@@ -11,6 +11,7 @@ use crate::panes;
 pub fn render(app: &App, f: &mut Frame) {
     let a = &app.layout;
     panes::filter_bar::render::render(app, f, a.filter);
+    panes::sides::render(app, f, a.compare);
     panes::spectrogram::render::render(app, f, a.spectro);
     panes::histogram::render(app, f, a.hist);
     panes::breakdown::render::render(app, f, a.breakdown);

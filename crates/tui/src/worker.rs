@@ -116,13 +116,26 @@ pub struct Worker {
     rows: Sender<RowsQuery>,
     links: Sender<LinksQuery>,
     cancel: Cancel,
+    /// Side A of a comparison has a query thread of its own (its own capture, column cache and
+    /// kept totals), idle until a comparison asks.
+    other: Sender<Query>,
+    other_cancel: Cancel,
 }
 
 impl Worker {
-    /// Start the worker threads; replies are turned into the UI's events by `wrap`. A thread
-    /// that cannot start is an error for the caller to report once the terminal is restored
-    /// (printed here, it would land on the raw screen).
-    pub fn spawn<E: Send + 'static>(events: Sender<E>, wrap: fn(Reply) -> E) -> std::io::Result<Worker> {
+    /// Start the worker threads; replies are turned into the UI's events by `wrap`, and those
+    /// about side A of a comparison by `wrap_other`. A thread that cannot start is an error for
+    /// the caller to report once the terminal is restored (printed here, it would land on the
+    /// raw screen).
+    pub fn spawn<E: Send + 'static>(
+        events: Sender<E>,
+        wrap: fn(Reply) -> E,
+        wrap_other: fn(Reply) -> E,
+    ) -> std::io::Result<Worker> {
+        let (other, other_rx) = channel::<Query>();
+        let other_cancel = Cancel::default();
+        let (theirs, their_events) = (other_cancel.clone(), events.clone());
+        spawn("iocap-query-a", move || serve(&other_rx, &theirs, &their_events, wrap_other))?;
         let (tx, rx) = channel::<Query>();
         let (rows, rows_rx) = channel::<RowsQuery>();
         let (links, links_rx) = channel::<LinksQuery>();
@@ -138,6 +151,8 @@ impl Worker {
             rows,
             links,
             cancel,
+            other,
+            other_cancel,
         })
     }
 
@@ -145,6 +160,12 @@ impl Worker {
     pub fn ask(&self, q: Query) {
         self.cancel.0.store(q.gen, Ordering::Relaxed);
         let _ = self.tx.send(q);
+    }
+
+    /// Ask `q` of side A of a comparison, superseding every earlier query of A.
+    pub fn ask_other(&self, q: Query) {
+        self.other_cancel.0.store(q.gen, Ordering::Relaxed);
+        let _ = self.other.send(q);
     }
 
     /// Decode the rows `q` asks for, superseding earlier requests not yet started.

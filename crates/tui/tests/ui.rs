@@ -141,7 +141,17 @@ fn settle(app: &mut App, fx: Effects) {
 /// extends them, as in the worker).
 fn settle_keeping(app: &mut App, mut fx: Effects, kept: &mut Option<query::Kept>) {
     loop {
-        let more = if let Some(q) = fx.query.take() {
+        let more = if let Some(q) = fx.other.take() {
+            // Side A of a comparison, by a worker of its own.
+            let cancel = Cancel::default();
+            cancel.0.store(q.gen, Ordering::Relaxed);
+            let reply = match query::answer(&q, None, &cancel, &mut None) {
+                Ok(Some(a)) => Reply::Answer(Box::new(a)),
+                Ok(None) => unreachable!("not cancelled"),
+                Err(error) => Reply::Failed { gen: q.gen, error },
+            };
+            app.update(Action::OtherReply(reply))
+        } else if let Some(q) = fx.query.take() {
             let cancel = Cancel::default();
             cancel.0.store(q.gen, Ordering::Relaxed);
             let reply = match query::answer(&q, None, &cancel, kept) {
@@ -156,6 +166,7 @@ fn settle_keeping(app: &mut App, mut fx: Effects, kept: &mut Option<query::Kept>
                 let after = app.update(Action::Reply(Reply::Whole { gen: q.gen, matched }));
                 more = Effects {
                     query: after.query.or(more.query),
+                    other: after.other.or(more.other),
                     rows: after.rows.or(more.rows),
                     links: after.links.or(more.links),
                 };
@@ -173,6 +184,7 @@ fn settle_keeping(app: &mut App, mut fx: Effects, kept: &mut Option<query::Kept>
         // A newer request supersedes an older one.
         fx = Effects {
             query: more.query.or(fx.query),
+            other: more.other.or(fx.other),
             rows: more.rows.or(fx.rows),
             links: more.links.or(fx.links),
         };

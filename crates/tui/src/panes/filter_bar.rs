@@ -161,16 +161,8 @@ impl FilterBar {
 
     /// Narrow the filter in force by `clause` (a region, a breakdown row), for undo to take
     /// back.
-    pub fn narrow(&mut self, clause: String, reader: &Reader) -> Result<(), FilterError> {
-        let filter = if self.applied.is_empty() {
-            clause
-        } else if loosest_is_or(&self.applied) {
-            format!("({}) and {clause}", self.applied)
-        } else {
-            // `and` binds as tightly as anything in it: no parentheses to read past.
-            format!("{} and {clause}", self.applied)
-        };
-        self.apply(filter, true, reader)
+    pub fn narrow(&mut self, clause: &str, reader: &Reader) -> Result<(), FilterError> {
+        self.apply(joined(&self.applied, clause), true, reader)
     }
 
     /// Make `text` the filter in force (remembering the old one for undo when `record`).
@@ -244,6 +236,19 @@ impl FilterBar {
         }
         // Live validation: parsing and checking are microseconds, so every keystroke.
         input.error = compile(&input.text, reader).err();
+    }
+}
+
+/// `filter` narrowed by `clause`: `filter and clause`, the filter in parentheses when its
+/// loosest operator is `or`.
+pub fn joined(filter: &str, clause: &str) -> String {
+    if filter.is_empty() {
+        clause.to_owned()
+    } else if loosest_is_or(filter) {
+        format!("({filter}) and {clause}")
+    } else {
+        // `and` binds as tightly as anything in it: no parentheses to read past.
+        format!("{filter} and {clause}")
     }
 }
 

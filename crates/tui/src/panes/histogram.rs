@@ -3,18 +3,25 @@
 //! `iocap report` prints). Before the first scan answers, bars come from the chunk summaries.
 //! Block requests count by the view's measure (`m`: latency, queue, queue+device), which the
 //! title names when it is not latency.
+//!
+//! Comparing, both sides' distributions share the bars, overlaid in one row per range: the
+//! upper half of a cell is A's bar, the lower half B's (`▀` A only, `▄` B only, both where both
+//! reach, in each side's colour), with a line of figures per side; a B figure whose 99 %
+//! interval does not overlap A's is marked `*`, as `iocap compare` flags it.
 
 use iocap_analysis::units::{self, Style::Terminal as TERM};
-use iocap_analysis::Measure;
+use iocap_analysis::{compare, LatencyHist, Measure};
 use iocap_format::{log2_bucket_range, LOG2_BUCKETS};
 use ratatui::layout::Rect;
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use crate::app::App;
-use crate::panes::{block, counted, fit_title};
+use crate::panes::{self, block, counted, fit_title};
 use crate::panes::spectrogram::render::measure_label;
+use crate::theme::Side;
 
 /// The figures over the bars, in order: the percentiles of [`QUANTILES`], then the maximum.
 const FIGURES: [&str; 5] = ["p50", "p90", "p99", "p99.9", "max"];
@@ -55,15 +62,15 @@ pub fn min_height(width: u16) -> u16 {
 
 /// Draw the histogram pane in `area`.
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
+    if app.compare.is_some() {
+        return render_compare(app, f, area);
+    }
     let (log2, exact) = match app.hist() {
         Some(h) => (h.log2(), true),
         None => (summaries_log2(app), false),
     };
     let n: u64 = log2.iter().sum();
-    let what = match measure_label(app.view.measure) {
-        Some(m) => format!("Latency, blk {m}"),
-        None => "Latency".into(),
-    };
+    let what = what(app);
     let title = match exact {
         true => {
             let [long, short] = counted(app, n);
@@ -97,6 +104,127 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let rows = usize::from(inner.height).saturating_sub(lines.len());
     lines.extend(bars(app, &log2, rows, usize::from(inner.width)));
     f.render_widget(Paragraph::new(lines), inner);
+}
+
+/// What the pane plots: latency, and block requests by their measure when not latency.
+fn what(app: &App) -> String {
+    match measure_label(app.view.measure) {
+        Some(m) => format!("Latency, blk {m}"),
+        None => "Latency".into(),
+    }
+}
+
+/// The pane comparing: A's and B's distributions overlaid, each side's figures on a line.
+fn render_compare(app: &App, f: &mut Frame, area: Rect) {
+    let (a, b) = (app.compare_answer().map(|a| &a.hist), app.hist());
+    let count = |h: Option<&LatencyHist>| h.map_or("…".into(), |h| units::count(h.count()));
+    let what = what(app);
+    let title = fit_title(
+        area.width,
+        [
+            format!(" {what}, A {} B {} ", count(a), count(b)),
+            format!(" A {} B {} ", count(a), count(b)),
+        ],
+    );
+    let block = block(app, title, false);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let width = usize::from(inner.width);
+    let mut lines = vec![
+        side_figures(app, Side::A, a, None, width),
+        side_figures(app, Side::B, b, a, width),
+    ];
+    let log2 = |h: Option<&LatencyHist>| h.map_or([0; LOG2_BUCKETS], |h| h.log2());
+    let rows = usize::from(inner.height).saturating_sub(lines.len());
+    lines.extend(overlaid(app, &log2(a), &log2(b), rows, width));
+    f.render_widget(Paragraph::new(lines), inner);
+}
+
+/// One side's figures in `width` cells: its letter, then as many of p50, p99, max, p90 and
+/// p99.9 as fit (in that order of need, shown in [`FIGURES`]' order). For B, each percentile
+/// whose 99 % interval does not overlap `against`'s (A's) is marked `*`.
+fn side_figures(app: &App, side: Side, h: Option<&LatencyHist>, against: Option<&LatencyHist>, width: usize) -> Line<'static> {
+    let letter = Span::styled(format!("{side:?} "), app.theme.side(side));
+    let h = match h {
+        None => return Line::from(vec![letter, Span::styled("scanning…", app.theme.dim())]),
+        Some(h) if h.is_empty() => return Line::from(vec![letter, Span::raw("no matching events")]),
+        Some(h) => h,
+    };
+    let figure = |i: usize| {
+        let (value, flagged) = match i {
+            4 => (h.max(), false),
+            _ => {
+                let q = QUANTILES[i];
+                let iv = |h: &LatencyHist| compare::quantile_interval(h, q, compare::Z99);
+                let flagged = against.and_then(iv).zip(iv(h)).is_some_and(|(x, y)| compare::disjoint(x, y));
+                (h.percentile(q), flagged)
+            }
+        };
+        format!("{} {}{}", FIGURES[i], units::duration(value, TERM), if flagged { "*" } else { "" })
+    };
+    let mut shown = Vec::new();
+    let mut used = 2;
+    for i in [0, 2, 4, 1, 3] {
+        let text = figure(i);
+        let w = panes::width(&text);
+        if used + w + 1 > width + 1 {
+            continue;
+        }
+        used += w + 1;
+        shown.push((i, text));
+    }
+    shown.sort();
+    let text = shown.into_iter().map(|(_, t)| t).collect::<Vec<_>>().join(" ");
+    Line::from(vec![letter, Span::raw(text)])
+}
+
+/// The two distributions in one row per group of log2 buckets (the groups of [`bars`], over
+/// the buckets either side has): A's bar in the upper half of each cell, B's in the lower,
+/// both scaled to the larger count, then each side's count.
+fn overlaid(app: &App, a: &[u64; LOG2_BUCKETS], b: &[u64; LOG2_BUCKETS], rows: usize, width: usize) -> Vec<Line<'static>> {
+    let both: Vec<u64> = a.iter().zip(b).map(|(x, y)| x + y).collect();
+    let (Some(lo), Some(hi)) = (both.iter().position(|&c| c > 0), both.iter().rposition(|&c| c > 0)) else {
+        return Vec::new();
+    };
+    if rows == 0 {
+        return Vec::new();
+    }
+    let per = (hi - lo + 1).div_ceil(rows);
+    let groups: Vec<(u64, u64, u64)> = (lo..=hi)
+        .step_by(per)
+        .map(|g| {
+            let end = (g + per).min(hi + 1);
+            (log2_bucket_range(g).0, a[g..end].iter().sum(), b[g..end].iter().sum())
+        })
+        .collect();
+    let max = groups.iter().map(|g| g.1.max(g.2)).max().unwrap_or(1).max(1);
+    // "  1.00ms ▀▀██▄ 12.3k 10.1k": label, bars, counts.
+    let bar_w = width.saturating_sub(7 + 1 + 12);
+    let len = |n: u64| (((n as f64 / max as f64) * bar_w as f64).ceil() as usize).min(bar_w);
+    let (ca, cb) = (app.theme.side_color(Side::A), app.theme.side_color(Side::B));
+    groups
+        .into_iter()
+        .map(|(from, na, nb)| {
+            let (la, lb) = (len(na), len(nb));
+            let mut spans = vec![Span::styled(format!("{:>6} ", units::duration(from.max(1), TERM)), app.theme.dim())];
+            for i in 0..la.max(lb) {
+                let (glyph, style) = match (i < la, i < lb) {
+                    // Both: the upper half in A's colour over B's; without colours, a full block.
+                    (true, true) => match (ca, cb) {
+                        (Some(ca), Some(cb)) => ("▀", Style::default().fg(ca).bg(cb)),
+                        _ => ("█", Style::default()),
+                    },
+                    (true, false) => ("▀", app.theme.side(Side::A)),
+                    _ => ("▄", app.theme.side(Side::B)),
+                };
+                spans.push(Span::styled(glyph, style));
+            }
+            // The counts in two columns, after the longest bar.
+            let pad = " ".repeat(bar_w - la.max(lb));
+            spans.push(Span::raw(format!("{pad} {:>5} {:>5}", units::short_count(na), units::short_count(nb))));
+            Line::from(spans)
+        })
+        .collect()
 }
 
 /// The log2 histogram of the chunks in view, from the index (no filter, latency only: only

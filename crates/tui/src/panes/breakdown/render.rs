@@ -1,7 +1,8 @@
 //! Drawing the breakdown: what the view is made of — the top values of a field among matching
 //! events, with counts, share and p99, the selected row highlighted; or, split (`d`), with
 //! where their calls' latency went: disk time and the rest (`-` for a group of block requests
-//! only, whose latency is all device time).
+//! only, whose latency is all device time). Comparing, each value's count on side A, on side
+//! B and the change (B's values first, then those only A has).
 
 use iocap_analysis::units::{self, Style::Terminal as TERM};
 use ratatui::layout::{Constraint, Rect};
@@ -48,41 +49,47 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let top = app.breakdown.sel.saturating_sub(visible - 1);
     let total = a.matched.max(1);
     let split = app.breakdown.split;
-    let (widths, header) = match split {
+    let compared = app.compare.as_ref().map(|_| app.a_groups());
+    let (widths, header) = match (compared.is_some(), split) {
+        // Comparing: A's count (`…` until answered), B's and the change (`+10.0k`).
+        (true, _) => ([5, 5, 6], ["value", "A", "B", "Δ"]),
         // Counts take 5 cells (`10.0k`), shares 4 (`100%`), durations 6 (`7.00ms`): the value
         // keeps the rest, its names cut in the middle so that those of one directory differ.
-        false => ([5, 4, 6], ["value", "count", "%", "p99"]),
-        true => ([5, 6, 6], ["value", "count", "disk", "other"]),
+        (false, false) => ([5, 4, 6], ["value", "count", "%", "p99"]),
+        (false, true) => ([5, 6, 6], ["value", "count", "disk", "other"]),
     };
     let value_w = usize::from(inner.width.saturating_sub(widths.iter().sum::<u16>() + 3));
-    let rows = a.groups.iter().enumerate().skip(top).take(visible).map(|(i, g)| {
+    let rows = app.groups().iter().enumerate().skip(top).take(visible).map(|(i, g)| {
         let value = match g.label.is_empty() {
             true => "(none)".to_owned(),
             false => cut(&g.label, value_w),
         };
-        let figures = match split {
-            false => [
+        let figures = match (compared, split) {
+            (Some(Some(a)), _) => {
+                let (na, nb) = (a.get(i).map_or(0, |f| f.0), g.count);
+                let delta = match nb.cmp(&na) {
+                    std::cmp::Ordering::Equal => "0".to_owned(),
+                    std::cmp::Ordering::Greater => format!("+{}", units::short_count(nb - na)),
+                    std::cmp::Ordering::Less => format!("-{}", units::short_count(na - nb)),
+                };
+                return row(app, focused && i == app.breakdown.sel, value, [units::short_count(na), units::short_count(nb), delta]);
+            }
+            (Some(None), _) => {
+                let waiting = ["…".into(), units::short_count(g.count), "…".into()];
+                return row(app, focused && i == app.breakdown.sel, value, waiting);
+            }
+            (None, false) => [
                 format!("{:.0}%", g.count as f64 * 100.0 / total as f64),
                 units::duration(g.p99, TERM),
             ],
-            true if g.disk.calls == 0 => ["-".into(), "-".into()],
-            true => [
+            (None, true) if g.disk.calls == 0 => ["-".into(), "-".into()],
+            (None, true) => [
                 units::duration(g.disk.disk, TERM),
                 units::duration(g.disk.other(), TERM),
             ],
         };
         let [a, b] = figures;
-        let row = Row::new(vec![
-            Cell::from(value),
-            Cell::from(units::short_count(g.count)),
-            Cell::from(a),
-            Cell::from(b),
-        ]);
-        if focused && i == app.breakdown.sel {
-            row.style(app.theme.cursor())
-        } else {
-            row
-        }
+        row(app, focused && i == app.breakdown.sel, value, [units::short_count(g.count), a, b])
     });
     let table = Table::new(
         rows,
@@ -95,4 +102,14 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     )
     .header(Row::new(header).style(app.theme.dim()));
     f.render_widget(table, inner);
+}
+
+/// A row of the table: the value and three figures, highlighted when `selected`.
+fn row(app: &App, selected: bool, value: String, figures: [String; 3]) -> Row<'static> {
+    let row = Row::new(std::iter::once(value).chain(figures).map(Cell::from));
+    if selected {
+        row.style(app.theme.cursor())
+    } else {
+        row
+    }
 }

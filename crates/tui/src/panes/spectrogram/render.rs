@@ -4,6 +4,10 @@
 //! Sysdig orientation (default): latency 1 ns … 10 s+ left→right, one row per interval, time
 //! going down. Heatmap orientation: time left→right, latency going up. The title says what block
 //! requests are plotted by when it is not their latency (`blk: queue`, `blk: q+dev`).
+//!
+//! Comparing, one plot shows B − A cell by cell (`+` in warm colours where B has more events,
+//! `-` in blue where A has, `·` where both have the same, the size of the difference by shade),
+//! or two plots show A and B side by side, shaded against one maximum so their shades compare.
 
 use iocap_analysis::drops;
 use iocap_analysis::spectro::{self, COLS, COLS_PER_DECADE};
@@ -16,7 +20,8 @@ use ratatui::Frame;
 
 use crate::app::App;
 use crate::layout::{self, Layout, Orientation, Pane, LAT_LABEL, TIME_LABEL};
-use crate::theme::HEAT_GLYPHS;
+use crate::panes::spectrogram::grid::Grid;
+use crate::theme::{Side, Theme, DIFF_LEVELS, HEAT_GLYPHS};
 use crate::panes::{block, fit_title};
 
 /// Draw the spectrogram pane in `area`.
@@ -28,6 +33,11 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         Orientation::Heatmap => "time →",
     };
     let row = units::tick(app.view.interval, TERM);
+    let sides = match &app.compare {
+        None => "",
+        Some(c) if c.side_by_side => "A | B ",
+        Some(_) => "B−A ",
+    };
     let blk = match measure_label(app.view.measure) {
         Some(m) => format!(" (blk: {m})"),
         None => String::new(),
@@ -36,8 +46,8 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let title = fit_title(
         area.width,
         [
-            format!(" Spectrogram {row}/row, {orient}{approx}{blk} "),
-            format!(" {row}/row, {orient}{approx}{blk} "),
+            format!(" Spectrogram {sides}{row}/row, {orient}{approx}{blk} "),
+            format!(" {sides}{row}/row, {orient}{approx}{blk} "),
         ],
     );
     f.render_widget(block(app, title, focused), area);
@@ -57,14 +67,14 @@ pub fn measure_label(m: Measure) -> Option<&'static str> {
     }
 }
 
-/// Counts of every display cell, `[time][lat]`, and their maximum.
-fn cells(app: &App, geo: &Layout) -> (Vec<Vec<u64>>, u64) {
+/// Counts of every display cell of `grid`, `[time][lat]`, and their maximum.
+fn cells(grid: &Grid, geo: &Layout) -> (Vec<Vec<u64>>, u64) {
     let mut max = 0;
     let out: Vec<Vec<u64>> = (0..geo.time_cells)
         .map(|t| {
             (0..geo.lat_cells)
                 .map(|l| {
-                    let n = app.view.grid.sum(t..t + 1, app.layout.cell_cols(l));
+                    let n = grid.sum(t..t + 1, geo.cell_cols(l));
                     max = max.max(n);
                     n
                 })
@@ -76,8 +86,66 @@ fn cells(app: &App, geo: &Layout) -> (Vec<Vec<u64>>, u64) {
 
 fn draw(app: &App, geo: &Layout, buf: &mut Buffer) {
     let theme = &app.theme;
-    let (counts, max) = cells(app, geo);
-    let p = geo.plot;
+    let (b, b_max) = cells(&app.view.grid, geo);
+    let key = match (&app.compare, geo.plot_a) {
+        (Some(c), Some(plot_a)) => {
+            // Side by side: one maximum, so that a shade means the same count on both.
+            let (a, a_max) = cells(&c.grid, geo);
+            let max = a_max.max(b_max);
+            for (plot, counts) in [(plot_a, &a), (geo.plot, &b)] {
+                paint(app, geo, plot, |t, l| heat(theme, counts[t][l], max), buf);
+            }
+            Key::Heat(max)
+        }
+        // One side answered the new question and the other not yet: their difference would
+        // be of two questions.
+        (Some(c), None) if c.pending(app.gen) != app.busy => Key::Scanning,
+        (Some(c), None) => {
+            let (a, _) = cells(&c.grid, geo);
+            let diff = |t: usize, l: usize| i128::from(b[t][l]) - i128::from(a[t][l]);
+            let rows = 0..geo.time_cells;
+            let max = rows.flat_map(|t| (0..geo.lat_cells).map(move |l| (t, l))).map(|(t, l)| diff(t, l).unsigned_abs()).max();
+            let max = u64::try_from(max.unwrap_or(0)).unwrap_or(u64::MAX);
+            paint(
+                app,
+                geo,
+                geo.plot,
+                |t, l| {
+                    let d = diff(t, l);
+                    let more = if d > 0 { Side::B } else { Side::A };
+                    match u64::try_from(d.unsigned_abs()).unwrap_or(u64::MAX) {
+                        // The same count on both sides: a dot where there are events.
+                        0 if b[t][l] > 0 => ('·', theme.dim()),
+                        n => theme.diff(spectro::shade(n, max, DIFF_LEVELS), more),
+                    }
+                },
+                buf,
+            );
+            Key::Difference(max)
+        }
+        (None, _) => {
+            paint(app, geo, geo.plot, |t, l| heat(theme, b[t][l], b_max), buf);
+            Key::Heat(b_max)
+        }
+    };
+    for (i, p) in [geo.plot_a, Some(geo.plot)].into_iter().flatten().enumerate() {
+        match app.view.orientation {
+            Orientation::Sysdig => sysdig_axes(app, geo, p, i == 0, buf),
+            Orientation::Heatmap => heatmap_axes(app, geo, p, buf),
+        }
+    }
+    legend(app, geo, key, buf);
+}
+
+/// Glyph and style of a cell of `n` events, the highest being `max`.
+fn heat(theme: &Theme, n: u64, max: u64) -> (char, Style) {
+    theme.heat(spectro::shade(n, max, HEAT_GLYPHS.len()))
+}
+
+/// Draw every cell of the view in `plot` as `cell(time cell, latency cell)` says, with the
+/// region being selected and the cursor over it; rows past the capture's end stay blank.
+fn paint(app: &App, geo: &Layout, plot: Rect, cell: impl Fn(usize, usize) -> (char, Style), buf: &mut Buffer) {
+    let theme = &app.theme;
     let here = (app.view.cursor_t, app.view.cursor_l);
     // The region being selected, in display cells.
     let region = app.view.anchor.map(|(t, l)| {
@@ -90,11 +158,10 @@ fn draw(app: &App, geo: &Layout, buf: &mut Buffer) {
             l.max(here.1),
         )
     });
-    // Rows past the capture's end stay blank.
     let rows = app.view.rows_in_capture(&app.cap, geo);
-    for (t, row) in counts.iter().enumerate().take(rows) {
-        for (l, &n) in row.iter().enumerate() {
-            let (glyph, mut style) = theme.heat(spectro::shade(n, max, HEAT_GLYPHS.len()));
+    for t in 0..rows.min(geo.time_cells) {
+        for l in 0..geo.lat_cells {
+            let (glyph, mut style) = cell(t, l);
             if let Some((t0, t1, l0, l1)) = region {
                 if (t0..=t1).contains(&(t as i64)) && (l0..=l1).contains(&l) {
                     style = style.patch(theme.selection());
@@ -104,17 +171,12 @@ fn draw(app: &App, geo: &Layout, buf: &mut Buffer) {
                 style = style.patch(theme.cursor());
             }
             let (x, y) = match app.view.orientation {
-                Orientation::Sysdig => (p.x + l as u16, p.y + t as u16),
-                Orientation::Heatmap => (p.x + t as u16, p.bottom() - 1 - l as u16),
+                Orientation::Sysdig => (plot.x + l as u16, plot.y + t as u16),
+                Orientation::Heatmap => (plot.x + t as u16, plot.bottom() - 1 - l as u16),
             };
             buf[(x, y)].set_char(glyph).set_style(style);
         }
     }
-    match app.view.orientation {
-        Orientation::Sysdig => sysdig_axes(app, geo, buf),
-        Orientation::Heatmap => heatmap_axes(app, geo, buf),
-    }
-    legend(app, geo, max, buf);
 }
 
 /// Display cell where latency decade `d` (10^d ns) starts.
@@ -125,8 +187,9 @@ fn decade_cell(d: usize, cells: usize) -> usize {
         .unwrap_or(cells)
 }
 
-fn sysdig_axes(app: &App, geo: &Layout, buf: &mut Buffer) {
-    let p = geo.plot;
+/// The latency labels over plot `p` and, for the `first` plot (the leftmost), the time labels
+/// and drop marks left of it.
+fn sysdig_axes(app: &App, geo: &Layout, p: Rect, first: bool, buf: &mut Buffer) {
     let dim = app.theme.dim();
     // Latency labels over the plot, at each decade that has room. Where they crowd, the unit
     // changes (1ns, 1µs, 1ms, 1s) go first, then the tens, then the hundreds, so a narrow plot
@@ -151,6 +214,9 @@ fn sysdig_axes(app: &App, geo: &Layout, buf: &mut Buffer) {
         taken[span].iter_mut().for_each(|t| *t = true);
         buf.set_string(p.x + c as u16, p.y - 1, &label, dim);
     }
+    if !first {
+        return;
+    }
     // Time labels left of every few rows, and a drop mark on rows that lost events.
     let every = (geo.time_cells / 4).max(1);
     for t in 0..app.view.rows_in_capture(&app.cap, geo) {
@@ -167,8 +233,8 @@ fn sysdig_axes(app: &App, geo: &Layout, buf: &mut Buffer) {
     }
 }
 
-fn heatmap_axes(app: &App, geo: &Layout, buf: &mut Buffer) {
-    let p = geo.plot;
+/// The latency labels left of plot `p`, the time labels under it and drop marks over it.
+fn heatmap_axes(app: &App, geo: &Layout, p: Rect, buf: &mut Buffer) {
     let dim = app.theme.dim();
     for d in 0..=COLS / COLS_PER_DECADE {
         let c = decade_cell(d, geo.lat_cells);
@@ -208,34 +274,63 @@ fn heatmap_axes(app: &App, geo: &Layout, buf: &mut Buffer) {
     }
 }
 
-/// The bottom line: the heat ramp from 1 to the highest cell count, and the cursor cell.
-fn legend(app: &App, geo: &Layout, max: u64, buf: &mut Buffer) {
+/// What the legend explains: a heat ramp up to the highest cell count, or a difference map's
+/// two ramps up to the largest difference.
+enum Key {
+    Heat(u64),
+    Difference(u64),
+    /// A difference map waiting for one side's answer.
+    Scanning,
+}
+
+/// The bottom line: the heat ramp from 1 to the highest cell count (comparing: B − A's two
+/// ramps, up to the largest difference), and the cursor cell's count (comparing: each side's).
+fn legend(app: &App, geo: &Layout, key: Key, buf: &mut Buffer) {
     let p = geo.plot;
     let y = p.bottom() + u16::from(app.view.orientation == Orientation::Heatmap);
-    let x0 = p.x.saturating_sub(match app.view.orientation {
+    let left = geo.plot_a.map_or(p.x, |a| a.x.min(p.x));
+    let x0 = left.saturating_sub(match app.view.orientation {
         Orientation::Sysdig => TIME_LABEL,
         Orientation::Heatmap => LAT_LABEL,
     });
     let width = usize::from(p.right() - x0);
     let mut x = x0;
     let dim = app.theme.dim();
-    x = buf.set_stringn(x, y, "1 ", width, dim).0;
-    for level in 1..HEAT_GLYPHS.len() {
-        let (g, s) = app.theme.heat(level);
-        x = buf.set_stringn(x, y, g.to_string(), 1, s).0;
-    }
+    let max = match key {
+        Key::Heat(max) => {
+            x = buf.set_stringn(x, y, "1 ", width, dim).0;
+            for level in 1..HEAT_GLYPHS.len() {
+                let (g, s) = app.theme.heat(level);
+                x = buf.set_stringn(x, y, g.to_string(), 1, s).0;
+            }
+            format!(" {}", units::short_count(max))
+        }
+        Key::Difference(max) => {
+            for (words, side) in [("B more ", Side::B), (" A more ", Side::A)] {
+                x = buf.set_stringn(x, y, words, width, dim).0;
+                for level in 1..DIFF_LEVELS {
+                    let (g, s) = app.theme.diff(level, side);
+                    x = buf.set_stringn(x, y, g.to_string(), 1, s).0;
+                }
+            }
+            format!(" ±{}", units::short_count(max))
+        }
+        Key::Scanning => "scanning…".to_owned(),
+    };
     let cols = app.layout.cell_cols(app.view.cursor_l);
     let (lo, hi) = (
         spectro::column_range(cols.start).0,
         spectro::column_range(cols.end - 1).1,
     );
-    let here = app.view.grid.sum(app.view.cursor_t..app.view.cursor_t + 1, cols);
+    let count = |grid: &Grid| units::count(grid.sum(app.view.cursor_t..app.view.cursor_t + 1, cols.clone()));
+    let here = match &app.compare {
+        Some(c) => format!("A {} B {}", count(&c.grid), count(&app.view.grid)),
+        None => count(&app.view.grid),
+    };
     let text = format!(
-        " {} │ cursor {}…{}: {}",
-        units::short_count(max),
+        "{max} │ cursor {}…{}: {here}",
         units::duration(lo, TERM),
         units::duration(hi, TERM),
-        units::count(here)
     );
     let left = usize::from(p.right().saturating_sub(x));
     buf.set_stringn(x, y, text, left, dim);
