@@ -40,6 +40,10 @@ mod panes;
 #[path = "ui/live.rs"]
 mod live;
 
+/// Comparisons: two captures, two filters of one.
+#[path = "ui/compare.rs"]
+mod compare;
+
 const START: u64 = 1_000_000_000;
 /// 2 s of events, one every 100 µs.
 const N: u64 = 20_000;

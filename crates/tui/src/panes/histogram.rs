@@ -130,52 +130,62 @@ fn render_compare(app: &App, f: &mut Frame, area: Rect) {
     let inner = block.inner(area);
     f.render_widget(block, area);
     let width = usize::from(inner.width);
-    let mut lines = vec![
-        side_figures(app, Side::A, a, None, width),
-        side_figures(app, Side::B, b, a, width),
-    ];
+    let mut lines = side_figures(app, a, b, width).to_vec();
     let log2 = |h: Option<&LatencyHist>| h.map_or([0; LOG2_BUCKETS], |h| h.log2());
     let rows = usize::from(inner.height).saturating_sub(lines.len());
     lines.extend(overlaid(app, &log2(a), &log2(b), rows, width));
     f.render_widget(Paragraph::new(lines), inner);
 }
 
-/// One side's figures in `width` cells: its letter, then as many of p50, p99, max, p90 and
-/// p99.9 as fit (in that order of need, shown in [`FIGURES`]' order). For B, each percentile
-/// whose 99 % interval does not overlap `against`'s (A's) is marked `*`.
-fn side_figures(app: &App, side: Side, h: Option<&LatencyHist>, against: Option<&LatencyHist>, width: usize) -> Line<'static> {
-    let letter = Span::styled(format!("{side:?} "), app.theme.side(side));
-    let h = match h {
-        None => return Line::from(vec![letter, Span::styled("scanning…", app.theme.dim())]),
-        Some(h) if h.is_empty() => return Line::from(vec![letter, Span::raw("no matching events")]),
-        Some(h) => h,
+/// The two sides' figures, a line each in `width` cells: its letter, then as many of p50, p99,
+/// max, p90 and p99.9 (in that order of need, shown in [`FIGURES`]' order) as fit on both
+/// lines, each as wide on both so that they align. B's percentiles whose 99 % interval does not
+/// overlap A's are marked `*`.
+fn side_figures(app: &App, a: Option<&LatencyHist>, b: Option<&LatencyHist>, width: usize) -> [Line<'static>; 2] {
+    let figures = |h: Option<&LatencyHist>, against: Option<&LatencyHist>| -> Option<Vec<String>> {
+        let h = h.filter(|h| !h.is_empty())?;
+        let figure = |i: usize| {
+            let (value, flagged) = match i {
+                4 => (h.max(), false),
+                _ => {
+                    let q = QUANTILES[i];
+                    let iv = |h: &LatencyHist| compare::quantile_interval(h, q, compare::Z99);
+                    let flagged = against.and_then(iv).zip(iv(h)).is_some_and(|(x, y)| compare::disjoint(x, y));
+                    (h.percentile(q), flagged)
+                }
+            };
+            format!("{} {}{}", FIGURES[i], units::duration(value, TERM), if flagged { "*" } else { "" })
+        };
+        Some((0..FIGURES.len()).map(figure).collect())
     };
-    let figure = |i: usize| {
-        let (value, flagged) = match i {
-            4 => (h.max(), false),
-            _ => {
-                let q = QUANTILES[i];
-                let iv = |h: &LatencyHist| compare::quantile_interval(h, q, compare::Z99);
-                let flagged = against.and_then(iv).zip(iv(h)).is_some_and(|(x, y)| compare::disjoint(x, y));
-                (h.percentile(q), flagged)
+    let sides = [(Side::A, a, figures(a, None)), (Side::B, b, figures(b, a))];
+    // Each figure as wide as its wider side; those that fit, by need.
+    let widths: Vec<usize> = (0..FIGURES.len())
+        .map(|i| sides.iter().filter_map(|s| s.2.as_ref()).map(|f| panes::width(&f[i])).max().unwrap_or(0))
+        .collect();
+    let w = |i: usize| widths[i];
+    let mut shown = Vec::new();
+    // The letter, then a blank and a figure for each shown.
+    let mut used = 1;
+    for i in [0, 2, 4, 1, 3] {
+        if used + 1 + w(i) <= width {
+            used += 1 + w(i);
+            shown.push(i);
+        }
+    }
+    shown.sort_unstable();
+    sides.map(|(side, h, figures)| {
+        let letter = Span::styled(format!("{side:?} "), app.theme.side(side));
+        let text = match (h, figures) {
+            (None, _) => return Line::from(vec![letter, Span::styled("scanning…", app.theme.dim())]),
+            (Some(_), None) => "no matching events".to_owned(),
+            (Some(_), Some(f)) => {
+                let cells: Vec<String> = shown.iter().map(|&i| format!("{:<w$}", f[i], w = w(i))).collect();
+                cells.join(" ").trim_end().to_owned()
             }
         };
-        format!("{} {}{}", FIGURES[i], units::duration(value, TERM), if flagged { "*" } else { "" })
-    };
-    let mut shown = Vec::new();
-    let mut used = 2;
-    for i in [0, 2, 4, 1, 3] {
-        let text = figure(i);
-        let w = panes::width(&text);
-        if used + w + 1 > width + 1 {
-            continue;
-        }
-        used += w + 1;
-        shown.push((i, text));
-    }
-    shown.sort();
-    let text = shown.into_iter().map(|(_, t)| t).collect::<Vec<_>>().join(" ");
-    Line::from(vec![letter, Span::raw(text)])
+        Line::from(vec![letter, Span::raw(text)])
+    })
 }
 
 /// The two distributions in one row per group of log2 buckets (the groups of [`bars`], over
