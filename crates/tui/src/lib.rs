@@ -10,6 +10,8 @@
 //!   (`panes`: the spectrogram's view, the filter bar, the breakdown, the event list) with
 //!   the replay (`replay`), the capture (`capture`) and the layout (`layout`, a pure function
 //!   of the terminal size).
+//! - `compare`: side A of a comparison (two captures, or two filters of one), asked every
+//!   question side B (the rest of the app) is asked, and what the panes draw from the pair.
 //! - `ui`: a frame drawn from `&App`, each pane by its own `render`; `theme` has the colours.
 //! - `keys`: one table of key bindings, read for every key press and printed by `?`.
 //! - `worker`: the threads that answer the view's question (`worker/query.rs`, through

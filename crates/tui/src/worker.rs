@@ -10,6 +10,10 @@
 //! skips decoding. It keeps its last answer's totals ([`query::Kept`]): the same question of a
 //! capture that has grown since scans only the new chunks.
 //!
+//! Side A of a comparison has a query thread of its own ([`Worker::ask_other`]): its own
+//! capture, column cache and kept totals, and its own cancel token, so neither side's question
+//! cancels the other's.
+//!
 //! Rows have a thread of their own, so a page of the list never waits behind a scan: it too
 //! takes only the newest request waiting. So do the lookups of what an event is linked to
 //! (`links.rs`: a syscall's block requests, a block request's syscall), which may read several
