@@ -414,3 +414,33 @@ fn the_viewer_scans_crafted_files_in_little_memory() {
         }
     }
 }
+
+/// `iocap view a.cap B`: a second word that names something is a capture to compare, and what is
+/// not one (missing, a device, a FIFO, a directory) is one line and exit 1 before the terminal is
+/// taken, without blocking on the FIFO; a filter word is still a filter.
+#[test]
+fn a_second_capture_that_is_not_one_is_said_before_the_viewer_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/dd-buffered.cap");
+    let fifo = dir.path().join("fifo.cap");
+    let made = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(made.as_ptr(), 0o600) }, 0);
+    let missing = dir.path().join("missing.cap");
+    let a = a.to_str().unwrap();
+    for (b, says) in [
+        (missing.to_str().unwrap(), "No such file"),
+        ("/dev/null", "it is a device"),
+        (fifo.to_str().unwrap(), "it is a FIFO"),
+        (dir.path().to_str().unwrap(), "it is a directory"),
+    ] {
+        let (code, out, err) = crate::util::run(&["view", a, b]);
+        assert_eq!(code, 1, "view {a} {b}: {err}");
+        assert!(out.is_empty(), "{out}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(b) && err.contains(says), "view {a} {b}: {err}");
+    }
+    // A filter after one capture is a filter: the viewer then wants a terminal.
+    let (code, _, err) = crate::util::run(&["view", a, "proc.name=dd"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("view needs a terminal"), "{err}");
+}

@@ -38,7 +38,7 @@ use crate::history::History;
 use crate::layout::{Layout, Orientation, Pane, Sides};
 use crate::panes::breakdown::{Breakdown, Regrouped};
 use crate::panes::events::{List, Listed, Sort};
-use crate::panes::filter_bar::{joined, FilterBar, Filtered};
+use crate::panes::filter_bar::{FilterBar, Filtered};
 use crate::panes::spectrogram::grid::Grid;
 use crate::panes::spectrogram::{Moved, View};
 use crate::replay::{Replay, Step};
@@ -379,6 +379,10 @@ impl App {
                     Filtered::Applied => {
                         if matches!(action, Action::Undo) {
                             self.note = Some("filter change undone".into());
+                            // A region or row that narrowed both sides is undone on both.
+                            if let Some(c) = &mut self.compare {
+                                c.undone(self.filter.undo.len());
+                            }
                         }
                         self.ask(fx);
                     }
@@ -454,11 +458,14 @@ impl App {
                 self.note = Some("comparison ended".into());
                 self.compare = None;
             }
-            Some(c) => match c.pinned.take() {
-                Some(_) => self.note = Some("A follows the filter bar again".into()),
+            Some(c) => match c.pinned {
+                Some(_) => {
+                    self.note = Some("A follows the filter bar again".into());
+                    c.pin(None);
+                }
                 None => {
                     self.note = Some(format!("A pinned: {}; the filter bar is B's", shown(&applied)));
-                    c.pinned = Some(applied);
+                    c.pin(Some(applied));
                 }
             },
         }
@@ -551,11 +558,12 @@ impl App {
                 return;
             }
         };
+        let depth = self.filter.undo.len();
         match self.filter.narrow(&clause, &self.cap.reader) {
             Ok(()) => {
                 // Side A's own filter is narrowed alike: a region or a row acts on both sides.
-                if let Some(pinned) = self.compare.as_mut().and_then(|c| c.pinned.as_mut()) {
-                    *pinned = joined(pinned, &clause);
+                if let Some(c) = &mut self.compare {
+                    c.narrow(&clause, depth);
                 }
                 self.ask(fx);
             }

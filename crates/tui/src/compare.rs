@@ -23,6 +23,7 @@ use iocap_filter::{Compiled, FilterError};
 use iocap_format::Reader;
 
 use crate::capture::Capture;
+use crate::panes::filter_bar::joined;
 use crate::panes::spectrogram::grid::Grid;
 use crate::worker::query::{Answer, GroupRow, Query};
 
@@ -58,6 +59,9 @@ pub struct Compare {
     pub offset: i64,
     /// A's own filter; `None`: the filter bar's, as B's.
     pub pinned: Option<String>,
+    /// What A's own filter was before each region or row narrowed both sides, with the depth of
+    /// the filter bar's undo stack then: undoing the bar's narrowing undoes A's.
+    undo: Vec<(usize, String)>,
     /// The filter text A's compiled filter is of.
     compiled_for: Option<String>,
     /// A's filter, compiled against A's capture with `evt.time` aligned to B's.
@@ -104,6 +108,7 @@ impl Compare {
             align,
             offset,
             pinned,
+            undo: Vec::new(),
             compiled_for: None,
             compiled: None,
             answer: None,
@@ -131,6 +136,29 @@ impl Compare {
     /// B's time for A's time `ts`.
     fn b_time(&self, ts: u64) -> u64 {
         u64::try_from((i128::from(ts) - i128::from(self.offset)).max(0)).unwrap_or(u64::MAX)
+    }
+
+    /// Give A its own filter, or (`None`) let it follow the filter bar's.
+    pub fn pin(&mut self, filter: Option<String>) {
+        self.pinned = filter;
+        self.undo.clear();
+    }
+
+    /// A region or a breakdown row narrowed the filter bar's filter by `clause`, its undo stack
+    /// `depth` deep before: A's own filter, when it has one, is narrowed alike.
+    pub fn narrow(&mut self, clause: &str, depth: usize) {
+        if let Some(pinned) = &mut self.pinned {
+            let narrowed = joined(pinned, clause);
+            self.undo.push((depth, std::mem::replace(pinned, narrowed)));
+        }
+    }
+
+    /// The filter bar undid a change, its undo stack `depth` deep now: when that change was a
+    /// narrowing of both sides, A's filter is what it was before it too.
+    pub fn undone(&mut self, depth: usize) {
+        if self.undo.last().is_some_and(|&(d, _)| d == depth) {
+            self.pinned = self.undo.pop().map(|(_, f)| f);
+        }
     }
 
     /// A's filter text, the bar's being `bar`.

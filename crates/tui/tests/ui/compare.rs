@@ -207,7 +207,7 @@ fn p_pins_the_filter_as_a_and_the_bar_edits_b() {
         breakdown_rows(&app),
         [["fio", "0", "300", "+300"], ["postgres", "200", "0", "-200"]]
     );
-    // A brushed region narrows both sides: the slowest latency column of the plot onward.
+    // A brushed region narrows both sides: the first two rows, at every latency.
     press(&mut app, KeyCode::Char('v'));
     for _ in 0..app.layout.lat_cells {
         press(&mut app, KeyCode::Right);
@@ -231,6 +231,12 @@ fn p_pins_the_filter_as_a_and_the_bar_edits_b() {
     let a = app.compare_answer().unwrap();
     assert_eq!(a.hist.count(), alone(&pinned));
     assert_eq!(app.hist().unwrap().count(), alone(&app.filter.applied));
+    // Undo takes the region back from both sides.
+    press(&mut app, KeyCode::Char('u'));
+    assert_eq!(app.filter.applied, "proc.name=fio");
+    let c = app.compare.as_ref().unwrap();
+    assert_eq!(c.pinned.as_deref(), Some("proc.name=postgres"));
+    assert_eq!(app.compare_answer().unwrap().hist.count(), PG);
     // p again ends the comparison, the bar's filter in force.
     press(&mut app, KeyCode::Char('p'));
     assert!(app.compare.is_none());
