@@ -21,6 +21,7 @@ mod output;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
 mod record;
 mod report;
+mod sides;
 mod signals;
 mod spectrogram;
 #[cfg(unix)]
