@@ -18,12 +18,12 @@ fn bucket_top(m: u32, s: u64) -> u64 {
 }
 
 /// Ten latencies of the 16–32 µs octave: 17407, 18431, …, 26623 ns.
-fn base(j: u64) -> u64 {
+pub(crate) fn base(j: u64) -> u64 {
     bucket_top(14, j)
 }
 
 /// The same ten, one octave up (34815, …, 53247 ns): `db`'s latency after the injected shift.
-fn shifted(j: u64) -> u64 {
+pub(crate) fn shifted(j: u64) -> u64 {
     bucket_top(15, j)
 }
 
@@ -54,7 +54,7 @@ fn capture(dir: &Path, name: &str, shift: bool) -> PathBuf {
 
 /// `iocap` run in `dir` (so the captures' names in its output do not hold the temporary path);
 /// its stdout, which it must exit 0 with.
-fn ok_in(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn ok_in(dir: &Path, args: &[&str]) -> String {
     let out = iocap().current_dir(dir).args(args).output().unwrap();
     assert!(
         out.status.success(),
@@ -64,7 +64,7 @@ fn ok_in(dir: &Path, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-fn json_in(dir: &Path, args: &[&str]) -> serde_json::Value {
+pub(crate) fn json_in(dir: &Path, args: &[&str]) -> serde_json::Value {
     let out = ok_in(dir, args);
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("iocap {args:?}: not JSON: {e}\n{out}"))
 }
