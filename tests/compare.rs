@@ -272,6 +272,16 @@ fn one_capture_two_filters() {
     );
     assert_eq!(v["a"]["filter"], "(latency>20us) and (proc.name=app)");
     assert_eq!(fig(&v["overall"], "count"), (350, 850, true));
+    // From standard input: read once, for both sides.
+    let out = iocap()
+        .current_dir(dir.path())
+        .args(["compare", "-", "--a", "proc.name=app", "--b", "proc.name=db", "--json"])
+        .stdin(std::fs::File::open(dir.path().join("after.cap")).unwrap())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(fig(&v["overall"], "count"), (500, 500, false));
 }
 
 #[test]

@@ -300,3 +300,26 @@ fn a_comparison_is_only_drawn() {
         assert!(!dir.path().join("out").exists(), "{args:?}: nothing written");
     }
 }
+
+/// An event that starts at the capture's very end is a column of its own on the time axis: it
+/// was left out of the heatmap, and its side's cells fell one short of its count.
+#[test]
+fn an_event_at_the_capture_end_is_drawn() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("end.cap");
+    let mut w = iocap_testkit::create(&path, &iocap_testkit::meta(START), 128, 1);
+    let app = add_proc(&mut w, 100, 1, b"app");
+    for ts in [START, START + 1_000_000_000] {
+        let e = Event {
+            proc: app,
+            ..Event::syscall(ts, 20_000, 100, 100, 0, 0)
+        };
+        w.push(&e).unwrap();
+    }
+    w.finish(START + 1_000_000_000).unwrap();
+    let svg = ok_in(dir.path(), &["export", "end.cap", "--format", "svg", "-o", "-"]);
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let drawn = cells(&doc, "cells");
+    assert_eq!(drawn.iter().map(|c| c.count).sum::<u64>(), 2, "{drawn:?}");
+    assert!(drawn.iter().all(|c| c.x < 80.0 + 800.0), "inside the plot: {drawn:?}");
+}
