@@ -18,12 +18,12 @@ fn bucket_top(m: u32, s: u64) -> u64 {
 }
 
 /// Ten latencies of the 16–32 µs octave: 17407, 18431, …, 26623 ns.
-fn base(j: u64) -> u64 {
+pub(crate) fn base(j: u64) -> u64 {
     bucket_top(14, j)
 }
 
 /// The same ten, one octave up (34815, …, 53247 ns): `db`'s latency after the injected shift.
-fn shifted(j: u64) -> u64 {
+pub(crate) fn shifted(j: u64) -> u64 {
     bucket_top(15, j)
 }
 
@@ -54,7 +54,7 @@ fn capture(dir: &Path, name: &str, shift: bool) -> PathBuf {
 
 /// `iocap` run in `dir` (so the captures' names in its output do not hold the temporary path);
 /// its stdout, which it must exit 0 with.
-fn ok_in(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn ok_in(dir: &Path, args: &[&str]) -> String {
     let out = iocap().current_dir(dir).args(args).output().unwrap();
     assert!(
         out.status.success(),
@@ -64,7 +64,7 @@ fn ok_in(dir: &Path, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-fn json_in(dir: &Path, args: &[&str]) -> serde_json::Value {
+pub(crate) fn json_in(dir: &Path, args: &[&str]) -> serde_json::Value {
     let out = ok_in(dir, args);
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("iocap {args:?}: not JSON: {e}\n{out}"))
 }
@@ -272,6 +272,16 @@ fn one_capture_two_filters() {
     );
     assert_eq!(v["a"]["filter"], "(latency>20us) and (proc.name=app)");
     assert_eq!(fig(&v["overall"], "count"), (350, 850, true));
+    // From standard input: read once, for both sides.
+    let out = iocap()
+        .current_dir(dir.path())
+        .args(["compare", "-", "--a", "proc.name=app", "--b", "proc.name=db", "--json"])
+        .stdin(std::fs::File::open(dir.path().join("after.cap")).unwrap())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(fig(&v["overall"], "count"), (500, 500, false));
 }
 
 #[test]

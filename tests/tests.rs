@@ -5,6 +5,7 @@ mod util;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
 mod cause;
 mod compare;
+mod compare_svg;
 mod filter;
 mod hostile;
 mod info;

@@ -17,7 +17,8 @@ use iocap_format::{escape::escape, log2_bucket_range};
 use serde_json::json;
 
 use crate::report::{self, Tally};
-use crate::{input, text, UsageError};
+use crate::sides::{self, Sides};
+use crate::{input, text};
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -31,12 +32,8 @@ pub struct Args {
     b: Option<PathBuf>,
     /// Filter for both sides, as words after the two captures.
     filter: Vec<String>,
-    /// Filter of side A only (and-ed with the filter words).
-    #[arg(long = "a", value_name = "FILTER")]
-    filter_a: Option<String>,
-    /// Filter of side B only (and-ed with the filter words).
-    #[arg(long = "b", value_name = "FILTER")]
-    filter_b: Option<String>,
+    #[command(flatten)]
+    own: sides::SideFilters,
     /// Split each side by this field and compare the top groups.
     #[arg(long, value_name = "FIELD")]
     by: Option<String>,
@@ -59,36 +56,31 @@ struct Side {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    if args.b.is_none() && args.filter_a.is_none() && args.filter_b.is_none() {
-        return Err(
-            UsageError("compare needs two captures, or one capture with --a FILTER and/or --b FILTER".into()).into(),
-        );
-    }
     let by = args.by.as_deref().map(input::field_arg).transpose()?;
-    let shared = args.filter.join(" ");
-    let open = |file: &PathBuf, own: &Option<String>| {
-        let capture = input::Capture {
-            file: file.clone(),
-            save: None,
-        };
-        input::open(&capture, &[both(&shared, own.as_deref().unwrap_or(""))], true)
+    let a_capture = input::Capture {
+        file: args.a.clone(),
+        save: None,
     };
-    // Both opened before either is scanned: a bad filter or file on side B is said at once.
-    let b_capture = args.b.as_ref().unwrap_or(&args.a);
-    let (a_in, b_in) = (open(&args.a, &args.filter_a)?, open(b_capture, &args.filter_b)?);
-    let side = |capture: &PathBuf, input: input::Input| -> anyhow::Result<Side> {
-        let tally = report::tally(&input, by)?;
-        let (start, stop) = capture_span(&input.reader);
+    let sides = Sides {
+        a: &a_capture,
+        b: args.b.as_deref(),
+        words: &args.filter,
+        own: &args.own,
+    };
+    let [a, b] = sides.open("compare")?;
+    let side = |s: sides::Side| -> anyhow::Result<Side> {
+        let tally = report::tally(&s.input, by)?;
+        let (start, stop) = capture_span(&s.input.reader);
         Ok(Side {
-            capture: capture.clone(),
-            drops: input.reader.drops(),
+            capture: s.capture,
+            drops: s.input.reader.drops(),
             span_ns: stop - start,
-            filter: input.src,
+            filter: s.input.src,
             tally,
         })
     };
-    let a = side(&args.a, a_in)?;
-    let b = side(b_capture, b_in)?;
+    let a = side(a)?;
+    let b = side(b)?;
     let cmp = Comparison {
         overall: metrics(&a.tally.hist, a.span_ns, &b.tally.hist, b.span_ns),
         groups: by.map(|f| groups(f.name, &a, &b, args.top)),
@@ -103,15 +95,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         cmp.write_text(&mut out)?;
     }
     Ok(())
-}
-
-/// The filter words of both sides and-ed with one side's own filter.
-fn both(shared: &str, own: &str) -> String {
-    match (shared.trim().is_empty(), own.trim().is_empty()) {
-        (true, _) => own.to_string(),
-        (false, true) => shared.to_string(),
-        (false, false) => format!("({shared}) and ({own})"),
-    }
 }
 
 /// How a figure is printed.

@@ -1,26 +1,30 @@
-//! `iocap export`: the matching events as CSV or JSON lines with every field, or a latency
-//! heatmap (time × latency, as Brendan Gregg's) as an SVG picture for a ticket.
+//! `iocap export`: the matching events as CSV or JSON lines with every field, or as an SVG
+//! picture for a ticket: a latency heatmap (time × latency, as Brendan Gregg's), or two sides
+//! compared, given as `iocap compare` takes them ([`crate::sides`]): their heatmaps on the same
+//! axes and colour scale and their distributions overlaid ([`svg`] draws both).
 //!
 //! The output is a new file (mode 0600) put in place only when it is whole ([`crate::output`]):
 //! a symlink planted at the target is replaced, never followed, and a failed or killed export
 //! leaves nothing behind. A character device or FIFO at the target is written to in place;
 //! `-o -` writes to stdout.
 
-use std::fmt::Write as _;
+mod svg;
+
 use std::io::{BufWriter, Write};
 use std::ops::ControlFlow;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use iocap_analysis::spectro::{column_range, shade, COLS, COLS_PER_DECADE};
+use iocap_analysis::spectro::{column, COLS};
 use iocap_analysis::units::{fmt_ns, parse_duration};
-use iocap_analysis::{scan, Spectrogram};
+use iocap_analysis::{scan, LatencyHist, Spectrogram};
 use iocap_filter::fields;
-use iocap_format::ColSet;
+use iocap_format::{Col, ColSet};
 
 use crate::events::{canonical_fields, event_json};
 use crate::input::{self, Input};
 use crate::output::{self, Existing};
+use crate::sides::{self, SideFilters, Sides};
 use crate::UsageError;
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,11 +35,20 @@ pub enum Format {
 }
 
 #[derive(clap::Args, Debug)]
+#[command(after_help = "\
+A heatmap:                       iocap export trace.cap evt.type=fsync --format svg -o heat.svg
+Two captures compared (SVG):     iocap export before.cap after.cap evt.type=fsync --format svg -o cmp.svg
+One capture, two filters (SVG):  iocap export trace.cap --a proc.name=pg --b proc.name=mysqld --format svg -o cmp.svg
+The second word is capture B when it names an existing file, else the first filter word.")]
 pub struct Args {
     #[command(flatten)]
     capture: input::Capture,
-    /// Filter, as words joined by spaces: `evt.type=fsync`.
+    /// Filter, as words joined by spaces: `evt.type=fsync`. With --format svg, a first word that
+    /// names an existing file is capture B, compared with the first.
     filter: Vec<String>,
+    /// SVG: compare two filters of one capture (or narrow the sides of two).
+    #[command(flatten)]
+    own: SideFilters,
     /// What to write.
     #[arg(long, value_enum)]
     format: Format,
@@ -47,6 +60,48 @@ pub struct Args {
     interval: Option<String>,
 }
 
+/// What an export writes, its captures opened.
+// One lives for the whole export: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
+enum Export {
+    /// The events, or their heatmap.
+    One(Input),
+    /// Two sides compared, in SVG.
+    Two([sides::Side; 2]),
+}
+
+impl Export {
+    /// Open what `args` names. The second word is capture B when it names an existing file
+    /// (not a directory): a filter word does not, and `iocap export x.cap proc.name=dd` keeps
+    /// its meaning. A comparison is only drawn: with CSV or JSON lines it is a usage error.
+    fn open(args: &Args) -> anyhow::Result<Export> {
+        let b = args.filter.first().map(Path::new).filter(|p| p.is_file());
+        if b.is_none() && args.own.is_empty() {
+            return Ok(Export::One(input::open(&args.capture, &args.filter, true)?));
+        }
+        if args.format != Format::Svg {
+            let why = match b {
+                Some(b) => format!(
+                    "`{}` names a file, a second capture",
+                    iocap_format::escape::escape(b.as_os_str().as_encoded_bytes())
+                ),
+                None => "--a and --b compare two sides".to_string(),
+            };
+            return Err(UsageError(format!(
+                "{why}: a comparison is drawn only with --format svg (export the events of one side at a time)"
+            ))
+            .into());
+        }
+        let sides = Sides {
+            a: &args.capture,
+            b,
+            words: &args.filter[usize::from(b.is_some())..],
+            own: &args.own,
+        };
+        Ok(Export::Two(sides.open("export")?))
+    }
+}
+
 pub fn run(args: Args) -> anyhow::Result<()> {
     let interval = args
         .interval
@@ -54,13 +109,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .map(parse_duration)
         .transpose()
         .map_err(|e| UsageError(format!("--interval: {e}")))?;
-    let input = input::open(&args.capture, &args.filter, true)?;
-    let title = args.capture.short_name();
+    let export = Export::open(&args)?;
     let write = |out: &mut dyn Write| -> anyhow::Result<()> {
-        match args.format {
-            Format::Csv => write_csv(out, &input),
-            Format::Jsonl => write_jsonl(out, &input),
-            Format::Svg => write_svg(out, &input, interval, &title),
+        match (&export, args.format) {
+            (Export::One(input), Format::Csv) => write_csv(out, input),
+            (Export::One(input), Format::Jsonl) => write_jsonl(out, input),
+            (Export::One(input), Format::Svg) => write_svg(out, input, interval, &args.capture.short_name()),
+            (Export::Two(sides), _) => write_comparison(out, sides, interval),
         }
     };
     if args.output.as_os_str() == "-" {
@@ -171,24 +226,6 @@ fn write_csv(out: &mut dyn Write, input: &Input) -> anyhow::Result<()> {
     })
 }
 
-/// Text for an SVG text node or attribute.
-fn xml(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&apos;"),
-            // XML 1.0 forbids most control characters even as references.
-            c if c.is_control() => o.push('\u{fffd}'),
-            c => o.push(c),
-        }
-    }
-    o
-}
-
 /// 1, 2 or 5 times a power of ten, at least `x`.
 fn nice(x: u64) -> u64 {
     let mut p = 1u64;
@@ -206,33 +243,10 @@ fn nice(x: u64) -> u64 {
     }
 }
 
-/// Heatmap colour of a shade level (1..levels-1): light yellow through orange to dark red.
-fn heat(level: usize, levels: usize) -> String {
-    const STOPS: [(f64, f64, f64); 4] = [
-        (255.0, 237.0, 160.0),
-        (254.0, 178.0, 76.0),
-        (240.0, 59.0, 32.0),
-        (128.0, 0.0, 38.0),
-    ];
-    let t = if levels > 2 {
-        (level - 1) as f64 / (levels - 2) as f64
-    } else {
-        1.0
-    };
-    let x = t * (STOPS.len() - 1) as f64;
-    let i = (x.floor() as usize).min(STOPS.len() - 2);
-    let f = x - i as f64;
-    let (a, b) = (STOPS[i], STOPS[i + 1]);
-    let mix = |p: f64, q: f64| (p + (q - p) * f).round() as u8;
-    format!("#{:02x}{:02x}{:02x}", mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
-}
-
-const LEVELS: usize = 9;
-
-fn write_svg(out: &mut dyn Write, input: &Input, interval: Option<u64>, file: &str) -> anyhow::Result<()> {
-    let r = &input.reader;
-    let (start, end) = scan::capture_span(r);
-    let span = (end - start).max(1);
+/// The time columns of a heatmap over `span` ns: `interval` ns each (by default the span in at
+/// most 400, of a whole ms at least), as (interval, columns); too many is a usage error.
+fn time_columns(span: u64, interval: Option<u64>) -> anyhow::Result<(u64, u64)> {
+    let span = span.max(1);
     let interval = interval.unwrap_or_else(|| nice(span.div_ceil(400)).max(1_000_000));
     let cols = span.div_ceil(interval).max(1);
     if cols > 5_000 {
@@ -242,172 +256,80 @@ fn write_svg(out: &mut dyn Write, input: &Input, interval: Option<u64>, file: &s
         ))
         .into());
     }
+    Ok((interval, cols))
+}
+
+fn write_svg(out: &mut dyn Write, input: &Input, interval: Option<u64>, file: &str) -> anyhow::Result<()> {
+    let (start, end) = scan::capture_span(&input.reader);
+    let (interval, cols) = time_columns(end - start, interval)?;
     let (sp, stats) = crate::spectrogram::bin(input, start, end, interval)?;
-    let svg = render_svg(&sp, cols, file, &input.src, stats.matched);
+    let svg = svg::render_heatmap(&sp, cols, file, &input.src, stats.matched);
     out.write_all(svg.as_bytes())?;
     Ok(())
 }
 
-/// The heatmap as an SVG document: time → right, latency ↑ (log scale, ten rows per decade).
-pub fn render_svg(sp: &Spectrogram, cols: u64, file: &str, filter: &str, matched: u64) -> String {
-    // Latency rows shown: whole decades around the non-empty cells (at least 1us..1ms).
-    let used: Vec<usize> = (0..COLS).filter(|&c| sp.rows().any(|(_, r)| r[c] > 0)).collect();
-    let lo_dec = used.first().map_or(3, |&c| c / COLS_PER_DECADE).min(3);
-    let hi_dec = used
-        .last()
-        .map_or(6, |&c| c / COLS_PER_DECADE + 1)
-        .clamp(6, COLS / COLS_PER_DECADE);
-    let (row0, nrows) = (lo_dec * COLS_PER_DECADE, (hi_dec - lo_dec) * COLS_PER_DECADE);
-    let (left, top, plot_w, cell_h) = (80.0, 60.0, 800.0, 5.0);
-    let plot_h = nrows as f64 * cell_h;
-    let cell_w = plot_w / cols as f64;
-    let (width, height) = (left + plot_w + 150.0, top + plot_h + 60.0);
-    let max = sp.max_cell();
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let heading = if filter.is_empty() {
-        format!("Latency heatmap: {file}")
-    } else {
-        format!("Latency heatmap: {file} ({filter})")
-    };
-    let _ = writeln!(
-        s,
-        r#"<text x="{left}" y="24" font-size="16" font-weight="bold">{}</text>"#,
-        xml(&heading)
-    );
-    let _ = writeln!(
-        s,
-        r##"<text x="{left}" y="44" fill="#555">{matched} events; columns of {}; ten rows per decade of latency</text>"##,
-        fmt_ns(sp.interval())
-    );
-    let _ = writeln!(
-        s,
-        r##"<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="#f8f8f8" stroke="#888"/>"##
-    );
-    // Cells: only the non-empty ones, each with its hover title.
-    let _ = writeln!(s, r#"<g id="cells" shape-rendering="crispEdges">"#);
-    for (row, counts) in sp.rows() {
-        if row >= cols {
-            continue;
-        }
-        let x = left + row as f64 * cell_w;
-        let t0 = (row * sp.interval()) as f64 / 1e9;
-        let t1 = t0 + sp.interval() as f64 / 1e9;
-        for (c, &n) in counts.iter().enumerate().skip(row0).take(nrows) {
-            if n == 0 {
-                continue;
-            }
-            let y = top + plot_h - (c - row0 + 1) as f64 * cell_h;
-            let (l0, l1) = column_range(c);
-            let _ = writeln!(
-                s,
-                r#"<rect x="{x:.2}" y="{y:.2}" width="{cell_w:.2}" height="{cell_h}" fill="{}"><title>{t0:.3}s – {t1:.3}s, {} – {}: {n} events</title></rect>"#,
-                heat(shade(n, max, LEVELS), LEVELS),
-                fmt_ns(l0),
-                fmt_ns(l1)
-            );
-        }
-    }
-    let _ = writeln!(s, "</g>");
-    // Y axis: a label and a grid line per decade.
-    let labels = [
-        "1ns", "10ns", "100ns", "1us", "10us", "100us", "1ms", "10ms", "100ms", "1s", "10s",
-    ];
-    for d in lo_dec..=hi_dec {
-        let y = top + plot_h - ((d - lo_dec) * COLS_PER_DECADE) as f64 * cell_h;
-        let _ = writeln!(
-            s,
-            r##"<line x1="{}" y1="{y}" x2="{}" y2="{y}" stroke="#ccc"/><text x="{}" y="{}" text-anchor="end">{}</text>"##,
-            left - 5.0,
-            left + plot_w,
-            left - 8.0,
-            y + 4.0,
-            labels[d.min(labels.len() - 1)]
-        );
-    }
-    let _ = writeln!(
-        s,
-        r#"<text transform="translate(18 {}) rotate(-90)" text-anchor="middle">latency</text>"#,
-        top + plot_h / 2.0
-    );
-    // X axis: about eight ticks at round times.
-    let span_s = (cols * sp.interval()) as f64 / 1e9;
-    let step = nice_f(span_s / 8.0);
-    let mut t = 0.0;
-    while t <= span_s + 1e-9 {
-        let x = left + t / span_s * plot_w;
-        let _ = writeln!(
-            s,
-            r##"<line x1="{x:.2}" y1="{}" x2="{x:.2}" y2="{}" stroke="#888"/><text x="{x:.2}" y="{}" text-anchor="middle">{}</text>"##,
-            top + plot_h,
-            top + plot_h + 5.0,
-            top + plot_h + 18.0,
-            fmt_secs(t)
-        );
-        t += step;
-    }
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="{}" text-anchor="middle">time since the capture started (s)</text>"#,
-        left + plot_w / 2.0,
-        top + plot_h + 40.0
-    );
-    // Legend: one swatch per shade level with the counts it stands for.
-    let lx = left + plot_w + 20.0;
-    let _ = writeln!(
-        s,
-        r#"<g id="legend"><text x="{lx}" y="{}">events per cell</text>"#,
-        top + 10.0
-    );
-    let mut from = 1u64;
-    let mut drawn = 0;
-    for level in 1..LEVELS {
-        let upto = (from..=max.max(1))
-            .take_while(|&n| shade(n, max, LEVELS) <= level)
-            .last();
-        let Some(upto) = upto else { continue };
-        // Levels no whole count maps to (small maxima) get no swatch, and leave no gap.
-        let y = top + 20.0 + drawn as f64 * 18.0;
-        drawn += 1;
-        let range = if upto == from {
-            format!("{from}")
-        } else {
-            format!("{from}–{upto}")
-        };
-        let _ = writeln!(
-            s,
-            r##"<rect x="{lx}" y="{y}" width="14" height="14" fill="{}" stroke="#888"><title>{range} events</title></rect><text x="{}" y="{}">{range}</text>"##,
-            heat(level, LEVELS),
-            lx + 20.0,
-            y + 11.0
-        );
-        from = upto + 1;
-        if upto >= max {
-            break;
-        }
-    }
-    let _ = writeln!(s, "</g>");
-    s.push_str("</svg>\n");
-    s
+/// One side of a comparison, binned by one scan.
+struct Binned {
+    /// Its heatmap, from its capture's start.
+    sp: Spectrogram,
+    /// Its events per latency column of the heatmap, every one (one that began before the
+    /// capture's start is in no heatmap row).
+    dist: [u64; COLS],
+    hist: LatencyHist,
 }
 
-/// 1, 2 or 5 times a power of ten (seconds), at least `x`.
-fn nice_f(x: f64) -> f64 {
-    let x = if x.is_finite() && x > 0.0 { x } else { 1.0 };
-    let p = 10f64.powf(x.log10().floor());
-    [1.0, 2.0, 5.0, 10.0]
-        .into_iter()
-        .map(|m| m * p)
-        .find(|&v| v >= x * 0.999)
-        .unwrap_or(10.0 * p)
+impl Binned {
+    fn merge(&mut self, other: Binned) {
+        self.sp.merge(&other.sp);
+        self.hist.merge(&other.hist);
+        for (a, b) in self.dist.iter_mut().zip(other.dist) {
+            *a += b;
+        }
+    }
 }
 
-fn fmt_secs(t: f64) -> String {
-    let s = format!("{t:.3}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    format!("{s}s")
+/// Two sides compared: each binned from its own capture's start, in columns of one interval
+/// over the longer span, so the two heatmaps share their time axis.
+fn write_comparison(out: &mut dyn Write, sides: &[sides::Side; 2], interval: Option<u64>) -> anyhow::Result<()> {
+    let spans = sides.each_ref().map(|s| scan::capture_span(&s.input.reader));
+    let longest = spans.iter().map(|(start, end)| end - start).max().unwrap_or(0);
+    let (interval, cols) = time_columns(longest, interval)?;
+    let mut binned = Vec::with_capacity(2);
+    for (side, (start, end)) in sides.iter().zip(spans) {
+        let r = &side.input.reader;
+        let (b, _) = scan::scan(
+            r,
+            &side.input.filter,
+            ColSet::NONE.with(Col::Ts).with(Col::Latency),
+            input::threads(r),
+            || Binned {
+                sp: Spectrogram::covering(start, end, interval),
+                dist: [0; COLS],
+                hist: LatencyHist::new(),
+            },
+            |b: &mut Binned, c, bits| {
+                for i in bits.iter_ones() {
+                    b.sp.add(c.ts[i], c.latency[i]);
+                    b.dist[column(c.latency[i])] += 1;
+                    b.hist.add(c.latency[i]);
+                }
+            },
+            Binned::merge,
+        )?;
+        binned.push(b);
+    }
+    let pictured: Vec<svg::Side> = sides
+        .iter()
+        .zip(&binned)
+        .map(|(side, b)| svg::Side {
+            file: &side.name,
+            filter: &side.input.src,
+            sp: &b.sp,
+            dist: &b.dist,
+            hist: &b.hist,
+        })
+        .collect();
+    let svg = svg::render_comparison([&pictured[0], &pictured[1]], cols);
+    out.write_all(svg.as_bytes())?;
+    Ok(())
 }

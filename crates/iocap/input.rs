@@ -105,8 +105,7 @@ pub struct Input {
 /// Parse the filter words (a usage error, exit 2, when they do not parse), then open the
 /// capture (as [`Capture::open`] does) and compile the filter against it.
 pub fn open(capture: &Capture, words: &[String], whole: bool) -> anyhow::Result<Input> {
-    let src = words.join(" ");
-    let parsed = Filter::parse(&src).map_err(|e| UsageError(format!("bad filter: {}", e.render(&src))))?;
+    let (src, parsed) = parse(words)?;
     let opened = capture.open(whole)?;
     let filter = parsed.compile(opened.reader.meta(), opened.reader.tables());
     Ok(Input {
@@ -119,7 +118,31 @@ pub fn open(capture: &Capture, words: &[String], whole: bool) -> anyhow::Result<
     })
 }
 
+/// The filter words joined, and parsed (a usage error when they do not parse).
+fn parse(words: &[String]) -> anyhow::Result<(String, Filter)> {
+    let src = words.join(" ");
+    let parsed = Filter::parse(&src).map_err(|e| UsageError(format!("bad filter: {}", e.render(&src))))?;
+    Ok((src, parsed))
+}
+
 impl Input {
+    /// The same capture with another filter: its reader shared (a clone is a snapshot on the
+    /// same source), not opened again; a capture on standard input can only be read once.
+    /// Standard input's copy, if any, stays with `self`.
+    pub fn with_filter(&self, words: &[String]) -> anyhow::Result<Input> {
+        let (src, parsed) = parse(words)?;
+        let reader = self.reader.clone();
+        let filter = parsed.compile(reader.meta(), reader.tables());
+        Ok(Input {
+            reader,
+            filter,
+            parsed,
+            src,
+            #[cfg(unix)]
+            stream: None,
+        })
+    }
+
     /// After a scan in which the filter matched no `what` (`events`, `block requests`): when the
     /// capture holds a value near one the filter asked for, one line on stderr naming it
     /// (`no events match; did you mean proc.name=fio?`).

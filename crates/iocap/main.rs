@@ -21,6 +21,7 @@ mod output;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
 mod record;
 mod report;
+mod sides;
 mod signals;
 mod spectrogram;
 #[cfg(unix)]
@@ -65,7 +66,7 @@ enum Command {
     Iostat(iostat::Args),
     /// sysdig's latency spectrogram: one row per interval, ten columns per decade of latency.
     Spectrogram(spectrogram::Args),
-    /// Write the matching events as CSV or JSON lines, or a latency heatmap as SVG.
+    /// Write the matching events as CSV or JSON lines, or a latency heatmap (or two sides compared) as SVG.
     Export(export::Args),
     /// The terminal viewer: scrub a latency spectrogram, read histograms, narrow with filters.
     View(view::Args),
