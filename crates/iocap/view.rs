@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use iocap_format::{Liveness, Reader};
 
-use crate::{input, UsageError};
+use crate::{input, sides, UsageError};
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -35,7 +35,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // A second capture, compared with the first: a word after it that names something that
     // exists, or a `.cap` name (no filter word is either).
     let (b, words) = match args.filter.split_first() {
-        Some((first, rest)) if names_a_capture(first) => (Some(PathBuf::from(first)), rest),
+        Some((first, rest)) if sides::names_a_capture(first) => (Some(PathBuf::from(first)), rest),
         _ => (None, &args.filter[..]),
     };
     let filter = words.join(" ");
@@ -67,12 +67,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         filter,
     )
     .context("terminal")
-}
-
-/// Whether a word after the capture names a second one: it exists, or it is a `.cap` file's
-/// name with none of the filter language's operators (a missing file is then said as such).
-fn names_a_capture(word: &str) -> bool {
-    Path::new(word).exists() || (word.ends_with(".cap") && !word.contains(['=', '<', '>', '!', '(', ')', ' ']))
 }
 
 /// `filter` checked against the capture `r` reads: a bad one is a usage error, reported before
