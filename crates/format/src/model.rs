@@ -466,6 +466,21 @@ pub struct Meta {
 }
 
 impl Meta {
+    /// The capture's id: 16 hex digits of a hash (FNV-1a, 64 bits) of its host, boot-to-wall
+    /// offset and start, the same for every reader of the file and different for each recording
+    /// (each file of a rotation starts anew). What tells captures apart where several are read
+    /// together (`capture.id`, the Parquet export's column).
+    pub fn capture_id(&self) -> String {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let (wall, start) = (self.boot_to_wall_ns.to_le_bytes(), self.start_ts.to_le_bytes());
+        let bytes = self.host.as_bytes().iter().chain(&[0u8]).chain(&wall).chain(&start);
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        format!("{h:016x}")
+    }
+
     /// Where the recording goes on after the file at `path` ([`Meta::next_file`] in its
     /// directory), when that is a plain file name: a header naming another directory is not
     /// followed.
@@ -495,6 +510,42 @@ impl DropStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_capture_id_is_fixed_by_host_clock_and_start() {
+        let m = Meta {
+            host: "db1".into(),
+            boot_to_wall_ns: 1_700_000_000_000_000_000,
+            start_ts: 5_000_000_000,
+            ..Meta::default()
+        };
+        let id = m.capture_id();
+        assert_eq!(id.len(), 16);
+        assert!(id.bytes().all(|b| b.is_ascii_hexdigit()));
+        // Whatever else the header says; another host, boot or start is another capture.
+        let same = Meta {
+            kernel: "6.1".into(),
+            cpus: 8,
+            ..m.clone()
+        };
+        assert_eq!(same.capture_id(), id);
+        for other in [
+            Meta {
+                host: "db2".into(),
+                ..m.clone()
+            },
+            Meta {
+                boot_to_wall_ns: m.boot_to_wall_ns + 1,
+                ..m.clone()
+            },
+            Meta {
+                start_ts: m.start_ts + 1,
+                ..m.clone()
+            },
+        ] {
+            assert_ne!(other.capture_id(), id);
+        }
+    }
 
     #[test]
     fn the_next_file_is_a_plain_name_beside_this_one() {
