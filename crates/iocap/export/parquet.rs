@@ -61,8 +61,9 @@ fn always_present(id: FieldId) -> bool {
     )
 }
 
-/// The columns after the fields': the start as a timestamp, and the capture's.
-const EXTRA: [&str; 4] = ["ts", "host", "kernel", "capture_id"];
+/// The columns after the fields': the start as a timestamp, then the capture's host, kernel
+/// and id, then its span (ns from its start to its stop: what rates are over).
+const EXTRA: [&str; 5] = ["ts", "host", "kernel", "capture_id", "capture_ns"];
 
 /// The file's schema: the fields' columns, then [`EXTRA`].
 fn schema(keys: &[&'static FieldInfo]) -> anyhow::Result<TypePtr> {
@@ -89,13 +90,17 @@ fn schema(keys: &[&'static FieldInfo]) -> anyhow::Result<TypePtr> {
         .with_logical_type(Some(LogicalType::timestamp(true, TimeUnit::NANOS)))
         .build()?;
     cols.push(Arc::new(ts));
-    for name in &EXTRA[1..] {
+    for name in &EXTRA[1..4] {
         let col = Type::primitive_type_builder(name, PhysicalType::BYTE_ARRAY)
             .with_repetition(Repetition::REQUIRED)
             .with_logical_type(Some(LogicalType::String))
             .build()?;
         cols.push(Arc::new(col));
     }
+    let span = Type::primitive_type_builder("capture_ns", PhysicalType::INT64)
+        .with_repetition(Repetition::REQUIRED)
+        .build()?;
+    cols.push(Arc::new(span));
     Ok(Arc::new(
         Type::group_type_builder("iocap_event").with_fields(cols).build()?,
     ))
@@ -113,7 +118,7 @@ fn properties(keys: &[&'static FieldInfo]) -> anyhow::Result<WriterPropertiesPtr
         .iter()
         .filter(|f| f.ty == FieldType::Str)
         .map(|f| column_name(f))
-        .chain(EXTRA[1..].iter().map(|s| s.to_string()));
+        .chain(EXTRA[1..4].iter().map(|s| s.to_string()));
     for name in strings {
         b = b.set_column_dictionary_enabled(ColumnPath::from(name.clone()), true);
         // A string's min and max cost a comparison per value, more than the rest of its
@@ -210,12 +215,11 @@ pub fn write<W: Write + Send>(out: W, input: &Input) -> anyhow::Result<W> {
             rows: 0,
         }
     };
-    let capture = [
-        iocap_format::escape::escape(meta.host.as_bytes()),
-        iocap_format::escape::escape(meta.kernel.as_bytes()),
-        meta.capture_id(),
-    ]
-    .map(|s| ByteArray::from(Bytes::from(s.into_bytes())));
+    // The reader escaped the header's strings.
+    let capture = [meta.host.clone(), meta.kernel.clone(), meta.capture_id()]
+        .map(|s| ByteArray::from(Bytes::from(s.into_bytes())));
+    let (start, stop) = scan::capture_span(r);
+    let span = i64::try_from(stop - start).unwrap_or(i64::MAX);
     let mut cells = Cells::new(&keys, Flavor::Raw, meta, r.tables());
     let mut group = new_group();
     let mut batch = Batch::default();
@@ -234,11 +238,14 @@ pub fn write<W: Write + Send>(out: W, input: &Input) -> anyhow::Result<W> {
             let extra = &mut group.writers[keys.len()..];
             batch.timestamps(&cells, c, meta.boot_to_wall_ns);
             batch.write(&mut extra[0], false)?;
-            for (w, value) in extra[1..].iter_mut().zip(&capture) {
+            for (w, value) in extra[1..4].iter_mut().zip(&capture) {
                 batch.strings.clear();
                 batch.strings.resize(n, value.clone());
                 batch.write(w, false)?;
             }
+            batch.ints.clear();
+            batch.ints.resize(n, span);
+            batch.write(&mut extra[4], false)?;
             group.rows += n;
             if group.rows >= ROW_GROUP_ROWS {
                 flush(&mut file, std::mem::replace(&mut group, new_group()))?;
@@ -355,20 +362,25 @@ pub fn partition(dir: &Path, meta: &Meta) -> anyhow::Result<PathBuf> {
     Ok(parent.join(format!("part-{}.parquet", meta.capture_id())))
 }
 
-/// A host name as one path component a Hive reader takes: letters, digits, `-`, `_` and
-/// `.` as they are, every other byte (a `/`, `=`, a control byte, non-ASCII) as `%XX`, which
-/// Hive and the engines decode; at most 64 bytes of the name (a hostile header's could be
-/// longer than a file name may be), and a name of dots only (`..`) escaped whole.
+/// A host name (as the reader escaped it: no control bytes) as one path component that an
+/// engine reading the dataset with Hive partitioning decodes to the `host` column's value:
+/// letters, digits, `-`, `_` and `.` as they are and every other byte (a `/`, `=`, `%`, a
+/// backslash) as `%XX`, which the engines decode; at most 200 bytes (a hostile header's name
+/// could be longer than a file name may be: the column keeps it whole), a name of dots only
+/// (`..`) escaped whole, and an empty one (a synthetic capture's) `unknown`.
 fn path_part(host: &str) -> String {
-    let bytes = &host.as_bytes()[..host.len().min(64)];
-    let dots = bytes.iter().all(|&b| b == b'.');
+    let dots = host.bytes().all(|b| b == b'.');
     let mut out = String::new();
-    for &b in bytes {
-        if (b.is_ascii_alphanumeric() || b"-_.".contains(&b)) && !dots {
-            out.push(char::from(b));
+    for b in host.bytes() {
+        let part = if (b.is_ascii_alphanumeric() || b"-_.".contains(&b)) && !dots {
+            char::from(b).to_string()
         } else {
-            out.push_str(&format!("%{b:02X}"));
+            format!("%{b:02X}")
+        };
+        if out.len() + part.len() > 200 {
+            break;
         }
+        out.push_str(&part);
     }
     if out.is_empty() {
         out.push_str("unknown");
@@ -386,7 +398,10 @@ mod tests {
         assert_eq!(path_part("../etc"), "..%2Fetc");
         assert_eq!(path_part(".."), "%2E%2E");
         assert_eq!(path_part(""), "unknown");
-        assert_eq!(path_part("a=b\n\u{1b}"), "a%3Db%0A%1B");
-        assert_eq!(path_part(&"x".repeat(300)).len(), 64);
+        // The reader shows a line break as `\n`: its backslash is a byte like another.
+        assert_eq!(path_part("a=b\\n\u{e9}"), "a%3Db%5Cn%C3%A9");
+        assert_eq!(path_part("%"), "%25");
+        assert_eq!(path_part(&"x".repeat(300)).len(), 200);
+        assert_eq!(path_part(&"/".repeat(100)).len(), 198);
     }
 }
