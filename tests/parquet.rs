@@ -187,67 +187,12 @@ fn a_fleet_dataset_answers_the_documented_queries_as_iocap_does() {
 
     let results = fleet_sql(&python, &data);
     for (cap, (_, host)) in captures.iter().zip(hosts) {
-        // The host column, as the partition decodes, is the host as iocap shows it (escaped).
-        let shown = iocap_format::escape::escape(host.as_bytes());
-        let rows = |query: &str| -> Vec<&Vec<Value>> {
-            results[query]
-                .iter()
-                .filter(|r| r[0] == Value::from(shown.as_str()))
-                .collect()
-        };
-        let cap = cap.to_str().unwrap();
-        let report = json_of(&["report", cap, "--json", "--by", "evt.type"]);
-        let by_type: BTreeMap<String, u64> = report["groups"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|g| (g["key"].as_str().unwrap().to_string(), g["count"].as_u64().unwrap()))
-            .collect();
-        let sql: BTreeMap<String, u64> = rows("events_by_type")
-            .iter()
-            .map(|r| (r[1].as_str().unwrap().to_string(), r[2].as_u64().unwrap()))
-            .collect();
-        assert_eq!(sql, by_type, "{host}: events per type");
-        assert_eq!(by_type.len(), 5, "{by_type:?}");
-
-        // iocap's percentile is its bucket's upper bound: never below the exact value,
-        // at most 1/16 of an octave (6.25 %) above.
-        let syscalls = rows("latency_by_host_and_syscall");
-        assert_eq!(syscalls.len(), 4, "{syscalls:?}");
-        for r in syscalls {
-            let ty = r[1].as_str().unwrap();
-            let report = json_of(&["report", cap, &format!("evt.type={ty}"), "--json"]);
-            for (col, key) in [(3, "p50"), (4, "p99"), (5, "max")] {
-                let exact = r[col].as_u64().unwrap() as f64;
-                let iocap = report["latency_ns"][key]
-                    .as_u64()
-                    .unwrap_or_else(|| panic!("{key} in {report}")) as f64;
-                assert!(
-                    iocap >= exact && iocap <= exact * 1.0625,
-                    "{host} {ty} {key}: iocap {iocap}, exact {exact}"
-                );
-            }
-        }
-
-        let heat: u64 = rows("latency_heatmap").iter().map(|r| r[3].as_u64().unwrap()).sum();
-        assert_eq!(
-            heat,
-            report["matched"].as_u64().unwrap(),
-            "{host}: the heatmap holds every event"
-        );
-
-        let iostat = json_of(&["iostat", cap, "--json"]);
-        let disk = &iostat["devices"][0];
-        let sql = rows("iostat");
-        assert_eq!(sql.len(), 1, "{sql:?}");
-        for (col, key) in [(3, "r_per_s"), (4, "w_per_s"), (5, "r_await_ms"), (6, "w_await_ms")] {
-            let (a, b) = (sql[0][col].as_f64().unwrap(), disk[key].as_f64().unwrap());
-            assert!(
-                (a - b).abs() <= 1e-9 * b.abs().max(1.0),
-                "{host} {key}: SQL {a}, iocap {b}"
-            );
-        }
+        agrees_with_iocap(&results, cap, host);
     }
+    // Five types on each host, four of them syscalls, one disk.
+    assert_eq!(results["events_by_type"].len(), 15);
+    assert_eq!(results["latency_by_host_and_syscall"].len(), 12);
+    assert_eq!(results["iostat"].len(), 3);
     // The slowest files, fleet-wide: each host's files are its own, and the worst of them
     // is first.
     let slow = &results["slowest_files"];
@@ -299,6 +244,124 @@ fn exporting_a_capture_again_replaces_its_file_and_a_plain_file_stays_a_file() {
     assert!(piped.status.success());
     assert_eq!(piped.stdout, std::fs::read(&file).unwrap());
     assert_eq!(&piped.stdout[..4], b"PAR1");
+}
+
+/// What DuckDB answered of `host`'s capture `cap` is what iocap says of it: events per type
+/// exactly, each syscall's p50, p99 and max within iocap's bucket error, every event in the
+/// heatmap, and each disk's iostat figures.
+fn agrees_with_iocap(results: &BTreeMap<String, Vec<Vec<Value>>>, cap: &Path, host: &str) {
+    // The host column, as the partition decodes, is the host as iocap shows it (escaped).
+    let shown = iocap_format::escape::escape(host.as_bytes());
+    let rows = |query: &str| -> Vec<&Vec<Value>> {
+        results[query]
+            .iter()
+            .filter(|r| r[0] == Value::from(shown.as_str()))
+            .collect()
+    };
+    let cap = cap.to_str().unwrap();
+    let report = json_of(&["report", cap, "--json", "--by", "evt.type", "--top", "100000"]);
+    let by_type: BTreeMap<String, u64> = report["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["key"].as_str().unwrap().to_string(), g["count"].as_u64().unwrap()))
+        .collect();
+    let sql: BTreeMap<String, u64> = rows("events_by_type")
+        .iter()
+        .map(|r| (r[1].as_str().unwrap().to_string(), r[2].as_u64().unwrap()))
+        .collect();
+    assert_eq!(sql, by_type, "{host}: events per type");
+    assert!(!by_type.is_empty());
+
+    // iocap's percentile is its bucket's upper bound: never below the exact value,
+    // at most 1/16 of an octave (6.25 %) above.
+    let syscalls = rows("latency_by_host_and_syscall");
+    assert!(!syscalls.is_empty(), "{host}");
+    for r in syscalls {
+        let ty = r[1].as_str().unwrap();
+        let report = json_of(&["report", cap, &format!("evt.type={ty}"), "--json"]);
+        for (col, key) in [(3, "p50"), (4, "p99"), (5, "max")] {
+            let exact = r[col].as_u64().unwrap() as f64;
+            let iocap = report["latency_ns"][key]
+                .as_u64()
+                .unwrap_or_else(|| panic!("{key} in {report}")) as f64;
+            assert!(
+                iocap >= exact && iocap <= exact * 1.0625,
+                "{host} {ty} {key}: iocap {iocap}, exact {exact}"
+            );
+        }
+    }
+
+    let heat: u64 = rows("latency_heatmap").iter().map(|r| r[3].as_u64().unwrap()).sum();
+    assert_eq!(
+        heat,
+        report["matched"].as_u64().unwrap(),
+        "{host}: the heatmap holds every event"
+    );
+
+    let iostat = json_of(&["iostat", cap, "--json"]);
+    let disks = iostat["devices"].as_array().unwrap();
+    let sql = rows("iostat");
+    assert_eq!(sql.len(), disks.len(), "{host}: {sql:?}");
+    for row in sql {
+        let disk = disks
+            .iter()
+            .find(|d| d["device"] == row[2])
+            .unwrap_or_else(|| panic!("{row:?}"));
+        for (col, key) in [(3, "r_per_s"), (4, "w_per_s"), (5, "r_await_ms"), (6, "w_await_ms")] {
+            // SQL's mean of no reads is null, iocap's 0.
+            let (a, b) = (row[col].as_f64().unwrap_or(0.0), disk[key].as_f64().unwrap());
+            assert!(
+                (a - b).abs() <= 1e-9 * b.abs().max(1.0),
+                "{host} {key}: SQL {a}, iocap {b}"
+            );
+        }
+    }
+}
+
+/// Real recordings of two simulated hosts (`record --host`), each of a command writing and
+/// syncing a file, exported into one dataset: DuckDB agrees with iocap on each.
+#[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
+#[test]
+fn recordings_of_two_hosts_make_one_dataset() {
+    let Some(_running) = crate::record::recording() else {
+        return;
+    };
+    let Some(python) = duckdb_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("fleet/");
+    let hosts = ["alpha", "beta"];
+    let mut captures = Vec::new();
+    for (k, host) in hosts.iter().enumerate() {
+        let cap = dir.path().join(format!("{host}.cap"));
+        let target = dir.path().join(format!("{host}.dat"));
+        let cmd = format!(
+            "dd if=/dev/zero of={} bs=4k count={} conv=fsync status=none; cat {} > /dev/null",
+            target.display(),
+            100 * (k + 1),
+            target.display()
+        );
+        let out = iocap()
+            .args(["record", "--host", host, "-w", cap.to_str().unwrap(), "-c", &cmd])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(json_of(&["info", "--json", cap.to_str().unwrap()])["host"], *host);
+        let (code, _, err) = run(&[
+            "export",
+            cap.to_str().unwrap(),
+            "--format",
+            "parquet",
+            "-o",
+            data.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{err}");
+        captures.push(cap);
+    }
+    let results = fleet_sql(&python, &data);
+    for (cap, host) in captures.iter().zip(hosts) {
+        agrees_with_iocap(&results, cap, host);
+    }
 }
 
 /// Every file under `dir`.
