@@ -1,4 +1,5 @@
-//! `iocap export`: the matching events as CSV or JSON lines with every field, or as an SVG
+//! `iocap export`: the matching events as CSV or JSON lines with every field ([`text`]), as
+//! Parquet, a file or a fleet dataset's partition ([`parquet`]), or as an SVG
 //! picture for a ticket: a latency heatmap (time × latency, as Brendan Gregg's), or two sides
 //! compared, given as `iocap compare` takes them ([`crate::sides`]): their heatmaps on the same
 //! axes and colour scale and their distributions overlaid ([`svg`] draws both).
@@ -41,6 +42,7 @@ pub enum Format {
 A heatmap:                       iocap export trace.cap evt.type=fsync --format svg -o heat.svg
 Two captures compared (SVG):     iocap export before.cap after.cap evt.type=fsync --format svg -o cmp.svg
 One capture, two filters (SVG):  iocap export trace.cap --a proc.name=pg --b proc.name=mysqld --format svg -o cmp.svg
+Into a fleet's Parquet dataset:  iocap export trace.cap --format parquet -o fleet/   (PARQUET.md)
 The second word is capture B when it names an existing file, else the first filter word.")]
 pub struct Args {
     #[command(flatten)]
@@ -54,7 +56,8 @@ pub struct Args {
     /// What to write.
     #[arg(long, value_enum)]
     format: Format,
-    /// Where to write it (`-` for stdout).
+    /// Where to write it (`-` for stdout). With --format parquet, a directory (or a path ending
+    /// in `/`) is a dataset: the file goes to DIR/host=HOST/date=YYYY-MM-DD/part-ID.parquet.
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     output: PathBuf,
     /// SVG: width of a time column (default: the capture split in at most 400 columns).

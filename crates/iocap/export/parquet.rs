@@ -392,6 +392,34 @@ fn path_part(host: &str) -> String {
 mod tests {
     use super::*;
 
+    /// PARQUET.md's schema table is the schema: each column in order, its type and whether it
+    /// can be null.
+    #[test]
+    fn the_documented_schema_is_the_schema() {
+        let doc = include_str!("../../../PARQUET.md");
+        let rows: Vec<Vec<&str>> = doc
+            .lines()
+            .filter(|l| l.starts_with("| `"))
+            .map(|l| l.split(" | ").collect())
+            .collect();
+        let schema = schema(&canonical_fields()).unwrap();
+        let cols = schema.get_fields();
+        assert_eq!(rows.len(), cols.len());
+        for (row, col) in rows.iter().zip(cols) {
+            assert_eq!(row[0], format!("| `{}`", col.name()));
+            let ty = match (col.get_physical_type(), col.get_basic_info().logical_type_ref()) {
+                (PhysicalType::BYTE_ARRAY, _) => "STRING",
+                (PhysicalType::BOOLEAN, _) => "BOOLEAN",
+                (PhysicalType::INT64, Some(LogicalType::Timestamp { .. })) => "TIMESTAMP",
+                (PhysicalType::INT64, _) => "INT64",
+                (t, _) => panic!("{t}"),
+            };
+            assert!(row[2].starts_with(ty), "{row:?}");
+            let required = col.get_basic_info().repetition() == Repetition::REQUIRED;
+            assert_eq!(row[3] == "required", required, "{row:?}");
+        }
+    }
+
     #[test]
     fn hostile_host_names_make_one_plain_path_component() {
         assert_eq!(path_part("db-1.example.com"), "db-1.example.com");
