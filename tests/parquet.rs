@@ -252,12 +252,7 @@ fn exporting_a_capture_again_replaces_its_file_and_a_plain_file_stays_a_file() {
 fn agrees_with_iocap(results: &BTreeMap<String, Vec<Vec<Value>>>, cap: &Path, host: &str) {
     // The host column, as the partition decodes, is the host as iocap shows it (escaped).
     let shown = iocap_format::escape::escape(host.as_bytes());
-    let rows = |query: &str| -> Vec<&Vec<Value>> {
-        results[query]
-            .iter()
-            .filter(|r| r[0] == Value::from(shown.as_str()))
-            .collect()
-    };
+    let rows = |query: &str| -> Vec<&Vec<Value>> { results[query].iter().filter(|r| r[0] == shown.as_str()).collect() };
     let cap = cap.to_str().unwrap();
     let report = json_of(&["report", cap, "--json", "--by", "evt.type", "--top", "100000"]);
     let by_type: BTreeMap<String, u64> = report["groups"]

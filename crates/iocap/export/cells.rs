@@ -37,7 +37,7 @@ pub enum Cell {
 /// The form a string is kept in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flavor {
-    /// A CSV field: quoted when needed, with the formula guard ([`super::csv_text`]).
+    /// A CSV field: quoted when needed, with the formula guard ([`super::text::csv_text`]).
     Csv,
     /// A JSON string, quotes included, as `serde_json` writes it.
     Json,
@@ -73,7 +73,7 @@ enum Num {
     DiskReqs,
     DiskBytes,
     DiskTime,
-    FdNum,
+    Fd,
     /// `io.offset`: present when the event type's group (`.0`, field `.1`) says it is.
     Offset(usize, usize),
 }
@@ -167,7 +167,7 @@ impl<'a> Cells<'a> {
                 DiskRequests => Num::DiskReqs,
                 DiskBytes => Num::DiskBytes,
                 DiskTime => Num::DiskTime,
-                FdNum => Num::FdNum,
+                FdNum => Num::Fd,
                 IoOffset => {
                     // Whether an event has one is the event type's (a positional call).
                     let (g, j) = group_of(KeyOf::of(fields::info(EvtType)), k);
@@ -314,7 +314,7 @@ impl<'a> Cells<'a> {
             Num::DiskReqs => sys(u32_at(&c.disk_reqs)),
             Num::DiskBytes => sys(u64_at(&c.disk_bytes)),
             Num::DiskTime => sys(u64_at(&c.disk_time)),
-            Num::FdNum => match c.fd.get(i).copied().unwrap_or(0) {
+            Num::Fd => match c.fd.get(i).copied().unwrap_or(0) {
                 fd if fd >= 0 && !block => Cell::Int(i64::from(fd)),
                 _ => Cell::Absent,
             },
