@@ -31,11 +31,18 @@ pub(crate) fn shifted(j: u64) -> u64 {
 /// latencies cycle through ten values, so each value has 50 calls per process. With `shift`,
 /// `db`'s latencies are [`shifted`]; `app`'s never change.
 fn capture(dir: &Path, name: &str, shift: bool) -> PathBuf {
+    calls(dir, name, shift, 1000, 1_000_000)
+}
+
+/// `n` calls, one every `gap` ns from the start, alternately by `app` and `db`, their latencies
+/// cycling through ten values (each held by two calls in a row); with `shift`, `db`'s one
+/// octave up. The capture ends `gap` after the last call.
+pub(crate) fn calls(dir: &Path, name: &str, shift: bool, n: u64, gap: u64) -> PathBuf {
     let path = dir.join(name);
     let mut w = iocap_testkit::create(&path, &iocap_testkit::meta(START), 128, 1);
     let app = add_proc(&mut w, 100, 1, b"app");
     let db = add_proc(&mut w, 200, 1, b"db");
-    for i in 0..1000u64 {
+    for i in 0..n {
         let j = (i / 2) % 10;
         let (pid, proc, latency) = if i % 2 == 0 {
             (100, app, base(j))
@@ -44,11 +51,11 @@ fn capture(dir: &Path, name: &str, shift: bool) -> PathBuf {
         };
         let e = Event {
             proc,
-            ..Event::syscall(START + i * 1_000_000, latency, pid, pid, 0, 0)
+            ..Event::syscall(START + i * gap, latency, pid, pid, 0, 0)
         };
         w.push(&e).unwrap();
     }
-    w.finish(START + 1_000_000_000).unwrap();
+    w.finish(START + n * gap).unwrap();
     path
 }
 
