@@ -121,7 +121,30 @@ impl Filter {
 
     /// Prepare the filter for the chunks of one capture.
     pub fn compile(&self, meta: &Meta, tables: &Tables) -> Compiled {
-        compile::compile(&self.checked, meta, tables)
+        compile::compile(&self.checked, meta, tables, meta.start_ts)
+    }
+
+    /// [`Filter::compile`], with `evt.time` counted from `origin` (ns on the capture's boot
+    /// clock) rather than the capture's start: where several captures are read on one
+    /// timeline, the instant of this one aligned with the timeline's start, so `evt.time`
+    /// means the same instant in every capture. The fields of the header (`host`,
+    /// `capture.id`) stay this capture's own.
+    pub fn compile_from(&self, meta: &Meta, tables: &Tables, origin: u64) -> Compiled {
+        compile::compile(&self.checked, meta, tables, origin)
+    }
+
+    /// The fields of the filter with one value per capture ([`fields::FieldId::is_per_capture`]:
+    /// `host`, `capture.id`), by name, each once: what a filter of events being recorded has no
+    /// use for.
+    pub fn per_capture_fields(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        self.checked.visit_preds(&mut |p| {
+            let name = fields::info(p.field).name;
+            if p.field.is_per_capture() && !out.contains(&name) {
+                out.push(name);
+            }
+        });
+        out
     }
 }
 
