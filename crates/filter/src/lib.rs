@@ -169,6 +169,41 @@ mod tests {
     fn assert_send_sync<T: Send + Sync>() {}
 
     #[test]
+    fn per_capture_fields_are_constants_and_evt_time_counts_from_the_origin() {
+        use iocap_format::{Event, Reader, Writer, WriterOptions};
+        let meta = Meta {
+            arch: "x86_64".into(),
+            host: "db1".into(),
+            start_ts: 1_000,
+            ..Meta::default()
+        };
+        let mut w = Writer::new(Vec::new(), &meta, WriterOptions::default()).unwrap();
+        for i in 0..10u64 {
+            w.push(&Event::syscall(1_000 + i * 1_000, 10, 7, 7, 0, 0)).unwrap();
+        }
+        let r = Reader::from_bytes(w.finish(20_000).unwrap()).unwrap();
+        let summary = &r.chunks()[0].summary;
+        let compile = |src: &str| Filter::parse(src).unwrap().compile(r.meta(), r.tables());
+        assert!(compile("host=db1").is_all());
+        assert!(!compile("host=db2").may_match(summary), "a chunk of another host is skipped");
+        assert!(compile("not host=db2 and capture.id exists").is_all());
+        let id = r.meta().capture_id();
+        assert!(compile(&format!("capture.id={id}")).is_all());
+        assert!(!compile("capture.id=0000000000000000").may_match(summary));
+        assert_eq!(Filter::parse("latency>1ms or host=x").unwrap().per_capture_fields(), ["host"]);
+        // evt.time>=5us: from the start (1000), events at 6000 on; from 4000, at 9000 on.
+        let matched = |c: Compiled| {
+            let (mut dec, mut cols, mut bits) = (Default::default(), Columns::default(), Bitmap::default());
+            r.read_chunk(0, c.columns(), &mut dec, &mut cols).unwrap();
+            c.eval(&cols, &mut bits);
+            bits.count_ones()
+        };
+        let f = Filter::parse("evt.time>=5us and host=db1").unwrap();
+        assert_eq!(matched(f.compile(r.meta(), r.tables())), 5);
+        assert_eq!(matched(f.compile_from(r.meta(), r.tables(), 4_000)), 2);
+    }
+
+    #[test]
     fn compiled_is_shareable() {
         assert_send_sync::<Compiled>();
         assert_send_sync::<Filter>();
