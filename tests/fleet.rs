@@ -67,7 +67,11 @@ fn two_captures_report_what_one_holding_both_does() {
     let mut rng = Rng::new(17);
     let (first, second) = (calls(&mut rng, 1_000_000_000, 300), calls(&mut rng, 5_000_000_000, 500));
     let m = meta(1_000_000_000);
-    let (a, b, both) = (dir.path().join("a.cap"), dir.path().join("b.cap"), dir.path().join("both.cap"));
+    let (a, b, both) = (
+        dir.path().join("a.cap"),
+        dir.path().join("b.cap"),
+        dir.path().join("both.cap"),
+    );
     write(&a, &m, &first);
     write(&b, &m, &second);
     write(&both, &m, &[first, second].concat());
@@ -79,7 +83,15 @@ fn two_captures_report_what_one_holding_both_does() {
         one.extend(extra);
         one.extend(["--by", "evt.type", "--json"]);
         let (two, one) = (json(&two), json(&one));
-        for key in ["matched", "total", "bytes", "latency_ns", "histogram", "groups", "group_count"] {
+        for key in [
+            "matched",
+            "total",
+            "bytes",
+            "latency_ns",
+            "histogram",
+            "groups",
+            "group_count",
+        ] {
             assert_eq!(two[key], one[key], "{key} with {extra:?}");
         }
         assert_eq!(two["captures"], 2);
@@ -94,7 +106,11 @@ fn three_hosts(dir: &Path) -> Vec<PathBuf> {
         .iter()
         .map(|&(host, n)| {
             let path = dir.join(format!("{host}.cap"));
-            write(&path, &host_meta(host, 0, 1_000_000_000), &calls(&mut rng, 1_000_000_000, n));
+            write(
+                &path,
+                &host_meta(host, 0, 1_000_000_000),
+                &calls(&mut rng, 1_000_000_000, n),
+            );
             path
         })
         .collect()
@@ -181,11 +197,20 @@ fn captures_of_two_clocks_are_laid_on_one_by_wall_clock() {
     assert_eq!(code, 0, "{err}");
     let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let got: Vec<(&Value, &Value)> = lines.iter().map(|v| (&v["evt.time"], &v["host"])).collect();
-    assert_eq!(got, [(&1_200_000_000.into(), &"db1".into()), (&1_600_000_000.into(), &"db2".into())]);
+    assert_eq!(
+        got,
+        [
+            (&1_200_000_000.into(), &"db1".into()),
+            (&1_600_000_000.into(), &"db2".into())
+        ]
+    );
     assert_eq!(json(&["report", s(&a), s(&b), "evt.time>=1s", "--json"])["matched"], 2);
     // One capture alone keeps its own start.
     let (_, alone, _) = run(&["events", s(&b)]);
-    assert!(alone.lines().nth(1).unwrap().trim_start().starts_with("0.200000000"), "{alone}");
+    assert!(
+        alone.lines().nth(1).unwrap().trim_start().starts_with("0.200000000"),
+        "{alone}"
+    );
     // The spectrogram's rows hold each event at its wall time: one cell in each of rows 0-3.
     let (code, out, err) = run(&["spectrogram", s(&a), s(&b), "--interval", "500ms", "--color", "never"]);
     assert_eq!(code, 0, "{err}");
@@ -195,7 +220,10 @@ fn captures_of_two_clocks_are_laid_on_one_by_wall_clock() {
         .filter(|l| l.contains("s |"))
         .map(|l| {
             let (time, cells) = l.split_once(" |").unwrap();
-            (time.trim().to_owned(), cells.chars().filter(|c| !matches!(c, ' ' | '|')).count())
+            (
+                time.trim().to_owned(),
+                cells.chars().filter(|c| !matches!(c, ' ' | '|')).count(),
+            )
         })
         .collect();
     assert_eq!(
@@ -248,9 +276,21 @@ fn a_directory_and_a_quoted_pattern_name_captures() {
     let caps = dir.path().join("caps");
     std::fs::create_dir(&caps).unwrap();
     let mut rng = Rng::new(5);
-    write(&caps.join("x.cap"), &meta(1_000_000_000), &calls(&mut rng, 1_000_000_000, 4));
-    write(&caps.join("x.cap1"), &meta(2_000_000_000), &calls(&mut rng, 2_000_000_000, 6));
-    write(&caps.join("y.cap"), &meta(1_000_000_000), &calls(&mut rng, 1_000_000_000, 10));
+    write(
+        &caps.join("x.cap"),
+        &meta(1_000_000_000),
+        &calls(&mut rng, 1_000_000_000, 4),
+    );
+    write(
+        &caps.join("x.cap1"),
+        &meta(2_000_000_000),
+        &calls(&mut rng, 2_000_000_000, 6),
+    );
+    write(
+        &caps.join("y.cap"),
+        &meta(1_000_000_000),
+        &calls(&mut rng, 1_000_000_000, 10),
+    );
     std::fs::write(caps.join("notes.txt"), "not a capture").unwrap();
     assert_eq!(json(&["report", s(&caps), "--json"])["total"], 20);
     let pattern = format!("{}/x.cap*", caps.display());
@@ -277,7 +317,11 @@ fn a_ring_is_read_from_its_first_file_with_ring() {
         write(&dir.path().join(name), &m, &calls(&mut rng, start, 3 + i as u64));
     }
     let first = dir.path().join("ring.cap");
-    assert_eq!(json(&["report", s(&first), "--json"])["total"], 3, "one file by default");
+    assert_eq!(
+        json(&["report", s(&first), "--json"])["total"],
+        3,
+        "one file by default"
+    );
     let v = json(&["report", s(&first), "--ring", "--json"]);
     assert_eq!((v["total"].as_u64(), v["captures"].as_u64()), (Some(12), Some(3)));
     // The ring's times are one timeline: the last file's events from 2 s on.
@@ -285,7 +329,10 @@ fn a_ring_is_read_from_its_first_file_with_ring() {
     assert_eq!(v["matched"], 5);
     let (code, out, err) = run(&["info", s(&first), "--ring"]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("total        3 captures from testhost: 12 events"), "{out}");
+    assert!(
+        out.contains("total        3 captures from testhost: 12 events"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -299,7 +346,10 @@ fn info_of_several_has_a_block_each_and_totals() {
     assert_eq!(out.matches("capture      ").count(), 3, "{out}");
     assert_eq!(out.lines().filter(|l| l.starts_with("events")).count(), 3, "{out}");
     assert!(
-        out.lines().last().unwrap().starts_with("total        3 captures from db1, db2, db3: 15 events (15 syscall, 0 block)"),
+        out.lines()
+            .last()
+            .unwrap()
+            .starts_with("total        3 captures from db1, db2, db3: 15 events (15 syscall, 0 block)"),
         "{out}"
     );
     args.push("--json");

@@ -41,7 +41,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         return several(&fleet, &args);
     }
-    let mut input = fleet.inputs.into_iter().next().ok_or_else(|| anyhow::anyhow!("no capture"))?;
+    let mut input = fleet
+        .inputs
+        .into_iter()
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("no capture"))?;
     let keys = canonical_fields();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if !args.json {
@@ -106,7 +110,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
 /// The text header: with several hosts, a HOST column after the time.
 fn write_header(out: &mut impl Write, host: bool) -> std::io::Result<()> {
-    let host = if host { format!(" {:<12}", "HOST") } else { String::new() };
+    let host = if host {
+        format!(" {:<12}", "HOST")
+    } else {
+        String::new()
+    };
     writeln!(
         out,
         "{:>14}{host} {:<16} {:>7} {:<12} {:>9} {:>9} {:>6}  NAME",

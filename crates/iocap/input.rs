@@ -333,7 +333,9 @@ fn files_in(dir: &Path, keep: impl Fn(&str) -> bool) -> anyhow::Result<Vec<PathB
     let mut names = Vec::new();
     for e in entries {
         let e = e.with_context(|| dir.display().to_string())?;
-        let Ok(name) = e.file_name().into_string() else { continue };
+        let Ok(name) = e.file_name().into_string() else {
+            continue;
+        };
         // A directory or a socket among them is no capture: only files (or links to them).
         if keep(&name) && e.path().is_file() {
             names.push(name);
@@ -388,7 +390,9 @@ pub fn open_fleet(capture: &Capture, words: &[String], ring: &Ring, whole: bool)
     let (more, filter) = words.split_at(n);
     if capture.is_stdin() || more.iter().any(|w| w == "-") {
         if !more.is_empty() {
-            return Err(UsageError("`-` reads one capture from standard input: it cannot be read with others".into()).into());
+            return Err(
+                UsageError("`-` reads one capture from standard input: it cannot be read with others".into()).into(),
+            );
         }
         if ring.ring {
             return Err(UsageError("--ring follows a recording's files: not with `-`".into()).into());

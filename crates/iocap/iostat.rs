@@ -158,7 +158,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         return several(&fleet, &args, interval);
     }
-    let mut input = fleet.inputs.into_iter().next().ok_or_else(|| anyhow::anyhow!("no capture"))?;
+    let mut input = fleet
+        .inputs
+        .into_iter()
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("no capture"))?;
     let r = &input.reader;
     let (start, end) = scan::capture_span(r);
     let to_wall = r.meta().boot_to_wall_ns;
@@ -185,14 +189,28 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         if st.devices().is_empty() {
             input.say_nothing_matched("block requests");
         }
-        write(&mut out, &Names::One(&input), &st, end_of(&input, &layout), &layout, args.json)?;
+        write(
+            &mut out,
+            &Names::One(&input),
+            &st,
+            end_of(&input, &layout),
+            &layout,
+            args.json,
+        )?;
     }
     out.flush()?;
     Ok(())
 }
 
 /// The whole statistics, as JSON or as text (every interval, then the whole).
-fn write(out: &mut impl Write, names: &Names, st: &IoStat, end: u64, layout: &Layout, json: bool) -> anyhow::Result<()> {
+fn write(
+    out: &mut impl Write,
+    names: &Names,
+    st: &IoStat,
+    end: u64,
+    layout: &Layout,
+    json: bool,
+) -> anyhow::Result<()> {
     if json {
         write_json(out, names, st, end, layout)
     } else {
@@ -225,7 +243,11 @@ fn several(fleet: &input::Fleet, args: &Args, interval: u64) -> anyhow::Result<(
         let host = &input.reader.meta().host;
         st.merge_renamed(&one, |dev| {
             let name = iocap_filter::fields::device_name(dev, input.reader.tables());
-            let name = if hosts { format!("{host}/{name}") } else { name.into_owned() };
+            let name = if hosts {
+                format!("{host}/{name}")
+            } else {
+                name.into_owned()
+            };
             let id = names.iter().position(|n| *n == name).unwrap_or_else(|| {
                 names.push(name);
                 names.len() - 1

@@ -95,9 +95,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         top: args.top,
         fine: args.fine,
         filter: fleet.inputs[0].src.clone(),
-        several: fleet
-            .is_several()
-            .then(|| (fleet.inputs.len(), fleet.hosts().into_iter().map(str::to_owned).collect())),
+        several: fleet.is_several().then(|| {
+            (
+                fleet.inputs.len(),
+                fleet.hosts().into_iter().map(str::to_owned).collect(),
+            )
+        }),
     };
     let mut out = std::io::stdout().lock();
     if args.json {

@@ -320,7 +320,10 @@ pub(crate) fn compile_node(node: &Node, meta: &Meta, tables: &Tables, origin: u6
                 ops: IdSet::build(std::iter::empty(), 0, Beyond::Const(false)),
                 urings: IdSet::build(std::iter::empty(), 0, Beyond::Const(false)),
             }));
-            CNode::And(vec![CNode::Leaf(calls), CNode::Leaf(compile_pred(p, meta, tables, origin))])
+            CNode::And(vec![
+                CNode::Leaf(calls),
+                CNode::Leaf(compile_pred(p, meta, tables, origin)),
+            ])
         }
         Node::Pred(p) if p.field == FieldId::BlkSyscall => {
             // blk.syscall is absent unless a syscall issued the request: the number test
@@ -339,7 +342,10 @@ pub(crate) fn compile_node(node: &Node, meta: &Meta, tables: &Tables, origin: u6
         // nothing (its chunks are skipped by `may_match`).
         Node::Pred(p) if p.field.is_per_capture() => {
             let e = Event::default();
-            CNode::Const(test_value(&p.test, &fields::value(fields::info(p.field), &e, meta, tables)))
+            CNode::Const(test_value(
+                &p.test,
+                &fields::value(fields::info(p.field), &e, meta, tables),
+            ))
         }
         Node::Pred(p) => CNode::Leaf(compile_pred(p, meta, tables, origin)),
     }

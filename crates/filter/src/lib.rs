@@ -185,12 +185,18 @@ mod tests {
         let summary = &r.chunks()[0].summary;
         let compile = |src: &str| Filter::parse(src).unwrap().compile(r.meta(), r.tables());
         assert!(compile("host=db1").is_all());
-        assert!(!compile("host=db2").may_match(summary), "a chunk of another host is skipped");
+        assert!(
+            !compile("host=db2").may_match(summary),
+            "a chunk of another host is skipped"
+        );
         assert!(compile("not host=db2 and capture.id exists").is_all());
         let id = r.meta().capture_id();
         assert!(compile(&format!("capture.id={id}")).is_all());
         assert!(!compile("capture.id=0000000000000000").may_match(summary));
-        assert_eq!(Filter::parse("latency>1ms or host=x").unwrap().per_capture_fields(), ["host"]);
+        assert_eq!(
+            Filter::parse("latency>1ms or host=x").unwrap().per_capture_fields(),
+            ["host"]
+        );
         // evt.time>=5us: from the start (1000), events at 6000 on; from 4000, at 9000 on.
         let matched = |c: Compiled| {
             let (mut dec, mut cols, mut bits) = (Default::default(), Columns::default(), Bitmap::default());

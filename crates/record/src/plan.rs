@@ -217,7 +217,8 @@ mod tests {
     fn fields_of_a_capture_read_with_others_are_refused() {
         let err = |src: &str| plan(&req(), &f(src)).unwrap_err().to_string();
         assert!(
-            err("host=db2 and latency>1ms").starts_with("the filter `host=db2 and latency>1ms` names `host`: a field of a capture"),
+            err("host=db2 and latency>1ms")
+                .starts_with("the filter `host=db2 and latency>1ms` names `host`: a field of a capture"),
             "{}",
             err("host=db2")
         );
