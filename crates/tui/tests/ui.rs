@@ -771,7 +771,9 @@ fn detail_popup_fits_80x24() {
             let v = iocap_filter::fields::value(fi, &e, meta, tables);
             // The popup's rule: a call that issued no block request has no disk figures.
             let no_disk = e.disk_reqs == 0 && fi.name.starts_with("disk.");
+            // Nor the header's fields, one value for the whole capture.
             let shown = !(no_disk
+                || fi.id.is_per_capture()
                 || v.is_absent()
                 || v == iocap_filter::fields::Value::Bool(false)
                 || v == iocap_filter::fields::Value::Str("".into()));
