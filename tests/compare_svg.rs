@@ -3,41 +3,16 @@
 //! says of each side alone, on synthetic captures with a known shift.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use iocap_analysis::units::fmt_ns;
 use iocap_format::Event;
 use iocap_testkit::add_proc;
 
-use crate::compare::{base, json_in, ok_in, shifted};
+use crate::compare::{calls as capture, json_in, ok_in};
 use crate::util::iocap;
 
 const START: u64 = 1_000_000_000;
-
-/// `n` calls, one every `gap` ns from the start, alternately by `app` and `db`, their latencies
-/// cycling through ten values (each held by two calls in a row); with `shift`, `db`'s one
-/// octave up. The capture ends `gap` after the last call.
-fn capture(dir: &Path, name: &str, shift: bool, n: u64, gap: u64) -> PathBuf {
-    let path = dir.join(name);
-    let mut w = iocap_testkit::create(&path, &iocap_testkit::meta(START), 128, 1);
-    let app = add_proc(&mut w, 100, 1, b"app");
-    let db = add_proc(&mut w, 200, 1, b"db");
-    for i in 0..n {
-        let j = (i / 2) % 10;
-        let (pid, proc, latency) = if i % 2 == 0 {
-            (100, app, base(j))
-        } else {
-            (200, db, if shift { shifted(j) } else { base(j) })
-        };
-        let e = Event {
-            proc,
-            ..Event::syscall(START + i * gap, latency, pid, pid, 0, 0)
-        };
-        w.push(&e).unwrap();
-    }
-    w.finish(START + n * gap).unwrap();
-    path
-}
 
 /// A heatmap cell: where it is drawn, its fill, and what its title says.
 #[derive(Debug)]

@@ -7,6 +7,7 @@ mod cause;
 mod compare;
 mod compare_svg;
 mod filter;
+mod fleet;
 mod hostile;
 mod info;
 mod output;

@@ -85,8 +85,12 @@ impl Drop for LoopDev {
     }
 }
 
-/// Why a root-only test cannot run here, or `None` when it can.
+/// Why a test that records (root, BPF, a build with the recorder) cannot run here, or `None`
+/// when it can.
 pub fn root_skip_reason() -> Option<&'static str> {
+    if !cfg!(all(target_os = "linux", target_arch = "x86_64", feature = "record")) {
+        return Some("this build has no recorder (the viewer-only build, --no-default-features): skipped");
+    }
     // SAFETY: geteuid has no preconditions and cannot fail.
     let euid = unsafe { libc_geteuid() };
     (euid != 0).then_some("needs root (CAP_BPF + CAP_PERFMON) to load BPF: skipped")

@@ -549,3 +549,280 @@ fn view_moves_on_to_the_next_file_of_a_rotation() {
     recorder.wait().unwrap();
     quit_cleanly(&t);
 }
+
+/// Latency of every `postgres` call in [`two_captures`]: 10 µs.
+const PG_LATENCY: u64 = 10_000;
+/// Latency of every `fio` call in [`two_captures`]: 1 ms.
+const FIO_LATENCY: u64 = 1_000_000;
+
+/// A capture at `dir/name` of `postgres` calls and `fio` calls, interleaved, one every `every`
+/// ns from 1 s of boot time, wall clock `wall_offset` ns later than the testkit's.
+fn procs_capture(dir: &Path, name: &str, (postgres, fio): (u64, u64), every: u64, wall_offset: i64) -> PathBuf {
+    let path = dir.join(name);
+    let start = 1_000_000_000;
+    let mut meta = iocap_testkit::meta(start);
+    meta.boot_to_wall_ns += wall_offset;
+    let mut w = iocap_testkit::create(&path, &meta, 64, 1);
+    let pg = iocap_testkit::add_proc(&mut w, 200, 1, b"postgres");
+    let f = iocap_testkit::add_proc(&mut w, 100, 1, b"fio");
+    let (mut left_pg, mut left_fio) = (postgres, fio);
+    let mut ts = start;
+    while left_pg + left_fio > 0 {
+        // Alternately, while both have calls left.
+        let (pid, proc, latency) = if left_pg > 0 && (left_fio == 0 || left_pg >= left_fio) {
+            left_pg -= 1;
+            (200, pg, PG_LATENCY)
+        } else {
+            left_fio -= 1;
+            (100, f, FIO_LATENCY)
+        };
+        let e = iocap_format::Event {
+            proc,
+            ..iocap_format::Event::syscall(ts, latency, pid, pid, 0, 0)
+        };
+        w.push(&e).unwrap();
+        ts += every;
+    }
+    w.finish(ts).unwrap();
+    path
+}
+
+/// The comparison's two captures in `dir`: `a.cap`, 300 `postgres` calls and 100 `fio` over
+/// 800 ms, and `b.cap`, 300 and 250 over 550 ms, an hour later by the wall clock (so compared
+/// from each start; A's longer span widens the view past B's end).
+fn two_captures(dir: &Path) -> (PathBuf, PathBuf) {
+    let a = procs_capture(dir, "a.cap", (300, 100), 2_000_000, 0);
+    let b = procs_capture(dir, "b.cap", (300, 250), 1_000_000, 3_600_000_000_000);
+    (a, b)
+}
+
+/// The viewer comparing `a` with `b` under `filter`, in a window of `size`.
+fn start_compare(test: &str, (a, b): (&Path, &Path), state: &Path, filter: &str, size: (u16, u16)) -> Tmux {
+    let cmd = format!(
+        "env XDG_STATE_HOME='{}' '{}' view '{}' '{}' {filter}",
+        state.display(),
+        env!("CARGO_BIN_EXE_iocap"),
+        a.display(),
+        b.display()
+    );
+    start_command(test, &cmd, size)
+}
+
+/// The histogram's title counts comparing, `(A, B)` of ` Latency, A 400 B 550 `; `None` until
+/// both sides have answered.
+fn hist_counts(screen: &str) -> Option<(u64, u64)> {
+    let title = screen.split("Latency, A ").nth(1)?;
+    let mut words = title.split_whitespace();
+    let n = |w: Option<&str>| w?.replace(',', "").parse().ok();
+    let a = n(words.next())?;
+    (words.next()? == "B").then_some(())?;
+    Some((a, n(words.next())?))
+}
+
+/// The breakdown's row for `value` comparing: A's count, B's and the change as shown (`+150`).
+/// `None` until A's count is in (`…` before).
+fn breakdown_row(screen: &str, value: &str) -> Option<(u64, u64, String)> {
+    screen.lines().flat_map(|l| l.split('│')).find_map(|cell| {
+        let words: Vec<&str> = cell.split_whitespace().collect();
+        match words[..] {
+            [v, a, b, delta] if v == value => Some((a.parse().ok()?, b.parse().ok()?, delta.to_owned())),
+            _ => None,
+        }
+    })
+}
+
+/// The change the breakdown shows from `a` to `b` events: `+150`, `-300`, `0`.
+fn delta(a: u64, b: u64) -> String {
+    match b.cmp(&a) {
+        std::cmp::Ordering::Equal => "0".into(),
+        std::cmp::Ordering::Greater => format!("+{}", b - a),
+        std::cmp::Ordering::Less => format!("-{}", a - b),
+    }
+}
+
+/// `iocap report --json --by proc.name` of `cap` under `filter`: each process's count.
+fn report_by_proc(cap: &Path, filter: &str) -> Vec<(String, u64)> {
+    let (code, out, err) = crate::util::run(&["report", cap.to_str().unwrap(), filter, "--json", "--by", "proc.name"]);
+    assert_eq!(code, 0, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    json["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["key"].as_str().unwrap().to_owned(), g["count"].as_u64().unwrap()))
+        .collect()
+}
+
+/// The count `report` gives `name` among `groups` (0 when absent).
+fn count_of(groups: &[(String, u64)], name: &str) -> u64 {
+    groups.iter().find(|(k, _)| k == name).map_or(0, |g| g.1)
+}
+
+/// Every process either side counts under `filter` is a breakdown row with A's count, B's
+/// (as `iocap report --by proc.name` counts them on `a` and `b`) and their difference; no other
+/// process is.
+fn breakdown_agrees(screen: &str, (a, b): (&Path, &Path), filter: &str) {
+    let (by_a, by_b) = (report_by_proc(a, filter), report_by_proc(b, filter));
+    for name in ["postgres", "fio"] {
+        let (na, nb) = (count_of(&by_a, name), count_of(&by_b, name));
+        match na + nb {
+            0 => assert!(breakdown_row(screen, name).is_none(), "{name} has no row: {screen}"),
+            _ => assert_eq!(
+                breakdown_row(screen, name),
+                Some((na, nb, delta(na, nb))),
+                "{name} under `{filter}`: {screen}"
+            ),
+        }
+    }
+}
+
+/// Both sides answered: the histogram's counts and every breakdown row's A count are in.
+fn compared(screen: &str) -> bool {
+    hist_counts(screen).is_some() && !screen.contains("…  ")
+}
+
+/// `iocap view a.cap b.cap` as a user sees it: the line under the filter bar names both files,
+/// the histogram and the breakdown count each side as `iocap report` counts each file, before
+/// and after a filter typed in the bar, the spectrogram shows B − A or (`b`) both; `q` leaves
+/// the terminal as it was.
+#[test]
+fn view_compares_two_captures() {
+    let _running = crate::util::machine_shared();
+    if !tmux_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = two_captures(dir.path());
+    let state = dir.path().join("state");
+    let t = start_compare("compare", (&a, &b), &state, "", (100, 30));
+    let s = t.wait_for("both sides' answers", |s| {
+        compared(s) && breakdown_row(s, "fio").is_some()
+    });
+    let (_, line) = line_at(&s, " A ▀ ").expect("the comparison's line");
+    assert_eq!(
+        line.trim_end(),
+        " A ▀ a.cap  B ▄ b.cap  one filter, aligned from each start"
+    );
+    assert!(
+        s.contains("Spectrogram B−A ") && s.contains("B more +++++ A more -----"),
+        "{s}"
+    );
+    // The known counts, and `iocap report`'s of each file: 400 in A, 550 in B.
+    assert_eq!(hist_counts(&s), Some((400, 550)), "{s}");
+    assert_eq!(hist_counts(&s), Some((report_matched(&a, ""), report_matched(&b, ""))));
+    breakdown_agrees(&s, (&a, &b), "");
+    assert_eq!(breakdown_row(&s, "fio"), Some((100, 250, "+150".into())), "{s}");
+    assert_eq!(breakdown_row(&s, "postgres"), Some((300, 300, "0".into())), "{s}");
+    // A figures line per side.
+    for side in ["A p50 ", "B p50 "] {
+        assert!(
+            s.lines().flat_map(|l| l.split('│')).any(|c| c.starts_with(side)),
+            "{side}: {s}"
+        );
+    }
+    // The status line is B's.
+    assert_eq!(counts(&s), Some((550, 550)), "{s}");
+
+    // Side by side, then the difference again.
+    t.keys(&["b"]);
+    // (Once drawn whole: tmux may show a frame half written.)
+    t.wait_for("the two plots, no difference map", |s| {
+        s.contains("Spectrogram A | B ") && !s.contains("B−A") && !s.contains("B more")
+    });
+
+    // A filter typed in the bar is both sides'.
+    t.keys(&["/"]);
+    t.keys(&["-l", "proc.name=fio"]);
+    t.keys(&["Enter"]);
+    let fio = (report_matched(&a, "proc.name=fio"), report_matched(&b, "proc.name=fio"));
+    assert_eq!(fio, (100, 250));
+    let s = t.wait_for("the filtered counts", |s| {
+        hist_counts(s) == Some(fio) && compared(s) && counts(s) == Some((250, 550))
+    });
+    assert!(s.contains("filter: proc.name=fio"), "{s}");
+    breakdown_agrees(&s, (&a, &b), "proc.name=fio");
+    assert!(s.contains("Spectrogram A | B "), "{s}");
+    t.keys(&["b"]);
+    t.wait_for("the difference again", |s| s.contains("Spectrogram B−A "));
+    quit_cleanly(&t);
+}
+
+/// On one capture, `p` pins the filter in force as side A; the bar then edits side B alone:
+/// A keeps postgres's count while B's becomes fio's, each process a row with 0 on the side that
+/// has none of it. `p` again ends the comparison.
+#[test]
+fn view_pins_a_filter_as_side_a() {
+    let _running = crate::util::machine_shared();
+    if !tmux_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (_, b) = two_captures(dir.path());
+    let state = dir.path().join("state");
+    let t = start("pin", &b, &state, "proc.name=postgres");
+    t.wait_for("the first answer", |s| counts(s) == Some((300, 550)));
+    assert!(!t.screen().contains(" A ▀ "), "not comparing yet");
+    t.keys(&["p"]);
+    let s = t.wait_for("side A pinned", |s| compared(s) && s.contains(" A ▀ "));
+    let (_, line) = line_at(&s, " A ▀ ").unwrap();
+    assert_eq!(
+        line.trim_end(),
+        " A ▀ proc.name=postgres  B ▄ (filter bar)  one capture"
+    );
+    let postgres = report_matched(&b, "proc.name=postgres");
+    assert_eq!(hist_counts(&s), Some((postgres, postgres)), "{s}");
+    assert_eq!(breakdown_row(&s, "postgres"), Some((300, 300, "0".into())), "{s}");
+
+    t.keys(&["/", "C-u"]);
+    t.keys(&["-l", "proc.name=fio"]);
+    t.keys(&["Enter"]);
+    let fio = report_matched(&b, "proc.name=fio");
+    let s = t.wait_for("B filtered alone", |s| {
+        hist_counts(s) == Some((postgres, fio)) && compared(s) && breakdown_row(s, "postgres").is_some()
+    });
+    assert_eq!((postgres, fio), (300, 250));
+    assert!(s.contains("filter: proc.name=fio"), "{s}");
+    let (_, line) = line_at(&s, " A ▀ ").unwrap();
+    assert!(line.starts_with(" A ▀ proc.name=postgres  B ▄ (filter bar)"), "{line}");
+    assert_eq!(
+        breakdown_row(&s, "postgres"),
+        Some((postgres, 0, format!("-{postgres}"))),
+        "{s}"
+    );
+    assert_eq!(breakdown_row(&s, "fio"), Some((0, fio, format!("+{fio}"))), "{s}");
+
+    // `p` again: one side, under the bar's filter.
+    t.keys(&["p"]);
+    // (The status line says so in full once its `scanning…` has gone.)
+    t.wait_for("the comparison ended", |s| {
+        !s.contains(" A ▀ ") && !s.contains("B−A") && s.contains("Latency, 250") && s.contains("comparison ended")
+    });
+    quit_cleanly(&t);
+}
+
+/// The comparison at 80×24 and at 60×20: no panic, the comparison's line and the difference map
+/// on screen, the counts right; side by side too.
+#[test]
+fn view_compares_in_small_windows() {
+    let _running = crate::util::machine_shared();
+    if !tmux_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = two_captures(dir.path());
+    let state = dir.path().join("state");
+    for (w, h) in [(80, 24), (60, 20)] {
+        let t = start_compare(&format!("compare-{w}x{h}"), (&a, &b), &state, "", (w, h));
+        let s = t.wait_for("both sides' answers", |s| {
+            compared(s) && breakdown_row(s, "fio").is_some()
+        });
+        let (_, line) = line_at(&s, " A ▀ ").expect("the comparison's line");
+        assert!(line.starts_with(" A ▀ a.cap  B ▄ b.cap  "), "{w}x{h}: {s}");
+        assert!(s.contains("B−A"), "{w}x{h}: {s}");
+        assert_eq!(hist_counts(&s), Some((400, 550)), "{w}x{h}: {s}");
+        breakdown_agrees(&s, (&a, &b), "");
+        t.keys(&["b"]);
+        t.wait_for("the two plots", |s| s.contains("A | B"));
+        quit_cleanly(&t);
+    }
+}

@@ -90,13 +90,16 @@ pub fn follow(
         }
         if let Some((reader, p)) = next {
             let filter = input.parsed.compile(reader.meta(), reader.tables());
+            let origin = reader.meta().start_ts;
             let old_reader = std::mem::replace(&mut input.reader, reader);
             let old_filter = std::mem::replace(&mut input.filter, filter);
+            let old_origin = std::mem::replace(&mut input.origin, origin);
             earlier.push(Input {
                 reader: old_reader,
                 filter: old_filter,
                 parsed: input.parsed.clone(),
                 src: input.src.clone(),
+                origin: old_origin,
                 #[cfg(unix)]
                 stream: None,
             });

@@ -4,28 +4,140 @@ use iocap_format::{Liveness, Reader};
 use serde_json::json;
 use std::io::Write;
 
-use crate::input;
+use crate::{input, UsageError};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
     capture: input::Capture,
+    /// More captures: files, directories, quoted patterns (`'caps/*.cap'`).
+    more: Vec<String>,
+    #[command(flatten)]
+    ring: input::Ring,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let r = args.capture.open(true)?.reader;
-    let s = Summary::of(&r);
+    if let Some(w) = args.more.iter().find(|w| !w.is_empty() && !input::names_captures(w)) {
+        return Err(UsageError(format!(
+            "{}: no such capture (info takes no filter)",
+            iocap_format::escape::escape(w.as_bytes())
+        ))
+        .into());
+    }
+    let fleet = input::open_fleet(&args.capture, &args.more, &args.ring, true)?;
     let mut out = std::io::stdout().lock();
+    if !fleet.is_several() {
+        let s = Summary::of(&fleet.inputs[0].reader);
+        if args.json {
+            serde_json::to_writer_pretty(&mut out, &s.to_json())?;
+            writeln!(out)?;
+        } else {
+            s.write_text(&mut out)?;
+        }
+        return Ok(());
+    }
+    let all: Vec<Summary> = fleet.inputs.iter().map(|i| Summary::of(&i.reader)).collect();
+    let names: Vec<String> = fleet.paths.iter().map(|p| p.display().to_string()).collect();
+    let total = Total::of(&all);
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &s.to_json())?;
+        let captures: Vec<serde_json::Value> = all
+            .iter()
+            .zip(&names)
+            .map(|(s, name)| {
+                let mut v = s.to_json();
+                v["capture"] = json!(name);
+                v
+            })
+            .collect();
+        let v = json!({ "captures": captures, "total": total.to_json() });
+        serde_json::to_writer_pretty(&mut out, &v)?;
         writeln!(out)?;
     } else {
-        s.write_text(&mut out)?;
+        for (s, name) in all.iter().zip(&names) {
+            writeln!(out, "capture      {}", iocap_format::escape::escape(name.as_bytes()))?;
+            s.write_text(&mut out)?;
+            writeln!(out)?;
+        }
+        total.write_text(&mut out)?;
     }
     Ok(())
+}
+
+/// What several captures hold together: `info`'s last line (`total` in JSON).
+struct Total {
+    captures: usize,
+    events: u64,
+    syscalls: u64,
+    blocks: u64,
+    drops: u64,
+    file_bytes: u64,
+    /// The earliest start and the latest end, wall-clock ns.
+    start: i128,
+    end: i128,
+    /// The hosts, each once, in the order first seen (escaped by the reader).
+    hosts: Vec<String>,
+    clean: bool,
+}
+
+impl Total {
+    fn of(all: &[Summary]) -> Total {
+        let mut hosts: Vec<String> = Vec::new();
+        for s in all {
+            if !hosts.contains(&s.meta.host) {
+                hosts.push(s.meta.host.clone());
+            }
+        }
+        let wall = |s: &Summary, t: u64| i128::from(t) + i128::from(s.boot_to_wall_ns);
+        Total {
+            captures: all.len(),
+            events: all.iter().map(|s| s.events).sum(),
+            syscalls: all.iter().map(|s| s.syscalls).sum(),
+            blocks: all.iter().map(|s| s.blocks).sum(),
+            drops: all.iter().map(|s| s.drops).sum(),
+            file_bytes: all.iter().map(|s| s.file_bytes).sum(),
+            start: all.iter().map(|s| wall(s, s.start_ns)).min().unwrap_or(0),
+            end: all.iter().map(|s| wall(s, s.end_ns)).max().unwrap_or(0),
+            hosts,
+            clean: all.iter().all(|s| s.clean),
+        }
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        json!({
+            "captures": self.captures,
+            "events": self.events,
+            "syscall_events": self.syscalls,
+            "block_events": self.blocks,
+            "drops": self.drops,
+            "file_bytes": self.file_bytes,
+            "start": rfc3339(self.start),
+            "end": rfc3339(self.end),
+            "duration_ns": u64::try_from(self.end - self.start).unwrap_or(0),
+            "hosts": self.hosts,
+            "clean": self.clean,
+        })
+    }
+
+    fn write_text(&self, out: &mut impl Write) -> std::io::Result<()> {
+        writeln!(
+            out,
+            "total        {} captures from {}: {} events ({} syscall, {} block), {} drops, {} bytes, {} .. {} ({}){}",
+            self.captures,
+            self.hosts.join(", "),
+            self.events,
+            self.syscalls,
+            self.blocks,
+            self.drops,
+            self.file_bytes,
+            rfc3339(self.start),
+            rfc3339(self.end),
+            fmt_duration(u64::try_from(self.end - self.start).unwrap_or(0)),
+            if self.clean { "" } else { ", not all clean" }
+        )
+    }
 }
 
 /// The facts `info` prints, gathered once for both output forms.

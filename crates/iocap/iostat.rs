@@ -22,8 +22,11 @@ use crate::UsageError;
 pub struct Args {
     #[command(flatten)]
     capture: input::Capture,
-    /// Filter, as words joined by spaces (block requests only count): `blk.dev=vda`.
+    /// More captures (files, directories, quoted patterns: `'caps/*.cap'`), then the filter, as
+    /// words joined by spaces (block requests only count): `blk.dev=vda`.
     filter: Vec<String>,
+    #[command(flatten)]
+    ring: input::Ring,
     /// Length of each interval: `1s`, `500ms`, `10s`.
     #[arg(long, default_value = "1s", value_name = "DURATION")]
     interval: String,
@@ -64,17 +67,21 @@ fn parse_origin(s: &str) -> Result<Origin, String> {
 }
 
 impl Origin {
-    /// Where interval 0 starts, ns since boot: at most `start`, the capture's start.
-    fn grid(self, start: u64, interval: u64, boot_to_wall_ns: i64) -> Result<u64, UsageError> {
+    /// Where interval 0 starts, on the clock of `start` (the capture's start: its boot clock,
+    /// or the wall clock for several captures): at most `start`. `boot_to_wall_ns` takes that
+    /// clock to the wall clock; `None` when the wall clock is not known.
+    fn grid(self, start: u64, interval: u64, boot_to_wall_ns: Option<i64>) -> Result<u64, UsageError> {
         // The last instant at or before `start` that is a whole number of intervals from `at`.
         let back_to = |at: i128| start.saturating_sub((i128::from(start) - at).rem_euclid(i128::from(interval)) as u64);
         match self {
             Origin::Start => Ok(start),
-            Origin::Wall if boot_to_wall_ns == 0 => Err(UsageError(
-                "--origin wall: the capture does not know its wall-clock time".into(),
-            )),
-            // The epoch, in boot time: whole wall-clock multiples are whole multiples from it.
-            Origin::Wall => Ok(back_to(-i128::from(boot_to_wall_ns))),
+            Origin::Wall => match boot_to_wall_ns {
+                None => Err(UsageError(
+                    "--origin wall: the capture does not know its wall-clock time".into(),
+                )),
+                // The epoch, in boot time: whole wall-clock multiples are whole multiples from it.
+                Some(to_wall) => Ok(back_to(-i128::from(to_wall))),
+            },
             Origin::At(t) => Ok(back_to(i128::from(start) + i128::from(t))),
         }
     }
@@ -97,8 +104,24 @@ struct Layout {
     start: u64,
     interval: u64,
     origin: Origin,
-    /// The capture's `boot_to_wall_ns`.
+    /// The capture's `boot_to_wall_ns` (0 for several: their times are wall-clock times).
     to_wall: i64,
+}
+
+/// How the devices of the statistics are named: by one capture's tables, or, of several
+/// captures, by the table [`several`] numbered them on.
+enum Names<'a> {
+    One(&'a Input),
+    Many(&'a [String]),
+}
+
+impl Names<'_> {
+    fn name(&self, dev: u32) -> String {
+        match self {
+            Names::One(input) => iocap_filter::fields::device_name(dev, input.reader.tables()).into_owned(),
+            Names::Many(names) => names.get(dev as usize).cloned().unwrap_or_default(),
+        }
+    }
 }
 
 impl Layout {
@@ -128,11 +151,22 @@ pub const SETTLE: Duration = Duration::from_secs(2);
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let interval = parse_duration(&args.interval).map_err(|e| UsageError(format!("--interval: {e}")))?;
-    let mut input = input::open(&args.capture, &args.filter, !args.follow)?;
+    let fleet = input::open_fleet(&args.capture, &args.filter, &args.ring, !args.follow)?;
+    if fleet.is_several() {
+        if args.follow {
+            return Err(UsageError("-f follows one capture (with -C, the files of its rotation)".into()).into());
+        }
+        return several(&fleet, &args, interval);
+    }
+    let mut input = fleet
+        .inputs
+        .into_iter()
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("no capture"))?;
     let r = &input.reader;
     let (start, end) = scan::capture_span(r);
     let to_wall = r.meta().boot_to_wall_ns;
-    let grid = args.origin.grid(start, interval, to_wall)?;
+    let grid = args.origin.grid(start, interval, (to_wall != 0).then_some(to_wall))?;
     let layout = Layout {
         grid,
         start,
@@ -155,13 +189,77 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         if st.devices().is_empty() {
             input.say_nothing_matched("block requests");
         }
-        if args.json {
-            write_json(&mut out, &input, &st, &layout)?;
-        } else {
-            write_intervals(&mut out, &input, &st, 0, &layout)?;
-            write_whole(&mut out, &input, &st, &layout)?;
-        }
+        write(
+            &mut out,
+            &Names::One(&input),
+            &st,
+            end_of(&input, &layout),
+            &layout,
+            args.json,
+        )?;
     }
+    out.flush()?;
+    Ok(())
+}
+
+/// The whole statistics, as JSON or as text (every interval, then the whole).
+fn write(
+    out: &mut impl Write,
+    names: &Names,
+    st: &IoStat,
+    end: u64,
+    layout: &Layout,
+    json: bool,
+) -> anyhow::Result<()> {
+    if json {
+        write_json(out, names, st, end, layout)
+    } else {
+        write_intervals(out, names, st, 0, layout)?;
+        write_whole(out, names, st, end, layout)
+    }
+}
+
+/// `iostat` of several captures: each request at its wall-clock time, intervals from the
+/// earliest capture's start (or as `--origin` lays them, `evt.time` counting from that start),
+/// a device per host and name (`db1/vda`, with several hosts).
+fn several(fleet: &input::Fleet, args: &Args, interval: u64) -> anyhow::Result<()> {
+    let wall = |t: i128| u64::try_from(t.max(0)).unwrap_or(u64::MAX);
+    let (start, end) = (wall(fleet.start()), wall(fleet.end()));
+    // Times are wall-clock times, unless a capture does not know it.
+    let known = fleet.inputs.iter().all(|i| i.reader.meta().boot_to_wall_ns != 0);
+    let layout = Layout {
+        grid: args.origin.grid(start, interval, known.then_some(0))?,
+        start,
+        interval,
+        origin: args.origin,
+        to_wall: 0,
+    };
+    let empty = layout.stats(end)?;
+    let mut st = empty.clone();
+    let hosts = fleet.hosts().len() > 1;
+    let mut names: Vec<String> = Vec::new();
+    for (i, input) in fleet.inputs.iter().enumerate() {
+        let one = accumulate(input, &empty, None, fleet.wall(i))?;
+        let host = &input.reader.meta().host;
+        st.merge_renamed(&one, |dev| {
+            let name = iocap_filter::fields::device_name(dev, input.reader.tables());
+            let name = if hosts {
+                format!("{host}/{name}")
+            } else {
+                name.into_owned()
+            };
+            let id = names.iter().position(|n| *n == name).unwrap_or_else(|| {
+                names.push(name);
+                names.len() - 1
+            });
+            u32::try_from(id).unwrap_or(u32::MAX)
+        });
+    }
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    if st.devices().is_empty() {
+        fleet.say_nothing_matched("block requests");
+    }
+    write(&mut out, &Names::Many(&names), &st, end, &layout, args.json)?;
     out.flush()?;
     Ok(())
 }
@@ -182,8 +280,9 @@ fn columns() -> ColSet {
 }
 
 /// The matching block requests of `chunks` (every chunk: `None`), counted into statistics
-/// laid out as `empty` (each scan thread starts from a copy of it).
-fn accumulate(input: &Input, empty: &IoStat, chunks: Option<&[usize]>) -> anyhow::Result<IoStat> {
+/// laid out as `empty` (each scan thread starts from a copy of it), their times moved by
+/// `shift` ns (onto the wall clock, for several captures; else 0).
+fn accumulate(input: &Input, empty: &IoStat, chunks: Option<&[usize]>, shift: i64) -> anyhow::Result<IoStat> {
     let r = &input.reader;
     let mut s = Scan::new(r, Some(&input.filter))
         .columns(columns())
@@ -200,7 +299,7 @@ fn accumulate(input: &Input, empty: &IoStat, chunks: Option<&[usize]>) -> anyhow
                         c.dev[i],
                         BlockOp::from_code(c.op[i]),
                         c.bytes[i],
-                        c.ts[i],
+                        c.ts[i].saturating_add_signed(shift),
                         c.queue[i],
                         c.latency[i],
                     );
@@ -224,19 +323,14 @@ fn whole(files: &[&Input], layout: &Layout) -> anyhow::Result<IoStat> {
     let empty = layout.stats(end)?;
     let mut st = empty.clone();
     for f in files {
-        st.merge(&accumulate(f, &empty, None)?);
+        st.merge(&accumulate(f, &empty, None, 0)?);
     }
     Ok(st)
 }
 
-/// A device's name, as the capture's tables give it.
-fn device_name(input: &Input, dev: u32) -> String {
-    iocap_filter::fields::device_name(dev, input.reader.tables()).into_owned()
-}
-
-fn row_json(input: &Input, d: &DeviceInterval) -> serde_json::Value {
+fn row_json(names: &Names, d: &DeviceInterval) -> serde_json::Value {
     json!({
-        "device": device_name(input, d.dev),
+        "device": names.name(d.dev),
         "reads": d.reads,
         "writes": d.writes,
         "read_bytes": d.read_bytes,
@@ -255,20 +349,20 @@ fn row_json(input: &Input, d: &DeviceInterval) -> serde_json::Value {
 
 /// Interval `i` of `st` as an object, as in `intervals`: its span, and a row for each of
 /// `devices`.
-fn interval_json(input: &Input, st: &IoStat, i: u64, devices: &[u32], layout: &Layout) -> serde_json::Value {
+fn interval_json(names: &Names, st: &IoStat, i: u64, devices: &[u32], layout: &Layout) -> serde_json::Value {
     let (lo, hi) = st.interval_span(i);
     json!({
         "start_s": layout.rel(lo),
         "duration_s": (hi - lo) as f64 / 1e9,
         "start": layout.wall(lo),
         "end": layout.wall(hi),
-        "devices": st.interval_row(i, devices).iter().map(|d| row_json(input, d)).collect::<Vec<_>>(),
+        "devices": st.interval_row(i, devices).iter().map(|d| row_json(names, d)).collect::<Vec<_>>(),
     })
 }
 
-/// The whole capture's object: its span and every device's totals.
-fn whole_json(input: &Input, st: &IoStat, layout: &Layout) -> serde_json::Value {
-    let (start, end) = (layout.start, end_of(input, layout));
+/// The whole capture's object: its span (to `end`) and every device's totals.
+fn whole_json(names: &Names, st: &IoStat, end: u64, layout: &Layout) -> serde_json::Value {
+    let start = layout.start;
     json!({
         "interval_ns": layout.interval,
         "origin": layout.origin.name(),
@@ -276,15 +370,15 @@ fn whole_json(input: &Input, st: &IoStat, layout: &Layout) -> serde_json::Value 
         "duration_ns": end - start,
         "start": layout.wall(start),
         "end": layout.wall(end),
-        "devices": st.totals().iter().map(|d| row_json(input, d)).collect::<Vec<_>>(),
+        "devices": st.totals().iter().map(|d| row_json(names, d)).collect::<Vec<_>>(),
     })
 }
 
-fn write_json(out: &mut impl Write, input: &Input, st: &IoStat, layout: &Layout) -> anyhow::Result<()> {
-    let mut v = whole_json(input, st, layout);
+fn write_json(out: &mut impl Write, names: &Names, st: &IoStat, end: u64, layout: &Layout) -> anyhow::Result<()> {
+    let mut v = whole_json(names, st, end, layout);
     let devices = st.devices();
     v["intervals"] = (0..st.intervals())
-        .map(|i| interval_json(input, st, i, &devices, layout))
+        .map(|i| interval_json(names, st, i, &devices, layout))
         .collect();
     serde_json::to_writer_pretty(&mut *out, &v)?;
     writeln!(out)?;
@@ -292,14 +386,14 @@ fn write_json(out: &mut impl Write, input: &Input, st: &IoStat, layout: &Layout)
 }
 
 /// Every interval of `st` from `from` on, as text.
-fn write_intervals(out: &mut impl Write, input: &Input, st: &IoStat, from: u64, layout: &Layout) -> anyhow::Result<()> {
+fn write_intervals(out: &mut impl Write, names: &Names, st: &IoStat, from: u64, layout: &Layout) -> anyhow::Result<()> {
     if st.devices().is_empty() {
         // Said once, with the whole capture's line.
         return Ok(());
     }
     let devices = st.devices();
     for i in from..st.intervals() {
-        write_interval(out, input, st, i, &devices, layout)?;
+        write_interval(out, names, st, i, &devices, layout)?;
     }
     Ok(())
 }
@@ -307,7 +401,7 @@ fn write_intervals(out: &mut impl Write, input: &Input, st: &IoStat, from: u64, 
 /// Interval `i` of `st` as text: its span, then a row for each of `devices`.
 fn write_interval(
     out: &mut impl Write,
-    input: &Input,
+    names: &Names,
     st: &IoStat,
     i: u64,
     devices: &[u32],
@@ -319,20 +413,20 @@ fn write_interval(
     } else {
         writeln!(out, "{:.3}s .. {:.3}s", layout.rel(lo), layout.rel(hi))?;
     }
-    write_table(out, &st.interval_row(i, devices), &|dev| device_name(input, dev))?;
+    write_table(out, &st.interval_row(i, devices), &|dev| names.name(dev))?;
     writeln!(out)?;
     Ok(())
 }
 
-/// The whole capture's totals as text, or that no block request matched.
-fn write_whole(out: &mut impl Write, input: &Input, st: &IoStat, layout: &Layout) -> anyhow::Result<()> {
+/// The whole capture's totals (to `end`) as text, or that no block request matched.
+fn write_whole(out: &mut impl Write, names: &Names, st: &IoStat, end: u64, layout: &Layout) -> anyhow::Result<()> {
     let totals = st.totals();
     if totals.is_empty() {
         writeln!(out, "no block requests matched")?;
         return Ok(());
     }
-    writeln!(out, "whole capture ({:.3}s)", layout.rel(end_of(input, layout)))?;
-    write_table(out, &totals, &|dev| device_name(input, dev))?;
+    writeln!(out, "whole capture ({:.3}s)", layout.rel(end))?;
+    write_table(out, &totals, &|dev| names.name(dev))?;
     Ok(())
 }
 
@@ -418,16 +512,17 @@ impl Live {
             for i in self.printed..st.intervals() {
                 self.write(out, input, &st, i, &devices, json)?;
             }
+            let (names, end) = (Names::One(input), end_of(input, &self.layout));
             if json {
-                writeln!(out, "{}", whole_json(input, &st, &self.layout))?;
+                writeln!(out, "{}", whole_json(&names, &st, end, &self.layout))?;
             } else {
-                write_whole(out, input, &st, &self.layout)?;
+                write_whole(out, &names, &st, end, &self.layout)?;
             }
             return Ok(());
         }
         let new: Vec<usize> = look.new.clone().collect();
         if !new.is_empty() {
-            self.st.merge(&accumulate(input, &self.blank, Some(&new))?);
+            self.st.merge(&accumulate(input, &self.blank, Some(&new), 0)?);
             let latest = new.iter().map(|&i| input.reader.chunks()[i].summary.max_ts).max();
             if let Some(t) = latest.filter(|&t| t > self.clock.0) {
                 self.clock = (t, Instant::now());
@@ -459,11 +554,12 @@ impl Live {
         devices: &[u32],
         json: bool,
     ) -> anyhow::Result<()> {
+        let names = Names::One(input);
         if json {
-            writeln!(out, "{}", interval_json(input, st, i, devices, &self.layout))?;
+            writeln!(out, "{}", interval_json(&names, st, i, devices, &self.layout))?;
             Ok(())
         } else {
-            write_interval(out, input, st, i, devices, &self.layout)
+            write_interval(out, &names, st, i, devices, &self.layout)
         }
     }
 }

@@ -19,8 +19,11 @@ use crate::text;
 pub struct Args {
     #[command(flatten)]
     capture: input::Capture,
-    /// Filter, as words joined by spaces: `proc.name=dd and latency>1ms`.
+    /// More captures (files, directories, quoted patterns: `'caps/*.cap'`), then the filter, as
+    /// words joined by spaces: `proc.name=dd and latency>1ms`.
     filter: Vec<String>,
+    #[command(flatten)]
+    ring: input::Ring,
     /// Split the matching events by this field and show the top groups.
     #[arg(long, value_name = "FIELD")]
     by: Option<String>,
@@ -69,17 +72,35 @@ impl Feed for Totals<'_> {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let by = args.by.as_deref().map(input::field_arg).transpose()?;
-    let input = input::open(&args.capture, &args.filter, true)?;
-    let tally = tally(&input, by)?;
+    let fleet = input::open_fleet(&args.capture, &args.filter, &args.ring, true)?;
+    let (tally, drops) = if fleet.is_several() {
+        let mut all = scan_tally(&fleet.inputs[0], by)?;
+        for input in &fleet.inputs[1..] {
+            all.merge(scan_tally(input, by)?);
+        }
+        if all.stats.matched == 0 {
+            fleet.say_nothing_matched("events");
+        }
+        (all, fleet.inputs.iter().map(|i| i.reader.drops()).sum())
+    } else {
+        let input = &fleet.inputs[0];
+        (tally(input, by)?, input.reader.drops())
+    };
     let report = Report {
         stats: tally.stats,
-        drops: input.reader.drops(),
+        drops,
         hist: tally.hist,
         bytes: tally.bytes,
         groups: by.zip(tally.groups).map(|(f, g)| (f.name, g)),
         top: args.top,
         fine: args.fine,
-        filter: input.src,
+        filter: fleet.inputs[0].src.clone(),
+        several: fleet.is_several().then(|| {
+            (
+                fleet.inputs.len(),
+                fleet.hosts().into_iter().map(str::to_owned).collect(),
+            )
+        }),
     };
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -105,11 +126,41 @@ pub struct Tally {
     pub groups: Option<GroupBy<String>>,
 }
 
+impl Tally {
+    /// Add another capture's tally (the same filter and field): exact, as every part is
+    /// mergeable and groups are keyed by printed value.
+    pub fn merge(&mut self, other: Tally) {
+        self.stats.total += other.stats.total;
+        self.stats.matched += other.stats.matched;
+        self.hist.merge(&other.hist);
+        self.bytes = self.bytes.saturating_add(other.bytes);
+        if let (Some(mine), Some(theirs)) = (&mut self.groups, other.groups) {
+            mine.merge(theirs);
+        }
+    }
+}
+
 /// Scan `input` once: its matching events' totals, split `by` a field if one is given. Says on
 /// stderr when the filter matched nothing.
 pub fn tally(input: &input::Input, by: Option<&'static FieldInfo>) -> anyhow::Result<Tally> {
+    let t = scan_tally(input, by)?;
+    if t.stats.matched == 0 {
+        input.say_nothing_matched("events");
+    }
+    Ok(t)
+}
+
+/// [`tally`], saying nothing.
+fn scan_tally(input: &input::Input, by: Option<&'static FieldInfo>) -> anyhow::Result<Tally> {
     let r = &input.reader;
-    let (meta, tables) = (r.meta(), r.tables());
+    // Values print on the timeline the capture is read on (`evt.time`), but for the fields of
+    // the header, which are the capture's own.
+    let timed = input.timed_meta();
+    let meta = match by {
+        Some(f) if f.id.is_per_capture() => r.meta(),
+        _ => &*timed,
+    };
+    let tables = r.tables();
     let want = ColSet::NONE
         .with(Col::Latency)
         .with(Col::Bytes)
@@ -158,9 +209,6 @@ pub fn tally(input: &input::Input, by: Option<&'static FieldInfo>) -> anyhow::Re
             v.to_string()
         }
     };
-    if stats.matched == 0 {
-        input.say_nothing_matched("events");
-    }
     Ok(Tally {
         stats,
         hist: acc.hist,
@@ -178,6 +226,8 @@ struct Report {
     top: usize,
     fine: bool,
     filter: String,
+    /// Read from several captures: how many, and their hosts (escaped by the reader).
+    several: Option<(usize, Vec<String>)>,
 }
 
 /// Histogram rows as `[lo, hi)` ns and a count: log2 rows from the first to the last non-empty
@@ -238,6 +288,10 @@ impl Report {
             "histogram_kind": if self.fine { "log-linear" } else { "log2" },
             "histogram": histogram,
         });
+        if let Some((n, hosts)) = &self.several {
+            v["captures"] = json!(n);
+            v["hosts"] = json!(hosts);
+        }
         if let Some((field, groups)) = &self.groups {
             v["by"] = json!(field);
             v["group_count"] = json!(groups.len());
@@ -266,6 +320,9 @@ impl Report {
         } else {
             0.0
         };
+        if let Some((n, hosts)) = &self.several {
+            writeln!(out, "captures {n} from {}", hosts.join(", "))?;
+        }
         if !self.filter.is_empty() {
             writeln!(out, "filter   {}", iocap_format::escape::escape(self.filter.as_bytes()))?;
         }

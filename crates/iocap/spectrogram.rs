@@ -32,8 +32,11 @@ pub enum Color {
 pub struct Args {
     #[command(flatten)]
     capture: input::Capture,
-    /// Filter, as words joined by spaces: `proc.name=postgres and fd.type=file`.
+    /// More captures (files, directories, quoted patterns: `'caps/*.cap'`), then the filter, as
+    /// words joined by spaces: `proc.name=postgres and fd.type=file`.
     filter: Vec<String>,
+    #[command(flatten)]
+    ring: input::Ring,
     /// Length of each row.
     #[arg(long, default_value = "500ms", value_name = "DURATION")]
     interval: String,
@@ -44,9 +47,14 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let interval = parse_duration(&args.interval).map_err(|e| UsageError(format!("--interval: {e}")))?;
-    let input = input::open(&args.capture, &args.filter, true)?;
-    let r = &input.reader;
-    let (start, end) = scan::capture_span(r);
+    let fleet = input::open_fleet(&args.capture, &args.filter, &args.ring, true)?;
+    // Several captures: rows of wall-clock time (ns since the epoch) from the earliest start.
+    let (start, end) = if fleet.is_several() {
+        let wall = |t: i128| u64::try_from(t.max(0)).unwrap_or(u64::MAX);
+        (wall(fleet.start()), wall(fleet.end()))
+    } else {
+        scan::capture_span(&fleet.inputs[0].reader)
+    };
     if (end - start) / interval > MAX_ROWS {
         return Err(UsageError(format!(
             "--interval {} would print more than {MAX_ROWS} rows for this capture: use a longer one",
@@ -54,7 +62,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ))
         .into());
     }
-    let (sp, _) = bin(&input, start, end, interval)?;
+    let sp = if fleet.is_several() {
+        let mut sp = Spectrogram::covering(start, end, interval);
+        for (i, input) in fleet.inputs.iter().enumerate() {
+            sp.merge(&bin_shifted(input, start, end, interval, fleet.wall(i))?.0);
+        }
+        sp
+    } else {
+        bin(&fleet.inputs[0], start, end, interval)?.0
+    };
     let color = match args.color {
         Color::Always => true,
         Color::Never => false,
@@ -135,6 +151,18 @@ pub fn render(out: &mut impl Write, sp: &Spectrogram, span_rows: u64, color: boo
 /// The matching events binned into a spectrogram over `[start, end)` with rows of `interval` ns:
 /// what `iocap spectrogram` prints and `export --format svg` draws.
 pub fn bin(input: &Input, start: u64, end: u64, interval: u64) -> anyhow::Result<(Spectrogram, ScanStats)> {
+    bin_shifted(input, start, end, interval, 0)
+}
+
+/// [`bin`] with every event's time moved by `shift` ns (a capture's boot clock to the wall
+/// clock, where several captures are binned together), over `[start, end)` of that clock.
+fn bin_shifted(
+    input: &Input,
+    start: u64,
+    end: u64,
+    interval: u64,
+    shift: i64,
+) -> anyhow::Result<(Spectrogram, ScanStats)> {
     let r = &input.reader;
     Ok(scan::scan(
         r,
@@ -142,7 +170,10 @@ pub fn bin(input: &Input, start: u64, end: u64, interval: u64) -> anyhow::Result
         ColSet::NONE.with(Col::Ts).with(Col::Latency),
         input::threads(r),
         || Spectrogram::covering(start, end, interval),
-        |sp: &mut Spectrogram, c, bits| bits.iter_ones().for_each(|i| sp.add(c.ts[i], c.latency[i])),
+        |sp: &mut Spectrogram, c, bits| {
+            bits.iter_ones()
+                .for_each(|i| sp.add(c.ts[i].saturating_add_signed(shift), c.latency[i]))
+        },
         |a, b| {
             a.merge(&b);
         },

@@ -261,6 +261,14 @@ impl IoStat {
         }
     }
 
+    /// [`IoStat::merge`], with each of `other`'s devices counted as `rename` says (several
+    /// captures' devices numbered on one table, where two hosts' `dev_t`s may clash).
+    pub fn merge_renamed(&mut self, other: &IoStat, mut rename: impl FnMut(u32) -> u32) {
+        for (&(dev, i), b) in &other.bins {
+            self.bins.entry((rename(dev), i)).or_default().merge(b);
+        }
+    }
+
     /// Devices that had any request, in `dev_t` order.
     pub fn devices(&self) -> Vec<u32> {
         let mut d: Vec<u32> = self.bins.keys().map(|&(dev, _)| dev).collect();

@@ -20,6 +20,25 @@ pub(crate) enum Node {
     Pred(Pred),
 }
 
+impl Node {
+    /// Call `f` with every predicate of the tree, by a loop over a stack (a chain of 500
+    /// `and`s is no recursion 500 deep).
+    pub(crate) fn visit_preds(&self, f: &mut impl FnMut(&Pred)) {
+        let mut stack = vec![self];
+        while let Some(n) = stack.pop() {
+            match n {
+                Node::All => {}
+                Node::And(a, b) | Node::Or(a, b) => {
+                    stack.push(b);
+                    stack.push(a);
+                }
+                Node::Not(a) => stack.push(a),
+                Node::Pred(p) => f(p),
+            }
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Pred {
     pub field: FieldId,

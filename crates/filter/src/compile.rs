@@ -274,21 +274,24 @@ fn is_class(code: u8, want: u8) -> bool {
     (code == BLOCK) == (want == BLOCK)
 }
 
-pub(crate) fn compile(node: &Node, meta: &Meta, tables: &Tables) -> Compiled {
-    let root = compile_node(node, meta, tables);
+/// Compile `node` for a capture with these `meta` and `tables`, `evt.time` counted from
+/// `origin` (ns on the capture's boot clock: its `start_ts`, or the instant aligned with
+/// another capture's start when several are read together).
+pub(crate) fn compile(node: &Node, meta: &Meta, tables: &Tables, origin: u64) -> Compiled {
+    let root = compile_node(node, meta, tables, origin);
     let mut columns = ColSet::NONE;
     root.columns(&mut columns);
     Compiled { root, columns }
 }
 
-pub(crate) fn compile_node(node: &Node, meta: &Meta, tables: &Tables) -> CNode {
+pub(crate) fn compile_node(node: &Node, meta: &Meta, tables: &Tables, origin: u64) -> CNode {
     match node {
         Node::All => CNode::Const(true),
         Node::And(..) | Node::Or(..) => {
             let and = matches!(node, Node::And(..));
             let mut v = Vec::new();
             for operand in chain(node) {
-                match compile_node(operand, meta, tables) {
+                match compile_node(operand, meta, tables, origin) {
                     CNode::And(inner) if and => v.extend(inner),
                     CNode::Or(inner) if !and => v.extend(inner),
                     // The identity of the operator drops out; its absorbing element decides.
@@ -304,7 +307,7 @@ pub(crate) fn compile_node(node: &Node, meta: &Meta, tables: &Tables) -> CNode {
                 _ => CNode::Or(v),
             }
         }
-        Node::Not(a) => match compile_node(a, meta, tables) {
+        Node::Not(a) => match compile_node(a, meta, tables, origin) {
             CNode::Const(b) => CNode::Const(!b),
             CNode::Not(inner) => *inner,
             c => CNode::Not(Box::new(c)),
@@ -317,7 +320,10 @@ pub(crate) fn compile_node(node: &Node, meta: &Meta, tables: &Tables) -> CNode {
                 ops: IdSet::build(std::iter::empty(), 0, Beyond::Const(false)),
                 urings: IdSet::build(std::iter::empty(), 0, Beyond::Const(false)),
             }));
-            CNode::And(vec![CNode::Leaf(calls), CNode::Leaf(compile_pred(p, meta, tables))])
+            CNode::And(vec![
+                CNode::Leaf(calls),
+                CNode::Leaf(compile_pred(p, meta, tables, origin)),
+            ])
         }
         Node::Pred(p) if p.field == FieldId::BlkSyscall => {
             // blk.syscall is absent unless a syscall issued the request: the number test
@@ -329,10 +335,19 @@ pub(crate) fn compile_node(node: &Node, meta: &Meta, tables: &Tables) -> CNode {
             };
             CNode::And(vec![
                 CNode::Leaf(syscall_caused),
-                CNode::Leaf(compile_pred(p, meta, tables)),
+                CNode::Leaf(compile_pred(p, meta, tables, origin)),
             ])
         }
-        Node::Pred(p) => CNode::Leaf(compile_pred(p, meta, tables)),
+        // One value for the whole capture: decided here, so a capture it rules out costs
+        // nothing (its chunks are skipped by `may_match`).
+        Node::Pred(p) if p.field.is_per_capture() => {
+            let e = Event::default();
+            CNode::Const(test_value(
+                &p.test,
+                &fields::value(fields::info(p.field), &e, meta, tables),
+            ))
+        }
+        Node::Pred(p) => CNode::Leaf(compile_pred(p, meta, tables, origin)),
     }
 }
 
@@ -393,7 +408,7 @@ fn signed_key(x: i64) -> u64 {
     (x as u64) ^ (1 << 63)
 }
 
-fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables) -> Kernel {
+fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables, origin: u64) -> Kernel {
     let num = |src: NumSrc, class: Option<u8>| {
         let (ranges, negate) = key_ranges(&p.test, matches!(src, NumSrc::Ret | NumSrc::Fd | NumSrc::Offset));
         Kernel::Num {
@@ -462,8 +477,8 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables) -> Kernel {
             }
         }
         FieldId::EvtTime => {
-            // evt.time = ts - start (saturating): a range of it is a range of ts.
-            let start = meta.start_ts;
+            // evt.time = ts - origin (saturating): a range of it is a range of ts.
+            let start = origin;
             let (ranges, negate) = key_ranges(&p.test, false);
             let ranges = ranges
                 .into_iter()
@@ -587,6 +602,12 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables) -> Kernel {
             }
         }
         FieldId::EvtType => split(&eval_beyond_in),
+        // Decided once per capture by `compile_node`; as a kernel, the same for every event.
+        FieldId::Host | FieldId::CaptureId => Kernel::Ids {
+            src: IdSrc::Proc,
+            class: None,
+            set: IdSet::build(std::iter::empty(), 0, Beyond::Const(passes(&Event::default()))),
+        },
         FieldId::EvtClass | FieldId::IoDir | FieldId::IsIoRead | FieldId::IsIoWrite | FieldId::BlkOp => {
             // Unknown syscall numbers (opcodes) have a constant value for these fields per
             // class (io.dir none...).

@@ -82,7 +82,8 @@ pub enum FieldId {
     EvtFailed,
     /// `evt.errno`.
     EvtErrno,
-    /// `evt.time`: relative to the capture's start, not since boot.
+    /// `evt.time`: relative to the capture's start (of several read together, the earliest's,
+    /// in wall-clock time), not since boot.
     EvtTime,
     /// `latency`, and its alias `evt.latency`.
     Latency,
@@ -146,6 +147,19 @@ pub enum FieldId {
     BlkPattern,
     /// `blk.queued`.
     BlkQueued,
+    /// `host`: the capture's, one value for all its events ([`FieldId::is_per_capture`]).
+    Host,
+    /// `capture.id`: [`Meta::capture_id`], one value for all a capture's events.
+    CaptureId,
+}
+
+impl FieldId {
+    /// Whether the field has one value for every event of a capture, read from its header
+    /// (`host`, `capture.id`): a filter decides it once per capture, and it says which of
+    /// several captures read together an event came from.
+    pub fn is_per_capture(self) -> bool {
+        matches!(self, FieldId::Host | FieldId::CaptureId)
+    }
 }
 
 /// One field as `iocap fields` lists it.
@@ -238,7 +252,7 @@ static FIELDS: &[FieldInfo] = &[
         "evt.time",
         T::Duration,
         FieldId::EvtTime,
-        "start of the event, as time since the capture started",
+        "start of the event, as time since the capture started (of several captures, the earliest, by wall clock)",
     ),
     f(
         "latency",
@@ -382,6 +396,18 @@ static FIELDS: &[FieldInfo] = &[
         T::Duration,
         FieldId::DiskTime,
         "part of a syscall's (io_uring request's) latency with one of its block requests in flight",
+    ),
+    f(
+        "host",
+        T::Str,
+        FieldId::Host,
+        "host name of the traced machine, from the capture's header (one value per capture)",
+    ),
+    f(
+        "capture.id",
+        T::Str,
+        FieldId::CaptureId,
+        "id of the recording (16 hex digits of its host, clock and start): which of several captures read together",
     ),
 ];
 
@@ -539,6 +565,8 @@ pub fn value_in<'a, L: Lookup + ?Sized>(field: &FieldInfo, e: &Event, meta: &Met
             _ => Value::Absent,
         },
         FieldId::BlkQueued => blk(Value::Bool(e.flags & blk_flags::QUEUED != 0)),
+        FieldId::Host => Value::Str(Cow::Owned(meta.host.clone())),
+        FieldId::CaptureId => Value::Str(Cow::Owned(meta.capture_id())),
     }
 }
 

@@ -121,7 +121,30 @@ impl Filter {
 
     /// Prepare the filter for the chunks of one capture.
     pub fn compile(&self, meta: &Meta, tables: &Tables) -> Compiled {
-        compile::compile(&self.checked, meta, tables)
+        compile::compile(&self.checked, meta, tables, meta.start_ts)
+    }
+
+    /// [`Filter::compile`], with `evt.time` counted from `origin` (ns on the capture's boot
+    /// clock) rather than the capture's start: where several captures are read on one
+    /// timeline, the instant of this one aligned with the timeline's start, so `evt.time`
+    /// means the same instant in every capture. The fields of the header (`host`,
+    /// `capture.id`) stay this capture's own.
+    pub fn compile_from(&self, meta: &Meta, tables: &Tables, origin: u64) -> Compiled {
+        compile::compile(&self.checked, meta, tables, origin)
+    }
+
+    /// The fields of the filter with one value per capture ([`fields::FieldId::is_per_capture`]:
+    /// `host`, `capture.id`), by name, each once: what a filter of events being recorded has no
+    /// use for.
+    pub fn per_capture_fields(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        self.checked.visit_preds(&mut |p| {
+            let name = fields::info(p.field).name;
+            if p.field.is_per_capture() && !out.contains(&name) {
+                out.push(name);
+            }
+        });
+        out
     }
 }
 
@@ -144,6 +167,47 @@ mod tests {
     use super::*;
 
     fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn per_capture_fields_are_constants_and_evt_time_counts_from_the_origin() {
+        use iocap_format::{Event, Reader, Writer, WriterOptions};
+        let meta = Meta {
+            arch: "x86_64".into(),
+            host: "db1".into(),
+            start_ts: 1_000,
+            ..Meta::default()
+        };
+        let mut w = Writer::new(Vec::new(), &meta, WriterOptions::default()).unwrap();
+        for i in 0..10u64 {
+            w.push(&Event::syscall(1_000 + i * 1_000, 10, 7, 7, 0, 0)).unwrap();
+        }
+        let r = Reader::from_bytes(w.finish(20_000).unwrap()).unwrap();
+        let summary = &r.chunks()[0].summary;
+        let compile = |src: &str| Filter::parse(src).unwrap().compile(r.meta(), r.tables());
+        assert!(compile("host=db1").is_all());
+        assert!(
+            !compile("host=db2").may_match(summary),
+            "a chunk of another host is skipped"
+        );
+        assert!(compile("not host=db2 and capture.id exists").is_all());
+        let id = r.meta().capture_id();
+        assert!(compile(&format!("capture.id={id}")).is_all());
+        assert!(!compile("capture.id=0000000000000000").may_match(summary));
+        assert_eq!(
+            Filter::parse("latency>1ms or host=x").unwrap().per_capture_fields(),
+            ["host"]
+        );
+        // evt.time>=5us: from the start (1000), events at 6000 on; from 4000, at 9000 on.
+        let matched = |c: Compiled| {
+            let (mut dec, mut cols, mut bits) = (Default::default(), Columns::default(), Bitmap::default());
+            r.read_chunk(0, c.columns(), &mut dec, &mut cols).unwrap();
+            c.eval(&cols, &mut bits);
+            bits.count_ones()
+        };
+        let f = Filter::parse("evt.time>=5us and host=db1").unwrap();
+        assert_eq!(matched(f.compile(r.meta(), r.tables())), 5);
+        assert_eq!(matched(f.compile_from(r.meta(), r.tables(), 4_000)), 2);
+    }
 
     #[test]
     fn compiled_is_shareable() {

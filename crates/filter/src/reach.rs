@@ -152,7 +152,7 @@ impl Filter {
                     Node::Pred(p) => pred_classes(p, arch),
                     _ => [true; 3],
                 };
-                (e.to_string(), compile_node(n, &meta, &tables), pushed)
+                (e.to_string(), compile_node(n, &meta, &tables, meta.start_ts), pushed)
             })
             .collect();
         let mut why_not: [Option<Why>; 3] = Default::default();

@@ -1,6 +1,6 @@
 //! `export --format parquet`: one row per matching event, every field of `iocap fields` a typed
 //! column named as SQL takes it unquoted (`proc_name` for `proc.name`), then the event's
-//! wall-clock start as a UTC timestamp and the capture's host, kernel and id. PARQUET.md has
+//! wall-clock start as a UTC timestamp and the capture's kernel and span. PARQUET.md has
 //! the schema and the queries a fleet's dataset answers.
 //!
 //! Written with the `parquet` crate's column writers, without Arrow: each chunk's matching rows
@@ -58,14 +58,14 @@ fn always_present(id: FieldId) -> bool {
             | IsIoRead
             | IsIoWrite
             | EvtCpu
+            | Host
+            | CaptureId
     )
 }
 
-/// The columns after the fields': the start as a timestamp, then the capture's host, kernel
-/// and id, then its span (ns from its start to its stop: what rates are over).
-const EXTRA: [&str; 5] = ["ts", "host", "kernel", "capture_id", "capture_ns"];
-
-/// The file's schema: the fields' columns, then [`EXTRA`].
+/// The file's schema: the fields' columns (which hold the capture's host and id), then the
+/// event's start as a timestamp (`ts`), the capture's kernel and its span (`capture_ns`: ns from
+/// its start to its stop, what rates are over).
 fn schema(keys: &[&'static FieldInfo]) -> anyhow::Result<TypePtr> {
     let mut cols = Vec::new();
     for f in keys {
@@ -90,13 +90,11 @@ fn schema(keys: &[&'static FieldInfo]) -> anyhow::Result<TypePtr> {
         .with_logical_type(Some(LogicalType::timestamp(true, TimeUnit::NANOS)))
         .build()?;
     cols.push(Arc::new(ts));
-    for name in &EXTRA[1..4] {
-        let col = Type::primitive_type_builder(name, PhysicalType::BYTE_ARRAY)
-            .with_repetition(Repetition::REQUIRED)
-            .with_logical_type(Some(LogicalType::String))
-            .build()?;
-        cols.push(Arc::new(col));
-    }
+    let kernel = Type::primitive_type_builder("kernel", PhysicalType::BYTE_ARRAY)
+        .with_repetition(Repetition::REQUIRED)
+        .with_logical_type(Some(LogicalType::String))
+        .build()?;
+    cols.push(Arc::new(kernel));
     let span = Type::primitive_type_builder("capture_ns", PhysicalType::INT64)
         .with_repetition(Repetition::REQUIRED)
         .build()?;
@@ -118,7 +116,7 @@ fn properties(keys: &[&'static FieldInfo]) -> anyhow::Result<WriterPropertiesPtr
         .iter()
         .filter(|f| f.ty == FieldType::Str)
         .map(|f| column_name(f))
-        .chain(EXTRA[1..4].iter().map(|s| s.to_string()));
+        .chain(["kernel".to_string()]);
     for name in strings {
         b = b.set_column_dictionary_enabled(ColumnPath::from(name.clone()), true);
         // A string's min and max cost a comparison per value, more than the rest of its
@@ -228,8 +226,7 @@ pub fn write<W: Write + Send>(out: W, input: &Input) -> anyhow::Result<W> {
         }
     };
     // The reader escaped the header's strings.
-    let capture = [meta.host.clone(), meta.kernel.clone(), meta.capture_id()]
-        .map(|s| ByteArray::from(Bytes::from(s.into_bytes())));
+    let kernel = ByteArray::from(Bytes::from(meta.kernel.clone().into_bytes()));
     let (start, stop) = scan::capture_span(r);
     let span = i64::try_from(stop - start).unwrap_or(i64::MAX);
     let mut cells = Cells::new(&keys, Flavor::Raw, meta, r.tables());
@@ -250,14 +247,12 @@ pub fn write<W: Write + Send>(out: W, input: &Input) -> anyhow::Result<W> {
             let extra = &mut group.writers[keys.len()..];
             batch.timestamps(&cells, c, meta.boot_to_wall_ns);
             batch.write(&mut extra[0], false)?;
-            for (w, value) in extra[1..4].iter_mut().zip(&capture) {
-                batch.strings.clear();
-                batch.strings.resize(n, value.clone());
-                batch.write(w, false)?;
-            }
+            batch.strings.clear();
+            batch.strings.resize(n, kernel.clone());
+            batch.write(&mut extra[1], false)?;
             batch.ints.clear();
             batch.ints.resize(n, span);
-            batch.write(&mut extra[4], false)?;
+            batch.write(&mut extra[2], false)?;
             group.rows += n;
             if group.rows >= ROW_GROUP_ROWS {
                 flush(&mut file, std::mem::replace(&mut group, new_group()))?;

@@ -176,6 +176,7 @@ mod tests {
         let parsed = iocap_filter::Filter::parse(filter).unwrap();
         Input {
             filter: parsed.compile(reader.meta(), reader.tables()),
+            origin: reader.meta().start_ts,
             reader,
             parsed,
             src: filter.to_string(),

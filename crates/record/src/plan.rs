@@ -59,6 +59,15 @@ pub enum PlanError {
         /// The option that leaves them out: `--no-block`.
         option: &'static str,
     },
+    /// The filter names a field of a capture read with others (`host`, `capture.id`), which
+    /// says nothing of an event being recorded.
+    #[error("the filter `{filter}` names {fields}: a field of a capture read with others (`iocap report a.cap b.cap 'host=db2'`), not of an event being recorded; leave it out of the recording's filter")]
+    CaptureField {
+        /// The filter, as it reads back.
+        filter: String,
+        /// The fields, quoted: `` `host` ``.
+        fields: String,
+    },
     /// `--no-syscalls --no-block`.
     #[error("--no-syscalls and --no-block together leave nothing to record")]
     NothingToRecord,
@@ -73,6 +82,14 @@ fn none<T>(set: &Option<Vec<T>>) -> bool {
 /// by the writer thread).
 pub fn plan(req: &Request, filter: &Filter) -> Result<Config, PlanError> {
     let src = filter.to_string();
+    let per_capture = filter.per_capture_fields();
+    if !per_capture.is_empty() {
+        let quoted: Vec<String> = per_capture.iter().map(|f| format!("`{f}`")).collect();
+        return Err(PlanError::CaptureField {
+            filter: src,
+            fields: quoted.join(" and "),
+        });
+    }
     let push = filter.pushdown(std::env::consts::ARCH);
     let reach = filter.reach(std::env::consts::ARCH);
     if reach.none() {
@@ -194,6 +211,19 @@ mod tests {
         )
         .unwrap();
         assert!(!c.io_uring && c.block, "io_uring requests go with the syscalls");
+    }
+
+    #[test]
+    fn fields_of_a_capture_read_with_others_are_refused() {
+        let err = |src: &str| plan(&req(), &f(src)).unwrap_err().to_string();
+        assert!(
+            err("host=db2 and latency>1ms")
+                .starts_with("the filter `host=db2 and latency>1ms` names `host`: a field of a capture"),
+            "{}",
+            err("host=db2")
+        );
+        assert!(err("not (capture.id=abc or host=x)").contains("names `capture.id` and `host`:"));
+        assert!(plan(&req(), &f("proc.name=host")).is_ok(), "a value is no field");
     }
 
     #[test]

@@ -202,9 +202,9 @@ impl Compare {
             return Ok(None);
         }
         let f = iocap_filter::Filter::parse(text)?;
-        let mut meta = self.cap.reader.meta().clone();
-        meta.start_ts = self.a_time(b.meta().start_ts);
-        Ok(Some(Arc::new(f.compile(&meta, self.cap.reader.tables()))))
+        let r = &self.cap.reader;
+        let origin = self.a_time(b.meta().start_ts);
+        Ok(Some(Arc::new(f.compile_from(r.meta(), r.tables(), origin))))
     }
 
     /// A's capture grew (the same capture as B's, being recorded): its filter is compiled

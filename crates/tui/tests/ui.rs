@@ -771,7 +771,9 @@ fn detail_popup_fits_80x24() {
             let v = iocap_filter::fields::value(fi, &e, meta, tables);
             // The popup's rule: a call that issued no block request has no disk figures.
             let no_disk = e.disk_reqs == 0 && fi.name.starts_with("disk.");
+            // Nor the header's fields, one value for the whole capture.
             let shown = !(no_disk
+                || fi.id.is_per_capture()
                 || v.is_absent()
                 || v == iocap_filter::fields::Value::Bool(false)
                 || v == iocap_filter::fields::Value::Str("".into()));
@@ -1847,4 +1849,41 @@ fn regions_are_written_short() {
         or.filter.applied,
         "(proc.name=fio or proc.name=postgres) and evt.time<170ms and latency>=3.98ms and latency<6.31ms"
     );
+}
+
+/// The text of screen row `y` of `buf`.
+fn row_text(buf: &Buffer, y: u16) -> String {
+    (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect()
+}
+
+/// On a narrow terminal the comparison's line keeps both captures' names and cuts how they
+/// are aligned at its edge (the alignment used to take the whole line and the names none).
+#[test]
+fn a_narrow_comparison_line_keeps_both_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = capture(dir.path());
+    let cap = |name: &str| Capture::new(Arc::new(Reader::open(&path).unwrap()), Path::new(name));
+    let bar = || iocap_tui::panes::filter_bar::FilterBar::compiled_already("", None, History::in_memory(Vec::new()));
+    for (w, line) in [
+        (
+            80,
+            " A ▀ a.cap  B ▄ b.cap  one filter, aligned by wall clock, A from +0ns",
+        ),
+        (40, " A ▀ a.cap  B ▄ b.cap  one filter, align"),
+        (24, " A ▀ a.cap  B ▄ b.cap  o"),
+    ] {
+        let (mut app, fx) = App::comparing(
+            cap("a.cap"),
+            cap("b.cap"),
+            bar(),
+            Rect::new(0, 0, w, 24),
+            Palette::Classic,
+        );
+        settle(&mut app, fx);
+        assert_eq!(
+            row_text(&draw(&app), app.layout.compare.y).trim_end(),
+            line,
+            "{w} columns"
+        );
+    }
 }

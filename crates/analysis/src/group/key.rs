@@ -41,6 +41,9 @@ pub enum KeyOf {
     Error,
     /// The return value: `evt.res`.
     Ret,
+    /// Nothing: a field with one value per capture (`host`, `capture.id`), printed from the
+    /// capture's header.
+    Capture,
     /// The printed value, interned, printed from an event of these columns. A 64-bit value
     /// that is absent for some classes (`blk.bytes`, `disk.bytes`) has no exact key in 64
     /// bits; anything else (latencies, times, sectors) is rarely grouped by and a value per
@@ -71,6 +74,7 @@ impl KeyOf {
             EvtType | EvtClass | IoDir | IsIoRead | IsIoWrite => KeyOf::EventType,
             EvtErrno | EvtFailed => KeyOf::Error,
             EvtRes => KeyOf::Ret,
+            Host | CaptureId => KeyOf::Capture,
             _ => KeyOf::Printed(ColSet::ALL),
         }
     }
@@ -91,6 +95,7 @@ impl KeyOf {
             KeyOf::EventType => &[Class, Nr, Op],
             KeyOf::Error | KeyOf::Ret => &[Ret],
             KeyOf::Printed(cols) => return cols,
+            KeyOf::Capture => &[],
         };
         cols.iter().copied().collect()
     }
@@ -119,6 +124,7 @@ impl KeyOf {
             KeyOf::Bytes => c.bytes.get(i).copied().unwrap_or(0),
             KeyOf::Error => ret().min(0) as u64,
             KeyOf::Ret => ret() as u64,
+            KeyOf::Capture => 0,
             KeyOf::EventType | KeyOf::Printed(_) => {
                 let (nr, op) = (g(&c.nr), c.op.get(i).copied().map_or(0, u64::from));
                 // Small keys are counted in a table rather than hashed: syscall numbers and

@@ -44,7 +44,11 @@ pub fn render<'a>(app: &'a App, f: &mut Frame, area: Rect) {
         (true, None) => format!("one filter, {align}"),
         _ => align,
     };
-    let share = w.saturating_sub(align.chars().count() + 13) / 2;
+    // Each side's share of what the letters and gaps leave (13 cells): what the alignment
+    // leaves, but the sides come first on a narrow line (the alignment is cut at its edge).
+    let room = w.saturating_sub(13);
+    let need = width(&side(a.clone(), usize::MAX)).max(width(&side(b.clone(), usize::MAX)));
+    let share = (room.saturating_sub(width(&align)) / 2).max(need.min(room / 2));
     let line = Line::from(vec![
         Span::styled(" A ▀ ", t.side(Side::A)),
         Span::raw(side(a, share)),

@@ -220,8 +220,9 @@ pub fn render_detail(app: &App, f: &mut Frame) {
     )];
     let mut seen = Vec::new();
     for fi in fields::all() {
-        // Aliases share a value with the field before them.
-        if seen.contains(&fi.id) {
+        // Aliases share a value with the field before them; the header's fields (`host`,
+        // `capture.id`) are the capture's, the same for every event of the one viewed.
+        if seen.contains(&fi.id) || fi.id.is_per_capture() {
             continue;
         }
         seen.push(fi.id);
