@@ -372,3 +372,63 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// Several captures in one command (files, then a directory of them) make the dataset that
+/// exporting them one by one makes, byte for byte; several without a dataset directory, and
+/// `--ring` outside Parquet, are usage errors. (Needs no DuckDB.)
+#[test]
+fn several_captures_go_into_one_dataset_in_one_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let caps_dir = dir.path().join("caps");
+    std::fs::create_dir(&caps_dir).unwrap();
+    let caps: Vec<PathBuf> = [("db", "db-1"), ("web", "web-2"), ("cache", "cache-3")]
+        .iter()
+        .enumerate()
+        .map(|(k, (name, host))| host_capture(&caps_dir, name, host, k as u64 + 1, 1_000_000_000))
+        .collect();
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    let files = |data: &Path| -> BTreeMap<String, Vec<u8>> {
+        walk(data)
+            .into_iter()
+            .map(|p| {
+                (
+                    p.strip_prefix(data).unwrap().display().to_string(),
+                    std::fs::read(&p).unwrap(),
+                )
+            })
+            .collect()
+    };
+    let one_by_one = dir.path().join("one/");
+    for cap in &caps {
+        let (code, _, err) = run(&["export", &s(cap), "--format", "parquet", "-o", &s(&one_by_one)]);
+        assert_eq!(code, 0, "{err}");
+    }
+    let want = files(&one_by_one);
+    assert_eq!(want.len(), 3);
+    let together = dir.path().join("together/");
+    let mut args = vec!["export".to_owned()];
+    args.extend(caps.iter().map(|c| s(c)));
+    args.extend(["--format", "parquet", "-o", &s(&together)].map(String::from));
+    let (code, _, err) = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(files(&together), want, "one command, three files");
+    let from_dir = dir.path().join("from-dir/");
+    let (code, _, err) = run(&["export", &s(&caps_dir), "--format", "parquet", "-o", &s(&from_dir)]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(files(&from_dir), want, "a directory of captures");
+    // Several into one file cannot be; a ring is read only into a dataset.
+    let file = dir.path().join("all.parquet");
+    let (code, _, err) = run(&[
+        "export",
+        &s(&caps[0]),
+        &s(&caps[1]),
+        "--format",
+        "parquet",
+        "-o",
+        &s(&file),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("-o DIR/") && !file.exists(), "{err}");
+    let (code, _, err) = run(&["export", &s(&caps[0]), "--ring", "--format", "csv", "-o", "-"]);
+    assert_eq!(code, 2, "{err}");
+}

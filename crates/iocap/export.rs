@@ -43,6 +43,7 @@ A heatmap:                       iocap export trace.cap evt.type=fsync --format 
 Two captures compared (SVG):     iocap export before.cap after.cap evt.type=fsync --format svg -o cmp.svg
 One capture, two filters (SVG):  iocap export trace.cap --a proc.name=pg --b proc.name=mysqld --format svg -o cmp.svg
 Into a fleet's Parquet dataset:  iocap export trace.cap --format parquet -o fleet/   (PARQUET.md)
+Several captures into one:       iocap export db1.cap db2.cap caps/ --format parquet -o fleet/
 The second word is capture B when it names an existing file, else the first filter word.")]
 pub struct Args {
     #[command(flatten)]
@@ -63,6 +64,9 @@ pub struct Args {
     /// SVG: width of a time column (default: the capture split in at most 400 columns).
     #[arg(long, value_name = "DURATION")]
     interval: Option<String>,
+    /// Parquet into a dataset: the files each capture's recording went on in too.
+    #[command(flatten)]
+    ring: input::Ring,
 }
 
 /// What an export writes, its captures opened.
@@ -73,6 +77,8 @@ enum Export {
     One(Input),
     /// Two sides compared, in SVG.
     Two([sides::Side; 2]),
+    /// Several captures, each into its partition of a Parquet dataset.
+    Dataset(input::Fleet),
 }
 
 impl Export {
@@ -81,6 +87,24 @@ impl Export {
     /// proc.name=dd` keeps its meaning. A comparison is only drawn: with CSV or JSON lines it
     /// is a usage error.
     fn open(args: &Args) -> anyhow::Result<Export> {
+        if args.format == Format::Parquet && args.own.is_empty() {
+            // Parquet takes several captures (files, directories, patterns, rings), each into
+            // the dataset's partition of its host and day.
+            let mut fleet = input::open_fleet(&args.capture, &args.filter, &args.ring, true)?;
+            if !fleet.is_several() {
+                return Ok(Export::One(fleet.inputs.remove(0)));
+            }
+            if !is_dataset(&args.output) {
+                return Err(UsageError(
+                    "several captures go into a dataset: -o DIR/ (each into DIR/host=…/date=…/part-….parquet)".into(),
+                )
+                .into());
+            }
+            return Ok(Export::Dataset(fleet));
+        }
+        if args.ring.ring {
+            return Err(UsageError("--ring: only --format parquet exports several captures".into()).into());
+        }
         let b = args.filter.first().filter(|w| sides::names_a_capture(w)).map(Path::new);
         if b.is_none() && args.own.is_empty() {
             return Ok(Export::One(input::open(&args.capture, &args.filter, true)?));
@@ -123,8 +147,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             (Export::One(input), Format::Parquet) => parquet::write(out, input).map(drop),
             (Export::One(input), Format::Svg) => write_svg(out, input, interval, &args.capture.short_name()),
             (Export::Two(sides), _) => write_comparison(out, sides, interval),
+            (Export::Dataset(_), _) => unreachable!("a dataset is written file by file, below"),
         }
     };
+    if let Export::Dataset(fleet) = &export {
+        for input in &fleet.inputs {
+            let path = parquet::partition(&args.output, input.reader.meta())?;
+            write_whole(&path, &|out| parquet::write(out, input).map(drop))?;
+        }
+        return Ok(());
+    }
     if args.output.as_os_str() == "-" {
         let mut out = BufWriter::new(std::io::stdout());
         write(&mut out)?;
@@ -154,17 +186,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             path,
             "an export is written to a file, a character device or a FIFO (or `-o -`; with --format parquet, into a directory's dataset)",
         )),
-        Existing::Nothing | Existing::Regular | Existing::Symlink => {
-            let (file, mut new) = output::create(path)?;
-            let mut out = BufWriter::new(file);
-            write(&mut out)?;
-            out.flush().with_context(|| format!("{}", path.display()))?;
-            out.get_ref()
-                .sync_all()
-                .with_context(|| format!("{}", path.display()))?;
-            new.publish()
-        }
+        Existing::Nothing | Existing::Regular | Existing::Symlink => write_whole(path, &write),
     }
+}
+
+/// Write a new file at `path` with `write` (mode 0600), put in place only once whole and on disk.
+fn write_whole(path: &Path, write: &dyn Fn(&mut (dyn Write + Send)) -> anyhow::Result<()>) -> anyhow::Result<()> {
+    let (file, mut new) = output::create(path)?;
+    let mut out = BufWriter::new(file);
+    write(&mut out)?;
+    out.flush().with_context(|| format!("{}", path.display()))?;
+    out.get_ref()
+        .sync_all()
+        .with_context(|| format!("{}", path.display()))?;
+    new.publish()
 }
 
 /// Whether `-o` names a dataset's directory: one that exists, or a path ending in `/`.
