@@ -12,6 +12,8 @@ mod hostile;
 mod info;
 mod output;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
+mod probes;
+#[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
 mod record;
 mod reports;
 mod stream;
