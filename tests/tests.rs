@@ -11,6 +11,7 @@ mod fleet;
 mod hostile;
 mod info;
 mod output;
+mod packaging;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
 mod probes;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
