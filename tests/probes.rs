@@ -22,7 +22,10 @@ fn record_hiding(hide: &str, cap: &Path, args: &[&str]) -> Output {
 }
 
 fn release() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap().trim().to_owned()
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .unwrap()
+        .trim()
+        .to_owned()
 }
 
 #[test]
@@ -66,7 +69,11 @@ fn a_missing_requirement_is_one_line_naming_it_and_the_oldest_linux_with_it() {
         let out = record_hiding(hide, &cap, &[&["-d", "1s"], args].concat());
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "IOCAP_HIDE={hide}: {err}");
-        assert_eq!(err, format!("iocap: this kernel ({kernel}) lacks {lacks}\n"), "IOCAP_HIDE={hide}");
+        assert_eq!(
+            err,
+            format!("iocap: this kernel ({kernel}) lacks {lacks}\n"),
+            "IOCAP_HIDE={hide}"
+        );
         assert!(!cap.exists(), "IOCAP_HIDE={hide}: no file is created");
     }
     let out = record_hiding("ringbuff", &cap, &["-d", "1s"]);
@@ -84,7 +91,10 @@ fn loop_writer(dir: &Path) -> (LoopDev, String) {
     let img = dir.join("disk.img");
     std::fs::write(&img, vec![0u8; 8 << 20]).unwrap();
     let dev = LoopDev::attach(&img);
-    let cmd = format!("dd if=/dev/zero of={} bs=64k count=20 oflag=direct status=none", dev.path);
+    let cmd = format!(
+        "dd if=/dev/zero of={} bs=64k count=20 oflag=direct status=none",
+        dev.path
+    );
     (dev, cmd)
 }
 
@@ -133,7 +143,10 @@ fn without_block_tracepoints_syscalls_are_recorded_and_the_capture_says_why_bloc
     assert!(err.contains("(syscalls: on, block: off)"), "{err}");
     let r = Reader::open(&cap).unwrap();
     let evs = events(&r);
-    assert!(evs.iter().any(|e| e.class == Class::Syscall), "dd's syscalls are recorded");
+    assert!(
+        evs.iter().any(|e| e.class == Class::Syscall),
+        "dd's syscalls are recorded"
+    );
     assert!(!evs.iter().any(|e| e.class == Class::Block), "no block requests");
     assert_eq!(info_missing(&cap), (vec![note.to_owned()], vec![note.to_owned()]));
 }
@@ -158,7 +171,10 @@ fn a_missing_optional_tracepoint_leaves_its_part_out_and_the_rest_is_recorded() 
     let r = Reader::open(&cap).unwrap();
     let evs = events(&r);
     let blocks = evs.iter().filter(|e| e.class == Class::Block).count();
-    assert!(blocks >= 20, "dd's writes are recorded without block_io_start: {blocks}");
+    assert!(
+        blocks >= 20,
+        "dd's writes are recorded without block_io_start: {blocks}"
+    );
     assert!(evs.iter().any(|e| e.class == Class::Syscall));
     assert_eq!(info_missing(&cap), (notes.to_vec(), notes.to_vec()));
 

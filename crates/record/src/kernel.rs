@@ -115,9 +115,27 @@ const REQUIRED: [Feature; 9] = [
     },
     tracepoint("sys_enter", "raw_syscalls:sys_enter", "5.5", "syscalls", "").built_with(SYSCALLS),
     tracepoint("sys_exit", "raw_syscalls:sys_exit", "5.5", "syscalls", "").built_with(SYSCALLS),
-    tracepoint("sched_process_fork", "sched:sched_process_fork", "5.5", "process names", ""),
-    tracepoint("sched_process_exec", "sched:sched_process_exec", "5.5", "process names", ""),
-    tracepoint("sched_process_exit", "sched:sched_process_exit", "5.5", "process names", ""),
+    tracepoint(
+        "sched_process_fork",
+        "sched:sched_process_fork",
+        "5.5",
+        "process names",
+        "",
+    ),
+    tracepoint(
+        "sched_process_exec",
+        "sched:sched_process_exec",
+        "5.5",
+        "process names",
+        "",
+    ),
+    tracepoint(
+        "sched_process_exit",
+        "sched:sched_process_exit",
+        "5.5",
+        "process names",
+        "",
+    ),
     tracepoint("task_rename", "task:task_rename", "5.5", "process names", ""),
 ];
 
@@ -130,9 +148,27 @@ const NO_BLOCK: &str = "block requests are not recorded";
 /// Without any of these block requests are not recorded (the programs read their
 /// `(struct request *)` prototype, which 5.11 brought).
 const BLOCK: [Feature; 3] = [
-    tracepoint("block_rq_insert", "block:block_rq_insert", "5.11", "block requests", NO_BLOCK),
-    tracepoint("block_rq_issue", "block:block_rq_issue", "5.11", "block requests", NO_BLOCK),
-    tracepoint("block_rq_complete", "block:block_rq_complete", "5.11", "block requests", NO_BLOCK),
+    tracepoint(
+        "block_rq_insert",
+        "block:block_rq_insert",
+        "5.11",
+        "block requests",
+        NO_BLOCK,
+    ),
+    tracepoint(
+        "block_rq_issue",
+        "block:block_rq_issue",
+        "5.11",
+        "block requests",
+        NO_BLOCK,
+    ),
+    tracepoint(
+        "block_rq_complete",
+        "block:block_rq_complete",
+        "5.11",
+        "block requests",
+        NO_BLOCK,
+    ),
 ];
 
 const BLOCK_IO_START: Feature = tracepoint(
@@ -171,8 +207,20 @@ const WRITEBACK: [Feature; 2] = [
 /// What is lost without any of [`IO_URING`].
 const NO_URING: &str = "io_uring requests are not recorded";
 const IO_URING: [Feature; 2] = [
-    tracepoint("io_uring_submit_req", "io_uring:io_uring_submit_req", "5.19", "io_uring requests", NO_URING),
-    tracepoint("io_uring_complete", "io_uring:io_uring_complete", "5.5", "io_uring requests", NO_URING),
+    tracepoint(
+        "io_uring_submit_req",
+        "io_uring:io_uring_submit_req",
+        "5.19",
+        "io_uring requests",
+        NO_URING,
+    ),
+    tracepoint(
+        "io_uring_complete",
+        "io_uring:io_uring_complete",
+        "5.5",
+        "io_uring requests",
+        NO_URING,
+    ),
 ];
 const SCHED_SWITCH: Feature = tracepoint(
     "sched_switch",

@@ -59,9 +59,7 @@ impl Recorder {
         // The skeleton borrows its object storage for its whole life; one recorder lives as
         // long as the process, so the storage is leaked rather than threaded through lifetimes.
         let storage: &'static mut MaybeUninit<OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
-        let mut open = IocapSkelBuilder::default()
-            .open(storage)
-            .map_err(load_error)?;
+        let mut open = IocapSkelBuilder::default().open(storage).map_err(load_error)?;
         if !cpu_slot {
             open.progs.spill_call.set_autoload(false);
         }
