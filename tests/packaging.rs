@@ -31,15 +31,15 @@ fn output(args: &[&str]) -> String {
 fn completions_offer_every_subcommand() {
     let subs = subcommands();
     // What each shell's script says to offer a subcommand.
-    let shells: [(&str, fn(&str) -> String); 3] = [
-        ("bash", |s| format!("iocap,{s})")),
-        ("zsh", |s| format!("\n'{s}:")),
-        ("fish", |s| format!("__fish_iocap_needs_command\" -f -a \"{s}\"")),
-    ];
-    for (shell, offers) in shells {
+    let offers = |shell: &str, s: &str| match shell {
+        "bash" => format!("iocap,{s})"),
+        "zsh" => format!("\n'{s}:"),
+        _ => format!("__fish_iocap_needs_command\" -f -a \"{s}\""),
+    };
+    for shell in ["bash", "zsh", "fish"] {
         let script = output(&["completions", shell]);
         for s in &subs {
-            assert!(script.contains(&offers(s)), "{shell} completion lacks {s}");
+            assert!(script.contains(&offers(shell, s)), "{shell} completion lacks {s}");
         }
     }
     let (code, _, err) = run(&["completions", "tcsh"]);

@@ -75,7 +75,7 @@ impl Feature {
     }
 }
 
-/// The oldest Linux iocap records on: the newest of its requirements ([`REQUIRED`]).
+/// The oldest Linux iocap records on (with BTF): the newest of its requirements, task storage.
 pub const OLDEST_LINUX: &str = "5.11";
 
 const BTF: Feature = Feature {
