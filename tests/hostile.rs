@@ -140,9 +140,10 @@ fn crafted_files_cost_info_report_and_export_little_memory() {
     let _running = crate::util::machine_shared();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.csv");
+    let parquet = dir.path().join("out.parquet");
     for file in all_files(dir.path()) {
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
-        let commands: [Vec<&std::ffi::OsStr>; 3] = [
+        let commands: [Vec<&std::ffi::OsStr>; 4] = [
             vec!["info".as_ref(), file.as_ref()],
             vec!["report".as_ref(), file.as_ref()],
             vec![
@@ -151,6 +152,14 @@ fn crafted_files_cost_info_report_and_export_little_memory() {
                 "csv".as_ref(),
                 "-o".as_ref(),
                 out.as_ref(),
+                file.as_ref(),
+            ],
+            vec![
+                "export".as_ref(),
+                "--format".as_ref(),
+                "parquet".as_ref(),
+                "-o".as_ref(),
+                parquet.as_ref(),
                 file.as_ref(),
             ],
         ];

@@ -12,6 +12,7 @@ mod hostile;
 mod info;
 mod output;
 mod packaging;
+mod parquet;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
 mod probes;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]

@@ -1,4 +1,5 @@
-//! `iocap export`: the matching events as CSV or JSON lines with every field, or as an SVG
+//! `iocap export`: the matching events as CSV or JSON lines with every field ([`text`]), as
+//! Parquet, a file or a fleet dataset's partition ([`parquet`]), or as an SVG
 //! picture for a ticket: a latency heatmap (time × latency, as Brendan Gregg's), or two sides
 //! compared, given as `iocap compare` takes them ([`crate::sides`]): their heatmaps on the same
 //! axes and colour scale and their distributions overlaid ([`svg`] draws both).
@@ -8,20 +9,20 @@
 //! leaves nothing behind. A character device or FIFO at the target is written to in place;
 //! `-o -` writes to stdout.
 
+mod cells;
+mod parquet;
 mod svg;
+mod text;
 
 use std::io::{BufWriter, Write};
-use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use iocap_analysis::spectro::{column, COLS};
 use iocap_analysis::units::{fmt_ns, parse_duration};
 use iocap_analysis::{scan, LatencyHist, Spectrogram};
-use iocap_filter::fields;
 use iocap_format::{Col, ColSet};
 
-use crate::events::{canonical_fields, event_json};
 use crate::input::{self, Input};
 use crate::output::{self, Existing};
 use crate::sides::{self, SideFilters, Sides};
@@ -32,6 +33,8 @@ pub enum Format {
     Csv,
     Jsonl,
     Svg,
+    /// Every field a typed column (PARQUET.md); `-o DIR/` writes a Hive partition of a dataset.
+    Parquet,
 }
 
 #[derive(clap::Args, Debug)]
@@ -39,6 +42,7 @@ pub enum Format {
 A heatmap:                       iocap export trace.cap evt.type=fsync --format svg -o heat.svg
 Two captures compared (SVG):     iocap export before.cap after.cap evt.type=fsync --format svg -o cmp.svg
 One capture, two filters (SVG):  iocap export trace.cap --a proc.name=pg --b proc.name=mysqld --format svg -o cmp.svg
+Into a fleet's Parquet dataset:  iocap export trace.cap --format parquet -o fleet/   (PARQUET.md)
 The second word is capture B when it names an existing file, else the first filter word.")]
 pub struct Args {
     #[command(flatten)]
@@ -52,7 +56,8 @@ pub struct Args {
     /// What to write.
     #[arg(long, value_enum)]
     format: Format,
-    /// Where to write it (`-` for stdout).
+    /// Where to write it (`-` for stdout). With --format parquet, a directory (or a path ending
+    /// in `/`) is a dataset: the file goes to DIR/host=HOST/date=YYYY-MM-DD/part-ID.parquet.
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     output: PathBuf,
     /// SVG: width of a time column (default: the capture split in at most 400 columns).
@@ -111,21 +116,29 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .transpose()
         .map_err(|e| UsageError(format!("--interval: {e}")))?;
     let export = Export::open(&args)?;
-    let write = |out: &mut dyn Write| -> anyhow::Result<()> {
+    let write = |out: &mut (dyn Write + Send)| -> anyhow::Result<()> {
         match (&export, args.format) {
-            (Export::One(input), Format::Csv) => write_csv(out, input),
-            (Export::One(input), Format::Jsonl) => write_jsonl(out, input),
+            (Export::One(input), Format::Csv) => text::write_csv(out, input),
+            (Export::One(input), Format::Jsonl) => text::write_jsonl(out, input),
+            (Export::One(input), Format::Parquet) => parquet::write(out, input).map(drop),
             (Export::One(input), Format::Svg) => write_svg(out, input, interval, &args.capture.short_name()),
             (Export::Two(sides), _) => write_comparison(out, sides, interval),
         }
     };
     if args.output.as_os_str() == "-" {
-        let mut out = BufWriter::new(std::io::stdout().lock());
+        let mut out = BufWriter::new(std::io::stdout());
         write(&mut out)?;
         out.flush()?;
         return Ok(());
     }
-    let path = &args.output;
+    let hive;
+    let path = match (&export, args.format) {
+        (Export::One(input), Format::Parquet) if is_dataset(&args.output) => {
+            hive = parquet::partition(&args.output, input.reader.meta())?;
+            &hive
+        }
+        _ => &args.output,
+    };
     let in_place = |follow: bool| -> anyhow::Result<()> {
         let mut out = BufWriter::new(output::open_in_place(path, follow)?);
         write(&mut out)?;
@@ -139,7 +152,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Existing::Symlink if output::leads_to_stream(path) => in_place(true),
         e @ (Existing::Directory | Existing::BlockDevice | Existing::Socket) => Err(e.refuse(
             path,
-            "an export is written to a file, a character device or a FIFO (or `-o -`)",
+            "an export is written to a file, a character device or a FIFO (or `-o -`; with --format parquet, into a directory's dataset)",
         )),
         Existing::Nothing | Existing::Regular | Existing::Symlink => {
             let (file, mut new) = output::create(path)?;
@@ -154,77 +167,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
 }
 
-fn write_jsonl(out: &mut dyn Write, input: &Input) -> anyhow::Result<()> {
-    let r = &input.reader;
-    let keys = canonical_fields();
-    write_lines(out, input, |line, e| {
-        let v = event_json(&keys, e, r.meta(), r.tables());
-        // Serializing a Value to a String cannot fail.
-        line.push_str(&v.to_string());
-    })
-}
-
-/// Write one line per matching event, as `fill` renders it; stops at the first write error
-/// (a closed pipe, a full disk) and returns it.
-fn write_lines(
-    out: &mut dyn Write,
-    input: &Input,
-    mut fill: impl FnMut(&mut String, &iocap_format::Event),
-) -> anyhow::Result<()> {
-    let mut err = None;
-    let mut line = String::new();
-    scan::for_each_match(&input.reader, &input.filter, ColSet::ALL, |cols, i| {
-        line.clear();
-        fill(&mut line, &cols.event(i));
-        line.push('\n');
-        match out.write_all(line.as_bytes()) {
-            Ok(()) => ControlFlow::Continue(()),
-            Err(e) => {
-                err = Some(e);
-                ControlFlow::Break(())
-            }
-        }
-    })?;
-    err.map_or(Ok(()), |e| Err(e.into()))
-}
-
-/// A CSV field, quoted when it holds a comma, quote or line break (RFC 4180).
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
-/// A string from the traced host as a CSV field a spreadsheet shows as text: one starting with
-/// `=`, `+`, `-`, `@`, a tab or a carriage return would be run as a formula (a file named
-/// `=HYPERLINK(...)`), so it gets a leading `'` (OWASP's advice). Numbers are never strings
-/// here, so a negative return value stays a number.
-fn csv_text(s: &str) -> String {
-    if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
-        csv_field(&format!("'{s}"))
-    } else {
-        csv_field(s)
-    }
-}
-
-fn write_csv(out: &mut dyn Write, input: &Input) -> anyhow::Result<()> {
-    let r = &input.reader;
-    let keys = canonical_fields();
-    let header: Vec<&str> = keys.iter().map(|f| f.name).collect();
-    writeln!(out, "{}", header.join(","))?;
-    write_lines(out, input, |line, e| {
-        for (k, f) in keys.iter().enumerate() {
-            if k > 0 {
-                line.push(',');
-            }
-            match fields::value(f, e, r.meta(), r.tables()) {
-                fields::Value::Str(text) => line.push_str(&csv_text(&text)),
-                v => line.push_str(&csv_field(&v.to_string())),
-            }
-        }
-    })
+/// Whether `-o` names a dataset's directory: one that exists, or a path ending in `/`.
+fn is_dataset(out: &Path) -> bool {
+    out.as_os_str().as_encoded_bytes().ends_with(b"/") || out.is_dir()
 }
 
 /// 1, 2 or 5 times a power of ten, at least `x`.
@@ -333,4 +278,128 @@ fn write_comparison(out: &mut dyn Write, sides: &[sides::Side; 2], interval: Opt
     let svg = svg::render_comparison([&pictured[0], &pictured[1]], cols);
     out.write_all(svg.as_bytes())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use iocap_format::{blk_flags, Class, Event, FdType, ProcEntry};
+    use iocap_testkit::{self as capture, Rng, VDA};
+
+    /// A capture at `dir/varied.cap` with every class of event, failed calls, unknown syscall
+    /// and opcode numbers, block requests of every op, cause and flag, and processes and files
+    /// named with hostile strings: formula starters, CSV's quote and comma, line breaks,
+    /// escape sequences, non-ASCII; some events name no process or file, or ones not in the
+    /// tables. Several chunks, so table entries recur across them.
+    pub(crate) fn varied_capture(dir: &Path) -> PathBuf {
+        let path = dir.join("varied.cap");
+        let mut meta = capture::meta(1_000_000_000);
+        meta.host = "host,\"one\"\n".into();
+        let mut w = capture::create(&path, &meta, 500, 1);
+        let names: [&[u8]; 10] = [
+            b"worker-3",
+            b"=HYPERLINK(\"http://x\")",
+            b"-rf",
+            b"+plus",
+            b"@at",
+            b"\ttab",
+            b"a,b \"q\"",
+            b"line\nbreak\r",
+            b"\x1b[31mred\xff",
+            "d\u{e9}j\u{e0} vu".as_bytes(),
+        ];
+        let mut procs = Vec::new();
+        for (k, name) in names.iter().enumerate() {
+            let pid = 100 + k as u32;
+            let name = w.intern(name);
+            let exe = w.intern(format!("/usr/bin/{k},x").as_bytes());
+            let cmdline = w.intern(b"=cmd \"arg\"");
+            let user = w.intern(if k % 2 == 0 { b"root".as_slice() } else { b"" });
+            let cgroup = w.intern(if k % 3 == 0 {
+                b"/system.slice/x.service".as_slice()
+            } else {
+                b""
+            });
+            let id = w.add_proc(ProcEntry {
+                pid,
+                ppid: 1,
+                name,
+                exe,
+                cmdline,
+                uid: (k % 2 == 0).then_some(k as u32),
+                user,
+                cgroup,
+                ..ProcEntry::default()
+            });
+            procs.push((pid, id));
+        }
+        let files: [(&[u8], FdType, u32); 6] = [
+            (b"/var/lib/db,1.dat", FdType::File, VDA),
+            (b"/=evil\"name", FdType::File, 8 << 20 | 1),
+            (b"/", FdType::Directory, VDA),
+            (b"1.2.3.4:5->6.7.8.9:10", FdType::Ipv4, 0),
+            (b"pipe:[77]", FdType::Pipe, 0),
+            (b"-dash", FdType::File, VDA),
+        ];
+        let mut file_ids = vec![0, 4242];
+        for (k, (name, kind, dev)) in files.iter().enumerate() {
+            file_ids.push(capture::add_file(&mut w, 100, 3 + k as i32, *kind, name, *dev));
+        }
+        let mut rng = Rng::new(17);
+        let mut ts = 1_000_000_000;
+        for i in 0..3_000u64 {
+            ts += 1 + rng.below(100_000);
+            let (pid, proc) = *rng.pick(&procs);
+            let proc = match i % 97 {
+                0 => 0,
+                1 => 9_999,
+                _ => proc,
+            };
+            let class = *rng.pick(&[Class::Syscall, Class::Syscall, Class::Block, Class::IoUring]);
+            let e = match class {
+                Class::Block => Event {
+                    op: rng.below(6) as u8,
+                    sector: rng.next_u64() >> 20,
+                    queue: rng.below(50_000),
+                    flags: rng.below(1 << 10) as u32 & !(blk_flags::SEQUENTIAL | blk_flags::RANDOM)
+                        | *rng.pick(&[0, blk_flags::SEQUENTIAL, blk_flags::RANDOM]),
+                    cause: rng.below(5) as u8,
+                    nr: *rng.pick(&[17, 74, 999]),
+                    link: rng.below(1_000),
+                    file: *rng.pick(&file_ids),
+                    ..capture::block(
+                        ts,
+                        rng.below(10_000_000),
+                        pid,
+                        proc,
+                        *rng.pick(&[VDA, 8 << 20 | 3]),
+                        4096,
+                    )
+                },
+                _ => Event {
+                    class,
+                    ts: if i == 5 { 10 } else { ts },
+                    latency: if i == 7 { u64::MAX } else { rng.below(5_000_000) },
+                    pid,
+                    tid: pid + rng.below(3) as u32,
+                    proc,
+                    nr: *rng.pick(&[0, 1, 9, 17, 18, 74, 257, 999, 22, 23]),
+                    ret: *rng.pick(&[0, 4096, -2, -11, -600, i64::MIN, 0x7f00_0000_1000]),
+                    fd: *rng.pick(&[-1, 3, 4, 100]),
+                    file: *rng.pick(&file_ids),
+                    bytes: rng.below(1 << 20),
+                    offset: rng.next_u64(),
+                    disk_reqs: rng.below(3) as u32,
+                    disk_bytes: rng.below(1 << 16),
+                    disk_time: rng.below(1_000_000),
+                    cpu: rng.below(4) as u32,
+                    ..Event::default()
+                },
+            };
+            w.push(&e).unwrap();
+        }
+        w.finish(ts + 1).unwrap();
+        path
+    }
 }

@@ -64,6 +64,11 @@ pub struct Args {
     /// finishes the file. A -c command's output is discarded meanwhile.
     #[arg(long)]
     view: bool,
+    /// Name the host in the capture's header (`host` in `info`, the Parquet export's column
+    /// and partition) rather than by the kernel's host name: what tells the captures of a
+    /// fleet's dataset apart when machines share a name (containers, clones).
+    #[arg(long, value_name = "NAME")]
+    host: Option<String>,
     /// Keep only matching events (the viewer's filter language); pids, syscalls and a latency
     /// floor are decided in the kernel: `proc.name=fio and latency>1ms`.
     filter: Vec<String>,
@@ -271,6 +276,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         env!("CARGO_PKG_VERSION"),
         (!filter.is_all()).then(|| filter.to_string()),
     );
+    if let Some(host) = &args.host {
+        // Escaped as the kernel's name is.
+        meta.host = iocap_format::escape::escape(host.as_bytes());
+    }
     // Each file of a rotation names the next, for readers following the recording.
     meta.next_file = args.file_size.and_then(|_| rotation::next_name(&args.file, 0));
     // The origin of every time in the capture: before the first event, not after the attach.

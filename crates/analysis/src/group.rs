@@ -8,7 +8,7 @@
 //! [`GroupBy`], the groups by value, which gives the top groups. `iocap report --by` and the
 //! viewer's breakdown are the same computation.
 
-mod key;
+pub mod key;
 mod table;
 
 use std::cell::RefCell;
@@ -22,7 +22,7 @@ use iocap_format::{ColSet, Columns, Event, Meta, Tables};
 
 use crate::hist::LatencyHist;
 use key::KeyOf;
-pub use table::Slots;
+pub use table::{IdHasher, Slots};
 
 /// One group's totals.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

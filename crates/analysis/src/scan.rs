@@ -409,6 +409,31 @@ pub fn for_each_match_in<S: Source>(
     chunks: std::ops::Range<usize>,
     mut visit: impl FnMut(&Columns, usize) -> ControlFlow<()>,
 ) -> Result<ScanStats, Error> {
+    let mut matched = 0;
+    let mut st = for_each_matching_chunk_in(r, filter, want, chunks, |cols, bits| {
+        for row in bits.iter_ones() {
+            matched += 1;
+            if visit(cols, row).is_break() {
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    })?;
+    st.matched = matched;
+    Ok(st)
+}
+
+/// Call `visit` with each chunk that may match (its columns and the bitmap of its matching
+/// rows), in file order, until it returns `Break`: for a caller that goes column by column
+/// (`export --format parquet`) or wants a chunk's rows at once. `matched` counts the rows of
+/// the chunks visited.
+pub fn for_each_matching_chunk_in<S: Source>(
+    r: &Reader<S>,
+    filter: &Compiled,
+    want: ColSet,
+    chunks: std::ops::Range<usize>,
+    mut visit: impl FnMut(&Columns, &Bitmap) -> ControlFlow<()>,
+) -> Result<ScanStats, Error> {
     let chunks = chunks.start.min(r.chunks().len())..chunks.end.min(r.chunks().len());
     let want = want.union(filter.columns());
     let mut dec = ChunkDecoder::new();
@@ -426,11 +451,9 @@ pub fn for_each_match_in<S: Source>(
         r.read_chunk(i, want, &mut dec, &mut cols)?;
         filter.eval(&cols, &mut bits);
         st.chunks_read += 1;
-        for row in bits.iter_ones() {
-            st.matched += 1;
-            if visit(&cols, row).is_break() {
-                return Ok(st);
-            }
+        st.matched += bits.count_ones() as u64;
+        if visit(&cols, &bits).is_break() {
+            return Ok(st);
         }
     }
     Ok(st)

@@ -8,11 +8,13 @@ use iocap_format::{Col, ColSet, Columns};
 
 /// A column holding a table id or a plain number that decides the value alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum IdCol {
+pub enum IdCol {
     /// The process entry: `proc.name`, `proc.exe`, `proc.cmdline`, `proc.ppid`, `proc.cgroup`,
     /// `user.*`.
     Proc,
+    /// `proc.pid`.
     Pid,
+    /// `thread.tid`.
     Tid,
     /// The file entry: every `fd.*` field but `fd.num`.
     File,
@@ -20,9 +22,10 @@ pub(crate) enum IdCol {
     Cpu,
 }
 
-/// The key of a field.
+/// The key of a field: events with equal keys have equal values of the field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum KeyOf {
+pub enum KeyOf {
+    /// A table id or plain number (the column says which).
     Id(IdCol),
     /// The class and one more column of at most 32 bits: `blk.dev`, `blk.op`, `blk.flags` (and
     /// `blk.pattern`, `blk.queued`), `blk.cause` (absent for calls), `fd.num`, `disk.requests`
@@ -49,7 +52,8 @@ pub(crate) enum KeyOf {
 }
 
 impl KeyOf {
-    pub(crate) fn of(field: &FieldInfo) -> KeyOf {
+    /// The key that decides `field`'s value.
+    pub fn of(field: &FieldInfo) -> KeyOf {
         use FieldId::*;
         match field.id {
             ProcName | ProcExe | ProcCmdline | ProcPpid | ProcCgroup | UserUid | UserName => KeyOf::Id(IdCol::Proc),
@@ -77,7 +81,7 @@ impl KeyOf {
 
     /// The columns the key reads, which are also all a sample event needs for the value to
     /// be printed from it.
-    pub(crate) fn columns(self) -> ColSet {
+    pub fn columns(self) -> ColSet {
         use Col::*;
         let cols: &[Col] = match self {
             KeyOf::Id(IdCol::Proc) => &[Proc],
@@ -98,7 +102,7 @@ impl KeyOf {
 
     /// Row `i`'s key, for every kind but [`KeyOf::Printed`] (which needs the tables).
     #[inline]
-    pub(crate) fn key(self, c: &Columns, i: usize) -> u64 {
+    pub fn key(self, c: &Columns, i: usize) -> u64 {
         let g = |v: &Vec<u32>| v.get(i).copied().map_or(0, u64::from);
         let byte = |v: &Vec<u8>| v.get(i).copied().map_or(0, u64::from);
         let class = byte(&c.class);

@@ -63,7 +63,7 @@ impl Slots {
 /// A hasher for small integer keys (a multiply and a rotate): group keys are ids, not
 /// attacker-chosen strings, and SipHash per event would cost more than the rest of the scan.
 #[derive(Default, Clone, Copy)]
-struct IdHasher(u64);
+pub struct IdHasher(u64);
 
 impl std::hash::Hasher for IdHasher {
     fn finish(&self) -> u64 {

@@ -1,0 +1,374 @@
+//! Every field's value for a chunk's matching rows, read from the chunk's columns without
+//! building an `Event` per row or asking [`fields::value`] per cell: the exports' fast path.
+//!
+//! A field is either a number read from one or two columns (latencies, times, pids: a value
+//! per event), or decided by a key ([`KeyOf`]: a process or file table id, the syscall number,
+//! the device...), which is what [`fields::value`] says of a sample event, asked once per key
+//! and kept with its text already in the output's form (escaped for CSV or JSON), so a table
+//! entry's strings are escaped once per capture, not once per event. The fields of one key
+//! share one lookup per row. What a field means stays [`fields::value`]'s: the numbers read
+//! here follow it, and a test compares the exports with the field-by-field path on a varied
+//! capture.
+
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+use iocap_analysis::group::key::{IdCol, KeyOf};
+use iocap_analysis::group::IdHasher;
+use iocap_filter::fields::{FieldId, FieldInfo, Value};
+use iocap_filter::{fields, Bitmap};
+use iocap_format::{Class, Columns, Meta, Tables};
+
+/// One field's value for one row, its text (a string's) in the output's form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cell {
+    /// The field does not apply to the event.
+    Absent,
+    /// A signed number.
+    Int(i64),
+    /// An unsigned number (sizes, durations in ns, ids).
+    UInt(u64),
+    /// A boolean.
+    Bool(bool),
+    /// A string: these bytes of [`Cells::text`], in the output's form.
+    Str(u32, u32),
+}
+
+/// The form a string is kept in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// A CSV field: quoted when needed, with the formula guard ([`super::text::csv_text`]).
+    Csv,
+    /// A JSON string, quotes included, as `serde_json` writes it.
+    Json,
+    /// The string as it is (already escaped by the reader): Parquet's.
+    Raw,
+}
+
+/// How a field is read.
+#[derive(Clone, Copy, Debug)]
+enum Source {
+    /// The value of the key of group `.0`, its `.1`th field.
+    Keyed(usize, usize),
+    /// A number per event.
+    Num(Num),
+}
+
+/// The fields read per event from their columns, each as [`fields::value`] defines it.
+#[derive(Clone, Copy, Debug)]
+enum Num {
+    Pid,
+    Tid,
+    Cpu,
+    Ret,
+    Failed,
+    IoBytes,
+    Time,
+    Latency,
+    Sector,
+    BlkBytes,
+    Queue,
+    BlkLatency,
+    BlkTotal,
+    DiskReqs,
+    DiskBytes,
+    DiskTime,
+    Fd,
+    /// `io.offset`: present when the event type's group (`.0`, field `.1`) says it is.
+    Offset(usize, usize),
+}
+
+/// Past this many keys a group forgets what it kept (a hostile capture's distinct error
+/// numbers), so memory stays bounded whatever the capture.
+const MAX_KEYS: usize = 1 << 16;
+/// Ids below this are looked up in a vector rather than hashed.
+const DENSE_IDS: u64 = 1 << 20;
+
+/// The fields of one key, and the value of each key seen.
+struct Group {
+    key: KeyOf,
+    /// The fields, as indices into [`Cells::fields`].
+    fields: Vec<usize>,
+    /// Key → entry, for keys at or above [`DENSE_IDS`] (or any key but a table id).
+    sparse: HashMap<u64, u32, BuildHasherDefault<IdHasher>>,
+    /// Table id → entry + 1 (0: not seen).
+    dense: Vec<u32>,
+    /// `fields.len()` cells per entry.
+    cells: Vec<Cell>,
+    /// The entry of each row of the chunk.
+    rows: Vec<u32>,
+}
+
+impl Group {
+    fn clear(&mut self) {
+        self.sparse.clear();
+        self.dense.clear();
+        self.cells.clear();
+    }
+
+    fn entries(&self) -> usize {
+        self.cells.len() / self.fields.len().max(1)
+    }
+}
+
+/// The exported fields' values for the matching rows of one chunk at a time.
+pub struct Cells<'a> {
+    fields: Vec<&'static FieldInfo>,
+    sources: Vec<Source>,
+    groups: Vec<Group>,
+    flavor: Flavor,
+    meta: &'a Meta,
+    tables: &'a Tables,
+    /// The strings' bytes.
+    text: Vec<u8>,
+    /// The matching rows of the chunk loaded.
+    rows: Vec<u32>,
+}
+
+impl<'a> Cells<'a> {
+    /// Cells of `fields` of a capture with these `meta` and `tables`, strings kept as `flavor`.
+    pub fn new(fields: &[&'static FieldInfo], flavor: Flavor, meta: &'a Meta, tables: &'a Tables) -> Cells<'a> {
+        let mut groups: Vec<Group> = Vec::new();
+        let mut group_of = |key: KeyOf, field: usize| -> (usize, usize) {
+            let g = match groups.iter().position(|g| g.key == key) {
+                Some(g) => g,
+                None => {
+                    groups.push(Group {
+                        key,
+                        fields: Vec::new(),
+                        sparse: HashMap::default(),
+                        dense: Vec::new(),
+                        cells: Vec::new(),
+                        rows: Vec::new(),
+                    });
+                    groups.len() - 1
+                }
+            };
+            groups[g].fields.push(field);
+            (g, groups[g].fields.len() - 1)
+        };
+        let mut sources = Vec::with_capacity(fields.len());
+        for (k, f) in fields.iter().enumerate() {
+            use FieldId::*;
+            let num = match f.id {
+                ProcPid => Num::Pid,
+                ThreadTid => Num::Tid,
+                EvtCpu => Num::Cpu,
+                EvtRes => Num::Ret,
+                EvtFailed => Num::Failed,
+                IoBytes => Num::IoBytes,
+                EvtTime => Num::Time,
+                Latency => Num::Latency,
+                BlkSector => Num::Sector,
+                BlkBytes => Num::BlkBytes,
+                BlkQueue => Num::Queue,
+                BlkLatency => Num::BlkLatency,
+                BlkTotal => Num::BlkTotal,
+                DiskRequests => Num::DiskReqs,
+                DiskBytes => Num::DiskBytes,
+                DiskTime => Num::DiskTime,
+                FdNum => Num::Fd,
+                IoOffset => {
+                    // Whether an event has one is the event type's (a positional call).
+                    let (g, j) = group_of(KeyOf::of(fields::info(EvtType)), k);
+                    Num::Offset(g, j)
+                }
+                _ => {
+                    let (g, j) = group_of(KeyOf::of(f), k);
+                    sources.push(Source::Keyed(g, j));
+                    continue;
+                }
+            };
+            sources.push(Source::Num(num));
+        }
+        Cells {
+            fields: fields.to_vec(),
+            sources,
+            groups,
+            flavor,
+            meta,
+            tables,
+            text: Vec::new(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// The bytes a [`Cell::Str`] points into.
+    pub fn text(&self, cell: Cell) -> &[u8] {
+        match cell {
+            Cell::Str(start, len) => &self.text[start as usize..(start + len) as usize],
+            _ => &[],
+        }
+    }
+
+    /// Take the matching rows (`bits`) of chunk `c`: the key of each of its groups looked up,
+    /// and the value of a key not seen before computed. Returns how many rows matched.
+    pub fn load(&mut self, c: &Columns, bits: &Bitmap) -> usize {
+        self.rows.clear();
+        self.rows.extend(bits.iter_ones().map(|i| i as u32));
+        if self.groups.iter().any(|g| g.entries() >= MAX_KEYS) || self.text.len() >= 1 << 28 {
+            // Entries point into `text`: they are forgotten together.
+            self.text.clear();
+            self.groups.iter_mut().for_each(Group::clear);
+        }
+        for g in 0..self.groups.len() {
+            self.load_group(g, c);
+        }
+        self.rows.len()
+    }
+
+    fn load_group(&mut self, g: usize, c: &Columns) {
+        let mut rows = std::mem::take(&mut self.groups[g].rows);
+        rows.clear();
+        let matching = std::mem::take(&mut self.rows);
+        let key = self.groups[g].key;
+        let dense = matches!(key, KeyOf::Id(IdCol::Proc | IdCol::File));
+        let mut last: Option<(u64, u32)> = None;
+        for &i in &matching {
+            let k = key.key(c, i as usize);
+            let entry = match last {
+                Some((lk, e)) if lk == k => e,
+                _ => {
+                    let e = self.entry(g, k, dense, c, i as usize);
+                    last = Some((k, e));
+                    e
+                }
+            };
+            rows.push(entry);
+        }
+        self.rows = matching;
+        self.groups[g].rows = rows;
+    }
+
+    /// The entry of key `k` of group `g`, computed from row `i` of `c` when not seen yet.
+    fn entry(&mut self, g: usize, k: u64, dense: bool, c: &Columns, i: usize) -> u32 {
+        let group = &mut self.groups[g];
+        let seen = if dense && k < DENSE_IDS {
+            group.dense.get(k as usize).copied().filter(|&e| e > 0).map(|e| e - 1)
+        } else {
+            group.sparse.get(&k).copied()
+        };
+        if let Some(e) = seen {
+            return e;
+        }
+        let e = group.entries() as u32;
+        let sample = c.event(i);
+        for &field in &group.fields {
+            let v = fields::value(self.fields[field], &sample, self.meta, self.tables);
+            let cell = cell_of(&v, self.flavor, &mut self.text);
+            group.cells.push(cell);
+        }
+        if dense && k < DENSE_IDS {
+            if group.dense.len() <= k as usize {
+                group.dense.resize(k as usize + 1, 0);
+            }
+            group.dense[k as usize] = e + 1;
+        } else {
+            group.sparse.insert(k, e);
+        }
+        e
+    }
+
+    /// The index in its chunk of the `row`th matching row loaded.
+    pub fn row(&self, row: usize) -> usize {
+        self.rows[row] as usize
+    }
+
+    /// How many rows [`Cells::load`] took.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Field `field`'s value for the `row`th matching row of chunk `c` (as loaded).
+    #[inline]
+    pub fn cell(&self, c: &Columns, field: usize, row: usize) -> Cell {
+        let keyed = |g: usize, j: usize| {
+            let group = &self.groups[g];
+            group.cells[group.rows[row] as usize * group.fields.len() + j]
+        };
+        let num = match self.sources[field] {
+            Source::Keyed(g, j) => return keyed(g, j),
+            Source::Num(num) => num,
+        };
+        let i = self.rows[row] as usize;
+        let u64_at = |v: &Vec<u64>| v.get(i).copied().unwrap_or(0);
+        let u32_at = |v: &Vec<u32>| v.get(i).copied().map_or(0, u64::from);
+        let block = c.class.get(i).copied() == Some(Class::Block as u8);
+        let blk = |v: u64| if block { Cell::UInt(v) } else { Cell::Absent };
+        let sys = |v: u64| if block { Cell::Absent } else { Cell::UInt(v) };
+        let ret = c.ret.get(i).copied().unwrap_or(0);
+        match num {
+            Num::Pid => Cell::UInt(u32_at(&c.pid)),
+            Num::Tid => Cell::UInt(u32_at(&c.tid)),
+            Num::Cpu => Cell::UInt(u32_at(&c.cpu)),
+            Num::Ret => Cell::Int(ret),
+            Num::Failed => Cell::Bool(ret < 0),
+            Num::IoBytes => Cell::UInt(u64_at(&c.bytes)),
+            Num::Time => Cell::UInt(u64_at(&c.ts).saturating_sub(self.meta.start_ts)),
+            Num::Latency => Cell::UInt(u64_at(&c.latency)),
+            Num::Sector => blk(u64_at(&c.sector)),
+            Num::BlkBytes => blk(u64_at(&c.bytes)),
+            Num::Queue => blk(u64_at(&c.queue)),
+            Num::BlkLatency => blk(u64_at(&c.latency)),
+            Num::BlkTotal => blk(u64_at(&c.queue).saturating_add(u64_at(&c.latency))),
+            Num::DiskReqs => sys(u32_at(&c.disk_reqs)),
+            Num::DiskBytes => sys(u64_at(&c.disk_bytes)),
+            Num::DiskTime => sys(u64_at(&c.disk_time)),
+            Num::Fd => match c.fd.get(i).copied().unwrap_or(0) {
+                fd if fd >= 0 && !block => Cell::Int(i64::from(fd)),
+                _ => Cell::Absent,
+            },
+            Num::Offset(g, j) => match keyed(g, j) {
+                Cell::Absent => Cell::Absent,
+                _ => Cell::Int(u64_at(&c.offset) as i64),
+            },
+        }
+    }
+}
+
+/// The cell of value `v`, a string's text appended to `text` in `flavor`'s form.
+fn cell_of(v: &Value<'_>, flavor: Flavor, text: &mut Vec<u8>) -> Cell {
+    match v {
+        Value::Str(s) => {
+            let start = text.len();
+            match flavor {
+                Flavor::Csv => text.extend_from_slice(super::text::csv_text(s).as_bytes()),
+                // Writing a string into a vector cannot fail.
+                Flavor::Json => {
+                    let _ = serde_json::to_writer(&mut *text, s.as_ref());
+                }
+                Flavor::Raw => text.extend_from_slice(s.as_bytes()),
+            }
+            Cell::Str(start as u32, (text.len() - start) as u32)
+        }
+        Value::Int(v) => Cell::Int(*v),
+        Value::UInt(v) | Value::Duration(v) | Value::Bytes(v) => Cell::UInt(*v),
+        Value::Bool(b) => Cell::Bool(*b),
+        Value::Absent => Cell::Absent,
+    }
+}
+
+/// Append `v` in decimal, as `Display` writes it, without the formatting machinery.
+#[inline]
+pub fn push_u64(out: &mut Vec<u8>, mut v: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i..]);
+}
+
+/// Append `v` in decimal, as `Display` writes it.
+#[inline]
+pub fn push_i64(out: &mut Vec<u8>, v: i64) {
+    if v < 0 {
+        out.push(b'-');
+    }
+    push_u64(out, v.unsigned_abs());
+}
