@@ -11,7 +11,10 @@ mod fleet;
 mod hostile;
 mod info;
 mod output;
+mod packaging;
 mod parquet;
+#[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
+mod probes;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
 mod record;
 mod reports;

@@ -216,6 +216,7 @@ impl Summary {
             "cpus": self.meta.cpus,
             "command_line": self.meta.command_line,
             "filter": self.meta.filter,
+            "missing": self.meta.missing,
             "processes": self.procs,
             "files": self.files,
             "devices": self.devices,
@@ -263,6 +264,10 @@ impl Summary {
         writeln!(out, "command      {}", m.command_line.join(" "))?;
         if let Some(f) = &m.filter {
             writeln!(out, "filter       {f}")?;
+        }
+        // What the recording's kernel lacked, and so what the capture lacks.
+        for what in &m.missing {
+            writeln!(out, "missing      {what}")?;
         }
         writeln!(
             out,

@@ -6,7 +6,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod compare;
 mod events;
@@ -18,6 +18,7 @@ mod input;
 mod iostat;
 #[cfg(unix)]
 mod output;
+mod packaging;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
 mod record;
 mod report;
@@ -74,6 +75,12 @@ enum Command {
     Fields(fields::Args),
     /// Help on a subcommand, or on the filter language: `iocap help filter`.
     Help(fields::HelpArgs),
+    /// Print a shell completion script: `iocap completions bash|zsh|fish`.
+    #[command(hide = true)]
+    Completions(packaging::CompletionsArgs),
+    /// Print the man page (roff), or write every page into a directory with --dir.
+    #[command(hide = true)]
+    Man(packaging::ManArgs),
 }
 
 /// An error that should exit with status 2 (bad usage, a filter that does not parse).
@@ -109,6 +116,8 @@ fn main() -> ExitCode {
         Command::View(args) => view::run(args),
         Command::Fields(args) => fields::run(args),
         Command::Help(args) => fields::help(args),
+        Command::Completions(args) => packaging::completions(args, Cli::command()),
+        Command::Man(args) => packaging::man(args, Cli::command()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -267,6 +267,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         output::check_capture_target(&args.file)?;
     }
     let recorder = Recorder::start(&cfg)?;
+    // Said once here, and kept in the header for `iocap info`.
+    for m in recorder.missing() {
+        say(format_args!("iocap: this kernel lacks {m}"));
+    }
     let mut meta = iocap_record::meta(
         std::env::args().collect(),
         env!("CARGO_PKG_VERSION"),
@@ -280,10 +284,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     meta.next_file = args.file_size.and_then(|_| rotation::next_name(&args.file, 0));
     // The origin of every time in the capture: before the first event, not after the attach.
     meta.start_ts = recorder.start_ns();
+    meta.missing = recorder.missing().to_vec();
     let recording = format!(
         "recording to {target} (syscalls: {}, block: {}); Ctrl-C stops",
         if cfg.syscalls { "on" } else { "off" },
-        if cfg.block { "on" } else { "off" }
+        if recorder.records_block() { "on" } else { "off" }
     );
     let writer = if to_stdout {
         // Said before the stream starts: its reader (a viewer) may share this terminal.

@@ -176,6 +176,7 @@ fn meta() -> Meta {
             name: "vda".into(),
         }],
         next_file: None,
+        missing: Vec::new(),
     }
 }
 

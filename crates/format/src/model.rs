@@ -463,6 +463,10 @@ pub struct Meta {
     /// one is full, in the same directory (`trace.cap1` after `trace.cap`). A reader following
     /// the recording moves on to it when this file is finished; `None` without rotation.
     pub next_file: Option<String>,
+    /// What the recording was asked for and its kernel could not record, one line each naming
+    /// the missing feature, the oldest Linux that has it and what was left out (since 1.6;
+    /// empty: nothing was missing, or an older recorder did not say).
+    pub missing: Vec<String>,
 }
 
 impl Meta {

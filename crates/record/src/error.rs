@@ -7,12 +7,21 @@ pub enum Error {
     /// Not root, and without CAP_BPF and CAP_PERFMON.
     #[error("recording needs root, or CAP_BPF and CAP_PERFMON: run it with sudo")]
     Privileges,
-    /// The programs are CO-RE: they need the kernel's type information.
-    #[error("this kernel has no BTF (/sys/kernel/btf/vmlinux): use a kernel built with CONFIG_DEBUG_INFO_BTF=y")]
-    NoBtf,
-    /// A tracepoint the programs attach to (category:name) and what it is needed for.
-    #[error("this kernel has no tracepoint {0}: it is needed for {1}")]
-    MissingTracepoint(String, &'static str),
+    /// The kernel lacks something the recorder needs (found before anything is loaded).
+    #[error("this kernel ({kernel}) lacks {what}, which iocap needs for {role}; {since}")]
+    Unsupported {
+        /// The running kernel's release.
+        kernel: String,
+        /// What it lacks: "the BPF ring buffer (BPF_MAP_TYPE_RINGBUF)".
+        what: String,
+        /// What iocap needs it for.
+        role: &'static str,
+        /// Which kernels have it: "Linux 5.8 and later have it".
+        since: String,
+    },
+    /// `IOCAP_HIDE` names something that is not a feature.
+    #[error("IOCAP_HIDE: {0}")]
+    Hide(String),
     /// libbpf refused a load, an attach or a map update: its first line.
     #[error("loading BPF programs failed: {0}")]
     Bpf(String),

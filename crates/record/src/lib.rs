@@ -6,8 +6,10 @@
 //! - [`plan()`] (`plan.rs`): a [`Request`] and a filter become the kernel's [`Config`]
 //!   (`config.rs`, with [`Output`], [`Rotate`], [`Progress`], [`Summary`]); [`rotation`]
 //!   names a rotation's files.
-//! - `probe.rs`: [`check_privileges`] before any file is created, the preemption model, and
-//!   what a load failure is explained by; [`Error`] (`error.rs`) says it in one line.
+//! - `probe.rs`: [`check_privileges`] before any file is created, the preemption model, the
+//!   kernel's BTF; `kernel.rs`: what the kernel has of what the recorder uses, probed before
+//!   loading ([`OLDEST_LINUX`]), and what a recording leaves out for want of it; [`Error`]
+//!   (`error.rs`) says it in one line.
 //! - `recorder.rs`: [`Recorder::start`] loads and attaches every program; pids, the ring
 //!   backlog limit and the drop counters are changed and read there.
 //! - `poll.rs`: [`Recorder::run`], the loop on the caller's thread: it drains the ring every
@@ -29,6 +31,7 @@ mod backlog;
 mod classify;
 mod config;
 mod error;
+mod kernel;
 mod plan;
 mod poll;
 mod probe;
@@ -55,6 +58,7 @@ mod skel {
 
 pub use config::{Config, Output, Progress, Rotate, Summary};
 pub use error::Error;
+pub use kernel::OLDEST_LINUX;
 pub use plan::{plan, PlanError, Request};
 pub use probe::check_privileges;
 pub use procfs::{boot_ns, meta};

@@ -1,10 +1,7 @@
-//! What this machine allows and has, asked before and after loading: privileges, the kernel's
-//! preemption model (which decides whether per-CPU call slots are safe), and the tracepoints a
-//! load failure can be explained by.
+//! What this machine allows and has: privileges, the kernel's preemption model (which decides
+//! whether per-CPU call slots are safe), and the kernel's BTF, which says which tracepoints it
+//! has (what the recorder makes of them is `kernel.rs`'s).
 
-use std::path::Path;
-
-use crate::config::Config;
 use crate::error::Error;
 
 /// Whether this process may load BPF programs and read tracepoints.
@@ -85,38 +82,6 @@ pub(crate) fn cpu_slot_safe(model: Option<&str>) -> bool {
     matches!(model, Some("none" | "voluntary"))
 }
 
-const TRACEPOINTS: [(&str, &str, &str); 10] = [
-    ("raw_syscalls", "sys_enter", "syscalls"),
-    ("raw_syscalls", "sys_exit", "syscalls"),
-    ("sched", "sched_switch", "syscalls"),
-    ("sched", "sched_process_fork", "process names"),
-    ("sched", "sched_process_exec", "process names"),
-    ("sched", "sched_process_exit", "process names"),
-    ("task", "task_rename", "process names"),
-    ("block", "block_rq_insert", "block requests (or use --no-block)"),
-    ("block", "block_rq_issue", "block requests (or use --no-block)"),
-    ("block", "block_rq_complete", "block requests (or use --no-block)"),
-];
-
-/// Name the first thing this kernel lacks, to explain a load failure.
-pub(crate) fn diagnose(cfg: &Config, err: &libbpf_rs::Error) -> Error {
-    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
-        return Error::NoBtf;
-    }
-    let dirs = ["/sys/kernel/tracing/events", "/sys/kernel/debug/tracing/events"];
-    if dirs.iter().any(|d| Path::new(d).is_dir()) {
-        for (cat, name, why) in TRACEPOINTS {
-            if cat == "block" && !cfg.block {
-                continue;
-            }
-            if !dirs.iter().any(|d| Path::new(d).join(cat).join(name).exists()) {
-                return Error::MissingTracepoint(format!("{cat}:{name}"), why);
-            }
-        }
-    }
-    Error::Bpf(format!("{err:#}").lines().next().unwrap_or("").to_owned())
-}
-
 /// The running kernel's BTF, loaded once (through libbpf, ~4 ms here) for the questions asked
 /// of it before the programs load: which tracepoints exist, and what they pass.
 pub struct KernelBtf(Option<libbpf_rs::btf::Btf<'static>>);
@@ -126,6 +91,16 @@ impl KernelBtf {
     /// fails with its own error).
     pub fn load() -> KernelBtf {
         KernelBtf(libbpf_rs::btf::Btf::from_vmlinux().ok())
+    }
+
+    /// No BTF: what a kernel without it answers (`IOCAP_HIDE=btf`).
+    pub fn none() -> KernelBtf {
+        KernelBtf(None)
+    }
+
+    /// Whether the kernel's BTF was read.
+    pub fn is_loaded(&self) -> bool {
+        self.0.is_some()
     }
 
     /// The prototype of tracepoint `name`: a tp_btf program needs the kernel's BTF to hold the
@@ -159,7 +134,7 @@ mod tests {
 
     #[test]
     fn tracepoints_are_found_by_whole_name_only() {
-        if !Path::new("/sys/kernel/btf/vmlinux").exists() {
+        if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
             eprintln!("no kernel BTF here: skipped");
             return;
         }

@@ -360,6 +360,8 @@ pub fn meta(command_line: Vec<String>, iocap_version: &str, filter: Option<Strin
         devices: devices(),
         // Set by the caller when the recording rotates.
         next_file: None,
+        // Set by the caller from what the recorder found missing.
+        missing: Vec::new(),
     }
 }
 

@@ -11,7 +11,8 @@ use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
 use crate::backlog;
 use crate::config::Config;
 use crate::error::Error;
-use crate::probe::{self, check_privileges, cpu_slot_safe, diagnose, preemption_model};
+use crate::kernel::Kernel;
+use crate::probe::{check_privileges, cpu_slot_safe, preemption_model};
 use crate::procfs;
 use crate::skel::{IocapSkel, IocapSkelBuilder};
 
@@ -30,28 +31,35 @@ pub struct Recorder {
     /// The processes of /proc just before the programs were attached: one that exits before
     /// the writer reads /proc again still gets its name (see `Tracker::early_processes`).
     pub(crate) early: Vec<crate::procfs::ProcInfo>,
+    /// Block requests are recorded (asked for, and the kernel has their tracepoints).
+    block: bool,
+    /// What was asked for and this kernel cannot record, one line each ([`Recorder::missing`]).
+    missing: Vec<String>,
 }
 
 impl Recorder {
     /// Load and attach everything; from here on the kernel records.
     pub fn start(cfg: &Config) -> Result<Recorder, Error> {
         check_privileges()?;
-        // libbpf's own log is pages of verifier output: only on request.
+        // libbpf's own log is pages of verifier output (and its probes' failures): only on
+        // request.
         if std::env::var_os("IOCAP_BPF_DEBUG").is_none() {
             libbpf_rs::set_print(None);
         }
-        // The skeleton borrows its object storage for its whole life; one recorder lives as
-        // long as the process, so the storage is leaked rather than threaded through lifetimes.
-        let storage: &'static mut MaybeUninit<OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
-        let mut open = IocapSkelBuilder::default()
-            .open(storage)
-            .map_err(|e| diagnose(cfg, &e))?;
         // IOCAP_CPU_SLOT=0/1 overrides the choice (tests run both ways on one kernel).
         let cpu_slot = match std::env::var("IOCAP_CPU_SLOT").as_deref() {
             Ok("0") => false,
             Ok("1") => true,
             _ => cpu_slot_safe(preemption_model().as_deref()),
         };
+        // What the kernel lacks is said before anything is loaded, rather than as libbpf's
+        // failure to load it.
+        let support = Kernel::probe()?.support(cfg, cpu_slot)?;
+        let cpu_slot = cpu_slot && support.sched_switch;
+        // The skeleton borrows its object storage for its whole life; one recorder lives as
+        // long as the process, so the storage is leaked rather than threaded through lifetimes.
+        let storage: &'static mut MaybeUninit<OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
+        let mut open = IocapSkelBuilder::default().open(storage).map_err(load_error)?;
         if !cpu_slot {
             open.progs.spill_call.set_autoload(false);
         }
@@ -60,7 +68,7 @@ impl Recorder {
             ro.filter_pids = cfg.filter || !cfg.pids.is_empty();
             ro.follow_forks = cfg.follow_forks;
             ro.want_sys = cfg.syscalls;
-            ro.want_blk = cfg.block;
+            ro.want_blk = support.block;
             ro.min_latency = cfg.min_latency_ns;
             ro.cpu_slot = cpu_slot;
             if let Some(nrs) = &cfg.syscall_nrs {
@@ -91,35 +99,23 @@ impl Recorder {
             .rb
             .set_max_entries(cfg.ring_bytes)
             .map_err(|e| Error::Bpf(format!("ring buffer of {} bytes: {e}", cfg.ring_bytes)))?;
-        // Tracepoints newer than the oldest kernels iocap runs on: a request is then created at
-        // its first insert or issue (still the submitter, for most), and writeback has no cause.
-        // io_uring_submit_req is the name since 5.19 (io_uring_submit_sqe before).
-        let btf = probe::KernelBtf::load();
-        let has = [
-            "block_io_start",
-            "block_rq_merge",
-            "writeback_single_inode_start",
-            "io_uring_submit_req",
-        ]
-        .map(|name| btf.has_tracepoint(name));
-        let want_uring = cfg.io_uring && has[3];
-        if want_uring {
-            // io_uring_complete(ctx, req, cqe) on recent kernels; (ctx, req, user_data, res,
-            // cflags, extra1, extra2) on older ones (6.1).
-            let cqe = btf.tracepoint_arity("io_uring_complete") == Some(3);
-            if let Some(ro) = open.maps.rodata_data.as_mut() {
-                ro.uring_complete_cqe = cqe;
-            }
+        // Tracepoints newer than the oldest kernels iocap runs on: without block_io_start a
+        // request is created at its first insert or issue (still the submitter, for most),
+        // without the writeback ones writeback has no cause.
+        let want_uring = support.io_uring;
+        if let Some(ro) = open.maps.rodata_data.as_mut() {
+            ro.uring_complete_cqe = support.uring_complete_cqe;
         }
+        let block = support.block;
         let p = &mut open.progs;
         for (prog, on) in [
-            (&mut p.blk_insert, cfg.block),
-            (&mut p.blk_issue, cfg.block),
-            (&mut p.blk_complete, cfg.block),
-            (&mut p.blk_start, cfg.block && has[0]),
-            (&mut p.blk_merge, cfg.block && has[1]),
-            (&mut p.wb_start, cfg.block && has[2]),
-            (&mut p.wb_end, cfg.block && has[2]),
+            (&mut p.blk_insert, block),
+            (&mut p.blk_issue, block),
+            (&mut p.blk_complete, block),
+            (&mut p.blk_start, block && support.block_io_start),
+            (&mut p.blk_merge, block && support.block_rq_merge),
+            (&mut p.wb_start, block && support.writeback),
+            (&mut p.wb_end, block && support.writeback),
             (&mut p.uring_submit, want_uring),
             (&mut p.uring_complete, want_uring),
         ] {
@@ -127,7 +123,7 @@ impl Recorder {
                 prog.set_autoload(false);
             }
         }
-        let mut skel = open.load().map_err(|e| diagnose(cfg, &e))?;
+        let mut skel = open.load().map_err(load_error)?;
         // Limited from the first event: without it, a flood fills the whole ring before the
         // recording loop starts, and the file stays that far behind for seconds.
         set_backlog_max(&mut skel, backlog::INITIAL.min(u64::from(cfg.ring_bytes) / 2));
@@ -147,15 +143,15 @@ impl Recorder {
                 // Before sys_enter: a call must never be left in a CPU's slot unspilled.
                 progs.insert(4, (&p.spill_call, "sched:sched_switch"));
             }
-            if cfg.block {
+            if block {
                 progs.push((&p.blk_insert, "block:block_rq_insert"));
                 progs.push((&p.blk_issue, "block:block_rq_issue"));
                 progs.push((&p.blk_complete, "block:block_rq_complete"));
                 for (prog, name, on) in [
-                    (&p.blk_start, "block:block_io_start", has[0]),
-                    (&p.blk_merge, "block:block_rq_merge", has[1]),
-                    (&p.wb_start, "writeback:writeback_single_inode_start", has[2]),
-                    (&p.wb_end, "writeback:writeback_single_inode", has[2]),
+                    (&p.blk_start, "block:block_io_start", support.block_io_start),
+                    (&p.blk_merge, "block:block_rq_merge", support.block_rq_merge),
+                    (&p.wb_start, "writeback:writeback_single_inode_start", support.writeback),
+                    (&p.wb_end, "writeback:writeback_single_inode", support.writeback),
                 ] {
                     if on {
                         progs.push((prog, name));
@@ -183,6 +179,8 @@ impl Recorder {
             ring_bytes: cfg.ring_bytes,
             pid_filtered: cfg.filter || !cfg.pids.is_empty(),
             early,
+            block,
+            missing: support.missing,
         };
         for &pid in &cfg.pids {
             r.add_pid(pid)?;
@@ -195,6 +193,19 @@ impl Recorder {
     /// time in the capture is counted from.
     pub fn start_ns(&self) -> u64 {
         self.start_ns
+    }
+
+    /// Whether block requests are recorded: asked for, and the kernel has their tracepoints
+    /// (else [`Recorder::missing`] says which it lacks).
+    pub fn records_block(&self) -> bool {
+        self.block
+    }
+
+    /// What was asked for and this kernel cannot record, one line each naming the missing
+    /// feature, the oldest Linux that has it and what is left out: for the capture's header
+    /// ([`iocap_format::Meta::missing`]) and to be said once.
+    pub fn missing(&self) -> &[String] {
+        &self.missing
     }
 
     /// Trace `pid` too (with pid filtering on).
@@ -238,6 +249,12 @@ impl Recorder {
             per_cpu,
         }
     }
+}
+
+/// A load libbpf refused: its first line (the rest, pages of verifier log, is
+/// `IOCAP_BPF_DEBUG=1`'s).
+fn load_error(err: libbpf_rs::Error) -> Error {
+    Error::Bpf(format!("{err:#}").lines().next().unwrap_or("").to_owned())
 }
 
 /// The ring backlog past which the kernel sheds syscall and block records.

@@ -124,10 +124,11 @@ fn meta() -> impl Strategy<Value = Meta> {
             any::<u32>(),
             prop::collection::vec((any::<u32>(), any::<String>()), 0..3),
             prop::option::of(any::<String>()),
+            prop::collection::vec(any::<String>(), 0..3),
         ),
     )
         .prop_map(
-            |((v, host, kernel, arch, b2w, start), (cmd, filter, cpus, devs, next_file))| Meta {
+            |((v, host, kernel, arch, b2w, start), (cmd, filter, cpus, devs, next_file, missing))| Meta {
                 iocap_version: v,
                 host,
                 kernel,
@@ -139,6 +140,7 @@ fn meta() -> impl Strategy<Value = Meta> {
                 cpus,
                 devices: devs.into_iter().map(|(dev, name)| Device { dev, name }).collect(),
                 next_file,
+                missing,
             },
         )
 }

@@ -125,6 +125,7 @@ pub fn escaped_meta(meta: &Meta) -> Meta {
         command_line: meta.command_line.iter().map(esc).collect(),
         filter: meta.filter.as_ref().map(esc),
         next_file: meta.next_file.as_ref().map(esc),
+        missing: meta.missing.iter().map(esc).collect(),
         devices: meta
             .devices
             .iter()
@@ -165,6 +166,7 @@ pub fn small_capture() -> (Vec<u8>, Expected) {
             name: "vda".into(),
         }],
         next_file: Some("trace.cap\x1b1".into()),
+        missing: vec!["the tracepoint io_uring:x\x1b[2J (Linux 9.9 and later): nothing".into()],
     };
     let mut ops = Vec::new();
     let mut ts = 1_000u64;

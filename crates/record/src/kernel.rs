@@ -1,0 +1,459 @@
+//! What the running kernel has of what the recorder uses, asked before anything is loaded
+//! ([`Kernel::support`]). A requirement it lacks is one line naming it and the oldest Linux that
+//! has it ([`Error::Unsupported`]); an optional tracepoint it lacks leaves its part of the
+//! recording out, which the recorder says once and writes in the capture's header
+//! ([`Support::missing`]).
+//!
+//! `IOCAP_HIDE=ringbuf,block_io_start` takes the features it names (each [`Feature::key`]) for
+//! absent, so that a test on a kernel that has everything goes through the same probes, errors
+//! and degraded recordings as a kernel that lacks them.
+
+use libbpf_rs::MapType;
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::probe::KernelBtf;
+
+/// How a feature is asked for.
+#[derive(Clone, Copy, Debug)]
+enum Probe {
+    /// `/sys/kernel/btf/vmlinux`, readable.
+    Btf,
+    /// `libbpf_probe_bpf_map_type`: the kernel creates a map of this type.
+    Map(MapType),
+    /// The kernel's BTF has `btf_trace_<key>`, which a `tp_btf` program attaches by.
+    Tracepoint,
+}
+
+/// A kernel feature the recorder uses.
+#[derive(Debug)]
+pub struct Feature {
+    /// Its name in `IOCAP_HIDE`; a tracepoint's is its event's name (`block_rq_issue`).
+    pub key: &'static str,
+    probe: Probe,
+    /// Its name in messages (a tracepoint's `category:event`: see [`Feature::name`]).
+    pub what: &'static str,
+    /// The oldest Linux that has it as iocap uses it ("5.8").
+    pub since: &'static str,
+    /// The kernel option it takes besides ("" when every build has it).
+    pub config: &'static str,
+    /// What iocap needs it for: "every event", "block requests".
+    pub role: &'static str,
+    /// What a recording leaves out without it, when it can go on ("" for a requirement).
+    pub lost: &'static str,
+}
+
+impl Feature {
+    /// How messages name it: "the BPF ring buffer (BPF_MAP_TYPE_RINGBUF)", "the tracepoint
+    /// block:block_io_start".
+    pub fn name(&self) -> String {
+        match self.probe {
+            Probe::Tracepoint => format!("the tracepoint {}", self.what),
+            _ => self.what.to_owned(),
+        }
+    }
+
+    /// "Linux 5.4 and later have it, built with CONFIG_DEBUG_INFO_BTF=y".
+    fn since_text(&self) -> String {
+        let mut s = format!("Linux {} and later have it", self.since);
+        if !self.config.is_empty() {
+            s += &format!(", built with {}", self.config);
+        }
+        s
+    }
+
+    /// The same Feature with the kernel option it takes.
+    const fn built_with(mut self, config: &'static str) -> Feature {
+        self.config = config;
+        self
+    }
+
+    /// "the tracepoint io_uring:io_uring_submit_req (Linux 5.19 and later): io_uring requests
+    /// are not recorded": how a capture's header names what its kernel lacked.
+    fn missing_note(&self) -> String {
+        format!("{} (Linux {} and later): {}", self.name(), self.since, self.lost)
+    }
+}
+
+/// The oldest Linux iocap records on (with BTF): the newest of its requirements, task storage.
+pub const OLDEST_LINUX: &str = "5.11";
+
+const BTF: Feature = Feature {
+    key: "btf",
+    probe: Probe::Btf,
+    what: "BTF type information (/sys/kernel/btf/vmlinux)",
+    since: "5.4",
+    config: "CONFIG_DEBUG_INFO_BTF=y",
+    role: "its programs, built once for every kernel (CO-RE)",
+    lost: "",
+};
+
+/// Without any of these nothing is recorded, in this order (BTF first: without it no
+/// tracepoint can be found). `tp_btf` programs (BPF_PROG_TYPE_TRACING, 5.5) are not probed:
+/// libbpf's probe of that type loads an fentry program, which a kernel without ftrace's
+/// trampolines refuses while it takes `tp_btf` ones (this one does), and every kernel with
+/// task storage (5.11) has them.
+const REQUIRED: [Feature; 9] = [
+    BTF,
+    Feature {
+        key: "ringbuf",
+        probe: Probe::Map(MapType::RingBuf),
+        what: "the BPF ring buffer (BPF_MAP_TYPE_RINGBUF)",
+        since: "5.8",
+        config: "",
+        role: "every event",
+        lost: "",
+    },
+    Feature {
+        key: "task_storage",
+        probe: Probe::Map(MapType::TaskStorage),
+        what: "BPF task storage (BPF_MAP_TYPE_TASK_STORAGE)",
+        since: "5.11",
+        config: "",
+        role: "calls that block",
+        lost: "",
+    },
+    tracepoint("sys_enter", "raw_syscalls:sys_enter", "5.5", "syscalls", "").built_with(SYSCALLS),
+    tracepoint("sys_exit", "raw_syscalls:sys_exit", "5.5", "syscalls", "").built_with(SYSCALLS),
+    tracepoint(
+        "sched_process_fork",
+        "sched:sched_process_fork",
+        "5.5",
+        "process names",
+        "",
+    ),
+    tracepoint(
+        "sched_process_exec",
+        "sched:sched_process_exec",
+        "5.5",
+        "process names",
+        "",
+    ),
+    tracepoint(
+        "sched_process_exit",
+        "sched:sched_process_exit",
+        "5.5",
+        "process names",
+        "",
+    ),
+    tracepoint("task_rename", "task:task_rename", "5.5", "process names", ""),
+];
+
+/// The syscall tracepoints are a build option.
+const SYSCALLS: &str = "CONFIG_FTRACE_SYSCALLS=y";
+
+/// What is lost without any of [`BLOCK`].
+const NO_BLOCK: &str = "block requests are not recorded";
+
+/// Without any of these block requests are not recorded (the programs read their
+/// `(struct request *)` prototype, which 5.11 brought).
+const BLOCK: [Feature; 3] = [
+    tracepoint(
+        "block_rq_insert",
+        "block:block_rq_insert",
+        "5.11",
+        "block requests",
+        NO_BLOCK,
+    ),
+    tracepoint(
+        "block_rq_issue",
+        "block:block_rq_issue",
+        "5.11",
+        "block requests",
+        NO_BLOCK,
+    ),
+    tracepoint(
+        "block_rq_complete",
+        "block:block_rq_complete",
+        "5.11",
+        "block requests",
+        NO_BLOCK,
+    ),
+];
+
+const BLOCK_IO_START: Feature = tracepoint(
+    "block_io_start",
+    "block:block_io_start",
+    "6.5",
+    "where a block request is created",
+    "a block request is taken as created at its first insert or issue, by the task doing that \
+     (usually the one that created it)",
+);
+const BLOCK_RQ_MERGE: Feature = tracepoint(
+    "block_rq_merge",
+    "block:block_rq_merge",
+    "5.11",
+    "requests merged into others",
+    "disk.time stops counting for a call one of whose requests the scheduler merged into another",
+);
+/// What is lost without any of [`WRITEBACK`].
+const NO_WRITEBACK: &str = "writeback requests have blk.cause none";
+const WRITEBACK: [Feature; 2] = [
+    tracepoint(
+        "writeback_single_inode_start",
+        "writeback:writeback_single_inode_start",
+        "5.5",
+        "the cause of writeback",
+        NO_WRITEBACK,
+    ),
+    tracepoint(
+        "writeback_single_inode",
+        "writeback:writeback_single_inode",
+        "5.5",
+        "the cause of writeback",
+        NO_WRITEBACK,
+    ),
+];
+/// What is lost without any of [`IO_URING`].
+const NO_URING: &str = "io_uring requests are not recorded";
+const IO_URING: [Feature; 2] = [
+    tracepoint(
+        "io_uring_submit_req",
+        "io_uring:io_uring_submit_req",
+        "5.19",
+        "io_uring requests",
+        NO_URING,
+    ),
+    tracepoint(
+        "io_uring_complete",
+        "io_uring:io_uring_complete",
+        "5.5",
+        "io_uring requests",
+        NO_URING,
+    ),
+];
+const SCHED_SWITCH: Feature = tracepoint(
+    "sched_switch",
+    "sched:sched_switch",
+    "5.5",
+    "per-CPU call slots",
+    "every call goes through task storage (a little slower)",
+);
+
+/// The tracepoint `what` (`category:event`), found by its event's name `key`, in Linux since
+/// `since`, which iocap uses for `role`; `lost` is what a recording without it leaves out ("":
+/// it cannot go on).
+const fn tracepoint(
+    key: &'static str,
+    what: &'static str,
+    since: &'static str,
+    role: &'static str,
+    lost: &'static str,
+) -> Feature {
+    Feature {
+        key,
+        probe: Probe::Tracepoint,
+        what,
+        since,
+        config: "",
+        role,
+        lost,
+    }
+}
+
+/// Every feature probed, for `IOCAP_HIDE`'s check of its names.
+fn all_features() -> impl Iterator<Item = &'static Feature> {
+    const OPTIONAL: [&Feature; 3] = [&BLOCK_IO_START, &BLOCK_RQ_MERGE, &SCHED_SWITCH];
+    REQUIRED
+        .iter()
+        .chain(&BLOCK)
+        .chain(&WRITEBACK)
+        .chain(&IO_URING)
+        .chain(OPTIONAL)
+}
+
+/// The running kernel, as far as the probes tell.
+pub(crate) struct Kernel {
+    btf: KernelBtf,
+    /// Features `IOCAP_HIDE` takes for absent.
+    hidden: Vec<String>,
+    /// `uname -r`, for messages.
+    release: String,
+}
+
+/// What this kernel lets a recording do, of what its [`Config`] asks.
+#[derive(Debug, Default)]
+pub(crate) struct Support {
+    /// Block requests are recorded.
+    pub block: bool,
+    /// `block_io_start` keys a request where it is created.
+    pub block_io_start: bool,
+    /// `block_rq_merge` ends a merged request.
+    pub block_rq_merge: bool,
+    /// The writeback tracepoints give flushers' requests their cause.
+    pub writeback: bool,
+    /// io_uring requests are recorded.
+    pub io_uring: bool,
+    /// `sched_switch` spills per-CPU call slots (it is asked only when the slots are wanted).
+    pub sched_switch: bool,
+    /// `io_uring_complete` passes `(ctx, req, cqe)` (older kernels pass the cqe's fields).
+    pub uring_complete_cqe: bool,
+    /// What was asked for and is left out, each a line for the capture's header
+    /// ([`iocap_format::Meta::missing`]).
+    pub missing: Vec<String>,
+}
+
+impl Support {
+    /// Record that `f` is missing and its part left out.
+    fn leave_out(&mut self, f: &Feature) {
+        self.missing.push(f.missing_note());
+    }
+}
+
+impl Kernel {
+    /// Read what the probes need: the kernel's BTF (~4 ms), `IOCAP_HIDE`, the release.
+    pub fn probe() -> Result<Kernel, Error> {
+        let hidden: Vec<String> = std::env::var("IOCAP_HIDE")
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if let Some(bad) = hidden.iter().find(|k| !all_features().any(|f| f.key == *k)) {
+            let keys: Vec<&str> = all_features().map(|f| f.key).collect();
+            return Err(Error::Hide(format!(
+                "`{bad}` is no feature iocap probes; these are: {}",
+                keys.join(", ")
+            )));
+        }
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        Ok(Kernel {
+            btf: if hidden.iter().any(|k| k == BTF.key) {
+                KernelBtf::none()
+            } else {
+                KernelBtf::load()
+            },
+            hidden,
+            release: release.trim().to_owned(),
+        })
+    }
+
+    /// Whether the kernel has `f`. A probe that cannot tell (an error other than "no") answers
+    /// yes: the load then fails with libbpf's own reason.
+    fn has(&self, f: &Feature) -> bool {
+        if self.hidden.iter().any(|k| k == f.key) {
+            return false;
+        }
+        match f.probe {
+            Probe::Btf => self.btf.is_loaded(),
+            Probe::Map(t) => t.is_supported().unwrap_or(true),
+            Probe::Tracepoint => self.btf.has_tracepoint(f.key),
+        }
+    }
+
+    /// The first of `features` the kernel lacks.
+    fn lacks<'f>(&self, features: &'f [Feature]) -> Option<&'f Feature> {
+        features.iter().find(|f| !self.has(f))
+    }
+
+    fn unsupported(&self, f: &Feature) -> Error {
+        Error::Unsupported {
+            kernel: self.release.clone(),
+            what: f.name(),
+            role: f.role,
+            since: f.since_text(),
+        }
+    }
+
+    /// What a recording of `cfg` (with per-CPU call slots when `cpu_slot`) can do here: an
+    /// error when a requirement is missing or nothing that was asked for can be recorded.
+    pub fn support(&self, cfg: &Config, cpu_slot: bool) -> Result<Support, Error> {
+        if let Some(f) = self.lacks(&REQUIRED) {
+            return Err(self.unsupported(f));
+        }
+        let mut s = Support::default();
+        let mut lost_class = None;
+        if cfg.block {
+            match self.lacks(&BLOCK) {
+                Some(f) => {
+                    s.leave_out(f);
+                    lost_class.get_or_insert(f);
+                }
+                None => {
+                    s.block = true;
+                    s.block_io_start = self.has(&BLOCK_IO_START);
+                    s.block_rq_merge = self.has(&BLOCK_RQ_MERGE);
+                    let writeback = self.lacks(&WRITEBACK);
+                    s.writeback = writeback.is_none();
+                    for f in [
+                        (!s.block_io_start).then_some(&BLOCK_IO_START),
+                        (!s.block_rq_merge).then_some(&BLOCK_RQ_MERGE),
+                        writeback,
+                    ]
+                    .into_iter()
+                    .flatten()
+                    {
+                        s.leave_out(f);
+                    }
+                }
+            }
+        }
+        if cfg.io_uring {
+            match self.lacks(&IO_URING) {
+                Some(f) => {
+                    s.leave_out(f);
+                    lost_class.get_or_insert(f);
+                }
+                None => {
+                    s.io_uring = true;
+                    // io_uring_complete(ctx, req, cqe) on recent kernels; (ctx, req,
+                    // user_data, res, cflags, extra1, extra2) on older ones (6.1).
+                    s.uring_complete_cqe = self.btf.tracepoint_arity("io_uring_complete") == Some(3);
+                }
+            }
+        }
+        if cpu_slot {
+            s.sched_switch = self.has(&SCHED_SWITCH);
+            if !s.sched_switch {
+                s.leave_out(&SCHED_SWITCH);
+            }
+        }
+        match lost_class {
+            Some(f) if !(cfg.syscalls || s.block || s.io_uring) => Err(self.unsupported(f)),
+            _ => Ok(s),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_feature_has_its_own_name_and_the_oldest_linux_is_the_newest_requirement() {
+        let keys: Vec<&str> = all_features().map(|f| f.key).collect();
+        let mut unique = keys.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), keys.len(), "{keys:?}");
+        let version = |s: &str| -> (u32, u32) {
+            let (a, b) = s.split_once('.').unwrap_or((s, "0"));
+            (a.parse().unwrap(), b.parse().unwrap())
+        };
+        let newest = REQUIRED.iter().map(|f| version(f.since)).max();
+        assert_eq!(newest, Some(version(OLDEST_LINUX)));
+    }
+
+    #[test]
+    fn the_probes_answer_on_this_kernel() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+            eprintln!("needs root and kernel BTF: skipped");
+            return;
+        }
+        // An error would be taken for "present": these must really answer.
+        assert_eq!(MapType::RingBuf.is_supported().ok(), Some(true));
+        assert_eq!(MapType::TaskStorage.is_supported().ok(), Some(true));
+        let s = Kernel::probe().unwrap().support(&Config::default(), true).unwrap();
+        assert!(s.block && s.io_uring && s.sched_switch, "{s:?}");
+    }
+
+    #[test]
+    fn a_missing_part_is_named_with_its_release_and_cost() {
+        assert_eq!(
+            IO_URING[0].missing_note(),
+            "the tracepoint io_uring:io_uring_submit_req (Linux 5.19 and later): io_uring requests are not recorded"
+        );
+    }
+}
