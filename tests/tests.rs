@@ -19,4 +19,5 @@ mod stream;
 mod stream_record;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
 mod sysstat;
+mod version;
 mod view;

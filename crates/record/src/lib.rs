@@ -6,6 +6,7 @@
 //! - [`plan()`] (`plan.rs`): a [`Request`] and a filter become the kernel's [`Config`]
 //!   (`config.rs`, with [`Output`], [`Rotate`], [`Progress`], [`Summary`]); [`rotation`]
 //!   names a rotation's files.
+//! - [`built_with()`] (`build_info.rs`): the libraries linked in, for `iocap --version`.
 //! - `probe.rs`: [`check_privileges`] before any file is created, the preemption model, and
 //!   what a load failure is explained by; [`Error`] (`error.rs`) says it in one line.
 //! - `recorder.rs`: [`Recorder::start`] loads and attaches every program; pids, the ring
@@ -26,6 +27,7 @@
 
 mod abi;
 mod backlog;
+mod build_info;
 mod classify;
 mod config;
 mod error;
@@ -53,6 +55,7 @@ mod skel {
     include!(concat!(env!("OUT_DIR"), "/iocap.skel.rs"));
 }
 
+pub use build_info::built_with;
 pub use config::{Config, Output, Progress, Rotate, Summary};
 pub use error::Error;
 pub use plan::{plan, PlanError, Request};
