@@ -26,4 +26,4 @@ bin="${CARGO_TARGET_DIR:-target}/$target/release/iocap"
 echo "ldd $bin:" >&2
 ldd "$bin" >&2 || true
 "$bin" --version >&2
-echo "$bin"
+realpath "$bin"

@@ -10,6 +10,8 @@ mod filter;
 mod fleet;
 mod hostile;
 mod info;
+#[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
+mod kernels;
 mod output;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
 mod record;
