@@ -3,7 +3,8 @@
 # (tests/kernels.rs `rt_kernel_boots_repeatedly`): did any boot hang, and was it iocap?
 # Not in CI: ~20 boots of 30-60 s. Arguments: the number of boots of each kind (10) and the
 # timeout of one boot in seconds (180). Console logs of boots that did not finish are kept in
-# $TMPDIR/iocap-rt-boots/. IOCAP_VM_BIN boots another binary (the release one, say).
+# $TMPDIR/iocap-rt-boots/. IOCAP_VM_BIN boots another binary (the release one, say),
+# IOCAP_VM_CPUS gives the guest another number of CPUs (2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"

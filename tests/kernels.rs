@@ -242,7 +242,7 @@ pub struct Boot {
     pub took: Duration,
 }
 
-/// Boot `k` with `initramfs` under QEMU (TCG, 2 CPUs, 1 GiB) in `dir` (the console log is kept
+/// Boot `k` with `initramfs` under QEMU (TCG, 2 CPUs or `IOCAP_VM_CPUS`, 1 GiB) in `dir` (the console log is kept
 /// there as `console.log`), and wait for the guest to power off, at most `timeout`.
 pub fn boot(k: &Kernel, initramfs: &[u8], dir: &Path, timeout: Duration) -> Boot {
     let img = dir.join("initramfs.cpio");
@@ -251,7 +251,8 @@ pub fn boot(k: &Kernel, initramfs: &[u8], dir: &Path, timeout: Duration) -> Boot
     let _ = std::fs::remove_file(&log);
     let start = Instant::now();
     let mut child = Command::new("qemu-system-x86_64")
-        .args(["-accel", "tcg", "-cpu", "max", "-smp", "2", "-m", "1024", "-no-reboot"])
+        .args(["-accel", "tcg", "-cpu", "max", "-m", "1024", "-no-reboot"])
+        .args(["-smp", &std::env::var("IOCAP_VM_CPUS").unwrap_or_else(|_| "2".into())])
         .args(["-display", "none", "-monitor", "none", "-nodefaults"])
         .arg("-serial")
         .arg(format!("file:{}", log.display()))
