@@ -6,9 +6,10 @@ cd "$(dirname "$0")/.."
 
 # Build: clang + libelf + zlib for the BPF programs and libbpf; the rest are the workloads and peers
 # that tests and benchmarks run (fio, ioping, bpftrace, perf, strace, sysstat), mkfs.ext4 for the
-# cause tests, tmux for the TUI test and python3-venv for DuckDB, which reads the Parquet export
-# in the tests.
-packages=(clang llvm libelf-dev zlib1g-dev pkg-config make bpftool fio ioping bpftrace linux-perf strace sysstat tmux e2fsprogs python3-venv)
+# cause tests, tmux for the TUI test, python3-venv for DuckDB, which reads the Parquet export
+# in the tests; QEMU, a static busybox and xz for the kernel matrix.
+packages=(clang llvm libelf-dev zlib1g-dev pkg-config make bpftool fio ioping bpftrace linux-perf strace sysstat tmux e2fsprogs
+    python3-venv qemu-system-x86 busybox-static xz-utils)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -43,3 +44,34 @@ if ! "$pyenv/bin/python" -c "import duckdb" 2>/dev/null; then
     python3 -m venv "$pyenv"
     "$pyenv/bin/pip" install -q duckdb
 fi
+# The kernel matrix (tests/kernels.rs): Debian's own kernels, booted in QEMU. Kept, unpacked,
+# under the target directory, so a rerun downloads nothing. A newer kernel of a flavour: change
+# its name here (`apt-cache search linux-image | grep unsigned`).
+kernels=(
+    linux-image-6.1.0-56-cloud-amd64-unsigned       # 6.1, PREEMPT_DYNAMIC (voluntary)
+    linux-image-6.1.0-56-rt-amd64-unsigned          # 6.1, PREEMPT_RT
+    linux-image-6.12.117+deb12-cloud-amd64-unsigned # 6.12, PREEMPT_DYNAMIC (voluntary)
+)
+kdir="${CARGO_TARGET_DIR:-target}/kernels"
+mkdir -p "$kdir/debs"
+for k in "${kernels[@]}"; do
+    [ -d "$kdir/$k/boot" ] && continue
+    if ! ls "$kdir/debs/${k}_"*.deb >/dev/null 2>&1; then
+        echo "setup: downloading $k" >&2
+        # apt-get download writes into the current directory, as the user _apt when it can.
+        (cd "$kdir/debs" && apt-get download -qq "$k" 2>&1 | grep -v 'unsandboxed' >&2 || true)
+        ls "$kdir/debs/${k}_"*.deb >/dev/null 2>&1 || { echo "setup: cannot download $k" >&2; exit 1; }
+    fi
+    rm -rf "$kdir/$k.tmp"
+    mkdir -p "$kdir/$k.tmp"
+    # The kernel, its config and the loop module: all a boot needs of the package's 100-400 MB.
+    dpkg-deb --fsys-tarfile "$kdir/debs/${k}_"*.deb |
+        tar -x -C "$kdir/$k.tmp" --wildcards './boot/vmlinuz-*' './boot/config-*' '*/drivers/block/loop.ko*'
+    mv "$kdir/$k.tmp" "$kdir/$k"
+done
+# Only the kernels named above: an older one left there would be booted too.
+for d in "$kdir"/*/; do
+    d="$(basename "$d")"
+    [ "$d" = debs ] && continue
+    [[ " ${kernels[*]} " == *" $d "* ]] || rm -rf "${kdir:?}/$d"
+done

@@ -9,6 +9,9 @@ bash scripts/setup.sh
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
+# The kernel matrix (tests/kernels.rs) boots the portable release binary, as it ships.
+IOCAP_VM_BIN="$(bash scripts/release.sh)"
+export IOCAP_VM_BIN
 cargo test --workspace --locked
 # The viewer-only build (no recorder: what a macOS laptop builds) stays free of Linux-only code
 # and passes the tests that need no recorder.

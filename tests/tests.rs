@@ -10,6 +10,8 @@ mod filter;
 mod fleet;
 mod hostile;
 mod info;
+#[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
+mod kernels;
 mod output;
 mod packaging;
 mod parquet;
@@ -23,4 +25,5 @@ mod stream;
 mod stream_record;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
 mod sysstat;
+mod version;
 mod view;

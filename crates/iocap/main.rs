@@ -6,7 +6,7 @@
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod compare;
 mod events;
@@ -28,6 +28,7 @@ mod spectrogram;
 #[cfg(unix)]
 mod stream;
 mod text;
+mod version;
 mod view;
 
 /// Record every syscall and block I/O request with its latency; replay it anywhere.
@@ -96,7 +97,9 @@ impl std::fmt::Display for UsageError {
 impl std::error::Error for UsageError {}
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // The version names the libraries linked in, which only a function call can tell.
+    let matches = Cli::command().version(version::text()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
         #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
         Command::Record(args) => record::run(args),

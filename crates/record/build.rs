@@ -1,6 +1,7 @@
 //! Compiles bpf/iocap.bpf.c into a libbpf skeleton (Linux on x86_64 only: the viewer builds
 //! without clang, anywhere).
 //! `CLANG` and `BPF_CFLAGS` override the compiler and add flags.
+//! Also tells `iocap --version` which libelf and zlib the recorder was built against.
 
 fn main() {
     #[cfg(target_os = "linux")]
@@ -34,6 +35,7 @@ fn skeleton() {
         }
         _ => {}
     }
+    library_versions();
     let mut args = vec!["-D__TARGET_ARCH_x86".to_owned(), format!("-I{}", root.display())];
     if let Ok(extra) = std::env::var("BPF_CFLAGS") {
         args.extend(extra.split_whitespace().map(str::to_owned));
@@ -50,4 +52,26 @@ fn skeleton() {
     }
     println!("cargo:rerun-if-env-changed=CLANG");
     println!("cargo:rerun-if-env-changed=BPF_CFLAGS");
+}
+
+/// The versions of libelf and zlib that pkg-config finds, as `IOCAP_LIBELF_VERSION` and
+/// `IOCAP_ZLIB_VERSION` ("unknown" without pkg-config): what `--static` links in, and what a
+/// shared build was built against.
+#[cfg(target_os = "linux")]
+fn library_versions() {
+    for (lib, var) in [("libelf", "IOCAP_LIBELF_VERSION"), ("zlib", "IOCAP_ZLIB_VERSION")] {
+        let version = std::process::Command::new(std::env::var("PKG_CONFIG").unwrap_or_else(|_| "pkg-config".into()))
+            .args(["--modversion", lib])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty() && !v.contains(char::is_whitespace))
+            .unwrap_or_else(|| "unknown".to_owned());
+        println!("cargo:rustc-env={var}={version}");
+    }
+    for var in ["PKG_CONFIG", "PKG_CONFIG_PATH", "PKG_CONFIG_LIBDIR"] {
+        println!("cargo:rerun-if-env-changed={var}");
+    }
 }

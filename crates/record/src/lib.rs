@@ -6,6 +6,7 @@
 //! - [`plan()`] (`plan.rs`): a [`Request`] and a filter become the kernel's [`Config`]
 //!   (`config.rs`, with [`Output`], [`Rotate`], [`Progress`], [`Summary`]); [`rotation`]
 //!   names a rotation's files.
+//! - [`built_with()`] (`build_info.rs`): the libraries linked in, for `iocap --version`.
 //! - `probe.rs`: [`check_privileges`] before any file is created, the preemption model, the
 //!   kernel's BTF; `kernel.rs`: what the kernel has of what the recorder uses, probed before
 //!   loading ([`OLDEST_LINUX`]), and what a recording leaves out for want of it; [`Error`]
@@ -28,6 +29,7 @@
 
 mod abi;
 mod backlog;
+mod build_info;
 mod classify;
 mod config;
 mod error;
@@ -56,6 +58,7 @@ mod skel {
     include!(concat!(env!("OUT_DIR"), "/iocap.skel.rs"));
 }
 
+pub use build_info::built_with;
 pub use config::{Config, Output, Progress, Rotate, Summary};
 pub use error::Error;
 pub use kernel::OLDEST_LINUX;
