@@ -9,6 +9,8 @@
 //! reach, in each side's colour), with a line of figures per side; a B figure whose 99 %
 //! interval does not overlap A's is marked `*`, as `iocap compare` flags it.
 
+use std::ops::Range;
+
 use iocap_analysis::units::{self, Style::Terminal as TERM};
 use iocap_analysis::{compare, LatencyHist, Measure};
 use iocap_format::{log2_bucket_range, LOG2_BUCKETS};
@@ -192,25 +194,18 @@ fn side_figures(app: &App, a: Option<&LatencyHist>, b: Option<&LatencyHist>, wid
 /// the buckets either side has): A's bar in the upper half of each cell, B's in the lower,
 /// both scaled to the larger count, then each side's count.
 fn overlaid(app: &App, a: &[u64; LOG2_BUCKETS], b: &[u64; LOG2_BUCKETS], rows: usize, width: usize) -> Vec<Line<'static>> {
-    let both: Vec<u64> = a.iter().zip(b).map(|(x, y)| x + y).collect();
-    let (Some(lo), Some(hi)) = (both.iter().position(|&c| c > 0), both.iter().rposition(|&c| c > 0)) else {
-        return Vec::new();
-    };
-    if rows == 0 {
-        return Vec::new();
+    let mut both = [0u64; LOG2_BUCKETS];
+    for (o, (x, y)) in both.iter_mut().zip(a.iter().zip(b)) {
+        *o = x + y;
     }
-    let per = (hi - lo + 1).div_ceil(rows);
-    let groups: Vec<(u64, u64, u64)> = (lo..=hi)
-        .step_by(per)
-        .map(|g| {
-            let end = (g + per).min(hi + 1);
-            (log2_bucket_range(g).0, a[g..end].iter().sum(), b[g..end].iter().sum())
-        })
+    let groups: Vec<(u64, u64, u64)> = bucket_runs(&both, rows)
+        .into_iter()
+        .map(|r| (log2_bucket_range(r.start).0, a[r.clone()].iter().sum(), b[r].iter().sum()))
         .collect();
     let max = groups.iter().map(|g| g.1.max(g.2)).max().unwrap_or(1).max(1);
     // "  1.00ms ▀▀██▄ 12.3k 10.1k": label, bars, counts.
     let bar_w = width.saturating_sub(7 + 1 + 12);
-    let len = |n: u64| (((n as f64 / max as f64) * bar_w as f64).ceil() as usize).min(bar_w);
+    let len = |n: u64| bar_len(n, max, bar_w);
     let (ca, cb) = (app.theme.side_color(Side::A), app.theme.side_color(Side::B));
     groups
         .into_iter()
@@ -237,6 +232,24 @@ fn overlaid(app: &App, a: &[u64; LOG2_BUCKETS], b: &[u64; LOG2_BUCKETS], rows: u
         .collect()
 }
 
+/// The log2 buckets from the lowest to the highest that holds events, in runs of equal length,
+/// at most `rows` of them: the buckets each bar counts.
+fn bucket_runs(log2: &[u64; LOG2_BUCKETS], rows: usize) -> Vec<Range<usize>> {
+    let (Some(lo), Some(hi)) = (log2.iter().position(|&c| c > 0), log2.iter().rposition(|&c| c > 0)) else {
+        return Vec::new();
+    };
+    if rows == 0 {
+        return Vec::new();
+    }
+    let per = (hi - lo + 1).div_ceil(rows);
+    (lo..=hi).step_by(per).map(|b| b..(b + per).min(hi + 1)).collect()
+}
+
+/// Cells of a bar of `n` where `max` fills `width`: a bar for any events at all.
+fn bar_len(n: u64, max: u64, width: usize) -> usize {
+    (((n as f64 / max.max(1) as f64) * width as f64).ceil() as usize).min(width)
+}
+
 /// The log2 histogram of the chunks in view, from the index (no filter, latency only: only
 /// shown then).
 fn summaries_log2(app: &App) -> [u64; LOG2_BUCKETS] {
@@ -255,19 +268,9 @@ fn summaries_log2(app: &App) -> [u64; LOG2_BUCKETS] {
 
 /// One line per group of log2 buckets between the lowest and highest non-empty one.
 fn bars(app: &App, log2: &[u64; LOG2_BUCKETS], rows: usize, width: usize) -> Vec<Line<'static>> {
-    let (Some(lo), Some(hi)) = (log2.iter().position(|&c| c > 0), log2.iter().rposition(|&c| c > 0)) else {
-        return Vec::new();
-    };
-    if rows == 0 {
-        return Vec::new();
-    }
-    let per = (hi - lo + 1).div_ceil(rows);
-    let groups: Vec<(u64, u64)> = (lo..=hi)
-        .step_by(per)
-        .map(|b| {
-            let end = (b + per).min(hi + 1);
-            (log2_bucket_range(b).0, log2[b..end].iter().sum())
-        })
+    let groups: Vec<(u64, u64)> = bucket_runs(log2, rows)
+        .into_iter()
+        .map(|r| (log2_bucket_range(r.start).0, log2[r].iter().sum()))
         .collect();
     let max = groups.iter().map(|g| g.1).max().unwrap_or(1).max(1);
     // "  1.00ms ████ 12.3k": label, bar, count.
@@ -275,10 +278,9 @@ fn bars(app: &App, log2: &[u64; LOG2_BUCKETS], rows: usize, width: usize) -> Vec
     groups
         .into_iter()
         .map(|(from, count)| {
-            let len = ((count as f64 / max as f64) * bar_w as f64).ceil() as usize;
             Line::from(vec![
                 Span::styled(format!("{:>6} ", units::duration(from.max(1), TERM)), app.theme.dim()),
-                Span::styled("█".repeat(len.min(bar_w)), app.theme.bar()),
+                Span::styled("█".repeat(bar_len(count, max, bar_w)), app.theme.bar()),
                 Span::raw(format!(" {}", units::short_count(count))),
             ])
         })
