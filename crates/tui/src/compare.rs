@@ -23,7 +23,7 @@ use iocap_filter::{Compiled, FilterError};
 use iocap_format::Reader;
 
 use crate::capture::Capture;
-use crate::panes::filter_bar::joined;
+use crate::panes::filter_bar::{self, joined};
 use crate::panes::spectrogram::grid::Grid;
 use crate::worker::query::{Answer, GroupRow, Query};
 
@@ -198,13 +198,7 @@ impl Compare {
     /// `text` compiled against A's capture, `evt.time` counted from the instant of A aligned
     /// with B's start (the start of B's own `evt.time`).
     fn compile(&self, text: &str, b: &Reader) -> Result<Option<Arc<Compiled>>, FilterError> {
-        if text.trim().is_empty() {
-            return Ok(None);
-        }
-        let f = iocap_filter::Filter::parse(text)?;
-        let r = &self.cap.reader;
-        let origin = self.a_time(b.meta().start_ts);
-        Ok(Some(Arc::new(f.compile_from(r.meta(), r.tables(), origin))))
+        filter_bar::compile_from(text, &self.cap.reader, self.a_time(b.meta().start_ts))
     }
 
     /// A's capture grew (the same capture as B's, being recorded): its filter is compiled

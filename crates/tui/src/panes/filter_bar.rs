@@ -260,9 +260,15 @@ fn loosest_is_or(text: &str) -> bool {
 
 /// Parse, check and compile `text` against this capture; `None` for an empty filter.
 pub fn compile(text: &str, reader: &Reader) -> Result<Option<Arc<Compiled>>, FilterError> {
+    compile_from(text, reader, reader.meta().start_ts)
+}
+
+/// [`compile`], `evt.time` counted from `origin` (ns of the capture's boot clock) rather than
+/// from the capture's start: a comparison's side A, laid on side B's time.
+pub fn compile_from(text: &str, reader: &Reader, origin: u64) -> Result<Option<Arc<Compiled>>, FilterError> {
     if text.trim().is_empty() {
         return Ok(None);
     }
     let f = iocap_filter::Filter::parse(text)?;
-    Ok(Some(Arc::new(f.compile(reader.meta(), reader.tables()))))
+    Ok(Some(Arc::new(f.compile_from(reader.meta(), reader.tables(), origin))))
 }
