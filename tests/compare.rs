@@ -441,16 +441,28 @@ fn fio_random_reads_at_iodepth_1_against_16() {
         let ios = &report["jobs"][0]["read"]["total_ios"];
         assert_eq!(ios.as_u64(), Some(2000), "fio's own count at iodepth {depth}");
     }
-    // One io_submit per read (a batch of 1), and one block request per read.
+    // One io_submit per read (a batch of 1).
     let v = json_in(
         dir.path(),
         &["compare", "qd1.cap", "qd16.cap", "evt.type=io_submit", "--json"],
     );
     assert_eq!(fig(&v["overall"], "count"), (2000, 2000, false), "io_submit calls");
-    let reads = format!("blk.dev={} and blk.op=read and blk.bytes=4096", fs.name());
+    // The block requests read the same 2000 blocks on each side. One request per read at
+    // iodepth 1; at iodepth 16 a read of the block next to one still waiting in the software
+    // queue is merged into it (one CI run: 1999 requests, one of 8 KiB), so it is the bytes
+    // that must agree, and the requests may be a few fewer.
+    let reads = format!("blk.dev={} and blk.op=read", fs.name());
+    for cap in ["qd1.cap", "qd16.cap"] {
+        let r = json_in(dir.path(), &["report", cap, &reads, "--json"]);
+        assert_eq!(r["bytes"].as_u64(), Some(2000 * 4096), "bytes read in {cap}: {r}");
+    }
     let v = json_in(dir.path(), &["compare", "qd1.cap", "qd16.cap", &reads, "--json"]);
     let all = &v["overall"];
-    assert_eq!(fig(all, "count"), (2000, 2000, false), "block reads");
+    let (a, b, _) = fig(all, "count");
+    assert!(
+        a == 2000 && (1900..=2000).contains(&b),
+        "block reads: {a} at iodepth 1, {b} at 16"
+    );
     let (a, b, flagged) = fig(all, "p50_ns");
     eprintln!("device time p50: {a} ns at iodepth 1, {b} ns at iodepth 16");
     assert!(flagged && b > 4 * a, "p50 at iodepth 16 {b} ns vs 1 {a} ns");
