@@ -123,6 +123,25 @@ pub struct Cells<'a> {
     text: Vec<u8>,
     /// The matching rows of the chunk loaded.
     rows: Vec<u32>,
+    /// How many times the groups forgot their entries ([`Cells::generation`]).
+    generation: u64,
+}
+
+/// A field decided by a key: its value is its key's entry's ([`Cells::keyed`]).
+pub struct Keyed<'s> {
+    /// The entry of each row loaded.
+    pub rows: &'s [u32],
+    cells: &'s [Cell],
+    stride: usize,
+    at: usize,
+}
+
+impl Keyed<'_> {
+    /// The field's value for `entry`.
+    #[inline]
+    pub fn cell(&self, entry: u32) -> Cell {
+        self.cells[entry as usize * self.stride + self.at]
+    }
 }
 
 impl<'a> Cells<'a> {
@@ -190,7 +209,32 @@ impl<'a> Cells<'a> {
             tables,
             text: Vec::new(),
             rows: Vec::new(),
+            generation: 0,
         }
+    }
+
+    /// Field `field`'s entries, if a key decides it: what a column of distinct values (a
+    /// dictionary) is made from without looking at each row's value. An entry stands for the
+    /// same value until [`Cells::generation`] changes.
+    pub fn keyed(&self, field: usize) -> Option<Keyed<'_>> {
+        match self.sources[field] {
+            Source::Keyed(g, j) => {
+                let group = &self.groups[g];
+                Some(Keyed {
+                    rows: &group.rows,
+                    cells: &group.cells,
+                    stride: group.fields.len(),
+                    at: j,
+                })
+            }
+            Source::Num(_) => None,
+        }
+    }
+
+    /// Changes when the entries are forgotten (past [`MAX_KEYS`] of a group): an entry of
+    /// [`Cells::keyed`] then stands for another value.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// The bytes a [`Cell::Str`] points into.
@@ -210,6 +254,7 @@ impl<'a> Cells<'a> {
             // Entries point into `text`: they are forgotten together.
             self.text.clear();
             self.groups.iter_mut().for_each(Group::clear);
+            self.generation += 1;
         }
         for g in 0..self.groups.len() {
             self.load_group(g, c);

@@ -9,27 +9,31 @@
 //! full and then appended to the file in column order. Memory is one row group's compressed
 //! pages, whatever the capture's size.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use anyhow::Context;
 use bytes::Bytes;
 use iocap_analysis::scan;
 use iocap_filter::fields::{FieldId, FieldInfo, FieldType};
 use iocap_format::{ColSet, Columns, Meta};
-use parquet::basic::{Compression, LogicalType, Repetition, TimeUnit, Type as PhysicalType, ZstdLevel};
-use parquet::column::page::{CompressedPage, PageWriteSpec, PageWriter};
-use parquet::column::writer::{get_column_writer, ColumnWriter};
-use parquet::data_type::ByteArray;
-use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterPropertiesPtr};
+use parquet::basic::{Compression, Encoding, LogicalType, Repetition, TimeUnit, Type as PhysicalType, ZstdLevel};
+use parquet::column::page::{CompressedPage, Page, PageWriter};
+use parquet::column::writer::ColumnCloseResult;
+use parquet::file::metadata::ColumnChunkMetaData;
+use parquet::file::properties::{WriterProperties, WriterPropertiesPtr};
+use parquet::file::statistics::Statistics;
 use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedWrite};
-use parquet::schema::types::{ColumnPath, SchemaDescriptor, Type, TypePtr};
+use parquet::schema::types::{ColumnDescPtr, SchemaDescriptor, Type, TypePtr};
 
-use super::cells::{Cell, Cells, Flavor};
+use super::cells::{Cell, Cells, Flavor, Keyed};
 use crate::events::canonical_fields;
 use crate::input::Input;
+
+mod encode;
 
 /// Rows a row group holds at most: with iocap's events at 5–15 bytes a row in Parquet, tens
 /// of MB, what engines read in parallel.
@@ -104,135 +108,362 @@ fn schema(keys: &[&'static FieldInfo]) -> anyhow::Result<TypePtr> {
     ))
 }
 
-/// zstd, dictionaries for the strings, delta encoding for the numbers, which have statistics
-/// per page.
-fn properties(keys: &[&'static FieldInfo]) -> anyhow::Result<WriterPropertiesPtr> {
-    let mut b = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::try_new(1)?))
-        .set_dictionary_enabled(false)
-        .set_statistics_enabled(EnabledStatistics::Page)
-        .set_created_by(format!("iocap {}", env!("CARGO_PKG_VERSION")));
-    let strings = keys
-        .iter()
-        .filter(|f| f.ty == FieldType::Str)
-        .map(|f| column_name(f))
-        .chain(["kernel".to_string()]);
-    for name in strings {
-        b = b.set_column_dictionary_enabled(ColumnPath::from(name.clone()), true);
-        // A string's min and max cost a comparison per value, more than the rest of its
-        // column (measured: 1.5 s of 4.1 s for 2 M events); engines prune on the numbers
-        // (times, latencies), and on the host by its partition.
-        b = b.set_column_statistics_enabled(ColumnPath::from(name), EnabledStatistics::None);
-    }
-    // Times, latencies, ids: deltas bit-packed take a third of what plain values do after zstd
-    // (2 M events: 11.3 MB against 19.5 MB), and cost less time than the bytes they save.
-    {
-        let ints = keys
-            .iter()
-            .filter(|f| !matches!(f.ty, FieldType::Str | FieldType::Bool))
-            .map(|f| column_name(f))
-            .chain(["ts".to_string(), "capture_ns".to_string()]);
-        for n in ints {
-            b = b.set_column_encoding(ColumnPath::from(n), parquet::basic::Encoding::DELTA_BINARY_PACKED);
-        }
-    }
-    Ok(Arc::new(b.build()))
+/// The file's properties: who wrote it. The pages are iocap's ([`Column`]).
+fn properties() -> WriterPropertiesPtr {
+    Arc::new(
+        WriterProperties::builder()
+            .set_created_by(format!("iocap {}", env!("CARGO_PKG_VERSION")))
+            .build(),
+    )
 }
 
-/// A column's pages, kept in memory until its row group is written: the column writer owns
-/// its page writer, so the row group keeps a second handle on the bytes.
-#[derive(Clone, Default)]
-struct SharedBuf(Arc<Mutex<Vec<u8>>>);
+/// Rows a data page holds at most.
+const PAGE_ROWS: usize = 1 << 16;
 
-impl SharedBuf {
-    /// The bytes written, leaving the buffer empty.
-    fn take(&self) -> Vec<u8> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner))
-    }
-}
-
-impl Write for SharedBuf {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// The page writer of one column of a row group: onto a [`SharedBuf`].
-struct MemPages {
-    sink: TrackedWrite<SharedBuf>,
-}
-
-impl PageWriter for MemPages {
-    fn write_page(&mut self, page: CompressedPage) -> parquet::errors::Result<PageWriteSpec> {
-        SerializedPageWriter::new(&mut self.sink).write_page(page)
-    }
-
-    fn close(&mut self) -> parquet::errors::Result<()> {
-        Ok(())
-    }
-}
-
-/// What one column's values for a chunk are gathered into before its writer takes them.
+/// A string column's dictionary for the row group being filled: each distinct string once,
+/// found from the [`Cells`] entry that holds it, so a row costs an index lookup, not a hash
+/// of its bytes.
 #[derive(Default)]
-struct Batch {
+struct Dict {
+    /// Entry → index + 1 (0: not seen; [`ABSENT`]: the entry has no value), for the
+    /// entries of `generation`.
+    by_entry: Vec<u32>,
+    generation: u64,
+    /// The strings, to find one that two entries share.
+    by_text: HashMap<Vec<u8>, u32>,
+    /// The strings `PLAIN`-encoded: the dictionary page.
+    plain: Vec<u8>,
+}
+
+/// [`Dict::by_entry`]'s mark of an entry whose value is absent.
+const ABSENT: u32 = u32::MAX;
+
+impl Dict {
+    fn len(&self) -> usize {
+        self.by_text.len()
+    }
+
+    /// The index of `text`, added if new.
+    fn index(&mut self, text: &[u8]) -> u32 {
+        if let Some(&i) = self.by_text.get(text) {
+            return i;
+        }
+        let i = self.by_text.len() as u32;
+        self.plain.extend_from_slice(&(text.len() as u32).to_le_bytes());
+        self.plain.extend_from_slice(text);
+        self.by_text.insert(text.to_vec(), i);
+        i
+    }
+
+    fn clear(&mut self) {
+        self.by_entry.clear();
+        self.by_text.clear();
+        self.plain.clear();
+    }
+}
+
+/// One column's values as Parquet stores them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// `INT64`, `DELTA_BINARY_PACKED`, with minimum and maximum.
+    Int,
+    /// `BOOLEAN`, `PLAIN`.
+    Bool,
+    /// `BYTE_ARRAY`, dictionary-encoded.
+    Str,
+}
+
+/// A column of the row group being filled: the values of its page being filled, its pages
+/// done (compressed), its dictionary.
+struct Column {
+    descr: ColumnDescPtr,
+    kind: Kind,
+    optional: bool,
+    /// The page being filled: definition levels (optional columns), and values.
+    defs: Vec<u32>,
     ints: Vec<i64>,
     bools: Vec<bool>,
-    strings: Vec<ByteArray>,
-    /// The strings' bytes, one buffer the values slice.
-    text: Vec<u8>,
-    spans: Vec<(usize, usize)>,
-    defs: Vec<i16>,
+    indices: Vec<u32>,
+    rows: usize,
+    /// This row group's data pages.
+    pages: Vec<CompressedPage>,
+    dict: Dict,
+    /// The row group's minimum and maximum (integers) and absent values.
+    range: Option<(i64, i64)>,
+    nulls: u64,
 }
 
-/// The column writers of the row group being filled.
-struct RowGroup {
-    writers: Vec<ColumnWriter<'static>>,
-    /// Each column's pages.
-    pages: Vec<SharedBuf>,
-    rows: usize,
+impl Column {
+    fn new(descr: ColumnDescPtr, kind: Kind, optional: bool) -> Column {
+        Column {
+            descr,
+            kind,
+            optional,
+            defs: Vec::new(),
+            ints: Vec::new(),
+            bools: Vec::new(),
+            indices: Vec::new(),
+            rows: 0,
+            pages: Vec::new(),
+            dict: Dict::default(),
+            range: None,
+            nulls: 0,
+        }
+    }
+
+    /// Take a row's value: `None` when absent.
+    #[inline]
+    fn push_int(&mut self, v: Option<i64>) {
+        match v {
+            Some(v) => {
+                self.ints.push(v);
+                self.defs.push(1);
+            }
+            None => self.defs.push(0),
+        }
+    }
+
+    /// Take field `k`'s values for the loaded rows of chunk `c`.
+    fn gather(&mut self, cells: &Cells, c: &Columns, k: usize) {
+        if self.kind == Kind::Str {
+            if let Some(keyed) = cells.keyed(k) {
+                return self.gather_strings(cells, &keyed);
+            }
+        }
+        for row in 0..cells.len() {
+            match cells.cell(c, k, row) {
+                Cell::Absent => self.defs.push(0),
+                Cell::Int(v) => self.push_int(Some(v)),
+                // Engines have no unsigned 64-bit integer in common: a value past i64's (a
+                // hostile capture's) is cut to its maximum.
+                Cell::UInt(v) => self.push_int(Some(i64::try_from(v).unwrap_or(i64::MAX))),
+                Cell::Bool(b) => {
+                    self.bools.push(b);
+                    self.defs.push(1);
+                }
+                s @ Cell::Str(..) => {
+                    let i = self.dict.index(cells.text(s));
+                    self.indices.push(i);
+                    self.defs.push(1);
+                }
+            }
+        }
+        self.rows += cells.len();
+    }
+
+    /// A keyed string field's values: each entry's dictionary index found once.
+    fn gather_strings(&mut self, cells: &Cells, keyed: &Keyed) {
+        let dict = &mut self.dict;
+        if dict.generation != cells.generation() {
+            dict.by_entry.clear();
+            dict.generation = cells.generation();
+        }
+        for &entry in keyed.rows {
+            let mut i = dict.by_entry.get(entry as usize).copied().unwrap_or(0);
+            if i == 0 {
+                i = match keyed.cell(entry) {
+                    s @ Cell::Str(..) => dict.index(cells.text(s)) + 1,
+                    _ => ABSENT,
+                };
+                if dict.by_entry.len() <= entry as usize {
+                    dict.by_entry.resize(entry as usize + 1, 0);
+                }
+                dict.by_entry[entry as usize] = i;
+            }
+            if i == ABSENT {
+                self.defs.push(0);
+            } else {
+                self.indices.push(i - 1);
+                self.defs.push(1);
+            }
+        }
+        self.rows += keyed.rows.len();
+    }
+
+    /// Take the same value for `n` rows.
+    fn repeat(&mut self, n: usize, v: Repeat) {
+        match v {
+            Repeat::Int(v) => self.ints.resize(self.ints.len() + n, v),
+            Repeat::Str(text) => {
+                let i = self.dict.index(text);
+                self.indices.resize(self.indices.len() + n, i);
+            }
+        }
+        self.defs.resize(self.defs.len() + n, 1);
+        self.rows += n;
+    }
+
+    /// End the page being filled (if it holds a row): encoded, compressed, kept.
+    fn end_page(&mut self, zstd: &mut zstd::bulk::Compressor<'_>) -> anyhow::Result<()> {
+        if self.rows == 0 {
+            return Ok(());
+        }
+        let mut buf = Vec::new();
+        if self.optional {
+            encode::def_levels(&self.defs, &mut buf);
+        }
+        let absent = self.defs.iter().filter(|&&d| d == 0).count() as u64;
+        self.nulls += absent;
+        let mut statistics = None;
+        let encoding = match self.kind {
+            Kind::Int => {
+                encode::delta_binary_packed(&self.ints, &mut buf);
+                let min = self.ints.iter().copied().min();
+                let max = self.ints.iter().copied().max();
+                if let (Some(lo), Some(hi)) = (min, max) {
+                    let (a, b) = self.range.unwrap_or((lo, hi));
+                    self.range = Some((a.min(lo), b.max(hi)));
+                }
+                statistics = Some(Statistics::new(min, max, None, Some(absent), false));
+                Encoding::DELTA_BINARY_PACKED
+            }
+            Kind::Bool => {
+                encode::plain_bools(&self.bools, &mut buf);
+                Encoding::PLAIN
+            }
+            Kind::Str => {
+                // Indices below the dictionary's size so far: the page's width.
+                let width = encode::bit_width(self.dict.len().saturating_sub(1) as u64).max(1);
+                buf.push(width);
+                encode::rle_hybrid(&self.indices, width, &mut buf);
+                Encoding::RLE_DICTIONARY
+            }
+        };
+        let page = Page::DataPage {
+            buf: Bytes::from(zstd.compress(&buf)?),
+            num_values: self.rows as u32,
+            encoding,
+            def_level_encoding: Encoding::RLE,
+            rep_level_encoding: Encoding::RLE,
+            statistics,
+        };
+        self.pages.push(CompressedPage::new(page, buf.len()));
+        self.defs.clear();
+        self.ints.clear();
+        self.bools.clear();
+        self.indices.clear();
+        self.rows = 0;
+        Ok(())
+    }
+
+    /// The row group's column chunk: its dictionary page, its data pages, and its metadata;
+    /// the column left empty for the next row group.
+    fn finish(&mut self, zstd: &mut zstd::bulk::Compressor<'_>) -> anyhow::Result<(Vec<u8>, ColumnCloseResult)> {
+        self.end_page(zstd)?;
+        let mut sink = TrackedWrite::new(Vec::new());
+        let mut pages = SerializedPageWriter::new(&mut sink);
+        let mut dictionary_offset = None;
+        let mut uncompressed = 0;
+        let mut values = 0;
+        if self.kind == Kind::Str {
+            let page = Page::DictionaryPage {
+                buf: Bytes::from(zstd.compress(&self.dict.plain)?),
+                num_values: self.dict.len() as u32,
+                encoding: Encoding::PLAIN,
+                is_sorted: false,
+            };
+            let spec = pages.write_page(CompressedPage::new(page, self.dict.plain.len()))?;
+            dictionary_offset = Some(spec.offset as i64);
+            uncompressed += spec.uncompressed_size;
+        }
+        let mut data_offset = None;
+        for page in self.pages.drain(..) {
+            let spec = pages.write_page(page)?;
+            data_offset.get_or_insert(spec.offset as i64);
+            uncompressed += spec.uncompressed_size;
+            values += spec.num_values;
+        }
+        let bytes = sink.into_inner()?;
+        let encodings = match (self.kind, self.optional) {
+            (Kind::Int, false) => vec![Encoding::DELTA_BINARY_PACKED],
+            (Kind::Int, true) => vec![Encoding::RLE, Encoding::DELTA_BINARY_PACKED],
+            (Kind::Bool, _) => vec![Encoding::PLAIN, Encoding::RLE],
+            (Kind::Str, _) => vec![Encoding::PLAIN, Encoding::RLE, Encoding::RLE_DICTIONARY],
+        };
+        let mut metadata = ColumnChunkMetaData::builder(self.descr.clone())
+            .set_compression(Compression::ZSTD(ZstdLevel::try_new(ZSTD_LEVEL)?))
+            .set_encodings(encodings)
+            .set_num_values(i64::from(values))
+            .set_total_compressed_size(bytes.len() as i64)
+            .set_total_uncompressed_size(uncompressed as i64)
+            .set_data_page_offset(data_offset.unwrap_or(0))
+            .set_dictionary_page_offset(dictionary_offset);
+        match (self.kind, self.range) {
+            (Kind::Int, Some((lo, hi))) => {
+                metadata = metadata.set_statistics(Statistics::new(Some(lo), Some(hi), None, Some(self.nulls), false));
+            }
+            _ => {
+                metadata = metadata.set_statistics(Statistics::new::<i64>(None, None, None, Some(self.nulls), false));
+            }
+        }
+        let close = ColumnCloseResult {
+            bytes_written: bytes.len() as u64,
+            rows_written: u64::from(values),
+            metadata: metadata.build()?,
+            bloom_filter: None,
+            column_index: None,
+            offset_index: None,
+        };
+        self.dict.clear();
+        self.range = None;
+        self.nulls = 0;
+        Ok((bytes, close))
+    }
+}
+
+/// A value every row of a chunk has in a column.
+enum Repeat<'a> {
+    Int(i64),
+    Str(&'a [u8]),
+}
+
+/// zstd's level for the pages: the fastest, as the capture's own.
+const ZSTD_LEVEL: i32 = 1;
+
+/// How many rows a data page and a row group hold at most.
+#[derive(Clone, Copy)]
+struct Limits {
+    page: usize,
+    group: usize,
 }
 
 /// Write the matching events of `input` to `out` as a Parquet file; returns `out`.
 pub fn write<W: Write + Send>(out: W, input: &Input) -> anyhow::Result<W> {
+    let limits = Limits {
+        page: PAGE_ROWS,
+        group: ROW_GROUP_ROWS,
+    };
+    write_with(out, input, limits)
+}
+
+fn write_with<W: Write + Send>(out: W, input: &Input, limits: Limits) -> anyhow::Result<W> {
     let r = &input.reader;
     let meta = r.meta();
     let keys = canonical_fields();
     let schema = schema(&keys)?;
-    let props = properties(&keys)?;
     let descr = SchemaDescriptor::new(schema.clone());
-    let mut file = SerializedFileWriter::new(out, schema, props.clone())?;
-    let new_group = || {
-        let pages: Vec<SharedBuf> = (0..descr.num_columns()).map(|_| SharedBuf::default()).collect();
-        let writers = pages
-            .iter()
-            .enumerate()
-            .map(|(i, buf)| {
-                let sink = TrackedWrite::new(buf.clone());
-                get_column_writer(descr.column(i), props.clone(), Box::new(MemPages { sink }))
-            })
-            .collect();
-        RowGroup {
-            writers,
-            pages,
-            rows: 0,
-        }
-    };
+    let mut file = SerializedFileWriter::new(out, schema, properties())?;
+    let mut columns: Vec<Column> = (0..descr.num_columns())
+        .map(|i| {
+            let col = descr.column(i);
+            let kind = match col.physical_type() {
+                PhysicalType::BYTE_ARRAY => Kind::Str,
+                PhysicalType::BOOLEAN => Kind::Bool,
+                _ => Kind::Int,
+            };
+            let optional = col.self_type().get_basic_info().repetition() == Repetition::OPTIONAL;
+            Column::new(col, kind, optional)
+        })
+        .collect();
+    let mut zstd = zstd::bulk::Compressor::new(ZSTD_LEVEL)?;
     // The reader escaped the header's strings.
-    let kernel = ByteArray::from(Bytes::from(meta.kernel.clone().into_bytes()));
+    let kernel = meta.kernel.as_bytes();
     let (start, stop) = scan::capture_span(r);
     let span = i64::try_from(stop - start).unwrap_or(i64::MAX);
     let mut cells = Cells::new(&keys, Flavor::Raw, meta, r.tables());
-    let mut group = new_group();
-    let mut batch = Batch::default();
+    let mut rows = 0;
     let mut err = None;
+    let mut stamps = Vec::new();
     let all = 0..r.chunks().len();
     scan::for_each_matching_chunk_in(r, &input.filter, ColSet::ALL, all, |c, bits| {
         let n = cells.load(c, bits);
@@ -240,22 +471,27 @@ pub fn write<W: Write + Send>(out: W, input: &Input) -> anyhow::Result<W> {
             return ControlFlow::Continue(());
         }
         let mut wrote = || -> anyhow::Result<()> {
-            for (k, f) in keys.iter().enumerate() {
-                batch.gather(&cells, c, k, f)?;
-                batch.write(&mut group.writers[k], !always_present(f.id))?;
+            let (fields, extra) = columns.split_at_mut(keys.len());
+            for (k, col) in fields.iter_mut().enumerate() {
+                col.gather(&cells, c, k);
             }
-            let extra = &mut group.writers[keys.len()..];
-            batch.timestamps(&cells, c, meta.boot_to_wall_ns);
-            batch.write(&mut extra[0], false)?;
-            batch.strings.clear();
-            batch.strings.resize(n, kernel.clone());
-            batch.write(&mut extra[1], false)?;
-            batch.ints.clear();
-            batch.ints.resize(n, span);
-            batch.write(&mut extra[2], false)?;
-            group.rows += n;
-            if group.rows >= ROW_GROUP_ROWS {
-                flush(&mut file, std::mem::replace(&mut group, new_group()))?;
+            stamps.clear();
+            stamps.extend((0..n).map(|row| {
+                let ts = c.ts.get(cells.row(row)).copied().unwrap_or(0);
+                let wall = i128::from(ts) + i128::from(meta.boot_to_wall_ns);
+                i64::try_from(wall).unwrap_or(i64::MAX)
+            }));
+            extra[0].ints.extend_from_slice(&stamps);
+            extra[0].rows += n;
+            extra[1].repeat(n, Repeat::Str(kernel));
+            extra[2].repeat(n, Repeat::Int(span));
+            for col in columns.iter_mut().filter(|col| col.rows >= limits.page) {
+                col.end_page(&mut zstd)?;
+            }
+            rows += n;
+            if rows >= limits.group {
+                flush(&mut file, &mut columns, &mut zstd)?;
+                rows = 0;
             }
             Ok(())
         };
@@ -270,83 +506,26 @@ pub fn write<W: Write + Send>(out: W, input: &Input) -> anyhow::Result<W> {
     if let Some(e) = err {
         return Err(e);
     }
-    if group.rows > 0 {
-        flush(&mut file, group)?;
+    if rows > 0 {
+        flush(&mut file, &mut columns, &mut zstd)?;
     }
     // The footer, then the writer's buffer flushed.
     Ok(file.into_inner()?)
 }
 
-/// Append a full row group's columns to the file.
-fn flush<W: Write + Send>(file: &mut SerializedFileWriter<W>, group: RowGroup) -> anyhow::Result<()> {
+/// Append the row group's columns to the file.
+fn flush<W: Write + Send>(
+    file: &mut SerializedFileWriter<W>,
+    columns: &mut [Column],
+    zstd: &mut zstd::bulk::Compressor<'_>,
+) -> anyhow::Result<()> {
     let mut rg = file.next_row_group()?;
-    for (w, pages) in group.writers.into_iter().zip(&group.pages) {
-        // Closing writes the last pages (and a dictionary page first): then they are all there.
-        let closed = w.close()?;
-        rg.append_column(&Bytes::from(pages.take()), closed)?;
+    for col in columns {
+        let (bytes, close) = col.finish(zstd)?;
+        rg.append_column(&Bytes::from(bytes), close)?;
     }
     rg.close()?;
     Ok(())
-}
-
-impl Batch {
-    /// Field `k`'s values for the loaded rows of chunk `c`, with definition levels (1: a
-    /// value, 0: null) for an optional column.
-    fn gather(&mut self, cells: &Cells, c: &Columns, k: usize, f: &FieldInfo) -> anyhow::Result<()> {
-        self.ints.clear();
-        self.bools.clear();
-        self.strings.clear();
-        self.text.clear();
-        self.spans.clear();
-        self.defs.clear();
-        for row in 0..cells.len() {
-            let cell = cells.cell(c, k, row);
-            self.defs.push(i16::from(cell != Cell::Absent));
-            match cell {
-                Cell::Absent => {}
-                Cell::Int(v) => self.ints.push(v),
-                // Engines have no unsigned 64-bit integer in common: a value past i64's (a
-                // hostile capture's) is cut to its maximum.
-                Cell::UInt(v) => self.ints.push(i64::try_from(v).unwrap_or(i64::MAX)),
-                Cell::Bool(b) => self.bools.push(b),
-                s @ Cell::Str(..) => {
-                    let start = self.text.len();
-                    self.text.extend_from_slice(cells.text(s));
-                    self.spans.push((start, self.text.len()));
-                }
-            }
-        }
-        if f.ty == FieldType::Str {
-            // One buffer for the chunk's strings, which the values share.
-            let text = Bytes::from(std::mem::take(&mut self.text));
-            self.strings
-                .extend(self.spans.iter().map(|&(a, b)| ByteArray::from(text.slice(a..b))));
-        }
-        Ok(())
-    }
-
-    /// The wall-clock start of each loaded row, ns since the Unix epoch.
-    fn timestamps(&mut self, cells: &Cells, c: &Columns, boot_to_wall: i64) {
-        self.ints.clear();
-        self.defs.clear();
-        self.ints.extend((0..cells.len()).map(|row| {
-            let ts = c.ts.get(cells.row(row)).copied().unwrap_or(0);
-            let wall = i128::from(ts) + i128::from(boot_to_wall);
-            i64::try_from(wall).unwrap_or(i64::MAX)
-        }));
-    }
-
-    /// Hand the gathered values to column writer `w`.
-    fn write(&self, w: &mut ColumnWriter<'static>, optional: bool) -> anyhow::Result<()> {
-        let defs = optional.then_some(self.defs.as_slice());
-        match w {
-            ColumnWriter::BoolColumnWriter(w) => w.write_batch(&self.bools, defs, None)?,
-            ColumnWriter::Int64ColumnWriter(w) => w.write_batch(&self.ints, defs, None)?,
-            ColumnWriter::ByteArrayColumnWriter(w) => w.write_batch(&self.strings, defs, None)?,
-            _ => anyhow::bail!("parquet: a column of a type iocap does not write"),
-        };
-        Ok(())
-    }
 }
 
 /// Where a capture's file goes in the dataset at `dir`, its directories made (0700):
@@ -424,6 +603,72 @@ mod tests {
             assert!(row[2].starts_with(ty), "{row:?}");
             let required = col.get_basic_info().repetition() == Repetition::REQUIRED;
             assert_eq!(row[3] == "required", required, "{row:?}");
+        }
+    }
+
+    /// Each row read back (the parquet crate's own reader) is the event's fields as
+    /// [`fields::value`] gives them, with its wall-clock start, the kernel and the span: on a
+    /// capture with every class, hostile strings, extreme numbers and absent table entries,
+    /// under filters, with pages and row groups small enough that there are many (a string
+    /// column's dictionary is the row group's).
+    #[test]
+    fn every_value_reads_back_as_the_field_gives_it() {
+        use iocap_filter::fields::{self, Value};
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        use parquet::record::Field;
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = crate::export::tests::varied_capture(dir.path());
+        let keys = canonical_fields();
+        for (filter, limits) in [
+            ("", Limits { page: 100, group: 1000 }),
+            ("", Limits { page: 7, group: 64 }),
+            ("evt.class=block", Limits { page: 50, group: 333 }),
+            (
+                "proc.name=worker-3",
+                Limits {
+                    page: PAGE_ROWS,
+                    group: ROW_GROUP_ROWS,
+                },
+            ),
+        ] {
+            let input = crate::export::text::tests::input(&path, filter);
+            let r = &input.reader;
+            let file = write_with(Vec::new(), &input, limits).unwrap();
+            let file = SerializedFileReader::new(Bytes::from(file)).unwrap();
+            let groups = file.metadata().num_row_groups();
+            let mut rows = file.get_row_iter(None).unwrap();
+            let (start, stop) = scan::capture_span(r);
+            let mut n = 0;
+            scan::for_each_match(r, &input.filter, ColSet::ALL, |cols, i| {
+                let e = cols.event(i);
+                let row = rows.next().expect("a row per event").unwrap();
+                let got: Vec<&Field> = row.get_column_iter().map(|(_, f)| f).collect();
+                for (k, f) in keys.iter().enumerate() {
+                    let want = match fields::value(f, &e, r.meta(), r.tables()) {
+                        Value::Str(s) => Field::Str(s.to_string()),
+                        Value::Int(v) => Field::Long(v),
+                        Value::UInt(v) | Value::Duration(v) | Value::Bytes(v) => {
+                            Field::Long(i64::try_from(v).unwrap_or(i64::MAX))
+                        }
+                        Value::Bool(b) => Field::Bool(b),
+                        Value::Absent => Field::Null,
+                    };
+                    assert_eq!(got[k], &want, "{filter}: event {n}, {}", f.name);
+                }
+                let wall = e.ts as i64 + r.meta().boot_to_wall_ns;
+                // The row reader gives a nanosecond timestamp as its number.
+                assert_eq!(got[keys.len()], &Field::Long(wall), "ts");
+                assert_eq!(got[keys.len() + 1], &Field::Str(r.meta().kernel.clone()));
+                assert_eq!(got[keys.len() + 2], &Field::Long((stop - start) as i64));
+                n += 1;
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+            assert!(rows.next().is_none(), "{filter}: no more rows than events");
+            assert!(n > 100, "{filter}: {n} events matched");
+            // A row group ends at the first chunk (500 events here) that fills it.
+            assert_eq!(groups > 1, n > limits.group, "{filter}: {groups} row groups");
         }
     }
 

@@ -120,7 +120,7 @@ fn write_rows(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     //! The fast path against the field-by-field one it replaced, on a capture with every class,
     //! hostile strings, formula-like names, failed calls, unknown numbers and absent tables.
 
