@@ -327,27 +327,59 @@ impl<'a> Cells<'a> {
     /// Field `field`'s value for the `row`th matching row of chunk `c` (as loaded).
     #[inline]
     pub fn cell(&self, c: &Columns, field: usize, row: usize) -> Cell {
-        let keyed = |g: usize, j: usize| {
-            let group = &self.groups[g];
-            group.cells[group.rows[row] as usize * group.fields.len() + j]
+        match self.sources[field] {
+            Source::Keyed(g, j) => self.keyed_cell(g, j, row),
+            Source::Num(num) => self.num_cell(c, num, row),
+        }
+    }
+
+    /// Field `field`'s value for every loaded row, in order, if it is a number read per event
+    /// (false, and nothing given, for a keyed field: [`Cells::keyed`]). What [`Cells::cell`]
+    /// gives, with the choice of column made once for the chunk rather than per row.
+    pub fn each_number(&self, c: &Columns, field: usize, mut f: impl FnMut(Cell)) -> bool {
+        let Source::Num(num) = self.sources[field] else {
+            return false;
         };
-        let num = match self.sources[field] {
-            Source::Keyed(g, j) => return keyed(g, j),
-            Source::Num(num) => num,
-        };
+        // Each arm a loop of its own, in which `num_cell` (inlined) reads one column.
+        macro_rules! rows {
+            ($($n:ident),*) => {
+                match num {
+                    $(Num::$n => (0..self.rows.len()).for_each(|r| f(self.num_cell(c, Num::$n, r))),)*
+                    Num::Offset(g, j) => {
+                        (0..self.rows.len()).for_each(|r| f(self.num_cell(c, Num::Offset(g, j), r)))
+                    }
+                }
+            };
+        }
+        rows!(
+            Pid, Tid, Cpu, Ret, Failed, IoBytes, Time, Latency, Sector, BlkBytes, Queue, BlkLatency, BlkTotal,
+            DiskReqs, DiskBytes, DiskTime, Fd
+        );
+        true
+    }
+
+    #[inline(always)]
+    fn keyed_cell(&self, g: usize, j: usize, row: usize) -> Cell {
+        let group = &self.groups[g];
+        group.cells[group.rows[row] as usize * group.fields.len() + j]
+    }
+
+    /// The value of number `num` for the `row`th loaded row.
+    #[inline(always)]
+    fn num_cell(&self, c: &Columns, num: Num, row: usize) -> Cell {
         let i = self.rows[row] as usize;
         let u64_at = |v: &Vec<u64>| v.get(i).copied().unwrap_or(0);
         let u32_at = |v: &Vec<u32>| v.get(i).copied().map_or(0, u64::from);
         let block = c.class.get(i).copied() == Some(Class::Block as u8);
         let blk = |v: u64| if block { Cell::UInt(v) } else { Cell::Absent };
         let sys = |v: u64| if block { Cell::Absent } else { Cell::UInt(v) };
-        let ret = c.ret.get(i).copied().unwrap_or(0);
+        let ret = || c.ret.get(i).copied().unwrap_or(0);
         match num {
             Num::Pid => Cell::UInt(u32_at(&c.pid)),
             Num::Tid => Cell::UInt(u32_at(&c.tid)),
             Num::Cpu => Cell::UInt(u32_at(&c.cpu)),
-            Num::Ret => Cell::Int(ret),
-            Num::Failed => Cell::Bool(ret < 0),
+            Num::Ret => Cell::Int(ret()),
+            Num::Failed => Cell::Bool(ret() < 0),
             Num::IoBytes => Cell::UInt(u64_at(&c.bytes)),
             Num::Time => Cell::UInt(u64_at(&c.ts).saturating_sub(self.meta.start_ts)),
             Num::Latency => Cell::UInt(u64_at(&c.latency)),
@@ -363,7 +395,7 @@ impl<'a> Cells<'a> {
                 fd if fd >= 0 && !block => Cell::Int(i64::from(fd)),
                 _ => Cell::Absent,
             },
-            Num::Offset(g, j) => match keyed(g, j) {
+            Num::Offset(g, j) => match self.keyed_cell(g, j, row) {
                 Cell::Absent => Cell::Absent,
                 _ => Cell::Int(u64_at(&c.offset) as i64),
             },

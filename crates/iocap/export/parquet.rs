@@ -211,47 +211,53 @@ impl Column {
         }
     }
 
-    /// Take a row's value: `None` when absent.
-    #[inline]
-    fn push_int(&mut self, v: Option<i64>) {
-        match v {
-            Some(v) => {
-                self.ints.push(v);
-                self.defs.push(1);
+    /// Take a row's value (a string's already a dictionary index: [`Column::gather`]).
+    #[inline(always)]
+    fn take(&mut self, cell: Cell) {
+        match cell {
+            Cell::Absent => {
+                self.defs.push(0);
+                return;
             }
-            None => self.defs.push(0),
+            Cell::Int(v) => self.ints.push(v),
+            // Engines have no unsigned 64-bit integer in common: a value past i64's (a
+            // hostile capture's) is cut to its maximum.
+            Cell::UInt(v) => self.ints.push(i64::try_from(v).unwrap_or(i64::MAX)),
+            Cell::Bool(b) => self.bools.push(b),
+            Cell::Str(..) => unreachable!("strings are taken by index"),
+        }
+        if self.optional {
+            self.defs.push(1);
         }
     }
 
     /// Take field `k`'s values for the loaded rows of chunk `c`.
     fn gather(&mut self, cells: &Cells, c: &Columns, k: usize) {
-        if self.kind == Kind::Str {
-            if let Some(keyed) = cells.keyed(k) {
+        self.rows += cells.len();
+        if let Some(keyed) = cells.keyed(k) {
+            if self.kind == Kind::Str {
                 return self.gather_strings(cells, &keyed);
             }
+            return keyed.rows.iter().for_each(|&e| self.take(keyed.cell(e)));
         }
+        if cells.each_number(c, k, |cell| self.take(cell)) {
+            return;
+        }
+        // A string field read per event (none is, today).
         for row in 0..cells.len() {
             match cells.cell(c, k, row) {
-                Cell::Absent => self.defs.push(0),
-                Cell::Int(v) => self.push_int(Some(v)),
-                // Engines have no unsigned 64-bit integer in common: a value past i64's (a
-                // hostile capture's) is cut to its maximum.
-                Cell::UInt(v) => self.push_int(Some(i64::try_from(v).unwrap_or(i64::MAX))),
-                Cell::Bool(b) => {
-                    self.bools.push(b);
-                    self.defs.push(1);
-                }
                 s @ Cell::Str(..) => {
                     let i = self.dict.index(cells.text(s));
                     self.indices.push(i);
                     self.defs.push(1);
                 }
+                cell => self.take(cell),
             }
         }
-        self.rows += cells.len();
     }
 
-    /// A keyed string field's values: each entry's dictionary index found once.
+    /// A keyed string field's values: each entry's dictionary index found once, then the
+    /// rows' indices copied from the entries'.
     fn gather_strings(&mut self, cells: &Cells, keyed: &Keyed) {
         let dict = &mut self.dict;
         if dict.generation != cells.generation() {
@@ -259,25 +265,29 @@ impl Column {
             dict.generation = cells.generation();
         }
         for &entry in keyed.rows {
-            let mut i = dict.by_entry.get(entry as usize).copied().unwrap_or(0);
-            if i == 0 {
-                i = match keyed.cell(entry) {
-                    s @ Cell::Str(..) => dict.index(cells.text(s)) + 1,
-                    _ => ABSENT,
-                };
-                if dict.by_entry.len() <= entry as usize {
-                    dict.by_entry.resize(entry as usize + 1, 0);
-                }
-                dict.by_entry[entry as usize] = i;
+            if dict.by_entry.get(entry as usize).is_some_and(|&i| i > 0) {
+                continue;
             }
-            if i == ABSENT {
-                self.defs.push(0);
-            } else {
-                self.indices.push(i - 1);
-                self.defs.push(1);
+            let i = match keyed.cell(entry) {
+                s @ Cell::Str(..) => dict.index(cells.text(s)) + 1,
+                _ => ABSENT,
+            };
+            if dict.by_entry.len() <= entry as usize {
+                dict.by_entry.resize(entry as usize + 1, 0);
             }
+            dict.by_entry[entry as usize] = i;
         }
-        self.rows += keyed.rows.len();
+        let by_entry = &dict.by_entry;
+        let index = |&e: &u32| by_entry[e as usize];
+        if self.optional {
+            self.defs
+                .extend(keyed.rows.iter().map(|e| u32::from(index(e) != ABSENT)));
+            self.indices
+                .extend(keyed.rows.iter().map(index).filter(|&i| i != ABSENT).map(|i| i - 1));
+        } else {
+            // A required field has a value for every entry.
+            self.indices.extend(keyed.rows.iter().map(|e| index(e).wrapping_sub(1)));
+        }
     }
 
     /// Take the same value for `n` rows.
@@ -289,7 +299,6 @@ impl Column {
                 self.indices.resize(self.indices.len() + n, i);
             }
         }
-        self.defs.resize(self.defs.len() + n, 1);
         self.rows += n;
     }
 
@@ -302,18 +311,21 @@ impl Column {
         if self.optional {
             encode::def_levels(&self.defs, &mut buf);
         }
-        let absent = self.defs.iter().filter(|&&d| d == 0).count() as u64;
+        let present = self.ints.len() + self.bools.len() + self.indices.len();
+        let absent = (self.rows - present) as u64;
         self.nulls += absent;
         let mut statistics = None;
         let encoding = match self.kind {
             Kind::Int => {
                 encode::delta_binary_packed(&self.ints, &mut buf);
-                let min = self.ints.iter().copied().min();
-                let max = self.ints.iter().copied().max();
-                if let (Some(lo), Some(hi)) = (min, max) {
+                let range = self.ints.iter().fold(None, |r: Option<(i64, i64)>, &v| {
+                    Some(r.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))))
+                });
+                if let Some((lo, hi)) = range {
                     let (a, b) = self.range.unwrap_or((lo, hi));
                     self.range = Some((a.min(lo), b.max(hi)));
                 }
+                let (min, max) = (range.map(|r| r.0), range.map(|r| r.1));
                 statistics = Some(Statistics::new(min, max, None, Some(absent), false));
                 Encoding::DELTA_BINARY_PACKED
             }
