@@ -131,6 +131,8 @@ pub struct Cells<'a> {
 pub struct Keyed<'s> {
     /// The entry of each row loaded.
     pub rows: &'s [u32],
+    /// The entries so far: numbered from 0, in the order their keys were first seen.
+    pub entries: usize,
     cells: &'s [Cell],
     stride: usize,
     at: usize,
@@ -222,6 +224,7 @@ impl<'a> Cells<'a> {
                 let group = &self.groups[g];
                 Some(Keyed {
                     rows: &group.rows,
+                    entries: group.entries(),
                     cells: &group.cells,
                     stride: group.fields.len(),
                     at: j,
@@ -333,28 +336,91 @@ impl<'a> Cells<'a> {
         }
     }
 
-    /// Field `field`'s value for every loaded row, in order, if it is a number read per event
-    /// (false, and nothing given, for a keyed field: [`Cells::keyed`]). What [`Cells::cell`]
-    /// gives, with the choice of column made once for the chunk rather than per row.
-    pub fn each_number(&self, c: &Columns, field: usize, mut f: impl FnMut(Cell)) -> bool {
+    /// Field `field`'s values for the loaded rows, if it is a number read per event (false,
+    /// and nothing added, for a keyed field: [`Cells::keyed`]), a column at a time: each
+    /// present value appended to `values` (a boolean as 0 or 1, a number past `i64::MAX` cut
+    /// to it), and to `present`, when given, 1 or 0 for each row. The values of
+    /// [`Cells::cell`], read in one loop per column rather than one choice per cell.
+    pub fn fill_numbers(
+        &self,
+        c: &Columns,
+        field: usize,
+        values: &mut Vec<i64>,
+        present: Option<&mut Vec<u32>>,
+    ) -> bool {
         let Source::Num(num) = self.sources[field] else {
             return false;
         };
-        // Each arm a loop of its own, in which `num_cell` (inlined) reads one column.
-        macro_rules! rows {
-            ($($n:ident),*) => {
-                match num {
-                    $(Num::$n => (0..self.rows.len()).for_each(|r| f(self.num_cell(c, Num::$n, r))),)*
-                    Num::Offset(g, j) => {
-                        (0..self.rows.len()).for_each(|r| f(self.num_cell(c, Num::Offset(g, j), r)))
-                    }
-                }
+        let rows = &self.rows;
+        let u64_at = |v: &[u64], i: u32| v.get(i as usize).copied().unwrap_or(0);
+        let u32_at = |v: &[u32], i: u32| v.get(i as usize).copied().map_or(0, i64::from);
+        let int = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        let block = |i: u32| c.class.get(i as usize).copied() == Some(Class::Block as u8);
+        let ret = |i: u32| c.ret.get(i as usize).copied().unwrap_or(0);
+        // Block requests' fields, and syscalls' (io_uring requests').
+        macro_rules! blk {
+            ($col:expr) => {
+                rows.iter().map(|&i| block(i).then(|| int(u64_at($col, i))))
             };
         }
-        rows!(
-            Pid, Tid, Cpu, Ret, Failed, IoBytes, Time, Latency, Sector, BlkBytes, Queue, BlkLatency, BlkTotal,
-            DiskReqs, DiskBytes, DiskTime, Fd
-        );
+        match num {
+            Num::Pid => every(values, present, rows.iter().map(|&i| u32_at(&c.pid, i))),
+            Num::Tid => every(values, present, rows.iter().map(|&i| u32_at(&c.tid, i))),
+            Num::Cpu => every(values, present, rows.iter().map(|&i| u32_at(&c.cpu, i))),
+            Num::Ret => every(values, present, rows.iter().map(|&i| ret(i))),
+            Num::Failed => every(values, present, rows.iter().map(|&i| i64::from(ret(i) < 0))),
+            Num::IoBytes => every(values, present, rows.iter().map(|&i| int(u64_at(&c.bytes, i)))),
+            Num::Time => {
+                let start = self.meta.start_ts;
+                every(
+                    values,
+                    present,
+                    rows.iter().map(|&i| int(u64_at(&c.ts, i).saturating_sub(start))),
+                )
+            }
+            Num::Latency => every(values, present, rows.iter().map(|&i| int(u64_at(&c.latency, i)))),
+            Num::Sector => some(values, present, blk!(&c.sector)),
+            Num::BlkBytes => some(values, present, blk!(&c.bytes)),
+            Num::Queue => some(values, present, blk!(&c.queue)),
+            Num::BlkLatency => some(values, present, blk!(&c.latency)),
+            Num::BlkTotal => some(
+                values,
+                present,
+                rows.iter()
+                    .map(|&i| block(i).then(|| int(u64_at(&c.queue, i).saturating_add(u64_at(&c.latency, i))))),
+            ),
+            Num::DiskReqs => some(
+                values,
+                present,
+                rows.iter().map(|&i| (!block(i)).then(|| u32_at(&c.disk_reqs, i))),
+            ),
+            Num::DiskBytes => some(
+                values,
+                present,
+                rows.iter().map(|&i| (!block(i)).then(|| int(u64_at(&c.disk_bytes, i)))),
+            ),
+            Num::DiskTime => some(
+                values,
+                present,
+                rows.iter().map(|&i| (!block(i)).then(|| int(u64_at(&c.disk_time, i)))),
+            ),
+            Num::Fd => some(
+                values,
+                present,
+                rows.iter().map(|&i| match c.fd.get(i as usize).copied().unwrap_or(0) {
+                    fd if fd >= 0 && !block(i) => Some(i64::from(fd)),
+                    _ => None,
+                }),
+            ),
+            Num::Offset(g, j) => some(
+                values,
+                present,
+                (0..rows.len()).map(|r| match self.keyed_cell(g, j, r) {
+                    Cell::Absent => None,
+                    _ => Some(u64_at(&c.offset, rows[r]) as i64),
+                }),
+            ),
+        }
         true
     }
 
@@ -400,6 +466,31 @@ impl<'a> Cells<'a> {
                 _ => Cell::Int(u64_at(&c.offset) as i64),
             },
         }
+    }
+}
+
+/// A value for every row: appended, and each row marked present.
+#[inline(always)]
+fn every(values: &mut Vec<i64>, present: Option<&mut Vec<u32>>, it: impl ExactSizeIterator<Item = i64>) {
+    let n = it.len();
+    values.extend(it);
+    if let Some(p) = present {
+        p.resize(p.len() + n, 1);
+    }
+}
+
+/// A value for some rows: those appended, and each row marked.
+#[inline(always)]
+fn some(values: &mut Vec<i64>, present: Option<&mut Vec<u32>>, it: impl Iterator<Item = Option<i64>>) {
+    match present {
+        Some(p) => {
+            for v in it {
+                p.push(u32::from(v.is_some()));
+                values.extend(v);
+            }
+        }
+        // A column without levels still has a value in every row (0 if one is absent).
+        None => values.extend(it.map(|v| v.unwrap_or(0))),
     }
 }
 

@@ -125,8 +125,8 @@ const PAGE_ROWS: usize = 1 << 16;
 /// of its bytes.
 #[derive(Default)]
 struct Dict {
-    /// Entry → index + 1 (0: not seen; [`ABSENT`]: the entry has no value), for the
-    /// entries of `generation`.
+    /// Entry → index ([`ABSENT`]: the entry has no value), for the entries of
+    /// `generation` seen so far.
     by_entry: Vec<u32>,
     generation: u64,
     /// The strings, to find one that two entries share.
@@ -181,8 +181,8 @@ struct Column {
     optional: bool,
     /// The page being filled: definition levels (optional columns), and values.
     defs: Vec<u32>,
+    /// Numbers, and booleans as 0 or 1.
     ints: Vec<i64>,
-    bools: Vec<bool>,
     indices: Vec<u32>,
     rows: usize,
     /// This row group's data pages.
@@ -201,7 +201,6 @@ impl Column {
             optional,
             defs: Vec::new(),
             ints: Vec::new(),
-            bools: Vec::new(),
             indices: Vec::new(),
             rows: 0,
             pages: Vec::new(),
@@ -223,7 +222,7 @@ impl Column {
             // Engines have no unsigned 64-bit integer in common: a value past i64's (a
             // hostile capture's) is cut to its maximum.
             Cell::UInt(v) => self.ints.push(i64::try_from(v).unwrap_or(i64::MAX)),
-            Cell::Bool(b) => self.bools.push(b),
+            Cell::Bool(b) => self.ints.push(i64::from(b)),
             Cell::Str(..) => unreachable!("strings are taken by index"),
         }
         if self.optional {
@@ -240,7 +239,8 @@ impl Column {
             }
             return keyed.rows.iter().for_each(|&e| self.take(keyed.cell(e)));
         }
-        if cells.each_number(c, k, |cell| self.take(cell)) {
+        let defs = self.optional.then_some(&mut self.defs);
+        if cells.fill_numbers(c, k, &mut self.ints, defs) {
             return;
         }
         // A string field read per event (none is, today).
@@ -264,18 +264,13 @@ impl Column {
             dict.by_entry.clear();
             dict.generation = cells.generation();
         }
-        for &entry in keyed.rows {
-            if dict.by_entry.get(entry as usize).is_some_and(|&i| i > 0) {
-                continue;
-            }
-            let i = match keyed.cell(entry) {
-                s @ Cell::Str(..) => dict.index(cells.text(s)) + 1,
+        // Entries are numbered as they come: only the new ones need a look.
+        for entry in dict.by_entry.len()..keyed.entries {
+            let i = match keyed.cell(entry as u32) {
+                s @ Cell::Str(..) => dict.index(cells.text(s)),
                 _ => ABSENT,
             };
-            if dict.by_entry.len() <= entry as usize {
-                dict.by_entry.resize(entry as usize + 1, 0);
-            }
-            dict.by_entry[entry as usize] = i;
+            dict.by_entry.push(i);
         }
         let by_entry = &dict.by_entry;
         let index = |&e: &u32| by_entry[e as usize];
@@ -283,10 +278,10 @@ impl Column {
             self.defs
                 .extend(keyed.rows.iter().map(|e| u32::from(index(e) != ABSENT)));
             self.indices
-                .extend(keyed.rows.iter().map(index).filter(|&i| i != ABSENT).map(|i| i - 1));
+                .extend(keyed.rows.iter().map(index).filter(|&i| i != ABSENT));
         } else {
             // A required field has a value for every entry.
-            self.indices.extend(keyed.rows.iter().map(|e| index(e).wrapping_sub(1)));
+            self.indices.extend(keyed.rows.iter().map(index));
         }
     }
 
@@ -311,7 +306,7 @@ impl Column {
         if self.optional {
             encode::def_levels(&self.defs, &mut buf);
         }
-        let present = self.ints.len() + self.bools.len() + self.indices.len();
+        let present = self.ints.len() + self.indices.len();
         let absent = (self.rows - present) as u64;
         self.nulls += absent;
         let mut statistics = None;
@@ -330,7 +325,7 @@ impl Column {
                 Encoding::DELTA_BINARY_PACKED
             }
             Kind::Bool => {
-                encode::plain_bools(&self.bools, &mut buf);
+                encode::plain_bools(&self.ints, &mut buf);
                 Encoding::PLAIN
             }
             Kind::Str => {
@@ -352,7 +347,6 @@ impl Column {
         self.pages.push(CompressedPage::new(page, buf.len()));
         self.defs.clear();
         self.ints.clear();
-        self.bools.clear();
         self.indices.clear();
         self.rows = 0;
         Ok(())

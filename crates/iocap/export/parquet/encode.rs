@@ -108,11 +108,11 @@ pub fn def_levels(defs: &[u32], out: &mut Vec<u8>) {
     out[at..at + 4].copy_from_slice(&len.to_le_bytes());
 }
 
-/// Booleans, `PLAIN`: one bit each, least significant first.
-pub fn plain_bools(values: &[bool], out: &mut Vec<u8>) {
+/// Booleans (0 or 1), `PLAIN`: one bit each, least significant first.
+pub fn plain_bools(values: &[i64], out: &mut Vec<u8>) {
     let mut w = BitWriter::new(out);
     for &b in values {
-        w.put(u64::from(b), 1);
+        w.put(u64::from(b != 0), 1);
     }
     w.finish();
 }
