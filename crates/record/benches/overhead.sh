@@ -1,4 +1,5 @@
 #!/bin/sh
+# shellcheck source-path=SCRIPTDIR
 # Recorder overhead. In one run: a one-byte read() loop untraced, under `iocap record -c`, under a
 # system-wide `iocap record`, under bpftrace with empty raw_syscalls probes, under
 # `perf record -e 'raw_syscalls:*'` and under `strace -f`; under the floor (floor.bpf.c: the
@@ -32,6 +33,9 @@ IOCAP=${IOCAP:-target/release/iocap}
 T=$(mktemp -d)
 fp=
 trap '[ -z "$fp" ] || { kill -INT "$fp"; wait "$fp"; } 2>/dev/null || true; rm -rf "$T"' EXIT
+# sh runs the EXIT trap on exit only, not when a signal ends it (the floor would stay attached).
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
 cat > "$T/loop.c" <<'C'
 #include <fcntl.h>
 #include <stdio.h>
@@ -57,6 +61,7 @@ int main(int c, char **v) {
 C
 cc -O2 -o "$T/loop" "$T/loop.c"
 # facts (a capture's events, drops, bytes/event) and await (a line in a file).
+# shellcheck source=common.sh
 . "$(dirname "$0")/common.sh"
 head -c 65536 /dev/urandom > "$T/data"
 
