@@ -5,10 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Build: clang + libelf + zlib for the BPF programs and libbpf; the rest are the workloads and peers
-# that tests and benchmarks run (fio, ioping, bpftrace, perf, strace, sysstat), mkfs.ext4 for the
+# that tests and benchmarks run (fio, ioping, sqlite3, bpftrace, perf, strace, sysstat; libbpf's
+# headers for the benchmark's floor programs, crates/record/benches/floor.bpf.c), mkfs.ext4 for the
 # cause tests, tmux for the TUI test, python3-venv for DuckDB, which reads the Parquet export
 # in the tests; QEMU, a static busybox and xz for the kernel matrix.
-packages=(clang llvm libelf-dev zlib1g-dev pkg-config make bpftool fio ioping bpftrace linux-perf strace sysstat tmux e2fsprogs
+packages=(clang llvm libelf-dev zlib1g-dev pkg-config make bpftool libbpf-dev fio ioping sqlite3 bpftrace linux-perf strace sysstat tmux e2fsprogs
     python3-venv qemu-system-x86 busybox-static xz-utils)
 missing=()
 for p in "${packages[@]}"; do

@@ -1,7 +1,11 @@
 #!/bin/sh
+# shellcheck source-path=SCRIPTDIR
 # Recorder overhead. In one run: a one-byte read() loop untraced, under `iocap record -c`, under a
 # system-wide `iocap record`, under bpftrace with empty raw_syscalls probes, under
-# `perf record -e 'raw_syscalls:*'` and under `strace -f`; a 4 KiB pread() loop untraced and under
+# `perf record -e 'raw_syscalls:*'` and under `strace -f`; under the floor (floor.bpf.c: the
+# same loop with two empty tp_btf programs on sys_enter/sys_exit attached, then with one clock
+# read in each, the least any tracer of enter -> exit latency runs), and iocap's added cost
+# (ns over untraced) over the floor's; a 4 KiB pread() loop untraced and under
 # `iocap record -c`; and a sustained run of S syscalls (much more than the ring holds, so a consumer
 # that falls behind shows as drops) giving events/s written to the file. Prints ns/syscall and the
 # ratio to untraced (the median of R runs each), iocap's event and drop counts and bytes/event
@@ -11,13 +15,27 @@
 # Run as root from the workspace after `cargo build --release`:
 #   sh crates/record/benches/overhead.sh
 # N (loop count), R (repeats), S (sustained loop count) and IOCAP (binary) override the defaults.
+# The floor needs clang and libbpf's headers (libbpf-dev); without them its rows say so.
+# Rows (ns/syscall, the median of R runs, and the ratio to untraced):
+#   untraced read 1 B              the loop alone
+#   iocap record -c                iocap tracing the loop's process only (every other call filtered)
+#   iocap record (system-wide)     iocap tracing every process
+#   floor: empty progs             two empty tp_btf programs on sys_enter/sys_exit, every process
+#   floor: + 2 clock reads         the same with one bpf_ktime_get_ns() in each
+#   iocap added / floor added      (iocap - untraced) / (floor with clock reads - untraced), for -c
+#                                  and system-wide: what iocap's own work costs above the floor
+#   bpftrace, perf, strace         peers on the same loop (strace on N/100 calls: it is that slow)
 set -eu
 N=${N:-3000000}
 R=${R:-3}
 S=${S:-20000000}
 IOCAP=${IOCAP:-target/release/iocap}
 T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+fp=
+trap '[ -z "$fp" ] || { kill -INT "$fp"; wait "$fp"; } 2>/dev/null || true; rm -rf "$T"' EXIT
+# sh runs the EXIT trap on exit only, not when a signal ends it (the floor would stay attached).
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
 cat > "$T/loop.c" <<'C'
 #include <fcntl.h>
 #include <stdio.h>
@@ -42,6 +60,9 @@ int main(int c, char **v) {
 }
 C
 cc -O2 -o "$T/loop" "$T/loop.c"
+# facts (a capture's events, drops, bytes/event) and await (a line in a file).
+# shellcheck source=common.sh
+. "$(dirname "$0")/common.sh"
 head -c 65536 /dev/urandom > "$T/data"
 
 # The median of R runs of "$@" (each prints one number).
@@ -51,16 +72,6 @@ median() {
     sort -n "$T/m" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
 }
 row() { awk -v n="$1" -v ns="$2" -v b="$3" 'BEGIN { printf "%-34s %9.1f ns/syscall %6.2fx\n", n, ns, ns / b }'; }
-# Events, drops and bytes/event of the last capture (one line).
-facts() { "$IOCAP" info "$1" | awk '/^events/ { e = $2 } /^drops/ { d = $2 } /bytes\/event/ { for (i = 1; i <= NF; i++) if ($i == "bytes/event") b = $(i - 1) } END { printf "    events %s, drops %s, %s bytes/event\n", e, d, b }'; }
-# Wait (up to 10 s) for a line matching $2 in file $1; fail if it never comes.
-# (Its counter is not `i`: sh variables are global, and median's loop counts with `i`.)
-await() {
-    w=0
-    while ! grep -q "$2" "$1" 2>/dev/null; do
-        w=$((w + 1)); [ $w -lt 100 ] || return 1; sleep 0.1
-    done
-}
 iocap_c() { "$IOCAP" record -w "$T/c.cap" -c "$T/loop $*" 2>"$T/err"; }
 # A system-wide recording around one loop run: the loop starts only once every probe is attached.
 iocap_all() {
@@ -71,12 +82,48 @@ iocap_all() {
     kill -INT $ip; wait $ip
 }
 
+# The floor's two objects and their loader, built as build.rs builds iocap's programs (same
+# flags, same vmlinux.h). Fails without clang or libbpf's headers (the caller says so).
+build_floor() {
+    b=$(dirname "$0")
+    for v in 0 1; do
+        clang -D__TARGET_ARCH_x86 -DFLOOR_CLOCK=$v -I"$b/../bpf" -fno-stack-protector -g -O2 -target bpf \
+            -c "$b/floor.bpf.c" -o "$T/floor-$v.o" || return 1
+    done
+    cc -O2 -o "$T/floor-load" "$b/floor-load.c" -lbpf
+}
+# Attach the floor object $1 (system-wide) in this shell, so the EXIT trap can detach it.
+floor_on() {
+    "$T/floor-load" "$1" >"$T/fl" 2>&1 &
+    fp=$!
+    await "$T/fl" '^ready' && return 0
+    kill -INT $fp 2>/dev/null || true; wait $fp 2>/dev/null || true; fp=
+    echo "floor: not attached: $(tr '\n' ' ' < "$T/fl")" >&2; return 1
+}
+floor_off() { kill -INT $fp; wait $fp; fp=; }
+# (iocap's ns - untraced) / (the floor's ns - untraced), one figure.
+added() { awk -v i="$1" -v f="$2" -v b="$base" 'BEGIN { printf "%.2fx", (i - b) / (f - b) }'; }
+
 base=$(median "$T/loop" r "$N")
 row "untraced read 1 B" "$base" "$base"
-row "iocap record -c" "$(median iocap_c r "$N")" "$base"
+c_ns=$(median iocap_c r "$N")
+row "iocap record -c" "$c_ns" "$base"
 facts "$T/c.cap"
-row "iocap record (system-wide)" "$(median iocap_all r "$N")" "$base"
+a_ns=$(median iocap_all r "$N")
+row "iocap record (system-wide)" "$a_ns" "$base"
 facts "$T/a.cap"
+if build_floor 2>"$T/fberr"; then
+    floor_on "$T/floor-0.o"
+    row "floor: empty progs" "$(median "$T/loop" r "$N")" "$base"
+    floor_off
+    floor_on "$T/floor-1.o"
+    f2=$(median "$T/loop" r "$N")
+    floor_off
+    row "floor: + 2 clock reads" "$f2" "$base"
+    echo "iocap added / floor added (+ 2 clock reads): -c $(added "$c_ns" "$f2"), system-wide $(added "$a_ns" "$f2") (goal <= 1.15x)"
+else
+    echo "floor: not built (needs clang and libbpf-dev): $(head -1 "$T/fberr")"
+fi
 if command -v bpftrace >/dev/null; then
     # BEGIN runs once every probe is attached: wait for it, or the loop runs untraced.
     bpftrace -B none -e 'BEGIN { printf("ready\n"); } tracepoint:raw_syscalls:sys_enter {} tracepoint:raw_syscalls:sys_exit {}' >"$T/bt" 2>&1 &

@@ -1,0 +1,13 @@
+# Shell functions the recorder's benchmark scripts share (sourced, not run): overhead.sh and
+# workloads.sh. They use $IOCAP (the iocap binary).
+
+# Events, drops and bytes/event of the capture $1 (one line).
+facts() { "$IOCAP" info "$1" | awk '/^events/ { e = $2 } /^drops/ { d = $2 } /bytes\/event/ { for (i = 1; i <= NF; i++) if ($i == "bytes/event") b = $(i - 1) } END { printf "    events %s, drops %s, %s bytes/event\n", e, d, b }'; }
+# Wait (up to 10 s) for a line matching $2 in file $1; fail if it never comes.
+# (Its counter has a name of its own: sh variables are global, and would clobber the callers'.)
+await() {
+    await_n=0
+    while ! grep -q "$2" "$1" 2>/dev/null; do
+        await_n=$((await_n + 1)); [ $await_n -lt 100 ] || return 1; sleep 0.1
+    done
+}

@@ -1,0 +1,180 @@
+#!/bin/sh
+# shellcheck source-path=SCRIPTDIR
+# Real workloads under iocap and its peers, in one run. Workloads:
+#   fio     4 KiB random reads, O_DIRECT, libaio at iodepth 16, FIO_SECS seconds (time-based), on
+#           a loop device over a 256 MiB image on a tmpfs this script mounts (a device fast
+#           enough that tracing shows); the figure is fio's read IOPS (from its JSON).
+#   tar     `tar -cf - /usr/share | cat >/dev/null` with a warm page cache (an untimed,
+#           untraced run just before each run: a shared machine's tests drop caches); wall
+#           seconds. (Not `tar -cf /dev/null`: GNU tar then reads no file data.)
+#   sqlite  the sqlite3 CLI on a database on the same tmpfs (fsync is free there, so the calls
+#           themselves are what costs): SQL_TX small transactions (update an account, read it
+#           back, insert a history row, commit: ~45 syscalls each), fixed by a seeded generator;
+#           wall seconds, the database made afresh, untimed and untraced, before each run.
+# Tools:
+#   none      untraced
+#   iocap     `iocap record -w FILE`, system-wide, every event written
+#   bpftrace  a latency histogram of the same events: raw_syscalls sys_enter -> sys_exit per
+#             thread, block_rq_issue -> block_rq_complete per (device, sector)
+#   perf      `perf trace -o /dev/null` (every syscall formatted, like strace)
+#   strace    `strace -f -o /dev/null`
+# perf and strace wrap the workload; iocap and bpftrace are started first, the workload runs once
+# they say they are attached, and they are stopped with SIGINT. Each figure is timed inside the
+# traced command, so a tool's own start-up is not counted. R rounds, each running every
+# (workload, tool) pair once, the tools in an order rotated round by round, so drift on the
+# machine reaches every tool alike.
+# Prints, per workload and tool, the median figure of the R runs and the slowdown: traced time
+# over untraced time (untraced IOPS over traced IOPS for fio), 1.00x = no cost; then iocap's
+# events, drops and bytes/event for each of its runs.
+# Wall time and IOPS are only as steady as the machine: on a shared or virtual one the rounds
+# differ by 2x and more (the figures of each round are printed beside the median, to judge).
+# Run as root from the workspace after `cargo build --release` (needs fio, sqlite3, losetup;
+# bpftrace, perf and strace are skipped when missing):
+#   sh crates/record/benches/workloads.sh
+# R (rounds, 3), FIO_SECS (5), SQL_TX (10000 transactions) and IOCAP (binary) override the defaults.
+set -eu
+R=${R:-3}
+FIO_SECS=${FIO_SECS:-5}
+SQL_TX=${SQL_TX:-10000}
+IOCAP=${IOCAP:-target/release/iocap}
+for c in fio sqlite3 losetup "$IOCAP"; do
+    command -v "$c" >/dev/null || { echo "workloads.sh: $c not found" >&2; exit 1; }
+done
+T=$(mktemp -d)
+mnt='' dev='' tp=''
+# Only what this script made: its tracer, its loop device (never `losetup -D`), its tmpfs.
+trap '[ -z "$tp" ] || { kill -INT "$tp"; wait "$tp"; } 2>/dev/null || true
+[ -z "$dev" ] || losetup -d "$dev" || true
+[ -z "$mnt" ] || umount "$mnt" || true
+rm -rf "$T"' EXIT
+# sh runs the EXIT trap on exit only, not when a signal ends it.
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
+# facts (a capture's events, drops, bytes/event) and await (a line in a file).
+# shellcheck source=common.sh
+. "$(dirname "$0")/common.sh"
+
+mkdir "$T/mnt"
+mount -t tmpfs -o size=320m iocap-bench "$T/mnt"
+mnt=$T/mnt
+# Written, not sparse: reads of the image copy real pages.
+dd if=/dev/zero of="$mnt/img" bs=1M count=256 status=none
+dev=$(losetup --show -f "$mnt/img")
+
+# The workloads, each a script that prints its figure (the timed part is inside it).
+cat > "$T/fio.sh" <<EOF
+fio --name=randread --filename=$dev --readonly --rw=randread --bs=4k --direct=1 \
+    --ioengine=libaio --iodepth=16 --time_based --runtime=$FIO_SECS --output-format=json \
+    --output=$T/fio.json >/dev/null
+awk '/"read" *:/ { r = 1 } r && /"iops" *:/ { gsub(/[",]/, ""); print \$3; exit }' $T/fio.json
+EOF
+cat > "$T/tar.sh" <<EOF
+a=\$(date +%s%N)
+tar -cf - /usr/share 2>/dev/null | cat >/dev/null
+z=\$(date +%s%N)
+awk -v a="\$a" -v z="\$z" 'BEGIN { printf "%.3f\n", (z - a) / 1e9 }'
+EOF
+awk -v n="$SQL_TX" 'BEGIN {
+    srand(1)
+    for (t = 0; t < n; t++) {
+        a = int(rand() * 10000) + 1; d = int(rand() * 2000) - 1000
+        printf "BEGIN; UPDATE acct SET bal = bal + %d WHERE id = %d; SELECT bal FROM acct WHERE id = %d;", d, a, a
+        printf " INSERT INTO hist(acct, delta, at) VALUES (%d, %d, %d); COMMIT;\n", a, d, t
+    }
+}' > "$T/tx.sql"
+cat > "$T/sqlite.sh" <<EOF
+a=\$(date +%s%N)
+sqlite3 $mnt/db < $T/tx.sql >/dev/null
+z=\$(date +%s%N)
+awk -v a="\$a" -v z="\$z" 'BEGIN { printf "%.3f\n", (z - a) / 1e9 }'
+EOF
+workloads="fio tar sqlite"
+# What workload $1 needs before each run, untimed and untraced.
+prepare() {
+    case $1 in
+    tar) sh "$T/tar.sh" >/dev/null ;;
+    sqlite)
+        rm -f "$mnt/db" "$mnt/db-journal"
+        sqlite3 "$mnt/db" "CREATE TABLE acct(id INTEGER PRIMARY KEY, bal INTEGER, pad TEXT);
+            CREATE TABLE hist(id INTEGER PRIMARY KEY, acct INTEGER, delta INTEGER, at INTEGER);
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000)
+            INSERT INTO acct SELECT i, 0, hex(randomblob(40)) FROM n;"
+        ;;
+    esac
+}
+tools="none iocap"
+for t in bpftrace perf strace; do command -v $t >/dev/null && tools="$tools $t"; done
+
+# Start a system-wide tracer ("$@", its output to $T/tp) in this shell, so the EXIT trap can stop
+# it; wait for the line $1 says it is attached with.
+start() {
+    ready=$1; shift
+    "$@" >"$T/tp" 2>&1 &
+    tp=$!
+    await "$T/tp" "$ready" && return 0
+    echo "workloads.sh: $1 did not attach: $(tr '\n' ' ' < "$T/tp")" >&2; return 1
+}
+stop() { kill -INT "$tp"; wait "$tp"; tp=; }
+BT='BEGIN { printf("ready\n"); }
+tracepoint:raw_syscalls:sys_enter { @start[tid] = nsecs; }
+tracepoint:raw_syscalls:sys_exit /@start[tid]/ { @sys_ns = hist(nsecs - @start[tid]); delete(@start[tid]); }
+tracepoint:block:block_rq_issue { @rq[args->dev, args->sector] = nsecs; }
+tracepoint:block:block_rq_complete /@rq[args->dev, args->sector]/ {
+    @blk_ns = hist(nsecs - @rq[args->dev, args->sector]); delete(@rq[args->dev, args->sector]); }
+END { clear(@start); clear(@rq); }'
+# Run workload $2 under tool $1 (round $3); print its figure.
+under() {
+    case $1 in
+    none) sh "$T/$2.sh" ;;
+    iocap)
+        start '^recording' "$IOCAP" record -w "$T/$2.cap"
+        sh "$T/$2.sh"
+        stop
+        echo "  $2, round $3: $(facts "$T/$2.cap" | sed 's/^ *//')" >> "$T/iocap-facts"
+        rm -f "$T/$2.cap"
+        ;;
+    bpftrace) start '^ready' bpftrace -B none -e "$BT"; sh "$T/$2.sh"; stop ;;
+    perf) perf trace -o /dev/null -- sh "$T/$2.sh" ;;
+    strace) strace -f -o /dev/null sh "$T/$2.sh" ;;
+    esac
+}
+
+order=$tools
+i=0
+while [ $i -lt "$R" ]; do
+    i=$((i + 1))
+    for w in $workloads; do
+        for t in $order; do
+            prepare "$w"
+            under "$t" "$w" "$i" > "$T/fig"
+            # A tool that failed leaves no number: stop rather than print a wrong table.
+            grep -Eq '^[0-9.]+$' "$T/fig" || { echo "workloads.sh: $w under $t gave no figure" >&2; exit 1; }
+            cat "$T/fig" >> "$T/res-$w-$t"
+        done
+    done
+    # The next round starts with the next tool, so no tool is always first after a workload change.
+    order="${order#* } ${order%% *}"
+done
+
+med() { sort -n "$1" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+echo "median of $R rounds; slowdown = traced / untraced time (untraced / traced IOPS for fio)"
+printf '%-28s %-9s %14s %9s   %s\n' workload tool figure slowdown "each round"
+for w in $workloads; do
+    case $w in
+    fio) name="fio 4K randread, loop dev" unit=IOPS ;;
+    tar) name="tar /usr/share, warm" unit=s ;;
+    sqlite) name="sqlite3, $SQL_TX transactions" unit=s ;;
+    esac
+    base=$(med "$T/res-$w-none")
+    for t in $tools; do
+        awk -v n="$name" -v t="$t" -v f="$(med "$T/res-$w-$t")" -v b="$base" -v u="$unit" \
+            -v runs="$(tr '\n' ' ' < "$T/res-$w-$t")" 'BEGIN {
+            fmt = u == "s" ? "%.2f" : "%.0f"
+            printf "%-28s %-9s %9s %-4s %8.2fx  ", n, t, sprintf(fmt, f), u, u == "s" ? f / b : b / f
+            k = split(runs, r, " "); for (j = 1; j <= k; j++) printf " " fmt, r[j]; printf "\n" }'
+    done
+done
+if [ -f "$T/iocap-facts" ]; then
+    echo "iocap record, each run:"
+    cat "$T/iocap-facts"
+fi
