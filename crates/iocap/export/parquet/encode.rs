@@ -54,28 +54,30 @@ impl<'a> BitWriter<'a> {
     }
 }
 
-/// Values below 2^`width` in the RLE / bit-packing hybrid, without a length prefix: a run of
-/// 8 or more equal values as one repeated value, the rest bit-packed in groups of 8 (the last
-/// group padded with zeros; the page's value count says where they end).
+/// Values below 2^`width` in the RLE / bit-packing hybrid, without a length prefix: looked at
+/// in groups of 8, a group of equal values starts a repeated run (as long as the value lasts),
+/// the other groups are bit-packed (the last group padded with zeros; the page's value count
+/// says where they end).
 pub fn rle_hybrid(values: &[u32], width: u8, out: &mut Vec<u8>) {
     let value_bytes = usize::from(width).div_ceil(8);
-    // Values waiting to be bit-packed: `values[lit..i]`.
+    // Values waiting to be bit-packed: `values[lit..i]`, whole groups of 8.
     let mut lit = 0;
     let mut i = 0;
-    while i < values.len() {
-        let v = values[i];
-        let mut j = i + 1;
+    while i + 8 <= values.len() {
+        let group = &values[i..i + 8];
+        let v = group[0];
+        if group.iter().any(|&x| x != v) {
+            i += 8;
+            continue;
+        }
+        let mut j = i + 8;
         while j < values.len() && values[j] == v {
             j += 1;
         }
-        // A repeated run starts where the literals before it fill whole groups of 8.
-        let fill = (8 - (i - lit) % 8) % 8;
-        if j - i >= fill + 8 {
-            bit_pack(&values[lit..i + fill], width, out);
-            uleb(out, ((j - i - fill) as u64) << 1);
-            out.extend_from_slice(&v.to_le_bytes()[..value_bytes]);
-            lit = j;
-        }
+        bit_pack(&values[lit..i], width, out);
+        uleb(out, ((j - i) as u64) << 1);
+        out.extend_from_slice(&v.to_le_bytes()[..value_bytes]);
+        lit = j;
         i = j;
     }
     bit_pack(&values[lit..], width, out);
@@ -88,14 +90,32 @@ fn bit_pack(values: &[u32], width: u8, out: &mut Vec<u8>) {
     }
     let groups = values.len().div_ceil(8);
     uleb(out, (groups as u64) << 1 | 1);
-    let mut w = BitWriter::new(out);
-    for &v in values {
-        w.put(u64::from(v), width);
+    // A group of 8 values of `width` bits takes `width` bytes.
+    let bits = usize::from(width);
+    let mut full = values.chunks_exact(8);
+    if bits <= 8 {
+        // Up to 8 bits a value: the group is one 64-bit word.
+        for group in &mut full {
+            let word = group
+                .iter()
+                .enumerate()
+                .fold(0u64, |w, (k, &v)| w | u64::from(v) << (k * bits));
+            out.extend_from_slice(&word.to_le_bytes()[..bits]);
+        }
+    } else {
+        for group in &mut full {
+            let mut w = BitWriter::new(out);
+            group.iter().for_each(|&v| w.put(u64::from(v), width));
+            w.finish();
+        }
     }
-    for _ in values.len()..groups * 8 {
-        w.put(0, width);
+    let rest = full.remainder();
+    if !rest.is_empty() {
+        let mut w = BitWriter::new(out);
+        rest.iter().for_each(|&v| w.put(u64::from(v), width));
+        (rest.len()..8).for_each(|_| w.put(0, width));
+        w.finish();
     }
-    w.finish();
 }
 
 /// Definition levels of a column whose values may be absent (1: present, 0: absent), as a
@@ -110,11 +130,11 @@ pub fn def_levels(defs: &[u32], out: &mut Vec<u8>) {
 
 /// Booleans (0 or 1), `PLAIN`: one bit each, least significant first.
 pub fn plain_bools(values: &[i64], out: &mut Vec<u8>) {
-    let mut w = BitWriter::new(out);
-    for &b in values {
-        w.put(u64::from(b != 0), 1);
-    }
-    w.finish();
+    out.extend(values.chunks(8).map(|byte| {
+        byte.iter()
+            .enumerate()
+            .fold(0u8, |b, (k, &v)| b | u8::from(v != 0) << k)
+    }));
 }
 
 /// Values of a block: 4 miniblocks of 32.
