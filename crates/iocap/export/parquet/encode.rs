@@ -90,30 +90,32 @@ fn bit_pack(values: &[u32], width: u8, out: &mut Vec<u8>) {
     }
     let groups = values.len().div_ceil(8);
     uleb(out, (groups as u64) << 1 | 1);
-    // A group of 8 values of `width` bits takes `width` bytes.
-    let bits = usize::from(width);
     let mut full = values.chunks_exact(8);
-    if bits <= 8 {
-        // Up to 8 bits a value: the group is one 64-bit word.
-        for group in &mut full {
-            let word = group
-                .iter()
-                .enumerate()
-                .fold(0u64, |w, (k, &v)| w | u64::from(v) << (k * bits));
-            out.extend_from_slice(&word.to_le_bytes()[..bits]);
-        }
-    } else {
-        for group in &mut full {
-            let mut w = BitWriter::new(out);
-            group.iter().for_each(|&v| w.put(u64::from(v), width));
-            w.finish();
-        }
+    for group in &mut full {
+        pack8(group, width, out);
     }
     let rest = full.remainder();
     if !rest.is_empty() {
+        let mut last = [0; 8];
+        last[..rest.len()].copy_from_slice(rest);
+        pack8(&last, width, out);
+    }
+}
+
+/// A group of 8 values below 2^`width`, bit-packed: `width` bytes. Up to 16 bits a value
+/// the group is built in one register.
+#[inline]
+fn pack8<T: Copy + Into<u64>>(group: &[T], width: u8, out: &mut Vec<u8>) {
+    let bits = usize::from(width);
+    if bits <= 8 {
+        let word = (group.iter().enumerate()).fold(0u64, |w, (k, &v)| w | v.into() << (k * bits));
+        out.extend_from_slice(&word.to_le_bytes()[..bits]);
+    } else if bits <= 16 {
+        let word = (group.iter().enumerate()).fold(0u128, |w, (k, &v)| w | u128::from(v.into()) << (k * bits));
+        out.extend_from_slice(&word.to_le_bytes()[..bits]);
+    } else {
         let mut w = BitWriter::new(out);
-        rest.iter().for_each(|&v| w.put(u64::from(v), width));
-        (rest.len()..8).for_each(|_| w.put(0, width));
+        group.iter().for_each(|&v| w.put(v.into(), width));
         w.finish();
     }
 }
@@ -174,15 +176,11 @@ pub fn delta_binary_packed(values: &[i64], out: &mut Vec<u8>) {
         out.extend_from_slice(&widths);
         for (m, &width) in widths.iter().enumerate().take(minis) {
             let end = ((m + 1) * MINIBLOCK).min(n);
-            let mut w = BitWriter::new(out);
-            for &d in &deltas[m * MINIBLOCK..end] {
-                w.put(d, width);
-            }
             // A miniblock is always 32 values long; the last one's padding is zeros.
-            for _ in end..(m + 1) * MINIBLOCK {
-                w.put(0, width);
+            deltas[end..(m + 1) * MINIBLOCK].fill(0);
+            for group in deltas[m * MINIBLOCK..(m + 1) * MINIBLOCK].chunks_exact(8) {
+                pack8(group, width, out);
             }
-            w.finish();
         }
     }
 }
