@@ -20,8 +20,8 @@ use crate::varint::{self, Cursor};
 
 mod codec;
 use codec::{
-    decode_column, decode_gap_ts, decode_planes, encode_column, encode_gap, put_planes, unpack_column, varint_len,
-    PlaneBufs,
+    decode_column, decode_gap_ts, decode_planes, encode_column, encode_gap, gap_values, put_planes, unpack_column,
+    varint_len, PlaneBufs,
 };
 
 /// A column of the event table. The discriminant is the on-disk column id.
@@ -487,34 +487,60 @@ macro_rules! columns {
                 let mut ncols = 0u64;
                 $(
                     scratch.clear();
-                    let encoding = if Col::$col == Col::Ts {
-                        encode_gap(self, gaps, scratch)
-                    } else {
-                        {
-                            // VBYTE is tried for the latency-like columns only: on ids and
-                            // sizes (file, bytes) zstd finds more in varints.
-                            let vbyte = matches!(Col::$col, Col::Latency | Col::Queue | Col::DiskTime);
-                            encode_column(columns!(@raw self, $field), self.len, $delta, vbyte, scratch)
-                        }
-                    };
-                    if let Some(encoding) = encoding {
-                        ncols += 1;
-                        varint::put(dir, Col::$col as u64);
-                        // Wide values (ns, sectors) may also be stored as byte planes.
-                        let planes_tried = PLANES_TRIED.contains(Col::$col)
-                            && !matches!(encoding, enc::CONST | enc::DICT | enc::PACKED_DICT);
-                        let (encoding, codec, raw_len, stored_len) = if Col::$col == Col::Ts {
-                            let planes_tried = planes_tried && gaps.len() == self.len;
-                            let planes_of = planes_tried.then_some((enc::GAP_PLANES, |i: usize| gaps[i]));
-                            store_column(encoding, scratch, planes_of, self.len, packer.as_deref_mut(), &mut forms[Col::$col as usize], trial, plane_bufs, data)?
+                    // A full chunk between trials whose column took planes last time: planes
+                    // straight away, without building the usual form.
+                    let planes_only = packer.is_some()
+                        && !trial
+                        && PLANES_TRIED.contains(Col::$col)
+                        && forms[Col::$col as usize] == Form::Planes
+                        && (Col::$col != Col::Ts || gap_values(self, gaps));
+                    if planes_only {
+                        let start = data.len();
+                        let (alt, zeros) = if Col::$col == Col::Ts {
+                            (enc::GAP_PLANES, put_planes(|i| gaps[i], self.len, plane_bufs, data)?)
                         } else {
-                            let planes_of = planes_tried.then_some((enc::PLANES, columns!(@raw self, $field)));
-                            store_column(encoding, scratch, planes_of, self.len, packer.as_deref_mut(), &mut forms[Col::$col as usize], trial, plane_bufs, data)?
+                            (enc::PLANES, put_planes(columns!(@raw self, $field), self.len, plane_bufs, data)?)
                         };
-                        dir.push(encoding);
-                        dir.push(codec);
-                        varint::put(dir, raw_len as u64);
-                        varint::put(dir, stored_len as u64);
+                        if zeros == self.len {
+                            // All zeros: the column is left out.
+                            data.truncate(start);
+                        } else {
+                            ncols += 1;
+                            varint::put(dir, Col::$col as u64);
+                            dir.extend([alt, pack::RAW]);
+                            varint::put(dir, (data.len() - start) as u64);
+                            varint::put(dir, (data.len() - start) as u64);
+                        }
+                    } else {
+                        let encoding = if Col::$col == Col::Ts {
+                            encode_gap(self, gaps, scratch)
+                        } else {
+                            {
+                                // VBYTE is tried for the latency-like columns only: on ids and
+                                // sizes (file, bytes) zstd finds more in varints.
+                                let vbyte = matches!(Col::$col, Col::Latency | Col::Queue | Col::DiskTime);
+                                encode_column(columns!(@raw self, $field), self.len, $delta, vbyte, scratch)
+                            }
+                        };
+                        if let Some(encoding) = encoding {
+                            ncols += 1;
+                            varint::put(dir, Col::$col as u64);
+                            // Wide values (ns, sectors) may also be stored as byte planes.
+                            let planes_tried = PLANES_TRIED.contains(Col::$col)
+                                && !matches!(encoding, enc::CONST | enc::DICT | enc::PACKED_DICT);
+                            let (encoding, codec, raw_len, stored_len) = if Col::$col == Col::Ts {
+                                let planes_tried = planes_tried && gaps.len() == self.len;
+                                let planes_of = planes_tried.then_some((enc::GAP_PLANES, |i: usize| gaps[i]));
+                                store_column(encoding, scratch, planes_of, self.len, packer.as_deref_mut(), &mut forms[Col::$col as usize], trial, plane_bufs, data)?
+                            } else {
+                                let planes_of = planes_tried.then_some((enc::PLANES, columns!(@raw self, $field)));
+                                store_column(encoding, scratch, planes_of, self.len, packer.as_deref_mut(), &mut forms[Col::$col as usize], trial, plane_bufs, data)?
+                            };
+                            dir.push(encoding);
+                            dir.push(codec);
+                            varint::put(dir, raw_len as u64);
+                            varint::put(dir, stored_len as u64);
+                        }
                     }
                 )*
                 varint::put(out, ncols);
@@ -1149,12 +1175,10 @@ mod tests {
         assert!(decode_planes(&bad, 5, &mut None, &mut back, |v| v).is_err());
     }
 
-    /// Wide random values (ns times, sectors) are written as byte planes, `ts` as GAP_PLANES,
-    /// when that is smaller than their usual form compressed; the chunk reads back the same,
-    /// and each column is within the limit readers check.
-    #[test]
-    fn wide_columns_are_written_as_planes_and_read_back() {
-        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    /// 20 000 events with wide random values: ns times, and when `blocks`, a block request
+    /// every third event at a random sector.
+    fn wide_chunk(seed: u64, blocks: bool) -> Columns {
+        let mut rng = seed | 1;
         let mut next = move || {
             rng ^= rng << 13;
             rng ^= rng >> 7;
@@ -1164,20 +1188,25 @@ mod tests {
         let mut cols = Columns::default();
         let mut ts = 1u64 << 40;
         for i in 0..20_000u64 {
-            let block = i % 3 == 0;
             ts += 1_000 + next() % 50_000;
             let mut e = Event::syscall(ts, 2_000 + next() % 200_000, 7, 7 + (i % 2) as u32, 209, 1);
-            if block {
+            if blocks && i % 3 == 0 {
                 e.class = Class::Block;
                 e.sector = 1_000_000 + (next() % 65_536) * 8;
                 e.queue = next() % 5_000;
             }
             cols.push(&e);
         }
+        cols
+    }
+
+    /// `cols` encoded with zstd by `bufs` (a writer's across chunks); checks that it reads
+    /// back the same, whole and `ts` alone, and that each column is within the limit readers
+    /// check; returns the (column id, encoding) pairs stored as planes.
+    fn encode_wide(cols: &Columns, bufs: &mut EncodeBufs) -> Vec<(u64, u8)> {
         let mut body = Vec::new();
         let mut packer = Packer::new(3).unwrap();
-        cols.encode_with(&mut body, Some(&mut packer), &mut EncodeBufs::default())
-            .unwrap();
+        cols.encode_with(&mut body, Some(&mut packer), bufs).unwrap();
         let mut cur = Cursor::new(&body);
         let mut planes = Vec::new();
         for _ in 0..cur.varint().unwrap() {
@@ -1193,6 +1222,21 @@ mod tests {
             let max = max_column_bytes(Col::ALL[id as usize], encoding, cols.len() as u64).unwrap();
             assert!(raw_len <= max, "column {id}: {raw_len} > {max}");
         }
+        let mut back = Columns::default();
+        back.decode(&body, cols.len(), ColSet::ALL).unwrap();
+        assert_eq!(&back, cols);
+        // ts alone: its gaps rebuilt from class, tid and latency decoded behind the scenes.
+        back.decode(&body, cols.len(), ColSet::NONE.with(Col::Ts)).unwrap();
+        assert_eq!(back.ts, cols.ts);
+        assert!(back.latency.is_empty());
+        planes
+    }
+
+    /// Wide random values (ns times, sectors) are written as byte planes, `ts` as GAP_PLANES,
+    /// when that is smaller than their usual form compressed.
+    #[test]
+    fn wide_columns_are_written_as_planes_and_read_back() {
+        let planes = encode_wide(&wide_chunk(1, true), &mut EncodeBufs::default());
         assert_eq!(
             planes,
             [
@@ -1202,13 +1246,36 @@ mod tests {
                 (Col::Queue as u64, enc::PLANES)
             ]
         );
-        let mut back = Columns::default();
-        back.decode(&body, cols.len(), ColSet::ALL).unwrap();
-        assert_eq!(back, cols);
-        // ts alone: its gaps rebuilt from class, tid and latency decoded behind the scenes.
-        back.decode(&body, cols.len(), ColSet::NONE.with(Col::Ts)).unwrap();
-        assert_eq!(back.ts, cols.ts);
-        assert!(back.latency.is_empty());
+    }
+
+    /// Full chunks between trials take the form that won the last trial without building the
+    /// other: planes straight away, and a column of zeros is still left out.
+    #[test]
+    fn full_chunks_between_trials_keep_the_last_form() {
+        let mut bufs = EncodeBufs::default();
+        let first = encode_wide(&wide_chunk(1, true), &mut bufs);
+        assert_eq!(first.len(), 4, "{first:?}");
+        assert_eq!(bufs.forms[Col::Sector as usize], Form::Planes);
+        // The next chunk is no trial: it has no block requests, so no sector or queue column.
+        let second = encode_wide(&wide_chunk(2, false), &mut bufs);
+        assert_eq!(
+            second,
+            [(Col::Ts as u64, enc::GAP_PLANES), (Col::Latency as u64, enc::PLANES)]
+        );
+        assert_eq!(bufs.full_chunks, 2);
+        for seed in 3..=8 {
+            encode_wide(&wide_chunk(seed, true), &mut bufs);
+        }
+        // The 9th full chunk is a trial again: with constant latencies, its usual form wins.
+        let mut cols = wide_chunk(10, true);
+        cols.latency.iter_mut().for_each(|l| *l = 5_000);
+        let trial = encode_wide(&cols, &mut bufs);
+        assert!(!trial.contains(&(Col::Latency as u64, enc::PLANES)), "{trial:?}");
+        assert_eq!(
+            bufs.forms[Col::Latency as usize],
+            Form::Planes,
+            "a constant is no trial"
+        );
     }
 
     #[test]
