@@ -19,7 +19,10 @@ use crate::pack::{self, Packer, Unpacker};
 use crate::varint::{self, Cursor};
 
 mod codec;
-use codec::{decode_column, decode_gap_ts, encode_column, encode_gap, unpack_column, varint_len};
+use codec::{
+    decode_column, decode_gap_ts, decode_planes, encode_column, encode_gap, gap_values, put_planes, unpack_column,
+    varint_len, PlaneBufs,
+};
 
 /// A column of the event table. The discriminant is the on-disk column id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -197,6 +200,9 @@ pub(crate) fn max_column_bytes(col: Col, encoding: u8, n: u64) -> Option<u64> {
         enc::PACKED_DICT => 2 + 16 * value as u128 + n.div_ceil(2),
         // four lengths, 2 bits per event, at most 8 bytes per event.
         enc::VBYTE | enc::GAP_VBYTE => 4 + n.div_ceil(4) + 8 * n,
+        // flags, a bitmap stream, width, 8 streams of at most n bytes (each stream's codec
+        // and a 10-byte length at most); a stream is stored raw when zstd does not shrink it.
+        enc::PLANES | enc::GAP_PLANES => 2 + 9 * 11 + n.div_ceil(8) + 8 * n,
         _ => return None,
     };
     Some(u64::try_from(max).unwrap_or(u64::MAX))
@@ -227,6 +233,17 @@ pub(crate) mod enc {
     pub const VBYTE: u8 = 7;
     /// `ts` only: the values of [`GAP`] laid out as [`VBYTE`].
     pub const GAP_VBYTE: u8 = 8;
+    /// Each byte of the values in a stream of its own, the streams compressed one by one,
+    /// optionally only the non-zero values behind a presence bitmap (since 1.7; see
+    /// `codec::put_planes`).
+    pub const PLANES: u8 = 9;
+    /// `ts` only: the values of [`GAP`] laid out as [`PLANES`] (since 1.7).
+    pub const GAP_PLANES: u8 = 10;
+
+    /// Whether `encoding` is one of the `ts`-only gap encodings.
+    pub fn is_gap(encoding: u8) -> bool {
+        matches!(encoding, GAP | GAP_VBYTE | GAP_PLANES)
+    }
 }
 
 /// Reusable buffers for encoding a chunk body.
@@ -235,11 +252,114 @@ pub(crate) struct EncodeBufs {
     col: Vec<u8>,
     dir: Vec<u8>,
     data: Vec<u8>,
+    /// `ts`'s gaps, for its [`enc::GAP_PLANES`] form.
+    gaps: Vec<u64>,
+    plane_bufs: PlaneBufs,
+    /// Each column's form in the last trial ([`store_column`]), by column id.
+    forms: [Form; NCOLS as usize],
+    /// Full chunks encoded so far, for the trials' rhythm.
+    full_chunks: u32,
+}
+
+/// Which of its two forms a column that may be stored as byte planes took in the last chunk
+/// that tried both ([`store_column`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Form {
+    /// Not tried yet.
+    #[default]
+    Unknown,
+    /// Its usual encoding (compressed or not) was smaller.
+    Usual,
+    /// Its byte planes were smaller.
+    Planes,
+}
+
+/// A chunk of at least this many events tries both forms of a column only every
+/// [`FORM_TRIAL_EVERY`] chunks, taking the last trial's winner in between: full chunks come
+/// at high event rates, where the writer's speed matters (a second zstd pass per wide column
+/// cost a fifth of it) and a recording's mix changes slowly. Smaller chunks always try both.
+const FORM_TRIAL_ABOVE: usize = 16_384;
+/// See [`FORM_TRIAL_ABOVE`].
+const FORM_TRIAL_EVERY: u32 = 8;
+
+/// Append a column to `data`: its bytes `usual` (in `encoding`) compressed when that saves an
+/// eighth, or its byte planes when `planes_of` gives their encoding and values and they are
+/// smaller as stored. With `trial`, both forms are compressed and the smaller kept (which
+/// becomes `form`); without, the form `form` names (both if unknown). Returns the encoding,
+/// codec, raw and stored length for the directory.
+#[allow(clippy::too_many_arguments)]
+fn store_column(
+    encoding: u8,
+    usual: &[u8],
+    planes_of: Option<(u8, impl Fn(usize) -> u64 + Copy)>,
+    n: usize,
+    packer: Option<&mut Packer>,
+    form: &mut Form,
+    trial: bool,
+    bufs: &mut PlaneBufs,
+    data: &mut Vec<u8>,
+) -> std::io::Result<(u8, u8, usize, usize)> {
+    let start = data.len();
+    let Some(p) = packer.filter(|_| usual.len() >= MIN_COMPRESS) else {
+        data.extend_from_slice(usual);
+        return Ok((encoding, pack::RAW, usual.len(), usual.len()));
+    };
+    let trial = trial || *form == Form::Unknown;
+    let planes_of = planes_of.filter(|_| trial || *form == Form::Planes);
+    let mut codec = pack::RAW;
+    if trial || planes_of.is_none() {
+        p.compress(usual, data)?;
+        // Decompressing costs about a nanosecond per byte, more than decoding the column: a
+        // saving under an eighth is not worth it.
+        if data.len() - start < usual.len() - usual.len() / 8 {
+            codec = pack::ZSTD;
+        } else {
+            data.truncate(start);
+            data.extend_from_slice(usual);
+        }
+    }
+    let Some((alt, get)) = planes_of else {
+        return Ok((encoding, codec, usual.len(), data.len() - start));
+    };
+    let mut planes = std::mem::take(&mut bufs.out);
+    planes.clear();
+    put_planes(get, n, bufs, &mut planes)?;
+    // Without a trial the planes are kept unless larger than the usual form uncompressed.
+    let rival = if trial { data.len() - start } else { usual.len() };
+    let won = planes.len() < rival;
+    if trial {
+        *form = if won { Form::Planes } else { Form::Usual };
+    }
+    let result = if won {
+        data.truncate(start);
+        data.extend_from_slice(&planes);
+        (alt, pack::RAW, planes.len(), planes.len())
+    } else {
+        if !trial {
+            data.extend_from_slice(usual);
+        }
+        (encoding, codec, usual.len(), data.len() - start)
+    };
+    bufs.out = planes;
+    Ok(result)
 }
 
 /// Columns whose encoded bytes are shorter than this are stored raw: zstd's frame overhead
 /// would eat the gain.
 const MIN_COMPRESS: usize = 64;
+
+/// The columns whose [`enc::PLANES`] form the writer compares with their usual one: times
+/// in ns, sectors and offsets, whose low bytes are near-random (elsewhere it seldom wins and
+/// would cost a second compression).
+const PLANES_TRIED: ColSet = ColSet(
+    1 << Col::Ts as u32
+        | 1 << Col::Latency as u32
+        | 1 << Col::Sector as u32
+        | 1 << Col::Queue as u32
+        | 1 << Col::Link as u32
+        | 1 << Col::DiskTime as u32
+        | 1 << Col::Offset as u32,
+);
 
 /// A value stored in a column: mapped to and from the u64 that is varint-encoded.
 pub trait ColValue: Copy + Default {
@@ -357,44 +477,70 @@ macro_rules! columns {
                 mut packer: Option<&mut Packer>,
                 bufs: &mut EncodeBufs,
             ) -> std::io::Result<()> {
-                let EncodeBufs { col: scratch, dir, data } = bufs;
+                let EncodeBufs { col: scratch, dir, data, gaps, plane_bufs, forms, full_chunks } = bufs;
+                let trial = self.len < FORM_TRIAL_ABOVE || *full_chunks % FORM_TRIAL_EVERY == 0;
+                if self.len >= FORM_TRIAL_ABOVE {
+                    *full_chunks = full_chunks.wrapping_add(1);
+                }
                 dir.clear();
                 data.clear();
                 let mut ncols = 0u64;
                 $(
                     scratch.clear();
-                    let encoding = if Col::$col == Col::Ts {
-                        encode_gap(self, scratch)
-                    } else {
-                        {
-                            // VBYTE is tried for the latency-like columns only: on ids and
-                            // sizes (file, bytes) zstd finds more in varints.
-                            let vbyte = matches!(Col::$col, Col::Latency | Col::Queue | Col::DiskTime);
-                            encode_column(columns!(@raw self, $field), self.len, $delta, vbyte, scratch)
-                        }
-                    };
-                    if let Some(encoding) = encoding {
-                        ncols += 1;
-                        varint::put(dir, Col::$col as u64);
-                        dir.push(encoding);
+                    // A full chunk between trials whose column took planes last time: planes
+                    // straight away, without building the usual form.
+                    let planes_only = packer.is_some()
+                        && !trial
+                        && PLANES_TRIED.contains(Col::$col)
+                        && forms[Col::$col as usize] == Form::Planes
+                        && (Col::$col != Col::Ts || gap_values(self, gaps));
+                    if planes_only {
                         let start = data.len();
-                        let mut codec = pack::RAW;
-                        if let Some(p) = packer.as_deref_mut().filter(|_| scratch.len() >= MIN_COMPRESS) {
-                            p.compress(scratch, data)?;
-                            // Decompressing costs about a nanosecond per byte, more than
-                            // decoding the column: a saving under an eighth is not worth it.
-                            if data.len() - start < scratch.len() - scratch.len() / 8 {
-                                codec = pack::ZSTD;
-                            } else {
-                                data.truncate(start);
+                        let (alt, zeros) = if Col::$col == Col::Ts {
+                            (enc::GAP_PLANES, put_planes(|i| gaps[i], self.len, plane_bufs, data)?)
+                        } else {
+                            (enc::PLANES, put_planes(columns!(@raw self, $field), self.len, plane_bufs, data)?)
+                        };
+                        if zeros == self.len {
+                            // All zeros: the column is left out.
+                            data.truncate(start);
+                        } else {
+                            ncols += 1;
+                            varint::put(dir, Col::$col as u64);
+                            dir.extend([alt, pack::RAW]);
+                            varint::put(dir, (data.len() - start) as u64);
+                            varint::put(dir, (data.len() - start) as u64);
+                        }
+                    } else {
+                        let encoding = if Col::$col == Col::Ts {
+                            encode_gap(self, gaps, scratch)
+                        } else {
+                            {
+                                // VBYTE is tried for the latency-like columns only: on ids and
+                                // sizes (file, bytes) zstd finds more in varints.
+                                let vbyte = matches!(Col::$col, Col::Latency | Col::Queue | Col::DiskTime);
+                                encode_column(columns!(@raw self, $field), self.len, $delta, vbyte, scratch)
                             }
+                        };
+                        if let Some(encoding) = encoding {
+                            ncols += 1;
+                            varint::put(dir, Col::$col as u64);
+                            // Wide values (ns, sectors) may also be stored as byte planes.
+                            let planes_tried = PLANES_TRIED.contains(Col::$col)
+                                && !matches!(encoding, enc::CONST | enc::DICT | enc::PACKED_DICT);
+                            let (encoding, codec, raw_len, stored_len) = if Col::$col == Col::Ts {
+                                let planes_tried = planes_tried && gaps.len() == self.len;
+                                let planes_of = planes_tried.then_some((enc::GAP_PLANES, |i: usize| gaps[i]));
+                                store_column(encoding, scratch, planes_of, self.len, packer.as_deref_mut(), &mut forms[Col::$col as usize], trial, plane_bufs, data)?
+                            } else {
+                                let planes_of = planes_tried.then_some((enc::PLANES, columns!(@raw self, $field)));
+                                store_column(encoding, scratch, planes_of, self.len, packer.as_deref_mut(), &mut forms[Col::$col as usize], trial, plane_bufs, data)?
+                            };
+                            dir.push(encoding);
+                            dir.push(codec);
+                            varint::put(dir, raw_len as u64);
+                            varint::put(dir, stored_len as u64);
                         }
-                        if codec == pack::RAW {
-                            data.extend_from_slice(scratch);
-                        }
-                        dir.push(codec);
-                        varint::put(dir, scratch.len() as u64);
-                        varint::put(dir, (data.len() - start) as u64);
                     }
                 )*
                 varint::put(out, ncols);
@@ -446,7 +592,7 @@ macro_rules! columns {
                     *entry = (id, encoding, codec, raw_len, stored_len);
                 }
                 // A gap-encoded ts is rebuilt from the class, tid and latency of each event.
-                let gap = dir.iter().any(|e| e.0 == Col::Ts as u64 && matches!(e.1, enc::GAP | enc::GAP_VBYTE));
+                let gap = dir.iter().any(|e| e.0 == Col::Ts as u64 && enc::is_gap(e.1));
                 let inner = if gap && inner.contains(Col::Ts) {
                     inner.with(Col::Class).with(Col::Tid).with(Col::Latency)
                 } else {
@@ -456,7 +602,7 @@ macro_rules! columns {
                 let mut stored = [&body[..0]; 64];
                 for (&(id, encoding, _, _, stored_len), stored) in dir.iter().zip(stored.iter_mut()) {
                     *stored = cur.bytes(stored_len).ok_or(BodyError("column longer than the chunk"))?;
-                    if matches!(encoding, enc::GAP | enc::GAP_VBYTE) && id != Col::Ts as u64 {
+                    if enc::is_gap(encoding) && id != Col::Ts as u64 {
                         return Err(BodyError("gap encoding on a column other than ts").into());
                     }
                     if id < 64 {
@@ -483,7 +629,11 @@ macro_rules! columns {
                     let data = unpack_column(codec, raw_len, stored, unpacker, scratch)?;
                     $(
                         if id == Col::$col as u64 {
-                            decode_column(data, encoding, n, &mut self.$field)?;
+                            if encoding == enc::PLANES {
+                                decode_planes(data, n, unpacker, &mut self.$field, <$ty>::from_raw)?;
+                            } else {
+                                decode_column(data, encoding, n, &mut self.$field)?;
+                            }
                         }
                     )*
                 }
@@ -498,7 +648,7 @@ macro_rules! columns {
                         let (_, encoding, codec, raw_len, _) = dir[k];
                         check_column_size(Col::Ts, encoding, raw_len, n)?;
                         let data = unpack_column(codec, raw_len, stored[k], unpacker, scratch)?;
-                        decode_gap_ts(data, encoding, n, &mut self.ts, &self.class, &self.tid, &self.latency)?;
+                        decode_gap_ts(data, encoding, n, unpacker, &mut self.ts, (&self.class, &self.tid, &self.latency))?;
                     }
                     if !want.contains(Col::Class) {
                         self.class.clear();
@@ -610,6 +760,7 @@ impl Columns {
 mod tests {
     use super::codec::{byte_len, put_vbyte, read_varints, read_vbyte, vbyte_lens};
     use super::*;
+    use crate::pack::Packer;
     use proptest::strategy::Strategy;
 
     fn sample(n: usize) -> Vec<Event> {
@@ -936,6 +1087,195 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// `values` as [`enc::PLANES`], with zstd, decoded back as `T` (`raw` maps a value to
+    /// the u64 the column stores).
+    fn planes_roundtrip<T: ColValue + PartialEq + std::fmt::Debug>(values: &[T]) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_planes(
+            |i| values[i].to_raw(),
+            values.len(),
+            &mut PlaneBufs::default(),
+            &mut out,
+        )
+        .unwrap();
+        let mut back: Vec<T> = Vec::new();
+        decode_planes(&out, values.len(), &mut None, &mut back, T::from_raw).unwrap();
+        assert_eq!(back, values);
+        out
+    }
+
+    #[test]
+    fn planes_roundtrip_edge_values() {
+        // Empty, one row, the widest values, zeros (all of them, most of them, none).
+        let out = planes_roundtrip::<u64>(&[]);
+        assert_eq!(out, [0, 1, pack::RAW, 0], "no bitmap, width 1, one empty stream");
+        planes_roundtrip(&[0u64]);
+        planes_roundtrip(&[u64::MAX]);
+        let out = planes_roundtrip(&[u64::MAX, 0, 1, 0, 0]);
+        assert_eq!(out[0], 1, "zeros behind a bitmap");
+        assert_eq!(out[4], 8, "after the bitmap stream, u64::MAX takes 8 planes");
+        planes_roundtrip(&[7u64; 9]);
+        planes_roundtrip(&vec![0u64; 1000]);
+        // Negative values of a signed column (zigzag).
+        planes_roundtrip(&[-1i64, i64::MIN, i64::MAX, 0, 5, -300]);
+        planes_roundtrip(&[i32::MIN, -1, 0, i32::MAX]);
+        // Long enough for zstd, dense and sparse, every width.
+        for width in 1..=8u32 {
+            let top = u64::MAX >> (64 - 8 * width);
+            let dense: Vec<u64> = (0..5000u64)
+                .map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) & top) | 1)
+                .collect();
+            let out = planes_roundtrip(&dense);
+            assert_eq!((out[0], u32::from(out[1])), (0, width), "no bitmap, {width} planes");
+            let sparse: Vec<u64> = dense
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| if i % 3 == 0 { v } else { 0 })
+                .collect();
+            planes_roundtrip(&sparse);
+        }
+    }
+
+    #[test]
+    fn lying_planes_columns_are_refused() {
+        let mut back: Vec<u64> = Vec::new();
+        // 5 events, bitmap 0b10101 (values at 0, 2, 4), width 2: planes [1 2 3] and [0 0 9].
+        let good = [1, 0, 1, 0b10101, 2, 0, 3, 1, 2, 3, 0, 3, 0, 0, 9];
+        decode_planes(&good, 5, &mut None, &mut back, |v| v).unwrap();
+        assert_eq!(back, [1, 0, 2, 0, 0x903]);
+        let with = |i: usize, b: u8| {
+            let mut bad = good.to_vec();
+            bad[i] = b;
+            bad
+        };
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            (with(0, 2), "planes flags unknown"),
+            (with(3, 0b110101), "bits set past the last event"),
+            (with(3, 0b11101), "stored size does not match"),
+            (with(4, 0), "planes width out of range"),
+            (with(4, 9), "planes width out of range"),
+            (with(2, 2), "stored size does not match"),
+            (with(1, 7), "unknown compression codec"),
+            (with(6, 50), "planes column cut short"),
+            (good[..good.len() - 1].to_vec(), "planes column cut short"),
+            ([&good[..], &[0]].concat(), "column longer than its event count"),
+            (vec![], "planes column cut short"),
+        ];
+        for (data, want) in cases {
+            assert_eq!(
+                decode_planes(&data, 5, &mut None, &mut back, |v| v),
+                Err(BodyError(want)),
+                "{data:?}"
+            );
+        }
+        // A stream claiming zstd that is no zstd frame.
+        let bad = [0, 1, 1, 5, 0, 0, 0, 0, 0];
+        assert!(decode_planes(&bad, 5, &mut None, &mut back, |v| v).is_err());
+    }
+
+    /// 20 000 events with wide random values: ns times, and when `blocks`, a block request
+    /// every third event at a random sector.
+    fn wide_chunk(seed: u64, blocks: bool) -> Columns {
+        let mut rng = seed | 1;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let mut cols = Columns::default();
+        let mut ts = 1u64 << 40;
+        for i in 0..20_000u64 {
+            ts += 1_000 + next() % 50_000;
+            let mut e = Event::syscall(ts, 2_000 + next() % 200_000, 7, 7 + (i % 2) as u32, 209, 1);
+            if blocks && i % 3 == 0 {
+                e.class = Class::Block;
+                e.sector = 1_000_000 + (next() % 65_536) * 8;
+                e.queue = next() % 5_000;
+            }
+            cols.push(&e);
+        }
+        cols
+    }
+
+    /// `cols` encoded with zstd by `bufs` (a writer's across chunks); checks that it reads
+    /// back the same, whole and `ts` alone, and that each column is within the limit readers
+    /// check; returns the (column id, encoding) pairs stored as planes.
+    fn encode_wide(cols: &Columns, bufs: &mut EncodeBufs) -> Vec<(u64, u8)> {
+        let mut body = Vec::new();
+        let mut packer = Packer::new(3).unwrap();
+        cols.encode_with(&mut body, Some(&mut packer), bufs).unwrap();
+        let mut cur = Cursor::new(&body);
+        let mut planes = Vec::new();
+        for _ in 0..cur.varint().unwrap() {
+            let id = cur.varint().unwrap();
+            let encoding = cur.u8().unwrap();
+            let codec = cur.u8().unwrap();
+            let raw_len = cur.varint().unwrap();
+            cur.varint().unwrap();
+            if matches!(encoding, enc::PLANES | enc::GAP_PLANES) {
+                assert_eq!(codec, pack::RAW, "the planes are compressed one by one");
+                planes.push((id, encoding));
+            }
+            let max = max_column_bytes(Col::ALL[id as usize], encoding, cols.len() as u64).unwrap();
+            assert!(raw_len <= max, "column {id}: {raw_len} > {max}");
+        }
+        let mut back = Columns::default();
+        back.decode(&body, cols.len(), ColSet::ALL).unwrap();
+        assert_eq!(&back, cols);
+        // ts alone: its gaps rebuilt from class, tid and latency decoded behind the scenes.
+        back.decode(&body, cols.len(), ColSet::NONE.with(Col::Ts)).unwrap();
+        assert_eq!(back.ts, cols.ts);
+        assert!(back.latency.is_empty());
+        planes
+    }
+
+    /// Wide random values (ns times, sectors) are written as byte planes, `ts` as GAP_PLANES,
+    /// when that is smaller than their usual form compressed.
+    #[test]
+    fn wide_columns_are_written_as_planes_and_read_back() {
+        let planes = encode_wide(&wide_chunk(1, true), &mut EncodeBufs::default());
+        assert_eq!(
+            planes,
+            [
+                (Col::Ts as u64, enc::GAP_PLANES),
+                (Col::Latency as u64, enc::PLANES),
+                (Col::Sector as u64, enc::PLANES),
+                (Col::Queue as u64, enc::PLANES)
+            ]
+        );
+    }
+
+    /// Full chunks between trials take the form that won the last trial without building the
+    /// other: planes straight away, and a column of zeros is still left out.
+    #[test]
+    fn full_chunks_between_trials_keep_the_last_form() {
+        let mut bufs = EncodeBufs::default();
+        let first = encode_wide(&wide_chunk(1, true), &mut bufs);
+        assert_eq!(first.len(), 4, "{first:?}");
+        assert_eq!(bufs.forms[Col::Sector as usize], Form::Planes);
+        // The next chunk is no trial: it has no block requests, so no sector or queue column.
+        let second = encode_wide(&wide_chunk(2, false), &mut bufs);
+        assert_eq!(
+            second,
+            [(Col::Ts as u64, enc::GAP_PLANES), (Col::Latency as u64, enc::PLANES)]
+        );
+        assert_eq!(bufs.full_chunks, 2);
+        for seed in 3..=8 {
+            encode_wide(&wide_chunk(seed, true), &mut bufs);
+        }
+        // The 9th full chunk is a trial again: with constant latencies, its usual form wins.
+        let mut cols = wide_chunk(10, true);
+        cols.latency.iter_mut().for_each(|l| *l = 5_000);
+        let trial = encode_wide(&cols, &mut bufs);
+        assert!(!trial.contains(&(Col::Latency as u64, enc::PLANES)), "{trial:?}");
+        assert_eq!(
+            bufs.forms[Col::Latency as usize],
+            Form::Planes,
+            "a constant is no trial"
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod corruption;
 mod growing;
 mod hostile;
 mod roundtrip;
+mod size;
 mod truncation;
 mod util;
 mod versions;
