@@ -337,7 +337,7 @@ impl Column {
             }
         };
         let page = Page::DataPage {
-            buf: Bytes::from(zstd.compress(&buf)?),
+            buf: compress(zstd, &buf)?,
             num_values: self.rows as u32,
             encoding,
             def_level_encoding: Encoding::RLE,
@@ -345,9 +345,14 @@ impl Column {
             statistics,
         };
         self.pages.push(CompressedPage::new(page, buf.len()));
-        self.defs.clear();
+        // A chunk's page (up to 2^18 rows) may have grown them past a page's room: every
+        // column keeping that much would be ~16 bytes a row times each column.
+        for v in [&mut self.defs, &mut self.indices] {
+            v.clear();
+            v.shrink_to(PAGE_ROWS);
+        }
         self.ints.clear();
-        self.indices.clear();
+        self.ints.shrink_to(PAGE_ROWS);
         self.rows = 0;
         Ok(())
     }
@@ -363,7 +368,7 @@ impl Column {
         let mut values = 0;
         if self.kind == Kind::Str {
             let page = Page::DictionaryPage {
-                buf: Bytes::from(zstd.compress(&self.dict.plain)?),
+                buf: compress(zstd, &self.dict.plain)?,
                 num_values: self.dict.len() as u32,
                 encoding: Encoding::PLAIN,
                 is_sorted: false,
@@ -415,6 +420,14 @@ impl Column {
         self.nulls = 0;
         Ok((bytes, close))
     }
+}
+
+/// `data` compressed, in a buffer of its own size: the pages of a row group are kept until it
+/// is written, and zstd's output buffer is as big as the input could grow to.
+fn compress(zstd: &mut zstd::bulk::Compressor<'_>, data: &[u8]) -> anyhow::Result<Bytes> {
+    let mut z = zstd.compress(data)?;
+    z.shrink_to_fit();
+    Ok(Bytes::from(z))
 }
 
 /// A value every row of a chunk has in a column.
@@ -469,7 +482,6 @@ fn write_with<W: Write + Send>(out: W, input: &Input, limits: Limits) -> anyhow:
     let mut cells = Cells::new(&keys, Flavor::Raw, meta, r.tables());
     let mut rows = 0;
     let mut err = None;
-    let mut stamps = Vec::new();
     let all = 0..r.chunks().len();
     scan::for_each_matching_chunk_in(r, &input.filter, ColSet::ALL, all, |c, bits| {
         let n = cells.load(c, bits);
@@ -477,23 +489,31 @@ fn write_with<W: Write + Send>(out: W, input: &Input, limits: Limits) -> anyhow:
             return ControlFlow::Continue(());
         }
         let mut wrote = || -> anyhow::Result<()> {
+            // A column's page ends as soon as it is full, before the next column is gathered:
+            // a chunk (up to 2^18 rows) is then one column's values in memory at a time, not
+            // every column's.
+            let mut page_full = |col: &mut Column| -> anyhow::Result<()> {
+                if col.rows >= limits.page {
+                    col.end_page(&mut zstd)?;
+                }
+                Ok(())
+            };
             let (fields, extra) = columns.split_at_mut(keys.len());
             for (k, col) in fields.iter_mut().enumerate() {
                 col.gather(&cells, c, k);
+                page_full(col)?;
             }
-            stamps.clear();
-            stamps.extend((0..n).map(|row| {
+            extra[0].ints.extend((0..n).map(|row| {
                 let ts = c.ts.get(cells.row(row)).copied().unwrap_or(0);
                 let wall = i128::from(ts) + i128::from(meta.boot_to_wall_ns);
                 i64::try_from(wall).unwrap_or(i64::MAX)
             }));
-            extra[0].ints.extend_from_slice(&stamps);
             extra[0].rows += n;
+            page_full(&mut extra[0])?;
             extra[1].repeat(n, Repeat::Str(kernel));
+            page_full(&mut extra[1])?;
             extra[2].repeat(n, Repeat::Int(span));
-            for col in columns.iter_mut().filter(|col| col.rows >= limits.page) {
-                col.end_page(&mut zstd)?;
-            }
+            page_full(&mut extra[2])?;
             rows += n;
             if rows >= limits.group {
                 flush(&mut file, &mut columns, &mut zstd)?;
