@@ -25,6 +25,11 @@
 #   iocap added / floor added      (iocap - untraced) / (floor with clock reads - untraced), for -c
 #                                  and system-wide: what iocap's own work costs above the floor
 #   bpftrace, perf, strace         peers on the same loop (strace on N/100 calls: it is that slow)
+#   sustained                      S reads under `iocap record -c`: events/s, then the recorder's
+#                                  CPU per 1 M events/s, split: its BPF programs (charged to the
+#                                  traced thread: the loop's ns over untraced) and its own threads
+#                                  (ring poller and writer: iocap's user + system time, less the
+#                                  loop's, per event)
 set -eu
 N=${N:-3000000}
 R=${R:-3}
@@ -153,6 +158,15 @@ facts "$T/c.cap"
 echo "real workload (find, dd, cat):"
 facts "$T/w.cap"
 # Sustained: S reads in one run; events/s = one event per syscall over the loop's time.
-ns=$(iocap_c r "$S")
+# The recorder's CPU, split: its BPF programs run in the traced thread (the loop's ns over
+# untraced), its own threads (ring poller, writer) are iocap's user + system time less the
+# loop's (time counts the child iocap waited for; the loop's thread CPU is S × its ns).
+ns=$(/usr/bin/time -f "%U %S" -o "$T/rtime" "$IOCAP" record -w "$T/c.cap" -c "$T/loop r $S" 2>"$T/err")
 awk -v ns="$ns" -v s="$S" 'BEGIN { printf "sustained, iocap record -c, %d reads: %.2f M events/s\n", s, 1e3 / ns }'
 facts "$T/c.cap"
+events=$("$IOCAP" info "$T/c.cap" | awk '/^events/ { print $2 }')
+read -r u sy < "$T/rtime"
+awk -v ns="$ns" -v b="$base" -v u="$u" -v sy="$sy" -v e="$events" -v s="$S" 'BEGIN {
+    own = u + sy - s * ns / 1e9
+    printf "    recorder CPU per 1 M events/s: BPF programs %.2f CPUs (%.0f ns/event), iocap'"'"'s threads %.2f CPUs (%.0f ns/event)\n",
+        (ns - b) / 1e3, ns - b, own / e * 1e6, own / e * 1e9 }'

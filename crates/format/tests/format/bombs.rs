@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use iocap_format::varint::put;
 use iocap_format::{ChunkSummary, LOG2_BUCKETS, MAX_CHUNK_EVENTS};
 
+use crate::util::Rng;
+
 pub const KIND_HEADER: u16 = 1;
 pub const KIND_STRINGS: u16 = 2;
 pub const KIND_CHUNK: u16 = 6;
@@ -301,18 +303,6 @@ fn bomb_fixtures_are_what_their_recipes_make() {
             "{} is not what its recipe makes: IOCAP_WRITE_FIXTURES=1 cargo test -p iocap-format --test format bombs",
             path.display()
         );
-    }
-}
-
-/// xorshift64*: deterministic noise for the synthetic captures.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
 }
 

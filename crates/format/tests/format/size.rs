@@ -4,24 +4,7 @@
 
 use iocap_format::{Class, Event, Meta, Reader, Writer, WriterOptions};
 
-/// xorshift64*: the same workload on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    /// Log-uniform in [lo, hi): latencies spread over decades, as they are.
-    fn log_uniform(&mut self, lo: u64, hi: u64) -> u64 {
-        let (a, b) = ((lo as f64).ln(), (hi as f64).ln());
-        let u = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
-        (a + (b - a) * u).exp() as u64
-    }
-}
+use crate::util::Rng;
 
 const IO_SUBMIT: u32 = 209;
 const IO_GETEVENTS: u32 = 208;

@@ -211,3 +211,22 @@ pub fn small_capture() -> (Vec<u8>, Expected) {
     }
     write(&meta, &ops, 8, ts + 5_000)
 }
+
+/// xorshift64*: deterministic noise for the synthetic captures, the same on every run.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Log-uniform in [lo, hi): latencies spread over decades, as they are.
+    pub fn log_uniform(&mut self, lo: u64, hi: u64) -> u64 {
+        let (a, b) = ((lo as f64).ln(), (hi as f64).ln());
+        let u = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
+        (a + (b - a) * u).exp() as u64
+    }
+}
