@@ -1136,7 +1136,7 @@ static __always_inline struct inflight *call_in_flight(struct tctx *t, __u32 tid
  * Whether the io_uring request `t` submitted last is being issued now: it is still in
  * flight and the thread is in the call it was submitted in (the SQPOLL thread: in none). A
  * request issued inline creates its block requests in between; one punted to an io-wq
- * worker creates them there, outside any span iocap sees.
+ * worker creates them there (uring_worker_req).
  */
 static __always_inline bool uring_current(struct tctx *t, struct inflight *c)
 {
@@ -1146,6 +1146,29 @@ static __always_inline bool uring_current(struct tctx *t, struct inflight *c)
 		return false;
 	u = bpf_map_lookup_elem(&urings, &t->ur_req);
 	return u && u->link == t->ur_ts;
+}
+
+/* task_struct.flags of an io_uring worker thread (include/linux/sched.h, since 5.12). */
+#define PF_IO_WORKER 0x00000010
+
+/*
+ * The io_uring request an io-wq worker is running (one punted there: it could not be issued
+ * without blocking, or asked to be async), from the worker's current work, which is embedded in
+ * the request: its key in `urings` in `req`, or NULL in any other thread.
+ */
+static __always_inline struct uring_req *uring_worker_req(struct task_struct *task, __u64 *req)
+{
+	struct io_worker *w;
+	struct io_wq_work *work;
+
+	if (!(task->flags & PF_IO_WORKER) || !bpf_core_field_exists(task->worker_private))
+		return NULL;
+	w = (struct io_worker *)BPF_CORE_READ(task, worker_private);
+	work = BPF_CORE_READ(w, cur_work);
+	if (!work)
+		return NULL;
+	*req = (__u64)work - bpf_core_field_offset(struct io_kiocb, work);
+	return bpf_map_lookup_elem(&urings, req);
 }
 
 /*
@@ -1160,9 +1183,11 @@ static __noinline int rq_new(struct request *rq, __u64 now)
 	__u64 key = (__u64)rq;
 	__u32 tid = task->pid;
 	struct rq_info n = {};
+	struct uring_req *u;
 	struct inflight *c;
 	struct tctx *t;
 	struct bio *bio;
+	__u64 req;
 
 	t = bpf_task_storage_get(&tstore, task, 0, 0);
 	/*
@@ -1191,6 +1216,16 @@ static __noinline int rq_new(struct request *rq, __u64 now)
 		n.link = c->ts;
 		c->io = 1;
 		call_io_add(tid, c->ts, now);
+	} else if ((u = uring_worker_req(task, &req))) {
+		/* Punted: the request's, as if its submitter had issued it inline. */
+		n.cause = CAUSE_IO_URING;
+		n.pid = u->pid;
+		n.tid = u->tid;
+		n.nr = u->op;
+		n.fd = u->fd;
+		n.link = u->link;
+		call_io_add(u->tid, u->link, now);
+		uring_file(req, u->op, &n.ino, &n.ino_dev);
 	} else if (t && t->wb_ino) {
 		n.cause = CAUSE_WRITEBACK;
 		n.ino = t->wb_ino;
