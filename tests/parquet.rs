@@ -131,6 +131,15 @@ fn host_capture(dir: &Path, name: &str, host: &str, seed: u64, start: u64) -> Pa
     path
 }
 
+/// `iocap export CAPTURES... --format parquet -o OUT`, which must succeed.
+fn export_parquet(captures: &[&Path], out: &Path) {
+    let mut args = vec!["export"];
+    args.extend(captures.iter().map(|c| c.to_str().unwrap()));
+    args.extend(["--format", "parquet", "-o", out.to_str().unwrap()]);
+    let (code, _, err) = run(&args);
+    assert_eq!(code, 0, "{args:?}: {err}");
+}
+
 fn json_of(args: &[&str]) -> Value {
     let (code, out, err) = run(args);
     assert_eq!(code, 0, "{args:?}: {err}");
@@ -147,9 +156,7 @@ fn a_fleet_dataset_answers_the_documented_queries_as_iocap_does() {
     let mut captures = Vec::new();
     for (k, (name, host)) in hosts.iter().enumerate() {
         let cap = host_capture(dir.path(), name, host, k as u64 + 1, 5_000_000_000 * (k as u64 + 1));
-        let out = data.to_str().unwrap();
-        let (code, _, err) = run(&["export", cap.to_str().unwrap(), "--format", "parquet", "-o", out]);
-        assert_eq!(code, 0, "{err}");
+        export_parquet(&[&cap], &data);
         captures.push(cap);
     }
     // One directory per host, each holding its capture's file, 0600; nothing escaped the
@@ -211,15 +218,7 @@ fn exporting_a_capture_again_replaces_its_file_and_a_plain_file_stays_a_file() {
     std::fs::create_dir(&data).unwrap();
     // An existing directory is a dataset, with or without the trailing slash.
     for _ in 0..2 {
-        let (code, _, err) = run(&[
-            "export",
-            cap.to_str().unwrap(),
-            "--format",
-            "parquet",
-            "-o",
-            data.to_str().unwrap(),
-        ]);
-        assert_eq!(code, 0, "{err}");
+        export_parquet(&[&cap], &data);
     }
     assert_eq!(walk(&data).len(), 1, "{:?}", walk(&data));
     let results = fleet_sql(&python, &data);
@@ -228,15 +227,7 @@ fn exporting_a_capture_again_replaces_its_file_and_a_plain_file_stays_a_file() {
 
     // `-o FILE` is one file; `-o -` the same bytes on standard output.
     let file = dir.path().join("one.parquet");
-    let (code, _, err) = run(&[
-        "export",
-        cap.to_str().unwrap(),
-        "--format",
-        "parquet",
-        "-o",
-        file.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{err}");
+    export_parquet(&[&cap], &file);
     let piped = iocap()
         .args(["export", cap.to_str().unwrap(), "--format", "parquet", "-o", "-"])
         .output()
@@ -342,15 +333,7 @@ fn recordings_of_two_hosts_make_one_dataset() {
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         assert_eq!(json_of(&["info", "--json", cap.to_str().unwrap()])["host"], *host);
-        let (code, _, err) = run(&[
-            "export",
-            cap.to_str().unwrap(),
-            "--format",
-            "parquet",
-            "-o",
-            data.to_str().unwrap(),
-        ]);
-        assert_eq!(code, 0, "{err}");
+        export_parquet(&[&cap], &data);
         captures.push(cap);
     }
     let results = fleet_sql(&python, &data);
@@ -400,21 +383,15 @@ fn several_captures_go_into_one_dataset_in_one_command() {
     };
     let one_by_one = dir.path().join("one/");
     for cap in &caps {
-        let (code, _, err) = run(&["export", &s(cap), "--format", "parquet", "-o", &s(&one_by_one)]);
-        assert_eq!(code, 0, "{err}");
+        export_parquet(&[cap], &one_by_one);
     }
     let want = files(&one_by_one);
     assert_eq!(want.len(), 3);
     let together = dir.path().join("together/");
-    let mut args = vec!["export".to_owned()];
-    args.extend(caps.iter().map(|c| s(c)));
-    args.extend(["--format", "parquet", "-o", &s(&together)].map(String::from));
-    let (code, _, err) = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    assert_eq!(code, 0, "{err}");
+    export_parquet(&caps.iter().map(PathBuf::as_path).collect::<Vec<_>>(), &together);
     assert_eq!(files(&together), want, "one command, three files");
     let from_dir = dir.path().join("from-dir/");
-    let (code, _, err) = run(&["export", &s(&caps_dir), "--format", "parquet", "-o", &s(&from_dir)]);
-    assert_eq!(code, 0, "{err}");
+    export_parquet(&[&caps_dir], &from_dir);
     assert_eq!(files(&from_dir), want, "a directory of captures");
     // Several into one file cannot be; a ring is read only into a dataset.
     let file = dir.path().join("all.parquet");
