@@ -38,6 +38,20 @@ fn dev_null_stays_a_device() {
     assert!(strays.is_empty(), "{strays:?}");
 }
 
+/// A full disk (`/dev/full`) is one line, exit 1, for every format, the cause said once (the
+/// parquet crate's error names its source in its own message too).
+#[test]
+fn a_full_disk_is_said_once() {
+    // Big enough that the writers meet the full disk before their last flush.
+    let cap = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/mixed.cap");
+    for format in ["csv", "jsonl", "parquet"] {
+        let (code, _, err) = run(&["export", cap.to_str().unwrap(), "--format", format, "-o", "/dev/full"]);
+        assert_eq!(code, 1, "{format}: {err}");
+        assert_eq!(err.lines().count(), 1, "{format}: {err}");
+        assert_eq!(err.matches("No space left on device").count(), 1, "{format}: {err}");
+    }
+}
+
 #[test]
 fn a_fifo_is_written_to_in_place() {
     let dir = tempfile::tempdir().unwrap();

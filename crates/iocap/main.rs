@@ -128,7 +128,7 @@ fn main() -> ExitCode {
             if is_broken_pipe(&err) {
                 return ExitCode::SUCCESS;
             }
-            say(format_args!("iocap: {err:#}"));
+            say(format_args!("iocap: {}", one_line(&err)));
             if err.downcast_ref::<UsageError>().is_some() {
                 ExitCode::from(2)
             } else {
@@ -136,6 +136,24 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// The error and its causes on one line, as `{:#}` writes them (`a: b: c`), less a cause the
+/// message before it already ends with: some errors name their source in their own message
+/// too (the parquet crate's `External: <the I/O error>`), and it would be said twice.
+fn one_line(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if !line.is_empty() && line.ends_with(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 /// A line on stderr. Unlike `eprintln!`, a closed stderr (`iocap record ... 2>&1 | grep -m1
