@@ -106,6 +106,17 @@ impl Group {
         self.cells.clear();
     }
 
+    /// The entry of key `k`, if seen (`dense`: a table id, looked up in [`Group::dense`]
+    /// when small enough).
+    #[inline(always)]
+    fn seen(&self, k: u64, dense: bool) -> Option<u32> {
+        if dense && k < DENSE_IDS {
+            self.dense.get(k as usize).copied().filter(|&e| e > 0).map(|e| e - 1)
+        } else {
+            self.sparse.get(&k).copied()
+        }
+    }
+
     fn entries(&self) -> usize {
         self.cells.len() / self.fields.len().max(1)
     }
@@ -123,6 +134,8 @@ pub struct Cells<'a> {
     text: Vec<u8>,
     /// The matching rows of the chunk loaded.
     rows: Vec<u32>,
+    /// Whether they are all the chunk's rows (`rows[i] == i`): read without looking them up.
+    all_rows: bool,
     /// How many times the groups forgot their entries ([`Cells::generation`]).
     generation: u64,
 }
@@ -211,6 +224,7 @@ impl<'a> Cells<'a> {
             tables,
             text: Vec::new(),
             rows: Vec::new(),
+            all_rows: false,
             generation: 0,
         }
     }
@@ -253,6 +267,8 @@ impl<'a> Cells<'a> {
     pub fn load(&mut self, c: &Columns, bits: &Bitmap) -> usize {
         self.rows.clear();
         self.rows.extend(bits.iter_ones().map(|i| i as u32));
+        // Distinct rows of the chunk, as many as it has: every one, in order.
+        self.all_rows = self.rows.len() == c.len();
         if self.groups.iter().any(|g| g.entries() >= MAX_KEYS) || self.text.len() >= 1 << 28 {
             // Entries point into `text`: they are forgotten together.
             self.text.clear();
@@ -266,18 +282,31 @@ impl<'a> Cells<'a> {
     }
 
     fn load_group(&mut self, g: usize, c: &Columns) {
+        let key = self.groups[g].key;
+        // A table id's key is its column's value: read without choosing the key's kind per row.
+        match key.id_column(c) {
+            Some(ids) => self.assign(g, c, |i| ids.get(i).map_or(0, |&v| u64::from(v))),
+            None => self.assign(g, c, |i| key.key(c, i)),
+        }
+    }
+
+    /// Each loaded row's entry in group `g`, its key `key_at` its index in the chunk.
+    #[inline(always)]
+    fn assign(&mut self, g: usize, c: &Columns, key_at: impl Fn(usize) -> u64) {
         let mut rows = std::mem::take(&mut self.groups[g].rows);
         rows.clear();
         let matching = std::mem::take(&mut self.rows);
-        let key = self.groups[g].key;
-        let dense = matches!(key, KeyOf::Id(IdCol::Proc | IdCol::File));
+        let dense = matches!(self.groups[g].key, KeyOf::Id(IdCol::Proc | IdCol::File));
         let mut last: Option<(u64, u32)> = None;
         for &i in &matching {
-            let k = key.key(c, i as usize);
+            let k = key_at(i as usize);
             let entry = match last {
                 Some((lk, e)) if lk == k => e,
                 _ => {
-                    let e = self.entry(g, k, dense, c, i as usize);
+                    let e = match self.groups[g].seen(k, dense) {
+                        Some(e) => e,
+                        None => self.entry(g, k, dense, c, i as usize),
+                    };
                     last = Some((k, e));
                     e
                 }
@@ -288,17 +317,10 @@ impl<'a> Cells<'a> {
         self.groups[g].rows = rows;
     }
 
-    /// The entry of key `k` of group `g`, computed from row `i` of `c` when not seen yet.
+    /// The entry of key `k` of group `g`, not seen yet, computed from row `i` of `c`.
+    #[inline(never)]
     fn entry(&mut self, g: usize, k: u64, dense: bool, c: &Columns, i: usize) -> u32 {
         let group = &mut self.groups[g];
-        let seen = if dense && k < DENSE_IDS {
-            group.dense.get(k as usize).copied().filter(|&e| e > 0).map(|e| e - 1)
-        } else {
-            group.sparse.get(&k).copied()
-        };
-        if let Some(e) = seen {
-            return e;
-        }
         let e = group.entries() as u32;
         let sample = c.event(i);
         for &field in &group.fields {
@@ -346,12 +368,29 @@ impl<'a> Cells<'a> {
         c: &Columns,
         field: usize,
         values: &mut Vec<i64>,
-        present: Option<&mut Vec<u32>>,
+        present: Option<&mut Vec<u8>>,
     ) -> bool {
         let Source::Num(num) = self.sources[field] else {
             return false;
         };
-        let rows = &self.rows;
+        if self.all_rows {
+            self.fill(c, num, 0..self.rows.len() as u32, values, present);
+        } else {
+            self.fill(c, num, self.rows.iter().copied(), values, present);
+        }
+        true
+    }
+
+    /// [`Cells::fill_numbers`] of number `num`, for the chunk's rows `rows`.
+    #[inline(always)]
+    fn fill(
+        &self,
+        c: &Columns,
+        num: Num,
+        rows: impl ExactSizeIterator<Item = u32> + Clone,
+        values: &mut Vec<i64>,
+        present: Option<&mut Vec<u8>>,
+    ) {
         let u64_at = |v: &[u64], i: u32| v.get(i as usize).copied().unwrap_or(0);
         let u32_at = |v: &[u32], i: u32| v.get(i as usize).copied().map_or(0, i64::from);
         let int = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
@@ -360,25 +399,25 @@ impl<'a> Cells<'a> {
         // Block requests' fields, and syscalls' (io_uring requests').
         macro_rules! blk {
             ($col:expr) => {
-                rows.iter().map(|&i| block(i).then(|| int(u64_at($col, i))))
+                rows.clone().map(|i| block(i).then(|| int(u64_at($col, i))))
             };
         }
         match num {
-            Num::Pid => every(values, present, rows.iter().map(|&i| u32_at(&c.pid, i))),
-            Num::Tid => every(values, present, rows.iter().map(|&i| u32_at(&c.tid, i))),
-            Num::Cpu => every(values, present, rows.iter().map(|&i| u32_at(&c.cpu, i))),
-            Num::Ret => every(values, present, rows.iter().map(|&i| ret(i))),
-            Num::Failed => every(values, present, rows.iter().map(|&i| i64::from(ret(i) < 0))),
-            Num::IoBytes => every(values, present, rows.iter().map(|&i| int(u64_at(&c.bytes, i)))),
+            Num::Pid => every(values, present, rows.clone().map(|i| u32_at(&c.pid, i))),
+            Num::Tid => every(values, present, rows.clone().map(|i| u32_at(&c.tid, i))),
+            Num::Cpu => every(values, present, rows.clone().map(|i| u32_at(&c.cpu, i))),
+            Num::Ret => every(values, present, rows.clone().map(ret)),
+            Num::Failed => every(values, present, rows.clone().map(|i| i64::from(ret(i) < 0))),
+            Num::IoBytes => every(values, present, rows.clone().map(|i| int(u64_at(&c.bytes, i)))),
             Num::Time => {
                 let start = self.meta.start_ts;
                 every(
                     values,
                     present,
-                    rows.iter().map(|&i| int(u64_at(&c.ts, i).saturating_sub(start))),
+                    rows.clone().map(|i| int(u64_at(&c.ts, i).saturating_sub(start))),
                 )
             }
-            Num::Latency => every(values, present, rows.iter().map(|&i| int(u64_at(&c.latency, i)))),
+            Num::Latency => every(values, present, rows.clone().map(|i| int(u64_at(&c.latency, i)))),
             Num::Sector => some(values, present, blk!(&c.sector)),
             Num::BlkBytes => some(values, present, blk!(&c.bytes)),
             Num::Queue => some(values, present, blk!(&c.queue)),
@@ -386,28 +425,28 @@ impl<'a> Cells<'a> {
             Num::BlkTotal => some(
                 values,
                 present,
-                rows.iter()
-                    .map(|&i| block(i).then(|| int(u64_at(&c.queue, i).saturating_add(u64_at(&c.latency, i))))),
+                rows.clone()
+                    .map(|i| block(i).then(|| int(u64_at(&c.queue, i).saturating_add(u64_at(&c.latency, i))))),
             ),
             Num::DiskReqs => some(
                 values,
                 present,
-                rows.iter().map(|&i| (!block(i)).then(|| u32_at(&c.disk_reqs, i))),
+                rows.clone().map(|i| (!block(i)).then(|| u32_at(&c.disk_reqs, i))),
             ),
             Num::DiskBytes => some(
                 values,
                 present,
-                rows.iter().map(|&i| (!block(i)).then(|| int(u64_at(&c.disk_bytes, i)))),
+                rows.clone().map(|i| (!block(i)).then(|| int(u64_at(&c.disk_bytes, i)))),
             ),
             Num::DiskTime => some(
                 values,
                 present,
-                rows.iter().map(|&i| (!block(i)).then(|| int(u64_at(&c.disk_time, i)))),
+                rows.clone().map(|i| (!block(i)).then(|| int(u64_at(&c.disk_time, i)))),
             ),
             Num::Fd => some(
                 values,
                 present,
-                rows.iter().map(|&i| match c.fd.get(i as usize).copied().unwrap_or(0) {
+                rows.clone().map(|i| match c.fd.get(i as usize).copied().unwrap_or(0) {
                     fd if fd >= 0 && !block(i) => Some(i64::from(fd)),
                     _ => None,
                 }),
@@ -415,13 +454,12 @@ impl<'a> Cells<'a> {
             Num::Offset(g, j) => some(
                 values,
                 present,
-                (0..rows.len()).map(|r| match self.keyed_cell(g, j, r) {
+                rows.clone().enumerate().map(|(r, i)| match self.keyed_cell(g, j, r) {
                     Cell::Absent => None,
-                    _ => Some(u64_at(&c.offset, rows[r]) as i64),
+                    _ => Some(u64_at(&c.offset, i) as i64),
                 }),
             ),
         }
-        true
     }
 
     #[inline(always)]
@@ -471,7 +509,7 @@ impl<'a> Cells<'a> {
 
 /// A value for every row: appended, and each row marked present.
 #[inline(always)]
-fn every(values: &mut Vec<i64>, present: Option<&mut Vec<u32>>, it: impl ExactSizeIterator<Item = i64>) {
+fn every(values: &mut Vec<i64>, present: Option<&mut Vec<u8>>, it: impl ExactSizeIterator<Item = i64>) {
     let n = it.len();
     values.extend(it);
     if let Some(p) = present {
@@ -481,11 +519,11 @@ fn every(values: &mut Vec<i64>, present: Option<&mut Vec<u32>>, it: impl ExactSi
 
 /// A value for some rows: those appended, and each row marked.
 #[inline(always)]
-fn some(values: &mut Vec<i64>, present: Option<&mut Vec<u32>>, it: impl Iterator<Item = Option<i64>>) {
+fn some(values: &mut Vec<i64>, present: Option<&mut Vec<u8>>, it: impl Iterator<Item = Option<i64>>) {
     match present {
         Some(p) => {
             for v in it {
-                p.push(u32::from(v.is_some()));
+                p.push(u8::from(v.is_some()));
                 values.extend(v);
             }
         }

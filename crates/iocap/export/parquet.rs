@@ -125,18 +125,15 @@ const PAGE_ROWS: usize = 1 << 16;
 /// of its bytes.
 #[derive(Default)]
 struct Dict {
-    /// Entry → index ([`ABSENT`]: the entry has no value), for the entries of
-    /// `generation` seen so far.
-    by_entry: Vec<u32>,
+    /// Entry → index (`None`: the entry has no value), for the entries of `generation`
+    /// seen so far.
+    by_entry: Vec<Option<u32>>,
     generation: u64,
     /// The strings, to find one that two entries share.
     by_text: HashMap<Vec<u8>, u32>,
     /// The strings `PLAIN`-encoded: the dictionary page.
     plain: Vec<u8>,
 }
-
-/// [`Dict::by_entry`]'s mark of an entry whose value is absent.
-const ABSENT: u32 = u32::MAX;
 
 impl Dict {
     fn len(&self) -> usize {
@@ -162,6 +159,36 @@ impl Dict {
     }
 }
 
+/// The values of rows whose entries are `rows`, from each entry's (`None`: absent): with
+/// `defs` (an optional column), each row's definition level and the present values; without,
+/// a value for every row (a required field has one for every entry).
+#[inline(always)]
+fn from_entries<T: Copy + Default>(
+    rows: &[u32],
+    by_entry: &[Option<T>],
+    defs: Option<&mut Vec<u8>>,
+    values: &mut Vec<T>,
+) {
+    let Some(defs) = defs else {
+        return values.extend(rows.iter().map(|&e| by_entry[e as usize].unwrap_or_default()));
+    };
+    defs.extend(rows.iter().map(|&e| u8::from(by_entry[e as usize].is_some())));
+    values.extend(rows.iter().filter_map(|&e| by_entry[e as usize]));
+}
+
+/// A number's (or boolean's) value in an `INT64` column; `None` when absent.
+fn number(cell: Cell) -> Option<i64> {
+    match cell {
+        Cell::Absent => None,
+        Cell::Int(v) => Some(v),
+        // Engines have no unsigned 64-bit integer in common: a value past i64's (a hostile
+        // capture's) is cut to its maximum.
+        Cell::UInt(v) => Some(i64::try_from(v).unwrap_or(i64::MAX)),
+        Cell::Bool(b) => Some(i64::from(b)),
+        Cell::Str(..) => unreachable!("strings are taken by index"),
+    }
+}
+
 /// One column's values as Parquet stores them.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -180,7 +207,7 @@ struct Column {
     kind: Kind,
     optional: bool,
     /// The page being filled: definition levels (optional columns), and values.
-    defs: Vec<u32>,
+    defs: Vec<u8>,
     /// Numbers, and booleans as 0 or 1.
     ints: Vec<i64>,
     indices: Vec<u32>,
@@ -188,6 +215,9 @@ struct Column {
     /// This row group's data pages.
     pages: Vec<CompressedPage>,
     dict: Dict,
+    /// A keyed number's value per entry (`None`: absent), for the entries of `generation`.
+    by_entry: Vec<Option<i64>>,
+    generation: u64,
     /// The row group's minimum and maximum (integers) and absent values.
     range: Option<(i64, i64)>,
     nulls: u64,
@@ -205,28 +235,23 @@ impl Column {
             rows: 0,
             pages: Vec::new(),
             dict: Dict::default(),
+            by_entry: Vec::new(),
+            generation: 0,
             range: None,
             nulls: 0,
         }
     }
 
     /// Take a row's value (a string's already a dictionary index: [`Column::gather`]).
-    #[inline(always)]
     fn take(&mut self, cell: Cell) {
-        match cell {
-            Cell::Absent => {
-                self.defs.push(0);
-                return;
+        match number(cell) {
+            None => self.defs.push(0),
+            Some(v) => {
+                self.ints.push(v);
+                if self.optional {
+                    self.defs.push(1);
+                }
             }
-            Cell::Int(v) => self.ints.push(v),
-            // Engines have no unsigned 64-bit integer in common: a value past i64's (a
-            // hostile capture's) is cut to its maximum.
-            Cell::UInt(v) => self.ints.push(i64::try_from(v).unwrap_or(i64::MAX)),
-            Cell::Bool(b) => self.ints.push(i64::from(b)),
-            Cell::Str(..) => unreachable!("strings are taken by index"),
-        }
-        if self.optional {
-            self.defs.push(1);
         }
     }
 
@@ -237,7 +262,7 @@ impl Column {
             if self.kind == Kind::Str {
                 return self.gather_strings(cells, &keyed);
             }
-            return keyed.rows.iter().for_each(|&e| self.take(keyed.cell(e)));
+            return self.gather_keyed_numbers(cells, &keyed);
         }
         let defs = self.optional.then_some(&mut self.defs);
         if cells.fill_numbers(c, k, &mut self.ints, defs) {
@@ -267,22 +292,27 @@ impl Column {
         // Entries are numbered as they come: only the new ones need a look.
         for entry in dict.by_entry.len()..keyed.entries {
             let i = match keyed.cell(entry as u32) {
-                s @ Cell::Str(..) => dict.index(cells.text(s)),
-                _ => ABSENT,
+                s @ Cell::Str(..) => Some(dict.index(cells.text(s))),
+                _ => None,
             };
             dict.by_entry.push(i);
         }
-        let by_entry = &dict.by_entry;
-        let index = |&e: &u32| by_entry[e as usize];
-        if self.optional {
-            self.defs
-                .extend(keyed.rows.iter().map(|e| u32::from(index(e) != ABSENT)));
-            self.indices
-                .extend(keyed.rows.iter().map(index).filter(|&i| i != ABSENT));
-        } else {
-            // A required field has a value for every entry.
-            self.indices.extend(keyed.rows.iter().map(index));
+        let defs = self.optional.then_some(&mut self.defs);
+        from_entries(keyed.rows, &dict.by_entry, defs, &mut self.indices);
+    }
+
+    /// A keyed number's values: each entry's value found once, then the rows' values copied
+    /// from the entries'.
+    fn gather_keyed_numbers(&mut self, cells: &Cells, keyed: &Keyed) {
+        if self.generation != cells.generation() {
+            self.by_entry.clear();
+            self.generation = cells.generation();
         }
+        for entry in self.by_entry.len()..keyed.entries {
+            self.by_entry.push(number(keyed.cell(entry as u32)));
+        }
+        let defs = self.optional.then_some(&mut self.defs);
+        from_entries(keyed.rows, &self.by_entry, defs, &mut self.ints);
     }
 
     /// Take the same value for `n` rows.
@@ -346,11 +376,11 @@ impl Column {
         };
         self.pages.push(CompressedPage::new(page, buf.len()));
         // A chunk's page (up to 2^18 rows) may have grown them past a page's room: every
-        // column keeping that much would be ~16 bytes a row times each column.
-        for v in [&mut self.defs, &mut self.indices] {
-            v.clear();
-            v.shrink_to(PAGE_ROWS);
-        }
+        // column keeping that much would be ~13 bytes a row times each column.
+        self.defs.clear();
+        self.defs.shrink_to(PAGE_ROWS);
+        self.indices.clear();
+        self.indices.shrink_to(PAGE_ROWS);
         self.ints.clear();
         self.ints.shrink_to(PAGE_ROWS);
         self.rows = 0;

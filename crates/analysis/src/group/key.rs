@@ -139,7 +139,7 @@ impl KeyOf {
     }
 
     /// The column of an [`KeyOf::Id`] key, whose value is the key itself.
-    pub(crate) fn id_column(self, c: &Columns) -> Option<&[u32]> {
+    pub fn id_column(self, c: &Columns) -> Option<&[u32]> {
         match self {
             KeyOf::Id(IdCol::Proc) => Some(&c.proc),
             KeyOf::Id(IdCol::Pid) => Some(&c.pid),
