@@ -33,6 +33,7 @@ mod columns;
 mod error;
 pub mod escape;
 mod frame;
+mod hash;
 mod live;
 mod model;
 mod pack;
@@ -47,6 +48,7 @@ mod writer;
 pub use columns::{Col, ColSet, ColValue, Columns, MAX_CHUNK_EVENTS};
 pub use error::{Error, Limit};
 pub use frame::{opening_len, FORMAT_MAJOR, FORMAT_MINOR, OPENING_PEEK};
+pub use hash::{IdHasher, IdMap};
 pub use live::{lock_for_writing, Liveness};
 pub use model::{
     blk_flags, dev_parts, mkdev, BlockOp, Cause, Class, Device, DropStats, Event, FdType, FileEntry, Meta, ProcEntry,

@@ -8,6 +8,8 @@
 //! that each file of a rotation reads on its own.
 
 use std::collections::{HashMap, HashSet};
+
+use iocap_format::IdMap;
 use std::io::Write;
 
 use iocap_filter::{FileView, Filter, Lookup, ProcView};
@@ -68,7 +70,7 @@ pub struct LiveFilter {
 struct Live<'a> {
     proc: Option<&'a Proc>,
     file: Option<&'a File>,
-    devs: &'a HashMap<u32, Dev>,
+    devs: &'a IdMap<u32, Dev>,
 }
 
 /// A block device as found (for the header of the next file) and as a filter compares its name.
@@ -121,15 +123,15 @@ pub struct Tracker<W: Write> {
     w: Writer<W>,
     sys: SysInfo,
     memfd_nr: u32,
-    procs: HashMap<u32, Proc>,
-    files: HashMap<(u32, i32), File>,
-    cwds: HashMap<u32, Vec<u8>>,
+    procs: IdMap<u32, Proc>,
+    files: IdMap<(u32, i32), File>,
+    cwds: IdMap<u32, Vec<u8>>,
     /// Every block device seen so far, by dev_t.
-    devs: HashMap<u32, Dev>,
+    devs: IdMap<u32, Dev>,
     /// Regular files by (filesystem dev_t, inode): the last fd that opened each, kept after
     /// it closes, to name the file of a block request that carries only its inode (writeback,
     /// readahead). At most [`MAX_INODES`]; emptied when full.
-    inodes: HashMap<(u32, u64), Opened>,
+    inodes: IdMap<(u32, u64), Opened>,
     /// Keep a written-back request only when a traced process opened its file while recording
     /// (with a pid filter, the kernel hands over every flusher's requests).
     opened_writeback_only: bool,
@@ -146,7 +148,7 @@ pub struct Tracker<W: Write> {
     cgroups_read: Option<std::time::Instant>,
     /// Per block device, where its last completed request ended (sector + size): whether the
     /// next one is sequential, as biopattern decides.
-    last_end: HashMap<u32, u64>,
+    last_end: IdMap<u32, u64>,
     /// Events pushed so far.
     pub events: u64,
     /// Events the filter left out.
@@ -159,11 +161,11 @@ impl<W: Write> Tracker<W> {
             w,
             sys: SysInfo::new(arch),
             memfd_nr: iocap_format::syscalls::number(arch, "memfd_create").unwrap_or(u32::MAX),
-            procs: HashMap::new(),
-            files: HashMap::new(),
-            cwds: HashMap::new(),
+            procs: IdMap::default(),
+            files: IdMap::default(),
+            cwds: IdMap::default(),
             devs: devices.iter().map(|d| (d.dev, Dev::new(d))).collect(),
-            inodes: HashMap::new(),
+            inodes: IdMap::default(),
             opened_writeback_only: false,
             filter,
             exited: Vec::new(),
@@ -171,7 +173,7 @@ impl<W: Write> Tracker<W> {
             users: procfs::users(),
             cgroups: HashMap::new(),
             cgroups_read: None,
-            last_end: HashMap::new(),
+            last_end: IdMap::default(),
             events: 0,
             filtered: 0,
         }

@@ -2,9 +2,8 @@
 //! event types), a hash map for the rest, and per group its totals and one sample event (to
 //! print the value from at the end).
 
-use std::collections::HashMap;
-
 use iocap_format::Event;
+pub use iocap_format::IdHasher;
 
 use super::Group;
 
@@ -60,23 +59,4 @@ impl Slots {
     }
 }
 
-/// A hasher for small integer keys (a multiply and a rotate): group keys are ids, not
-/// attacker-chosen strings, and SipHash per event would cost more than the rest of the scan.
-#[derive(Default, Clone, Copy)]
-pub struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0 ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
-    }
-}
-
-type IdMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<IdHasher>>;
+type IdMap<V> = iocap_format::IdMap<u64, V>;
