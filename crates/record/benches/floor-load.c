@@ -1,6 +1,7 @@
 /*
  * Loads and attaches every program of a BPF object (benches/overhead.sh's floor), prints
- * "ready" once they are all attached, and holds them until SIGINT or SIGTERM. bpftool's
+ * "ready" once they are all attached, and holds them until SIGINT or SIGTERM, draining the
+ * object's ring buffer `rb` (if it has one) every millisecond as iocap's poller does. bpftool's
  * `prog loadall ... autoattach` does the same from bpftool 7.3 on; Debian 12 has 7.1.
  *   floor-load OBJ
  */
@@ -9,7 +10,21 @@
 #include <stdio.h>
 #include <unistd.h>
 
-static void stop(int sig) { (void)sig; }
+static volatile sig_atomic_t stopped;
+
+static void stop(int sig)
+{
+	(void)sig;
+	stopped = 1;
+}
+
+static int drop_record(void *ctx, void *data, size_t len)
+{
+	(void)ctx;
+	(void)data;
+	(void)len;
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -34,9 +49,22 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	struct bpf_map *rb = bpf_object__find_map_by_name(obj, "rb");
+	struct ring_buffer *ring = rb ? ring_buffer__new(bpf_map__fd(rb), drop_record, NULL, NULL) : NULL;
+
+	if (rb && !ring) {
+		fprintf(stderr, "floor-load: cannot open the ring buffer\n");
+		bpf_object__close(obj);
+		return 1;
+	}
 	printf("ready\n");
 	fflush(stdout);
-	pause();
+	while (!stopped) {
+		if (ring)
+			ring_buffer__consume(ring);
+		usleep(1000);
+	}
+	ring_buffer__free(ring);
 	bpf_object__close(obj);
 	return 0;
 }

@@ -22,6 +22,9 @@
 #   iocap record (system-wide)     iocap tracing every process
 #   floor: empty progs             two empty tp_btf programs on sys_enter/sys_exit, every process
 #   floor: + 2 clock reads         the same with one bpf_ktime_get_ns() in each
+#   floor: + clocks + ring record  and a 32-byte record per call through a BPF ring buffer
+#   floor: + clocks + per-CPU batch  the record in a per-CPU batch of 64 instead, one ring copy
+#                                  a batch: what per-CPU buffering could save over the ring
 #   iocap added / floor added      (iocap - untraced) / (floor with clock reads - untraced), for -c
 #                                  and system-wide: what iocap's own work costs above the floor
 #   bpftrace, perf, strace         peers on the same loop (strace on N/100 calls: it is that slow)
@@ -30,6 +33,9 @@
 #                                  traced thread: the loop's ns over untraced) and its own threads
 #                                  (ring poller and writer: iocap's user + system time, less the
 #                                  loop's, per event)
+#   sustained, two loops           two loops of S reads at once (both CPUs) under one recording:
+#                                  events/s offered (the loops' calls over the span from the
+#                                  first start to the last end) and recorded, and the drops
 set -eu
 N=${N:-3000000}
 R=${R:-3}
@@ -47,20 +53,26 @@ cat > "$T/loop.c" <<'C'
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
-/* loop r N: N one-byte reads of /dev/zero; loop p N FILE: N 4 KiB preads at offset 0 of FILE. */
+/* loop r N: N one-byte reads of /dev/zero; loop p N FILE: N 4 KiB preads at offset 0 of FILE;
+   both print the thread CPU ns per call. loop w N: the reads, printing when they started and
+   ended (CLOCK_MONOTONIC ns), for a rate over several loops at once. */
 int main(int c, char **v) {
     if (c < 3) return 2;
     long n = atol(v[2]); static char b[4096];
-    int pread_mode = v[1][0] == 'p';
+    int pread_mode = v[1][0] == 'p', wall = v[1][0] == 'w';
+    clockid_t clock = wall ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID;
     int fd = open(pread_mode && c > 3 ? v[3] : "/dev/zero", O_RDONLY);
     if (fd < 0) return 1;
-    struct timespec a, z; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    struct timespec a, z; clock_gettime(clock, &a);
     if (pread_mode)
         for (long i = 0; i < n; i++) pread(fd, b, sizeof(b), 0);
     else
         for (long i = 0; i < n; i++) read(fd, b, 1);
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &z);
-    printf("%.1f\n", ((z.tv_sec - a.tv_sec) * 1e9 + (z.tv_nsec - a.tv_nsec)) / n);
+    clock_gettime(clock, &z);
+    if (wall)
+        printf("%.0f %.0f\n", a.tv_sec * 1e9 + a.tv_nsec, z.tv_sec * 1e9 + z.tv_nsec);
+    else
+        printf("%.1f\n", ((z.tv_sec - a.tv_sec) * 1e9 + (z.tv_nsec - a.tv_nsec)) / n);
     return 0;
 }
 C
@@ -91,7 +103,7 @@ iocap_all() {
 # flags, same vmlinux.h). Fails without clang or libbpf's headers (the caller says so).
 build_floor() {
     b=$(dirname "$0")
-    for v in 0 1; do
+    for v in 0 1 2 3; do
         clang -D__TARGET_ARCH_x86 -DFLOOR_CLOCK=$v -I"$b/../bpf" -fno-stack-protector -g -O2 -target bpf \
             -c "$b/floor.bpf.c" -o "$T/floor-$v.o" || return 1
     done
@@ -125,7 +137,16 @@ if build_floor 2>"$T/fberr"; then
     f2=$(median "$T/loop" r "$N")
     floor_off
     row "floor: + 2 clock reads" "$f2" "$base"
+    floor_on "$T/floor-2.o"
+    f3=$(median "$T/loop" r "$N")
+    floor_off
+    row "floor: + clocks + ring record" "$f3" "$base"
+    floor_on "$T/floor-3.o"
+    f4=$(median "$T/loop" r "$N")
+    floor_off
+    row "floor: + clocks + per-CPU batch" "$f4" "$base"
     echo "iocap added / floor added (+ 2 clock reads): -c $(added "$c_ns" "$f2"), system-wide $(added "$a_ns" "$f2") (goal <= 1.15x)"
+    awk -v r="$f3" -v b="$f4" -v c="$c_ns" -v f="$f2" 'BEGIN { printf "    of which the ring record %.1f ns (a per-CPU batch instead %.1f ns), iocap'"'"'s bookkeeping %.1f ns\n", r - f, b - f, c - r }'
 else
     echo "floor: not built (needs clang and libbpf-dev): $(head -1 "$T/fberr")"
 fi
@@ -170,3 +191,10 @@ awk -v ns="$ns" -v b="$base" -v u="$u" -v sy="$sy" -v e="$events" -v s="$S" 'BEG
     own = u + sy - s * ns / 1e9
     printf "    recorder CPU per 1 M events/s: BPF programs %.2f CPUs (%.0f ns/event), iocap'"'"'s threads %.2f CPUs (%.0f ns/event)\n",
         (ns - b) / 1e3, ns - b, own / e * 1e6, own / e * 1e9 }'
+# Sustained on both CPUs: the loops and the recorder share the two CPUs, so this is the rate
+# the recorder keeps when it gets only what the traced work leaves it.
+"$IOCAP" record -w "$T/c2.cap" -c "$T/loop w $S & $T/loop w $S; wait" >"$T/span" 2>"$T/err"
+events=$("$IOCAP" info "$T/c2.cap" | awk '/^events/ { print $2 }')
+awk -v s="$S" -v e="$events" '{ if (NR == 1 || $1 < a) a = $1; if ($2 > z) z = $2 }
+    END { printf "sustained, two loops of %d reads: %.2f M events/s offered, %.2f M/s recorded\n", s, 2 * s / (z - a) * 1e3, e / (z - a) * 1e3 }' "$T/span"
+facts "$T/c2.cap"
