@@ -1068,3 +1068,34 @@ fn offsets_owners_cpus_and_block_patterns_are_recorded() {
         "a measured queue time means an insert was seen"
     );
 }
+
+/// `--nice N` runs the recorder's own threads (ring poller and writer) at N, and only them: the
+/// `-c` command (whose parent is the recorder) keeps the nice value it was started with.
+#[test]
+fn nice_applies_to_the_recorder_s_threads_not_to_the_command() {
+    let Some(_running) = recording() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("n.cap");
+    // Each of the recorder's threads: its name and nice value (field 19 of its stat line; the
+    // names have no spaces), then the command's own nice value.
+    let cmd = r#"for t in /proc/$PPID/task/*; do echo "$(cat $t/comm) $(cut -d' ' -f19 $t/stat)"; done; echo "command $(nice)""#;
+    let out = iocap()
+        .args(["record", "--nice", "-7", "-w", cap.to_str().unwrap(), "-c", cmd])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let nice: Vec<(&str, &str)> = stdout.lines().filter_map(|l| l.split_once(' ')).collect();
+    assert!(nice.contains(&("iocap", "-7")), "the poller: {stdout}");
+    assert!(nice.contains(&("iocap-writer", "-7")), "the writer: {stdout}");
+    // This test's own nice value, which the recorder and so its command started with.
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let ours = stat.rsplit(')').next().unwrap().split(' ').nth(17).unwrap().to_string();
+    assert!(nice.contains(&("command", ours.as_str())), "the command keeps {ours}: {stdout}");
+    // Out of range: a usage error before anything is recorded.
+    let out = iocap()
+        .args(["record", "--nice", "-21", "-w", cap.to_str().unwrap(), "-c", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -50,6 +50,12 @@ pub struct Args {
     /// Keep only operations at least this slow (decided in the kernel): 1ms, 200us.
     #[arg(long, value_parser = parse_duration, value_name = "TIME")]
     min_latency: Option<Duration>,
+    /// Run the recorder's own threads at this nice value (-20 to 19; the traced processes and
+    /// a -c command keep theirs). Negative: when the traced work saturates every CPU, the
+    /// recorder still gets the CPU it needs, so the work slows rather than events being dropped.
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = clap::value_parser!(i32).range(-20..=19))]
+    nice: Option<i32>,
     /// Ring buffer size in MiB (a power of two).
     #[arg(long, default_value_t = 64, value_name = "MIB")]
     ring_mib: u32,
@@ -266,7 +272,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if !to_stdout {
         output::check_capture_target(&args.file)?;
     }
-    let recorder = Recorder::start(&cfg)?;
+    let mut recorder = Recorder::start(&cfg)?;
+    if let Some(nice) = args.nice {
+        recorder.set_nice(nice);
+    }
     // Said once here, and kept in the header for `iocap info`.
     for m in recorder.missing() {
         say(format_args!("iocap: this kernel lacks {m}"));

@@ -28,6 +28,9 @@ pub enum Error {
     /// The recorder's own threads: one could not start, or died.
     #[error("the recorder's {0}")]
     Thread(&'static str),
+    /// Its threads' nice value could not be set (`record --nice`).
+    #[error("cannot run the recorder at nice {0}: {1}")]
+    Nice(i32, std::io::Error),
     /// What is readable is what a reader recovers from the file(s), which the caller, who
     /// knows their paths, can count: the writer's own count includes what was still buffered.
     #[error("the disk is full: recording stopped")]

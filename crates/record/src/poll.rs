@@ -18,7 +18,7 @@ use crate::backlog::Backlog;
 use crate::config::{Output, Progress, Summary};
 use crate::error::Error;
 use crate::procfs;
-use crate::recorder::{set_backlog_max, Recorder};
+use crate::recorder::{nice_this_thread, set_backlog_max, Recorder};
 use crate::state::{LiveFilter, Tracker};
 use crate::writer::{write_loop, Msg, Shared};
 
@@ -46,10 +46,15 @@ impl Recorder {
         let mut tracker = Tracker::new(writer, arch, &out.meta.devices, filter);
         tracker.writeback_of_opened_files_only(self.pid_filtered);
         tracker.early_processes(std::mem::take(&mut self.early));
+        // This thread polls the ring: it and the writer run at the nice value asked for.
+        if let Some(nice) = self.nice {
+            nice_this_thread(nice)?;
+        }
         let sh = Arc::clone(&shared);
         let handle = std::thread::Builder::new()
             .name("iocap-writer".into())
             .spawn(move || {
+                // A thread starts at its creator's nice value: the poller's, set above.
                 tracker.snapshot();
                 write_loop(tracker, rx, &sh, out)
             })

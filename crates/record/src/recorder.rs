@@ -35,9 +35,19 @@ pub struct Recorder {
     block: bool,
     /// What was asked for and this kernel cannot record, one line each ([`Recorder::missing`]).
     missing: Vec<String>,
+    /// The nice value of the recorder's own threads ([`Recorder::set_nice`]).
+    pub(crate) nice: Option<i32>,
 }
 
 impl Recorder {
+    /// Run the recorder's own threads (ring poller and writer) at nice value `nice` once
+    /// [`Recorder::run`] starts (processes started before, a `-c` command, keep theirs).
+    /// Negative: on a host whose CPUs the traced work saturates, the recorder takes the CPU it
+    /// needs to keep up, so the traced work slows rather than events being dropped.
+    pub fn set_nice(&mut self, nice: i32) {
+        self.nice = Some(nice);
+    }
+
     /// Load and attach everything; from here on the kernel records.
     pub fn start(cfg: &Config) -> Result<Recorder, Error> {
         check_privileges()?;
@@ -181,6 +191,7 @@ impl Recorder {
             early,
             block,
             missing: support.missing,
+            nice: None,
         };
         for &pid in &cfg.pids {
             r.add_pid(pid)?;
@@ -264,4 +275,17 @@ pub(crate) fn set_backlog_max(skel: &mut IocapSkel<'static>, bytes: u64) {
         // sure it reaches the memory the BPF programs read.
         unsafe { std::ptr::write_volatile(&mut bss.backlog_max, bytes) };
     }
+}
+
+/// Set the calling thread's nice value (Linux's nice is per thread).
+pub(crate) fn nice_this_thread(nice: i32) -> Result<(), Error> {
+    // SAFETY: plain syscalls on this thread's own id.
+    let r = unsafe {
+        let tid = libc::gettid();
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice)
+    };
+    if r != 0 {
+        return Err(Error::Nice(nice, std::io::Error::last_os_error()));
+    }
+    Ok(())
 }
