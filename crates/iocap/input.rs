@@ -24,6 +24,10 @@ use iocap_format::Reader;
 use crate::stream::{self, Stream};
 use crate::{say, sides, UsageError};
 
+mod recording;
+
+pub use recording::open_recording;
+
 /// The capture argument every reading command takes: a file, or `-` and what it is saved as.
 #[derive(clap::Args, Debug)]
 pub struct Capture {

@@ -44,6 +44,10 @@ mod live;
 #[path = "ui/compare.rs"]
 mod compare;
 
+/// A recording of several files viewed as one.
+#[path = "ui/ring.rs"]
+mod ring;
+
 const START: u64 = 1_000_000_000;
 /// 2 s of events, one every 100 µs.
 const N: u64 = 20_000;
