@@ -113,7 +113,9 @@ impl<S: Source> Reader<S> {
         }
         for pair in files.windows(2) {
             let ((an, a), (bn, b)) = (&pair[0], &pair[1]);
-            if a.meta.host != b.meta.host || a.meta.boot_to_wall_ns.abs_diff(b.meta.boot_to_wall_ns) > SAME_BOOT_NS as u64 {
+            if a.meta.host != b.meta.host
+                || a.meta.boot_to_wall_ns.abs_diff(b.meta.boot_to_wall_ns) > SAME_BOOT_NS as u64
+            {
                 return Err(Error::NotOneRecording(format!(
                     "{an} and {bn} were not recorded on one host in one boot: they are not one recording \
                      (iocap report reads several recordings together)"
@@ -325,13 +327,19 @@ mod tests {
     fn files_of_other_boots_or_overlapping_are_refused() {
         let a = || file(1_000, 2_000, "a", 1, "/a", 1, 0);
         let overlapping = file(1_500, 3_000, "b", 2, "/b", 1, 0);
-        let e = Reader::join(vec![("a".into(), a()), ("b".into(), overlapping)], Vec::new()).err().unwrap();
+        let e = Reader::join(vec![("a".into(), a()), ("b".into(), overlapping)], Vec::new())
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("a and b overlap in time"), "{e}");
         let mut other_boot = file(5_000, 6_000, "b", 2, "/b", 1, 0);
         other_boot.meta.boot_to_wall_ns += 60_000_000_000;
-        let e = Reader::join(vec![("a".into(), a()), ("b".into(), other_boot)], Vec::new()).err().unwrap();
+        let e = Reader::join(vec![("a".into(), a()), ("b".into(), other_boot)], Vec::new())
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("not recorded on one host in one boot"), "{e}");
-        let e = Reader::join(Vec::<(String, Reader<Vec<u8>>)>::new(), Vec::new()).err().unwrap();
+        let e = Reader::join(Vec::<(String, Reader<Vec<u8>>)>::new(), Vec::new())
+            .err()
+            .unwrap();
         assert_eq!(e.to_string(), "no capture to read");
     }
 
@@ -355,7 +363,11 @@ mod tests {
         assert_eq!(joined.event_count(), 8);
         assert_eq!(names(&joined).len(), 8);
         // A damaged chunk of the second file is named with its file.
-        let one = Reader::join(vec![("a".into(), file(1_000, 2_000, "a", 1, "/a", 4, 0))], vec!["x".into()]).unwrap();
+        let one = Reader::join(
+            vec![("a".into(), file(1_000, 2_000, "a", 1, "/a", 4, 0))],
+            vec!["x".into()],
+        )
+        .unwrap();
         assert_eq!(one.file_count(), 1);
         assert_eq!(one.recovery(), Some("x"));
     }
