@@ -9,7 +9,7 @@
 //! `trace.cap3`). Only files of different hosts or boots, or overlapping in time, are refused
 //! (they are not one recording: `report` reads several together).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -44,14 +44,27 @@ pub fn open_recording(capture: &Capture, ring: &Ring) -> anyhow::Result<Option<R
     let mut opened: Vec<(PathBuf, Reader)> = Vec::new();
     let mut failed: HashSet<PathBuf> = HashSet::new();
     let mut seen = HashSet::new();
-    let mut queue: std::collections::VecDeque<PathBuf> = expand(&capture.file)?.into();
+    let named = expand(&capture.file)?;
+    // Every file the recording may take in, opened several at once; with `--ring`, the rest of
+    // the rotation each named file is of (the chain below decides which are read).
+    let mut candidates = named.clone();
+    if ring.ring {
+        for p in &named {
+            candidates.extend(rotation_after(p));
+        }
+    }
+    let mut seen_candidate = HashSet::new();
+    candidates.retain(|p| seen_candidate.insert(p.clone()));
+    let mut ready: HashMap<PathBuf, Result<Reader, iocap_format::Error>> =
+        candidates.iter().cloned().zip(Reader::open_each(&candidates)).collect();
+    let mut queue: std::collections::VecDeque<PathBuf> = named.into();
     while let Some(path) = queue.pop_front() {
         // Each file once (a ring that names itself ends).
         let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
         if !seen.insert(key) {
             continue;
         }
-        let next = match Reader::open(&path) {
+        let next = match ready.remove(&path).unwrap_or_else(|| Reader::open(&path)) {
             Ok(r) => {
                 let next = r.meta().next_path(&path);
                 opened.push((path.clone(), r));
@@ -109,16 +122,23 @@ fn shown(path: &Path) -> String {
 /// The first file of `path`'s rotation after it that its directory holds: `t.cap4` after
 /// `t.cap2` when `t.cap3` is gone.
 fn later_in_rotation(path: &Path) -> Option<PathBuf> {
-    let name = path.file_name()?.to_str()?;
+    rotation_after(path).into_iter().next()
+}
+
+/// The files of `path`'s rotation after it that its directory holds, in order: `t.cap3`,
+/// `t.cap4`, ... after `t.cap2` (none when the directory cannot be read).
+fn rotation_after(path: &Path) -> Vec<PathBuf> {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return Vec::new();
+    };
     let (stem, n, _) = rotation_order(name);
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let later = files_in(dir, |f| {
+    files_in(dir, |f| {
         let (s, m, _) = rotation_order(f);
         s == stem && m > n
     })
-    .ok()?;
-    later.into_iter().next()
+    .unwrap_or_default()
 }

@@ -11,7 +11,8 @@
 //! recording (`iocap_format::Reader::join`, as `iocap view DIR/` does) and prints: the time to
 //! the viewer's first frame (from the chunk summaries alone), a first answer of the whole
 //! ring with no filter, a zoom to one hour in its middle (a refilter of that window), then
-//! `proc.name=X` in that hour, and peak RSS (VmHWM) after each step. `report` on the ring is
+//! `proc.name=X` in that hour, and peak RSS (VmHWM) after each step (`RING_FIRST_ONLY=1`: only
+//! the first frame; `RING_SKIP_WHOLE=1`: no answer of the whole ring). `report` on the ring is
 //! the `iocap` binary's (`iocap report --ring DIR/ring.cap`), timed outside this bench.
 
 use std::path::{Path, PathBuf};
@@ -54,7 +55,7 @@ fn file_name(k: u64) -> String {
 }
 
 /// Write a ring of `n` events into `dir`.
-fn generate(dir: &Path, n: u64, per_file: u64) {
+fn generate(dir: &Path, n: u64, per_file: u64, chunk_events: usize) {
     std::fs::create_dir_all(dir).unwrap();
     let files = n.div_ceil(per_file).max(1);
     let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
@@ -64,7 +65,11 @@ fn generate(dir: &Path, n: u64, per_file: u64) {
         let mut m = meta(start);
         m.next_file = (k + 1 < files).then(|| file_name(k + 1));
         let path = dir.join(file_name(k));
-        let mut w = Writer::new(std::fs::File::create(&path).unwrap(), &m, WriterOptions::default()).unwrap();
+        let opts = WriterOptions {
+            chunk_events,
+            ..WriterOptions::default()
+        };
+        let mut w = Writer::new(std::fs::File::create(&path).unwrap(), &m, opts).unwrap();
         // 40 processes (5 of each name), each with 5 files open.
         let procs: Vec<(u32, u32)> = (0..40u32)
             .map(|p| {
@@ -150,7 +155,11 @@ fn main() {
             let dir = PathBuf::from(dir);
             assert!(!dir.join("ring.cap").exists(), "{} holds a ring already", dir.display());
             let t = Instant::now();
-            generate(&dir, n, per_file);
+            let chunk = std::env::var("RING_CHUNK")
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(WriterOptions::default().chunk_events);
+            generate(&dir, n, per_file, chunk);
             eprintln!("generated {n} events in {:.1?}", t.elapsed());
         }
         [dir] => measure(Path::new(dir)),
@@ -189,13 +198,13 @@ fn measure(dir: &Path) {
     let (w, h) = (200, 60);
     let t = Instant::now();
     let files = ring_files(dir);
-    let parts = files
+    // As `iocap view DIR/` opens them: several at once.
+    let parts: Vec<(String, Reader)> = files
         .iter()
-        .map(|p| {
-            let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            (name, Reader::open(p).unwrap())
-        })
+        .zip(Reader::open_each(&files))
+        .map(|(p, r)| (p.file_name().unwrap().to_string_lossy().into_owned(), r.unwrap()))
         .collect();
+    let read = t.elapsed();
     let reader = Arc::new(Reader::join(parts, Vec::new()).unwrap());
     let opened = t.elapsed();
     let cap = Capture::new(Arc::clone(&reader), dir);
@@ -222,11 +231,15 @@ fn measure(dir: &Path) {
         bytes as f64 / n as f64
     );
     println!(
-        "open {} files (headers, tables, indexes)  {:>8.1?}",
+        "open {} files (headers, tables, indexes)  {:>8.1?}  (of which joining {:.1?})",
         files.len(),
-        opened
+        opened,
+        opened - read
     );
     println!("first frame (summaries only)             {:>8.1?}  {}", first, memory());
+    if std::env::var_os("RING_FIRST_ONLY").is_some() {
+        return;
+    }
 
     let cancel = Cancel::default();
     let run = |q: &query::Query, cache: Option<&ColumnCache>| {
@@ -253,7 +266,7 @@ fn measure(dir: &Path) {
     // One hour in the middle of the ring, as the viewer's zoom shows it: the same rows over
     // an hour.
     const HOUR: u64 = 3_600_000_000_000;
-    let mid = reader.meta().start_ts + span / 2;
+    let mid = reader.meta().start_ts + span.max(HOUR) / 2;
     q.start = mid - HOUR / 2;
     q.interval = HOUR.div_ceil(q.rows as u64);
     q.whole = false;

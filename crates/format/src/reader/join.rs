@@ -18,7 +18,6 @@ use crate::columns::{Col, Columns};
 use crate::error::Error;
 use crate::live::Liveness;
 use crate::model::DropStats;
-use crate::reader::ChunkInfo;
 use crate::summary::ChunkSummary;
 
 /// How far apart two files' boot-to-wall offsets may be and still be of one boot: a recorder
@@ -88,6 +87,33 @@ fn shift(ids: &mut [u32], by: u32) {
 pub(super) fn part_at<S>(parts: &[Part<S>], off: u64) -> &Part<S> {
     let i = parts.partition_point(|p| p.base <= off).saturating_sub(1);
     &parts[i]
+}
+
+impl Reader<std::fs::File> {
+    /// Open every file of `paths` ([`Reader::open`]), several at once: a day's recording is
+    /// tens of files whose indexes are read before the first frame. The results are in the
+    /// order of `paths`.
+    pub fn open_each(paths: &[std::path::PathBuf]) -> Vec<Result<Reader<std::fs::File>, Error>> {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .clamp(1, paths.len().max(1));
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let mut out: Vec<Option<Result<Reader<std::fs::File>, Error>>> = paths.iter().map(|_| None).collect();
+        let done = std::sync::Mutex::new(&mut out);
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(path) = paths.get(i) else { break };
+                    let r = Reader::open(path);
+                    done.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[i] = Some(r);
+                });
+            }
+        });
+        out.into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(Error::NotOneRecording("not opened".into()))))
+            .collect()
+    }
 }
 
 impl<S: Source> Reader<S> {
@@ -167,7 +193,10 @@ impl<S: Source> Reader<S> {
         let mut parts = Vec::with_capacity(files.len());
         // Drops are counted from each file's start; the joined counts go on from the files before.
         let (mut drops_before, mut cpu_before) = (0u64, Vec::<u64>::new());
-        for (k, (name, r)) in files.into_iter().enumerate() {
+        joined
+            .chunks
+            .reserve_exact(files.iter().map(|(_, r)| r.chunks.len()).sum());
+        for (k, (name, mut r)) in files.into_iter().enumerate() {
             let base = joined.file_len;
             let shift = if k == 0 { (0, 0, 0) } else { joined.tables.max_ids() };
             let (s, p, f) = r.tables.max_ids();
@@ -180,14 +209,15 @@ impl<S: Source> Reader<S> {
             if k > 0 {
                 Arc::make_mut(&mut joined.tables).add_shifted(&r.tables, shift);
             }
-            joined.chunks.extend(r.chunks.iter().map(|c| {
-                let mut c = ChunkInfo {
-                    offset: base + c.offset,
-                    summary: c.summary.clone(),
-                };
-                c.summary.drops = c.summary.drops.saturating_add(drops_before);
-                c
-            }));
+            let own_drops = r.drops();
+            // Moved, not copied: a day's chunk list is tens of MB of summaries.
+            joined
+                .chunks
+                .extend(std::mem::take(&mut r.chunks).into_iter().map(|mut c| {
+                    c.offset += base;
+                    c.summary.drops = c.summary.drops.saturating_add(drops_before);
+                    c
+                }));
             for d in &r.drop_stats {
                 joined.drop_stats.push(DropStats {
                     ts: d.ts,
@@ -206,7 +236,7 @@ impl<S: Source> Reader<S> {
                 }
             }
             let part_drops_before = drops_before;
-            drops_before = drops_before.saturating_add(r.drops());
+            drops_before = drops_before.saturating_add(own_drops);
             joined.file_len = base.saturating_add(r.file_len);
             parts.push(Part {
                 name,
@@ -370,5 +400,25 @@ mod tests {
         .unwrap();
         assert_eq!(one.file_count(), 1);
         assert_eq!(one.recovery(), Some("x"));
+    }
+
+    #[test]
+    fn files_open_several_at_once_in_order() {
+        let dir = std::env::temp_dir().join(format!("iocap-open-each-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut paths = Vec::new();
+        for k in 0..5u64 {
+            let r = file(1_000 * (k + 1), 1_000 * (k + 2), "p", 1, "/f", k + 1, 0);
+            let mut bytes = vec![0; r.file_len as usize];
+            r.src.read_exact_at(&mut bytes, 0).unwrap();
+            let path = dir.join(format!("f{k}.cap"));
+            std::fs::write(&path, bytes).unwrap();
+            paths.push(path);
+        }
+        paths.insert(2, dir.join("missing.cap"));
+        let got = Reader::open_each(&paths);
+        std::fs::remove_dir_all(&dir).unwrap();
+        let counts: Vec<Option<u64>> = got.iter().map(|r| r.as_ref().ok().map(Reader::event_count)).collect();
+        assert_eq!(counts, [Some(1), Some(2), None, Some(3), Some(4), Some(5)]);
     }
 }
