@@ -64,16 +64,16 @@ pub fn open_recording(capture: &Capture, ring: &Ring) -> anyhow::Result<Option<R
         if !seen.insert(key) {
             continue;
         }
-        let next = match ready.remove(&path).unwrap_or_else(|| Reader::open(&path)) {
+        let (next, unreadable) = match ready.remove(&path).unwrap_or_else(|| Reader::open(&path)) {
             Ok(r) => {
                 let next = r.meta().next_path(&path);
                 opened.push((path.clone(), r));
-                next
+                (next, false)
             }
             Err(e) => {
                 notes.push(format!("{} could not be read ({e})", shown(&path)));
                 failed.insert(path.clone());
-                None
+                (None, true)
             }
         };
         if ring.ring {
@@ -81,7 +81,9 @@ pub fn open_recording(capture: &Capture, ring: &Ring) -> anyhow::Result<Option<R
             // of the rotation that is there.
             let after = match next {
                 Some(n) if n.exists() => Some(n),
-                n => later_in_rotation(n.as_deref().unwrap_or(&path)),
+                Some(n) => later_in_rotation(&n),
+                None if unreadable => later_in_rotation(&path),
+                None => None,
             };
             queue.extend(after);
         }
@@ -115,13 +117,13 @@ pub fn open_recording(capture: &Capture, ring: &Ring) -> anyhow::Result<Option<R
 }
 
 /// A file's name as said in a note: its name in its directory, escaped.
-fn shown(path: &Path) -> String {
+pub(super) fn shown(path: &Path) -> String {
     escape(path.file_name().unwrap_or(path.as_os_str()).as_encoded_bytes())
 }
 
 /// The first file of `path`'s rotation after it that its directory holds: `t.cap4` after
 /// `t.cap2` when `t.cap3` is gone.
-fn later_in_rotation(path: &Path) -> Option<PathBuf> {
+pub(super) fn later_in_rotation(path: &Path) -> Option<PathBuf> {
     rotation_after(path).into_iter().next()
 }
 
