@@ -335,6 +335,43 @@ fn a_ring_is_read_from_its_first_file_with_ring() {
     );
 }
 
+/// `--ring` past a file gone from the middle of a rotation: it says so on stderr and goes on
+/// with the next file of the rotation there; an unreadable one fails, naming it.
+#[test]
+fn a_ring_missing_a_file_says_so_and_reads_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng::new(9);
+    let names = ["ring.cap", "ring.cap1", "ring.cap2", "ring.cap3"];
+    for (i, name) in names.iter().enumerate() {
+        let start = 1_000_000_000 * (i as u64 + 1);
+        let m = Meta {
+            next_file: names.get(i + 1).map(|n| n.to_string()),
+            ..meta(start)
+        };
+        write(&dir.path().join(name), &m, &calls(&mut rng, start, 3 + i as u64));
+    }
+    std::fs::remove_file(dir.path().join("ring.cap1")).unwrap();
+    let first = dir.path().join("ring.cap");
+    let (code, out, err) = run(&["report", s(&first), "--ring", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (v["total"].as_u64(), v["captures"].as_u64()),
+        (Some(3 + 5 + 6), Some(3))
+    );
+    assert!(
+        err.contains("iocap: ring.cap1 is missing (after ring.cap): going on with ring.cap2"),
+        "{err}"
+    );
+    std::fs::write(dir.path().join("ring.cap1"), b"not a capture").unwrap();
+    let (code, _, err) = run(&["report", s(&first), "--ring"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("ring.cap1") && err.contains("not an iocap capture"),
+        "{err}"
+    );
+}
+
 #[test]
 fn info_of_several_has_a_block_each_and_totals() {
     let dir = tempfile::tempdir().unwrap();

@@ -123,9 +123,9 @@ fn paths_that_are_not_files_are_refused_at_once() {
             let out = child.wait_with_output().unwrap();
             let err = String::from_utf8_lossy(&out.stderr);
             assert!(!hung, "{cmd} {path} hung");
-            // A directory is a set of captures to the commands that read several (#17): this
-            // one holds none.
-            let (code, says) = if cmd != "view" && path == dir.path().to_str().unwrap() {
+            // A directory is a set of captures to the commands that read several (#17) and to
+            // the viewer, one recording (#19): this one holds none.
+            let (code, says) = if path == dir.path().to_str().unwrap() {
                 (2, "no capture in the directory")
             } else {
                 (1, says)

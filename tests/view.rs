@@ -826,3 +826,112 @@ fn view_compares_in_small_windows() {
         quit_cleanly(&t);
     }
 }
+
+/// A ring of three files in `dir`, `r.cap`, `r.cap1`, `r.cap2`, each naming the next, 1 s of
+/// boot time each: postgres's and fio's calls (`k + 2` hundred and `k + 1` hundred in file
+/// `k`), the two entered in another order in each file, so their table ids differ.
+fn ring_of_three(dir: &Path) -> Vec<PathBuf> {
+    let names = ["r.cap", "r.cap1", "r.cap2"];
+    let mut paths = Vec::new();
+    for (k, name) in names.iter().enumerate() {
+        let start = 1_000_000_000 * (k as u64 + 1);
+        let meta = iocap_format::Meta {
+            next_file: names.get(k + 1).map(|n| n.to_string()),
+            ..iocap_testkit::meta(start)
+        };
+        let path = dir.join(name);
+        let mut w = iocap_testkit::create(&path, &meta, 64, 1);
+        let (pg, fio) = if k == 1 {
+            let fio = iocap_testkit::add_proc(&mut w, 100, 1, b"fio");
+            (iocap_testkit::add_proc(&mut w, 200, 1, b"postgres"), fio)
+        } else {
+            (
+                iocap_testkit::add_proc(&mut w, 200, 1, b"postgres"),
+                iocap_testkit::add_proc(&mut w, 100, 1, b"fio"),
+            )
+        };
+        let (n_pg, n_fio) = (100 * (k as u64 + 2), 100 * (k as u64 + 1));
+        for i in 0..n_pg + n_fio {
+            // fio's calls every other one until they are all made.
+            let (pid, proc, latency) = if i % 2 == 1 && i / 2 < n_fio {
+                (100, fio, FIO_LATENCY)
+            } else {
+                (200, pg, PG_LATENCY)
+            };
+            let e = iocap_format::Event {
+                proc,
+                ..iocap_format::Event::syscall(start + i * 1_000_000, latency, pid, pid, 0, 0)
+            };
+            w.push(&e).unwrap();
+        }
+        w.finish(start + 1_000_000_000).unwrap();
+        paths.push(path);
+    }
+    paths
+}
+
+/// `report --ring --json` of the ring from `first` under `filter`: matched and total.
+fn report_ring(first: &Path, filter: &str) -> (u64, u64) {
+    let (code, out, err) = crate::util::run(&["report", first.to_str().unwrap(), "--ring", filter, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    (json["matched"].as_u64().unwrap(), json["total"].as_u64().unwrap())
+}
+
+/// The viewer on `what` (a directory, or a file and `--ring`) with `filter`, in a 200×30
+/// window: waits for the first answer and returns its counts and screen, then quits.
+fn view_recording(test: &str, what: &str, state: &Path, filter: &str) -> ((u64, u64), String) {
+    let cmd = format!(
+        "env XDG_STATE_HOME='{}' '{}' view {what} {filter}",
+        state.display(),
+        env!("CARGO_BIN_EXE_iocap"),
+    );
+    let t = start_command(test, &cmd, (200, 30));
+    let s = t.wait_for("the first answer", |s| counts(s).is_some() && !s.contains("scanning"));
+    let got = counts(&s).unwrap();
+    quit_cleanly(&t);
+    (got, s)
+}
+
+/// `iocap view DIR/` and `iocap view FILE --ring` show a rotation's files as one recording,
+/// counting what `report --ring` counts; a file missing from its middle is named on the status
+/// line and the files after it are still shown; so is one that cannot be read.
+#[test]
+fn view_shows_a_recording_of_several_files_as_one() {
+    let _running = crate::util::machine_shared();
+    if !tmux_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ring = dir.path().join("ring");
+    std::fs::create_dir(&ring).unwrap();
+    let files = ring_of_three(&ring);
+    let state = dir.path().join("state");
+    let filter = "proc.name=postgres";
+    let want = report_ring(&files[0], filter);
+    assert_eq!(want, (900, 1500));
+    let dir_arg = format!("'{}/'", ring.display());
+    let ring_arg = format!("'{}' --ring", files[0].display());
+    let (got, s) = view_recording("ring-dir", &dir_arg, &state, filter);
+    assert_eq!(got, want, "{s}");
+    assert!(s.contains("(3 files)"), "{s}");
+    let (got, _) = view_recording("ring-follow", &ring_arg, &state, filter);
+    assert_eq!(got, want);
+
+    // The middle file gone: the first and last files' events, and the gap said.
+    std::fs::remove_file(&files[1]).unwrap();
+    let rest = (200 + 400, 300 + 700);
+    for (test, arg) in [("gap-dir", &dir_arg), ("gap-follow", &ring_arg)] {
+        let (got, s) = view_recording(test, arg, &state, filter);
+        assert_eq!(got, rest, "{test}: {s}");
+        assert!(s.contains("recording: r.cap1 is missing (after r.cap)"), "{test}: {s}");
+    }
+    // Back, but not a capture: said as unreadable.
+    std::fs::write(&files[1], b"not a capture at all").unwrap();
+    let (got, s) = view_recording("unreadable", &dir_arg, &state, filter);
+    assert_eq!(got, rest, "{s}");
+    assert!(
+        s.contains("recording: r.cap1 could not be read (not an iocap capture"),
+        "{s}"
+    );
+}

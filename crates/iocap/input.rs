@@ -24,6 +24,10 @@ use iocap_format::Reader;
 use crate::stream::{self, Stream};
 use crate::{say, sides, UsageError};
 
+mod recording;
+
+pub use recording::open_recording;
+
 /// The capture argument every reading command takes: a file, or `-` and what it is saved as.
 #[derive(clap::Args, Debug)]
 pub struct Capture {
@@ -428,8 +432,22 @@ pub fn open_fleet(capture: &Capture, words: &[String], ring: &Ring, whole: bool)
         };
         let reader = one.open(whole)?.reader;
         if ring.ring {
-            if let Some(next) = reader.meta().next_path(&path).filter(|p| p.exists()) {
-                queue.push_front(next);
+            match reader.meta().next_path(&path) {
+                Some(next) if next.exists() => queue.push_front(next),
+                // Past a file gone from the middle, the next file of the rotation there (the
+                // last file names one its recorder had not begun: none is there).
+                Some(missing) => {
+                    if let Some(later) = recording::later_in_rotation(&missing) {
+                        say(format_args!(
+                            "iocap: {} is missing (after {}): going on with {}",
+                            recording::shown(&missing),
+                            recording::shown(&path),
+                            recording::shown(&later)
+                        ));
+                        queue.push_front(later);
+                    }
+                }
+                None => {}
             }
         }
         readers.push(reader);

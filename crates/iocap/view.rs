@@ -1,6 +1,8 @@
 //! `iocap view`: the terminal viewer (crate `iocap-tui`) on a capture, a file or `-`; one
 //! being recorded is followed as it grows. `iocap view a.cap b.cap [FILTER]` compares two:
 //! the second word is a capture when it names something that exists (no filter word does).
+//! A whole recording of several files, a directory (`iocap view caps/`) or a rotation from
+//! one of its files (`--ring`), is viewed as one capture ([`input::open_recording`]).
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -13,6 +15,7 @@ use crate::{input, sides, UsageError};
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
 One capture:         iocap view trace.cap proc.name=postgres and latency>1ms
+A whole rotation:    iocap view caps/   or   iocap view caps/trace.cap --ring
 Two, compared:       iocap view before.cap after.cap evt.type=fsync
 (On one capture, p pins the filter as side A and the filter bar edits side B.)")]
 pub struct Args {
@@ -27,9 +30,24 @@ pub struct Args {
     /// followed without it.
     #[arg(short = 'f', long)]
     follow: bool,
+    #[command(flatten)]
+    ring: input::Ring,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if let Some(rec) = input::open_recording(&args.capture, &args.ring)? {
+        if args.filter.first().is_some_and(|w| sides::names_a_capture(w)) {
+            return Err(UsageError("a recording of several files is viewed alone, not compared".into()).into());
+        }
+        if args.follow {
+            return Err(
+                UsageError("-f follows one capture: view the recording's newest file to follow it".into()).into(),
+            );
+        }
+        let filter = checked(&args.filter.join(" "), &rec.reader)?;
+        terminal_needed()?;
+        return iocap_tui::run(Path::new(&rec.name), rec.reader, filter).context("terminal");
+    }
     let opened = args.capture.open(false)?;
     let mut r = opened.reader;
     // A second capture, compared with the first: a word after it that names something that

@@ -14,6 +14,10 @@ pub enum Error {
     /// the chain says it twice ("Permission denied: Permission denied").
     #[error(transparent)]
     Io(#[from] io::Error),
+    /// Captures that cannot be read as one recording ([`crate::Reader::join`]): none, files of
+    /// different hosts or boots, or files overlapping in time.
+    #[error("{0}")]
+    NotOneRecording(String),
     /// The bytes are not an iocap capture at all.
     #[error("not an iocap capture: {0}")]
     NotACapture(&'static str),

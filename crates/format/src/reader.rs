@@ -16,6 +16,8 @@ use crate::summary::ChunkSummary;
 use crate::tables::{table_budget, TableError, Tables};
 use crate::varint::Cursor;
 
+mod join;
+
 /// Bytes that can be read at any offset from several threads at once.
 pub trait Source: Send + Sync {
     /// Fill `buf` from `offset`; an `UnexpectedEof` error when the source ends first.
@@ -161,6 +163,9 @@ pub struct Reader<S: Source = File> {
     recovery: Option<String>,
     /// Taken for a file still being written whatever its lock says ([`Reader::assume_writer`]).
     assume_writer: bool,
+    /// For several files read as one ([`Reader::join`]): where each file's chunks are, and
+    /// how its table ids were moved. `None` for one file, read from `src`.
+    parts: Option<Arc<[join::Part<S>]>>,
 }
 
 impl<S: Source> Clone for Reader<S> {
@@ -178,6 +183,7 @@ impl<S: Source> Clone for Reader<S> {
             liveness: self.liveness,
             recovery: self.recovery.clone(),
             assume_writer: self.assume_writer,
+            parts: self.parts.clone(),
         }
     }
 }
@@ -297,6 +303,7 @@ impl<S: Source> Reader<S> {
             liveness: Liveness::Finished,
             recovery: None,
             assume_writer: false,
+            parts: None,
         };
         let mut dec = ChunkDecoder::new();
         r.read_header(&mut dec)?;
@@ -394,7 +401,11 @@ impl<S: Source> Reader<S> {
     /// Whether `other` reads the same source: a clone of this reader (a snapshot of the same
     /// capture, perhaps refreshed since), whose chunk indices mean the same chunks.
     pub fn same_source(&self, other: &Reader<S>) -> bool {
-        Arc::ptr_eq(&self.src, &other.src)
+        match (&self.parts, &other.parts) {
+            (None, None) => Arc::ptr_eq(&self.src, &other.src),
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
     }
 
     /// How far the file is from finished: [`Liveness::Live`] while a recorder writes it, as
@@ -488,23 +499,15 @@ impl<S: Source> Reader<S> {
             .chunks
             .get(i)
             .ok_or_else(|| Error::corrupt(0, format!("no chunk {i}")))?;
-        let off = info.offset;
-        let h = self
-            .frame_header(off)?
-            .ok_or_else(|| Error::corrupt(off, "no chunk frame here"))?;
-        self.read_payload(off, &h, &mut dec.payload)?;
-        if h.kind != Kind::Chunk as u16 {
-            return Err(Error::corrupt(off, "not a chunk frame"));
-        }
-        decode_chunk(
-            &dec.payload,
-            off,
-            &info.summary,
-            want,
-            &mut dec.col_unpacker,
-            &mut dec.body,
-            cols,
-        )
+        let Some(parts) = &self.parts else {
+            return read_chunk_in(&*self.src, self.file_len, info.offset, &info.summary, want, dec, cols);
+        };
+        let part = join::part_at(parts, info.offset);
+        let own = part.own_summary(&info.summary);
+        read_chunk_in(&*part.src, part.len, info.offset - part.base, &own, want, dec, cols)
+            .map_err(|e| part.name_in(e))?;
+        part.shift_ids(cols);
+        Ok(())
     }
 
     /// Every event in file order (a convenience for tools and tests; viewers decode chunks).
@@ -531,27 +534,12 @@ impl<S: Source> Reader<S> {
     }
 
     fn frame_header(&self, off: u64) -> Result<Option<FrameHeader>, Error> {
-        if off.saturating_add(FRAME_HEADER_LEN as u64) > self.file_len {
-            return Ok(None);
-        }
-        let mut b = [0u8; FRAME_HEADER_LEN];
-        self.src.read_exact_at(&mut b, off)?;
-        Ok(FrameHeader::parse(&b))
+        frame_header_in(&*self.src, self.file_len, off)
     }
 
     /// Read and verify the payload of the frame at `off`.
     fn read_payload(&self, off: u64, h: &FrameHeader, buf: &mut Vec<u8>) -> Result<(), Error> {
-        let start = off + FRAME_HEADER_LEN as u64;
-        if start + u64::from(h.len) > self.file_len {
-            return Err(Error::corrupt(off, "frame runs past the end of the file"));
-        }
-        buf.clear();
-        buf.resize(h.len as usize, 0);
-        self.src.read_exact_at(buf, start)?;
-        if !h.verify(buf) {
-            return Err(Error::corrupt(off, "checksum mismatch"));
-        }
-        Ok(())
+        read_payload_in(&*self.src, self.file_len, off, h, buf)
     }
 
     fn read_header(&mut self, dec: &mut ChunkDecoder) -> Result<(), Error> {
@@ -882,6 +870,65 @@ impl Index {
 fn chunk_summary(cur: &mut Cursor<'_>) -> Option<ChunkSummary> {
     let head = cur.len_bytes()?;
     ChunkSummary::decode(&mut Cursor::new(head))
+}
+
+/// The frame header at `off` of `src`, whose first `file_len` bytes are read: `None` when
+/// no header fits there or the bytes are not one.
+fn frame_header_in<S: Source + ?Sized>(src: &S, file_len: u64, off: u64) -> Result<Option<FrameHeader>, Error> {
+    if off.saturating_add(FRAME_HEADER_LEN as u64) > file_len {
+        return Ok(None);
+    }
+    let mut b = [0u8; FRAME_HEADER_LEN];
+    src.read_exact_at(&mut b, off)?;
+    Ok(FrameHeader::parse(&b))
+}
+
+/// Read and verify the payload of the frame at `off` of `src` (headed `h`) into `buf`.
+fn read_payload_in<S: Source + ?Sized>(
+    src: &S,
+    file_len: u64,
+    off: u64,
+    h: &FrameHeader,
+    buf: &mut Vec<u8>,
+) -> Result<(), Error> {
+    let start = off + FRAME_HEADER_LEN as u64;
+    if start + u64::from(h.len) > file_len {
+        return Err(Error::corrupt(off, "frame runs past the end of the file"));
+    }
+    buf.clear();
+    buf.resize(h.len as usize, 0);
+    src.read_exact_at(buf, start)?;
+    if !h.verify(buf) {
+        return Err(Error::corrupt(off, "checksum mismatch"));
+    }
+    Ok(())
+}
+
+/// Decode the chunk frame at `off` of `src` (its index's summary `summary`) into `cols`, only
+/// the columns in `want`.
+fn read_chunk_in<S: Source + ?Sized>(
+    src: &S,
+    file_len: u64,
+    off: u64,
+    summary: &ChunkSummary,
+    want: ColSet,
+    dec: &mut ChunkDecoder,
+    cols: &mut Columns,
+) -> Result<(), Error> {
+    let h = frame_header_in(src, file_len, off)?.ok_or_else(|| Error::corrupt(off, "no chunk frame here"))?;
+    read_payload_in(src, file_len, off, &h, &mut dec.payload)?;
+    if h.kind != Kind::Chunk as u16 {
+        return Err(Error::corrupt(off, "not a chunk frame"));
+    }
+    decode_chunk(
+        &dec.payload,
+        off,
+        summary,
+        want,
+        &mut dec.col_unpacker,
+        &mut dec.body,
+        cols,
+    )
 }
 
 /// Decode a verified chunk payload; `expected` is its summary as the index (or scan) gave it.

@@ -183,6 +183,52 @@ impl Tables {
         self.strings.len()
     }
 
+    /// The largest string, process and file ids in use (0 where none).
+    pub(crate) fn max_ids(&self) -> (u32, u32, u32) {
+        (
+            self.strings.keys().copied().max().unwrap_or(0),
+            self.procs.iter().map(|p| p.id).max().unwrap_or(0),
+            self.files.iter().map(|f| f.id).max().unwrap_or(0),
+        )
+    }
+
+    /// Add every entry of `other` with its ids moved up by `shift` (strings, processes,
+    /// files), so they clash with none of these; devices are merged by number (one host's).
+    /// The caller checks that the moved ids fit ([`Tables::max_ids`]). What `other` used and
+    /// may use is added to the budget.
+    pub(crate) fn add_shifted(&mut self, other: &Tables, shift: (u32, u32, u32)) {
+        let (s, p, f) = shift;
+        let moved = |id: StrId| if id == 0 { 0 } else { id + s };
+        for (&id, text) in &other.strings {
+            self.strings.insert(moved(id), text.clone());
+        }
+        for e in &other.procs {
+            self.add_proc(ProcEntry {
+                id: e.id + p,
+                name: moved(e.name),
+                exe: moved(e.exe),
+                cmdline: moved(e.cmdline),
+                user: moved(e.user),
+                cgroup: moved(e.cgroup),
+                ..e.clone()
+            });
+        }
+        for e in &other.files {
+            self.add_file(FileEntry {
+                id: e.id + f,
+                name: moved(e.name),
+                ..e.clone()
+            });
+        }
+        for d in &other.devices {
+            if self.device_name(d.dev).is_none() {
+                self.add_device(d.clone());
+            }
+        }
+        self.budget = self.budget.saturating_add(other.budget);
+        self.used = self.used.saturating_add(other.used);
+    }
+
     /// Add (or rename) a device. By an index, like processes and files: the budget lets a
     /// file hold a million devices, which a search per insert would make quadratic.
     pub(crate) fn add_device(&mut self, d: Device) {

@@ -162,7 +162,6 @@ fn latency(rate: u64, secs: u64) {
     let (tx, rx) = channel::<Msg>();
     let worker = Worker::spawn(tx.clone(), Msg::Reply, Msg::OtherReply).unwrap();
     worker::follow(&reader, &path, tx.clone(), Msg::Reply).unwrap();
-    event_loop::hand_over(first, &worker);
 
     // Every `every`-th event: its index and when it was pushed.
     let every = (rate / 100).max(1);
@@ -203,7 +202,7 @@ fn latency(rate: u64, secs: u64) {
     let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
     // (When each frame was done, events its answer counts.)
     let mut frames: Vec<(Instant, u64)> = Vec::new();
-    event_loop::run(&mut app, &rx, &worker, |app| {
+    event_loop::run(&mut app, &rx, &worker, first, |app| {
         term.draw(|f| ui::render(app, f)).unwrap();
         frames.push((Instant::now(), app.answer.as_ref().map_or(0, |a| a.matched)));
         Ok(())

@@ -259,6 +259,9 @@ impl App {
 
     /// Events the recorder lost during the view.
     pub fn drops_in_view(&self) -> u64 {
+        if self.cap.drops == 0 {
+            return 0;
+        }
         iocap_analysis::drops::between(&self.cap.reader, self.view.start, self.view_end())
     }
 

@@ -24,6 +24,10 @@ pub struct Capture {
     pub last: u64,
     /// Events in the capture, by its index.
     pub total: u64,
+    /// Events the kernel dropped while recording it ([`Reader::drops`]): when none, no view
+    /// needs its drops counted (a count that walks every chunk summary of a day's recording
+    /// at each frame).
+    pub drops: u64,
     /// Whether a recorder is still writing it, had finished it, or died ([`Reader::liveness`]).
     pub liveness: Liveness,
 }
@@ -47,6 +51,7 @@ impl Capture {
         let last = reader.chunks().iter().map(|c| c.summary.max_ts).max().unwrap_or(start);
         let total = reader.event_count();
         Capture {
+            drops: reader.drops(),
             liveness: reader.liveness(),
             reader,
             name,

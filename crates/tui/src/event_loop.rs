@@ -32,21 +32,25 @@ pub enum Msg {
     OtherReply(Reply),
 }
 
-/// Draw with `draw`, then wait for messages and hand them to `app`, until it quits or every
-/// sender is gone.
+/// Draw with `draw`, then hand the workers `first` (what the app asked when made), then wait
+/// for messages and hand them to `app`, until it quits or every sender is gone. The first
+/// frame is drawn before any scan begins: it comes from the index alone, and a scan of a day's
+/// recording would take every core from it.
 pub fn run(
     app: &mut App,
     rx: &Receiver<Msg>,
     worker: &Worker,
+    first: Effects,
     mut draw: impl FnMut(&App) -> io::Result<()>,
 ) -> io::Result<()> {
     let mut last_tick = Instant::now();
+    draw(app)?;
+    hand_over(first, worker);
     while !app.quit {
-        draw(app)?;
         // Block for one message, then take everything already waiting before drawing again,
         // so a burst of keys or a fast worker costs one frame.
-        let Ok(first) = rx.recv() else { break };
-        for msg in std::iter::once(first).chain(rx.try_iter()) {
+        let Ok(msg) = rx.recv() else { break };
+        for msg in std::iter::once(msg).chain(rx.try_iter()) {
             let action = match msg {
                 Msg::Input(CtEvent::Key(k)) => keys::key(app, k),
                 Msg::Input(CtEvent::Mouse(m)) => keys::mouse(m),
@@ -64,6 +68,9 @@ pub fn run(
             if let Some(a) = action {
                 hand_over(app.update(a), worker);
             }
+        }
+        if !app.quit {
+            draw(app)?;
         }
     }
     Ok(())

@@ -126,8 +126,7 @@ fn run_app(
     let worker = worker::Worker::spawn(tx.clone(), Msg::Reply, Msg::OtherReply)?;
     worker::follow(&reader, path, tx.clone(), Msg::Reply)?;
     event_loop::spawn_input(tx);
-    event_loop::hand_over(first, &worker);
-    let ran = event_loop::run(&mut app, &rx, &worker, |app| {
+    let ran = event_loop::run(&mut app, &rx, &worker, first, |app| {
         if told() {
             return Err(io::Error::new(io::ErrorKind::Interrupted, "told to quit"));
         }

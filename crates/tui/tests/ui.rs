@@ -44,6 +44,10 @@ mod live;
 #[path = "ui/compare.rs"]
 mod compare;
 
+/// A recording of several files viewed as one.
+#[path = "ui/ring.rs"]
+mod ring;
+
 const START: u64 = 1_000_000_000;
 /// 2 s of events, one every 100 µs.
 const N: u64 = 20_000;
@@ -1886,4 +1890,40 @@ fn a_narrow_comparison_line_keeps_both_names() {
             "{w} columns"
         );
     }
+}
+
+/// Set when the worker of [`the_first_frame_is_drawn_before_the_worker_scans`] replies.
+static REPLIED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn mark_reply(r: Reply) -> iocap_tui::event_loop::Msg {
+    REPLIED.store(true, Ordering::SeqCst);
+    iocap_tui::event_loop::Msg::Reply(r)
+}
+
+/// The first frame is the index's alone: the worker is asked its first question only once it
+/// is drawn, so no scan takes the CPU from it (on a day's recording, the first question
+/// scans billions of events, on every core).
+#[test]
+fn the_first_frame_is_drawn_before_the_worker_scans() {
+    use iocap_tui::event_loop::{self, Msg};
+    let (_dir, mut app, first) = app(80, 24, "");
+    let (tx, rx) = std::sync::mpsc::channel::<Msg>();
+    let worker = iocap_tui::worker::Worker::spawn(tx.clone(), mark_reply, Msg::OtherReply).unwrap();
+    let mut frames = 0;
+    event_loop::run(&mut app, &rx, &worker, first, |_| {
+        frames += 1;
+        if frames == 1 {
+            // Time for a worker already asked to answer this small capture.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            assert!(
+                !REPLIED.load(Ordering::SeqCst),
+                "the worker scanned before the first frame was drawn"
+            );
+            let q = KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE);
+            tx.send(Msg::Input(crossterm::event::Event::Key(q))).unwrap();
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert!(frames >= 1);
 }

@@ -62,8 +62,14 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     }
     if let Some(why) = app.cap.reader.recovery() {
         // A file the recorder never finished (killed, full disk) or that was damaged since:
-        // what is shown is what could be read back.
-        spans.push(Span::styled(format!(" │ unfinished file, recovered: {why}"), t.error()));
+        // what is shown is what could be read back. Of a recording of several files, which
+        // files were missing, unreadable or recovered, each named.
+        let what = if app.cap.reader.file_count() > 1 {
+            "recording"
+        } else {
+            "unfinished file, recovered"
+        };
+        spans.push(Span::styled(format!(" │ {what}: {why}"), t.error()));
     }
     if let Some(n) = &app.note {
         spans.push(Span::styled(format!(" │ {n}"), t.error()));
