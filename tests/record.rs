@@ -1091,7 +1091,10 @@ fn nice_applies_to_the_recorder_s_threads_not_to_the_command() {
     // This test's own nice value, which the recorder and so its command started with.
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
     let ours = stat.rsplit(')').next().unwrap().split(' ').nth(17).unwrap().to_string();
-    assert!(nice.contains(&("command", ours.as_str())), "the command keeps {ours}: {stdout}");
+    assert!(
+        nice.contains(&("command", ours.as_str())),
+        "the command keeps {ours}: {stdout}"
+    );
     // Out of range: a usage error before anything is recorded.
     let out = iocap()
         .args(["record", "--nice", "-21", "-w", cap.to_str().unwrap(), "-c", "true"])
