@@ -303,19 +303,24 @@ fn a_directory_and_a_quoted_pattern_name_captures() {
     assert_eq!(json(&["report", s(&y), &x, "--json"])["total"], 16);
 }
 
-#[test]
-fn a_ring_is_read_from_its_first_file_with_ring() {
-    let dir = tempfile::tempdir().unwrap();
+/// A rotation of files `names` in `dir`: file `i` starts at `i + 1` s, holds `3 + i` calls and
+/// names the next one in its header.
+fn write_ring(dir: &Path, names: &[&str]) {
     let mut rng = Rng::new(9);
-    let names = ["ring.cap", "ring.cap1", "ring.cap2"];
     for (i, name) in names.iter().enumerate() {
         let start = 1_000_000_000 * (i as u64 + 1);
         let m = Meta {
             next_file: names.get(i + 1).map(|n| n.to_string()),
             ..meta(start)
         };
-        write(&dir.path().join(name), &m, &calls(&mut rng, start, 3 + i as u64));
+        write(&dir.join(name), &m, &calls(&mut rng, start, 3 + i as u64));
     }
+}
+
+#[test]
+fn a_ring_is_read_from_its_first_file_with_ring() {
+    let dir = tempfile::tempdir().unwrap();
+    write_ring(dir.path(), &["ring.cap", "ring.cap1", "ring.cap2"]);
     let first = dir.path().join("ring.cap");
     assert_eq!(
         json(&["report", s(&first), "--json"])["total"],
@@ -340,16 +345,7 @@ fn a_ring_is_read_from_its_first_file_with_ring() {
 #[test]
 fn a_ring_missing_a_file_says_so_and_reads_the_rest() {
     let dir = tempfile::tempdir().unwrap();
-    let mut rng = Rng::new(9);
-    let names = ["ring.cap", "ring.cap1", "ring.cap2", "ring.cap3"];
-    for (i, name) in names.iter().enumerate() {
-        let start = 1_000_000_000 * (i as u64 + 1);
-        let m = Meta {
-            next_file: names.get(i + 1).map(|n| n.to_string()),
-            ..meta(start)
-        };
-        write(&dir.path().join(name), &m, &calls(&mut rng, start, 3 + i as u64));
-    }
+    write_ring(dir.path(), &["ring.cap", "ring.cap1", "ring.cap2", "ring.cap3"]);
     std::fs::remove_file(dir.path().join("ring.cap1")).unwrap();
     let first = dir.path().join("ring.cap");
     let (code, out, err) = run(&["report", s(&first), "--ring", "--json"]);

@@ -34,6 +34,9 @@ use ratatui::backend::TestBackend;
 use ratatui::layout::Rect;
 use ratatui::Terminal;
 
+mod common;
+use common::rss_kb;
+
 /// Events in one file of the ring by default: 10^8, about 550 MB and 17 minutes of capture
 /// time at 10^5 events/s (as `record -C 550M` would cut it).
 const PER_FILE: u64 = 100_000_000;
@@ -46,6 +49,7 @@ const T0: u64 = 1_000_000_000;
 const NAMES: [&str; 8] = ["postgres", "fio", "nginx", "java", "rsyslogd", "sshd", "cron", "node"];
 
 /// The name of file `k` of the ring: `ring.cap`, then `ring.cap1`, ...
+
 fn file_name(k: u64) -> String {
     if k == 0 {
         "ring.cap".into()
@@ -130,17 +134,6 @@ fn generate(dir: &Path, n: u64, per_file: u64, chunk_events: usize) {
             std::fs::metadata(&path).unwrap().len() >> 20
         );
     }
-}
-
-fn rss_kb(key: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(key))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 fn main() {

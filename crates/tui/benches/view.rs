@@ -31,6 +31,9 @@ use ratatui::backend::TestBackend;
 use ratatui::layout::Rect;
 use ratatui::Terminal;
 
+mod common;
+use common::rss_kb;
+
 fn generate(path: &Path, n: u64) {
     let meta = bare_meta(1_000_000_000, VDA);
     let mut w = Writer::new(std::fs::File::create(path).unwrap(), &meta, WriterOptions::default()).unwrap();
@@ -68,17 +71,6 @@ fn generate(path: &Path, n: u64) {
         w.push(&e).unwrap();
     }
     w.finish(1_000_000_000 + n * 1_000).unwrap();
-}
-
-fn rss_kb(key: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(key))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 fn main() {
