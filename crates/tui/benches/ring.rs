@@ -49,7 +49,6 @@ const T0: u64 = 1_000_000_000;
 const NAMES: [&str; 8] = ["postgres", "fio", "nginx", "java", "rsyslogd", "sshd", "cron", "node"];
 
 /// The name of file `k` of the ring: `ring.cap`, then `ring.cap1`, ...
-
 fn file_name(k: u64) -> String {
     if k == 0 {
         "ring.cap".into()
