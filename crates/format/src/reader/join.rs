@@ -76,10 +76,11 @@ impl<S> Part<S> {
     }
 }
 
-/// Add `by` to every id but 0 (none).
+/// Add `by` to every id but 0 (none). An id past its file's tables (a damaged or hostile
+/// chunk's) stays past every table, at most `u32::MAX`: it names no entry, as in its file.
 fn shift(ids: &mut [u32], by: u32) {
     for id in ids.iter_mut().filter(|id| **id != 0) {
-        *id += by;
+        *id = id.saturating_add(by);
     }
 }
 
