@@ -284,9 +284,16 @@ impl<'a> Cells<'a> {
     fn load_group(&mut self, g: usize, c: &Columns) {
         let key = self.groups[g].key;
         // A table id's key is its column's value: read without choosing the key's kind per row.
-        match key.id_column(c) {
-            Some(ids) => self.assign(g, c, |i| ids.get(i).map_or(0, |&v| u64::from(v))),
-            None => self.assign(g, c, |i| key.key(c, i)),
+        if let Some(ids) = key.id_column(c) {
+            return self.assign(g, c, |i| ids.get(i).map_or(0, |&v| u64::from(v)));
+        }
+        // The other kinds every export has are each given their own loop (the key's kind a
+        // constant in it); the rest share one.
+        match key {
+            KeyOf::EventType => self.assign(g, c, |i| KeyOf::EventType.key(c, i)),
+            KeyOf::Error => self.assign(g, c, |i| KeyOf::Error.key(c, i)),
+            KeyOf::ClassCauseNr => self.assign(g, c, |i| KeyOf::ClassCauseNr.key(c, i)),
+            _ => self.assign(g, c, |i| key.key(c, i)),
         }
     }
 

@@ -101,7 +101,7 @@ impl KeyOf {
     }
 
     /// Row `i`'s key, for every kind but [`KeyOf::Printed`] (which needs the tables).
-    #[inline]
+    #[inline(always)]
     pub fn key(self, c: &Columns, i: usize) -> u64 {
         let g = |v: &Vec<u32>| v.get(i).copied().map_or(0, u64::from);
         let byte = |v: &Vec<u8>| v.get(i).copied().map_or(0, u64::from);
