@@ -24,18 +24,12 @@ use iocap_analysis::ColumnCache;
 use iocap_format::{Event, FdType, Reader, Writer, WriterOptions};
 use iocap_testkit::{add_file, add_proc, block, meta, Rng, VDA};
 use iocap_tui::action::Action;
-use iocap_tui::app::App;
 use iocap_tui::capture::Capture;
-use iocap_tui::history::History;
-use iocap_tui::theme::Palette;
 use iocap_tui::ui;
 use iocap_tui::worker::query::{self, Cancel};
-use ratatui::backend::TestBackend;
-use ratatui::layout::Rect;
-use ratatui::Terminal;
 
 mod common;
-use common::rss_kb;
+use common::{first_frame, rss_kb};
 
 /// Events in one file of the ring by default: 10^8, about 550 MB and 17 minutes of capture
 /// time at 10^5 events/s (as `record -C 550M` would cut it).
@@ -200,16 +194,7 @@ fn measure(dir: &Path) {
     let reader = Arc::new(Reader::join(parts, Vec::new()).unwrap());
     let opened = t.elapsed();
     let cap = Capture::new(Arc::clone(&reader), dir);
-    let (mut app, first_fx) = App::new(
-        cap,
-        "",
-        Rect::new(0, 0, w, h),
-        Palette::Classic,
-        History::in_memory(Vec::new()),
-    )
-    .unwrap();
-    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| ui::render(&app, f)).unwrap();
+    let (mut app, first_fx, mut term) = first_frame(cap, w, h);
     let first = t.elapsed();
     let n = reader.event_count();
     let span = reader.stop_ts() - reader.meta().start_ts;

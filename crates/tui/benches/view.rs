@@ -23,16 +23,11 @@ use iocap_testkit::{add_file, add_proc, bare_meta, block, Rng, VDA};
 use iocap_tui::action::Action;
 use iocap_tui::app::App;
 use iocap_tui::capture::Capture;
-use iocap_tui::history::History;
-use iocap_tui::theme::Palette;
 use iocap_tui::ui;
 use iocap_tui::worker::query::{self, Cancel};
-use ratatui::backend::TestBackend;
-use ratatui::layout::Rect;
-use ratatui::Terminal;
 
 mod common;
-use common::rss_kb;
+use common::{first_frame, rss_kb};
 
 fn generate(path: &Path, n: u64) {
     let meta = bare_meta(1_000_000_000, VDA);
@@ -94,16 +89,7 @@ fn main() {
     let t = Instant::now();
     let reader = Arc::new(Reader::open(&path).unwrap());
     let cap = Capture::new(Arc::clone(&reader), &path);
-    let (mut app, first_fx) = App::new(
-        cap,
-        "",
-        Rect::new(0, 0, w, h),
-        Palette::Classic,
-        History::in_memory(Vec::new()),
-    )
-    .unwrap();
-    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| ui::render(&app, f)).unwrap();
+    let (mut app, first_fx, mut term) = first_frame(cap, w, h);
     let first = t.elapsed();
 
     let cancel = Cancel::default();
