@@ -1095,6 +1095,20 @@ fn nice_applies_to_the_recorder_s_threads_not_to_the_command() {
         nice.contains(&("command", ours.as_str())),
         "the command keeps {ours}: {stdout}"
     );
+    // A value this process may not take (negative without CAP_SYS_NICE): one line, exit 1,
+    // before a capture file is made.
+    let denied = dir.path().join("denied.cap");
+    let out = Command::new("setpriv")
+        .args(["--inh-caps=-sys_nice", "--bounding-set=-sys_nice"])
+        .arg(env!("CARGO_BIN_EXE_iocap"))
+        .args(["record", "--nice", "-5", "-w", denied.to_str().unwrap(), "-c", "true"])
+        .output();
+    if let Ok(out) = out {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("cannot run the recorder at nice -5"), "{err}");
+        assert!(!denied.exists(), "no file when the nice value is refused");
+    }
     // Out of range: a usage error before anything is recorded.
     let out = iocap()
         .args(["record", "--nice", "-21", "-w", cap.to_str().unwrap(), "-c", "true"])

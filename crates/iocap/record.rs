@@ -274,7 +274,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let mut recorder = Recorder::start(&cfg)?;
     if let Some(nice) = args.nice {
-        recorder.set_nice(nice);
+        recorder.set_nice(nice)?;
     }
     // Said once here, and kept in the header for `iocap info`.
     for m in recorder.missing() {

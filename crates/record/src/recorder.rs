@@ -43,9 +43,15 @@ impl Recorder {
     /// Run the recorder's own threads (ring poller and writer) at nice value `nice` once
     /// [`Recorder::run`] starts (processes started before, a `-c` command, keep theirs).
     /// Negative: on a host whose CPUs the traced work saturates, the recorder takes the CPU it
-    /// needs to keep up, so the traced work slows rather than events being dropped.
-    pub fn set_nice(&mut self, nice: i32) {
+    /// needs to keep up, so the traced work slows rather than events being dropped. Tried at
+    /// once on this thread and undone, so that a value this process may not take (a negative
+    /// one without CAP_SYS_NICE) fails here, before a capture file is made.
+    pub fn set_nice(&mut self, nice: i32) -> Result<(), Error> {
+        let before = thread_nice();
+        nice_this_thread(nice)?;
+        nice_this_thread(before)?;
         self.nice = Some(nice);
+        Ok(())
     }
 
     /// Load and attach everything; from here on the kernel records.
@@ -275,6 +281,14 @@ pub(crate) fn set_backlog_max(skel: &mut IocapSkel<'static>, bytes: u64) {
         // sure it reaches the memory the BPF programs read.
         unsafe { std::ptr::write_volatile(&mut bss.backlog_max, bytes) };
     }
+}
+
+/// The calling thread's nice value, from /proc (field 19 of its stat line); 0 if unreadable.
+fn thread_nice() -> i32 {
+    std::fs::read_to_string("/proc/thread-self/stat")
+        .ok()
+        .and_then(|s| s.rsplit(')').next()?.split(' ').nth(17)?.parse().ok())
+        .unwrap_or(0)
 }
 
 /// Set the calling thread's nice value (Linux's nice is per thread).
