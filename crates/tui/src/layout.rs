@@ -166,7 +166,9 @@ impl Layout {
             orientation,
             plot,
             plot_a,
-            time_cells: usize::from(t),
+            // At least one: a terminal too small for any row of the plot still views the
+            // capture's time (one interval), so the breakdown and the list show its events.
+            time_cells: usize::from(t).max(1),
             lat_cells: usize::from(l),
             // Borders and the header line.
             list_rows: usize::from(events.height.saturating_sub(3)),

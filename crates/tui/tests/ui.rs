@@ -1927,3 +1927,27 @@ fn the_first_frame_is_drawn_before_the_worker_scans() {
     .unwrap();
     assert!(frames >= 1);
 }
+
+/// A terminal too small for any row of the spectrogram (10 rows) still views the capture's
+/// time: the breakdown and the event list show its events, and the spectrogram pane draws
+/// nothing over its borders (it showed "Events, none" and an empty breakdown).
+#[test]
+fn a_terminal_too_small_for_the_plot_still_lists_the_events() {
+    let (_dir, mut app, fx) = app(80, 9, "");
+    settle(&mut app, fx);
+    assert!(
+        app.layout.plot.is_empty(),
+        "no room for the plot at 80×9: {:?}",
+        app.layout.plot
+    );
+    let buf = draw(&app);
+    let screen: Vec<String> = (0..9).map(|y| row_text(&buf, y)).collect();
+    let text = screen.join("\n");
+    assert!(!text.contains("none"), "{text}");
+    assert!(text.contains("Events 1/"), "{text}");
+    // The spectrogram's title line is its own (no axis labels drawn over it).
+    assert!(
+        screen[1].contains("Spectrogram") && !screen[1].contains("1ns"),
+        "{text}"
+    );
+}

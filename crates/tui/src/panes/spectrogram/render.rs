@@ -52,7 +52,8 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     );
     f.render_widget(block(app, title, focused), area);
     let geo = &app.layout;
-    if geo.time_cells == 0 || geo.lat_cells == 0 {
+    // No room for a cell (a tiny terminal: the view still holds one interval, `time_cells`).
+    if geo.plot.is_empty() || geo.lat_cells == 0 {
         return;
     }
     draw(app, geo, f.buffer_mut());
