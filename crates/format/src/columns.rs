@@ -20,8 +20,8 @@ use crate::varint::{self, Cursor};
 
 mod codec;
 use codec::{
-    decode_column, decode_gap_ts, decode_planes, encode_column, encode_gap, gap_values, put_planes, unpack_column,
-    varint_len, PlaneBufs,
+    decode_column, decode_gap_ts, decode_planes, encode_column, encode_gap, gap_values, put_packed, put_planes,
+    unpack_column, varint_len, PlaneBufs,
 };
 
 /// A column of the event table. The discriminant is the on-disk column id.
@@ -308,15 +308,9 @@ fn store_column(
     let planes_of = planes_of.filter(|_| trial || *form == Form::Planes);
     let mut codec = pack::RAW;
     if trial || planes_of.is_none() {
-        p.compress(usual, data)?;
         // Decompressing costs about a nanosecond per byte, more than decoding the column: a
         // saving under an eighth is not worth it.
-        if data.len() - start < usual.len() - usual.len() / 8 {
-            codec = pack::ZSTD;
-        } else {
-            data.truncate(start);
-            data.extend_from_slice(usual);
-        }
+        codec = put_packed(usual, p, 8, data)?;
     }
     let Some((alt, get)) = planes_of else {
         return Ok((encoding, codec, usual.len(), data.len() - start));

@@ -659,24 +659,32 @@ pub(super) fn decode_column<T: ColValue>(
     Ok(())
 }
 
+/// Append `raw` to `out` as one zstd frame when that saves at least `1/share` of its bytes,
+/// else as it is (also when it is under [`MIN_COMPRESS`] bytes); returns the codec, [`pack::ZSTD`]
+/// or [`pack::RAW`]. What every column and plane stream is stored as.
+pub(super) fn put_packed(raw: &[u8], packer: &mut Packer, share: usize, out: &mut Vec<u8>) -> std::io::Result<u8> {
+    let start = out.len();
+    if raw.len() >= MIN_COMPRESS {
+        packer.compress(raw, out)?;
+        if out.len() - start < raw.len() - raw.len() / share {
+            return Ok(pack::ZSTD);
+        }
+        out.truncate(start);
+    }
+    out.extend_from_slice(raw);
+    Ok(pack::RAW)
+}
+
 /// Append one stream of a [`enc::PLANES`] column: `codec:u8 stored_len:varint data`, `data`
 /// being `raw` itself or one zstd frame of it when that saves a thirty-second. (Whole columns
 /// need an eighth, for decoding speed; a plane of low bytes of ns times saves a tenth or so,
 /// and file size is what this encoding is for: fio randrw O_DIRECT 6.03 → 5.96 bytes/event.)
 fn put_stream(raw: &[u8], packer: &mut Packer, out: &mut Vec<u8>, tmp: &mut Vec<u8>) -> std::io::Result<()> {
     tmp.clear();
-    if raw.len() >= MIN_COMPRESS {
-        packer.compress(raw, tmp)?;
-    }
-    if !tmp.is_empty() && tmp.len() < raw.len() - raw.len() / 32 {
-        out.push(pack::ZSTD);
-        varint::put(out, tmp.len() as u64);
-        out.extend_from_slice(tmp);
-    } else {
-        out.push(pack::RAW);
-        varint::put(out, raw.len() as u64);
-        out.extend_from_slice(raw);
-    }
+    let codec = put_packed(raw, packer, 32, tmp)?;
+    out.push(codec);
+    varint::put(out, tmp.len() as u64);
+    out.extend_from_slice(tmp);
     Ok(())
 }
 
