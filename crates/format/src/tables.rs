@@ -198,7 +198,9 @@ impl Tables {
     /// may use is added to the budget.
     pub(crate) fn add_shifted(&mut self, other: &Tables, shift: (u32, u32, u32)) {
         let (s, p, f) = shift;
-        let moved = |id: StrId| if id == 0 { 0 } else { id + s };
+        // A reference past `other`'s strings (a damaged or hostile file's) stays past every
+        // string, at most `u32::MAX`: it names none, as in its file.
+        let moved = |id: StrId| if id == 0 { 0 } else { id.saturating_add(s) };
         for (&id, text) in &other.strings {
             self.strings.insert(moved(id), text.clone());
         }
@@ -610,4 +612,30 @@ pub(crate) fn encode_device(p: &mut Pending, d: &Device) {
     varint::put(&mut p.bytes, u64::from(d.dev));
     varint::put(&mut p.bytes, d.name.len() as u64);
     p.bytes.extend_from_slice(d.name.as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reference past a joined file's strings (damaged, hostile) is moved without
+    /// overflowing and still names no string; a real one names its own.
+    #[test]
+    fn shifted_string_references_past_the_strings_stay_dangling() {
+        let mut other = Tables::default();
+        other.strings.insert(1, "fio".into());
+        other.add_proc(ProcEntry {
+            id: 1,
+            name: 1,
+            exe: u32::MAX,
+            ..ProcEntry::default()
+        });
+        let mut joined = Tables::default();
+        joined.strings.insert(1, "sh".into());
+        joined.add_shifted(&other, (1, 1, 0));
+        let p = joined.proc(2).expect("the moved process");
+        assert_eq!(joined.string(p.name), "fio");
+        assert_eq!(p.exe, u32::MAX);
+        assert_eq!(joined.string(p.exe), "");
+    }
 }
