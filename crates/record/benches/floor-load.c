@@ -1,14 +1,20 @@
 /*
  * Loads and attaches every program of a BPF object (benches/overhead.sh's floor), prints
  * "ready" once they are all attached, and holds them until SIGINT or SIGTERM, draining the
- * object's ring buffer `rb` (if it has one) every millisecond as iocap's poller does. bpftool's
+ * object's ring buffer `rb`, or the per-CPU ring buffers it makes for the array `rings`, every
+ * millisecond as iocap's poller does. bpftool's
  * `prog loadall ... autoattach` does the same from bpftool 7.3 on; Debian 12 has 7.1.
  *   floor-load OBJ
  */
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <signal.h>
 #include <stdio.h>
 #include <unistd.h>
+
+/* The size of each CPU's ring: floor.bpf.c's template's. */
+#define CPU_RING (4 << 20)
+#define MAX_CPUS 1024
 
 static volatile sig_atomic_t stopped;
 
@@ -38,9 +44,38 @@ int main(int argc, char **argv)
 	signal(SIGINT, stop);
 	signal(SIGTERM, stop);
 	obj = bpf_object__open_file(argv[1], NULL);
-	if (!obj || bpf_object__load(obj)) {
+	if (!obj) {
+		fprintf(stderr, "floor-load: cannot open %s\n", argv[1]);
+		return 1;
+	}
+	/* FLOOR_CLOCK=3: one ring per possible CPU, in the array `rings`. */
+	struct bpf_map *outer = bpf_object__find_map_by_name(obj, "rings");
+	int cpus = libbpf_num_possible_cpus(), fds[MAX_CPUS];
+
+	if (outer) {
+		if (cpus <= 0 || cpus > MAX_CPUS) {
+			fprintf(stderr, "floor-load: %d CPUs\n", cpus);
+			return 1;
+		}
+		for (int i = 0; i < cpus; i++) {
+			fds[i] = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "floor_ring", 0, 0, CPU_RING, NULL);
+			if (fds[i] < 0) {
+				fprintf(stderr, "floor-load: cannot create a ring buffer\n");
+				return 1;
+			}
+		}
+		bpf_map__set_inner_map_fd(outer, fds[0]);
+		bpf_map__set_max_entries(outer, cpus);
+	}
+	if (bpf_object__load(obj)) {
 		fprintf(stderr, "floor-load: cannot load %s\n", argv[1]);
 		return 1;
+	}
+	for (int i = 0; outer && i < cpus; i++) {
+		if (bpf_map_update_elem(bpf_map__fd(outer), &i, &fds[i], BPF_ANY)) {
+			fprintf(stderr, "floor-load: cannot place a ring buffer\n");
+			return 1;
+		}
 	}
 	bpf_object__for_each_program(prog, obj) {
 		if (!bpf_program__attach(prog)) {
@@ -50,10 +85,18 @@ int main(int argc, char **argv)
 		}
 	}
 	struct bpf_map *rb = bpf_object__find_map_by_name(obj, "rb");
-	struct ring_buffer *ring = rb ? ring_buffer__new(bpf_map__fd(rb), drop_record, NULL, NULL) : NULL;
+	struct ring_buffer *ring = NULL;
 
-	if (rb && !ring) {
-		fprintf(stderr, "floor-load: cannot open the ring buffer\n");
+	if (rb)
+		ring = ring_buffer__new(bpf_map__fd(rb), drop_record, NULL, NULL);
+	for (int i = 0; outer && i < cpus; i++) {
+		if (i == 0)
+			ring = ring_buffer__new(fds[0], drop_record, NULL, NULL);
+		else if (ring && ring_buffer__add(ring, fds[i], drop_record, NULL))
+			ring = NULL;
+	}
+	if ((rb || outer) && !ring) {
+		fprintf(stderr, "floor-load: cannot open the ring buffers\n");
 		bpf_object__close(obj);
 		return 1;
 	}

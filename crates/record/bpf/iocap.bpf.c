@@ -110,10 +110,40 @@ static const __u64 fd_nrs[FD_NR_WORDS] = {
 #define AF_INET 2
 #define AF_INET6 10
 
-struct {
+/*
+ * One ring buffer per CPU, each written only by programs running on its CPU: one shared ring
+ * serializes every CPU's records on its lock (measured: two CPUs each making calls pay twice
+ * the per-call cost). Userspace creates the rings (all of one size, as the template below
+ * must be) and merges them back into one causal order (poll.rs). Every record is stamped
+ * with a time read before it is reserved (see the merge's key, abi::merge_key).
+ */
+struct ring_map {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 64 << 20); /* resized by userspace */
-} rb SEC(".maps");
+	__uint(max_entries, 1 << 20); /* the template: userspace gives its own */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1); /* resized by userspace to the possible CPUs */
+	__type(key, __u32);
+	__array(values, struct ring_map);
+} rings SEC(".maps");
+
+/* This CPU's ring (the programs cannot migrate while they run). */
+static __always_inline void *cpu_ring(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+
+	return bpf_map_lookup_elem(&rings, &cpu);
+}
+
+/* Reserve `size` bytes in this CPU's ring; NULL when it is full (or missing). */
+static __always_inline void *ring_reserve(__u64 size)
+{
+	void *rb = cpu_ring();
+
+	return rb ? bpf_ringbuf_reserve(rb, size, 0) : NULL;
+}
 
 /* Failed reserves, per CPU. */
 struct {
@@ -327,7 +357,9 @@ static __always_inline bool shed(void)
 {
 	__u64 max = backlog_max;
 
-	if (max && bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA) > max) {
+	void *rb = max ? cpu_ring() : NULL;
+
+	if (rb && bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) > max) {
 		count_drop();
 		return true;
 	}
@@ -524,7 +556,7 @@ static __noinline int emit_fd(int fd, __u32 nr, int dirfd, __u64 ts, bool with_p
 	struct file *f;
 	struct inode *ino;
 
-	r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+	r = ring_reserve(sizeof(*r));
 	if (!r) {
 		count_drop();
 		return 0;
@@ -635,7 +667,7 @@ static __noinline int fd_changes(struct inflight *c, long ret, __u64 ts)
 		break;
 	case NR_fcntl:
 		if (ret >= 0 && (arg1 == F_DUPFD || arg1 == F_DUPFD_CLOEXEC)) {
-			struct rec_dup *d = bpf_ringbuf_reserve(&rb, sizeof(*d), 0);
+			struct rec_dup *d = ring_reserve(sizeof(*d));
 			if (!d) {
 				count_drop();
 				break;
@@ -645,6 +677,7 @@ static __noinline int fd_changes(struct inflight *c, long ret, __u64 ts)
 			d->pid = pid;
 			d->oldfd = arg0;
 			d->newfd = ret;
+			d->ts = ts;
 			bpf_ringbuf_submit(d, 0);
 		}
 		break;
@@ -711,7 +744,7 @@ static __noinline int emit_sys_wide(__u32 nr, __s64 arg0, __u64 ts, __u64 lat, l
 
 	if (shed())
 		return 0;
-	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
+	e = ring_reserve(sizeof(*e));
 	if (!e) {
 		count_drop();
 		return 0;
@@ -770,7 +803,7 @@ static __noinline int emit_sys_io(struct sys_done *d)
 		sum = call_io_take((__u32)bpf_get_current_pid_tgid(), d->ts, d->now);
 	if (shed())
 		return 0;
-	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
+	e = ring_reserve(sizeof(*e));
 	if (!e) {
 		count_drop();
 		return 0;
@@ -849,7 +882,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		return emit_sys_wide(nr, call.arg0, ts, lat, ret);
 	if (shed())
 		return 0;
-	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
+	e = ring_reserve(sizeof(*e));
 	if (!e) {
 		count_drop();
 		return 0;
@@ -901,6 +934,7 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ppid = parent->tgid, pid = child->tgid;
 	struct rec_fork *r;
+	__u64 ts;
 
 	if (child->pid != pid) { /* a new thread, not a new process */
 		/* Its tid may be cached as someone else's (cpu_pick). */
@@ -917,7 +951,9 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 	}
 	if (ppid == self_tgid)
 		return 0;
-	r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+	/* Before the reserve, as every record's time (see `rings`); MONOTONIC, as the others. */
+	ts = bpf_ktime_get_ns();
+	r = ring_reserve(sizeof(*r));
 	if (!r) {
 		count_drop();
 		return 0;
@@ -928,7 +964,7 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 	r->ppid = ppid;
 	r->uid = BPF_CORE_READ(child, cred, euid.val);
 	r->cgroup = task_cgroup(child);
-	r->ts = bpf_ktime_get_boot_ns();
+	r->ts = ts;
 	bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), child->comm);
 	bpf_ringbuf_submit(r, 0);
 	return 0;
@@ -940,11 +976,12 @@ int BPF_PROG(proc_exec, struct task_struct *p, pid_t old_pid, struct linux_binpr
 	__u32 pid = p->tgid;
 	struct rec_exec *r;
 	struct mm_struct *mm;
-	__u64 start, end, len;
+	__u64 start, end, len, ts;
 
 	if (!traced(pid))
 		return 0;
-	r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+	ts = bpf_ktime_get_ns();
+	r = ring_reserve(sizeof(*r));
 	if (!r) {
 		count_drop();
 		return 0;
@@ -954,7 +991,7 @@ int BPF_PROG(proc_exec, struct task_struct *p, pid_t old_pid, struct linux_binpr
 	r->ppid = BPF_CORE_READ(p, real_parent, tgid);
 	r->uid = BPF_CORE_READ(p, cred, euid.val);
 	r->cgroup = task_cgroup(p);
-	r->ts = bpf_ktime_get_boot_ns();
+	r->ts = ts;
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	r->filename[0] = 0;
 	bpf_probe_read_kernel_str(r->filename, sizeof(r->filename), BPF_CORE_READ(bprm, filename));
@@ -975,7 +1012,9 @@ int BPF_PROG(proc_exec, struct task_struct *p, pid_t old_pid, struct linux_binpr
 
 static __always_inline void emit_comm(__u16 kind, struct task_struct *t, const char *comm)
 {
-	struct rec_comm *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+	__u64 ts = bpf_ktime_get_ns();
+	struct rec_comm *r = ring_reserve(sizeof(*r));
+
 	if (!r) {
 		count_drop();
 		return;
@@ -983,7 +1022,7 @@ static __always_inline void emit_comm(__u16 kind, struct task_struct *t, const c
 	r->kind = kind;
 	r->pad = 0;
 	r->pid = t->tgid;
-	r->ts = bpf_ktime_get_boot_ns();
+	r->ts = ts;
 	bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), comm);
 	bpf_ringbuf_submit(r, 0);
 }
@@ -1441,7 +1480,7 @@ int uring_complete(__u64 *ctx)
 	sum = call_io_take(u->tid, u->link, now);
 	if (now - u->ts < min_latency || shed())
 		goto out;
-	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
+	e = ring_reserve(sizeof(*e));
 	if (!e) {
 		count_drop();
 		goto out;
@@ -1520,7 +1559,7 @@ int BPF_PROG(blk_complete, struct request *rq, blk_status_t error, unsigned int 
 		bpf_map_delete_elem(&rqs, &key);
 		return 0;
 	}
-	r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+	r = ring_reserve(sizeof(*r));
 	if (!r) {
 		count_drop();
 		bpf_map_delete_elem(&rqs, &key);

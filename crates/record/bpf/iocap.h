@@ -167,7 +167,11 @@ struct rec_exec {
 	char args[ARGS_LEN];
 };
 
-/* A thread group leader exited (EXIT) or renamed itself (COMM). */
+/*
+ * A thread group leader exited (EXIT) or renamed itself (COMM). The ts of these and of
+ * rec_fork and rec_exec is CLOCK_MONOTONIC, read before the record is reserved (as every
+ * record's time, for the merge of the per-CPU rings); the poller moves it to BOOTTIME.
+ */
 struct rec_comm {
 	__u16 kind;
 	__u16 pad;
@@ -208,6 +212,7 @@ struct rec_dup {
 	__u32 pid;
 	__s32 oldfd;
 	__s32 newfd;
+	__u64 ts; /* the fcntl's enter: its time in the merge of the per-CPU rings (abi::merge_key) */
 };
 
 #endif

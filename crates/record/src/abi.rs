@@ -114,9 +114,9 @@ pub fn decode(b: &[u8]) -> Option<Rec> {
     }
 }
 
-/// Move a record stamped with CLOCK_MONOTONIC in the kernel (syscalls, fds, block and io_uring requests:
-/// the cheaper clock helper, and one clock for both, since a request's link is its syscall's
-/// enter time) to CLOCK_BOOTTIME, in place, by adding `offset` (BOOTTIME - MONOTONIC, which only
+/// Move a record stamped with CLOCK_MONOTONIC in the kernel (every kind: the cheaper clock
+/// helper, one clock for all, since a request's link is its syscall's enter time and the
+/// per-CPU rings are merged by these times) to CLOCK_BOOTTIME, in place, by adding `offset` (BOOTTIME - MONOTONIC, which only
 /// moves across a suspend: the poller keeps it steady, so a link and its syscall's time move
 /// alike). A zero time (a request with no link) stays zero. Other kinds, and records too short
 /// to hold their time, are left alone.
@@ -129,6 +129,10 @@ pub fn to_boottime(rec: &mut [u8], offset: u64) {
         REC_SYS32 => &[std::mem::offset_of!(types::rec_sys32, ts)],
         REC_SYSIO => &[std::mem::offset_of!(types::rec_sysio, sys.ts)],
         REC_FD => &[std::mem::offset_of!(types::rec_fd, ts)],
+        REC_DUP => &[std::mem::offset_of!(types::rec_dup, ts)],
+        REC_FORK => &[std::mem::offset_of!(types::rec_fork, ts)],
+        REC_EXEC => &[std::mem::offset_of!(types::rec_exec, ts)],
+        REC_EXIT | REC_COMM => &[std::mem::offset_of!(types::rec_comm, ts)],
         REC_URING => &[std::mem::offset_of!(types::rec_uring, ts)],
         REC_BLK => &[
             std::mem::offset_of!(types::rec_blk, ts),
@@ -181,6 +185,30 @@ pub fn event_end(rec: &[u8]) -> Option<u64> {
         _ => return None,
     };
     Some(ts.saturating_add(lat))
+}
+
+/// Where a record goes in the merge of the per-CPU rings (ns of CLOCK_MONOTONIC, read before
+/// [`to_boottime`]): a time its program read before reserving it. An event's end (its
+/// program read the clock first thing), a table record's own time (read before the reserve,
+/// or its call's enter). 0 for a record too short or of an unknown kind (the merge keeps it
+/// in its ring's order).
+///
+/// Why this orders causes before effects: when a record A is in a ring before a program that
+/// makes record B starts (B may depend on A: an fd opened, then a call on it), A's time was
+/// read before A was reserved, and B's after its program started, so A's key is smaller.
+pub fn merge_key(rec: &[u8]) -> u64 {
+    let u64_at = |at: usize| {
+        rec.get(at..at + 8)
+            .map_or(0, |b| u64::from_ne_bytes(b.try_into().unwrap_or([0; 8])))
+    };
+    match kind_of(rec) {
+        Some(REC_FD) => u64_at(std::mem::offset_of!(types::rec_fd, ts)),
+        Some(REC_DUP) => u64_at(std::mem::offset_of!(types::rec_dup, ts)),
+        Some(REC_FORK) => u64_at(std::mem::offset_of!(types::rec_fork, ts)),
+        Some(REC_EXEC) => u64_at(std::mem::offset_of!(types::rec_exec, ts)),
+        Some(REC_EXIT | REC_COMM) => u64_at(std::mem::offset_of!(types::rec_comm, ts)),
+        _ => event_end(rec).unwrap_or(0),
+    }
 }
 
 /// The bytes of a C string field up to its first NUL.
@@ -353,6 +381,52 @@ mod tests {
     }
 
     #[test]
+    fn the_merge_key_is_an_events_end_and_a_table_records_own_time() {
+        let sys = types::rec_sys32 {
+            kind: REC_SYS32 | (3 << KIND_BITS),
+            ts: 1_000,
+            lat: 7,
+            ..Default::default()
+        };
+        assert_eq!(merge_key(&bytes_of(&sys)), 1_007);
+        let blk = types::rec_blk {
+            kind: REC_BLK,
+            ts: 2_000,
+            lat: 50,
+            link: 900,
+            ..Default::default()
+        };
+        assert_eq!(merge_key(&bytes_of(&blk)), 2_050);
+        let fd = types::rec_fd {
+            kind: REC_FD,
+            ts: 10,
+            ..Default::default()
+        };
+        assert_eq!(merge_key(&bytes_of(&fd)), 10);
+        let dup = types::rec_dup {
+            kind: REC_DUP,
+            ts: 11,
+            ..Default::default()
+        };
+        assert_eq!(merge_key(&bytes_of(&dup)), 11);
+        let exec = types::rec_exec {
+            kind: REC_EXEC,
+            ts: 12,
+            ..Default::default()
+        };
+        assert_eq!(merge_key(&bytes_of(&exec)), 12);
+        let exit = types::rec_comm {
+            kind: REC_EXIT,
+            ts: 13,
+            ..Default::default()
+        };
+        assert_eq!(merge_key(&bytes_of(&exit)), 13);
+        // Too short, or of no kind we know: 0 (kept in its ring's order).
+        assert_eq!(merge_key(&bytes_of(&dup)[..8]), 0);
+        assert_eq!(merge_key(&[31, 0, 1, 2]), 0);
+    }
+
+    #[test]
     fn monotonic_records_move_to_boottime_and_others_stay() {
         let sys = types::rec_sys32 {
             kind: REC_SYS32,
@@ -378,7 +452,7 @@ mod tests {
             Some(Rec::Fd(f)) => assert_eq!((f.ts, f.fd), (15, 3)),
             other => panic!("decoded {other:?}"),
         }
-        // Stamped with BOOTTIME in the kernel already: untouched.
+        // Process records too (they were stamped with BOOTTIME once: no longer).
         let fork = types::rec_fork {
             kind: REC_FORK,
             ts: 10,
@@ -386,7 +460,21 @@ mod tests {
         };
         let mut b = bytes_of(&fork);
         to_boottime(&mut b, 5);
-        assert_eq!(b, bytes_of(&fork));
+        match decode(&b) {
+            Some(Rec::Fork(f)) => assert_eq!(f.ts, 15),
+            other => panic!("decoded {other:?}"),
+        }
+        let comm = types::rec_comm {
+            kind: REC_COMM,
+            ts: 10,
+            ..Default::default()
+        };
+        let mut b = bytes_of(&comm);
+        to_boottime(&mut b, 5);
+        match decode(&b) {
+            Some(Rec::Comm(c)) => assert_eq!(c.ts, 15),
+            other => panic!("decoded {other:?}"),
+        }
         // A block request moves with its link, so the link still names its syscall's time; no
         // link stays no link.
         for (link, moved) in [(900, 905), (0, 0)] {

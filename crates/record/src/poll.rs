@@ -1,6 +1,7 @@
-//! The recording loop on the caller's thread: drain the ring into batches, hand them to the
-//! writer thread over a short queue, read the drop counters, and keep the kernel's ring
-//! backlog limit at a fraction of a second of what the writer drains.
+//! The recording loop on the caller's thread: drain the per-CPU rings, merge their records
+//! back into one causal order (merge.rs) in batches, hand them to the writer thread over a
+//! short queue, read the drop counters, and keep the kernel's ring backlog limit at a
+//! fraction of a second of what the writer drains.
 
 use std::cell::{Cell, RefCell};
 use std::io::Write;
@@ -17,6 +18,7 @@ use crate::abi;
 use crate::backlog::Backlog;
 use crate::config::{Output, Progress, Summary};
 use crate::error::Error;
+use crate::merge::Merge;
 use crate::procfs;
 use crate::recorder::{nice_this_thread, set_backlog_max, Recorder};
 use crate::state::{LiveFilter, Tracker};
@@ -60,64 +62,108 @@ impl Recorder {
             })
             .map_err(|_| Error::Thread("writer thread could not start"))?;
 
-        let batch = Rc::new(RefCell::new(Vec::<u8>::with_capacity(BATCH)));
-        let mut rbb = RingBufferBuilder::new();
-        let b2 = Rc::clone(&batch);
+        let batch = RefCell::new(Vec::<u8>::with_capacity(BATCH));
+        // The per-CPU rings' records wait here until they can go out in causal order.
+        let merge = Rc::new(RefCell::new(Merge::new(self.rings.len())));
+        // Per ring: it was left with records in it this round (its queue reached QUEUED).
+        let stopped: Rc<Vec<Cell<bool>>> = Rc::new(self.rings.iter().map(|_| Cell::new(false)).collect());
         // The kernel stamps events with CLOCK_MONOTONIC (cheaper); checked every poll.
         let boot_offset = Rc::new(Cell::new(procfs::boot_offset_ns()));
-        let off = Rc::clone(&boot_offset);
         // Ring bytes taken so far, for the drain rate.
         let consumed = Rc::new(Cell::new(0u64));
-        let taken = Rc::clone(&consumed);
         // Events that ended before this (ns of BOOTTIME) are discarded, not written: set when
         // the pipeline has fallen behind, so that what the ring held when it did (up to the
         // generous limit of a pipeline keeping up) does not keep the file seconds late while a
         // starved recorder works through it. Counted with the kernel's drops.
         let discard_before = Rc::new(Cell::new(0u64));
         let discarded = Rc::new(Cell::new(0u64));
-        let (cutoff, thrown) = (Rc::clone(&discard_before), Rc::clone(&discarded));
-        rbb.add(&self.skel.maps.rb, move |data: &[u8]| {
-            taken.set(taken.get() + data.len() as u64);
-            let mut b = b2.borrow_mut();
-            b.extend_from_slice(&(data.len() as u32).to_ne_bytes());
-            let start = b.len();
-            b.extend_from_slice(data);
-            abi::to_boottime(&mut b[start..], off.get());
-            if abi::event_end(&b[start..]).is_some_and(|end| end < cutoff.get()) {
-                b.truncate(start - 4);
-                thrown.set(thrown.get() + 1);
-                return 0;
+        // A key this far past the round's start is not a clock's (a damaged record): it is
+        // held to it, so that it cannot hold its ring's later records back for long.
+        let key_ceiling = Rc::new(Cell::new(u64::MAX));
+        // One libbpf ring buffer manager per ring, so that each is drained, or stopped, alone.
+        let mut rbs = Vec::with_capacity(self.rings.len());
+        for (i, ring) in self.rings.iter().enumerate() {
+            let (merge, stopped, off, taken) = (
+                Rc::clone(&merge),
+                Rc::clone(&stopped),
+                Rc::clone(&boot_offset),
+                Rc::clone(&consumed),
+            );
+            let (cutoff, thrown, ceiling) = (
+                Rc::clone(&discard_before),
+                Rc::clone(&discarded),
+                Rc::clone(&key_ceiling),
+            );
+            let mut rbb = RingBufferBuilder::new();
+            rbb.add(ring, move |data: &[u8]| {
+                taken.set(taken.get() + data.len() as u64);
+                let key = abi::merge_key(data).min(ceiling.get());
+                let mut m = merge.borrow_mut();
+                let mut end = None;
+                let waiting = m.push(i, key, data.len(), |b| {
+                    let start = b.len();
+                    b.extend_from_slice(data);
+                    abi::to_boottime(&mut b[start..], off.get());
+                    end = abi::event_end(&b[start..]);
+                });
+                if end.is_some_and(|end| end < cutoff.get()) {
+                    m.unpush(i);
+                    thrown.set(thrown.get() + 1);
+                    return 0;
+                }
+                // libbpf's consume() goes on for as long as records keep coming: under a
+                // flood it would never return, growing the queue without bound and never
+                // checking for stop. A negative return ends it (this record is kept: libbpf
+                // has already moved past it).
+                if waiting >= QUEUED {
+                    stopped[i].set(true);
+                    -1
+                } else {
+                    0
+                }
+            })
+            .map_err(|e| Error::Bpf(format!("ring buffer: {e}")))?;
+            rbs.push(rbb.build().map_err(|e| Error::Bpf(format!("ring buffer: {e}")))?);
+        }
+        // Drain every ring once, then hand over what the merge can: records keyed up to the
+        // round's start for rings drained to empty, up to their last key for the others (see
+        // merge.rs). Says whether every ring was found empty.
+        let round = || -> bool {
+            let t0 = procfs::monotonic_ns();
+            key_ceiling.set(t0.saturating_add(KEY_SLACK_NS));
+            let mut bound = u64::MAX;
+            for (i, rb) in rbs.iter().enumerate() {
+                stopped[i].set(false);
+                let _ = rb.consume_raw();
+                let m = merge.borrow();
+                bound = bound.min(if stopped[i].get() { m.last_key(i) } else { t0 });
             }
-            // libbpf's consume() goes on for as long as records keep coming: under a flood it
-            // would never return, growing the batch without bound and never checking for
-            // stop. A negative return ends it (this record is kept: libbpf has already moved
-            // past it).
-            if b.len() >= BATCH {
-                -1
-            } else {
-                0
-            }
-        })
-        .map_err(|e| Error::Bpf(format!("ring buffer: {e}")))?;
-        let rb = rbb.build().map_err(|e| Error::Bpf(format!("ring buffer: {e}")))?;
+            merge.borrow_mut().take(bound, &mut batch.borrow_mut());
+            !stopped.iter().any(Cell::get)
+        };
 
         let mut last_drops = Instant::now();
         let mut sent_drops = None;
         let mut last_progress = Instant::now();
-        let mut backlog = Backlog::new(u64::from(self.ring_bytes));
+        // The backlog is the rings' together; each is held to its share of the limit.
+        let rings = self.rings.len() as u64;
+        let mut backlog = Backlog::new(u64::from(self.ring_bytes) * rings);
         let mut writer_gone;
         let mut limit_set = 0;
         let mut told_ready = false;
-        // Consume until the ring is empty, handing over each full batch (waiting for room),
-        // for at most `budget` bytes: a flood never empties the ring, and stop, drops and
-        // the backlog limit must be looked at between rounds. False once the writer is gone.
-        // Also says whether the ring was found empty: the pipeline keeps up.
+        // Consume until the rings are empty, handing over each full batch (waiting for room),
+        // for at most `budget` bytes: a flood never empties them, and stop, drops and the
+        // backlog limit must be looked at between rounds. False once the writer is gone.
+        // Also says whether the rings were found empty: the pipeline keeps up.
         let pump = |budget: usize| -> (bool, bool) {
             let mut moved = 0;
             loop {
-                let _ = rb.consume();
+                let emptied = round();
                 if batch.borrow().len() < BATCH {
-                    return (true, true);
+                    if emptied {
+                        return (true, true);
+                    }
+                    continue;
                 }
                 let b = std::mem::replace(&mut *batch.borrow_mut(), Vec::with_capacity(BATCH));
                 moved += b.len();
@@ -150,7 +196,7 @@ impl Recorder {
                     Some(age) => procfs::boot_ns().saturating_sub(age.as_nanos() as u64),
                     None => 0,
                 });
-                let limit = backlog.limit();
+                let limit = cpu_limit(backlog.limit(), rings, self.ring_bytes);
                 if limit != limit_set {
                     set_backlog_max(&mut self.skel, limit);
                     limit_set = limit;
@@ -193,7 +239,9 @@ impl Recorder {
             std::thread::sleep(Duration::from_millis(1));
         }
         // Final drain: what the kernel holds now (not what a flood adds while we drain).
-        if !writer_gone && pump(self.ring_bytes as usize).0 {
+        if !writer_gone && pump(self.ring_bytes as usize * self.rings.len()).0 {
+            // Nothing more comes: what the merge holds goes too.
+            merge.borrow_mut().take(u64::MAX, &mut batch.borrow_mut());
             let b = std::mem::take(&mut *batch.borrow_mut());
             if !b.is_empty() {
                 let _ = tx.send(Msg::Batch(b));
@@ -208,6 +256,20 @@ impl Recorder {
     }
 }
 
+/// A CPU's ring's share of the backlog limit `total` over `rings` rings of `ring_bytes`: an
+/// equal share, but never under what a short burst on one CPU needs (about 7,000 records, or
+/// half its ring if that is less).
+fn cpu_limit(total: u64, rings: u64, ring_bytes: u32) -> u64 {
+    (total / rings.max(1)).max(MIN_CPU_LIMIT.min(u64::from(ring_bytes) / 2))
+}
+
+/// The least backlog limit of one CPU's ring.
+const MIN_CPU_LIMIT: u64 = 256 << 10;
+/// Bytes of one ring's records that may wait in the merge before the poller stops draining
+/// that ring for the round.
+const QUEUED: usize = 256 << 10;
+/// How far past the round's start a record's merge key may be (see `key_ceiling`).
+const KEY_SLACK_NS: u64 = 1_000_000_000;
 /// Bytes of ring records handed to the writer at once.
 const BATCH: usize = 128 << 10;
 /// Batches that may wait for the writer: with `BATCH`, a quarter megabyte.

@@ -310,6 +310,11 @@ pub fn boot_ns() -> u64 {
     clock_ns(libc::CLOCK_BOOTTIME) as u64
 }
 
+/// CLOCK_MONOTONIC now, ns: the clock the BPF programs stamp their records with.
+pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC) as u64
+}
+
 /// CLOCK_BOOTTIME - CLOCK_MONOTONIC now: the time spent suspended since boot.
 pub fn boot_offset_ns() -> u64 {
     // MONOTONIC read between two BOOTTIME reads: their middle is the same instant.

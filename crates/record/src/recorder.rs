@@ -2,11 +2,12 @@
 //! changes while they run: traced pids, the ring backlog limit, the drop counters.
 
 use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, AsRawFd};
 use std::time::Instant;
 
 use iocap_format::DropStats;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
+use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, MapType, OpenObject};
 
 use crate::backlog;
 use crate::config::Config;
@@ -24,7 +25,10 @@ pub struct Recorder {
     /// CLOCK_BOOTTIME ns just before the first program was attached: no recorded event began
     /// earlier, so this is the recording's start ([`Recorder::start_ns`]).
     start_ns: u64,
+    /// The bytes of each CPU's ring.
     pub(crate) ring_bytes: u32,
+    /// The rings, one per possible CPU (index = CPU), as the programs' `rings` holds them.
+    pub(crate) rings: Vec<MapHandle>,
     /// Only some processes are traced (`-p`, `-c`): the writeback the kernel hands over is
     /// everyone's, and the writer keeps only that of files they opened.
     pub(crate) pid_filtered: bool,
@@ -111,10 +115,11 @@ impl Recorder {
                 }
             }
         }
-        open.maps
-            .rb
-            .set_max_entries(cfg.ring_bytes)
-            .map_err(|e| Error::Bpf(format!("ring buffer of {} bytes: {e}", cfg.ring_bytes)))?;
+        let rings = cpu_rings(cfg.ring_bytes)?;
+        let ring_bytes = rings[0].max_entries();
+        let ring_err = |e| Error::Bpf(format!("{} ring buffers of {ring_bytes} bytes: {e}", rings.len()));
+        open.maps.rings.set_inner_map_fd(rings[0].as_fd()).map_err(ring_err)?;
+        open.maps.rings.set_max_entries(rings.len() as u32).map_err(ring_err)?;
         // Tracepoints newer than the oldest kernels iocap runs on: without block_io_start a
         // request is created at its first insert or issue (still the submitter, for most),
         // without the writeback ones writeback has no cause.
@@ -140,9 +145,16 @@ impl Recorder {
             }
         }
         let mut skel = open.load().map_err(load_error)?;
+        for (cpu, ring) in rings.iter().enumerate() {
+            let fd = ring.as_fd().as_raw_fd() as u32;
+            skel.maps
+                .rings
+                .update(&(cpu as u32).to_ne_bytes(), &fd.to_ne_bytes(), MapFlags::ANY)
+                .map_err(ring_err)?;
+        }
         // Limited from the first event: without it, a flood fills the whole ring before the
         // recording loop starts, and the file stays that far behind for seconds.
-        set_backlog_max(&mut skel, backlog::INITIAL.min(u64::from(cfg.ring_bytes) / 2));
+        set_backlog_max(&mut skel, backlog::INITIAL.min(u64::from(ring_bytes) / 2));
         let mut links = Vec::new();
         let (start_ns, early);
         {
@@ -192,7 +204,8 @@ impl Recorder {
             _links: links,
             started: Instant::now(),
             start_ns,
-            ring_bytes: cfg.ring_bytes,
+            ring_bytes,
+            rings,
             pid_filtered: cfg.filter || !cfg.pids.is_empty(),
             early,
             block,
@@ -275,6 +288,38 @@ fn load_error(err: libbpf_rs::Error) -> Error {
 }
 
 /// The ring backlog past which the kernel sheds syscall and block records.
+/// One ring buffer per possible CPU, sharing `total` bytes: each a power of two of at least
+/// [`MIN_CPU_RING`] bytes (the kernel's rule, and room for a burst on one CPU).
+fn cpu_rings(total: u32) -> Result<Vec<MapHandle>, Error> {
+    let cpus = libbpf_rs::num_possible_cpus().map_err(|e| Error::Bpf(format!("counting CPUs: {e}")))?;
+    let bytes = cpu_ring_bytes(total, cpus);
+    let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
+        sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
+        ..Default::default()
+    };
+    (0..cpus)
+        .map(|_| {
+            MapHandle::create(MapType::RingBuf, Some("iocap_ring"), 0, 0, bytes, &opts)
+                .map_err(|e| Error::Bpf(format!("{cpus} ring buffers of {bytes} bytes: {e}")))
+        })
+        .collect()
+}
+
+/// The least bytes a CPU's ring gets however many CPUs share the total.
+const MIN_CPU_RING: u32 = 256 << 10;
+
+/// The bytes of each of `cpus` rings sharing `total`: the largest power of two not over an
+/// equal share, and at least [`MIN_CPU_RING`].
+fn cpu_ring_bytes(total: u32, cpus: usize) -> u32 {
+    let share = total / (cpus.max(1) as u32);
+    let pow2 = if share == 0 {
+        0
+    } else {
+        1 << (31 - share.leading_zeros())
+    };
+    pow2.max(MIN_CPU_RING)
+}
+
 pub(crate) fn set_backlog_max(skel: &mut IocapSkel<'static>, bytes: u64) {
     if let Some(bss) = skel.maps.bss_data.as_mut() {
         // SAFETY: the .bss map is mmapped for the skeleton's life; a volatile store makes
