@@ -43,10 +43,11 @@ impl Queue {
     }
 
     /// Hand over this ring's waiting records with keys up to `bound` (a prefix: its keys do
-    /// not decrease) into `out`.
+    /// not decrease) into `out`, in one copy.
     fn take(&mut self, bound: u64, out: &mut Vec<u8>) {
+        // Runs are short when several CPUs are busy (their keys interleave): a linear scan.
         let waiting = &self.recs[self.next..];
-        let n = waiting.partition_point(|r| r.0 <= bound);
+        let n = waiting.iter().position(|r| r.0 > bound).unwrap_or(waiting.len());
         if n == 0 {
             return;
         }
@@ -99,12 +100,14 @@ impl Merge {
     /// Hand over, in key order, every waiting record keyed at most `bound`, appending them to
     /// `out` (`u64::MAX`: all of them, when nothing more will come).
     pub(crate) fn take(&mut self, bound: u64, out: &mut Vec<u8>) {
+        // Only the rings with records waiting are looked at (most of a large host's are idle).
+        let waiting: Vec<usize> = (0..self.rings.len()).filter(|&i| self.rings[i].front().is_some()).collect();
         loop {
             // The ring with the smallest waiting key, and the next smallest of the others: the
             // first ring's records up to that one go out in one copy.
             let (mut first, mut second) = (None, u64::MAX);
-            for (i, q) in self.rings.iter().enumerate() {
-                let Some(k) = q.front() else { continue };
+            for &i in &waiting {
+                let Some(k) = self.rings[i].front() else { continue };
                 match first {
                     Some((_, f)) if k >= f => second = second.min(k),
                     Some((_, f)) => {

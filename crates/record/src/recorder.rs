@@ -287,7 +287,6 @@ fn load_error(err: libbpf_rs::Error) -> Error {
     Error::Bpf(format!("{err:#}").lines().next().unwrap_or("").to_owned())
 }
 
-/// The ring backlog past which the kernel sheds syscall and block records.
 /// One ring buffer per possible CPU, sharing `total` bytes: each a power of two of at least
 /// [`MIN_CPU_RING`] bytes (the kernel's rule, and room for a burst on one CPU).
 fn cpu_rings(total: u32) -> Result<Vec<MapHandle>, Error> {
@@ -320,6 +319,7 @@ fn cpu_ring_bytes(total: u32, cpus: usize) -> u32 {
     pow2.max(MIN_CPU_RING)
 }
 
+/// The ring backlog past which the kernel sheds syscall and block records (each CPU's ring).
 pub(crate) fn set_backlog_max(skel: &mut IocapSkel<'static>, bytes: u64) {
     if let Some(bss) = skel.maps.bss_data.as_mut() {
         // SAFETY: the .bss map is mmapped for the skeleton's life; a volatile store makes
