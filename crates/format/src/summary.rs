@@ -79,13 +79,39 @@ impl ChunkSummary {
         s.events = cols.len() as u64;
         s.blocks = cols.class.iter().filter(|&&c| c == Class::Block as u8).count() as u64;
         s.syscalls = s.events - s.blocks;
-        s.min_ts = cols.ts.iter().copied().min().unwrap_or(0);
-        s.max_ts = cols.ts.iter().copied().max().unwrap_or(0);
-        s.min_latency = cols.latency.iter().copied().min().unwrap_or(0);
-        s.max_latency = cols.latency.iter().copied().max().unwrap_or(0);
-        for &l in &cols.latency {
-            s.sum_latency = s.sum_latency.saturating_add(l);
-            s.log2_hist[log2_bucket(l)] += 1;
+        let (mut min_ts, mut max_ts) = (u64::MAX, 0);
+        for &t in &cols.ts {
+            min_ts = min_ts.min(t);
+            max_ts = max_ts.max(t);
+        }
+        if !cols.ts.is_empty() {
+            (s.min_ts, s.max_ts) = (min_ts, max_ts);
+        }
+        // Four histograms added up at the end: one would make each event wait for the
+        // previous one's count when both fall in the same bucket, as most do.
+        let mut lanes = [[0u64; LOG2_BUCKETS]; 4];
+        let (mut min_lat, mut max_lat, mut sum) = (u64::MAX, 0u64, 0u64);
+        let mut quads = cols.latency.chunks_exact(4);
+        for q in &mut quads {
+            for (lane, &l) in lanes.iter_mut().zip(q) {
+                lane[log2_bucket(l)] += 1;
+                min_lat = min_lat.min(l);
+                max_lat = max_lat.max(l);
+                sum = sum.saturating_add(l);
+            }
+        }
+        for &l in quads.remainder() {
+            lanes[0][log2_bucket(l)] += 1;
+            min_lat = min_lat.min(l);
+            max_lat = max_lat.max(l);
+            sum = sum.saturating_add(l);
+        }
+        if !cols.latency.is_empty() {
+            (s.min_latency, s.max_latency) = (min_lat, max_lat);
+        }
+        s.sum_latency = sum;
+        for (b, count) in s.log2_hist.iter_mut().enumerate() {
+            *count = lanes.iter().map(|lane| lane[b]).sum();
         }
         s
     }
@@ -163,6 +189,43 @@ mod tests {
             if b < 64 {
                 assert_eq!(log2_bucket(hi - 1), b);
             }
+        }
+    }
+
+    #[test]
+    fn a_summary_counts_every_event_once() {
+        use crate::model::Event;
+        // 0 to 9 events (the four-lane histogram's remainders), then a larger mix.
+        for n in (0..10).chain([1000]) {
+            let mut cols = Columns::default();
+            let mut x = 0x2545_f491_4f6c_dd1du64;
+            let mut events = Vec::new();
+            for i in 0..n {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let lat = if i % 97 == 5 { u64::MAX - i } else { x >> (x % 64) };
+                let mut e = Event::syscall(1_000 + (x % 5_000), lat, 1, 1, 0, 0);
+                if i % 3 == 0 {
+                    e.class = Class::Block;
+                }
+                cols.push(&e);
+                events.push(e);
+            }
+            let s = ChunkSummary::of(&cols, 7);
+            assert_eq!((s.events, s.drops), (n, 7));
+            assert_eq!(s.blocks, events.iter().filter(|e| e.class == Class::Block).count() as u64);
+            assert_eq!(s.min_ts, events.iter().map(|e| e.ts).min().unwrap_or(0));
+            assert_eq!(s.max_ts, events.iter().map(|e| e.ts).max().unwrap_or(0));
+            assert_eq!(s.min_latency, events.iter().map(|e| e.latency).min().unwrap_or(0));
+            assert_eq!(s.max_latency, events.iter().map(|e| e.latency).max().unwrap_or(0));
+            let sum = events.iter().fold(0u64, |a, e| a.saturating_add(e.latency));
+            assert_eq!(s.sum_latency, sum);
+            let mut hist = [0u64; LOG2_BUCKETS];
+            for e in &events {
+                hist[log2_bucket(e.latency)] += 1;
+            }
+            assert_eq!(s.log2_hist, hist, "{n} events");
         }
     }
 }
