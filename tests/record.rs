@@ -1116,3 +1116,101 @@ fn nice_applies_to_the_recorder_s_threads_not_to_the_command() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// Two threads pinned to different CPUs: one opens a file, hands the fd over (a pipe), the
+/// other preads it at offset i, hands it back, the first closes it, and the next open gets the
+/// same fd for another file. Each CPU's records go through its own ring: the fd record (on the
+/// opener's CPU) must reach the writer before the pread (on the reader's), and the close before
+/// the next open, or preads are named after the wrong file.
+const FD_RELAY: &str = r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+static int to_reader[2], to_opener[2], n;
+static void pin(int cpu) {
+    cpu_set_t s; CPU_ZERO(&s); CPU_SET(cpu, &s);
+    if (pthread_setaffinity_np(pthread_self(), sizeof s, &s)) exit(3);
+}
+static void *reader(void *arg) {
+    (void)arg; pin(1);
+    char b[1];
+    for (int i = 0; i < n; i++) {
+        int fd;
+        if (read(to_reader[0], &fd, sizeof fd) != sizeof fd) exit(4);
+        if (pread(fd, b, 1, i) != 1) exit(5);
+        if (write(to_opener[1], &fd, sizeof fd) != sizeof fd) exit(6);
+    }
+    return 0;
+}
+int main(int argc, char **argv) {
+    char path[4096];
+    n = atoi(argv[2]);
+    if (pipe(to_reader) || pipe(to_opener)) return 1;
+    pthread_t t; pthread_create(&t, 0, reader, 0);
+    pin(0);
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/f%d", argv[1], i % 4);
+        int fd = open(path, O_RDONLY);
+        if (fd < 0) return 2;
+        if (write(to_reader[1], &fd, sizeof fd) != sizeof fd) return 6;
+        if (read(to_opener[0], &fd, sizeof fd) != sizeof fd) return 4;
+        close(fd);
+    }
+    pthread_join(t, 0);
+    return 0;
+}
+"#;
+
+#[test]
+fn calls_on_another_cpu_see_the_fd_table_of_the_moment() {
+    let Some(_running) = recording() else { return };
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("skipped: needs two CPUs");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build_c(dir.path(), "relay", FD_RELAY);
+    let n = 4000;
+    for k in 0..4 {
+        std::fs::write(dir.path().join(format!("f{k}")), vec![b'x'; n]).unwrap();
+    }
+    let cap = dir.path().join("t.cap");
+    let cmd = format!("{} {} {n}", bin.display(), dir.path().display());
+    let out = iocap()
+        .args(["record", "--no-block", "-w"])
+        .arg(&cap)
+        .args(["-c", &cmd])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let r = Reader::open(&cap).unwrap();
+    assert_eq!(r.drops(), 0, "nothing lost: {stderr}");
+    let t = r.tables();
+    let preads: Vec<Event> = events(&r)
+        .into_iter()
+        // The reader thread's (the loader's preads of libraries are the main thread's).
+        .filter(|e| e.class == Class::Syscall && e.nr == nr("pread64") && e.tid != e.pid)
+        .collect();
+    assert_eq!(preads.len(), n, "the reader's pread64 events");
+    // Both CPUs took part: the readers' calls ended on CPU 1, the opener's on CPU 0.
+    assert!(preads.iter().all(|e| e.cpu == 1), "the reader was pinned to CPU 1");
+    let mut wrong = Vec::new();
+    for e in &preads {
+        let want = dir.path().join(format!("f{}", e.offset % 4));
+        let got = t.file(e.file).map(|f| t.string(f.name).to_owned());
+        if got.as_deref() != want.to_str() {
+            wrong.push((e.offset, got));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of {n} preads named after another file: {:?}",
+        wrong.len(),
+        &wrong[..wrong.len().min(5)]
+    );
+}

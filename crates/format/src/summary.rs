@@ -214,7 +214,10 @@ mod tests {
             }
             let s = ChunkSummary::of(&cols, 7);
             assert_eq!((s.events, s.drops), (n, 7));
-            assert_eq!(s.blocks, events.iter().filter(|e| e.class == Class::Block).count() as u64);
+            assert_eq!(
+                s.blocks,
+                events.iter().filter(|e| e.class == Class::Block).count() as u64
+            );
             assert_eq!(s.min_ts, events.iter().map(|e| e.ts).min().unwrap_or(0));
             assert_eq!(s.max_ts, events.iter().map(|e| e.ts).max().unwrap_or(0));
             assert_eq!(s.min_latency, events.iter().map(|e| e.latency).min().unwrap_or(0));

@@ -101,7 +101,9 @@ impl Merge {
     /// `out` (`u64::MAX`: all of them, when nothing more will come).
     pub(crate) fn take(&mut self, bound: u64, out: &mut Vec<u8>) {
         // Only the rings with records waiting are looked at (most of a large host's are idle).
-        let waiting: Vec<usize> = (0..self.rings.len()).filter(|&i| self.rings[i].front().is_some()).collect();
+        let waiting: Vec<usize> = (0..self.rings.len())
+            .filter(|&i| self.rings[i].front().is_some())
+            .collect();
         loop {
             // The ring with the smallest waiting key, and the next smallest of the others: the
             // first ring's records up to that one go out in one copy.
