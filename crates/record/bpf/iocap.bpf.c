@@ -548,7 +548,11 @@ static __always_inline struct file *fd_file(struct task_struct *t, int fd)
 }
 
 /* Describe fd `fd` of the current task from its struct file, and hand it to userspace. */
-static __noinline int emit_fd(int fd, __u32 nr, int dirfd, __u64 ts, bool with_path)
+/*
+ * The fd's record is keyed by its call's end, `end`, not its enter: a call that entered before
+ * another thread's close of that fd number ended may get the number, and must come after it.
+ */
+static __noinline int emit_fd(int fd, __u32 nr, int dirfd, __u64 ts, __u64 end)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
@@ -568,6 +572,7 @@ static __noinline int emit_fd(int fd, __u32 nr, int dirfd, __u64 ts, bool with_p
 	r->fd = fd;
 	r->dirfd = dirfd;
 	r->ts = ts;
+	r->end = end;
 	f = fd_file(t, fd);
 	if (f) {
 		const unsigned char *dn = BPF_CORE_READ(f, f_path.dentry, d_name.name);
@@ -618,7 +623,7 @@ static __noinline int emit_fd(int fd, __u32 nr, int dirfd, __u64 ts, bool with_p
 			}
 		}
 	}
-	if (with_path) {
+	if (is_open(nr)) {
 		struct open_arg *a = bpf_map_lookup_elem(&opening, &(__u32){ bpf_get_current_pid_tgid() });
 		if (a) {
 			__builtin_memcpy(r->path, a->path, sizeof(r->path));
@@ -630,16 +635,16 @@ static __noinline int emit_fd(int fd, __u32 nr, int dirfd, __u64 ts, bool with_p
 }
 
 /* The two fds a pipe()/socketpair() wrote into user memory. */
-static __always_inline void emit_fd_pair(__u32 nr, __u64 uptr, __u64 ts)
+static __always_inline void emit_fd_pair(__u32 nr, __u64 uptr, __u64 ts, __u64 end)
 {
 	int fds[2] = {};
 	if (bpf_probe_read_user(fds, sizeof(fds), (void *)uptr))
 		return;
-	emit_fd(fds[0], nr, -1, ts, false);
-	emit_fd(fds[1], nr, -1, ts, false);
+	emit_fd(fds[0], nr, -1, ts, end);
+	emit_fd(fds[1], nr, -1, ts, end);
 }
 
-static __noinline int fd_changes(struct inflight *c, long ret, __u64 ts)
+static __noinline int fd_changes(struct inflight *c, long ret, __u64 ts, __u64 end)
 {
 	__u32 pid = bpf_get_current_pid_tgid() >> 32, nr = c->nr;
 	__s64 arg0 = c->arg0;
@@ -651,19 +656,19 @@ static __noinline int fd_changes(struct inflight *c, long ret, __u64 ts)
 	case NR_open:
 	case NR_creat:
 		if (ret >= 0)
-			emit_fd(ret, nr, (nr == NR_openat || nr == NR_openat2) ? (int)arg0 : -100, ts, true);
+			emit_fd(ret, nr, (nr == NR_openat || nr == NR_openat2) ? (int)arg0 : -100, ts, end);
 		bpf_map_delete_elem(&opening, &(__u32){ bpf_get_current_pid_tgid() });
 		break;
 	case NR_connect:
 		/* -EINPROGRESS: a non-blocking connect has its addresses already. */
 		if (ret == 0 || ret == -115)
-			emit_fd(arg0, nr, -1, ts, false);
+			emit_fd(arg0, nr, -1, ts, end);
 		break;
 	case NR_pipe:
 	case NR_pipe2:
 	case NR_socketpair:
 		if (ret == 0)
-			emit_fd_pair(nr, nr == NR_socketpair ? arg1 : (__u64)arg0, ts);
+			emit_fd_pair(nr, nr == NR_socketpair ? arg1 : (__u64)arg0, ts, end);
 		break;
 	case NR_fcntl:
 		if (ret >= 0 && (arg1 == F_DUPFD || arg1 == F_DUPFD_CLOEXEC)) {
@@ -677,7 +682,7 @@ static __noinline int fd_changes(struct inflight *c, long ret, __u64 ts)
 			d->pid = pid;
 			d->oldfd = arg0;
 			d->newfd = ret;
-			d->ts = ts;
+			d->end = end;
 			bpf_ringbuf_submit(d, 0);
 		}
 		break;
@@ -700,7 +705,7 @@ static __noinline int fd_changes(struct inflight *c, long ret, __u64 ts)
 	case NR_io_uring_setup:
 	case NR_fanotify_init:
 		if (ret >= 0)
-			emit_fd(ret, nr, -1, ts, false);
+			emit_fd(ret, nr, -1, ts, end);
 		break;
 	}
 	return 0;
@@ -856,7 +861,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	nr = call.nr;
 	/* Table changes first: userspace must know a new fd before the event that returned it. */
 	if (is_fd_nr(nr))
-		fd_changes(&call, ret, ts);
+		fd_changes(&call, ret, ts, now);
 	lat = now - ts;
 	if (!want_sys || lat < min_latency)
 		return 0;

@@ -203,6 +203,7 @@ struct rec_fd {
 	char dname[DNAME_LEN]; /* the dentry name: "[eventfd]", "inotify", "memfd:x" */
 	char path[PATH_LEN];   /* the path given to open, or a unix socket's address */
 	__u64 ino;             /* the inode's number, 0 when the file could not be read */
+	__u64 end;             /* the syscall's end: the record's time in the merge (abi::merge_key) */
 };
 
 /* fcntl(F_DUPFD*) copied oldfd to newfd (dup/dup2/dup3 are decoded from rec_sys). */
@@ -212,7 +213,7 @@ struct rec_dup {
 	__u32 pid;
 	__s32 oldfd;
 	__s32 newfd;
-	__u64 ts; /* the fcntl's enter: its time in the merge of the per-CPU rings (abi::merge_key) */
+	__u64 end; /* the fcntl's end: the record's time in the merge (abi::merge_key) */
 };
 
 #endif

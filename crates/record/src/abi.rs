@@ -128,8 +128,11 @@ pub fn to_boottime(rec: &mut [u8], offset: u64) {
         REC_SYS => &[std::mem::offset_of!(types::rec_sys, ts)],
         REC_SYS32 => &[std::mem::offset_of!(types::rec_sys32, ts)],
         REC_SYSIO => &[std::mem::offset_of!(types::rec_sysio, sys.ts)],
-        REC_FD => &[std::mem::offset_of!(types::rec_fd, ts)],
-        REC_DUP => &[std::mem::offset_of!(types::rec_dup, ts)],
+        REC_FD => &[
+            std::mem::offset_of!(types::rec_fd, ts),
+            std::mem::offset_of!(types::rec_fd, end),
+        ],
+        REC_DUP => &[std::mem::offset_of!(types::rec_dup, end)],
         REC_FORK => &[std::mem::offset_of!(types::rec_fork, ts)],
         REC_EXEC => &[std::mem::offset_of!(types::rec_exec, ts)],
         REC_EXIT | REC_COMM => &[std::mem::offset_of!(types::rec_comm, ts)],
@@ -189,8 +192,8 @@ pub fn event_end(rec: &[u8]) -> Option<u64> {
 
 /// Where a record goes in the merge of the per-CPU rings (ns of CLOCK_MONOTONIC, read before
 /// [`to_boottime`]): a time its program read before reserving it. An event's end (its
-/// program read the clock first thing), a table record's own time (read before the reserve,
-/// or its call's enter). 0 for a record too short or of an unknown kind (the merge keeps it
+/// program read the clock first thing), an fd record's call's end, a process record's own
+/// time (read before the reserve). 0 for a record too short or of an unknown kind (the merge keeps it
 /// in its ring's order).
 ///
 /// Why this orders causes before effects: when a record A is in a ring before a program that
@@ -202,8 +205,8 @@ pub fn merge_key(rec: &[u8]) -> u64 {
             .map_or(0, |b| u64::from_ne_bytes(b.try_into().unwrap_or([0; 8])))
     };
     match kind_of(rec) {
-        Some(REC_FD) => u64_at(std::mem::offset_of!(types::rec_fd, ts)),
-        Some(REC_DUP) => u64_at(std::mem::offset_of!(types::rec_dup, ts)),
+        Some(REC_FD) => u64_at(std::mem::offset_of!(types::rec_fd, end)),
+        Some(REC_DUP) => u64_at(std::mem::offset_of!(types::rec_dup, end)),
         Some(REC_FORK) => u64_at(std::mem::offset_of!(types::rec_fork, ts)),
         Some(REC_EXEC) => u64_at(std::mem::offset_of!(types::rec_exec, ts)),
         Some(REC_EXIT | REC_COMM) => u64_at(std::mem::offset_of!(types::rec_comm, ts)),
@@ -397,15 +400,17 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(merge_key(&bytes_of(&blk)), 2_050);
+        // An fd record by its call's end, not its enter (ts).
         let fd = types::rec_fd {
             kind: REC_FD,
             ts: 10,
+            end: 20,
             ..Default::default()
         };
-        assert_eq!(merge_key(&bytes_of(&fd)), 10);
+        assert_eq!(merge_key(&bytes_of(&fd)), 20);
         let dup = types::rec_dup {
             kind: REC_DUP,
-            ts: 11,
+            end: 11,
             ..Default::default()
         };
         assert_eq!(merge_key(&bytes_of(&dup)), 11);
