@@ -565,13 +565,17 @@ impl<W: Write> Tracker<W> {
         } else if flags & FD_ARG0 != 0 || flags & DUP != 0 {
             e.fd = s.arg0;
         }
-        if e.fd >= 0 {
-            e.file = self.files.get(&(s.pid, e.fd)).map_or(0, |f| f.id);
-        }
         if flags & BYTES != 0 && s.ret > 0 {
             e.bytes = s.ret as u64;
         }
-        let keep = self.keep(&e, (e.file != 0).then(|| self.files.get(&(s.pid, e.fd))).flatten());
+        // One lookup for the file's id and for the filter.
+        let file = if e.fd >= 0 {
+            self.files.get(&(s.pid, e.fd))
+        } else {
+            None
+        };
+        e.file = file.map_or(0, |f| f.id);
+        let keep = self.keep(&e, file);
         if flags & DUP != 0 && s.ret >= 0 {
             self.dup(s.pid, s.arg0, s.ret as i32, s.ts + s.lat);
         }
