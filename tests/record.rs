@@ -72,6 +72,19 @@ pub(crate) fn build_c(dir: &Path, name: &str, src: &str) -> PathBuf {
     bin
 }
 
+/// `iocap record --no-block -w cap -c cmd`, which must succeed; its stderr.
+fn record_command(cap: &Path, cmd: &str) -> String {
+    let out = iocap()
+        .args(["record", "--no-block", "-w"])
+        .arg(cap)
+        .args(["-c", cmd])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    stderr
+}
+
 fn build_prog(dir: &Path) -> PathBuf {
     build_c(dir, "pwriter", PROG)
 }
@@ -104,14 +117,7 @@ fn exact_pwrites_types_and_names_of_a_short_lived_process() {
     let cap = dir.path().join("t.cap");
     let n = 37;
     let cmd = format!("{} {} {n} {}", bin.display(), target.display(), dir.path().display());
-    let out = iocap()
-        .args(["record", "--no-block", "-w"])
-        .arg(&cap)
-        .args(["-c", &cmd])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let stderr = record_command(&cap, &cmd);
     assert!(stderr.starts_with("recording"), "{stderr}");
     let r = Reader::open(&cap).unwrap();
     assert!(r.is_clean());
@@ -1180,14 +1186,7 @@ fn calls_on_another_cpu_see_the_fd_table_of_the_moment() {
     }
     let cap = dir.path().join("t.cap");
     let cmd = format!("{} {} {n}", bin.display(), dir.path().display());
-    let out = iocap()
-        .args(["record", "--no-block", "-w"])
-        .arg(&cap)
-        .args(["-c", &cmd])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let stderr = record_command(&cap, &cmd);
     let r = Reader::open(&cap).unwrap();
     assert_eq!(r.drops(), 0, "nothing lost: {stderr}");
     let t = r.tables();
