@@ -276,3 +276,17 @@ const BATCH: usize = 128 << 10;
 const QUEUE: usize = 2;
 /// How often the drop counters are read (and written to the file when they grew).
 const DROPS_EVERY: Duration = Duration::from_millis(250);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_ring_is_held_to_its_share_of_the_backlog_but_not_below_a_burst() {
+        assert_eq!(cpu_limit(8 << 20, 2, 32 << 20), 4 << 20);
+        assert_eq!(cpu_limit(8 << 20, 64, 1 << 20), MIN_CPU_LIMIT);
+        // A ring smaller than twice the least limit: half of it.
+        assert_eq!(cpu_limit(1 << 10, 4, 256 << 10), 128 << 10);
+        assert_eq!(cpu_limit(1 << 20, 0, 32 << 20), 1 << 20);
+    }
+}

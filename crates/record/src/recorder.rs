@@ -290,7 +290,9 @@ fn load_error(err: libbpf_rs::Error) -> Error {
 /// One ring buffer per possible CPU, sharing `total` bytes: each a power of two of at least
 /// [`MIN_CPU_RING`] bytes (the kernel's rule, and room for a burst on one CPU).
 fn cpu_rings(total: u32) -> Result<Vec<MapHandle>, Error> {
-    let cpus = libbpf_rs::num_possible_cpus().map_err(|e| Error::Bpf(format!("counting CPUs: {e}")))?;
+    let cpus = libbpf_rs::num_possible_cpus()
+        .map_err(|e| Error::Bpf(format!("counting CPUs: {e}")))?
+        .max(1);
     let bytes = cpu_ring_bytes(total, cpus);
     let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
         sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
@@ -347,4 +349,21 @@ pub(crate) fn nice_this_thread(nice: i32) -> Result<(), Error> {
         return Err(Error::Nice(nice, std::io::Error::last_os_error()));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_cpu_gets_a_power_of_two_share_of_the_rings() {
+        assert_eq!(cpu_ring_bytes(64 << 20, 2), 32 << 20);
+        // A share that is not a power of two is rounded down to one.
+        assert_eq!(cpu_ring_bytes(64 << 20, 3), 16 << 20);
+        assert_eq!(cpu_ring_bytes(64 << 20, 1), 64 << 20);
+        // Many CPUs, or a small total: never under the least a ring gets.
+        assert_eq!(cpu_ring_bytes(64 << 20, 1024), MIN_CPU_RING);
+        assert_eq!(cpu_ring_bytes(1 << 20, 8), MIN_CPU_RING);
+        assert_eq!(cpu_ring_bytes(0, 0), MIN_CPU_RING);
+    }
 }
