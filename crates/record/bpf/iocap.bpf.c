@@ -114,7 +114,7 @@ static const __u64 fd_nrs[FD_NR_WORDS] = {
  * One ring buffer per CPU, each written only by programs running on its CPU: one shared ring
  * serializes every CPU's records on its lock (measured: two CPUs each making calls pay twice
  * the per-call cost). Userspace creates the rings (all of one size, as the template below
- * must be) and merges them back into one causal order (poll.rs). Every record is stamped
+ * must be) and merges them back into one causal order (merge.rs). Every record is stamped
  * with a time read before it is reserved (see the merge's key, abi::merge_key).
  */
 struct ring_map {
@@ -547,10 +547,11 @@ static __always_inline struct file *fd_file(struct task_struct *t, int fd)
 	return f;
 }
 
-/* Describe fd `fd` of the current task from its struct file, and hand it to userspace. */
 /*
- * The fd's record is keyed by its call's end, `end`, not its enter: a call that entered before
- * another thread's close of that fd number ended may get the number, and must come after it.
+ * Describe fd `fd` of the current task from its struct file, and hand it to userspace. The
+ * record carries its call's enter, `ts`, and end, `end`: it is merged by the end, since a call
+ * that entered before another thread's close of that fd number ended may get the number, and
+ * must come after the close.
  */
 static __noinline int emit_fd(int fd, __u32 nr, int dirfd, __u64 ts, __u64 end)
 {
