@@ -59,9 +59,23 @@ impl Queue {
             self.bytes.clear();
             self.recs.clear();
             (self.next, self.start) = (0, 0);
+        } else if self.start > COMPACT_AFTER && self.start > self.bytes.len() / 2 {
+            // Under a load that never lets the ring's queue empty (a record keyed after each
+            // round's start always waits), what was handed over is dropped from the front
+            // now and then, so the queue stays as long as what waits in it.
+            self.bytes.drain(..self.start);
+            self.recs.drain(..self.next);
+            for r in &mut self.recs {
+                r.1 -= self.start;
+            }
+            (self.next, self.start) = (0, 0);
         }
     }
 }
+
+/// Handed-over bytes at the front of a queue past which it is compacted (when they are also
+/// more than half of it).
+const COMPACT_AFTER: usize = 64 << 10;
 
 impl Merge {
     pub(crate) fn new(rings: usize) -> Merge {
@@ -196,6 +210,27 @@ mod tests {
         let mut out = Vec::new();
         m.take(u64::MAX, &mut out);
         assert_eq!(tags(&out), b"qp");
+    }
+
+    #[test]
+    fn a_queue_that_never_empties_stays_short() {
+        // Every round leaves the newest record waiting: the queue never empties.
+        let mut m = Merge::new(1);
+        let mut out = Vec::new();
+        for key in 0..200_000u64 {
+            push(&mut m, 0, key, b'a');
+            m.take(key.saturating_sub(1), &mut out);
+        }
+        assert_eq!(tags(&out).len(), 199_999, "all but the last went out, in order");
+        let q = &m.rings[0];
+        assert!(q.bytes.len() <= 2 * COMPACT_AFTER + 7, "{} bytes queued", q.bytes.len());
+        assert!(
+            q.recs.len() <= 2 * COMPACT_AFTER / 7 + 1,
+            "{} records queued",
+            q.recs.len()
+        );
+        m.take(u64::MAX, &mut out);
+        assert_eq!(tags(&out).len(), 200_000);
     }
 
     #[test]
