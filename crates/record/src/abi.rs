@@ -116,10 +116,10 @@ pub fn decode(b: &[u8]) -> Option<Rec> {
 
 /// Move a record stamped with CLOCK_MONOTONIC in the kernel (every kind: the cheaper clock
 /// helper, one clock for all, since a request's link is its syscall's enter time and the
-/// per-CPU rings are merged by these times) to CLOCK_BOOTTIME, in place, by adding `offset` (BOOTTIME - MONOTONIC, which only
-/// moves across a suspend: the poller keeps it steady, so a link and its syscall's time move
-/// alike). A zero time (a request with no link) stays zero. Other kinds, and records too short
-/// to hold their time, are left alone.
+/// per-CPU rings are merged by these times) to CLOCK_BOOTTIME, in place, by adding `offset`
+/// (BOOTTIME - MONOTONIC, which only moves across a suspend: the poller keeps it steady, so a
+/// link and its syscall's time move alike). A zero time (a request with no link) stays zero.
+/// Records of an unknown kind, and records too short to hold their time, are left alone.
 pub fn to_boottime(rec: &mut [u8], offset: u64) {
     let Some(kind) = kind_of(rec) else {
         return;
@@ -156,10 +156,7 @@ pub fn to_boottime(rec: &mut [u8], offset: u64) {
 /// When an event record's operation completed (ns of CLOCK_BOOTTIME, read after
 /// [`to_boottime`]): `None` for table records (processes, fds), which are never discarded.
 pub fn event_end(rec: &[u8]) -> Option<u64> {
-    let u64_at = |at: usize| {
-        rec.get(at..at + 8)
-            .map(|b| u64::from_ne_bytes(b.try_into().unwrap_or([0; 8])))
-    };
+    let u64_at = |at: usize| u64_at(rec, at);
     let u32_at = |at: usize| {
         rec.get(at..at + 4)
             .map(|b| u64::from(u32::from_ne_bytes(b.try_into().unwrap_or([0; 4]))))
@@ -193,17 +190,14 @@ pub fn event_end(rec: &[u8]) -> Option<u64> {
 /// Where a record goes in the merge of the per-CPU rings (ns of CLOCK_MONOTONIC, read before
 /// [`to_boottime`]): a time its program read before reserving it. An event's end (its
 /// program read the clock first thing), an fd record's call's end, a process record's own
-/// time (read before the reserve). 0 for a record too short or of an unknown kind (the merge keeps it
-/// in its ring's order).
+/// time (read before the reserve). 0 for a record too short or of an unknown kind (the merge
+/// keeps it in its ring's order).
 ///
 /// Why this orders causes before effects: when a record A is in a ring before a program that
 /// makes record B starts (B may depend on A: an fd opened, then a call on it), A's time was
 /// read before A was reserved, and B's after its program started, so A's key is smaller.
 pub fn merge_key(rec: &[u8]) -> u64 {
-    let u64_at = |at: usize| {
-        rec.get(at..at + 8)
-            .map_or(0, |b| u64::from_ne_bytes(b.try_into().unwrap_or([0; 8])))
-    };
+    let u64_at = |at: usize| u64_at(rec, at).unwrap_or(0);
     match kind_of(rec) {
         Some(REC_FD) => u64_at(std::mem::offset_of!(types::rec_fd, end)),
         Some(REC_DUP) => u64_at(std::mem::offset_of!(types::rec_dup, end)),
@@ -212,6 +206,12 @@ pub fn merge_key(rec: &[u8]) -> u64 {
         Some(REC_EXIT | REC_COMM) => u64_at(std::mem::offset_of!(types::rec_comm, ts)),
         _ => event_end(rec).unwrap_or(0),
     }
+}
+
+/// The native-endian u64 at byte `at` of a record, `None` past its end.
+fn u64_at(rec: &[u8], at: usize) -> Option<u64> {
+    rec.get(at..at + 8)
+        .map(|b| u64::from_ne_bytes(b.try_into().unwrap_or([0; 8])))
 }
 
 /// The bytes of a C string field up to its first NUL.
