@@ -124,7 +124,7 @@ const OUT_BUFFER: usize = 64 << 10;
 /// is planted there since is replaced by the rename, never followed or written through.
 fn create_capture(path: &Path, meta: &Meta) -> anyhow::Result<Writer<BufWriter<File>>> {
     let (file, mut new) = create_locked(path)?;
-    let writer = Writer::new(
+    let writer = Writer::with_encoder(
         BufWriter::with_capacity(OUT_BUFFER, file),
         meta,
         WriterOptions::default(),
@@ -145,7 +145,7 @@ fn stream_capture(meta: &Meta) -> anyhow::Result<Writer<BufWriter<File>>> {
     if out.metadata().is_ok_and(|m| m.is_file()) {
         let _ = iocap_format::lock_for_writing(&out);
     }
-    Writer::new(
+    Writer::with_encoder(
         BufWriter::with_capacity(OUT_BUFFER, out),
         meta,
         WriterOptions::default(),

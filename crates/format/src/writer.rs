@@ -2,6 +2,10 @@
 
 use std::collections::HashMap;
 use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use crate::columns::{Columns, EncodeBufs, MAX_CHUNK_EVENTS};
 use crate::error::Error;
@@ -54,11 +58,9 @@ impl Default for WriterOptions {
 /// # Ok::<(), iocap_format::Error>(())
 /// ```
 pub struct Writer<W: Write> {
-    out: Option<W>,
-    /// Bytes written so far: the offset of the next frame.
-    pos: u64,
+    /// Where frames go: written here, or by the encoder thread ([`Writer::with_encoder`]).
+    back: Back<W>,
     opts: WriterOptions,
-    packer: Packer,
     cols: Columns,
     strings: HashMap<Vec<u8>, StrId>,
     next_proc: u32,
@@ -69,22 +71,31 @@ pub struct Writer<W: Write> {
     pending_files: Vec<FileEntry>,
     pending_devices: Pending,
     drops: u64,
-    index: Vec<(u64, ChunkSummary)>,
-    others: Vec<(Kind, u64)>,
-    bufs: EncodeBufs,
-    /// The payload of the chunk being written, kept to reuse its allocation.
-    chunk: Vec<u8>,
-    frame: Vec<u8>,
 }
 
 impl<W: Write> Writer<W> {
-    /// Start a capture: writes the preamble and the header frame.
+    /// Start a capture: writes the preamble and the header frame. Everything is encoded and
+    /// written on the calling thread.
     pub fn new(out: W, meta: &Meta, mut opts: WriterOptions) -> Result<Writer<W>, Error> {
         opts.chunk_events = opts.chunk_events.clamp(1, MAX_CHUNK_EVENTS as usize);
-        let mut w = Writer {
+        let mut frames = Frames {
             out: Some(out),
             pos: 0,
             packer: Packer::new(opts.level)?,
+            index: Vec::new(),
+            others: Vec::new(),
+            bufs: EncodeBufs::default(),
+            chunk: Vec::new(),
+            frame: Vec::new(),
+        };
+        frames.write_raw(&frame::preamble())?;
+        let json = serde_json::to_vec(meta).map_err(std::io::Error::other)?;
+        frames.write_frame(Kind::Header, &json)?;
+        let mut w = Writer {
+            back: Back::Here {
+                frames: Box::new(frames),
+                spawn: None,
+            },
             cols: Columns::default(),
             opts,
             strings: HashMap::new(),
@@ -96,16 +107,8 @@ impl<W: Write> Writer<W> {
             pending_files: Vec::new(),
             pending_devices: Pending::default(),
             drops: 0,
-            index: Vec::new(),
-            others: Vec::new(),
-            bufs: EncodeBufs::default(),
-            chunk: Vec::new(),
-            frame: Vec::new(),
         };
         w.strings.insert(Vec::new(), 0);
-        w.write_raw(&frame::preamble())?;
-        let json = serde_json::to_vec(meta).map_err(std::io::Error::other)?;
-        w.write_frame(Kind::Header, &json)?;
         Ok(w)
     }
 
@@ -164,7 +167,7 @@ impl<W: Write> Writer<W> {
 
     /// Buffer one event; closes and writes the chunk when it is full.
     pub fn push(&mut self, e: &Event) -> Result<(), Error> {
-        if self.out.is_none() {
+        if self.back.is_closed() {
             return Err(Error::Closed);
         }
         self.cols.push(e);
@@ -179,9 +182,11 @@ impl<W: Write> Writer<W> {
         self.cols.len()
     }
 
-    /// Bytes written so far.
+    /// Bytes written so far. With an encoder thread, what it has written: the chunks
+    /// handed to it and not yet written (at most one waiting and the one it encodes)
+    /// are not counted yet.
     pub fn bytes_written(&self) -> u64 {
-        self.pos
+        self.back.pos()
     }
 
     /// Record the recorder's cumulative drop counters (written at once as a stats frame).
@@ -194,19 +199,16 @@ impl<W: Write> Writer<W> {
             varint::put(&mut p, d);
         }
         self.write_tables()?;
-        let pos = self.pos;
-        self.write_frame(Kind::Stats, &p)?;
-        self.others.push((Kind::Stats, pos));
-        Ok(())
+        self.back.stats(p)
     }
 
     /// Close the open chunk (if any), write pending tables and flush the output, so that
-    /// everything pushed so far survives the recorder being killed.
+    /// everything pushed so far survives the recorder being killed. With an encoder thread,
+    /// returns once it has written and flushed everything.
     pub fn flush(&mut self) -> Result<(), Error> {
         self.write_chunk()?;
         self.write_tables()?;
-        self.out.as_mut().ok_or(Error::Closed)?.flush()?;
-        Ok(())
+        self.back.flush()
     }
 
     /// Write the last chunk, the index and the trailer, flush, and give back the output.
@@ -214,25 +216,8 @@ impl<W: Write> Writer<W> {
     pub fn finish(mut self, stop_ts: u64) -> Result<W, Error> {
         self.write_chunk()?;
         self.write_tables()?;
-        let mut p = Vec::with_capacity(64 + self.index.len() * 40);
-        varint::put(&mut p, stop_ts);
-        varint::put(&mut p, self.drops);
-        varint::put(&mut p, self.index.len() as u64);
-        for (off, s) in &self.index {
-            varint::put(&mut p, *off);
-            s.encode(&mut p);
-        }
-        varint::put(&mut p, self.others.len() as u64);
-        for (kind, off) in &self.others {
-            varint::put(&mut p, *kind as u64);
-            varint::put(&mut p, *off);
-        }
-        let index_at = self.pos;
-        self.write_frame(Kind::Index, &p)?;
-        self.write_raw(&frame::trailer(index_at))?;
-        let mut out = self.out.take().ok_or(Error::Closed)?;
-        out.flush()?;
-        Ok(out)
+        let frames = std::mem::replace(&mut self.back, Back::Closed).into_frames()?;
+        frames.finish(stop_ts, self.drops)
     }
 
     fn write_chunk(&mut self) -> Result<(), Error> {
@@ -241,24 +226,7 @@ impl<W: Write> Writer<W> {
         }
         // Tables first: a chunk never refers to an entry that is not yet in the file.
         self.write_tables()?;
-        let summary = ChunkSummary::of(&self.cols, self.drops);
-        let mut p = std::mem::take(&mut self.chunk);
-        p.clear();
-        let mut head = Vec::with_capacity(128);
-        summary.encode(&mut head);
-        varint::put(&mut p, head.len() as u64);
-        p.extend_from_slice(&head);
-        let pos = self.pos;
-        let r = self
-            .cols
-            .encode_with(&mut p, Some(&mut self.packer), &mut self.bufs)
-            .map_err(Error::from)
-            .and_then(|()| self.write_frame(Kind::Chunk, &p));
-        self.chunk = p;
-        r?;
-        self.index.push((pos, summary));
-        self.cols.clear();
-        Ok(())
+        self.back.chunk(&mut self.cols, self.drops)
     }
 
     fn write_tables(&mut self) -> Result<(), Error> {
@@ -279,14 +247,339 @@ impl<W: Write> Writer<W> {
                 _ => tables::encode_files(&std::mem::take(&mut self.pending_files)),
             };
             if let Some(raw) = raw {
-                let mut p = Vec::with_capacity(raw.len() / 2 + 16);
-                self.packer.pack(&raw, &mut p)?;
-                let pos = self.pos;
-                self.write_frame(kind, &p)?;
-                self.others.push((kind, pos));
+                self.back.table(kind, raw)?;
             }
         }
         Ok(())
+    }
+}
+
+impl<W: Write + Send + 'static> Writer<W> {
+    /// Start a capture as [`Writer::new`] does, whose chunks are then summed up, encoded,
+    /// compressed and written by a thread of its own, while the caller goes on pushing the
+    /// next chunk's events: the recorder's writer thread spends about as long encoding a chunk
+    /// as filling it. Tables, stats and chunks reach the file in the order they would
+    /// without the thread. The thread is started with the first chunk, from the thread that
+    /// closes it, and so runs at that thread's nice value.
+    ///
+    /// An error of the encoder thread (a full disk) is returned by the next call that hands
+    /// it work, and the writer is closed from then on, as [`Writer::new`]'s is after a
+    /// failed write.
+    pub fn with_encoder(out: W, meta: &Meta, opts: WriterOptions) -> Result<Writer<W>, Error> {
+        let mut w = Writer::new(out, meta, opts)?;
+        if let Back::Here { spawn, .. } = &mut w.back {
+            *spawn = Some(Encoder::<W>::spawn);
+        }
+        Ok(w)
+    }
+}
+
+/// Chunks handed to the encoder thread that wait for it, besides the one it works on: one,
+/// so that the writer can run ahead by a chunk while the encoder is slow for a moment, and
+/// three chunks' columns at most are in memory (the open one, the waiting one and the one
+/// being encoded).
+const QUEUED_CHUNKS: usize = 1;
+
+/// Starts an encoder thread with the frames, or gives them back if no thread can be had.
+type Spawn<W> = fn(Box<Frames<W>>) -> Result<Encoder<W>, Box<Frames<W>>>;
+
+/// Where a writer's frames go.
+enum Back<W> {
+    /// Written on the writer's own thread. `spawn`, if set, moves them to an encoder
+    /// thread at the first chunk (a function of [`Writer::with_encoder`]'s, which knows the
+    /// output can be sent to another thread).
+    Here {
+        frames: Box<Frames<W>>,
+        spawn: Option<Spawn<W>>,
+    },
+    /// Written by the encoder thread.
+    Thread(Encoder<W>),
+    /// Finished, or failed.
+    Closed,
+}
+
+impl<W: Write> Back<W> {
+    fn is_closed(&self) -> bool {
+        match self {
+            Back::Here { frames, .. } => frames.out.is_none(),
+            Back::Thread(_) => false,
+            Back::Closed => true,
+        }
+    }
+
+    fn pos(&self) -> u64 {
+        match self {
+            Back::Here { frames, .. } => frames.pos,
+            Back::Thread(e) => e.pos.load(Ordering::Relaxed),
+            Back::Closed => 0,
+        }
+    }
+
+    fn chunk(&mut self, cols: &mut Columns, drops: u64) -> Result<(), Error> {
+        if let Back::Here {
+            spawn: spawn @ Some(_), ..
+        } = self
+        {
+            let spawn = spawn.take().expect("matched Some");
+            let Back::Here { frames, .. } = std::mem::replace(self, Back::Closed) else {
+                unreachable!("matched Here")
+            };
+            *self = match spawn(frames) {
+                Ok(e) => Back::Thread(e),
+                // No thread (out of threads): written here then, as by `Writer::new`.
+                Err(frames) => Back::Here { frames, spawn: None },
+            };
+        }
+        match self {
+            Back::Here { frames, .. } => {
+                frames.chunk(cols, drops)?;
+                cols.clear();
+                Ok(())
+            }
+            Back::Thread(e) => {
+                let spare = e.spare.try_recv().unwrap_or_default();
+                let full = std::mem::replace(cols, *spare);
+                self.send(Job::Chunk(Box::new(full), drops))
+            }
+            Back::Closed => Err(Error::Closed),
+        }
+    }
+
+    fn table(&mut self, kind: Kind, raw: Vec<u8>) -> Result<(), Error> {
+        match self {
+            Back::Here { frames, .. } => frames.table(kind, &raw),
+            Back::Thread(_) => self.send(Job::Table(kind, raw)),
+            Back::Closed => Err(Error::Closed),
+        }
+    }
+
+    fn stats(&mut self, payload: Vec<u8>) -> Result<(), Error> {
+        match self {
+            Back::Here { frames, .. } => frames.stats(&payload),
+            Back::Thread(_) => self.send(Job::Stats(payload)),
+            Back::Closed => Err(Error::Closed),
+        }
+    }
+
+    fn flush(&mut self) -> Result<(), Error> {
+        match self {
+            Back::Here { frames, .. } => frames.flush(),
+            Back::Thread(_) => {
+                self.send(Job::Flush)?;
+                let Back::Thread(e) = self else {
+                    unreachable!("sent to a thread")
+                };
+                match e.flushed.recv() {
+                    Ok(()) => Ok(()),
+                    // It stopped before flushing: its error.
+                    Err(_) => Err(self.fail()),
+                }
+            }
+            Back::Closed => Err(Error::Closed),
+        }
+    }
+
+    /// Hand `job` to the encoder thread; if it has stopped (an error), its error.
+    fn send(&mut self, job: Job) -> Result<(), Error> {
+        let Back::Thread(e) = self else {
+            return Err(Error::Closed);
+        };
+        let sent = e.jobs.as_ref().is_some_and(|jobs| jobs.send(job).is_ok());
+        if sent {
+            Ok(())
+        } else {
+            Err(self.fail())
+        }
+    }
+
+    /// The encoder thread stopped early: wait for it and return its error; closed from now on.
+    fn fail(&mut self) -> Error {
+        match std::mem::replace(self, Back::Closed).into_frames() {
+            Err(e) => e,
+            // It ended without an error, yet took no more work: it cannot, but say so.
+            Ok(_) => Error::Closed,
+        }
+    }
+
+    /// Everything written: the frames' state back from the encoder thread, once it has
+    /// written all it was handed.
+    fn into_frames(self) -> Result<Box<Frames<W>>, Error> {
+        match self {
+            Back::Here { frames, .. } => Ok(frames),
+            Back::Thread(mut e) => e.join(),
+            Back::Closed => Err(Error::Closed),
+        }
+    }
+}
+
+/// Work for the encoder thread, done in the order handed over.
+enum Job {
+    Table(Kind, Vec<u8>),
+    Stats(Vec<u8>),
+    /// A chunk's events and the drops so far; the columns come back cleared, for reuse.
+    Chunk(Box<Columns>, u64),
+    /// Flush the output, then say so.
+    Flush,
+}
+
+/// The encoder thread of a writer made by [`Writer::with_encoder`].
+struct Encoder<W> {
+    /// `None` once the thread is told to finish.
+    jobs: Option<SyncSender<Job>>,
+    /// Columns of written chunks, for the writer to fill again.
+    spare: Receiver<Box<Columns>>,
+    /// A message for each [`Job::Flush`] done.
+    flushed: Receiver<()>,
+    /// The bytes the thread has written.
+    pos: Arc<AtomicU64>,
+    thread: Option<JoinHandle<Result<Box<Frames<W>>, Error>>>,
+}
+
+impl<W: Write + Send + 'static> Encoder<W> {
+    fn spawn(frames: Box<Frames<W>>) -> Result<Encoder<W>, Box<Frames<W>>> {
+        let (jobs, todo) = sync_channel::<Job>(QUEUED_CHUNKS);
+        let (give_back, spare) = sync_channel(QUEUED_CHUNKS + 1);
+        let (done, flushed) = sync_channel(1);
+        let pos = Arc::new(AtomicU64::new(frames.pos));
+        let shown = Arc::clone(&pos);
+        // The frames move to the thread through a channel, so that they come back if it
+        // cannot be started.
+        let (hand, take) = sync_channel::<Box<Frames<W>>>(1);
+        let started = std::thread::Builder::new().name("iocap-encoder".into()).spawn(move || {
+            let mut frames = take.recv().map_err(|_| Error::Closed)?;
+            for job in todo {
+                match job {
+                    Job::Table(kind, raw) => frames.table(kind, &raw)?,
+                    Job::Stats(p) => frames.stats(&p)?,
+                    Job::Chunk(mut cols, drops) => {
+                        frames.chunk(&cols, drops)?;
+                        cols.clear();
+                        let _ = give_back.try_send(cols);
+                    }
+                    Job::Flush => {
+                        frames.flush()?;
+                        let _ = done.send(());
+                    }
+                }
+                shown.store(frames.pos, Ordering::Relaxed);
+            }
+            Ok(frames)
+        });
+        match started {
+            Ok(thread) => {
+                hand.send(frames).expect("the thread waits for its frames");
+                Ok(Encoder {
+                    jobs: Some(jobs),
+                    spare,
+                    flushed,
+                    pos,
+                    thread: Some(thread),
+                })
+            }
+            Err(_) => Err(frames),
+        }
+    }
+}
+
+impl<W> Encoder<W> {
+    /// Tell the thread there is no more work, and wait for it to write what it has.
+    fn join(&mut self) -> Result<Box<Frames<W>>, Error> {
+        self.jobs = None;
+        match self.thread.take().map(JoinHandle::join) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err(Error::Io(std::io::Error::other(
+                "the capture's encoder thread panicked",
+            ))),
+            None => Err(Error::Closed),
+        }
+    }
+}
+
+impl<W> Drop for Encoder<W> {
+    /// A writer dropped unfinished still writes what it was handed (readers recover the
+    /// file as one that was not closed): the thread is waited for.
+    fn drop(&mut self) {
+        let _ = self.join();
+    }
+}
+
+/// The frames of a capture as they are written: the output, where the next frame goes, and
+/// what the index will list.
+struct Frames<W> {
+    out: Option<W>,
+    /// Bytes written so far: the offset of the next frame.
+    pos: u64,
+    packer: Packer,
+    index: Vec<(u64, ChunkSummary)>,
+    others: Vec<(Kind, u64)>,
+    bufs: EncodeBufs,
+    /// The payload of the chunk being written, kept to reuse its allocation.
+    chunk: Vec<u8>,
+    frame: Vec<u8>,
+}
+
+impl<W: Write> Frames<W> {
+    fn chunk(&mut self, cols: &Columns, drops: u64) -> Result<(), Error> {
+        let summary = ChunkSummary::of(cols, drops);
+        let mut p = std::mem::take(&mut self.chunk);
+        p.clear();
+        let mut head = Vec::with_capacity(128);
+        summary.encode(&mut head);
+        varint::put(&mut p, head.len() as u64);
+        p.extend_from_slice(&head);
+        let pos = self.pos;
+        let r = cols
+            .encode_with(&mut p, Some(&mut self.packer), &mut self.bufs)
+            .map_err(Error::from)
+            .and_then(|()| self.write_frame(Kind::Chunk, &p));
+        self.chunk = p;
+        r?;
+        self.index.push((pos, summary));
+        Ok(())
+    }
+
+    fn table(&mut self, kind: Kind, raw: &[u8]) -> Result<(), Error> {
+        let mut p = Vec::with_capacity(raw.len() / 2 + 16);
+        self.packer.pack(raw, &mut p)?;
+        let pos = self.pos;
+        self.write_frame(kind, &p)?;
+        self.others.push((kind, pos));
+        Ok(())
+    }
+
+    fn stats(&mut self, payload: &[u8]) -> Result<(), Error> {
+        let pos = self.pos;
+        self.write_frame(Kind::Stats, payload)?;
+        self.others.push((Kind::Stats, pos));
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), Error> {
+        self.out.as_mut().ok_or(Error::Closed)?.flush()?;
+        Ok(())
+    }
+
+    /// The index and the trailer, then the output back, flushed.
+    fn finish(mut self, stop_ts: u64, drops: u64) -> Result<W, Error> {
+        let mut p = Vec::with_capacity(64 + self.index.len() * 40);
+        varint::put(&mut p, stop_ts);
+        varint::put(&mut p, drops);
+        varint::put(&mut p, self.index.len() as u64);
+        for (off, s) in &self.index {
+            varint::put(&mut p, *off);
+            s.encode(&mut p);
+        }
+        varint::put(&mut p, self.others.len() as u64);
+        for (kind, off) in &self.others {
+            varint::put(&mut p, *kind as u64);
+            varint::put(&mut p, *off);
+        }
+        let index_at = self.pos;
+        self.write_frame(Kind::Index, &p)?;
+        self.write_raw(&frame::trailer(index_at))?;
+        let mut out = self.out.take().ok_or(Error::Closed)?;
+        out.flush()?;
+        Ok(out)
     }
 
     fn write_frame(&mut self, kind: Kind, payload: &[u8]) -> Result<(), Error> {

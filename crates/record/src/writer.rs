@@ -58,7 +58,7 @@ fn is_enospc(e: &iocap_format::Error) -> bool {
     matches!(e, iocap_format::Error::Io(io) if matches!(io.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)))
 }
 
-pub(crate) fn write_loop<W: Write>(
+pub(crate) fn write_loop<W: Write + Send + 'static>(
     mut t: Tracker<W>,
     rx: Receiver<Msg>,
     sh: &Shared,
@@ -178,7 +178,11 @@ pub(crate) fn write_loop<W: Write>(
 
 /// Start file number `files` of the rotation and finish the current one; returns the bytes
 /// the finished file took (up to its index).
-fn next_file<W: Write>(t: &mut Tracker<W>, out: &mut Output<W>, files: &mut u32) -> Result<u64, Error> {
+fn next_file<W: Write + Send + 'static>(
+    t: &mut Tracker<W>,
+    out: &mut Output<W>,
+    files: &mut u32,
+) -> Result<u64, Error> {
     let Some(rot) = out.rotate.as_mut() else { return Ok(0) };
     let w = (rot.open)(*files).map_err(|e| Error::Rotate(e.to_string()))?;
     let mut meta = out.meta.clone();
@@ -186,7 +190,7 @@ fn next_file<W: Write>(t: &mut Tracker<W>, out: &mut Output<W>, files: &mut u32)
     meta.devices = t.devices();
     meta.next_file = crate::rotation::next_name(&rot.base, *files);
     // The header on disk at once: the new file opens even if the recorder is killed now.
-    let next = Writer::new(w, &meta, out.options.clone())
+    let next = Writer::with_encoder(w, &meta, out.options.clone())
         .and_then(|mut w| w.flush().map(|()| w))
         .map_err(|e| Error::Rotate(e.to_string()))?;
     let old = t.rotate(next);
@@ -243,7 +247,7 @@ mod tests {
     fn a_lone_event_is_flushed_without_anything_after_it() {
         let sink = Sink::default();
         let opts = WriterOptions::default();
-        let w = Writer::new(sink.clone(), &Meta::default(), opts.clone()).unwrap();
+        let w = Writer::with_encoder(sink.clone(), &Meta::default(), opts.clone()).unwrap();
         let t = Tracker::new(w, "x86_64", &[], None);
         let (tx, rx) = sync_channel(2);
         let out = Output {

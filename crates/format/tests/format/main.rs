@@ -3,6 +3,7 @@
 
 mod bombs;
 mod corruption;
+mod encoder;
 mod growing;
 mod hostile;
 mod roundtrip;

@@ -7,7 +7,7 @@ use iocap_format::{
 };
 use proptest::prelude::*;
 
-use crate::util::{read_chunks, write, Expected, Op};
+use crate::util::{read_chunks, write, write_by, Expected, Op};
 
 fn u64_extreme() -> impl Strategy<Value = u64> {
     prop_oneof![Just(0), Just(u64::MAX), Just(u64::MAX - 1), 0..10_000u64, any::<u64>()]
@@ -266,6 +266,20 @@ proptest! {
     ) {
         let (bytes, x) = write(&meta, &ops, chunk_events, stop_ts);
         check(bytes, &x)?;
+    }
+
+    /// The encoder thread changes where frames are encoded, not what: the same calls give
+    /// the same bytes, tables, stats and flushes interleaved with chunks in any order.
+    #[test]
+    fn an_encoder_thread_writes_the_same_bytes(
+        meta in meta(),
+        ops in prop::collection::vec(op(), 0..120),
+        chunk_events in 1..20usize,
+        stop_ts in u64_extreme(),
+    ) {
+        let (here, _) = write(&meta, &ops, chunk_events, stop_ts);
+        let (threaded, _) = write_by(&meta, &ops, chunk_events, stop_ts, true);
+        prop_assert!(here == threaded, "{} bytes against {}", here.len(), threaded.len());
     }
 
     #[test]

@@ -44,8 +44,17 @@ impl Expected {
 
 /// Play `ops` on a writer into memory; returns the bytes and what reading them must give.
 pub fn write(meta: &Meta, ops: &[Op], chunk_events: usize, stop_ts: u64) -> (Vec<u8>, Expected) {
+    write_by(meta, ops, chunk_events, stop_ts, false)
+}
+
+/// [`write`], by a writer with an encoder thread ([`Writer::with_encoder`]) if `encoder`.
+pub fn write_by(meta: &Meta, ops: &[Op], chunk_events: usize, stop_ts: u64, encoder: bool) -> (Vec<u8>, Expected) {
     let opts = WriterOptions { chunk_events, level: 1 };
-    let mut w = Writer::new(Vec::new(), meta, opts).unwrap();
+    let mut w = if encoder {
+        Writer::with_encoder(Vec::new(), meta, opts).unwrap()
+    } else {
+        Writer::new(Vec::new(), meta, opts).unwrap()
+    };
     let mut x = Expected {
         meta: escaped_meta(meta),
         stop_ts,
