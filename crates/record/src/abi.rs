@@ -153,8 +153,9 @@ pub fn to_boottime(rec: &mut [u8], offset: u64) {
     }
 }
 
-/// When an event record's operation completed (ns of CLOCK_BOOTTIME, read after
-/// [`to_boottime`]): `None` for table records (processes, fds), which are never discarded.
+/// When an event record's operation completed, in its times' clock (CLOCK_MONOTONIC as the
+/// ring gives it, CLOCK_BOOTTIME after [`to_boottime`]): `None` for table records (processes,
+/// fds), which are never discarded.
 pub fn event_end(rec: &[u8]) -> Option<u64> {
     let u64_at = |at: usize| u64_at(rec, at);
     let u32_at = |at: usize| {

@@ -85,6 +85,11 @@ impl Backlog {
         }
     }
 
+    /// Whether the pipeline has fallen behind (and not caught up since).
+    pub(crate) fn is_behind(&self) -> bool {
+        self.behind.is_some()
+    }
+
     /// How old an event may be when the poller takes it from the ring, once the pipeline has
     /// been behind for a while (`None` until then: a pause shorter than that loses nothing, its
     /// events are only written late).
