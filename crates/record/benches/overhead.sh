@@ -33,8 +33,8 @@
 #   sustained                      S reads under `iocap record -c`: events/s, then the recorder's
 #                                  CPU per 1 M events/s, split: its BPF programs (charged to the
 #                                  traced thread: the loop's ns over untraced) and its own threads
-#                                  (ring poller and writer: iocap's user + system time, less the
-#                                  loop's, per event)
+#                                  (ring poller, writer and encoder: iocap's user + system time,
+#                                  less the loop's, per event), then each of those threads alone
 #   sustained, two loops           two loops of S reads at once (both CPUs) under one recording:
 #                                  events/s offered (the loops' calls over the span from the
 #                                  first start to the last end) and recorded, and the drops;
@@ -208,9 +208,20 @@ echo "real workload (find, dd, cat):"
 facts "$T/w.cap"
 # Sustained: S reads in one run; events/s = one event per syscall over the loop's time.
 # The recorder's CPU, split: its BPF programs run in the traced thread (the loop's ns over
-# untraced), its own threads (ring poller, writer) are iocap's user + system time less the
+# untraced), its own threads (ring poller, writer, encoder) are iocap's user + system time less the
 # loop's (time counts the child iocap waited for; the loop's thread CPU is S × its ns).
-ns=$(/usr/bin/time -f "%U %S" -o "$T/rtime" "$IOCAP" record -w "$T/c.cap" -c "$T/loop r $S" 2>"$T/err")
+/usr/bin/time -f "%U %S" -o "$T/rtime" "$IOCAP" record -w "$T/c.cap" -c "$T/loop r $S" >"$T/ns" 2>"$T/err" &
+tp=$!
+# Each of iocap's threads' CPU (user + system ticks, /proc/PID/task/TID/stat), sampled every
+# 0.1 s while it runs; the last sample of each thread counts (what its final drain adds is lost).
+: > "$T/tasks"
+while kill -0 "$tp" 2>/dev/null; do
+    rp=$(pgrep -P "$tp" | head -1)
+    [ -z "$rp" ] || cat /proc/"$rp"/task/*/stat >> "$T/tasks" 2>/dev/null || true
+    sleep 0.1
+done
+wait "$tp"
+ns=$(cat "$T/ns")
 awk -v ns="$ns" -v s="$S" 'BEGIN { printf "sustained, iocap record -c, %d reads: %.2f M events/s\n", s, 1e3 / ns }'
 facts "$T/c.cap"
 events=$("$IOCAP" info "$T/c.cap" | awk '/^events/ { print $2 }')
@@ -219,6 +230,20 @@ awk -v ns="$ns" -v b="$base" -v u="$u" -v sy="$sy" -v e="$events" -v s="$S" 'BEG
     own = u + sy - s * ns / 1e9
     printf "    recorder CPU per 1 M events/s: BPF programs %.2f CPUs (%.0f ns/event), iocap'"'"'s threads %.2f CPUs (%.0f ns/event)\n",
         (ns - b) / 1e3, ns - b, own / e * 1e6, own / e * 1e9 }'
+awk -v e="$events" -v hz="$(getconf CLK_TCK)" '{
+        tid = $1; name = $2; sub(/^\(/, "", name); sub(/\)$/, "", name)
+        split(substr($0, index($0, ") ") + 2), f, " ")
+        # The main thread, named as the binary is, polls the rings.
+        cpu[tid] = (f[12] + f[13]) / hz; who[tid] = name ~ /^iocap-/ ? substr(name, 7) : "poller"
+    }
+    END {
+        for (t in cpu) by[who[t]] += cpu[t]
+        line = "    by thread (CPUs per 1 M events/s):"
+        split("poller writer encoder", order, " ")
+        for (i = 1; i <= 3; i++)
+            if (order[i] in by) line = line sprintf(" %s %.2f (%.0f ns/event)", order[i], by[order[i]] / e * 1e6, by[order[i]] / e * 1e9)
+        print line
+    }' "$T/tasks"
 # Sustained on both CPUs: the loops and the recorder share the two CPUs, so this is the rate
 # the recorder keeps when it gets only what the traced work leaves it.
 "$IOCAP" record -w "$T/c2.cap" -c "$T/loop w $S & $T/loop w $S; wait" >"$T/span" 2>"$T/err"
