@@ -1071,11 +1071,13 @@ fn offsets_owners_cpus_and_block_patterns_are_recorded() {
     // Whatever the device's scheduler, a request is either queued first or sent straight on.
     let queued = evs.iter().filter(|e| e.class == Class::Block && e.flags & QUEUED != 0);
     assert!(queued.clone().all(|e| e.queue < e.latency + 10_000_000_000));
+    // Queue time runs from the request's making (the kernel's start), inserted or not: a
+    // second at most on an idle loop device.
     assert!(
         evs.iter()
-            .filter(|e| e.class == Class::Block && e.queue > 0)
-            .all(|e| e.flags & QUEUED != 0),
-        "a measured queue time means an insert was seen"
+            .filter(|e| e.class == Class::Block)
+            .all(|e| e.queue < 1_000_000_000),
+        "a block request's queue time is from its making, not from boot or a stale entry"
     );
 }
 

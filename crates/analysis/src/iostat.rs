@@ -1,12 +1,12 @@
 //! Per-device I/O statistics over intervals, from block events, with sysstat's definitions.
 //!
-//! Each block event is one request: inserted into the queue at `ts - queue`, issued to the
+//! Each block event is one request: made at `ts - queue`, issued to the
 //! device at `ts`, completed at `ts + latency`. As the kernel's `/proc/diskstats`, which counts
 //! a request when it completes, and `iostat -x` (sysstat 12), which divides its counters'
 //! growth between two samples:
 //!
 //! - a request is counted (r/s, w/s, rkB/s, wkB/s) in the interval where it *completes*;
-//! - its wait (r_await, w_await) is insert → complete: queue time plus device time, and the
+//! - its wait (r_await, w_await) is made → complete: queue time plus device time, and the
 //!   await of an interval is the mean over the requests completed in it (sysstat: the growth
 //!   of `rd_ticks` over the growth of `reads`);
 //! - `aqu-sz` is the sum of the waits of every request completed in the interval (flushes
@@ -216,7 +216,7 @@ impl IoStat {
         (lo.max(self.start), hi)
     }
 
-    /// Count one block request on `dev`: issued at `ts` after `queue` ns in the queue,
+    /// Count one block request on `dev`: issued at `ts`, `queue` ns after it was made,
     /// completed `latency` ns later.
     pub fn add(&mut self, dev: u32, op: BlockOp, bytes: u64, ts: u64, queue: u64, latency: u64) {
         let insert = ts.saturating_sub(queue);

@@ -14,9 +14,9 @@ pub enum Measure {
     /// Device time, issue to completion (`latency`, `blk.latency`).
     #[default]
     Latency,
-    /// Time queued, insertion to issue (`blk.queue`).
+    /// Time before issue, from the request's making (`blk.queue`).
     Queue,
-    /// Both, insertion to completion (`blk.total`).
+    /// Both, making to completion (`blk.total`): iostat's wait.
     Total,
 }
 

@@ -335,7 +335,7 @@ static FIELDS: &[FieldInfo] = &[
         "blk.queue",
         T::Duration,
         FieldId::BlkQueue,
-        "time a block request waited in the queue (insert to issue)",
+        "time a block request waited before issue: from its making (the kernel's start, which /proc/diskstats times waits from) to its issue",
     ),
     f(
         "blk.flags",
@@ -347,7 +347,7 @@ static FIELDS: &[FieldInfo] = &[
         "blk.queued",
         T::Bool,
         FieldId::BlkQueued,
-        "a block request was inserted into a queue before issue (blk.queue was measured, even if 0)",
+        "a block request was inserted into a queue before issue (rather than sent straight to the driver)",
     ),
     f(
         "blk.pattern",
@@ -365,7 +365,7 @@ static FIELDS: &[FieldInfo] = &[
         "blk.total",
         T::Duration,
         FieldId::BlkTotal,
-        "blk.queue + blk.latency: insert to completion",
+        "blk.queue + blk.latency: making to completion, the wait iostat's await averages",
     ),
     f(
         "blk.cause",

@@ -101,8 +101,7 @@ pub mod blk_flags {
     /// The bits above are the kernel's `REQ_*` flags; the ones below are iocap's own.
     pub const KERNEL: u32 = 0x7f;
     /// iocap: the request was inserted into a queue (an I/O scheduler's, or a plug) before it
-    /// was issued, so `queue` was measured, even when it is 0; without it the request went
-    /// straight to the driver and `queue` is 0 for want of an insert (since 1.5).
+    /// was issued; without it the request went straight to the driver (since 1.5).
     pub const QUEUED: u32 = 1 << 7;
     /// iocap: the request starts at the sector where the device's previous completed request
     /// ended (biopattern's definition; since 1.5).
@@ -160,7 +159,9 @@ pub struct Event {
     pub dev: u32,
     /// Block: first sector (512-byte units).
     pub sector: u64,
-    /// Block: time from insertion into the queue to issue, ns; 0 when not queued (or unknown).
+    /// Block: time from the request's making to its issue, ns: from the kernel's own start
+    /// (`start_time_ns`, what /proc/diskstats times waits from) when it keeps one, else from
+    /// the insert. Recorders before 2026-11-23 wrote insert to issue, 0 without an insert.
     pub queue: u64,
     /// Block: [`BlockOp`] code.
     pub op: u8,

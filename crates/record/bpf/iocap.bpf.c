@@ -1546,7 +1546,7 @@ static __always_inline __u32 blk_flags(__u32 f)
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(blk_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
-	__u64 key = (__u64)rq, now = bpf_ktime_get_ns();
+	__u64 key = (__u64)rq, now = bpf_ktime_get_ns(), from, born;
 	struct rq_info *i;
 	struct rec_blk *r;
 	struct gendisk *disk;
@@ -1580,7 +1580,18 @@ int BPF_PROG(blk_complete, struct request *rq, blk_status_t error, unsigned int 
 	r->dev = disk ? ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor) : 0;
 	r->ts = i->issue;
 	r->lat = now - i->issue;
-	r->queue = i->insert && i->insert <= i->issue ? i->issue - i->insert : 0;
+	/*
+	 * Queue time runs from the request's making, so that queue + latency is the wait
+	 * /proc/diskstats adds up: from the kernel's own start for it (start_time_ns, read here
+	 * because block_io_start may fire before it is set; 0 when the queue keeps no times;
+	 * under a plug the plug's clock, read once for the requests of one submission, before any
+	 * is inserted or issued), else from the insert, else nothing.
+	 */
+	from = i->insert && i->insert <= i->issue ? i->insert : i->issue;
+	born = BPF_CORE_READ(rq, start_time_ns);
+	if (born && born < from && i->issue - born < 10000000000ULL)
+		from = born;
+	r->queue = i->issue - from;
 	r->sector = rq->__sector;
 	r->bytes = i->bytes;
 	r->error = error;
