@@ -261,8 +261,7 @@ impl Recorder {
             // up: a single loop of 2.5 M preads/s dropped 4-13 %. Once it is behind, the poller
             // sleeps: the kernel sheds what the backlog limit refuses for nothing, where a
             // poller that took every record only to throw the old ones away spent its little
-            // CPU on that (a killed recorder at nice 10 under four floods left its file ~3.5 s
-            // behind the kill, in a debug build, where ~0.7 s is usual).
+            // CPU on that.
             if emptied || backlog.is_behind() {
                 std::thread::sleep(Duration::from_millis(1));
             }
