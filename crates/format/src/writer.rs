@@ -274,10 +274,10 @@ impl<W: Write + Send + 'static> Writer<W> {
     }
 }
 
-/// Chunks handed to the encoder thread that wait for it, besides the one it works on: one,
-/// so that the writer can run ahead by a chunk while the encoder is slow for a moment, and
-/// three chunks' columns at most are in memory (the open one, the waiting one and the one
-/// being encoded).
+/// Jobs handed to the encoder thread that wait for it, besides the one it works on: one (a
+/// chunk, a table or stats), so that the writer can run ahead by a chunk while the encoder is
+/// slow for a moment, and three chunks' columns at most are in memory (the open one, the
+/// waiting one and the one being encoded).
 const QUEUED_CHUNKS: usize = 1;
 
 /// Starts an encoder thread with the frames, or gives them back if no thread can be had.
@@ -316,11 +316,7 @@ impl<W: Write> Back<W> {
     }
 
     fn chunk(&mut self, cols: &mut Columns, drops: u64) -> Result<(), Error> {
-        if let Back::Here {
-            spawn: spawn @ Some(_), ..
-        } = self
-        {
-            let spawn = spawn.take().expect("matched Some");
+        if let Back::Here { spawn: Some(spawn), .. } = *self {
             let Back::Here { frames, .. } = std::mem::replace(self, Back::Closed) else {
                 unreachable!("matched Here")
             };
