@@ -80,7 +80,13 @@ pub(crate) fn sh(cmd: &str) {
 
 /// Record `cmd` (a shell command line) into `cap`; the capture's events and tables.
 fn record(cap: &Path, cmd: &str) -> (Vec<Event>, Reader<std::fs::File>) {
+    record_env(cap, cmd, &[])
+}
+
+/// [`record`] with environment variables for the recorder.
+fn record_env(cap: &Path, cmd: &str, env: &[(&str, &str)]) -> (Vec<Event>, Reader<std::fs::File>) {
     let out = iocap()
+        .envs(env.iter().copied())
         .args(["record", "-w"])
         .arg(cap)
         .args(["-c", cmd])
@@ -380,19 +386,28 @@ fn libaio_requests_link_to_the_io_submit_that_issued_them() {
     let dir = tempfile::tempdir().unwrap();
     let fs = Ext4::new(dir.path());
     let data = fs.random_file("aio", 8);
-    let cap = dir.path().join("a.cap");
-    let json = dir.path().join("fio.json");
+    // The recorder keeps requests and calls in slots, or in maps when their slot is taken:
+    // with few slots (one for requests, none for calls), most of 2 x 8 requests in flight and
+    // every call take the maps.
+    for few_slots in ["0", "1"] {
+        libaio_links(dir.path(), &fs, &data, few_slots);
+    }
+}
+
+fn libaio_links(dir: &Path, fs: &Ext4, data: &Path, few_slots: &str) {
+    let cap = dir.join("a.cap");
+    let json = dir.join("fio.json");
     let cmd = format!(
         "fio --name=aio --filename={} --rw=randread --bs=4k --direct=1 --ioengine=libaio --iodepth=8 \
-         --number_ios=400 --size=8M --output-format=json --output={}",
+         --numjobs=2 --number_ios=400 --size=8M --group_reporting --output-format=json --output={}",
         data.display(),
         json.display()
     );
-    let (evs, r) = record(&cap, &cmd);
+    let (evs, r) = record_env(&cap, &cmd, &[("IOCAP_FEW_SLOTS", few_slots)]);
     let disk = dev_of(&r, fs.name());
     let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let ios = report["jobs"][0]["read"]["total_ios"].as_u64().unwrap();
-    assert!(ios >= 400, "fio did its I/Os: {ios}");
+    assert!(ios >= 800, "fio's two jobs did their I/Os: {ios}");
     let data_reads: Vec<&Event> = evs
         .iter()
         .filter(|e| e.class == Class::Block && e.dev == disk && e.op == BlockOp::Read as u8 && e.bytes == 4096)
@@ -409,6 +424,13 @@ fn libaio_requests_link_to_the_io_submit_that_issued_them() {
             submits.contains_key(&(b.tid, b.ts - b.link)),
             "the io_submit it names is in the capture"
         );
+    }
+    // Each io_submit counts the requests that name it, and their bytes.
+    let by_call = linked(&evs);
+    for s in submits.values() {
+        let reqs = by_call.get(&(s.tid, s.ts)).map(Vec::as_slice).unwrap_or_default();
+        assert_eq!(s.disk_reqs as usize, reqs.len(), "few slots: {few_slots}");
+        assert_eq!(s.disk_bytes, reqs.iter().map(|b| b.bytes).sum::<u64>(), "few slots: {few_slots}");
     }
 }
 

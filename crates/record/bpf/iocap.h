@@ -121,7 +121,7 @@ struct rec_blk {
 	__u32 dev;   /* disk dev_t, major << 20 | minor */
 	__u64 ts;    /* issue: CLOCK_MONOTONIC in the ring, BOOTTIME once the poller has read it */
 	__u64 lat;   /* complete - issue */
-	__u64 queue; /* issue - insert, 0 when not inserted */
+	__u64 queue; /* issue - the request's start (start_time_ns, else its insert; else 0) */
 	__u64 sector;
 	__u32 bytes;
 	__s32 error;

@@ -91,6 +91,12 @@ impl Recorder {
             ro.want_blk = support.block;
             ro.min_latency = cfg.min_latency_ns;
             ro.cpu_slot = cpu_slot;
+            // IOCAP_FEW_SLOTS=1: one slot for every block request, none for calls, so that
+            // tests see requests and calls kept in the maps a taken slot sends them to.
+            if std::env::var_os("IOCAP_FEW_SLOTS").is_some_and(|v| v == "1") {
+                ro.rq_slot_mask = 0;
+                ro.call_slots_on = false;
+            }
             if let Some(nrs) = &cfg.syscall_nrs {
                 // A number past the bitmap (none on x86_64) leaves the choice to userspace.
                 if nrs.iter().all(|&nr| (nr as usize) < ro.allow_nrs.len() * 64) {
