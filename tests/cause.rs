@@ -430,7 +430,11 @@ fn libaio_links(dir: &Path, fs: &Ext4, data: &Path, few_slots: &str) {
     for s in submits.values() {
         let reqs = by_call.get(&(s.tid, s.ts)).map(Vec::as_slice).unwrap_or_default();
         assert_eq!(s.disk_reqs as usize, reqs.len(), "few slots: {few_slots}");
-        assert_eq!(s.disk_bytes, reqs.iter().map(|b| b.bytes).sum::<u64>(), "few slots: {few_slots}");
+        assert_eq!(
+            s.disk_bytes,
+            reqs.iter().map(|b| b.bytes).sum::<u64>(),
+            "few slots: {few_slots}"
+        );
     }
 }
 

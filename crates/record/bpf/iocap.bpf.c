@@ -904,9 +904,12 @@ static __always_inline struct io_sum call_io_take(__u32 tid, __u64 ts, __u64 now
 		sum.disk = io->disk;
 		if (io->inflight && now > io->busy_since)
 			sum.disk += now - io->busy_since;
-		if (slot)
+		if (slot) {
+			/* As call_io_add claims: a slot matches a key only once its sums are set. */
+			*(volatile __u32 *)&s->tid = 0;
+			asm volatile("" ::: "memory");
 			*(volatile __u64 *)&s->ts = 0;
-		else
+		} else
 			bpf_map_delete_elem(&callio, &key);
 	}
 	return sum;
@@ -1279,10 +1282,15 @@ static __always_inline void call_io_add(__u32 tid, __u64 ts, __u64 now)
 		struct call_slot *s = call_slot_of(tid, ts);
 		struct call_key ck = { .tid = tid, .ts = ts };
 
-		/* Claimed atomically: another CPU may be starting a call in the same slot. */
+		/*
+		 * Claimed atomically: another CPU may be starting a call in the same slot. The tid
+		 * goes last (a free slot's is 0), so a slot matches the key (an io-wq worker may be
+		 * creating a request for the same io_uring request) only once its sums are set.
+		 */
 		if (s && s->ts == 0 && __sync_val_compare_and_swap(&s->ts, 0, ts) == 0) {
-			s->tid = tid;
 			s->io = fresh;
+			asm volatile("" ::: "memory");
+			*(volatile __u32 *)&s->tid = tid;
 		} else {
 			bpf_map_update_elem(&callio, &ck, &fresh, BPF_ANY);
 		}
