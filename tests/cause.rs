@@ -388,7 +388,7 @@ fn libaio_requests_link_to_the_io_submit_that_issued_them() {
     let data = fs.random_file("aio", 8);
     // The recorder keeps requests and calls in slots, or in maps when their slot is taken:
     // with few slots (one for requests, none for calls), most of 2 x 8 requests in flight and
-    // every call take the maps.
+    // every call go to the maps.
     for few_slots in ["0", "1"] {
         libaio_links(dir.path(), &fs, &data, few_slots);
     }
