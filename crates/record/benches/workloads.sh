@@ -25,7 +25,10 @@
 # machine reaches every tool alike.
 # Prints, per workload and tool, the median figure of the R runs and the slowdown: traced time
 # over untraced time (untraced IOPS over traced IOPS for fio), 1.00x = no cost; then iocap's
-# events, drops and bytes/event for each of its runs.
+# events, drops and bytes/event for each of its runs; then, from one more fio run under iocap
+# (not in the table: it turns on kernel.bpf_stats_enabled, which costs every BPF program two
+# clock reads), iocap's CPU per fio I/O: its BPF programs' run time (their fds' fdinfo) and each
+# of its threads' (/proc/PID/task/*/stat ticks), and bpftrace's programs' the same way.
 # Wall time and IOPS are only as steady as the machine: on a shared or virtual one the rounds
 # differ by 2x and more (the figures of each round are printed beside the median, to judge).
 # Run as root from the workspace after `cargo build --release` (needs fio, sqlite3, losetup;
@@ -43,7 +46,9 @@ done
 T=$(mktemp -d)
 mnt='' dev='' tp=''
 # Only what this script made: its tracer, its loop device (never `losetup -D`), its tmpfs.
+stats=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
 trap '[ -z "$tp" ] || { kill -INT "$tp"; wait "$tp"; } 2>/dev/null || true
+sysctl -qw kernel.bpf_stats_enabled="$stats" 2>/dev/null || true
 [ -z "$dev" ] || losetup -d "$dev" || true
 [ -z "$mnt" ] || umount "$mnt" || true
 rm -rf "$T"' EXIT
@@ -177,4 +182,46 @@ done
 if [ -f "$T/iocap-facts" ]; then
     echo "iocap record, each run:"
     cat "$T/iocap-facts"
+fi
+
+# The tracer's CPU so far: its BPF programs' run time in ns (each program's fd's fdinfo, with
+# kernel.bpf_stats_enabled), then its threads' user + system ticks: iocap's by role, another
+# tracer's all together.
+tracer_cpu() {
+    cat /proc/"$tp"/fdinfo/* 2>/dev/null | awk '/^run_time_ns:/ { s += $2 } END { print "bpf", s + 0 }'
+    cat /proc/"$tp"/task/*/stat 2>/dev/null | awk '{
+        name = $2; sub(/^\(/, "", name); sub(/\)$/, "", name)
+        split(substr($0, index($0, ") ") + 2), f, " ")
+        # The main iocap thread, named as the binary is, polls the rings.
+        role = name ~ /^iocap-/ ? substr(name, 7) : name ~ /^iocap/ ? "poller" : "threads"
+        print role, f[12] + f[13] }'
+}
+# One fio run under tracer $1 (started as under() does): its figures per fio I/O.
+cost() {
+    prepare fio
+    case $1 in
+    iocap) start '^recording' "$IOCAP" record -w "$T/fio.cap" ;;
+    bpftrace) start '^ready' bpftrace -B none -e "$BT" ;;
+    esac
+    tracer_cpu > "$T/cpu0"
+    sh "$T/fio.sh" > /dev/null
+    tracer_cpu > "$T/cpu1"
+    stop
+    rm -f "$T/fio.cap"
+    ios=$(awk '/"read" *:/ { r = 1 } r && /"total_ios" *:/ { gsub(/[",]/, ""); print $3; exit }' "$T/fio.json")
+    awk -v ios="$ios" -v hz="$(getconf CLK_TCK)" -v t="$1" 'NR == FNR { was[$1] += $2; next } { now[$1] += $2 }
+        END {
+            line = sprintf("  %s: BPF programs %.0f ns", t, (now["bpf"] - was["bpf"]) / ios)
+            split("poller writer encoder threads", order, " ")
+            for (i = 1; i <= 4; i++)
+                if (order[i] in now) line = line sprintf(", %s %.0f ns", order[i], (now[order[i]] - was[order[i]]) / hz * 1e9 / ios)
+            print line
+        }' "$T/cpu0" "$T/cpu1"
+}
+if sysctl -qw kernel.bpf_stats_enabled=1 2>/dev/null; then
+    echo "CPU per fio I/O (one more run each, kernel.bpf_stats_enabled on):"
+    for t in iocap bpftrace; do
+        case " $tools " in *" $t "*) cost "$t" ;; esac
+    done
+    sysctl -qw kernel.bpf_stats_enabled="$stats"
 fi
