@@ -45,11 +45,11 @@ for c in fio sqlite3 losetup "$IOCAP"; do
 done
 T=$(mktemp -d)
 mnt='' dev='' tp=''
-# Only what this script made: its tracer, its loop device (never `losetup -D`), its tmpfs.
 # kernel.bpf_stats_enabled makes every BPF program read the clock twice more: off but for the
 # last runs, and as it was afterwards.
 stats=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
 sysctl -qw kernel.bpf_stats_enabled=0 2>/dev/null || true
+# Only what this script made: its tracer, its loop device (never `losetup -D`), its tmpfs.
 trap '[ -z "$tp" ] || { kill -INT "$tp"; wait "$tp"; } 2>/dev/null || true
 sysctl -qw kernel.bpf_stats_enabled="$stats" 2>/dev/null || true
 [ -z "$dev" ] || losetup -d "$dev" || true
