@@ -411,6 +411,22 @@ static __always_inline struct call_io *call_io_find(__u32 tid, __u64 ts)
 	return bpf_map_lookup_elem(&callio, &ck);
 }
 
+/* The call's sums are done with: its slot is free again (or its `callio` entry gone). */
+static __always_inline void call_io_forget(__u32 tid, __u64 ts)
+{
+	struct call_slot *s = call_slot_of(tid, ts);
+	struct call_key ck = { .tid = tid, .ts = ts };
+
+	if (s && s->ts == ts && s->tid == tid) {
+		/* As call_io_add claims: a slot matches a key only once its sums are set. */
+		*(volatile __u32 *)&s->tid = 0;
+		asm volatile("" ::: "memory");
+		*(volatile __u64 *)&s->ts = 0;
+	} else {
+		bpf_map_delete_elem(&callio, &ck);
+	}
+}
+
 /* An io_uring request between its submission and its (last) completion. */
 struct uring_req {
 	__u64 ts;   /* submission, then each completion of a multishot request */
@@ -888,29 +904,16 @@ struct io_sum {
 
 static __always_inline struct io_sum call_io_take(__u32 tid, __u64 ts, __u64 now)
 {
-	struct call_key key = { .tid = tid, .ts = ts };
-	struct call_slot *s = call_slot_of(tid, ts);
-	struct call_io *io = NULL;
+	struct call_io *io = call_io_find(tid, ts);
 	struct io_sum sum = {};
-	bool slot = s && s->ts == ts && s->tid == tid;
 
-	if (slot)
-		io = &s->io;
-	else
-		io = bpf_map_lookup_elem(&callio, &key);
 	if (io) {
 		sum.reqs = io->reqs;
 		sum.bytes = io->bytes;
 		sum.disk = io->disk;
 		if (io->inflight && now > io->busy_since)
 			sum.disk += now - io->busy_since;
-		if (slot) {
-			/* As call_io_add claims: a slot matches a key only once its sums are set. */
-			*(volatile __u32 *)&s->tid = 0;
-			asm volatile("" ::: "memory");
-			*(volatile __u64 *)&s->ts = 0;
-		} else
-			bpf_map_delete_elem(&callio, &key);
+		call_io_forget(tid, ts);
 	}
 	return sum;
 }
@@ -1421,8 +1424,10 @@ static __noinline int rq_new(struct request *rq, __u64 now)
 		n.ino_dev = t->wb_dev;
 	}
 	if (!n.ino) {
-		/* Pointers the kernel hands over are read directly (the verifier guards the loads):
-		 * cheaper than a probe read each. */
+		/*
+		 * Pointers the kernel hands over are read directly (the verifier guards the loads):
+		 * cheaper than a probe read each.
+		 */
 		bio = rq->bio;
 		if (bio && bio->bi_io_vec && bio->bi_io_vec->bv_page)
 			page_inode(bio->bi_io_vec->bv_page, &n.ino, &n.ino_dev);
