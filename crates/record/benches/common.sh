@@ -3,6 +3,16 @@
 
 # Events, drops and bytes/event of the capture $1 (one line).
 facts() { "$IOCAP" info "$1" | awk '/^events/ { e = $2 } /^drops/ { d = $2 } /bytes\/event/ { for (i = 1; i <= NF; i++) if ($i == "bytes/event") b = $(i - 1) } END { printf "    events %s, drops %s, %s bytes/event\n", e, d, b }'; }
+# Lines of /proc/PID/task/*/stat (in files $2..., else stdin) as `tid role ticks`: the role is an
+# iocap thread's name without `iocap-` (writer, encoder), any other thread's is $1 (iocap's main
+# thread, named as the binary is, polls the rings); ticks are its user + system time.
+thread_ticks() {
+    thread_other=$1; shift
+    awk -v other="$thread_other" '{
+        name = $2; sub(/^\(/, "", name); sub(/\)$/, "", name)
+        split(substr($0, index($0, ") ") + 2), f, " ")
+        print $1, (name ~ /^iocap-/ ? substr(name, 7) : other), f[12] + f[13] }' "$@"
+}
 # Wait (up to 10 s) for a line matching $2 in file $1; fail if it never comes.
 # (Its counter has a name of its own: sh variables are global, and would clobber the callers'.)
 await() {

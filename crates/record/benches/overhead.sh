@@ -85,7 +85,7 @@ int main(int c, char **v) {
 }
 C
 cc -O2 -o "$T/loop" "$T/loop.c"
-# facts (a capture's events, drops, bytes/event) and await (a line in a file).
+# facts (a capture's events, drops, bytes/event), await (a line in a file) and thread_ticks.
 # shellcheck source=common.sh
 . "$(dirname "$0")/common.sh"
 head -c 65536 /dev/urandom > "$T/data"
@@ -235,11 +235,8 @@ awk -v ns="$ns" -v b="$base" -v u="$u" -v sy="$sy" -v e="$events" -v s="$S" 'BEG
     own = u + sy - s * ns / 1e9
     printf "    recorder CPU per 1 M events/s: BPF programs %.2f CPUs (%.0f ns/event), iocap'"'"'s threads %.2f CPUs (%.0f ns/event)\n",
         (ns - b) / 1e3, ns - b, own / e * 1e6, own / e * 1e9 }'
-awk -v e="$events" -v hz="$(getconf CLK_TCK)" '{
-        tid = $1; name = $2; sub(/^\(/, "", name); sub(/\)$/, "", name)
-        split(substr($0, index($0, ") ") + 2), f, " ")
-        # The main thread, named as the binary is, polls the rings.
-        cpu[tid] = (f[12] + f[13]) / hz; who[tid] = name ~ /^iocap-/ ? substr(name, 7) : "poller"
+thread_ticks poller "$T/tasks" | awk -v e="$events" -v hz="$(getconf CLK_TCK)" '{
+        cpu[$1] = $3 / hz; who[$1] = $2
     }
     END {
         for (t in cpu) by[who[t]] += cpu[t]
@@ -248,7 +245,7 @@ awk -v e="$events" -v hz="$(getconf CLK_TCK)" '{
         for (i = 1; i <= 3; i++)
             if (order[i] in by) line = line sprintf(" %s %.2f (%.0f ns/event)", order[i], by[order[i]] / e * 1e6, by[order[i]] / e * 1e9)
         print line
-    }' "$T/tasks"
+    }'
 # Sustained on both CPUs: the loops and the recorder share the two CPUs, so this is the rate
 # the recorder keeps when it gets only what the traced work leaves it.
 "$IOCAP" record -w "$T/c2.cap" -c "$T/loop w $S & $T/loop w $S; wait" >"$T/span" 2>"$T/err"

@@ -58,7 +58,7 @@ rm -rf "$T"' EXIT
 # sh runs the EXIT trap on exit only, not when a signal ends it.
 trap 'exit 130' INT
 trap 'exit 143' TERM HUP
-# facts (a capture's events, drops, bytes/event) and await (a line in a file).
+# facts (a capture's events, drops, bytes/event), await (a line in a file) and thread_ticks.
 # shellcheck source=common.sh
 . "$(dirname "$0")/common.sh"
 
@@ -187,17 +187,13 @@ if [ -f "$T/iocap-facts" ]; then
     cat "$T/iocap-facts"
 fi
 
-# The tracer's CPU so far: its BPF programs' run time in ns (each program's fd's fdinfo, with
+# Tracer $1's CPU so far: its BPF programs' run time in ns (each program's fd's fdinfo, with
 # kernel.bpf_stats_enabled), then its threads' user + system ticks: iocap's by role, another
 # tracer's all together.
 tracer_cpu() {
     cat /proc/"$tp"/fdinfo/* 2>/dev/null | awk '/^run_time_ns:/ { s += $2 } END { print "bpf", s + 0 }'
-    cat /proc/"$tp"/task/*/stat 2>/dev/null | awk '{
-        name = $2; sub(/^\(/, "", name); sub(/\)$/, "", name)
-        split(substr($0, index($0, ") ") + 2), f, " ")
-        # The main iocap thread, named as the binary is, polls the rings.
-        role = name ~ /^iocap-/ ? substr(name, 7) : name ~ /^iocap/ ? "poller" : "threads"
-        print role, f[12] + f[13] }'
+    if [ "$1" = iocap ]; then other=poller; else other=threads; fi
+    cat /proc/"$tp"/task/*/stat 2>/dev/null | thread_ticks "$other" | awk '{ print $2, $3 }'
 }
 # One fio run under tracer $1 (started as under() does): its figures per fio I/O.
 cost() {
@@ -206,9 +202,9 @@ cost() {
     iocap) start '^recording' "$IOCAP" record -w "$T/fio.cap" ;;
     bpftrace) start '^ready' bpftrace -B none -e "$BT" ;;
     esac
-    tracer_cpu > "$T/cpu0"
+    tracer_cpu "$1" > "$T/cpu0"
     iops=$(sh "$T/fio.sh")
-    tracer_cpu > "$T/cpu1"
+    tracer_cpu "$1" > "$T/cpu1"
     stop
     rm -f "$T/fio.cap"
     ios=$(awk '/"read" *:/ { r = 1 } r && /"total_ios" *:/ { gsub(/[",]/, ""); print $3; exit }' "$T/fio.json")
