@@ -203,6 +203,25 @@ pub(crate) fn max_column_bytes(col: Col, encoding: u8, n: u64) -> Option<u64> {
         // flags, a bitmap stream, width, 8 streams of at most n bytes (each stream's codec
         // and a 10-byte length at most); a stream is stored raw when zstd does not shrink it.
         enc::PLANES | enc::GAP_PLANES => 2 + 9 * 11 + n.div_ceil(8) + 8 * n,
+        // The selector, the inner code, then at most `n` values in the largest inner encoding.
+        enc::MASKED => {
+            let inner = [
+                enc::CONST,
+                enc::VARINT,
+                enc::DELTA,
+                enc::SPARSE,
+                enc::DICT,
+                enc::PACKED_DICT,
+                enc::VBYTE,
+                enc::PLANES,
+            ];
+            let most = inner
+                .iter()
+                .filter_map(|&e| max_column_bytes(col, e, n as u64))
+                .max()
+                .unwrap_or(0);
+            2 + u128::from(most)
+        }
         _ => return None,
     };
     Some(u64::try_from(max).unwrap_or(u64::MAX))
@@ -239,6 +258,14 @@ pub(crate) mod enc {
     pub const PLANES: u8 = 9;
     /// `ts` only: the values of [`GAP`] laid out as [`PLANES`] (since 1.7).
     pub const GAP_PLANES: u8 = 10;
+    /// Values for one side of the block/other split only, the rest 0: a selector byte
+    /// ([`MASK_BLOCKS`] or [`MASK_OTHERS`]), the inner encoding's code, then that encoding of
+    /// the selected events' values (since 1.8; see `codec::decode_masked`).
+    pub const MASKED: u8 = 11;
+    /// [`MASKED`]'s selector: the block requests (class code 1).
+    pub const MASK_BLOCKS: u8 = 0;
+    /// [`MASKED`]'s selector: every event that is not a block request.
+    pub const MASK_OTHERS: u8 = 1;
 
     /// Whether `encoding` is one of the `ts`-only gap encodings.
     pub fn is_gap(encoding: u8) -> bool {
@@ -254,6 +281,8 @@ pub(crate) struct EncodeBufs {
     data: Vec<u8>,
     /// `ts`'s gaps, for its [`enc::GAP_PLANES`] form.
     gaps: Vec<u64>,
+    /// A [`enc::MASKED`] column's values, those of the events it keeps.
+    masked: Vec<u64>,
     plane_bufs: PlaneBufs,
     /// Each column's form in the last trial ([`store_column`]), by column id.
     forms: [Form; NCOLS as usize],
@@ -283,8 +312,8 @@ const FORM_TRIAL_ABOVE: usize = 16_384;
 const FORM_TRIAL_EVERY: u32 = 8;
 
 /// Append a column to `data`: its bytes `usual` (in `encoding`) compressed when that saves an
-/// eighth, or its byte planes when `planes_of` gives their encoding and values and they are
-/// smaller as stored. With `trial`, both forms are compressed and the smaller kept (which
+/// eighth, or its byte planes (after `prefix`: a [`enc::MASKED`] column's selector and inner
+/// code) when `planes_of` gives their encoding and values and they are smaller as stored. With `trial`, both forms are compressed and the smaller kept (which
 /// becomes `form`); without, the form `form` names (both if unknown). Returns the encoding,
 /// codec, raw and stored length for the directory.
 #[allow(clippy::too_many_arguments)]
@@ -292,6 +321,7 @@ fn store_column(
     encoding: u8,
     usual: &[u8],
     planes_of: Option<(u8, impl Fn(usize) -> u64 + Copy)>,
+    prefix: &[u8],
     n: usize,
     packer: Option<&mut Packer>,
     form: &mut Form,
@@ -317,6 +347,7 @@ fn store_column(
     };
     let mut planes = std::mem::take(&mut bufs.out);
     planes.clear();
+    planes.extend_from_slice(prefix);
     put_planes(get, n, bufs, &mut planes)?;
     // Without a trial the planes are kept unless larger than the usual form uncompressed.
     let rival = if trial { data.len() - start } else { usual.len() };
@@ -336,6 +367,179 @@ fn store_column(
     };
     bufs.out = planes;
     Ok(result)
+}
+
+/// Where [`put_ts`] and [`put_column`] write: scratch space, the directory and the columns.
+struct ColumnOut<'a> {
+    scratch: &'a mut Vec<u8>,
+    plane_bufs: &'a mut PlaneBufs,
+    dir: &'a mut Vec<u8>,
+    data: &'a mut Vec<u8>,
+}
+
+impl ColumnOut<'_> {
+    /// The column's directory entry.
+    fn entry(&mut self, col: Col, encoding: u8, codec: u8, raw_len: usize, stored_len: usize) {
+        varint::put(self.dir, col as u64);
+        self.dir.extend([encoding, codec]);
+        varint::put(self.dir, raw_len as u64);
+        varint::put(self.dir, stored_len as u64);
+    }
+}
+
+/// What [`put_column`] writes a column as.
+#[derive(Clone, Copy)]
+struct Shape {
+    col: Col,
+    /// Whether DELTA is tried.
+    delta: bool,
+    /// The [`enc::MASKED`] selector, when the values given are those of the events it keeps.
+    mask: Option<u8>,
+    /// Whether both of a wide column's forms are tried ([`store_column`]).
+    trial: bool,
+}
+
+/// The columns the recorder writes for block requests only, and those it writes for the other
+/// events only: each is stored [`enc::MASKED`] when a chunk has both kinds of events. Masked,
+/// a chunk's interleaving of block requests and calls is stored once (in `class`), not again
+/// in every such column's zeros (fio 4 KiB randread, a third of its events block requests:
+/// dev, flags and cause each cost 0.07 bytes/event unmasked).
+const BLOCK_ONLY: ColSet = ColSet(
+    1 << Col::Dev as u32
+        | 1 << Col::Sector as u32
+        | 1 << Col::Queue as u32
+        | 1 << Col::Op as u32
+        | 1 << Col::Flags as u32
+        | 1 << Col::Cause as u32
+        | 1 << Col::Link as u32,
+);
+/// See [`BLOCK_ONLY`].
+const OTHERS_ONLY: ColSet = ColSet(
+    1 << Col::DiskReqs as u32 | 1 << Col::DiskBytes as u32 | 1 << Col::DiskTime as u32 | 1 << Col::Offset as u32,
+);
+
+/// The [`enc::MASKED`] selector the writer tries for `col`, if any.
+fn mask_of(col: Col) -> Option<u8> {
+    if BLOCK_ONLY.contains(col) {
+        Some(enc::MASK_BLOCKS)
+    } else if OTHERS_ONLY.contains(col) {
+        Some(enc::MASK_OTHERS)
+    } else {
+        None
+    }
+}
+
+/// Write the `ts` column of `c` (as gaps, see `codec::encode_gap`); false when it is all
+/// zeros and left out.
+fn put_ts(
+    c: &Columns,
+    gaps: &mut Vec<u64>,
+    trial: bool,
+    packer: Option<&mut Packer>,
+    form: &mut Form,
+    mut out: ColumnOut,
+) -> std::io::Result<bool> {
+    out.scratch.clear();
+    // A full chunk between trials whose ts took planes last time: planes straight away,
+    // without building the usual form.
+    if packer.is_some() && !trial && *form == Form::Planes && gap_values(c, gaps) {
+        let start = out.data.len();
+        if put_planes(|i| gaps[i], c.len, out.plane_bufs, out.data)? == c.len {
+            out.data.truncate(start);
+            return Ok(false);
+        }
+        let len = out.data.len() - start;
+        out.entry(Col::Ts, enc::GAP_PLANES, pack::RAW, len, len);
+        return Ok(true);
+    }
+    let Some(encoding) = encode_gap(c, gaps, out.scratch) else {
+        return Ok(false);
+    };
+    let planes_tried = !matches!(encoding, enc::CONST | enc::DICT | enc::PACKED_DICT) && gaps.len() == c.len;
+    let planes_of = planes_tried.then_some((enc::GAP_PLANES, |i: usize| gaps[i]));
+    let (encoding, codec, raw_len, stored_len) = store_column(
+        encoding,
+        out.scratch,
+        planes_of,
+        &[],
+        c.len,
+        packer,
+        form,
+        trial,
+        out.plane_bufs,
+        out.data,
+    )?;
+    out.entry(Col::Ts, encoding, codec, raw_len, stored_len);
+    Ok(true)
+}
+
+/// Write a column of `n` values (`get(i)`), in the smallest of its encodings (and for a wide
+/// column, byte planes: see [`store_column`]), [`enc::MASKED`] when `shape` has a selector;
+/// false when every value is 0 and the column is left out.
+fn put_column(
+    shape: Shape,
+    get: impl Fn(usize) -> u64 + Copy,
+    n: usize,
+    packer: Option<&mut Packer>,
+    form: &mut Form,
+    mut out: ColumnOut,
+) -> std::io::Result<bool> {
+    let Shape {
+        col,
+        delta,
+        mask,
+        trial,
+    } = shape;
+    let planes_encoding = if mask.is_some() { enc::MASKED } else { enc::PLANES };
+    let prefix = mask.map(|m| [m, enc::PLANES]);
+    let prefix = prefix.as_ref().map_or(&[][..], |p| &p[..]);
+    out.scratch.clear();
+    // A full chunk between trials whose column took planes last time: planes straight away.
+    if packer.is_some() && !trial && PLANES_TRIED.contains(col) && *form == Form::Planes {
+        let start = out.data.len();
+        out.data.extend_from_slice(prefix);
+        if put_planes(get, n, out.plane_bufs, out.data)? == n {
+            out.data.truncate(start);
+            return Ok(false);
+        }
+        let len = out.data.len() - start;
+        out.entry(col, planes_encoding, pack::RAW, len, len);
+        return Ok(true);
+    }
+    if let Some(m) = mask {
+        // The inner code is filled in once chosen.
+        out.scratch.extend([m, 0]);
+    }
+    // VBYTE is tried for the latency-like columns only: on ids and sizes (file, bytes) zstd
+    // finds more in varints.
+    let vbyte = matches!(col, Col::Latency | Col::Queue | Col::DiskTime);
+    let Some(inner) = encode_column(get, n, delta, vbyte, out.scratch) else {
+        return Ok(false);
+    };
+    let encoding = match mask {
+        Some(_) => {
+            out.scratch[1] = inner;
+            enc::MASKED
+        }
+        None => inner,
+    };
+    // Wide values (ns, sectors) may also be stored as byte planes.
+    let planes_tried = PLANES_TRIED.contains(col) && !matches!(inner, enc::CONST | enc::DICT | enc::PACKED_DICT);
+    let planes_of = planes_tried.then_some((planes_encoding, get));
+    let (encoding, codec, raw_len, stored_len) = store_column(
+        encoding,
+        out.scratch,
+        planes_of,
+        prefix,
+        n,
+        packer,
+        form,
+        trial,
+        out.plane_bufs,
+        out.data,
+    )?;
+    out.entry(col, encoding, codec, raw_len, stored_len);
+    Ok(true)
 }
 
 /// Columns whose encoded bytes are shorter than this are stored raw: zstd's frame overhead
@@ -473,7 +677,7 @@ macro_rules! columns {
                 mut packer: Option<&mut Packer>,
                 bufs: &mut EncodeBufs,
             ) -> std::io::Result<()> {
-                let EncodeBufs { col: scratch, dir, data, gaps, plane_bufs, forms, full_chunks } = bufs;
+                let EncodeBufs { col: scratch, dir, data, gaps, masked, plane_bufs, forms, full_chunks } = bufs;
                 let trial = self.len < FORM_TRIAL_ABOVE || *full_chunks % FORM_TRIAL_EVERY == 0;
                 if self.len >= FORM_TRIAL_ABOVE {
                     *full_chunks = full_chunks.wrapping_add(1);
@@ -482,62 +686,22 @@ macro_rules! columns {
                 data.clear();
                 let mut ncols = 0u64;
                 $(
-                    scratch.clear();
-                    // A full chunk between trials whose column took planes last time: planes
-                    // straight away, without building the usual form.
-                    let planes_only = packer.is_some()
-                        && !trial
-                        && PLANES_TRIED.contains(Col::$col)
-                        && forms[Col::$col as usize] == Form::Planes
-                        && (Col::$col != Col::Ts || gap_values(self, gaps));
-                    if planes_only {
-                        let start = data.len();
-                        let (alt, zeros) = if Col::$col == Col::Ts {
-                            (enc::GAP_PLANES, put_planes(|i| gaps[i], self.len, plane_bufs, data)?)
-                        } else {
-                            (enc::PLANES, put_planes(columns!(@raw self, $field), self.len, plane_bufs, data)?)
-                        };
-                        if zeros == self.len {
-                            // All zeros: the column is left out.
-                            data.truncate(start);
-                        } else {
-                            ncols += 1;
-                            varint::put(dir, Col::$col as u64);
-                            dir.extend([alt, pack::RAW]);
-                            varint::put(dir, (data.len() - start) as u64);
-                            varint::put(dir, (data.len() - start) as u64);
-                        }
+                    let form = &mut forms[Col::$col as usize];
+                    let to = ColumnOut { scratch: &mut *scratch, plane_bufs: &mut *plane_bufs, dir: &mut *dir, data: &mut *data };
+                    let written = if Col::$col == Col::Ts {
+                        put_ts(self, gaps, trial, packer.as_deref_mut(), form, to)?
                     } else {
-                        let encoding = if Col::$col == Col::Ts {
-                            encode_gap(self, gaps, scratch)
-                        } else {
-                            {
-                                // VBYTE is tried for the latency-like columns only: on ids and
-                                // sizes (file, bytes) zstd finds more in varints.
-                                let vbyte = matches!(Col::$col, Col::Latency | Col::Queue | Col::DiskTime);
-                                encode_column(columns!(@raw self, $field), self.len, $delta, vbyte, scratch)
-                            }
-                        };
-                        if let Some(encoding) = encoding {
-                            ncols += 1;
-                            varint::put(dir, Col::$col as u64);
-                            // Wide values (ns, sectors) may also be stored as byte planes.
-                            let planes_tried = PLANES_TRIED.contains(Col::$col)
-                                && !matches!(encoding, enc::CONST | enc::DICT | enc::PACKED_DICT);
-                            let (encoding, codec, raw_len, stored_len) = if Col::$col == Col::Ts {
-                                let planes_tried = planes_tried && gaps.len() == self.len;
-                                let planes_of = planes_tried.then_some((enc::GAP_PLANES, |i: usize| gaps[i]));
-                                store_column(encoding, scratch, planes_of, self.len, packer.as_deref_mut(), &mut forms[Col::$col as usize], trial, plane_bufs, data)?
-                            } else {
-                                let planes_of = planes_tried.then_some((enc::PLANES, columns!(@raw self, $field)));
-                                store_column(encoding, scratch, planes_of, self.len, packer.as_deref_mut(), &mut forms[Col::$col as usize], trial, plane_bufs, data)?
-                            };
-                            dir.push(encoding);
-                            dir.push(codec);
-                            varint::put(dir, raw_len as u64);
-                            varint::put(dir, stored_len as u64);
+                        let raw = columns!(@raw self, $field);
+                        // A column only one side of the block/other split has values for is
+                        // stored for that side alone, when the chunk has both.
+                        let mask = mask_of(Col::$col).filter(|&m| codec::gather(&self.class, m, raw, self.len, masked));
+                        let shape = Shape { col: Col::$col, delta: $delta, mask, trial };
+                        match mask {
+                            Some(_) => put_column(shape, |i| masked[i], masked.len(), packer.as_deref_mut(), form, to)?,
+                            None => put_column(shape, raw, self.len, packer.as_deref_mut(), form, to)?,
                         }
-                    }
+                    };
+                    ncols += u64::from(written);
                 )*
                 varint::put(out, ncols);
                 out.extend_from_slice(dir);
@@ -594,12 +758,21 @@ macro_rules! columns {
                 } else {
                     inner
                 };
+                // A masked column's values are placed by each event's class.
+                let masked = |e: &(u64, u8, u8, u64, u64)| {
+                    e.1 == enc::MASKED && e.0 < u64::from(NCOLS) && inner.contains(Col::ALL[e.0 as usize])
+                };
+                let any_masked = dir.iter().any(masked);
+                let inner = if any_masked { inner.with(Col::Class) } else { inner };
                 let mut seen = 0u64;
                 let mut stored = [&body[..0]; 64];
                 for (&(id, encoding, _, _, stored_len), stored) in dir.iter().zip(stored.iter_mut()) {
                     *stored = cur.bytes(stored_len).ok_or(BodyError("column longer than the chunk"))?;
                     if enc::is_gap(encoding) && id != Col::Ts as u64 {
                         return Err(BodyError("gap encoding on a column other than ts").into());
+                    }
+                    if encoding == enc::MASKED && id == Col::Class as u64 {
+                        return Err(BodyError("masked class column").into());
                     }
                     if id < 64 {
                         if seen & (1 << id) != 0 {
@@ -618,7 +791,8 @@ macro_rules! columns {
                         // Not wanted, or a column from a newer writer: skipped undecoded.
                         continue;
                     }
-                    if ts_gap && id == Col::Ts as u64 {
+                    if (ts_gap && id == Col::Ts as u64) || encoding == enc::MASKED {
+                        // Decoded below, once what they are rebuilt from is.
                         continue;
                     }
                     check_column_size(Col::ALL[id as usize], encoding, raw_len, n)?;
@@ -638,6 +812,21 @@ macro_rules! columns {
                         self.$field.resize(n, <$ty>::default());
                     }
                 )*
+                if any_masked {
+                    // Out of `self` while the others are filled (a masked class is refused above).
+                    let class = std::mem::take(&mut self.class);
+                    for (e, stored) in dir.iter().zip(stored).filter(|(e, _)| masked(e)) {
+                        let &(id, encoding, codec, raw_len, _) = e;
+                        check_column_size(Col::ALL[id as usize], encoding, raw_len, n)?;
+                        let data = unpack_column(codec, raw_len, stored, unpacker, scratch)?;
+                        $(
+                            if id == Col::$col as u64 {
+                                codec::decode_masked(data, &class, unpacker, &mut self.$field)?;
+                            }
+                        )*
+                    }
+                    self.class = class;
+                }
                 if ts_gap {
                     let at = dir.iter().position(|e| e.0 == Col::Ts as u64);
                     if let Some(k) = at {
@@ -646,15 +835,15 @@ macro_rules! columns {
                         let data = unpack_column(codec, raw_len, stored[k], unpacker, scratch)?;
                         decode_gap_ts(data, encoding, n, unpacker, &mut self.ts, (&self.class, &self.tid, &self.latency))?;
                     }
-                    if !want.contains(Col::Class) {
-                        self.class.clear();
-                    }
                     if !want.contains(Col::Tid) {
                         self.tid.clear();
                     }
                     if !want.contains(Col::Latency) {
                         self.latency.clear();
                     }
+                }
+                if !want.contains(Col::Class) {
+                    self.class.clear();
                 }
                 if want.contains(Col::Ret) {
                     for (r, &b) in self.ret.iter_mut().zip(&self.bytes) {
@@ -1171,6 +1360,97 @@ mod tests {
         assert!(decode_planes(&bad, 5, &mut None, &mut back, |v| v).is_err());
     }
 
+    /// The masked column of class codes `class` stored as `data`, decoded.
+    fn masked(data: &[u8], class: &[u8]) -> Result<Vec<u64>, BodyError> {
+        let mut out = Vec::new();
+        codec::decode_masked(data, class, &mut None, &mut out).map(|()| out)
+    }
+
+    #[test]
+    fn lying_masked_columns_are_refused() {
+        // Events 0 and 2 are block requests (class code 1; 2 is io_uring, not block).
+        let class = [1, 0, 1, 2, 0];
+        let good = [enc::MASK_BLOCKS, enc::VARINT, 5, 7];
+        assert_eq!(masked(&good, &class), Ok(vec![5, 0, 7, 0, 0]));
+        let others = [enc::MASK_OTHERS, enc::VARINT, 1, 2, 3];
+        assert_eq!(masked(&others, &class), Ok(vec![0, 1, 0, 2, 3]));
+        // A column of zero kept values: every event 0.
+        assert_eq!(masked(&[enc::MASK_BLOCKS, enc::VARINT], &[0, 0]), Ok(vec![0, 0]));
+        let with = |i: usize, b: u8| {
+            let mut bad = good.to_vec();
+            bad[i] = b;
+            bad
+        };
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            (with(0, 2), "masked column selects unknown events"),
+            (with(1, enc::MASKED), "masked column of a masked or gap encoding"),
+            (with(1, enc::GAP), "masked column of a masked or gap encoding"),
+            (with(1, enc::GAP_PLANES), "masked column of a masked or gap encoding"),
+            (with(1, 99), "unknown column encoding"),
+            ([&good[..], &[9]].concat(), "column longer than its event count"),
+            (good[..3].to_vec(), "column shorter than its event count"),
+            (vec![enc::MASK_BLOCKS], "masked column cut short"),
+            (vec![], "masked column cut short"),
+        ];
+        for (data, want) in cases {
+            assert_eq!(masked(&data, &class), Err(BodyError(want)), "{data:?}");
+        }
+        // The class column cannot be placed by itself.
+        let mut body = vec![1, Col::Class as u8, enc::MASKED, pack::RAW, 3, 3];
+        body.extend([enc::MASK_BLOCKS, enc::CONST, 1]);
+        let mut back = Columns::default();
+        assert_eq!(
+            back.decode(&body, 2, ColSet::ALL),
+            Err(BodyError("masked class column"))
+        );
+    }
+
+    /// A chunk of block requests among calls: the columns only block requests have values in
+    /// (and those only calls have) are stored for their events alone, and read back whole,
+    /// also when asked for alone (the class they are placed by then decoded behind the scenes).
+    #[test]
+    fn one_sided_columns_are_masked_and_read_back() {
+        let mut cols = wide_chunk(3, true);
+        let n = cols.len();
+        for i in 0..n {
+            if cols.class[i] == Class::Block as u8 {
+                cols.dev[i] = 7 << 20;
+                cols.flags[i] = 1 + (i % 3) as u32;
+                cols.cause[i] = 1;
+            } else if i % 3 == 1 {
+                cols.disk_time[i] = 1_000 + i as u64;
+            }
+        }
+        let mut body = Vec::new();
+        cols.encode_with(
+            &mut body,
+            Some(&mut Packer::new(3).unwrap()),
+            &mut EncodeBufs::default(),
+        )
+        .unwrap();
+        let encodings: std::collections::HashMap<u64, u8> = directory(&body).0.iter().map(|e| (e.0, e.1)).collect();
+        for col in [Col::Dev, Col::Flags, Col::Cause, Col::Sector, Col::Queue, Col::DiskTime] {
+            assert_eq!(encodings[&(col as u64)], enc::MASKED, "{col:?}");
+        }
+        assert_ne!(encodings[&(Col::Latency as u64)], enc::MASKED);
+        let mut back = Columns::default();
+        back.decode(&body, n, ColSet::ALL).unwrap();
+        assert_eq!(back, cols);
+        back.decode(&body, n, ColSet::NONE.with(Col::Sector).with(Col::DiskTime))
+            .unwrap();
+        assert_eq!((&back.sector, &back.disk_time), (&cols.sector, &cols.disk_time));
+        assert!(back.class.is_empty(), "class was not asked for");
+        // A call with a sector (no recorder writes one, a file may hold one): the column is
+        // kept whole, and nothing is lost.
+        cols.sector[1] = 42;
+        let mut body = Vec::new();
+        cols.encode(&mut body);
+        back.decode(&body, n, ColSet::ALL).unwrap();
+        assert_eq!(back, cols);
+        let sector = directory(&body).0.into_iter().find(|e| e.0 == Col::Sector as u64);
+        assert_ne!(sector.map(|e| e.1), Some(enc::MASKED));
+    }
+
     /// 20 000 events with wide random values: ns times, and when `blocks`, a block request
     /// every third event at a random sector.
     fn wide_chunk(seed: u64, blocks: bool) -> Columns {
@@ -1196,27 +1476,41 @@ mod tests {
         cols
     }
 
+    /// A directory entry: id, encoding, codec, raw_len, stored_len.
+    type Entry = (u64, u8, u8, u64, u64);
+
+    /// A chunk body's directory, and a cursor at its first column's bytes.
+    fn directory(body: &[u8]) -> (Vec<Entry>, Cursor<'_>) {
+        let mut cur = Cursor::new(body);
+        let mut dir = Vec::new();
+        for _ in 0..cur.varint().unwrap() {
+            let id = cur.varint().unwrap();
+            let (encoding, codec) = (cur.u8().unwrap(), cur.u8().unwrap());
+            dir.push((id, encoding, codec, cur.varint().unwrap(), cur.varint().unwrap()));
+        }
+        (dir, cur)
+    }
+
     /// `cols` encoded with zstd by `bufs` (a writer's across chunks); checks that it reads
     /// back the same, whole and `ts` alone, and that each column is within the limit readers
-    /// check; returns the (column id, encoding) pairs stored as planes.
+    /// check; returns the (column id, encoding) pairs stored as planes (a masked column's
+    /// planes as [`enc::MASKED`]).
     fn encode_wide(cols: &Columns, bufs: &mut EncodeBufs) -> Vec<(u64, u8)> {
         let mut body = Vec::new();
         let mut packer = Packer::new(3).unwrap();
         cols.encode_with(&mut body, Some(&mut packer), bufs).unwrap();
-        let mut cur = Cursor::new(&body);
+        let (dir, mut cur) = directory(&body);
         let mut planes = Vec::new();
-        for _ in 0..cur.varint().unwrap() {
-            let id = cur.varint().unwrap();
-            let encoding = cur.u8().unwrap();
-            let codec = cur.u8().unwrap();
-            let raw_len = cur.varint().unwrap();
-            cur.varint().unwrap();
-            if matches!(encoding, enc::PLANES | enc::GAP_PLANES) {
+        for (id, encoding, codec, raw_len, stored_len) in dir {
+            let max = max_column_bytes(Col::ALL[id as usize], encoding, cols.len() as u64).unwrap();
+            assert!(raw_len <= max, "column {id}: {raw_len} > {max}");
+            let data = cur.bytes(stored_len).unwrap();
+            // A masked column's planes are stored raw: its inner code is its second byte.
+            let masked_planes = encoding == enc::MASKED && codec == pack::RAW && data[1] == enc::PLANES;
+            if matches!(encoding, enc::PLANES | enc::GAP_PLANES) || masked_planes {
                 assert_eq!(codec, pack::RAW, "the planes are compressed one by one");
                 planes.push((id, encoding));
             }
-            let max = max_column_bytes(Col::ALL[id as usize], encoding, cols.len() as u64).unwrap();
-            assert!(raw_len <= max, "column {id}: {raw_len} > {max}");
         }
         let mut back = Columns::default();
         back.decode(&body, cols.len(), ColSet::ALL).unwrap();
@@ -1238,8 +1532,8 @@ mod tests {
             [
                 (Col::Ts as u64, enc::GAP_PLANES),
                 (Col::Latency as u64, enc::PLANES),
-                (Col::Sector as u64, enc::PLANES),
-                (Col::Queue as u64, enc::PLANES)
+                (Col::Sector as u64, enc::MASKED),
+                (Col::Queue as u64, enc::MASKED)
             ]
         );
     }

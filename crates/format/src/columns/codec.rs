@@ -659,6 +659,69 @@ pub(super) fn decode_column<T: ColValue>(
     Ok(())
 }
 
+/// Whether event `i` of class code `class` is one of the events a [`enc::MASKED`] column
+/// with selector `which` holds values for: [`enc::MASK_BLOCKS`] the block requests (class code
+/// 1, as FORMAT.md counts them), [`enc::MASK_OTHERS`] every other event.
+#[inline]
+fn kept(which: u8, class: u8) -> bool {
+    (class == Class::Block as u8) == (which == enc::MASK_BLOCKS)
+}
+
+/// The values (`get(i)`) of the `n` events that `which` keeps ([`kept`]) into `out`, for a
+/// [`enc::MASKED`] column; false (`out` then holds garbage) when the mask would save nothing
+/// (every event or none kept) or lose something (an event it drops has a value other than 0).
+pub(super) fn gather(class: &[u8], which: u8, get: impl Fn(usize) -> u64, n: usize, out: &mut Vec<u64>) -> bool {
+    out.clear();
+    if class.len() != n {
+        return false;
+    }
+    for (i, &c) in class.iter().enumerate() {
+        let v = get(i);
+        if kept(which, c) {
+            out.push(v);
+        } else if v != 0 {
+            return false;
+        }
+    }
+    !out.is_empty() && out.len() < n
+}
+
+/// Decode a [`enc::MASKED`] column into `out`, one value per entry of `class` (the chunk's
+/// decoded class column): `which:u8`, `inner:u8`, then the `inner` encoding of the values of
+/// the events `which` keeps ([`kept`]), in order; every other event gets the raw value 0.
+pub(super) fn decode_masked<T: ColValue>(
+    data: &[u8],
+    class: &[u8],
+    unpacker: &mut Option<Unpacker>,
+    out: &mut Vec<T>,
+) -> Result<(), BodyError> {
+    let (&which, rest) = data.split_first().ok_or(BodyError("masked column cut short"))?;
+    let (&inner, values) = rest.split_first().ok_or(BodyError("masked column cut short"))?;
+    if which > enc::MASK_OTHERS {
+        return Err(BodyError("masked column selects unknown events"));
+    }
+    if inner == enc::MASKED || enc::is_gap(inner) {
+        return Err(BodyError("masked column of a masked or gap encoding"));
+    }
+    let k = class.iter().filter(|&&c| kept(which, c)).count();
+    let mut kept_values = Vec::new();
+    if inner == enc::PLANES {
+        decode_planes(values, k, unpacker, &mut kept_values, T::from_raw)?;
+    } else {
+        decode_column(values, inner, k, &mut kept_values)?;
+    }
+    let (mut next, zero) = (kept_values.into_iter(), T::from_raw(0));
+    out.clear();
+    out.extend(class.iter().map(|&c| {
+        if kept(which, c) {
+            next.next().unwrap_or(zero)
+        } else {
+            zero
+        }
+    }));
+    Ok(())
+}
+
 /// Append `raw` to `out` as one zstd frame when that saves at least `1/share` of its bytes,
 /// else as it is (also when it is under [`MIN_COMPRESS`] bytes); returns the codec, [`pack::ZSTD`]
 /// or [`pack::RAW`]. What every column and plane stream is stored as.
