@@ -685,6 +685,10 @@ macro_rules! columns {
                 dir.clear();
                 data.clear();
                 let mut ncols = 0u64;
+                // Masks only where both sides have events (most chunks of a syscall workload
+                // have no block request: no column pays a pass to find that out).
+                let blocks = self.class.iter().filter(|&&c| c == Class::Block as u8).count();
+                let mixed = blocks > 0 && blocks < self.len;
                 $(
                     let form = &mut forms[Col::$col as usize];
                     let to = ColumnOut { scratch: &mut *scratch, plane_bufs: &mut *plane_bufs, dir: &mut *dir, data: &mut *data };
@@ -694,7 +698,7 @@ macro_rules! columns {
                         let raw = columns!(@raw self, $field);
                         // A column only one side of the block/other split has values for is
                         // stored for that side alone, when the chunk has both.
-                        let mask = mask_of(Col::$col).filter(|&m| codec::gather(&self.class, m, raw, self.len, masked));
+                        let mask = mask_of(Col::$col).filter(|&m| mixed && codec::gather(&self.class, m, raw, self.len, masked));
                         let shape = Shape { col: Col::$col, delta: $delta, mask, trial };
                         match mask {
                             Some(_) => put_column(shape, |i| masked[i], masked.len(), packer.as_deref_mut(), form, to)?,
