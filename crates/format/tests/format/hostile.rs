@@ -159,7 +159,28 @@ fn lying_column_directories_are_refused() {
             b
         }),
         ("varint column shorter than the count", vec![1, 1, 1, 0, 2, 2, 5, 6]),
-        ("unknown encoding", vec![1, 1, 9, 0, 1, 1, 0]),
+        ("unknown encoding", vec![1, 1, 99, 0, 1, 1, 0]),
+        // MASKED (11): selector, inner encoding, the selected events' values. Without a class
+        // column all four events are calls: selector 1 selects them all, 0 none.
+        ("masked column of a masked encoding", vec![1, 12, 11, 0, 3, 3, 1, 11, 0]),
+        (
+            "masked column of a gap encoding",
+            vec![1, 12, 11, 0, 6, 6, 1, 5, 1, 1, 1, 1],
+        ),
+        (
+            "masked column selecting unknown events",
+            vec![1, 12, 11, 0, 3, 3, 2, 0, 5],
+        ),
+        (
+            "masked values past the selected events",
+            vec![1, 12, 11, 0, 7, 7, 1, 1, 1, 2, 3, 4, 5],
+        ),
+        (
+            "masked values short of the selected events",
+            vec![1, 12, 11, 0, 5, 5, 1, 1, 1, 2, 3],
+        ),
+        ("masked value where none is selected", vec![1, 12, 11, 0, 3, 3, 0, 1, 5]),
+        ("masked class column", vec![1, 0, 11, 0, 3, 3, 0, 0, 1]),
         ("unknown codec", vec![1, 1, 0, 7, 1, 1, 5]),
         ("raw sizes disagree", vec![1, 1, 0, 0, 2, 1, 5]),
         ("column stored twice", vec![2, 1, 0, 0, 1, 1, 1, 0, 0, 1, 1, 5, 5]),
@@ -177,6 +198,15 @@ fn lying_column_directories_are_refused() {
         let mut f = start(FORMAT_MAJOR);
         f.extend(raw_chunk(4, &body));
         assert_corrupt(read_first(f), what);
+    }
+    // The same shapes telling the truth read: the four calls' sectors, then none selected.
+    for (body, sectors) in [
+        (vec![1, 12, 11, 0, 6, 6, 1, 1, 1, 2, 3, 4], [1, 2, 3, 4]),
+        (vec![1, 12, 11, 0, 2, 2, 0, 1], [0; 4]),
+    ] {
+        let mut f = start(FORMAT_MAJOR);
+        f.extend(raw_chunk(4, &body));
+        assert_eq!(read_first(f).expect("a truthful masked column").sector, sectors);
     }
 }
 
