@@ -88,7 +88,7 @@ impl ColSet {
     pub const ALL: ColSet = ColSet((1 << NCOLS) - 1);
 
     /// This set with `c` added.
-    pub fn with(self, c: Col) -> ColSet {
+    pub const fn with(self, c: Col) -> ColSet {
         ColSet(self.0 | 1 << c as u32)
     }
 
@@ -404,19 +404,20 @@ struct Shape {
 /// a chunk's interleaving of block requests and calls is stored once (in `class`), not again
 /// in every such column's zeros (fio 4 KiB randread, a third of its events block requests:
 /// dev, flags and cause each cost 0.07 bytes/event unmasked).
-const BLOCK_ONLY: ColSet = ColSet(
-    1 << Col::Dev as u32
-        | 1 << Col::Sector as u32
-        | 1 << Col::Queue as u32
-        | 1 << Col::Op as u32
-        | 1 << Col::Flags as u32
-        | 1 << Col::Cause as u32
-        | 1 << Col::Link as u32,
-);
+const BLOCK_ONLY: ColSet = ColSet::NONE
+    .with(Col::Dev)
+    .with(Col::Sector)
+    .with(Col::Queue)
+    .with(Col::Op)
+    .with(Col::Flags)
+    .with(Col::Cause)
+    .with(Col::Link);
 /// See [`BLOCK_ONLY`].
-const OTHERS_ONLY: ColSet = ColSet(
-    1 << Col::DiskReqs as u32 | 1 << Col::DiskBytes as u32 | 1 << Col::DiskTime as u32 | 1 << Col::Offset as u32,
-);
+const OTHERS_ONLY: ColSet = ColSet::NONE
+    .with(Col::DiskReqs)
+    .with(Col::DiskBytes)
+    .with(Col::DiskTime)
+    .with(Col::Offset);
 
 /// The [`enc::MASKED`] selector the writer tries for `col`, if any.
 fn mask_of(col: Col) -> Option<u8> {
@@ -549,15 +550,14 @@ const MIN_COMPRESS: usize = 64;
 /// The columns whose [`enc::PLANES`] form the writer compares with their usual one: times
 /// in ns, sectors and offsets, whose low bytes are near-random (elsewhere it seldom wins and
 /// would cost a second compression).
-const PLANES_TRIED: ColSet = ColSet(
-    1 << Col::Ts as u32
-        | 1 << Col::Latency as u32
-        | 1 << Col::Sector as u32
-        | 1 << Col::Queue as u32
-        | 1 << Col::Link as u32
-        | 1 << Col::DiskTime as u32
-        | 1 << Col::Offset as u32,
-);
+const PLANES_TRIED: ColSet = ColSet::NONE
+    .with(Col::Ts)
+    .with(Col::Latency)
+    .with(Col::Sector)
+    .with(Col::Queue)
+    .with(Col::Link)
+    .with(Col::DiskTime)
+    .with(Col::Offset);
 
 /// A value stored in a column: mapped to and from the u64 that is varint-encoded.
 pub trait ColValue: Copy + Default {
