@@ -313,9 +313,10 @@ const FORM_TRIAL_EVERY: u32 = 8;
 
 /// Append a column to `data`: its bytes `usual` (in `encoding`) compressed when that saves an
 /// eighth, or its byte planes (after `prefix`: a [`enc::MASKED`] column's selector and inner
-/// code) when `planes_of` gives their encoding and values and they are smaller as stored. With `trial`, both forms are compressed and the smaller kept (which
-/// becomes `form`); without, the form `form` names (both if unknown). Returns the encoding,
-/// codec, raw and stored length for the directory.
+/// code) when `planes_of` gives their encoding and values and they are smaller as stored.
+/// With `trial`, both forms are compressed and the smaller kept (which becomes `form`);
+/// without, the form `form` names (both if unknown). Returns the encoding, codec, raw and
+/// stored length for the directory.
 #[allow(clippy::too_many_arguments)]
 fn store_column(
     encoding: u8,
