@@ -379,6 +379,29 @@ struct ColumnOut<'a> {
 }
 
 impl ColumnOut<'_> {
+    /// Write column `col` straight as byte planes of the `n` values `get(i)`, after `prefix`
+    /// (a [`enc::MASKED`] column's selector and inner code), stored raw as `encoding`: a full
+    /// chunk between trials whose column took planes last time. False when every value is 0
+    /// and the column is left out.
+    fn planes(
+        &mut self,
+        col: Col,
+        encoding: u8,
+        prefix: &[u8],
+        get: impl Fn(usize) -> u64,
+        n: usize,
+    ) -> std::io::Result<bool> {
+        let start = self.data.len();
+        self.data.extend_from_slice(prefix);
+        if put_planes(get, n, self.plane_bufs, self.data)? == n {
+            self.data.truncate(start);
+            return Ok(false);
+        }
+        let len = self.data.len() - start;
+        self.entry(col, encoding, pack::RAW, len, len);
+        Ok(true)
+    }
+
     /// The column's directory entry.
     fn entry(&mut self, col: Col, encoding: u8, codec: u8, raw_len: usize, stored_len: usize) {
         varint::put(self.dir, col as u64);
@@ -445,14 +468,7 @@ fn put_ts(
     // A full chunk between trials whose ts took planes last time: planes straight away,
     // without building the usual form.
     if packer.is_some() && !trial && *form == Form::Planes && gap_values(c, gaps) {
-        let start = out.data.len();
-        if put_planes(|i| gaps[i], c.len, out.plane_bufs, out.data)? == c.len {
-            out.data.truncate(start);
-            return Ok(false);
-        }
-        let len = out.data.len() - start;
-        out.entry(Col::Ts, enc::GAP_PLANES, pack::RAW, len, len);
-        return Ok(true);
+        return out.planes(Col::Ts, enc::GAP_PLANES, &[], |i| gaps[i], c.len);
     }
     let Some(encoding) = encode_gap(c, gaps, out.scratch) else {
         return Ok(false);
@@ -498,15 +514,7 @@ fn put_column(
     out.scratch.clear();
     // A full chunk between trials whose column took planes last time: planes straight away.
     if packer.is_some() && !trial && PLANES_TRIED.contains(col) && *form == Form::Planes {
-        let start = out.data.len();
-        out.data.extend_from_slice(prefix);
-        if put_planes(get, n, out.plane_bufs, out.data)? == n {
-            out.data.truncate(start);
-            return Ok(false);
-        }
-        let len = out.data.len() - start;
-        out.entry(col, planes_encoding, pack::RAW, len, len);
-        return Ok(true);
+        return out.planes(col, planes_encoding, prefix, get, n);
     }
     if let Some(m) = mask {
         // The inner code is filled in once chosen.
