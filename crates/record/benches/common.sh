@@ -13,6 +13,14 @@ thread_ticks() {
         split(substr($0, index($0, ") ") + 2), f, " ")
         print $1, (name ~ /^iocap-/ ? substr(name, 7) : other), f[12] + f[13] }' "$@"
 }
+# kernel.bpf_stats_enabled makes every BPF program read the clock twice more (a session's
+# figures were once taken with it left on): bpf_stats_off turns it off while a script measures,
+# remembering how it was, and bpf_stats_back (in the script's EXIT trap) puts that back.
+bpf_stats_off() {
+    bpf_stats=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
+    sysctl -qw kernel.bpf_stats_enabled=0 2>/dev/null || true
+}
+bpf_stats_back() { [ -z "${bpf_stats-}" ] || sysctl -qw kernel.bpf_stats_enabled="$bpf_stats" 2>/dev/null || true; }
 # Wait (up to 10 s) for a line matching $2 in file $1; fail if it never comes.
 # (Its counter has a name of its own: sh variables are global, and would clobber the callers'.)
 await() {

@@ -46,12 +46,14 @@ S=${S:-20000000}
 IOCAP=${IOCAP:-target/release/iocap}
 T=$(mktemp -d)
 fp=
-# kernel.bpf_stats_enabled makes every BPF program read the clock twice more: off while this
-# measures (a session's figures were once taken with it left on), as it was afterwards.
-stats=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
-sysctl -qw kernel.bpf_stats_enabled=0 2>/dev/null || true
+# facts (a capture's events, drops, bytes/event), await (a line in a file), thread_ticks and
+# bpf_stats_off/back.
+# shellcheck source=common.sh
+. "$(dirname "$0")/common.sh"
+# kernel.bpf_stats_enabled off while this measures, as it was afterwards.
+bpf_stats_off
 trap '[ -z "$fp" ] || { kill -INT "$fp"; wait "$fp"; } 2>/dev/null || true; rm -rf "$T"
-sysctl -qw kernel.bpf_stats_enabled="$stats" 2>/dev/null || true' EXIT
+bpf_stats_back' EXIT
 # sh runs the EXIT trap on exit only, not when a signal ends it (the floor would stay attached).
 trap 'exit 130' INT
 trap 'exit 143' TERM HUP
@@ -85,9 +87,6 @@ int main(int c, char **v) {
 }
 C
 cc -O2 -o "$T/loop" "$T/loop.c"
-# facts (a capture's events, drops, bytes/event), await (a line in a file) and thread_ticks.
-# shellcheck source=common.sh
-. "$(dirname "$0")/common.sh"
 head -c 65536 /dev/urandom > "$T/data"
 
 # The median of R runs of "$@" (each prints one number).

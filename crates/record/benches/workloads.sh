@@ -45,22 +45,21 @@ for c in fio sqlite3 losetup "$IOCAP"; do
 done
 T=$(mktemp -d)
 mnt='' dev='' tp=''
-# kernel.bpf_stats_enabled makes every BPF program read the clock twice more: off but for the
-# last runs, and as it was afterwards.
-stats=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
-sysctl -qw kernel.bpf_stats_enabled=0 2>/dev/null || true
+# facts (a capture's events, drops, bytes/event), await (a line in a file), thread_ticks and
+# bpf_stats_off/back.
+# shellcheck source=common.sh
+. "$(dirname "$0")/common.sh"
+# kernel.bpf_stats_enabled off but for the last runs, as it was afterwards.
+bpf_stats_off
 # Only what this script made: its tracer, its loop device (never `losetup -D`), its tmpfs.
 trap '[ -z "$tp" ] || { kill -INT "$tp"; wait "$tp"; } 2>/dev/null || true
-sysctl -qw kernel.bpf_stats_enabled="$stats" 2>/dev/null || true
+bpf_stats_back
 [ -z "$dev" ] || losetup -d "$dev" || true
 [ -z "$mnt" ] || umount "$mnt" || true
 rm -rf "$T"' EXIT
 # sh runs the EXIT trap on exit only, not when a signal ends it.
 trap 'exit 130' INT
 trap 'exit 143' TERM HUP
-# facts (a capture's events, drops, bytes/event), await (a line in a file) and thread_ticks.
-# shellcheck source=common.sh
-. "$(dirname "$0")/common.sh"
 
 mkdir "$T/mnt"
 mount -t tmpfs -o size=320m iocap-bench "$T/mnt"
