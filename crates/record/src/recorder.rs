@@ -21,6 +21,9 @@ use crate::skel::{IocapSkel, IocapSkelBuilder};
 pub struct Recorder {
     pub(crate) skel: IocapSkel<'static>,
     _links: Vec<Link>,
+    /// The attached programs' fds (the skeleton keeps them open): their recursion misses are
+    /// drops too.
+    prog_fds: Vec<i32>,
     pub(crate) started: Instant,
     /// CLOCK_BOOTTIME ns just before the first program was attached: no recorded event began
     /// earlier, so this is the recording's start ([`Recorder::start_ns`]).
@@ -162,6 +165,7 @@ impl Recorder {
         // recording loop starts, and the file stays that far behind for seconds.
         set_backlog_max(&mut skel, backlog::INITIAL.min(u64::from(ring_bytes) / 2));
         let mut links = Vec::new();
+        let mut prog_fds = Vec::new();
         let (start_ns, early);
         {
             let p = &skel.progs;
@@ -199,6 +203,7 @@ impl Recorder {
             early = crate::procfs::processes();
             start_ns = procfs::boot_ns();
             for (prog, name) in progs {
+                prog_fds.push(prog.as_fd().as_raw_fd());
                 let link = prog
                     .attach()
                     .map_err(|e| Error::Bpf(format!("attaching to {name}: {e}")))?;
@@ -208,6 +213,7 @@ impl Recorder {
         let r = Recorder {
             skel,
             _links: links,
+            prog_fds,
             started: Instant::now(),
             start_ns,
             ring_bytes,
@@ -266,8 +272,32 @@ impl Recorder {
             .map_err(err)
     }
 
+    /// Calls of the recorder's programs the kernel skipped: a program runs once at a time on
+    /// a CPU, and a tracepoint firing in an interrupt while that program runs there (a disk's
+    /// completion in a hard interrupt, during another's in a soft one) is not handed to it.
+    /// The kernel counts them (`recursion_misses`, Linux 5.12; 0 before).
+    fn recursion_misses(&self) -> u64 {
+        use libbpf_rs::libbpf_sys::{bpf_prog_get_info_by_fd, bpf_prog_info};
+        self.prog_fds
+            .iter()
+            .map(|&fd| {
+                let mut info = bpf_prog_info::default();
+                let mut len = std::mem::size_of::<bpf_prog_info>() as u32;
+                // SAFETY: `info` is a bpf_prog_info of `len` bytes, which the kernel fills
+                // (at most `len`); `fd` is a program the skeleton holds open.
+                let r = unsafe { bpf_prog_get_info_by_fd(fd, &mut info, &mut len) };
+                if r == 0 {
+                    info.recursion_misses
+                } else {
+                    0
+                }
+            })
+            .sum()
+    }
+
     /// The kernel's drop counters, with `discarded` (records the poller threw away as too
-    /// old) added to the first CPU's: the total is what counts, and stays exact.
+    /// old) and the programs' skipped calls added to the first CPU's: the total is what
+    /// counts, and stays exact.
     pub(crate) fn drops(&self, discarded: u64) -> DropStats {
         let mut per_cpu: Vec<u64> = match self.skel.maps.drops.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY) {
             Ok(Some(v)) => v
@@ -276,9 +306,10 @@ impl Recorder {
                 .collect(),
             _ => Vec::new(),
         };
+        let lost = discarded + self.recursion_misses();
         match per_cpu.first_mut() {
-            Some(first) => *first += discarded,
-            None => per_cpu.push(discarded),
+            Some(first) => *first += lost,
+            None => per_cpu.push(lost),
         }
         DropStats {
             ts: procfs::boot_ns(),
