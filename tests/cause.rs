@@ -533,10 +533,13 @@ fn io_uring_requests_are_events_with_their_block_requests() {
                 )
             })
             .collect();
-        assert_eq!(
-            read,
-            ios * URING_BS,
-            "{what}: the disk read what fio read; other reads: {others:?}"
+        // Exactly, unless the capture counts drops: a completion that never reached the
+        // program (compare.rs, fio_random_reads_at_iodepth_1_against_16) is one.
+        let lost = r.drops();
+        assert!(
+            read <= ios * URING_BS && ios * URING_BS - read <= lost * URING_BS,
+            "{what}: the disk read {read} bytes, fio {}, {lost} drops; other reads: {others:?}",
+            ios * URING_BS
         );
         for b in &blocks {
             assert_eq!(b.cause, Cause::IoUring as u8, "{what}: linked to io_uring");
@@ -549,13 +552,20 @@ fn io_uring_requests_are_events_with_their_block_requests() {
             sum.0 += 1;
             sum.1 += b.bytes;
         }
-        assert_eq!(bytes.len() as u64, ios, "{what}: every read issued requests");
+        assert!(
+            bytes.len() as u64 <= ios && ios - bytes.len() as u64 <= lost,
+            "{what}: every read issued requests ({} of {ios}, {lost} drops)",
+            bytes.len()
+        );
         for (key, (n, b)) in &bytes {
             let req = by_req[key];
-            assert_eq!(
-                (req.disk_reqs, req.disk_bytes),
-                (*n, *b),
-                "{what}: the request's block figures"
+            // The call counts its requests as they are made: one lost later is still in them.
+            let whole = lost == 0 || (req.disk_reqs, req.disk_bytes) == (*n, *b);
+            assert!(
+                whole || (*n < req.disk_reqs && *b < req.disk_bytes),
+                "{what}: the request's block figures: {} requests of {} bytes, the disk's {n} of {b}",
+                req.disk_reqs,
+                req.disk_bytes
             );
             assert!(req.disk_time > 0 && req.disk_time <= req.latency);
         }

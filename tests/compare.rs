@@ -447,34 +447,38 @@ fn fio_random_reads_at_iodepth_1_against_16() {
         &["compare", "qd1.cap", "qd16.cap", "evt.type=io_submit", "--json"],
     );
     assert_eq!(fig(&v["overall"], "count"), (2000, 2000, false), "io_submit calls");
-    // The block requests read the same 2000 blocks on each side. One request per read at
+    // The block requests read the same 2000 blocks on each side: one request per read at
     // iodepth 1; at iodepth 16 a read of the block next to one still waiting in the software
     // queue is merged into it (one CI run: 1999 requests, one of 8 KiB), so it is the bytes
-    // that must agree, and the requests may be a few fewer. Exactly, but for one thing not
-    // understood: a CI run under its full load had 1998 requests of 4 KiB at iodepth 16, with
-    // no drops (two reads' requests missing); so at iodepth 16 within 0.5 %, said when short.
+    // that must agree, and the requests may be a few fewer. Exactly, unless the capture counts
+    // drops: with recorders starting and stopping beside this one (the rest of the suite), a
+    // completion now and then never reaches the program (CI runs: 1998 and 1999 of 2000, then
+    // "0 dropped"); the recorder counts each such request when the kernel reuses it, and what
+    // is missing must be within what the capture says it lost.
     let reads = format!("blk.dev={} and blk.op=read", fs.name());
-    let qd1 = json_in(dir.path(), &["report", "qd1.cap", &reads, "--json"]);
-    assert_eq!(
-        qd1["bytes"].as_u64(),
-        Some(2000 * 4096),
-        "bytes read at iodepth 1: {qd1}"
-    );
-    let qd16 = json_in(dir.path(), &["report", "qd16.cap", &reads, "--json"]);
-    let bytes = qd16["bytes"].as_u64().unwrap();
-    if bytes != 2000 * 4096 {
-        eprintln!("iodepth 16: block reads of {bytes} bytes, not {}", 2000 * 4096);
+    let mut drops = Vec::new();
+    for (depth, cap) in [(1, "qd1.cap"), (16, "qd16.cap")] {
+        let r = json_in(dir.path(), &["report", cap, &reads, "--json"]);
+        let bytes = r["bytes"].as_u64().unwrap();
+        let dropped = r["drops"].as_u64().unwrap();
+        if bytes != 2000 * 4096 {
+            eprintln!(
+                "iodepth {depth}: block reads of {bytes} bytes, not {}; {dropped} drops",
+                2000 * 4096
+            );
+        }
+        assert!(
+            bytes <= 2000 * 4096 && 2000 * 4096 - bytes <= dropped * 4096,
+            "bytes read at iodepth {depth}: {r}"
+        );
+        drops.push(dropped);
     }
-    assert!(
-        (1990 * 4096..=2000 * 4096).contains(&bytes),
-        "bytes read at iodepth 16: {qd16}"
-    );
     let v = json_in(dir.path(), &["compare", "qd1.cap", "qd16.cap", &reads, "--json"]);
     let all = &v["overall"];
     let (a, b, _) = fig(all, "count");
     assert!(
-        a == 2000 && (1900..=2000).contains(&b),
-        "block reads: {a} at iodepth 1, {b} at 16"
+        a <= 2000 && 2000 - a <= drops[0] && (1900..=2000).contains(&b),
+        "block reads: {a} at iodepth 1, {b} at 16 ({drops:?} drops)"
     );
     let (a, b, flagged) = fig(all, "p50_ns");
     eprintln!("device time p50: {a} ns at iodepth 1, {b} ns at iodepth 16");

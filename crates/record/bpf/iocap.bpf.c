@@ -1379,8 +1379,23 @@ static __noinline int rq_new(struct request *rq, __u64 now)
 	struct inflight *c;
 	struct tctx *t;
 	struct bio *bio;
+	struct rq_info *old;
 	__u64 req;
 
+	/*
+	 * An entry still under this address is a request the block layer has freed and now
+	 * reuses: if it was issued, its completion never reached blk_complete. That happens: on
+	 * a loaded machine with other recorders starting and stopping, 8 of ~470 recordings of
+	 * 2,000 fio reads missed 1-16 completions that the kernel did not hand to the program
+	 * (it counted no recursion miss). Counted as a drop, so that the capture does not claim
+	 * to be whole; a completion missed at the very end of a recording is not seen.
+	 */
+	old = rq_find(key);
+	if (old) {
+		if (old->issue)
+			count_drop();
+		rq_forget(key);
+	}
 	t = bpf_task_storage_get(&tstore, task, 0, 0);
 	/*
 	 * With a pid filter a flusher is not traced, but the writeback of a traced process's
