@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Record fio's 2,000 random 4 KiB direct reads on ext4 over a loop device again and again, under
 # load (two CPU burners, a loop device attached, used and detached in a loop, another recorder
-# restarted every 5 s), and say which recordings lack block reads and how many drops they
-# counted. A completion the kernel never hands to the program is counted as a drop when the
-# request is reused (ARCHITECTURE.md, rq_slots): a run short of N reads should say N drops.
+# restarted every 5 s), and say which recordings lack block reads, and what the recorder said
+# of them. A completion the kernel never hands to the program is counted when the request is
+# reused (ARCHITECTURE.md, rq_slots), and `iocap record` ends with "N block requests were
+# issued and their completion never reached iocap": a run short of N reads should say N.
 # Not in CI: ~3 s a run. Arguments: runs (50) and fio's iodepth (16). Run as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,13 +48,14 @@ for i in $(seq "$RUNS"); do
     dd if="$W/fs.img" iflag=nocache count=0 status=none
     "$BIN" record -w "$W/qd.cap" -c "fio --name=r --filename=$W/mnt/data --rw=randread --bs=4k \
         --direct=1 --ioengine=libaio --iodepth=$DEPTH --iodepth_batch_submit=1 --number_ios=2000 \
-        --size=64M --output-format=json --output=$W/fio.json" 2>/dev/null
+        --size=64M --output-format=json --output=$W/fio.json" 2>"$W/rec.err"
+    unseen=$(sed -n 's/^iocap: \([0-9]*\) block requests were issued.*/\1/p' "$W/rec.err")
     json=$("$BIN" report "$W/qd.cap" "blk.dev=$(basename "$LO") and blk.op=read" --json)
     bytes=$(echo "$json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["bytes"])')
     drops=$(echo "$json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["drops"])')
     if [ "$bytes" != $((2000 * 4096)) ]; then
         short=$((short + 1))
-        echo "run $i: $(((2000 * 4096 - bytes) / 4096)) reads short, $drops drops"
+        echo "run $i: $(((2000 * 4096 - bytes) / 4096)) reads short, $drops drops, ${unseen:-0} unseen"
     fi
 done
 echo "$short of $RUNS runs short"

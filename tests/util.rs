@@ -24,6 +24,20 @@ pub fn machine_alone() -> RwLockWriteGuard<'static, ()> {
     MACHINE.write().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The block requests `iocap record` said (on its standard error) were issued and never seen
+/// completing, hence in no capture: 0 when it said nothing of them.
+pub fn unseen_requests(stderr: &[u8]) -> u64 {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .find_map(|l| {
+            let n = l
+                .strip_prefix("iocap: ")?
+                .strip_suffix(" never reached iocap: they are not in the capture");
+            n?.split(' ').next()?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
 /// The `iocap` binary cargo built for these tests.
 pub fn iocap() -> Command {
     Command::new(env!("CARGO_BIN_EXE_iocap"))

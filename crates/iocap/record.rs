@@ -458,6 +458,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "iocap: wrote {} events ({} dropped) in {} bytes to {target}{files}",
         s.events, s.drops, s.bytes,
     ));
+    if s.unseen > 0 {
+        say(format_args!(
+            "iocap: {} block requests were issued and their completion never reached iocap: \
+             they are not in the capture",
+            s.unseen
+        ));
+    }
     viewed
 }
 

@@ -83,6 +83,9 @@ pub struct Summary {
     pub bytes: u64,
     /// Files written (more than one with rotation).
     pub files: u32,
+    /// Block requests the kernel issued and whose completion never reached the recorder, so
+    /// that they are in no file (not in `drops`: the capture format has no count for them).
+    pub unseen: u64,
 }
 
 /// Where and what [`Recorder::run`](crate::Recorder::run) writes, besides the first file's writer.

@@ -283,7 +283,13 @@ impl Recorder {
             let _ = tx.send(Msg::Finish(procfs::boot_ns()));
         }
         drop(tx);
-        let result = handle.join().map_err(|_| Error::Thread("writer thread panicked"))?;
+        let result = handle
+            .join()
+            .map_err(|_| Error::Thread("writer thread panicked"))?
+            .map(|s| Summary {
+                unseen: self.unseen(),
+                ..s
+            });
         progress(&shared.progress(self.started));
         result
     }

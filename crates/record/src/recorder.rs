@@ -295,6 +295,18 @@ impl Recorder {
             .sum()
     }
 
+    /// Block requests seen issued whose completion never reached the recorder (the BPF
+    /// `unseen` counter, all CPUs).
+    pub(crate) fn unseen(&self) -> u64 {
+        match self.skel.maps.unseen.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY) {
+            Ok(Some(v)) => v
+                .iter()
+                .map(|b| b.get(..8).and_then(|b| b.try_into().ok()).map_or(0, u64::from_ne_bytes))
+                .sum(),
+            _ => 0,
+        }
+    }
+
     /// The kernel's drop counters, with `discarded` (records the poller threw away as too
     /// old) and the programs' skipped calls added to the first CPU's: the total is what
     /// counts, and stays exact.

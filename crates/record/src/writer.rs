@@ -163,6 +163,7 @@ pub(crate) fn write_loop<W: Write + Send + 'static>(
                 drops: drops.total(),
                 bytes,
                 files,
+                unseen: 0,
             }),
         },
         Err(e) => {
