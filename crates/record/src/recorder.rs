@@ -298,26 +298,14 @@ impl Recorder {
     /// Block requests seen issued whose completion never reached the recorder (the BPF
     /// `unseen` counter, all CPUs).
     pub(crate) fn unseen(&self) -> u64 {
-        match self.skel.maps.unseen.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY) {
-            Ok(Some(v)) => v
-                .iter()
-                .map(|b| b.get(..8).and_then(|b| b.try_into().ok()).map_or(0, u64::from_ne_bytes))
-                .sum(),
-            _ => 0,
-        }
+        per_cpu_counter(&self.skel.maps.unseen).iter().sum()
     }
 
     /// The kernel's drop counters, with `discarded` (records the poller threw away as too
     /// old) and the programs' skipped calls added to the first CPU's: the total is what
     /// counts, and stays exact.
     pub(crate) fn drops(&self, discarded: u64) -> DropStats {
-        let mut per_cpu: Vec<u64> = match self.skel.maps.drops.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY) {
-            Ok(Some(v)) => v
-                .iter()
-                .map(|b| b.get(..8).and_then(|b| b.try_into().ok()).map_or(0, u64::from_ne_bytes))
-                .collect(),
-            _ => Vec::new(),
-        };
+        let mut per_cpu = per_cpu_counter(&self.skel.maps.drops);
         let lost = discarded + self.recursion_misses();
         match per_cpu.first_mut() {
             Some(first) => *first += lost,
@@ -327,6 +315,18 @@ impl Recorder {
             ts: procfs::boot_ns(),
             per_cpu,
         }
+    }
+}
+
+/// A per-CPU array of one `u64` counter (`drops`, `unseen`): each CPU's value; none if the
+/// lookup failed.
+fn per_cpu_counter(map: &impl MapCore) -> Vec<u64> {
+    match map.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY) {
+        Ok(Some(v)) => v
+            .iter()
+            .map(|b| b.get(..8).and_then(|b| b.try_into().ok()).map_or(0, u64::from_ne_bytes))
+            .collect(),
+        _ => Vec::new(),
     }
 }
 
