@@ -27,14 +27,10 @@ pub fn machine_alone() -> RwLockWriteGuard<'static, ()> {
 /// The block requests `iocap record` said (on its standard error) were issued and never seen
 /// completing, hence in no capture: 0 when it said nothing of them.
 pub fn unseen_requests(stderr: &[u8]) -> u64 {
+    const UNSEEN: &str = "iocap: block requests issued whose completion never reached iocap, so not in the capture: ";
     String::from_utf8_lossy(stderr)
         .lines()
-        .find_map(|l| {
-            let n = l
-                .strip_prefix("iocap: ")?
-                .strip_suffix(" never reached iocap: they are not in the capture");
-            n?.split(' ').next()?.parse().ok()
-        })
+        .find_map(|l| l.strip_prefix(UNSEEN)?.parse().ok())
         .unwrap_or(0)
 }
 

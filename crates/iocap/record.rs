@@ -460,8 +460,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     ));
     if s.unseen > 0 {
         say(format_args!(
-            "iocap: {} block requests were issued and their completion never reached iocap: \
-             they are not in the capture",
+            "iocap: block requests issued whose completion never reached iocap, so not in the \
+             capture: {}",
             s.unseen
         ));
     }
