@@ -542,10 +542,9 @@ fn io_uring_requests_are_events_with_their_block_requests() {
             .collect();
         // Exactly, unless the recorder said it never saw some requests complete
         // (compare.rs, fio_random_reads_at_iodepth_1_against_16).
-        let lost = unseen;
         assert!(
-            read <= ios * URING_BS && ios * URING_BS - read <= lost * URING_BS,
-            "{what}: the disk read {read} bytes, fio {}, {lost} requests unseen; other reads: {others:?}",
+            read <= ios * URING_BS && ios * URING_BS - read <= unseen * URING_BS,
+            "{what}: the disk read {read} bytes, fio {}, {unseen} requests unseen; other reads: {others:?}",
             ios * URING_BS
         );
         for b in &blocks {
@@ -560,14 +559,14 @@ fn io_uring_requests_are_events_with_their_block_requests() {
             sum.1 += b.bytes;
         }
         assert!(
-            bytes.len() as u64 <= ios && ios - bytes.len() as u64 <= lost,
-            "{what}: every read issued requests ({} of {ios}, {lost} unseen)",
+            bytes.len() as u64 <= ios && ios - bytes.len() as u64 <= unseen,
+            "{what}: every read issued requests ({} of {ios}, {unseen} unseen)",
             bytes.len()
         );
         for (key, (n, b)) in &bytes {
             let req = by_req[key];
             // The call counts its requests as they are made: one lost later is still in them.
-            let whole = lost == 0 || (req.disk_reqs, req.disk_bytes) == (*n, *b);
+            let whole = unseen == 0 || (req.disk_reqs, req.disk_bytes) == (*n, *b);
             assert!(
                 whole || (*n < req.disk_reqs && *b < req.disk_bytes),
                 "{what}: the request's block figures: {} requests of {} bytes, the disk's {n} of {b}",
