@@ -13,7 +13,7 @@ pub const FILE_MAGIC: &[u8; 8] = b"IOCAP\x00\r\n";
 /// Format major version: a reader refuses a file with a newer major.
 pub const FORMAT_MAJOR: u16 = 1;
 /// Format minor version: additions a reader of the same major can skip.
-pub const FORMAT_MINOR: u16 = 8;
+pub const FORMAT_MINOR: u16 = 9;
 pub const PREAMBLE_LEN: usize = 16;
 
 pub const FRAME_MAGIC: &[u8; 4] = b"IOFR";
@@ -43,6 +43,8 @@ pub enum Kind {
     ColumnFiles = 10,
     /// Who a process runs as and in which cgroup, for entries of earlier `Procs` frames (1.5).
     ProcOwners = 11,
+    /// Block requests the recorder saw issued and never saw complete (1.9).
+    Unseen = 12,
 }
 
 impl Kind {
@@ -59,6 +61,7 @@ impl Kind {
             9 => Kind::PrefixStrings,
             10 => Kind::ColumnFiles,
             11 => Kind::ProcOwners,
+            12 => Kind::Unseen,
             _ => return None,
         })
     }

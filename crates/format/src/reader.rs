@@ -156,6 +156,8 @@ pub struct Reader<S: Source = File> {
     tables: Arc<Tables>,
     chunks: Vec<ChunkInfo>,
     drop_stats: Vec<DropStats>,
+    /// The largest count of the unseen frames read ([`Reader::unseen`]).
+    unseen: u64,
     stop_ts: Option<u64>,
     /// Where a scan stands, while the file is read by scanning (no valid index yet).
     scan: Option<ScanState>,
@@ -178,6 +180,7 @@ impl<S: Source> Clone for Reader<S> {
             tables: Arc::clone(&self.tables),
             chunks: self.chunks.clone(),
             drop_stats: self.drop_stats.clone(),
+            unseen: self.unseen,
             stop_ts: self.stop_ts,
             scan: self.scan.clone(),
             liveness: self.liveness,
@@ -195,7 +198,8 @@ pub struct Growth {
     pub chunks: usize,
     /// Table frames merged into [`Reader::tables`] (new processes, files, strings, devices).
     pub tables: usize,
-    /// Drop statistics frames added to [`Reader::drop_stats`].
+    /// Drop statistics frames added to [`Reader::drop_stats`], and unseen frames read
+    /// ([`Reader::unseen`]).
     pub stats: usize,
     /// Bytes of whole frames read.
     pub bytes: u64,
@@ -298,6 +302,7 @@ impl<S: Source> Reader<S> {
             tables: Arc::new(Tables::with_budget(table_budget(file_len))),
             chunks: Vec::new(),
             drop_stats: Vec::new(),
+            unseen: 0,
             stop_ts: None,
             scan: None,
             liveness: Liveness::Finished,
@@ -312,6 +317,7 @@ impl<S: Source> Reader<S> {
             r.tables = Arc::new(r.first_tables());
             r.chunks.clear();
             r.drop_stats.clear();
+            r.unseen = 0;
             r.stop_ts = None;
             r.scan = Some(ScanState {
                 resume: PREAMBLE_LEN as u64,
@@ -468,6 +474,14 @@ impl<S: Source> Reader<S> {
         let from_stats = self.drop_stats.iter().map(DropStats::total).max().unwrap_or(0);
         let from_chunks = self.chunks.iter().map(|c| c.summary.drops).max().unwrap_or(0);
         from_stats.max(from_chunks)
+    }
+
+    /// Block requests the recorder saw issued whose completion never reached it, so that
+    /// they are not in the capture (written since 1.9; 0 for older files). Unlike drops this
+    /// is not the recorder falling behind: the kernel did not run its completion tracepoint
+    /// for them, which the recorder finds when the request is used again.
+    pub fn unseen(&self) -> u64 {
+        self.unseen
     }
 
     /// When recording stopped (ns since boot): from the footer, or for a recovered file the
@@ -643,6 +657,16 @@ impl<S: Source> Reader<S> {
                 let per_cpu = (0..n).map(|_| cur.varint().ok_or_else(bad)).collect::<Result<_, _>>()?;
                 self.drop_stats.push(DropStats { ts, per_cpu });
             }
+            Some(Kind::Unseen) => {
+                let mut cur = Cursor::new(&dec.payload);
+                let bad = || Error::corrupt(off, "unseen frame does not decode");
+                let _ts = cur.varint().ok_or_else(bad)?;
+                let unseen = cur.varint().ok_or_else(bad)?;
+                if cur.remaining() != 0 {
+                    return Err(bad());
+                }
+                self.unseen = self.unseen.max(unseen);
+            }
             // The header was read first; unknown kinds are from newer writers: skipped.
             _ => {}
         }
@@ -749,7 +773,7 @@ impl<S: Source> Reader<S> {
                         limit: Limit::Tables, ..
                     }) if alive => break,
                     Err(e) => st.notes.push(e.to_string()),
-                    Ok(()) if kind == Some(Kind::Stats) => grown.stats += 1,
+                    Ok(()) if matches!(kind, Some(Kind::Stats | Kind::Unseen)) => grown.stats += 1,
                     Ok(()) => grown.tables += 1,
                 },
             }

@@ -199,7 +199,18 @@ impl<W: Write> Writer<W> {
             varint::put(&mut p, d);
         }
         self.write_tables()?;
-        self.back.stats(p)
+        self.back.counters(Kind::Stats, p)
+    }
+
+    /// Record how many block requests the recorder saw issued whose completion never reached
+    /// it, cumulative since the file started, as read at `ts` (written at once as an unseen
+    /// frame).
+    pub fn record_unseen(&mut self, ts: u64, unseen: u64) -> Result<(), Error> {
+        let mut p = Vec::with_capacity(20);
+        varint::put(&mut p, ts);
+        varint::put(&mut p, unseen);
+        self.write_tables()?;
+        self.back.counters(Kind::Unseen, p)
     }
 
     /// Close the open chunk (if any), write pending tables and flush the output, so that
@@ -349,10 +360,10 @@ impl<W: Write> Back<W> {
         }
     }
 
-    fn stats(&mut self, payload: Vec<u8>) -> Result<(), Error> {
+    fn counters(&mut self, kind: Kind, payload: Vec<u8>) -> Result<(), Error> {
         match self {
-            Back::Here { frames, .. } => frames.stats(&payload),
-            Back::Thread(_) => self.send(Job::Stats(payload)),
+            Back::Here { frames, .. } => frames.counters(kind, &payload),
+            Back::Thread(_) => self.send(Job::Counters(kind, payload)),
             Back::Closed => Err(Error::Closed),
         }
     }
@@ -411,7 +422,8 @@ impl<W: Write> Back<W> {
 /// Work for the encoder thread, done in the order handed over.
 enum Job {
     Table(Kind, Vec<u8>),
-    Stats(Vec<u8>),
+    /// A stats or unseen frame's payload.
+    Counters(Kind, Vec<u8>),
     /// A chunk's events and the drops so far; the columns come back cleared, for reuse.
     Chunk(Box<Columns>, u64),
     /// Flush the output, then say so.
@@ -446,7 +458,7 @@ impl<W: Write + Send + 'static> Encoder<W> {
             for job in todo {
                 match job {
                     Job::Table(kind, raw) => frames.table(kind, &raw)?,
-                    Job::Stats(p) => frames.stats(&p)?,
+                    Job::Counters(kind, p) => frames.counters(kind, &p)?,
                     Job::Chunk(mut cols, drops) => {
                         frames.chunk(&cols, drops)?;
                         cols.clear();
@@ -543,10 +555,11 @@ impl<W: Write> Frames<W> {
         Ok(())
     }
 
-    fn stats(&mut self, payload: &[u8]) -> Result<(), Error> {
+    /// A frame of counters (stats, unseen), written uncompressed and listed in the index.
+    fn counters(&mut self, kind: Kind, payload: &[u8]) -> Result<(), Error> {
         let pos = self.pos;
-        self.write_frame(Kind::Stats, payload)?;
-        self.others.push((Kind::Stats, pos));
+        self.write_frame(kind, payload)?;
+        self.others.push((kind, pos));
         Ok(())
     }
 

@@ -180,6 +180,8 @@ impl<S: Source> Reader<S> {
             tables: Arc::clone(&first.tables),
             chunks: Vec::new(),
             drop_stats: Vec::new(),
+            // Each file counts its own.
+            unseen: files.iter().map(|(_, r)| r.unseen).fold(0, u64::saturating_add),
             stop_ts: files.last().map(|(_, r)| r.stop_ts()),
             scan: None,
             liveness: if files.iter().all(|(_, r)| r.liveness == Liveness::Finished) {

@@ -9,5 +9,6 @@ mod hostile;
 mod roundtrip;
 mod size;
 mod truncation;
+mod unseen;
 mod util;
 mod versions;
