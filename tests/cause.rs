@@ -101,7 +101,13 @@ fn record_unseen(cap: &Path, cmd: &str, env: &[(&str, &str)]) -> (Vec<Event>, Re
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let r = Reader::open(cap).unwrap();
     assert_eq!(r.drops(), 0, "this small workload must not drop");
-    (events(&r), r, unseen_requests(&out.stderr))
+    let unseen = unseen_requests(&out.stderr);
+    assert_eq!(
+        r.unseen(),
+        unseen,
+        "the capture counts what the recorder said it never saw complete"
+    );
+    (events(&r), r, unseen)
 }
 
 fn file_name<'a>(t: &'a Tables, e: &Event) -> &'a str {

@@ -463,6 +463,11 @@ fn fio_random_reads_at_iodepth_1_against_16() {
     for (i, (depth, cap)) in [(1, "qd1.cap"), (16, "qd16.cap")].into_iter().enumerate() {
         let r = json_in(dir.path(), &["report", cap, &reads, "--json"]);
         let bytes = r["bytes"].as_u64().unwrap();
+        assert_eq!(
+            r["unseen_block_requests"].as_u64(),
+            Some(unseen[i]),
+            "the capture's count, as the recorder said"
+        );
         let may = r["drops"].as_u64().unwrap() + unseen[i];
         if bytes != 2000 * 4096 {
             eprintln!(

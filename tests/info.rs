@@ -135,3 +135,52 @@ fn paths_that_are_not_files_are_refused_at_once() {
         }
     }
 }
+
+/// Block requests the recorder saw issued and never saw complete are said beside the drops by
+/// `info` and `report`, in text and JSON; a capture without any says nothing of them in text.
+#[test]
+fn info_and_report_say_the_unseen_block_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("unseen.cap");
+    let mut w = iocap_testkit::create(&path, &iocap_testkit::meta(1_000_000_000), 100, 3);
+    for i in 0..10u64 {
+        w.push(&iocap_format::Event::syscall(
+            1_000_000_000 + i * 1_000,
+            500,
+            1,
+            1,
+            0,
+            0,
+        ))
+        .unwrap();
+    }
+    w.record_unseen(1_000_020_000, 4).unwrap();
+    w.finish(1_000_050_000).unwrap();
+    let cap = path.to_str().unwrap();
+    let (code, out, err) = run(&["info", "--json", cap]);
+    assert_eq!(code, 0, "stderr: {err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (v["drops"].as_u64(), v["unseen_block_requests"].as_u64()),
+        (Some(0), Some(4))
+    );
+    let (_, text, _) = run(&["info", cap]);
+    assert!(
+        text.contains("drops        0 (and 4 block requests whose completion the kernel never reported)"),
+        "{text}"
+    );
+    let (code, out, err) = run(&["report", cap, "--json"]);
+    assert_eq!(code, 0, "stderr: {err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["unseen_block_requests"], 4);
+    let (_, text, _) = run(&["report", cap]);
+    assert!(
+        text.contains("0 dropped while recording, 4 block requests issued whose completion the kernel never reported"),
+        "{text}"
+    );
+    let plain = synthetic_capture(dir.path(), 100);
+    let (_, text, _) = run(&["info", plain.to_str().unwrap()]);
+    assert!(text.contains("drops        0\n"), "{text}");
+    let (_, text, _) = run(&["report", plain.to_str().unwrap()]);
+    assert!(!text.contains("never reported"), "{text}");
+}

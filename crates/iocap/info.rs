@@ -73,6 +73,7 @@ struct Total {
     syscalls: u64,
     blocks: u64,
     drops: u64,
+    unseen: u64,
     file_bytes: u64,
     /// The earliest start and the latest end, wall-clock ns.
     start: i128,
@@ -97,6 +98,7 @@ impl Total {
             syscalls: all.iter().map(|s| s.syscalls).sum(),
             blocks: all.iter().map(|s| s.blocks).sum(),
             drops: all.iter().map(|s| s.drops).sum(),
+            unseen: all.iter().map(|s| s.unseen).sum(),
             file_bytes: all.iter().map(|s| s.file_bytes).sum(),
             start: all.iter().map(|s| wall(s, s.start_ns)).min().unwrap_or(0),
             end: all.iter().map(|s| wall(s, s.end_ns)).max().unwrap_or(0),
@@ -112,6 +114,7 @@ impl Total {
             "syscall_events": self.syscalls,
             "block_events": self.blocks,
             "drops": self.drops,
+            "unseen_block_requests": self.unseen,
             "file_bytes": self.file_bytes,
             "start": rfc3339(self.start),
             "end": rfc3339(self.end),
@@ -124,13 +127,14 @@ impl Total {
     fn write_text(&self, out: &mut impl Write) -> std::io::Result<()> {
         writeln!(
             out,
-            "total        {} captures from {}: {} events ({} syscall, {} block), {} drops, {} bytes, {} .. {} ({}){}",
+            "total        {} captures from {}: {} events ({} syscall, {} block), {} drops{}, {} bytes, {} .. {} ({}){}",
             self.captures,
             self.hosts.join(", "),
             self.events,
             self.syscalls,
             self.blocks,
             self.drops,
+            unseen_text(self.unseen),
             self.file_bytes,
             rfc3339(self.start),
             rfc3339(self.end),
@@ -140,12 +144,23 @@ impl Total {
     }
 }
 
+/// What follows the drops when block requests were issued and never seen complete (nothing
+/// when none were): they are not in the capture either, but the recorder did not fall behind.
+fn unseen_text(unseen: u64) -> String {
+    if unseen == 0 {
+        return String::new();
+    }
+    format!(" (and {unseen} block requests whose completion the kernel never reported)")
+}
+
 /// The facts `info` prints, gathered once for both output forms.
 struct Summary {
     events: u64,
     syscalls: u64,
     blocks: u64,
     drops: u64,
+    /// Block requests issued whose completion never reached the recorder ([`Reader::unseen`]).
+    unseen: u64,
     start_ns: u64,
     end_ns: u64,
     boot_to_wall_ns: i64,
@@ -173,6 +188,7 @@ impl Summary {
             syscalls: sum(|s| s.syscalls),
             blocks: sum(|s| s.blocks),
             drops: r.drops(),
+            unseen: r.unseen(),
             start_ns,
             end_ns: r.stop_ts().max(start_ns),
             boot_to_wall_ns: r.meta().boot_to_wall_ns,
@@ -199,6 +215,7 @@ impl Summary {
             "syscall_events": self.syscalls,
             "block_events": self.blocks,
             "drops": self.drops,
+            "unseen_block_requests": self.unseen,
             "start": self.wall(self.start_ns),
             "end": self.wall(self.end_ns),
             "duration_ns": self.end_ns - self.start_ns,
@@ -230,7 +247,7 @@ impl Summary {
             "events       {} ({} syscall, {} block)",
             self.events, self.syscalls, self.blocks
         )?;
-        writeln!(out, "drops        {}", self.drops)?;
+        writeln!(out, "drops        {}{}", self.drops, unseen_text(self.unseen))?;
         writeln!(out, "start        {}", self.wall(self.start_ns))?;
         writeln!(out, "end          {}", self.wall(self.end_ns))?;
         writeln!(out, "duration     {}", fmt_duration(self.end_ns - self.start_ns))?;

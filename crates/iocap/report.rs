@@ -73,6 +73,7 @@ impl Feed for Totals<'_> {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let by = args.by.as_deref().map(input::field_arg).transpose()?;
     let fleet = input::open_fleet(&args.capture, &args.filter, &args.ring, true)?;
+    let unseen = fleet.inputs.iter().map(|i| i.reader.unseen()).sum();
     let (tally, drops) = if fleet.is_several() {
         let mut all = scan_tally(&fleet.inputs[0], by)?;
         for input in &fleet.inputs[1..] {
@@ -89,6 +90,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let report = Report {
         stats: tally.stats,
         drops,
+        unseen,
         hist: tally.hist,
         bytes: tally.bytes,
         groups: by.zip(tally.groups).map(|(f, g)| (f.name, g)),
@@ -220,6 +222,8 @@ fn scan_tally(input: &input::Input, by: Option<&'static FieldInfo>) -> anyhow::R
 struct Report {
     stats: ScanStats,
     drops: u64,
+    /// Block requests issued whose completion never reached the recorder (not in `total`).
+    unseen: u64,
     hist: LatencyHist,
     bytes: u64,
     groups: Option<(&'static str, GroupBy<String>)>,
@@ -283,6 +287,7 @@ impl Report {
             "matched": self.stats.matched,
             "total": self.stats.total,
             "drops": self.drops,
+            "unseen_block_requests": self.unseen,
             "bytes": self.bytes,
             "latency_ns": latency,
             "histogram_kind": if self.fine { "log-linear" } else { "log2" },
@@ -328,8 +333,18 @@ impl Report {
         }
         writeln!(
             out,
-            "matched  {} of {} events ({pct:.1}%), {} dropped while recording",
-            st.matched, st.total, self.drops
+            "matched  {} of {} events ({pct:.1}%), {} dropped while recording{}",
+            st.matched,
+            st.total,
+            self.drops,
+            if self.unseen > 0 {
+                format!(
+                    ", {} block requests issued whose completion the kernel never reported",
+                    self.unseen
+                )
+            } else {
+                String::new()
+            }
         )?;
         let h = &self.hist;
         if h.is_empty() {

@@ -84,7 +84,8 @@ pub struct Summary {
     /// Files written (more than one with rotation).
     pub files: u32,
     /// Block requests the kernel issued and whose completion never reached the recorder, so
-    /// that they are in no file (not in `drops`: the capture format has no count for them).
+    /// that they are in no file: not in `drops` (the recorder did not fall behind), and
+    /// written to the files as their own count (unseen frames, read by `Reader::unseen`).
     pub unseen: u64,
 }
 

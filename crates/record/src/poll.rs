@@ -157,6 +157,7 @@ impl Recorder {
 
         let mut last_drops = Instant::now();
         let mut sent_drops = None;
+        let mut sent_unseen = 0;
         let mut last_progress = Instant::now();
         let mut last_pump = Instant::now();
         // The backlog is the rings' together; each is held to its share of the limit.
@@ -248,6 +249,13 @@ impl Recorder {
                     }
                     sent_drops = Some(total);
                 }
+                let unseen = self.unseen();
+                if unseen > sent_unseen {
+                    if tx.send(Msg::Unseen(procfs::boot_ns(), unseen)).is_err() {
+                        writer_gone = true;
+                    }
+                    sent_unseen = unseen;
+                }
                 last_drops = Instant::now();
             }
             if last_progress.elapsed() >= Duration::from_millis(250) || ready && !told_ready {
@@ -280,16 +288,14 @@ impl Recorder {
                 let _ = tx.send(Msg::Batch(b));
             }
             let _ = tx.send(Msg::Drops(self.drops(discarded.get())));
+            let unseen = self.unseen();
+            if unseen > sent_unseen {
+                let _ = tx.send(Msg::Unseen(procfs::boot_ns(), unseen));
+            }
             let _ = tx.send(Msg::Finish(procfs::boot_ns()));
         }
         drop(tx);
-        let result = handle
-            .join()
-            .map_err(|_| Error::Thread("writer thread panicked"))?
-            .map(|s| Summary {
-                unseen: self.unseen(),
-                ..s
-            });
+        let result = handle.join().map_err(|_| Error::Thread("writer thread panicked"))?;
         progress(&shared.progress(self.started));
         result
     }

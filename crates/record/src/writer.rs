@@ -28,6 +28,8 @@ const FLUSH_AT_LEAST: Duration = Duration::from_millis(500);
 pub(crate) enum Msg {
     Batch(Vec<u8>),
     Drops(DropStats),
+    /// When, and how many block requests issued were never seen complete, since recording started.
+    Unseen(u64, u64),
     Finish(u64),
 }
 
@@ -76,6 +78,7 @@ pub(crate) fn write_loop<W: Write + Send + 'static>(
     let mut drops = DropStats::default();
     // Each file counts its own drops: the counters as they were when it started.
     let mut base = Vec::new();
+    let (mut unseen, mut unseen_base) = (0u64, 0u64);
     let mut stop_ts = None;
     let mut done_bytes = 0;
     let mut files = 1;
@@ -120,6 +123,7 @@ pub(crate) fn write_loop<W: Write + Send + 'static>(
                             }
                         }
                         base.clone_from(&drops.per_cpu);
+                        unseen_base = unseen;
                     }
                 }
                 sh.events.store(t.events, Ordering::Relaxed);
@@ -131,6 +135,12 @@ pub(crate) fn write_loop<W: Write + Send + 'static>(
             Some(Msg::Drops(d)) => {
                 drops = d;
                 if let Err(e) = t.writer().record_drops(&since(&drops, &base)) {
+                    return Err(fail(e, sh));
+                }
+            }
+            Some(Msg::Unseen(ts, n)) => {
+                unseen = n;
+                if let Err(e) = t.writer().record_unseen(ts, unseen.saturating_sub(unseen_base)) {
                     return Err(fail(e, sh));
                 }
             }
@@ -163,7 +173,7 @@ pub(crate) fn write_loop<W: Write + Send + 'static>(
                 drops: drops.total(),
                 bytes,
                 files,
-                unseen: 0,
+                unseen,
             }),
         },
         Err(e) => {
@@ -290,5 +300,58 @@ mod tests {
         );
         drop(tx);
         writer.join().unwrap().unwrap();
+    }
+
+    /// A rotation's files each count the requests never seen complete since they started,
+    /// and the summary says the whole recording's.
+    #[test]
+    fn each_file_counts_its_own_unseen_requests() {
+        let first = Sink::default();
+        let opts = WriterOptions::default();
+        let w = Writer::with_encoder(first.clone(), &Meta::default(), opts.clone()).unwrap();
+        let t = Tracker::new(w, "x86_64", &[], None);
+        let later: Arc<Mutex<Vec<Sink>>> = Arc::default();
+        let opened = Arc::clone(&later);
+        let out = Output {
+            meta: Meta::default(),
+            options: opts,
+            filter: None,
+            rotate: Some(crate::config::Rotate {
+                // Every file ends after its first record.
+                max_bytes: 1,
+                base: "/nonexistent/r.cap".into(),
+                open: Box::new(move |_| {
+                    let s = Sink::default();
+                    opened.lock().unwrap().push(s.clone());
+                    Ok(s)
+                }),
+            }),
+        };
+        let (tx, rx) = sync_channel(8);
+        let writer = std::thread::spawn(move || write_loop(t, rx, &Shared::default(), out));
+        let pid = std::process::id();
+        let rec = types::rec_sys {
+            kind: REC_SYS,
+            nr: 39,
+            tid: pid,
+            pid,
+            ts: 1_000,
+            lat: 50,
+            ret: i64::from(pid),
+            ..types::rec_sys::default()
+        };
+        let mut batch = (std::mem::size_of::<types::rec_sys>() as u32).to_ne_bytes().to_vec();
+        batch.extend(bytes_of(&rec));
+        tx.send(Msg::Unseen(900, 3)).unwrap();
+        tx.send(Msg::Batch(batch)).unwrap();
+        tx.send(Msg::Unseen(2_000, 5)).unwrap();
+        tx.send(Msg::Finish(3_000)).unwrap();
+        let summary = writer.join().unwrap().unwrap();
+        assert_eq!((summary.files, summary.unseen), (2, 5));
+        let unseen = |s: &Sink| Reader::from_bytes(s.0.lock().unwrap().clone()).unwrap().unseen();
+        assert_eq!(unseen(&first), 3);
+        let later = later.lock().unwrap();
+        assert_eq!(later.len(), 1);
+        assert_eq!(unseen(&later[0]), 5 - 3);
     }
 }
