@@ -28,6 +28,9 @@ pub struct Capture {
     /// needs its drops counted (a count that walks every chunk summary of a day's recording
     /// at each frame).
     pub drops: u64,
+    /// Block requests issued whose completion never reached the recorder, in the whole
+    /// capture ([`Reader::unseen`]): not in it, and not drops either.
+    pub unseen: u64,
     /// Whether a recorder is still writing it, had finished it, or died ([`Reader::liveness`]).
     pub liveness: Liveness,
 }
@@ -52,6 +55,7 @@ impl Capture {
         let total = reader.event_count();
         Capture {
             drops: reader.drops(),
+            unseen: reader.unseen(),
             liveness: reader.liveness(),
             reader,
             name,

@@ -522,6 +522,27 @@ fn status_text(app: &App) -> String {
     (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect()
 }
 
+/// Block requests the recorder never saw complete are said on the status line (they are in no
+/// pane), and nothing is said of them when there are none.
+#[test]
+fn the_status_line_says_the_block_requests_never_seen_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("unseen.cap");
+    let mut w = iocap_testkit::create(&path, &iocap_testkit::meta(START), 100, 1);
+    for i in 0..50 {
+        w.push(&Event::syscall(START + i * 1_000, 500, 1, 1, 0, 0)).unwrap();
+    }
+    w.record_unseen(START + 60_000, 1_234).unwrap();
+    w.finish(START + 100_000).unwrap();
+    let (mut with, fx) = app_on(&path, 120, 30, "");
+    settle(&mut with, fx);
+    let status = status_text(&with);
+    assert!(status.contains("│ drops 0 │ 1,234 blk unseen │"), "{status}");
+    let (_dir, mut without, fx) = app(120, 30, "");
+    settle(&mut without, fx);
+    assert!(!status_text(&without).contains("unseen"));
+}
+
 /// A drag selects a region and leaves it selected and shown, with the status line saying what
 /// the keys do, as the help does; Enter filters to that region (not to the cursor's cell),
 /// Esc drops it. Releasing the button applies nothing.

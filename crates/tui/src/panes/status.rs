@@ -1,7 +1,8 @@
 //! The status line: the file, whether it is being recorded (and followed), what the keys do
 //! with a region selected in the focused spectrogram, how many events match in the whole
-//! capture, drops in the view, the view's time range and row length, the replay, a scan under
-//! way, a recovered file, and the last note.
+//! capture, drops in the view, block requests never seen complete (in the whole capture), the
+//! view's time range and row length, the replay, a scan under way, a recovered file, and the
+//! last note.
 
 use iocap_analysis::units::{self, Style::Terminal as TERM};
 use ratatui::layout::Rect;
@@ -47,6 +48,17 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
             format!("drops {}", units::count(drops)),
             if drops > 0 { t.drops() } else { Style::default() },
         ),
+    ]);
+    if app.cap.unseen > 0 {
+        // Of the whole capture (the recorder counts them when it finds their requests reused,
+        // not when they were lost): block requests it never saw complete, so not shown.
+        spans.push(Span::raw(" │ "));
+        spans.push(Span::styled(
+            format!("{} blk unseen", units::count(app.cap.unseen)),
+            t.drops(),
+        ));
+    }
+    spans.extend([
         Span::raw(format!(
             " │ {}…{} │ {}/row",
             rel(app.view.start),
