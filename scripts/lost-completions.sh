@@ -6,10 +6,13 @@
 # reused (ARCHITECTURE.md, rq_slots), and `iocap record` ends with "block requests issued whose
 # completion never reached iocap, so not in the capture: N": a run short of N reads should say N,
 # and its capture count N too (`report --json`'s unseen_block_requests).
-# Not in CI: ~3 s a run. Arguments: runs (50) and fio's iodepth (16). Run as root.
+# Not in CI: ~3 s a run. Arguments: runs (50) and fio's iodepth (16); BURN=0, CHURN=0 or
+# RESTART=0 leaves that part of the load out. Run as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS="${1:-50}" DEPTH="${2:-16}"
+# Each part of the load can be left out (0): BURN, CHURN (the loop devices), RESTART.
+BURN="${BURN:-1}" CHURN="${CHURN:-1}" RESTART="${RESTART:-1}"
 BIN="$PWD/target/debug/iocap"
 [ -x "$BIN" ] || cargo build --locked -q
 W=$(mktemp -d -p "$PWD/target")
@@ -31,15 +34,15 @@ dd if=/dev/urandom of="$W/mnt/data" bs=1M count=64 status=none conv=fsync
 set -m
 (
     trap 'kill 0' EXIT
-    for _ in 1 2; do (while :; do :; done) & done
-    (while :; do
+    [ "$BURN" = 1 ] && for _ in 1 2; do (while :; do :; done) & done
+    [ "$CHURN" = 1 ] && (while :; do
         truncate -s 32M "$W/load/l.img"
         L=$(losetup -f --show "$W/load/l.img")
         dd if=/dev/zero of="$L" bs=4k count=2000 oflag=direct status=none
         dd if="$L" of=/dev/null bs=64k count=400 iflag=direct status=none
         losetup -d "$L"
     done) &
-    (while :; do timeout 5 "$BIN" record -w "$W/load/other.cap" >/dev/null 2>&1 || true; done) &
+    [ "$RESTART" = 1 ] && (while :; do timeout 5 "$BIN" record -w "$W/load/other.cap" >/dev/null 2>&1 || true; done) &
     wait
 ) &
 LOAD=$!

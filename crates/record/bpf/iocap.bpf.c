@@ -1413,10 +1413,11 @@ static __noinline int rq_new(struct request *rq, __u64 now)
 	/*
 	 * An entry still under this address is a request the block layer has freed and now
 	 * reuses: if it was issued, its completion never reached blk_complete. That happens: on
-	 * a loaded machine with other recorders starting and stopping, 11 of ~550 recordings of
-	 * 2,000 fio reads missed 1-16 completions that the kernel did not hand to the program
-	 * (it counted no recursion miss). Counted (`unseen`), so that the recorder can say the
-	 * capture is not whole; a completion missed at the very end of a recording is not seen.
+	 * a loaded machine ~2 % of recordings of 2,000 fio reads missed 1-16 completions for
+	 * which the kernel fired no block_rq_complete at all (bpftrace on the same tracepoint
+	 * missed them too; no recursion miss counted). Counted (`unseen`), so that the recorder
+	 * can say the capture is not whole; a completion missed at the very end of a recording
+	 * is not seen.
 	 */
 	old = rq_stale(key);
 	if (old) {
