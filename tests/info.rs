@@ -1,5 +1,7 @@
 //! `iocap info` on good, recovered and bad files.
 
+use serde_json::json;
+
 use crate::util::{run, synthetic_capture};
 
 #[test]
@@ -137,7 +139,7 @@ fn paths_that_are_not_files_are_refused_at_once() {
 }
 
 /// Block requests the recorder saw issued and never saw complete are said beside the drops by
-/// `info` and `report`, in text and JSON; a capture without any says nothing of them in text.
+/// `info`, `report` and `compare`, in text and JSON; a capture without any says nothing of them in text.
 #[test]
 fn info_and_report_say_the_unseen_block_requests() {
     let dir = tempfile::tempdir().unwrap();
@@ -166,7 +168,7 @@ fn info_and_report_say_the_unseen_block_requests() {
     );
     let (_, text, _) = run(&["info", cap]);
     assert!(
-        text.contains("drops        0 (and 4 block requests whose completion the kernel never reported)"),
+        text.contains("drops        0, 4 block requests issued whose completion the kernel never reported\n"),
         "{text}"
     );
     let (code, out, err) = run(&["report", cap, "--json"]);
@@ -176,6 +178,18 @@ fn info_and_report_say_the_unseen_block_requests() {
     let (_, text, _) = run(&["report", cap]);
     assert!(
         text.contains("0 dropped while recording, 4 block requests issued whose completion the kernel never reported"),
+        "{text}"
+    );
+    let (code, out, err) = run(&["compare", cap, cap, "--json"]);
+    assert_eq!(code, 0, "stderr: {err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (&v["a"]["unseen_block_requests"], &v["b"]["unseen_block_requests"]),
+        (&json!(4), &json!(4))
+    );
+    let (_, text, _) = run(&["compare", cap, cap]);
+    assert!(
+        text.contains("dropped while recording, 4 block requests issued whose completion the kernel never reported"),
         "{text}"
     );
     let plain = synthetic_capture(dir.path(), 100);

@@ -50,6 +50,8 @@ struct Side {
     capture: PathBuf,
     filter: String,
     drops: u64,
+    /// Block requests issued whose completion never reached the recorder.
+    unseen: u64,
     /// The capture's span (start to stop), over which a rate is counted.
     span_ns: u64,
     tally: Tally,
@@ -74,6 +76,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Ok(Side {
             capture: s.capture,
             drops: s.input.reader.drops(),
+            unseen: s.input.reader.unseen(),
             span_ns: stop - start,
             filter: s.input.src,
             tally,
@@ -331,6 +334,7 @@ impl Comparison {
                 "matched": s.tally.stats.matched,
                 "total": s.tally.stats.total,
                 "drops": s.drops,
+                "unseen_block_requests": s.unseen,
                 "span_ns": s.span_ns,
             })
         };
@@ -382,11 +386,12 @@ impl Comparison {
             )?;
             writeln!(
                 out,
-                "   matched {} of {} events in {}, {} dropped while recording",
+                "   matched {} of {} events in {}, {} dropped while recording{}",
                 st.matched,
                 st.total,
                 fmt_ns(s.span_ns),
-                s.drops
+                s.drops,
+                text::unseen(s.unseen)
             )?;
         }
         let rows = self.histogram();

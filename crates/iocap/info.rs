@@ -4,7 +4,7 @@ use iocap_format::{Liveness, Reader};
 use serde_json::json;
 use std::io::Write;
 
-use crate::{input, UsageError};
+use crate::{input, text, UsageError};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -134,7 +134,7 @@ impl Total {
             self.syscalls,
             self.blocks,
             self.drops,
-            unseen_text(self.unseen),
+            text::unseen(self.unseen),
             self.file_bytes,
             rfc3339(self.start),
             rfc3339(self.end),
@@ -142,15 +142,6 @@ impl Total {
             if self.clean { "" } else { ", not all clean" }
         )
     }
-}
-
-/// What follows the drops when block requests were issued and never seen complete (nothing
-/// when none were): they are not in the capture either, but the recorder did not fall behind.
-fn unseen_text(unseen: u64) -> String {
-    if unseen == 0 {
-        return String::new();
-    }
-    format!(" (and {unseen} block requests whose completion the kernel never reported)")
 }
 
 /// The facts `info` prints, gathered once for both output forms.
@@ -247,7 +238,7 @@ impl Summary {
             "events       {} ({} syscall, {} block)",
             self.events, self.syscalls, self.blocks
         )?;
-        writeln!(out, "drops        {}{}", self.drops, unseen_text(self.unseen))?;
+        writeln!(out, "drops        {}{}", self.drops, text::unseen(self.unseen))?;
         writeln!(out, "start        {}", self.wall(self.start_ns))?;
         writeln!(out, "end          {}", self.wall(self.end_ns))?;
         writeln!(out, "duration     {}", fmt_duration(self.end_ns - self.start_ns))?;

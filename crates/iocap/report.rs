@@ -337,14 +337,7 @@ impl Report {
             st.matched,
             st.total,
             self.drops,
-            if self.unseen > 0 {
-                format!(
-                    ", {} block requests issued whose completion the kernel never reported",
-                    self.unseen
-                )
-            } else {
-                String::new()
-            }
+            crate::text::unseen(self.unseen)
         )?;
         let h = &self.hist;
         if h.is_empty() {

@@ -1,4 +1,5 @@
-//! Text output shared by the commands that print tables: bars and cut cells.
+//! Text output shared by the commands that print tables: bars and cut cells, and what a
+//! capture lacks.
 
 /// A bar of `width` characters for `count` out of `max`, as biolatency's stars.
 pub fn bar(count: u64, max: u64, width: usize) -> String {
@@ -14,4 +15,14 @@ pub fn bar(count: u64, max: u64, width: usize) -> String {
 /// differ at their end, which a cut end would hide.
 pub fn truncate(s: &str, n: usize) -> String {
     iocap_analysis::units::cut_middle(s, n, |_| 1)
+}
+
+/// What follows a capture's drops when block requests were issued whose completion the kernel
+/// never reported to the recorder (`Reader::unseen`): they are not in the capture either, but
+/// the recorder did not fall behind. Nothing when there were none.
+pub fn unseen(n: u64) -> String {
+    if n == 0 {
+        return String::new();
+    }
+    format!(", {n} block requests issued whose completion the kernel never reported")
 }
