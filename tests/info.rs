@@ -198,3 +198,50 @@ fn info_and_report_say_the_unseen_block_requests() {
     let (_, text, _) = run(&["report", plain.to_str().unwrap()]);
     assert!(!text.contains("never reported"), "{text}");
 }
+
+/// Counts a file claims are believed, but never overflow: drops of u64::MAX on two CPUs and as
+/// many unseen requests, in each of two captures read together, saturate.
+#[test]
+fn counts_claimed_past_u64_saturate() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut paths = Vec::new();
+    for (k, host) in ["a", "b"].into_iter().enumerate() {
+        let path = dir.path().join(format!("{host}.cap"));
+        let meta = iocap_format::Meta {
+            host: host.into(),
+            ..iocap_testkit::meta(1_000_000_000)
+        };
+        let mut w = iocap_testkit::create(&path, &meta, 100, 3);
+        w.push(&iocap_format::Event::syscall(1_000_000_000 + k as u64, 500, 1, 1, 0, 0))
+            .unwrap();
+        w.record_drops(&iocap_format::DropStats {
+            ts: 1_000_000_100,
+            per_cpu: vec![u64::MAX, u64::MAX],
+        })
+        .unwrap();
+        w.record_unseen(1_000_000_100, u64::MAX).unwrap();
+        w.finish(1_000_000_200).unwrap();
+        paths.push(path.to_str().unwrap().to_owned());
+    }
+    let (a, b) = (paths[0].as_str(), paths[1].as_str());
+    for args in [
+        vec!["info", "--json", a, b],
+        vec!["info", a, b],
+        vec!["report", "--json", a, b],
+        vec!["report", a],
+        vec!["compare", a, b, "--json"],
+    ] {
+        let (code, out, err) = run(&args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        if args.contains(&"--json") && args[0] != "compare" {
+            let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+            let v = if args[0] == "info" { &v["total"] } else { &v };
+            assert_eq!(
+                (&v["drops"], &v["unseen_block_requests"]),
+                (&json!(u64::MAX), &json!(u64::MAX)),
+                "{args:?}"
+            );
+        }
+    }
+}

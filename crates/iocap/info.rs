@@ -97,8 +97,9 @@ impl Total {
             events: all.iter().map(|s| s.events).sum(),
             syscalls: all.iter().map(|s| s.syscalls).sum(),
             blocks: all.iter().map(|s| s.blocks).sum(),
-            drops: all.iter().map(|s| s.drops).sum(),
-            unseen: all.iter().map(|s| s.unseen).sum(),
+            // Saturating: each file's counts are what it claims.
+            drops: all.iter().fold(0u64, |a, s| a.saturating_add(s.drops)),
+            unseen: all.iter().fold(0u64, |a, s| a.saturating_add(s.unseen)),
             file_bytes: all.iter().map(|s| s.file_bytes).sum(),
             start: all.iter().map(|s| wall(s, s.start_ns)).min().unwrap_or(0),
             end: all.iter().map(|s| wall(s, s.end_ns)).max().unwrap_or(0),

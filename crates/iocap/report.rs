@@ -73,7 +73,8 @@ impl Feed for Totals<'_> {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let by = args.by.as_deref().map(input::field_arg).transpose()?;
     let fleet = input::open_fleet(&args.capture, &args.filter, &args.ring, true)?;
-    let unseen = fleet.inputs.iter().map(|i| i.reader.unseen()).sum();
+    // Saturating: each file's counts are what it claims.
+    let unseen = fleet.inputs.iter().fold(0u64, |a, i| a.saturating_add(i.reader.unseen()));
     let (tally, drops) = if fleet.is_several() {
         let mut all = scan_tally(&fleet.inputs[0], by)?;
         for input in &fleet.inputs[1..] {
@@ -82,7 +83,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         if all.stats.matched == 0 {
             fleet.say_nothing_matched("events");
         }
-        (all, fleet.inputs.iter().map(|i| i.reader.drops()).sum())
+        (
+            all,
+            fleet.inputs.iter().fold(0u64, |a, i| a.saturating_add(i.reader.drops())),
+        )
     } else {
         let input = &fleet.inputs[0];
         (tally(input, by)?, input.reader.drops())

@@ -506,9 +506,10 @@ pub struct DropStats {
 }
 
 impl DropStats {
-    /// Drops on every CPU together, since recording started.
+    /// Drops on every CPU together, since recording started (saturating: the counts come
+    /// from the file, which may claim anything).
     pub fn total(&self) -> u64 {
-        self.per_cpu.iter().sum()
+        self.per_cpu.iter().fold(0, |a, &b| a.saturating_add(b))
     }
 }
 
