@@ -45,7 +45,7 @@ for c in fio sqlite3 losetup "$IOCAP"; do
 done
 T=$(mktemp -d)
 mnt='' dev='' tp=''
-# facts (a capture's events, drops, bytes/event), await (a line in a file), thread_ticks and
+# facts (a capture's events, drops, unseen requests, bytes/event), await (a line in a file), thread_ticks and
 # bpf_stats_off/back.
 # shellcheck source=common.sh
 . "$(dirname "$0")/common.sh"
