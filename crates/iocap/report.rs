@@ -74,7 +74,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let by = args.by.as_deref().map(input::field_arg).transpose()?;
     let fleet = input::open_fleet(&args.capture, &args.filter, &args.ring, true)?;
     // Saturating: each file's counts are what it claims.
-    let unseen = fleet.inputs.iter().fold(0u64, |a, i| a.saturating_add(i.reader.unseen()));
+    let unseen = fleet
+        .inputs
+        .iter()
+        .fold(0u64, |a, i| a.saturating_add(i.reader.unseen()));
     let (tally, drops) = if fleet.is_several() {
         let mut all = scan_tally(&fleet.inputs[0], by)?;
         for input in &fleet.inputs[1..] {
@@ -85,7 +88,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         (
             all,
-            fleet.inputs.iter().fold(0u64, |a, i| a.saturating_add(i.reader.drops())),
+            fleet
+                .inputs
+                .iter()
+                .fold(0u64, |a, i| a.saturating_add(i.reader.drops())),
         )
     } else {
         let input = &fleet.inputs[0];
