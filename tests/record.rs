@@ -165,28 +165,40 @@ fn diskstats_writes(name: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// Record `cmd`'s block requests into `cap`; returns the writes /proc/diskstats counted on
+/// `disk` meanwhile.
+fn record_writes(cap: &Path, cmd: &str, disk: &str) -> u64 {
+    let before = diskstats_writes(disk);
+    let out = iocap()
+        .args(["record", "--no-syscalls", "-w"])
+        .arg(cap)
+        .args(["-c", cmd])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    diskstats_writes(disk) - before
+}
+
+/// A loop device over a new image of `mib` MiB of zeros in `dir`, and its name.
+fn scratch_disk(dir: &Path, mib: usize) -> (LoopDev, String) {
+    let img = dir.join("disk.img");
+    std::fs::write(&img, vec![0u8; mib << 20]).unwrap();
+    let dev = LoopDev::attach(&img);
+    let name = dev.name().to_owned();
+    (dev, name)
+}
+
 #[test]
 fn dd_direct_on_a_loop_device_matches_diskstats() {
     let Some(_running) = recording() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let img = dir.path().join("disk.img");
-    std::fs::write(&img, vec![0u8; 8 << 20]).unwrap();
-    let dev = LoopDev::attach(&img);
-    let name = dev.name().to_owned();
+    let (dev, name) = scratch_disk(dir.path(), 8);
     let cap = dir.path().join("dd.cap");
-    let before = diskstats_writes(&name);
     let cmd = format!(
         "dd if=/dev/zero of={} bs=64k count=20 oflag=direct status=none",
         dev.path
     );
-    let out = iocap()
-        .args(["record", "--no-syscalls", "-w"])
-        .arg(&cap)
-        .args(["-c", &cmd])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let after = diskstats_writes(&name);
+    let kernel = record_writes(&cap, &cmd, &name);
     let r = Reader::open(&cap).unwrap();
     let t = r.tables();
     let evs = events(&r);
@@ -200,11 +212,7 @@ fn dd_direct_on_a_loop_device_matches_diskstats() {
         .filter(|e| e.op == iocap_format::BlockOp::Write as u8)
         .count() as u64;
     assert!(writes >= 20, "at least one write per dd block, got {writes}");
-    assert_eq!(
-        writes,
-        after - before,
-        "block write events vs /proc/diskstats writes completed"
-    );
+    assert_eq!(writes, kernel, "block write events vs /proc/diskstats writes completed");
     assert_eq!(on_loop.iter().map(|e| e.bytes).sum::<u64>(), 20 * 65536);
     for e in on_loop {
         assert_eq!(t.string(t.proc(e.proc).unwrap().name), "dd");
@@ -222,10 +230,7 @@ fn dd_direct_on_a_loop_device_matches_diskstats() {
 fn fio_writes_are_in_the_capture_or_counted_unseen_as_diskstats_counts_them() {
     let Some(_alone) = flooding() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let img = dir.path().join("disk.img");
-    std::fs::write(&img, vec![0u8; 64 << 20]).unwrap();
-    let dev = LoopDev::attach(&img);
-    let name = dev.name().to_owned();
+    let (dev, name) = scratch_disk(dir.path(), 64);
     let cap = dir.path().join("fio.cap");
     let json = dir.path().join("fio.json");
     const IOS: u64 = 200_000;
@@ -237,15 +242,7 @@ fn fio_writes_are_in_the_capture_or_counted_unseen_as_diskstats_counts_them() {
         IOS * 4096,
         json.display()
     );
-    let before = diskstats_writes(&name);
-    let out = iocap()
-        .args(["record", "--no-syscalls", "-w"])
-        .arg(&cap)
-        .args(["-c", &cmd])
-        .output()
-        .unwrap();
-    let after = diskstats_writes(&name);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let kernel = record_writes(&cap, &cmd, &name);
     let fio: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(
         fio["jobs"][0]["write"]["total_ios"].as_u64(),
@@ -259,7 +256,6 @@ fn fio_writes_are_in_the_capture_or_counted_unseen_as_diskstats_counts_them() {
         .filter(|e| e.class == Class::Block && e.dev == loop_dev && e.op == iocap_format::BlockOp::Write as u8)
         .count() as u64;
     let (unseen, drops) = (r.unseen(), r.drops());
-    let kernel = after - before;
     eprintln!("diskstats {kernel} writes; capture {writes}, unseen {unseen}, drops {drops}");
     // Neighbours merged into one request count once: a few.
     assert!(

@@ -252,6 +252,24 @@ mod tests {
         }
     }
 
+    /// A batch of one record: this process's getpid at 1 µs, 50 ns long.
+    fn getpid_batch() -> Vec<u8> {
+        let pid = std::process::id();
+        let rec = types::rec_sys {
+            kind: REC_SYS,
+            nr: 39,
+            tid: pid,
+            pid,
+            ts: 1_000,
+            lat: 50,
+            ret: i64::from(pid),
+            ..types::rec_sys::default()
+        };
+        let mut batch = (std::mem::size_of::<types::rec_sys>() as u32).to_ne_bytes().to_vec();
+        batch.extend(bytes_of(&rec));
+        batch
+    }
+
     /// One event, then nothing: it is in the file within [`FLUSH_AT_LEAST`] (and some slack
     /// for a busy machine), without another message to wake the writer up.
     #[test]
@@ -268,19 +286,7 @@ mod tests {
             rotate: None,
         };
         let writer = std::thread::spawn(move || write_loop(t, rx, &Shared::default(), out));
-        let pid = std::process::id();
-        let rec = types::rec_sys {
-            kind: REC_SYS,
-            nr: 39,
-            tid: pid,
-            pid,
-            ts: 1_000,
-            lat: 50,
-            ret: i64::from(pid),
-            ..types::rec_sys::default()
-        };
-        let mut batch = (std::mem::size_of::<types::rec_sys>() as u32).to_ne_bytes().to_vec();
-        batch.extend(bytes_of(&rec));
+        let batch = getpid_batch();
         // Let a first flush pass, so the event arrives early in a flush period.
         std::thread::sleep(FLUSH_AT_LEAST + Duration::from_millis(50));
         let sent = Instant::now();
@@ -329,19 +335,7 @@ mod tests {
         };
         let (tx, rx) = sync_channel(8);
         let writer = std::thread::spawn(move || write_loop(t, rx, &Shared::default(), out));
-        let pid = std::process::id();
-        let rec = types::rec_sys {
-            kind: REC_SYS,
-            nr: 39,
-            tid: pid,
-            pid,
-            ts: 1_000,
-            lat: 50,
-            ret: i64::from(pid),
-            ..types::rec_sys::default()
-        };
-        let mut batch = (std::mem::size_of::<types::rec_sys>() as u32).to_ne_bytes().to_vec();
-        batch.extend(bytes_of(&rec));
+        let batch = getpid_batch();
         tx.send(Msg::Unseen(900, 3)).unwrap();
         tx.send(Msg::Batch(batch)).unwrap();
         tx.send(Msg::Unseen(2_000, 5)).unwrap();
