@@ -458,6 +458,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "iocap: wrote {} events ({} dropped) in {} bytes to {target}{files}",
         s.events, s.drops, s.bytes,
     ));
+    if s.unfinished > 0 {
+        say(format_args!(
+            "iocap: {} still in flight at the stop, written unfinished (evt.unfinished), with their \
+             latency so far",
+            s.unfinished
+        ));
+    }
     if s.unseen > 0 {
         say(format_args!(
             "iocap: block requests issued whose completion never reached iocap, so not in the \

@@ -109,6 +109,10 @@ pub mod blk_flags {
     /// iocap: the request starts anywhere else. Neither bit: the device's first request in the
     /// capture, or a capture older than 1.5.
     pub const RANDOM: u32 = 1 << 9;
+    /// iocap, on an event of any class (since 1.10): the operation was still in flight when
+    /// the recording stopped. Its latency runs to the stop, so it is a lower bound, and a
+    /// syscall's return value is unknown (0).
+    pub const UNFINISHED: u32 = 1 << 10;
     /// Names of the kernel's bits in bit order, for display and the filter language.
     pub const NAMES: [(u32, &str); 7] = [
         (SYNC, "sync"),
@@ -165,7 +169,7 @@ pub struct Event {
     pub queue: u64,
     /// Block: [`BlockOp`] code.
     pub op: u8,
-    /// Block: [`blk_flags`] bits.
+    /// Block: [`blk_flags`] bits. Any class: [`blk_flags::UNFINISHED`].
     pub flags: u32,
     /// Block: what the request was issued for, a [`Cause`] code. Syscalls: 0.
     pub cause: u8,
@@ -243,6 +247,12 @@ impl Event {
             fd: -1,
             ..Event::default()
         }
+    }
+
+    /// Whether the operation was still in flight when the recording stopped
+    /// ([`blk_flags::UNFINISHED`]): its latency is a lower bound.
+    pub fn unfinished(&self) -> bool {
+        self.flags & blk_flags::UNFINISHED != 0
     }
 
     /// The end of the operation, saturating.

@@ -267,6 +267,8 @@ struct rq_info {
 	__u32 ino_dev;
 	__u64 link;
 	__u64 ino;
+	/* Handed over as in flight at the recording's end (see stop_at): by one program only. */
+	__u64 taken;
 };
 
 /*
@@ -513,6 +515,20 @@ static __always_inline void count_drop(void)
  */
 volatile __u64 backlog_max = 0;
 
+/*
+ * The recording's end, ns of CLOCK_MONOTONIC; 0 while recording. Userspace sets it when it
+ * stops. From then on no new call or request is tracked, and one that ends is not recorded
+ * as it ends but as it stood at stop_at: an unfinished event (REC_END_SYS, REC_END_BLK),
+ * its latency counted to stop_at. Those still in flight after the rings' last drain are
+ * handed over by the end_* iterators instead. Each is claimed (an atomic exchange) by
+ * whichever of the two comes first, so none is handed over twice.
+ */
+volatile __u64 stop_at = 0;
+/* Set by end_rq: issued requests left in the tables that the kernel freed uncompleted. */
+__u64 end_unseen = 0;
+/* Possible CPUs: the per-CPU call slots end_calls looks through. */
+const volatile __u32 n_cpus = 1;
+
 static __always_inline bool shed(void)
 {
 	__u64 max = backlog_max;
@@ -654,7 +670,7 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 	__u32 tgid = task->tgid, zero = 0;
 	struct inflight *c;
 
-	if (tgid == self_tgid)
+	if (tgid == self_tgid || stop_at)
 		return 0;
 	if (filter_pids && !traced_cached(task, tgid))
 		return 0;
@@ -982,6 +998,140 @@ static __noinline int emit_sys_io(struct sys_done *d)
 	return 0;
 }
 
+/* ---- the recording's end: calls still in flight (see stop_at) ---- */
+
+/*
+ * The unfinished call `c` of `task`, entered at `ts`, as it stood at stop_at. False when it
+ * is not recorded, by the rules sys_exit records a call by.
+ */
+static __always_inline bool fill_end_call(struct rec_sysio *e, struct task_struct *task, struct inflight *c,
+					  __u64 ts)
+{
+	__u64 end = stop_at;
+	struct io_sum sum = {};
+	__u32 nr = c->nr;
+
+	if (!want_sys || ts >= end || end - ts < min_latency)
+		return false;
+	if ((filter_nrs || n_comms) && always_followed(nr) && !wanted(task, nr))
+		return false;
+	if (c->io)
+		sum = call_io_take(task->pid, ts, end);
+	e->sys.kind = REC_END_SYS;
+	e->sys.nr = nr;
+	e->sys.tid = task->pid;
+	e->sys.pid = task->tgid;
+	e->sys.arg0 = c->arg0;
+	e->sys.ts = ts;
+	e->sys.lat = end - ts;
+	e->sys.ret = 0;
+	e->reqs = sum.reqs;
+	e->pad = 0;
+	e->bytes = sum.bytes;
+	e->disk = sum.disk;
+	e->offset = is_pos(nr) ? c->arg3 : 0;
+	return true;
+}
+
+/* A call ends after stop_at: claimed, it goes to the ring as it stood at stop_at. */
+static __noinline int end_call_exit(struct task_struct *task)
+{
+	struct inflight *c = NULL, call;
+	struct rec_sysio e = {}, *r;
+	__u32 zero = 0;
+	struct tctx *t;
+	__u64 ts = 0;
+
+	if (cpu_slot)
+		c = bpf_map_lookup_elem(&cpu_call, &zero);
+	if (c && c->tid == task->pid)
+		ts = __sync_lock_test_and_set(&c->ts, 0);
+	if (!ts) {
+		t = bpf_task_storage_get(&tstore, task, 0, 0);
+		if (!t)
+			return 0;
+		c = &t->call;
+		ts = __sync_lock_test_and_set(&c->ts, 0);
+		if (!ts)
+			return 0;
+	}
+	call = *c;
+	if (!fill_end_call(&e, task, &call, ts))
+		return 0;
+	r = ring_reserve(sizeof(*r));
+	if (!r) {
+		count_drop();
+		return 0;
+	}
+	__builtin_memcpy(r, &e, sizeof(e));
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}
+
+/* Looking through the CPUs' call slots for thread `tid`'s (bpf_loop). */
+struct cpu_find {
+	__u32 tid;
+	__u32 cpu;
+	bool found;
+};
+
+static long find_cpu_call(__u64 cpu, void *ctx)
+{
+	struct cpu_find *f = ctx;
+	__u32 zero = 0;
+	struct inflight *c = bpf_map_lookup_percpu_elem(&cpu_call, &zero, cpu);
+
+	if (c && c->ts && c->tid == f->tid) {
+		f->cpu = cpu;
+		f->found = true;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Run by userspace after the rings' last drain: every thread's call still in flight, in a
+ * CPU's slot or its task storage, as REC_END_SYS records (each after its u32 size) in the
+ * iterator's output.
+ */
+SEC("iter/task")
+int end_calls(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct inflight *c = NULL, call;
+	struct cpu_find f = {};
+	struct rec_sysio e = {};
+	__u32 zero = 0, size = sizeof(e);
+	struct tctx *t;
+	__u64 ts = 0;
+
+	if (!task || !stop_at)
+		return 0;
+	f.tid = task->pid;
+	if (cpu_slot) {
+		bpf_loop(n_cpus, find_cpu_call, &f, 0);
+		if (f.found)
+			c = bpf_map_lookup_percpu_elem(&cpu_call, &zero, f.cpu);
+		if (c && c->tid == f.tid)
+			ts = __sync_lock_test_and_set(&c->ts, 0);
+	}
+	if (!ts) {
+		t = bpf_task_storage_get(&tstore, task, 0, 0);
+		if (!t)
+			return 0;
+		c = &t->call;
+		ts = __sync_lock_test_and_set(&c->ts, 0);
+		if (!ts)
+			return 0;
+	}
+	call = *c;
+	if (!fill_end_call(&e, task, &call, ts))
+		return 0;
+	bpf_seq_write(ctx->meta->seq, &size, sizeof(size));
+	bpf_seq_write(ctx->meta->seq, &e, sizeof(e));
+	return 0;
+}
+
 SEC("tp_btf/sys_exit")
 int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 {
@@ -998,6 +1148,9 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	__u32 zero = 0, nr;
 	__u64 ts, lat;
 	bool pos;
+
+	if (stop_at)
+		return end_call_exit(task);
 
 	/*
 	 * A call is in flight only if sys_enter traced it: no pid check needed here. It is in
@@ -1528,7 +1681,7 @@ static __always_inline void rq_track(struct request *rq, bool insert)
 SEC("tp_btf/block_io_start")
 int BPF_PROG(blk_start, struct request *rq)
 {
-	if (want_blk)
+	if (want_blk && !stop_at)
 		rq_new(rq, bpf_ktime_get_ns());
 	return 0;
 }
@@ -1540,7 +1693,7 @@ int BPF_PROG(blk_merge, struct request *rq)
 	__u64 key = (__u64)rq;
 	struct rq_info *i;
 
-	if (!want_blk)
+	if (!want_blk || stop_at)
 		return 0;
 	i = rq_find(key);
 	if (i) {
@@ -1553,7 +1706,7 @@ int BPF_PROG(blk_merge, struct request *rq)
 SEC("tp_btf/block_rq_insert")
 int BPF_PROG(blk_insert, struct request *rq)
 {
-	if (want_blk)
+	if (want_blk && !stop_at)
 		rq_track(rq, true);
 	return 0;
 }
@@ -1561,7 +1714,7 @@ int BPF_PROG(blk_insert, struct request *rq)
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(blk_issue, struct request *rq)
 {
-	if (want_blk)
+	if (want_blk && !stop_at)
 		rq_track(rq, false);
 	return 0;
 }
@@ -1741,19 +1894,85 @@ static __always_inline __u32 blk_flags(__u32 f)
 	return r;
 }
 
+/*
+ * A request's record from its entry and what its `struct request` says (`cmd_flags`, the
+ * disk's `dev`, `sector`, `start_time_ns`), but for kind, latency and error.
+ *
+ * Queue time runs from the request's making, so that queue + latency is the wait
+ * /proc/diskstats adds up: from the kernel's own start for it (start_time_ns, read at the end
+ * because block_io_start may fire before it is set; 0 when the queue keeps no times; under a
+ * plug the plug's clock, read once for the requests of one submission, before any is
+ * inserted or issued), else from the insert, else nothing.
+ */
+static __always_inline void fill_blk(struct rec_blk *r, struct rq_info *i, __u64 cmd_flags, __u32 dev, __u64 sector,
+				     __u64 born)
+{
+	__u64 from = i->insert && i->insert <= i->issue ? i->insert : i->issue;
+
+	r->op = cmd_flags & 0xff;
+	r->has_pid = i->pid != 0;
+	r->cmd_flags = blk_flags(cmd_flags) | (i->insert && i->insert <= i->issue ? BLK_QUEUED : 0);
+	r->pid = i->pid;
+	r->dev = dev;
+	r->ts = i->issue;
+	if (born && born < from && i->issue - born < 10000000000ULL)
+		from = born;
+	r->queue = i->issue - from;
+	r->sector = sector;
+	r->bytes = i->bytes;
+	__builtin_memcpy(r->comm, i->comm, sizeof(r->comm));
+	r->tid = i->tid;
+	r->nr = i->nr;
+	r->cause = i->cause;
+	r->pad = 0;
+	r->fd = i->fd;
+	r->ino_dev = i->ino_dev;
+	r->link = i->link;
+	r->ino = i->ino;
+}
+
+static __always_inline __u32 disk_dev(struct gendisk *disk)
+{
+	return disk ? ((__u32)disk->major << 20) | (__u32)disk->first_minor : 0;
+}
+
+/* A request completes after stop_at: claimed, it goes to the ring as it stood at stop_at. */
+static __noinline int end_rq_complete(struct request *rq, struct rq_info *i)
+{
+	__u64 end = stop_at;
+	struct rec_blk *r;
+
+	if (!i->issue || i->issue >= end || end - i->issue < min_latency)
+		return 0;
+	if (__sync_lock_test_and_set(&i->taken, 1))
+		return 0;
+	r = ring_reserve(sizeof(*r));
+	if (!r) {
+		count_drop();
+		return 0;
+	}
+	fill_blk(r, i, rq->cmd_flags, disk_dev(rq->q->disk), rq->__sector, rq->start_time_ns);
+	r->kind = REC_END_BLK;
+	r->lat = end - i->issue;
+	r->error = 0;
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}
+
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(blk_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
-	__u64 key = (__u64)rq, now = bpf_ktime_get_ns(), from, born;
+	__u64 key = (__u64)rq, now = bpf_ktime_get_ns();
 	struct rq_info *i;
 	struct rec_blk *r;
-	struct gendisk *disk;
 
 	if (!want_blk)
 		return 0;
 	i = rq_find(key);
 	if (!i)
 		return 0;
+	if (stop_at)
+		return end_rq_complete(rq, i);
 	rq_done(i, now);
 	if (!i->issue || now - i->issue < min_latency) {
 		rq_forget(key);
@@ -1770,40 +1989,83 @@ int BPF_PROG(blk_complete, struct request *rq, blk_status_t error, unsigned int 
 		return 0;
 	}
 	r->kind = ev_kind(REC_BLK);
-	r->op = rq->cmd_flags & 0xff;
-	r->has_pid = i->pid != 0;
-	r->cmd_flags = blk_flags(rq->cmd_flags) | (i->insert && i->insert <= i->issue ? BLK_QUEUED : 0);
-	r->pid = i->pid;
-	disk = rq->q->disk;
-	r->dev = disk ? ((__u32)disk->major << 20) | (__u32)disk->first_minor : 0;
-	r->ts = i->issue;
+	fill_blk(r, i, rq->cmd_flags, disk_dev(rq->q->disk), rq->__sector, rq->start_time_ns);
 	r->lat = now - i->issue;
-	/*
-	 * Queue time runs from the request's making, so that queue + latency is the wait
-	 * /proc/diskstats adds up: from the kernel's own start for it (start_time_ns, read here
-	 * because block_io_start may fire before it is set; 0 when the queue keeps no times;
-	 * under a plug the plug's clock, read once for the requests of one submission, before any
-	 * is inserted or issued), else from the insert, else nothing.
-	 */
-	from = i->insert && i->insert <= i->issue ? i->insert : i->issue;
-	born = rq->start_time_ns;
-	if (born && born < from && i->issue - born < 10000000000ULL)
-		from = born;
-	r->queue = i->issue - from;
-	r->sector = rq->__sector;
-	r->bytes = i->bytes;
 	r->error = error;
-	__builtin_memcpy(r->comm, i->comm, sizeof(r->comm));
-	r->tid = i->tid;
-	r->nr = i->nr;
-	r->cause = i->cause;
-	r->pad = 0;
-	r->fd = i->fd;
-	r->ino_dev = i->ino_dev;
-	r->link = i->link;
-	r->ino = i->ino;
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 	rq_forget(key);
+	return 0;
+}
+
+/* ---- the recording's end: block requests still in flight (see stop_at) ---- */
+
+/*
+ * Request `key` (entry `i`) after the rings' last drain, claimed: issued before stop_at and
+ * still with the driver, a REC_END_BLK record (after its u32 size) in the iterator's output;
+ * freed by the kernel without a completion it traced (see rq_new), counted in end_unseen.
+ */
+static __always_inline void end_rq(struct seq_file *seq, __u64 key, struct rq_info *i)
+{
+	struct request *rq = (struct request *)key;
+	__u64 end = stop_at, cmd_flags, sector, born;
+	struct rec_blk r = {};
+	__u32 size = sizeof(r);
+	struct gendisk *disk;
+	int state;
+
+	if (!end || !i->issue || i->issue >= end)
+		return;
+	/* Read before the claim: a completion that claims it first sets it idle after. */
+	state = BPF_CORE_READ(rq, state);
+	if (__sync_lock_test_and_set(&i->taken, 1))
+		return;
+	if (state == bpf_core_enum_value(enum mq_rq_state, MQ_RQ_IDLE)) {
+		__sync_fetch_and_add(&end_unseen, 1);
+		return;
+	}
+	if (end - i->issue < min_latency)
+		return;
+	cmd_flags = BPF_CORE_READ(rq, cmd_flags);
+	sector = BPF_CORE_READ(rq, __sector);
+	born = BPF_CORE_READ(rq, start_time_ns);
+	disk = BPF_CORE_READ(rq, q, disk);
+	fill_blk(&r, i, cmd_flags, disk ? ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor) : 0,
+		 sector, born);
+	r.kind = REC_END_BLK;
+	r.lat = end - i->issue;
+	bpf_seq_write(seq, &size, sizeof(size));
+	bpf_seq_write(seq, &r, sizeof(r));
+}
+
+/* Iterated over rq_slots. */
+SEC("iter/bpf_map_elem")
+int end_rq_slots(struct bpf_iter__bpf_map_elem *ctx)
+{
+	__u32 *k = ctx->key, idx;
+	struct rq_slot *s;
+
+	if (!k)
+		return 0;
+	idx = *k;
+	s = bpf_map_lookup_elem(&rq_slots, &idx);
+	if (s && s->rq)
+		end_rq(ctx->meta->seq, s->rq, &s->i);
+	return 0;
+}
+
+/* Iterated over rqs. */
+SEC("iter/bpf_map_elem")
+int end_rqs(struct bpf_iter__bpf_map_elem *ctx)
+{
+	__u64 *k = ctx->key, key;
+	struct rq_info *i;
+
+	if (!k)
+		return 0;
+	key = *k;
+	i = bpf_map_lookup_elem(&rqs, &key);
+	if (i)
+		end_rq(ctx->meta->seq, key, i);
 	return 0;
 }
 

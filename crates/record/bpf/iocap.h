@@ -11,6 +11,10 @@
 #ifndef IOCAP_H
 #define IOCAP_H
 
+/*
+ * REC_END_SYS and REC_END_BLK: a call (laid out as rec_sysio) or block request (rec_blk) still
+ * in flight when the recording stopped (stop_at in iocap.bpf.c); its latency runs to the stop.
+ */
 enum rec_kind {
 	REC_SYS = 1,
 	REC_BLK = 2,
@@ -23,6 +27,8 @@ enum rec_kind {
 	REC_SYS32 = 9,
 	REC_SYSIO = 10,
 	REC_URING = 11,
+	REC_END_SYS = 12,
+	REC_END_BLK = 13,
 };
 
 #define KIND_BITS 5

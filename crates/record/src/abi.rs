@@ -22,6 +22,11 @@ pub enum Rec {
     Comm(types::rec_comm),
     Fd(Box<types::rec_fd>),
     Dup(types::rec_dup),
+    /// A syscall still in flight when the recording stopped, as it stood then: its latency
+    /// runs to the stop, its return value is 0.
+    EndSys(types::rec_sysio),
+    /// A block request still in flight when the recording stopped, as [`Rec::EndSys`].
+    EndBlk(types::rec_blk),
 }
 
 pub const REC_SYS: u16 = 1;
@@ -35,6 +40,8 @@ pub const REC_DUP: u16 = 8;
 pub const REC_SYS32: u16 = 9;
 pub const REC_SYSIO: u16 = 10;
 pub const REC_URING: u16 = 11;
+pub const REC_END_SYS: u16 = 12;
+pub const REC_END_BLK: u16 = 13;
 
 /// Bits of a record's `kind` that hold its kind; an event record's CPU is above them (see
 /// bpf/iocap.h).
@@ -111,6 +118,8 @@ pub fn decode(b: &[u8]) -> Option<Rec> {
         REC_COMM => read(b).map(Rec::Comm),
         REC_FD => read(b).map(|r| Rec::Fd(Box::new(r))),
         REC_DUP => read(b).map(Rec::Dup),
+        REC_END_SYS => read(b).map(Rec::EndSys),
+        REC_END_BLK => read(b).map(Rec::EndBlk),
         _ => None,
     }
 }
@@ -128,7 +137,7 @@ pub fn to_boottime(rec: &mut [u8], offset: u64) {
     let at: &[usize] = match kind {
         REC_SYS => &[std::mem::offset_of!(types::rec_sys, ts)],
         REC_SYS32 => &[std::mem::offset_of!(types::rec_sys32, ts)],
-        REC_SYSIO => &[std::mem::offset_of!(types::rec_sysio, sys.ts)],
+        REC_SYSIO | REC_END_SYS => &[std::mem::offset_of!(types::rec_sysio, sys.ts)],
         REC_FD => &[
             std::mem::offset_of!(types::rec_fd, ts),
             std::mem::offset_of!(types::rec_fd, end),
@@ -138,7 +147,7 @@ pub fn to_boottime(rec: &mut [u8], offset: u64) {
         REC_EXEC => &[std::mem::offset_of!(types::rec_exec, ts)],
         REC_EXIT | REC_COMM => &[std::mem::offset_of!(types::rec_comm, ts)],
         REC_URING => &[std::mem::offset_of!(types::rec_uring, ts)],
-        REC_BLK => &[
+        REC_BLK | REC_END_BLK => &[
             std::mem::offset_of!(types::rec_blk, ts),
             std::mem::offset_of!(types::rec_blk, link),
         ],
@@ -172,11 +181,11 @@ pub fn event_end(rec: &[u8]) -> Option<u64> {
             u64_at(std::mem::offset_of!(types::rec_sys32, ts))?,
             u32_at(std::mem::offset_of!(types::rec_sys32, lat))?,
         ),
-        REC_SYSIO => (
+        REC_SYSIO | REC_END_SYS => (
             u64_at(std::mem::offset_of!(types::rec_sysio, sys.ts))?,
             u64_at(std::mem::offset_of!(types::rec_sysio, sys.lat))?,
         ),
-        REC_BLK => (
+        REC_BLK | REC_END_BLK => (
             u64_at(std::mem::offset_of!(types::rec_blk, ts))?,
             u64_at(std::mem::offset_of!(types::rec_blk, lat))?,
         ),
@@ -287,6 +296,8 @@ mod tests {
             ("REC_SYS32", REC_SYS32),
             ("REC_SYSIO", REC_SYSIO),
             ("REC_URING", REC_URING),
+            ("REC_END_SYS", REC_END_SYS),
+            ("REC_END_BLK", REC_END_BLK),
         ];
         assert_eq!(c, rust, "bpf/iocap.h and abi.rs disagree");
         assert!(

@@ -87,6 +87,9 @@ pub struct Summary {
     /// that they are in no file: not in `drops` (the recorder did not fall behind), and
     /// written to the files as their own count (unseen frames, read by `Reader::unseen`).
     pub unseen: u64,
+    /// Events written unfinished: calls and block requests still in flight when the
+    /// recording stopped, their latency counted to the stop.
+    pub unfinished: u64,
 }
 
 /// Where and what [`Recorder::run`](crate::Recorder::run) writes, besides the first file's writer.

@@ -23,6 +23,8 @@ enum Probe {
     Map(MapType),
     /// The kernel's BTF has `btf_trace_<key>`, which a `tp_btf` program attaches by.
     Tracepoint,
+    /// The kernel's BTF names BPF helper `<key>` (`BPF_FUNC_<key>` of `enum bpf_func_id`).
+    Helper,
 }
 
 /// A kernel feature the recorder uses.
@@ -230,6 +232,17 @@ const SCHED_SWITCH: Feature = tracepoint(
     "every call goes through task storage (a little slower)",
 );
 
+/// Finding the calls in flight at the recording's end in the per-CPU call slots.
+const END_CALLS: Feature = Feature {
+    key: "map_lookup_percpu_elem",
+    probe: Probe::Helper,
+    what: "the BPF helper bpf_map_lookup_percpu_elem",
+    since: "5.19",
+    config: "",
+    role: "calls in flight when the recording stops",
+    lost: "calls still in flight when the recording stops are left out (block requests are not)",
+};
+
 /// The tracepoint `what` (`category:event`), found by its event's name `key`, in Linux since
 /// `since`, which iocap uses for `role`; `lost` is what a recording without it leaves out ("":
 /// it cannot go on).
@@ -253,7 +266,7 @@ const fn tracepoint(
 
 /// Every feature probed, for `IOCAP_HIDE`'s check of its names.
 fn all_features() -> impl Iterator<Item = &'static Feature> {
-    const OPTIONAL: [&Feature; 3] = [&BLOCK_IO_START, &BLOCK_RQ_MERGE, &SCHED_SWITCH];
+    const OPTIONAL: [&Feature; 4] = [&BLOCK_IO_START, &BLOCK_RQ_MERGE, &SCHED_SWITCH, &END_CALLS];
     REQUIRED
         .iter()
         .chain(&BLOCK)
@@ -288,6 +301,8 @@ pub(crate) struct Support {
     pub sched_switch: bool,
     /// `io_uring_complete` passes `(ctx, req, cqe)` (older kernels pass the cqe's fields).
     pub uring_complete_cqe: bool,
+    /// The calls in flight at the end are found (in the per-CPU slots, by a helper of 5.19).
+    pub end_calls: bool,
     /// What was asked for and is left out, each a line for the capture's header
     /// ([`iocap_format::Meta::missing`]).
     pub missing: Vec<String>,
@@ -339,6 +354,7 @@ impl Kernel {
             Probe::Btf => self.btf.is_loaded(),
             Probe::Map(t) => t.is_supported().unwrap_or(true),
             Probe::Tracepoint => self.btf.has_tracepoint(f.key),
+            Probe::Helper => self.btf.has_helper(f.key),
         }
     }
 
@@ -407,6 +423,12 @@ impl Kernel {
             s.sched_switch = self.has(&SCHED_SWITCH);
             if !s.sched_switch {
                 s.leave_out(&SCHED_SWITCH);
+            }
+        }
+        if cfg.syscalls {
+            s.end_calls = self.has(&END_CALLS);
+            if !s.end_calls {
+                s.leave_out(&END_CALLS);
             }
         }
         match lost_class {

@@ -20,7 +20,7 @@ use crate::config::{Output, Progress, Summary};
 use crate::error::Error;
 use crate::merge::Merge;
 use crate::procfs;
-use crate::recorder::{nice_this_thread, set_backlog_max, Recorder};
+use crate::recorder::{nice_this_thread, set_backlog_max, stop_recording, Recorder};
 use crate::state::{LiveFilter, Tracker};
 use crate::writer::{write_loop, Msg, Shared};
 
@@ -279,16 +279,38 @@ impl Recorder {
                 std::thread::sleep(nap(consumed.get() - before, since));
             }
         }
+        // The end. From here on the programs track nothing new, and what ends is recorded as
+        // it stood now, unfinished; so is what is still in flight after the last drain. A
+        // call blocked for seconds when the user pressed Ctrl-C is then in the capture.
+        if !writer_gone {
+            stop_recording(&mut self.skel);
+        }
         // Final drain: what the kernel holds now (not what a flood adds while we drain).
         if !writer_gone && pump(self.ring_bytes as usize * self.rings.len()).0 {
+            let (mut ended, skipped) = self.in_flight().unwrap_or_else(|e| {
+                eprintln!("iocap: the operations in flight at the stop are left out: {e}");
+                (Vec::new(), 0)
+            });
+            // What ended while the iterators ran (each is handed over once: see in_flight).
+            let _ = pump(self.ring_bytes as usize * self.rings.len());
             // Nothing more comes: what the merge holds goes too.
             merge.borrow_mut().take(u64::MAX, &mut batch.borrow_mut());
             let b = std::mem::take(&mut *batch.borrow_mut());
             if !b.is_empty() {
                 let _ = tx.send(Msg::Batch(b));
             }
+            let mut rest = &mut ended[..];
+            while rest.len() >= 4 {
+                let n = u32::from_ne_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+                let Some(rec) = rest.get_mut(4..4 + n) else { break };
+                abi::to_boottime(rec, boot_offset.get());
+                rest = &mut rest[4 + n..];
+            }
+            if !ended.is_empty() {
+                let _ = tx.send(Msg::Batch(ended));
+            }
             let _ = tx.send(Msg::Drops(self.drops(discarded.get())));
-            let unseen = self.unseen();
+            let unseen = self.unseen().saturating_add(skipped);
             if unseen > sent_unseen {
                 let _ = tx.send(Msg::Unseen(procfs::boot_ns(), unseen));
             }

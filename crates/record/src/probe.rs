@@ -121,6 +121,19 @@ impl KernelBtf {
         self.proto(name).is_some()
     }
 
+    /// Whether the kernel has BPF helper `name` (`map_lookup_percpu_elem`): its
+    /// `BPF_FUNC_<name>` in the kernel's `enum bpf_func_id`.
+    pub fn has_helper(&self, name: &str) -> bool {
+        use libbpf_rs::btf::types;
+
+        let Some(ids) = self.0.as_ref().and_then(|b| b.type_by_name::<types::Enum>("bpf_func_id")) else {
+            return false;
+        };
+        let want = format!("BPF_FUNC_{name}");
+        let found = ids.iter().any(|m| m.name.is_some_and(|n| n == want.as_str()));
+        found
+    }
+
     /// How many arguments tracepoint `name` passes (its prototype's, less the leading `void *`
     /// every one has), or `None` when the kernel has no such tracepoint.
     pub fn tracepoint_arity(&self, name: &str) -> Option<usize> {
@@ -146,6 +159,8 @@ mod tests {
         assert_eq!(btf.tracepoint_arity("sys_enter"), Some(2));
         assert_eq!(btf.tracepoint_arity("sched_switch"), Some(4));
         assert_eq!(btf.tracepoint_arity("no_such_tracepoint"), None);
+        let helpers = ["map_lookup_percpu_elem", "map_lookup_percpu", "no_such_helper"].map(|n| btf.has_helper(n));
+        assert_eq!(helpers, [true, false, false]);
     }
 
     #[test]

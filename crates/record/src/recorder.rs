@@ -40,6 +40,8 @@ pub struct Recorder {
     pub(crate) early: Vec<crate::procfs::ProcInfo>,
     /// Block requests are recorded (asked for, and the kernel has their tracepoints).
     block: bool,
+    /// The calls in flight at the end can be found ([`Recorder::in_flight`]).
+    end_calls: bool,
     /// What was asked for and this kernel cannot record, one line each ([`Recorder::missing`]).
     missing: Vec<String>,
     /// The nice value of the recorder's own threads ([`Recorder::set_nice`]).
@@ -126,6 +128,9 @@ impl Recorder {
         }
         let rings = cpu_rings(cfg.ring_bytes)?;
         let ring_bytes = rings[0].max_entries();
+        if let Some(ro) = open.maps.rodata_data.as_mut() {
+            ro.n_cpus = rings.len() as u32;
+        }
         let ring_err = |e| Error::Bpf(format!("{} ring buffers of {ring_bytes} bytes: {e}", rings.len()));
         open.maps.rings.set_inner_map_fd(rings[0].as_fd()).map_err(ring_err)?;
         open.maps.rings.set_max_entries(rings.len() as u32).map_err(ring_err)?;
@@ -148,6 +153,9 @@ impl Recorder {
             (&mut p.wb_end, block && support.writeback),
             (&mut p.uring_submit, want_uring),
             (&mut p.uring_complete, want_uring),
+            (&mut p.end_calls, support.end_calls),
+            (&mut p.end_rq_slots, block),
+            (&mut p.end_rqs, block),
         ] {
             if !on {
                 prog.set_autoload(false);
@@ -221,6 +229,7 @@ impl Recorder {
             pid_filtered: cfg.filter || !cfg.pids.is_empty(),
             early,
             block,
+            end_calls: support.end_calls,
             missing: support.missing,
             nice: None,
         };
@@ -318,6 +327,45 @@ impl Recorder {
     }
 }
 
+impl Recorder {
+    /// After [`stop_recording`] and the rings' last drain: the calls and block requests
+    /// still in flight, as records (REC_END_SYS, REC_END_BLK, each after its `u32` size, as
+    /// a batch carries them), and how many issued requests the kernel freed without a
+    /// completion it traced. The iterators claim what they hand over: a completion racing
+    /// them does not hand it over again.
+    pub(crate) fn in_flight(&self) -> Result<(Vec<u8>, u64), Error> {
+        use std::io::Read;
+
+        let err = |what: &str, e: &dyn std::fmt::Display| Error::Bpf(format!("reading the {what} in flight: {e}"));
+        let mut out = Vec::new();
+        let p = &self.skel.progs;
+        if self.end_calls {
+            let link = p.end_calls.attach().map_err(|e| err("calls", &e))?;
+            libbpf_rs::Iter::new(&link)
+                .map_err(|e| err("calls", &e))?
+                .read_to_end(&mut out)
+                .map_err(|e| err("calls", &e))?;
+        }
+        if self.block {
+            for (prog, map) in [
+                (&p.end_rq_slots, self.skel.maps.rq_slots.as_fd()),
+                (&p.end_rqs, self.skel.maps.rqs.as_fd()),
+            ] {
+                let link = prog.attach_iter(map).map_err(|e| err("block requests", &e))?;
+                libbpf_rs::Iter::new(&link)
+                    .map_err(|e| err("block requests", &e))?
+                    .read_to_end(&mut out)
+                    .map_err(|e| err("block requests", &e))?;
+            }
+        }
+        let skipped = self.skel.maps.bss_data.as_ref().map_or(0, |bss| {
+            // SAFETY: as in set_backlog_max; the iterators above have run to their end.
+            unsafe { std::ptr::read_volatile(&bss.end_unseen) }
+        });
+        Ok((out, skipped))
+    }
+}
+
 /// A per-CPU array of one `u64` counter (`drops`, `unseen`): each CPU's value; none if the
 /// lookup failed.
 fn per_cpu_counter(map: &impl MapCore) -> Vec<u64> {
@@ -376,6 +424,15 @@ pub(crate) fn set_backlog_max(skel: &mut IocapSkel<'static>, bytes: u64) {
         // SAFETY: the .bss map is mmapped for the skeleton's life; a volatile store makes
         // sure it reaches the memory the BPF programs read.
         unsafe { std::ptr::write_volatile(&mut bss.backlog_max, bytes) };
+    }
+}
+
+/// End the recording now: from here on the programs track nothing new, and what ends after
+/// it is recorded as it stood now, unfinished (`stop_at` in bpf/iocap.bpf.c).
+pub(crate) fn stop_recording(skel: &mut IocapSkel<'static>) {
+    if let Some(bss) = skel.maps.bss_data.as_mut() {
+        // SAFETY: as in set_backlog_max.
+        unsafe { std::ptr::write_volatile(&mut bss.stop_at, procfs::monotonic_ns().max(1)) };
     }
 }
 

@@ -407,9 +407,11 @@ impl<W: Write> Tracker<W> {
     /// Apply one record: table changes and at most one event.
     pub fn apply(&mut self, rec: Rec) -> Result<(), iocap_format::Error> {
         match rec {
-            Rec::Sys(s) => self.sys_event(&s, None),
-            Rec::SysIo(s) => self.sys_event(&s.sys, Some(&s)),
-            Rec::Blk(b) => self.blk_event(&b),
+            Rec::Sys(s) => self.sys_event(&s, None, false),
+            Rec::SysIo(s) => self.sys_event(&s.sys, Some(&s), false),
+            Rec::Blk(b) => self.blk_event(&b, false),
+            Rec::EndSys(s) => self.sys_event(&s.sys, Some(&s), true),
+            Rec::EndBlk(b) => self.blk_event(&b, true),
             Rec::Uring(u) => self.uring_event(&u),
             Rec::Fork(f) => {
                 let (exe, cmdline) = match self.procs.get(&f.ppid) {
@@ -547,11 +549,24 @@ impl<W: Write> Tracker<W> {
         classify::resolve(&base, path)
     }
 
-    /// A syscall; `io` when it created block requests.
-    fn sys_event(&mut self, s: &types::rec_sys, io: Option<&types::rec_sysio>) -> Result<(), iocap_format::Error> {
+    /// A syscall; `io` when it created block requests; `unfinished` when it was still in
+    /// flight at the recording's end (it has no return value, and changed no fd yet).
+    fn sys_event(
+        &mut self,
+        s: &types::rec_sys,
+        io: Option<&types::rec_sysio>,
+        unfinished: bool,
+    ) -> Result<(), iocap_format::Error> {
         let nr = u32::from(s.nr);
-        let flags = self.sys.get(nr);
+        let flags = if unfinished {
+            self.sys.get(nr) & !(FD_RET | CLOSE | BYTES)
+        } else {
+            self.sys.get(nr)
+        };
         let mut e = Event::syscall(s.ts, s.lat, s.pid, s.tid, nr, s.ret);
+        if unfinished {
+            e.flags = blk_flags::UNFINISHED;
+        }
         e.cpu = abi::cpu(s.kind);
         if let Some(io) = io {
             e.disk_reqs = io.reqs;
@@ -576,7 +591,7 @@ impl<W: Write> Tracker<W> {
         };
         e.file = file.map_or(0, |f| f.id);
         let keep = self.keep(&e, file);
-        if flags & DUP != 0 && s.ret >= 0 {
+        if flags & DUP != 0 && s.ret >= 0 && !unfinished {
             self.dup(s.pid, s.arg0, s.ret as i32, s.ts + s.lat);
         }
         if flags & CLOSE != 0 && s.ret == 0 {
@@ -628,7 +643,8 @@ impl<W: Write> Tracker<W> {
         }
     }
 
-    fn blk_event(&mut self, b: &types::rec_blk) -> Result<(), iocap_format::Error> {
+    /// A block request; `unfinished` when it was still in flight at the recording's end.
+    fn blk_event(&mut self, b: &types::rec_blk, unfinished: bool) -> Result<(), iocap_format::Error> {
         if b.dev != 0 && !self.devs.contains_key(&b.dev) {
             // A disk that appeared while recording (losetup, hotplug): name it.
             for d in procfs::devices() {
@@ -663,7 +679,9 @@ impl<W: Write> Tracker<W> {
             sector: b.sector,
             queue: b.queue,
             op: block_op(b.op) as u8,
-            flags: b.cmd_flags | self.pattern(b.dev, b.sector, b.bytes),
+            flags: b.cmd_flags
+                | self.pattern(b.dev, b.sector, b.bytes)
+                | if unfinished { blk_flags::UNFINISHED } else { 0 },
             cause: cause as u8,
             cpu: abi::cpu(b.kind),
             ..Event::default()

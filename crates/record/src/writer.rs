@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use iocap_format::{DropStats, Writer};
 
-use crate::abi;
+use crate::abi::{self, Rec};
 use crate::config::{Output, Progress, Summary};
 use crate::error::Error;
 use crate::procfs;
@@ -79,6 +79,8 @@ pub(crate) fn write_loop<W: Write + Send + 'static>(
     // Each file counts its own drops: the counters as they were when it started.
     let mut base = Vec::new();
     let (mut unseen, mut unseen_base) = (0u64, 0u64);
+    // Events written unfinished: in flight at the end.
+    let mut unfinished = 0u64;
     let mut stop_ts = None;
     let mut done_bytes = 0;
     let mut files = 1;
@@ -99,8 +101,13 @@ pub(crate) fn write_loop<W: Write + Send + 'static>(
                     let n = u32::from_ne_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
                     let Some(rec) = rest.get(4..4 + n) else { break };
                     if let Some(r) = abi::decode(rec) {
+                        let end = matches!(r, Rec::EndSys(_) | Rec::EndBlk(_));
+                        let before = t.events;
                         if let Err(e) = t.apply(r) {
                             return Err(fail(e, sh));
+                        }
+                        if end {
+                            unfinished += t.events - before;
                         }
                     }
                     rest = &rest[4 + n..];
@@ -174,6 +181,7 @@ pub(crate) fn write_loop<W: Write + Send + 'static>(
                 bytes,
                 files,
                 unseen,
+                unfinished,
             }),
         },
         Err(e) => {
