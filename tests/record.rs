@@ -270,6 +270,152 @@ fn fio_writes_are_in_the_capture_or_counted_unseen_as_diskstats_counts_them() {
     assert!(unseen <= kernel / 1000, "a few untraced completions, not {unseen}");
 }
 
+/// A filesystem frozen with `fsfreeze` while it lives; thawed on drop (a failed assertion
+/// must not leave a writer blocked on it), after which `dev`'s requests drain.
+struct Frozen<'a> {
+    mnt: &'a Path,
+    dev: &'a str,
+}
+
+impl Drop for Frozen<'_> {
+    fn drop(&mut self) {
+        let _ = Command::new("fsfreeze").arg("-u").arg(self.mnt).status();
+        let inflight = format!("/sys/block/{}/inflight", self.dev);
+        for _ in 0..100 {
+            let idle = std::fs::read_to_string(&inflight)
+                .map_or(true, |s| s.split_whitespace().all(|n| n == "0"));
+            if idle {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Unmounted on drop.
+struct Mounted(PathBuf);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// A write stuck when the recording stops is in the capture, unfinished: its call and its
+/// block request, each with its latency counted to the stop. The request is stuck for real:
+/// the loop device it goes to writes into a file on a filesystem frozen meanwhile, so its
+/// worker blocks (/sys/block/*/inflight says 1) until the thaw, long after the stop.
+#[test]
+fn a_write_stuck_at_the_stop_is_recorded_unfinished_with_its_request() {
+    let Some(_running) = recording() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let low_img = dir.path().join("low.img");
+    std::fs::write(&low_img, vec![0u8; 32 << 20]).unwrap();
+    let mkfs = Command::new("mkfs.ext4").arg("-q").arg(&low_img).status().expect("run mkfs.ext4 (e2fsprogs)");
+    assert!(mkfs.success());
+    let low = LoopDev::attach(&low_img);
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let st = Command::new("mount").arg(&low.path).arg(&mnt).status().unwrap();
+    assert!(st.success(), "mount {}", low.path);
+    let _mounted = Mounted(mnt.clone());
+    let up_img = mnt.join("up.img");
+    std::fs::write(&up_img, vec![0u8; 1 << 20]).unwrap();
+    let up = LoopDev::attach(&up_img);
+    let name = up.name().to_owned();
+    let st = Command::new("fsfreeze").arg("-f").arg(&mnt).status().expect("run fsfreeze (util-linux)");
+    assert!(st.success());
+    let _frozen = Frozen { mnt: &mnt, dev: &name };
+    let cap = dir.path().join("stuck.cap");
+    // dd in the background, off the recorder's pipes (it outlives the recording); the
+    // command ends, and with it the recording, a second later.
+    let cmd = format!(
+        "dd if=/dev/zero of={} bs=4k count=1 oflag=direct status=none </dev/null >/dev/null 2>&1 & sleep 1",
+        up.path
+    );
+    let out = iocap().args(["record", "-w"]).arg(&cap).args(["-c", &cmd]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("2 still in flight at the stop"), "{err}");
+    let r = Reader::open(&cap).unwrap();
+    let dev = dev_of(&r, &name);
+    let evs = events(&r);
+    let unfinished: Vec<&Event> = evs.iter().filter(|e| e.unfinished()).collect();
+    assert_eq!(unfinished.len(), 2, "the write and its request, nothing else: {unfinished:?}");
+    let call = unfinished.iter().find(|e| e.class == Class::Syscall).expect("the write call");
+    let req = unfinished.iter().find(|e| e.class == Class::Block).expect("its block request");
+    let pid = call.pid;
+    let comm = r.tables().procs().iter().find(|p| p.id == call.proc).map(|p| r.tables().string(p.name).to_owned());
+    assert_eq!(comm.as_deref(), Some("dd"));
+    assert_eq!(iocap_format::syscalls::name("x86_64", call.nr), Some("write"));
+    // Entered within the second before the stop, blocked since: latency to the stop.
+    let stop = r.stop_ts();
+    assert!(call.latency >= 500_000_000 && call.end() <= stop, "{call:?}, stop {stop}");
+    assert_eq!((call.ret, call.bytes, call.disk_reqs, call.disk_bytes), (0, 0, 1, 4096));
+    assert!(call.disk_time > 0 && call.disk_time <= call.latency, "{call:?}");
+    assert_eq!((req.dev, req.pid, req.bytes, req.op), (dev, pid, 4096, iocap_format::BlockOp::Write as u8));
+    assert_eq!(req.ts - req.link, call.ts, "the request names its call");
+    assert_eq!(req.end(), call.end(), "both run to the same stop");
+    assert_eq!(r.unseen(), 0);
+    // What the filter language and `events` make of them.
+    let (code, text, err) =
+        crate::util::run(&["events", cap.to_str().unwrap(), "evt.unfinished", "and", "proc.name=dd"]);
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<&str> = text.lines().skip(1).collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    assert!(rows.iter().all(|l| l.contains(" unfin ")), "{text}");
+}
+
+/// Stopped in the middle of fio's random reads (16 in flight on a loop device, completing
+/// in microseconds, so most of those in flight at the stop complete while the recorder
+/// collects them): each operation is in the capture once, finished or not, and what is
+/// unfinished is at most what fio keeps in flight.
+#[test]
+fn stopped_under_load_each_operation_is_recorded_once() {
+    let Some(_alone) = flooding() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (dev, name) = scratch_disk(dir.path(), 64);
+    let mut fio = Command::new("fio")
+        .args(["--name=r", "--rw=randread", "--bs=4k", "--direct=1", "--ioengine=libaio", "--iodepth=16"])
+        .args(["--size=64M", "--time_based", "--runtime=20", "--output=/dev/null"])
+        .arg(format!("--filename={}", dev.path))
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("run fio");
+    std::thread::sleep(Duration::from_millis(500));
+    let cap = dir.path().join("load.cap");
+    let out = iocap().args(["record", "-d", "1s", "-w"]).arg(&cap).output().unwrap();
+    let _ = fio.kill();
+    let _ = fio.wait();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = Reader::open(&cap).unwrap();
+    let loop_dev = dev_of(&r, &name);
+    let evs = events(&r);
+    let mut seen = std::collections::HashSet::new();
+    for e in &evs {
+        let key = (e.class as u8, e.tid, e.ts, e.dev, e.sector);
+        assert!(seen.insert(key), "recorded twice: {e:?}");
+    }
+    let reads = evs.iter().filter(|e| e.class == Class::Block && e.dev == loop_dev);
+    let (done, open): (Vec<&Event>, Vec<&Event>) = reads.partition(|e| !e.unfinished());
+    let mut calls_open = std::collections::HashMap::new();
+    for e in evs.iter().filter(|e| e.class == Class::Syscall && e.unfinished()) {
+        *calls_open.entry(e.tid).or_insert(0) += 1;
+    }
+    eprintln!(
+        "fio: {} reads done, {} unfinished; calls unfinished in {} threads",
+        done.len(),
+        open.len(),
+        calls_open.len()
+    );
+    assert!(done.len() > 1000, "fio ran meanwhile: {}", done.len());
+    assert!(open.len() <= 16, "at most fio's iodepth in flight: {}", open.len());
+    let stop = r.stop_ts();
+    assert!(open.iter().all(|e| e.end() <= stop), "unfinished ones run to the stop");
+    assert!(!calls_open.is_empty(), "some thread was in a call at the stop (fio's, the recorder's caller)");
+    assert!(calls_open.values().all(|&n| n == 1), "a thread is in one call at most: {calls_open:?}");
+}
+
 /// `iocap info --json FILE`, parsed.
 fn info_json(cap: &Path) -> serde_json::Value {
     let (code, out, err) = crate::util::run(&["info", "--json", cap.to_str().unwrap()]);

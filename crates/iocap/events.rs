@@ -304,7 +304,10 @@ fn write_line(
     }
     let mut res = field_text(FieldId::EvtRes, e, meta, tables);
     let errno = field_text(FieldId::EvtErrno, e, meta, tables);
-    if fields::returns_address(&meta.arch, e.class, e.nr) && e.ret > 0 {
+    if e.unfinished() {
+        // Still in flight when the recording stopped: no result yet (`evt.unfinished`).
+        res = "unfin".into();
+    } else if fields::returns_address(&meta.arch, e.class, e.nr) && e.ret > 0 {
         res = format!("{:#x}", e.ret);
     } else if !errno.is_empty() {
         res = errno;

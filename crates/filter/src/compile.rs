@@ -236,6 +236,7 @@ pub(crate) fn synthetic(field: FieldId, class: Class, id: u64) -> Event {
             e.class = Class::Block;
             e.dev = id32;
         }
+        FieldId::EvtUnfinished => e.flags = id32,
         _ => e.nr = id32,
     }
     e
@@ -582,6 +583,14 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables, origin: u64) -> Kernel {
             Kernel::Ids {
                 src: IdSrc::Flags,
                 class: Some(BLOCK),
+                set: IdSet::build(ids, u64::from(fields::FLAGS_MASK) + 1, Beyond::Const(false)),
+            }
+        }
+        FieldId::EvtUnfinished => {
+            let ids = (0..=u64::from(fields::FLAGS_MASK)).map(|f| (f, passes(&synthetic(p.field, Class::Syscall, f))));
+            Kernel::Ids {
+                src: IdSrc::Flags,
+                class: None,
                 set: IdSet::build(ids, u64::from(fields::FLAGS_MASK) + 1, Beyond::Const(false)),
             }
         }

@@ -80,6 +80,8 @@ pub enum FieldId {
     EvtRes,
     /// `evt.failed`.
     EvtFailed,
+    /// `evt.unfinished`.
+    EvtUnfinished,
     /// `evt.errno`.
     EvtErrno,
     /// `evt.time`: relative to the capture's start (of several read together, the earliest's,
@@ -241,6 +243,12 @@ static FIELDS: &[FieldInfo] = &[
         T::Bool,
         FieldId::EvtFailed,
         "the return value is negative (an error)",
+    ),
+    f(
+        "evt.unfinished",
+        T::Bool,
+        FieldId::EvtUnfinished,
+        "still in flight when the recording stopped: latency runs to the stop (a lower bound), a syscall's evt.res is unknown (0)",
     ),
     f(
         "evt.errno",
@@ -503,6 +511,7 @@ pub fn value_in<'a, L: Lookup + ?Sized>(field: &FieldInfo, e: &Event, meta: &Met
         FieldId::EvtClass => s(e.class.name()),
         FieldId::EvtRes => Value::Int(e.ret),
         FieldId::EvtFailed => Value::Bool(e.ret < 0),
+        FieldId::EvtUnfinished => Value::Bool(e.unfinished()),
         FieldId::EvtErrno => match e.ret {
             r if r < 0 => Value::Str(errno_name(r.unsigned_abs())),
             _ => Value::Absent,
@@ -679,7 +688,7 @@ pub(crate) fn block_dir(op: u8) -> IoDir {
 
 /// Mask of the block flags iocap knows (the kernel's and its own); other bits are ignored
 /// everywhere.
-pub(crate) const FLAGS_MASK: u32 = 0x3ff;
+pub(crate) const FLAGS_MASK: u32 = 0x7ff;
 
 /// `blk.flags`: the names of the known bits of `flags`, comma-separated, in bit order.
 pub fn flags_name(flags: u32) -> &'static str {

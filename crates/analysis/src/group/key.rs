@@ -64,7 +64,7 @@ impl KeyOf {
             FdNum => KeyOf::ClassAnd(Col::Fd),
             BlkDev => KeyOf::ClassAnd(Col::Dev),
             BlkOp => KeyOf::ClassAnd(Col::Op),
-            BlkFlags | BlkPattern | BlkQueued => KeyOf::ClassAnd(Col::Flags),
+            BlkFlags | BlkPattern | BlkQueued | EvtUnfinished => KeyOf::ClassAnd(Col::Flags),
             BlkCause => KeyOf::ClassAnd(Col::Cause),
             DiskRequests => KeyOf::ClassAnd(Col::DiskReqs),
             BlkSyscall => KeyOf::ClassCauseNr,

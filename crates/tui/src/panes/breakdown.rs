@@ -29,8 +29,9 @@ const FIRST: [&str; 8] = [
 /// Whether the breakdown offers `field`: every field of the schema whose values are few enough
 /// to group, which is all but those holding a value per event (latencies and times, a result
 /// such as an address, a file offset, a sector) and the yes/no views of a field offered whole
-/// (`evt.failed` of `evt.errno`, `evt.is_io_read` and `evt.is_io_write` of `io.dir`), and the
-/// fields of the capture's header (`host`, `capture.id`: one value in a viewer of one capture).
+/// (`evt.failed` of `evt.errno`, `evt.is_io_read` and `evt.is_io_write` of `io.dir`), the
+/// mark `evt.unfinished` (a handful of events at a recording's end), and the fields of the
+/// capture's header (`host`, `capture.id`: one value in a viewer of one capture).
 /// Aliases are offered once, under their field's name.
 pub fn groupable(field: &FieldInfo) -> bool {
     use FieldId::*;
@@ -39,7 +40,7 @@ pub fn groupable(field: &FieldInfo) -> bool {
         && field.ty != FieldType::Duration
         && !matches!(
             field.id,
-            EvtRes | IoOffset | BlkSector | EvtFailed | IsIoRead | IsIoWrite
+            EvtRes | IoOffset | BlkSector | EvtFailed | EvtUnfinished | IsIoRead | IsIoWrite
         )
 }
 

@@ -98,6 +98,8 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
 const NARROW: [u16; 7] = [8, 12, 7, 9, 5, 6, 7];
 /// The same from 100 cells.
 const WIDE: [u16; 7] = [10, 15, 7, 10, 6, 8, 9];
+/// The RES cell of an event still in flight when the recording stopped.
+const UNFINISHED: &str = "unfin";
 /// The widest TYPE column (`io_uring_register` and `uring provide_buffers` are cut).
 const TYPE_MAX: u16 = 20;
 /// What FILE/DISK keeps when TYPE widens.
@@ -120,8 +122,12 @@ fn column_widths(inner: u16, types: impl Iterator<Item = String>) -> [u16; 7] {
 /// A return value in `w` columns: an error as its errno's name (`ENOENT`, cut in the middle when
 /// longer), an address returned by `mmap`, `mremap`, `brk` or `shmat` in hex (`0x7f3a…`, its
 /// start: which mapping it is), anything else as [`number_cell`] writes it. The detail popup
-/// shows the number whole.
+/// shows the number whole. An operation still in flight at the recording's end has none:
+/// `unfin` (the popup says `evt.unfinished`).
 fn res_cell(e: &Event, arch: &str, w: usize) -> String {
+    if e.unfinished() {
+        return cut(UNFINISHED, w);
+    }
     if e.ret < 0 {
         return cut(&fields::errno_name(e.ret.unsigned_abs()), w);
     }
