@@ -154,7 +154,10 @@ fn capture(seed: u64, n: usize) -> Reader<Vec<u8>> {
         let e = Event {
             cpu: (i % 3) as u32,
             offset: [0, 4096, u64::MAX, 1 << 30][i % 4],
-            flags: e.flags | if e.class == Class::Block { iocap_bits } else { 0 },
+            flags: e.flags
+                | if e.class == Class::Block { iocap_bits } else { 0 }
+                // 1.10: still in flight at the recording's end, any class.
+                | if i % 7 == 3 { blk_flags::UNFINISHED } else { 0 },
             ..e
         };
         w.push(&e).unwrap();
@@ -336,11 +339,14 @@ fn atom(kind: u8, k: u8) -> Atom {
                 pred: Box::new(|v| !v.is_absent()),
             }
         }
-        _ => Atom {
-            text: ["blk.queued", "blk.queued=false"][k % 2].into(),
-            field: "blk.queued",
-            pred: Box::new(move |v| *v == Value::Bool(k % 2 == 0)),
-        },
+        _ => {
+            let field = ["blk.queued", "evt.unfinished"][(k / 2) % 2];
+            Atom {
+                text: [field.to_owned(), format!("{field}=false")][k % 2].clone(),
+                field,
+                pred: Box::new(move |v| *v == Value::Bool(k % 2 == 0)),
+            }
+        }
     }
 }
 

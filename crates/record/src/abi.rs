@@ -470,6 +470,33 @@ mod tests {
             Some(Rec::Fd(f)) => assert_eq!((f.ts, f.fd), (15, 3)),
             other => panic!("decoded {other:?}"),
         }
+        // What was in flight at the end: as the records they are laid out as, times and link.
+        let call = types::rec_sysio {
+            sys: types::rec_sys {
+                kind: REC_END_SYS,
+                ts: 100,
+                lat: 9,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let req = types::rec_blk {
+            kind: REC_END_BLK,
+            ts: 200,
+            lat: 3,
+            link: 150,
+            ..Default::default()
+        };
+        let (mut c, mut r) = (bytes_of(&call), bytes_of(&req));
+        to_boottime(&mut c, 5);
+        to_boottime(&mut r, 5);
+        assert_eq!((event_end(&c), event_end(&r)), (Some(114), Some(208)));
+        match (decode(&c), decode(&r)) {
+            (Some(Rec::EndSys(s)), Some(Rec::EndBlk(b))) => {
+                assert_eq!((s.sys.ts, b.ts, b.link), (105, 205, 155))
+            }
+            other => panic!("decoded {other:?}"),
+        }
         // Process records too (they were stamped with BOOTTIME once: no longer).
         let fork = types::rec_fork {
             kind: REC_FORK,

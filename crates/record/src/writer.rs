@@ -241,9 +241,9 @@ mod tests {
     use std::sync::mpsc::sync_channel;
     use std::sync::{Arc, Mutex};
 
-    use iocap_format::{Meta, Reader, WriterOptions};
+    use iocap_format::{Event, Meta, Reader, WriterOptions};
 
-    use crate::abi::{bytes_of, REC_SYS};
+    use crate::abi::{bytes_of, REC_END_BLK, REC_END_SYS, REC_FD, REC_SYS};
     use crate::skel::types;
 
     /// Memory the test reads while the writer thread writes to it.
@@ -314,6 +314,87 @@ mod tests {
         );
         drop(tx);
         writer.join().unwrap().unwrap();
+    }
+
+    /// Records of what was in flight at the end are written as events marked unfinished,
+    /// counted in the summary, and change no table: an unfinished `close` has not closed its
+    /// fd (its return value, 0, is no result).
+    #[test]
+    fn unfinished_records_are_marked_and_change_no_fd() {
+        let sink = Sink::default();
+        let opts = WriterOptions::default();
+        let w = Writer::with_encoder(sink.clone(), &Meta::default(), opts.clone()).unwrap();
+        let t = Tracker::new(w, "x86_64", &[], None);
+        let out = Output {
+            meta: Meta::default(),
+            options: opts,
+            filter: None,
+            rotate: None,
+        };
+        let (tx, rx) = sync_channel(4);
+        let writer = std::thread::spawn(move || write_loop(t, rx, &Shared::default(), out));
+        let pid = std::process::id();
+        let mut opened = types::rec_fd {
+            kind: REC_FD,
+            nr: 257,
+            pid,
+            fd: 5,
+            dirfd: -100,
+            ts: 500,
+            mode: 0o100_644,
+            path_len: 0xffff,
+            ..types::rec_fd::default()
+        };
+        for (d, c) in opened.path.iter_mut().zip(b"/data/x.db") {
+            *d = *c as i8;
+        }
+        let close = types::rec_sysio {
+            sys: types::rec_sys {
+                kind: REC_END_SYS,
+                nr: 3,
+                tid: pid,
+                pid,
+                arg0: 5,
+                ts: 1_000,
+                lat: 9_000,
+                ret: 0,
+            },
+            ..types::rec_sysio::default()
+        };
+        let read = types::rec_sys {
+            kind: REC_SYS,
+            nr: 0,
+            tid: pid + 1,
+            pid,
+            arg0: 5,
+            ts: 2_000,
+            lat: 100,
+            ret: 10,
+        };
+        let req = types::rec_blk {
+            kind: REC_END_BLK,
+            op: 1,
+            pid,
+            ts: 3_000,
+            lat: 7_000,
+            bytes: 4096,
+            ..types::rec_blk::default()
+        };
+        let mut batch = Vec::new();
+        for rec in [bytes_of(&opened), bytes_of(&close), bytes_of(&read), bytes_of(&req)] {
+            batch.extend((rec.len() as u32).to_ne_bytes());
+            batch.extend(rec);
+        }
+        tx.send(Msg::Batch(batch)).unwrap();
+        tx.send(Msg::Finish(10_000)).unwrap();
+        let summary = writer.join().unwrap().unwrap();
+        assert_eq!((summary.events, summary.unfinished), (3, 2));
+        let r = Reader::from_bytes(sink.0.lock().unwrap().clone()).unwrap();
+        let evs: Vec<Event> = r.events().map(|e| e.unwrap()).collect();
+        let marks: Vec<(u32, bool, i32, u64)> = evs.iter().map(|e| (e.nr, e.unfinished(), e.fd, e.end())).collect();
+        assert_eq!(marks, [(3, true, 5, 10_000), (0, false, 5, 2_100), (0, true, -1, 10_000)]);
+        assert!(evs[1].file != 0 && evs[1].file == evs[0].file, "the read still finds the file: {evs:?}");
+        assert_eq!(evs[2].class, iocap_format::Class::Block);
     }
 
     /// A rotation's files each count the requests never seen complete since they started,

@@ -556,6 +556,13 @@ mod tests {
             ..Event::default()
         };
         assert_eq!(res_cell(&blk, "x86_64", 7), "EIO");
+        // Still in flight at the stop: no result, whatever the column holds.
+        let open = Event {
+            flags: iocap_format::blk_flags::UNFINISHED,
+            ..call("read", 0)
+        };
+        assert_eq!(res_cell(&open, "x86_64", 7), "unfin");
+        assert_eq!(res_cell(&open, "x86_64", 4), "u…in");
     }
 
     fn text(lines: &[Line]) -> Vec<String> {
