@@ -423,6 +423,13 @@ pub fn check(boot: &Boot) -> Result<String, String> {
             out.get("record").map(String::as_str).unwrap_or("").trim()
         ));
     }
+    // The end's iterators ran (what is in flight at the stop is read through them).
+    if let Some(left) = out
+        .get("record")
+        .and_then(|t| t.lines().find(|l| l.contains("are left out")))
+    {
+        errors.push(format!("iocap record: {left}"));
+    }
     let info: serde_json::Value = out
         .get("info")
         .and_then(|t| serde_json::from_str(t).ok())

@@ -282,8 +282,7 @@ impl Drop for Frozen<'_> {
         let _ = Command::new("fsfreeze").arg("-u").arg(self.mnt).status();
         let inflight = format!("/sys/block/{}/inflight", self.dev);
         for _ in 0..100 {
-            let idle = std::fs::read_to_string(&inflight)
-                .map_or(true, |s| s.split_whitespace().all(|n| n == "0"));
+            let idle = std::fs::read_to_string(&inflight).map_or(true, |s| s.split_whitespace().all(|n| n == "0"));
             if idle {
                 break;
             }
@@ -311,7 +310,11 @@ fn a_write_stuck_at_the_stop_is_recorded_unfinished_with_its_request() {
     let dir = tempfile::tempdir().unwrap();
     let low_img = dir.path().join("low.img");
     std::fs::write(&low_img, vec![0u8; 32 << 20]).unwrap();
-    let mkfs = Command::new("mkfs.ext4").arg("-q").arg(&low_img).status().expect("run mkfs.ext4 (e2fsprogs)");
+    let mkfs = Command::new("mkfs.ext4")
+        .arg("-q")
+        .arg(&low_img)
+        .status()
+        .expect("run mkfs.ext4 (e2fsprogs)");
     assert!(mkfs.success());
     let low = LoopDev::attach(&low_img);
     let mnt = dir.path().join("mnt");
@@ -323,7 +326,11 @@ fn a_write_stuck_at_the_stop_is_recorded_unfinished_with_its_request() {
     std::fs::write(&up_img, vec![0u8; 1 << 20]).unwrap();
     let up = LoopDev::attach(&up_img);
     let name = up.name().to_owned();
-    let st = Command::new("fsfreeze").arg("-f").arg(&mnt).status().expect("run fsfreeze (util-linux)");
+    let st = Command::new("fsfreeze")
+        .arg("-f")
+        .arg(&mnt)
+        .status()
+        .expect("run fsfreeze (util-linux)");
     assert!(st.success());
     let _frozen = Frozen { mnt: &mnt, dev: &name };
     let cap = dir.path().join("stuck.cap");
@@ -333,7 +340,12 @@ fn a_write_stuck_at_the_stop_is_recorded_unfinished_with_its_request() {
         "dd if=/dev/zero of={} bs=4k count=1 oflag=direct status=none </dev/null >/dev/null 2>&1 & sleep 1",
         up.path
     );
-    let out = iocap().args(["record", "-w"]).arg(&cap).args(["-c", &cmd]).output().unwrap();
+    let out = iocap()
+        .args(["record", "-w"])
+        .arg(&cap)
+        .args(["-c", &cmd])
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("2 still in flight at the stop"), "{err}");
@@ -341,19 +353,40 @@ fn a_write_stuck_at_the_stop_is_recorded_unfinished_with_its_request() {
     let dev = dev_of(&r, &name);
     let evs = events(&r);
     let unfinished: Vec<&Event> = evs.iter().filter(|e| e.unfinished()).collect();
-    assert_eq!(unfinished.len(), 2, "the write and its request, nothing else: {unfinished:?}");
-    let call = unfinished.iter().find(|e| e.class == Class::Syscall).expect("the write call");
-    let req = unfinished.iter().find(|e| e.class == Class::Block).expect("its block request");
+    assert_eq!(
+        unfinished.len(),
+        2,
+        "the write and its request, nothing else: {unfinished:?}"
+    );
+    let call = unfinished
+        .iter()
+        .find(|e| e.class == Class::Syscall)
+        .expect("the write call");
+    let req = unfinished
+        .iter()
+        .find(|e| e.class == Class::Block)
+        .expect("its block request");
     let pid = call.pid;
-    let comm = r.tables().procs().iter().find(|p| p.id == call.proc).map(|p| r.tables().string(p.name).to_owned());
+    let comm = r
+        .tables()
+        .procs()
+        .iter()
+        .find(|p| p.id == call.proc)
+        .map(|p| r.tables().string(p.name).to_owned());
     assert_eq!(comm.as_deref(), Some("dd"));
     assert_eq!(iocap_format::syscalls::name("x86_64", call.nr), Some("write"));
     // Entered within the second before the stop, blocked since: latency to the stop.
     let stop = r.stop_ts();
-    assert!(call.latency >= 500_000_000 && call.end() <= stop, "{call:?}, stop {stop}");
+    assert!(
+        call.latency >= 500_000_000 && call.end() <= stop,
+        "{call:?}, stop {stop}"
+    );
     assert_eq!((call.ret, call.bytes, call.disk_reqs, call.disk_bytes), (0, 0, 1, 4096));
     assert!(call.disk_time > 0 && call.disk_time <= call.latency, "{call:?}");
-    assert_eq!((req.dev, req.pid, req.bytes, req.op), (dev, pid, 4096, iocap_format::BlockOp::Write as u8));
+    assert_eq!(
+        (req.dev, req.pid, req.bytes, req.op),
+        (dev, pid, 4096, iocap_format::BlockOp::Write as u8)
+    );
     assert_eq!(req.ts - req.link, call.ts, "the request names its call");
     assert_eq!(req.end(), call.end(), "both run to the same stop");
     assert_eq!(r.unseen(), 0);
@@ -364,6 +397,29 @@ fn a_write_stuck_at_the_stop_is_recorded_unfinished_with_its_request() {
     let rows: Vec<&str> = text.lines().skip(1).collect();
     assert_eq!(rows.len(), 2, "{text}");
     assert!(rows.iter().all(|l| l.contains(" unfin ")), "{text}");
+
+    // A kernel without the helper that looks through the CPUs' call slots (before 5.19):
+    // the stuck call is left out, and said to be; its request is still there.
+    let cap = dir.path().join("stuck-old.cap");
+    let out = iocap()
+        .env("IOCAP_HIDE", "map_lookup_percpu_elem")
+        .args(["record", "-w"])
+        .arg(&cap)
+        .args(["-c", &cmd])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("calls still in flight when the recording stops are left out"),
+        "{err}"
+    );
+    let r = Reader::open(&cap).unwrap();
+    let unfinished: Vec<Event> = events(&r).into_iter().filter(|e| e.unfinished()).collect();
+    assert!(
+        unfinished.len() == 1 && unfinished[0].class == Class::Block && unfinished[0].dev == dev,
+        "{unfinished:?}"
+    );
 }
 
 /// Stopped in the middle of fio's random reads (16 in flight on a loop device, completing
@@ -376,7 +432,14 @@ fn stopped_under_load_each_operation_is_recorded_once() {
     let dir = tempfile::tempdir().unwrap();
     let (dev, name) = scratch_disk(dir.path(), 64);
     let mut fio = Command::new("fio")
-        .args(["--name=r", "--rw=randread", "--bs=4k", "--direct=1", "--ioengine=libaio", "--iodepth=16"])
+        .args([
+            "--name=r",
+            "--rw=randread",
+            "--bs=4k",
+            "--direct=1",
+            "--ioengine=libaio",
+            "--iodepth=16",
+        ])
         .args(["--size=64M", "--time_based", "--runtime=20", "--output=/dev/null"])
         .arg(format!("--filename={}", dev.path))
         .stdin(Stdio::null())
@@ -412,8 +475,14 @@ fn stopped_under_load_each_operation_is_recorded_once() {
     assert!(open.len() <= 16, "at most fio's iodepth in flight: {}", open.len());
     let stop = r.stop_ts();
     assert!(open.iter().all(|e| e.end() <= stop), "unfinished ones run to the stop");
-    assert!(!calls_open.is_empty(), "some thread was in a call at the stop (fio's, the recorder's caller)");
-    assert!(calls_open.values().all(|&n| n == 1), "a thread is in one call at most: {calls_open:?}");
+    assert!(
+        !calls_open.is_empty(),
+        "some thread was in a call at the stop (fio's, the recorder's caller)"
+    );
+    assert!(
+        calls_open.values().all(|&n| n == 1),
+        "a thread is in one call at most: {calls_open:?}"
+    );
 }
 
 /// `iocap info --json FILE`, parsed.

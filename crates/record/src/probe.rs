@@ -126,7 +126,11 @@ impl KernelBtf {
     pub fn has_helper(&self, name: &str) -> bool {
         use libbpf_rs::btf::types;
 
-        let Some(ids) = self.0.as_ref().and_then(|b| b.type_by_name::<types::Enum>("bpf_func_id")) else {
+        let Some(ids) = self
+            .0
+            .as_ref()
+            .and_then(|b| b.type_by_name::<types::Enum>("bpf_func_id"))
+        else {
             return false;
         };
         let want = format!("BPF_FUNC_{name}");

@@ -392,8 +392,14 @@ mod tests {
         let r = Reader::from_bytes(sink.0.lock().unwrap().clone()).unwrap();
         let evs: Vec<Event> = r.events().map(|e| e.unwrap()).collect();
         let marks: Vec<(u32, bool, i32, u64)> = evs.iter().map(|e| (e.nr, e.unfinished(), e.fd, e.end())).collect();
-        assert_eq!(marks, [(3, true, 5, 10_000), (0, false, 5, 2_100), (0, true, -1, 10_000)]);
-        assert!(evs[1].file != 0 && evs[1].file == evs[0].file, "the read still finds the file: {evs:?}");
+        assert_eq!(
+            marks,
+            [(3, true, 5, 10_000), (0, false, 5, 2_100), (0, true, -1, 10_000)]
+        );
+        assert!(
+            evs[1].file != 0 && evs[1].file == evs[0].file,
+            "the read still finds the file: {evs:?}"
+        );
         assert_eq!(evs[2].class, iocap_format::Class::Block);
     }
 
