@@ -240,7 +240,14 @@ pub fn render_detail(app: &App, f: &mut Frame) {
                 fi.id,
                 fields::FieldId::DiskRequests | fields::FieldId::DiskBytes | fields::FieldId::DiskTime
             );
-        if no_disk || v.is_absent() || v == fields::Value::Bool(false) || v == fields::Value::Str("".into()) {
+        // An operation still in flight at the recording's end has no result yet.
+        let no_res = e.unfinished() && fi.id == fields::FieldId::EvtRes;
+        if no_disk
+            || no_res
+            || v.is_absent()
+            || v == fields::Value::Bool(false)
+            || v == fields::Value::Str("".into())
+        {
             continue;
         }
         let text = match v {
