@@ -422,6 +422,53 @@ fn a_write_stuck_at_the_stop_is_recorded_unfinished_with_its_request() {
     );
 }
 
+/// Ctrl-C while a traced process waits in `read` on an empty FIFO: the read is in the
+/// capture, unfinished, timed from its start to the stop (the path a user takes: `-p`, then
+/// SIGINT).
+#[test]
+fn ctrl_c_keeps_a_read_still_waiting() {
+    let Some(_running) = recording() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (fifo, go) = (dir.path().join("fifo"), dir.path().join("go"));
+    let st = Command::new("mkfifo").arg(&fifo).arg(&go).status().unwrap();
+    assert!(st.success());
+    // It waits on `go` until the recording runs (a call entered before it is not known),
+    // then opens the FIFO read-write, so that the open does not wait for a writer, and reads.
+    let script = format!("read g <{}; exec 3<>{}; read x <&3", go.display(), fifo.display());
+    let mut waiter = Command::new("sh").args(["-c", &script]).spawn().unwrap();
+    let pid = waiter.id();
+    let cap = dir.path().join("fifo.cap");
+    let mut rec = iocap()
+        .args(["record", "--no-block", "-p", &pid.to_string(), "-w"])
+        .arg(&cap)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(rec.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
+    assert!(line.starts_with("recording"), "{line}");
+    std::fs::write(&go, "go\n").unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(unsafe { libc::kill(rec.id() as i32, libc::SIGINT) }, 0);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    assert!(rec.wait().unwrap().success(), "{rest}");
+    let _ = waiter.kill();
+    let _ = waiter.wait();
+    assert!(rest.contains("1 still in flight at the stop"), "{rest}");
+    let r = Reader::open(&cap).unwrap();
+    let open: Vec<Event> = events(&r).into_iter().filter(|e| e.unfinished()).collect();
+    assert_eq!(open.len(), 1, "{open:?}");
+    let e = &open[0];
+    // dash reads `<&3` through fd 0, a copy of the FIFO's fd.
+    assert_eq!((e.pid, e.nr, e.fd, e.ret), (pid, nr("read"), 0, 0), "{e:?}");
+    let t = r.tables();
+    let file = t.files().iter().find(|f| f.id == e.file).map(|f| t.string(f.name));
+    assert_eq!(file, fifo.to_str(), "{e:?}");
+    assert!(e.latency >= 500_000_000 && e.end() <= r.stop_ts(), "{e:?}");
+}
+
 /// Stopped in the middle of fio's random reads (16 in flight on a loop device, completing
 /// in microseconds, so most of those in flight at the stop complete while the recorder
 /// collects them): each operation is in the capture once, finished or not, and what is

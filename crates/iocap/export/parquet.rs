@@ -55,6 +55,7 @@ fn always_present(id: FieldId) -> bool {
             | EvtClass
             | EvtRes
             | EvtFailed
+            | EvtUnfinished
             | EvtTime
             | Latency
             | IoBytes
