@@ -340,14 +340,20 @@ fn a_write_stuck_at_the_stop_is_recorded_unfinished_with_its_request() {
         "dd if=/dev/zero of={} bs=4k count=1 oflag=direct status=none </dev/null >/dev/null 2>&1 & sleep 1",
         up.path
     );
-    let out = iocap()
-        .args(["record", "-w"])
-        .arg(&cap)
-        .args(["-c", &cmd])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    // `iocap record -c CMD` hiding `hide` (IOCAP_HIDE); its standard error.
+    let record = |cap: &Path, hide: &str| {
+        let out = iocap()
+            .env("IOCAP_HIDE", hide)
+            .args(["record", "-w"])
+            .arg(cap)
+            .args(["-c", &cmd])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{err}");
+        err
+    };
+    let err = record(&cap, "");
     assert!(err.contains("2 still in flight at the stop"), "{err}");
     let r = Reader::open(&cap).unwrap();
     let dev = dev_of(&r, &name);
@@ -401,15 +407,7 @@ fn a_write_stuck_at_the_stop_is_recorded_unfinished_with_its_request() {
     // A kernel without the helper that looks through the CPUs' call slots (before 5.19):
     // the stuck call is left out, and said to be; its request is still there.
     let cap = dir.path().join("stuck-old.cap");
-    let out = iocap()
-        .env("IOCAP_HIDE", "map_lookup_percpu_elem")
-        .args(["record", "-w"])
-        .arg(&cap)
-        .args(["-c", &cmd])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    let err = record(&cap, "map_lookup_percpu_elem");
     assert!(
         err.contains("calls still in flight when the recording stops are left out"),
         "{err}"

@@ -1033,30 +1033,43 @@ static __always_inline bool fill_end_call(struct rec_sysio *e, struct task_struc
 	return true;
 }
 
+/*
+ * Claim the call `task` is in: in `slot` (a CPU's call slot, or NULL) when that holds the
+ * thread's, else in its task storage; copied to `call`. Returns its enter time; 0 when there
+ * is none, or the other of sys_exit and end_calls claimed it first.
+ */
+static __always_inline __u64 claim_call(struct task_struct *task, struct inflight *slot, struct inflight *call)
+{
+	struct tctx *t;
+	__u64 ts = 0;
+
+	if (slot && slot->tid == task->pid)
+		ts = __sync_lock_test_and_set(&slot->ts, 0);
+	if (ts) {
+		*call = *slot;
+		return ts;
+	}
+	t = bpf_task_storage_get(&tstore, task, 0, 0);
+	if (!t)
+		return 0;
+	ts = __sync_lock_test_and_set(&t->call.ts, 0);
+	if (ts)
+		*call = t->call;
+	return ts;
+}
+
 /* A call ends after stop_at: claimed, it goes to the ring as it stood at stop_at. */
 static __noinline int end_call_exit(struct task_struct *task)
 {
 	struct inflight *c = NULL, call;
 	struct rec_sysio e = {}, *r;
 	__u32 zero = 0;
-	struct tctx *t;
-	__u64 ts = 0;
+	__u64 ts;
 
 	if (cpu_slot)
 		c = bpf_map_lookup_elem(&cpu_call, &zero);
-	if (c && c->tid == task->pid)
-		ts = __sync_lock_test_and_set(&c->ts, 0);
-	if (!ts) {
-		t = bpf_task_storage_get(&tstore, task, 0, 0);
-		if (!t)
-			return 0;
-		c = &t->call;
-		ts = __sync_lock_test_and_set(&c->ts, 0);
-		if (!ts)
-			return 0;
-	}
-	call = *c;
-	if (!fill_end_call(&e, task, &call, ts))
+	ts = claim_call(task, c, &call);
+	if (!ts || !fill_end_call(&e, task, &call, ts))
 		return 0;
 	r = ring_reserve(sizeof(*r));
 	if (!r) {
@@ -1102,8 +1115,7 @@ int end_calls(struct bpf_iter__task *ctx)
 	struct cpu_find f = {};
 	struct rec_sysio e = {};
 	__u32 zero = 0, size = sizeof(e);
-	struct tctx *t;
-	__u64 ts = 0;
+	__u64 ts;
 
 	if (!task || !stop_at)
 		return 0;
@@ -1112,20 +1124,9 @@ int end_calls(struct bpf_iter__task *ctx)
 		bpf_loop(n_cpus, find_cpu_call, &f, 0);
 		if (f.found)
 			c = bpf_map_lookup_percpu_elem(&cpu_call, &zero, f.cpu);
-		if (c && c->tid == f.tid)
-			ts = __sync_lock_test_and_set(&c->ts, 0);
 	}
-	if (!ts) {
-		t = bpf_task_storage_get(&tstore, task, 0, 0);
-		if (!t)
-			return 0;
-		c = &t->call;
-		ts = __sync_lock_test_and_set(&c->ts, 0);
-		if (!ts)
-			return 0;
-	}
-	call = *c;
-	if (!fill_end_call(&e, task, &call, ts))
+	ts = claim_call(task, c, &call);
+	if (!ts || !fill_end_call(&e, task, &call, ts))
 		return 0;
 	bpf_seq_write(ctx->meta->seq, &size, sizeof(size));
 	bpf_seq_write(ctx->meta->seq, &e, sizeof(e));
