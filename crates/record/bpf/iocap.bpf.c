@@ -2038,23 +2038,35 @@ static __always_inline void end_rq(struct seq_file *seq, __u64 key, struct rq_in
 	bpf_seq_write(seq, &r, sizeof(r));
 }
 
-/* Iterated over rq_slots. */
+/*
+ * Iterated over rq_slots, before rqs. An entry of `rqs` under the address of a request in a
+ * slot is an older request's, left when its completion went untraced and its slot was freed
+ * since (see rq_stale): counted unseen here, so that end_rqs does not take it for the
+ * request now at that address.
+ */
 SEC("iter/bpf_map_elem")
 int end_rq_slots(struct bpf_iter__bpf_map_elem *ctx)
 {
 	__u32 *k = ctx->key, idx;
+	struct rq_info *old;
 	struct rq_slot *s;
+	__u64 key;
 
-	if (!k)
+	if (!k || !stop_at)
 		return 0;
 	idx = *k;
 	s = bpf_map_lookup_elem(&rq_slots, &idx);
-	if (s && s->rq)
-		end_rq(ctx->meta->seq, s->rq, &s->i);
+	if (!s || !s->rq)
+		return 0;
+	key = s->rq;
+	end_rq(ctx->meta->seq, key, &s->i);
+	old = bpf_map_lookup_elem(&rqs, &key);
+	if (old && old->issue && old->issue < stop_at && !__sync_lock_test_and_set(&old->taken, 1))
+		__sync_fetch_and_add(&end_unseen, 1);
 	return 0;
 }
 
-/* Iterated over rqs. */
+/* Iterated over rqs, after rq_slots. */
 SEC("iter/bpf_map_elem")
 int end_rqs(struct bpf_iter__bpf_map_elem *ctx)
 {
