@@ -420,6 +420,24 @@ fn a_write_stuck_at_the_stop_is_recorded_unfinished_with_its_request() {
     );
 }
 
+/// `iocap record ARGS -w CAP` started, once it says it is recording (every probe attached);
+/// its standard error to read the rest of.
+fn start_recording(args: &[&str], cap: &Path) -> (std::process::Child, std::io::BufReader<std::process::ChildStderr>) {
+    let mut rec = iocap()
+        .arg("record")
+        .args(args)
+        .arg("-w")
+        .arg(cap)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(rec.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
+    assert!(line.starts_with("recording"), "{line}");
+    (rec, stderr)
+}
+
 /// Ctrl-C while a traced process waits in `read` on an empty FIFO: the read is in the
 /// capture, unfinished, timed from its start to the stop (the path a user takes: `-p`, then
 /// SIGINT).
@@ -436,16 +454,7 @@ fn ctrl_c_keeps_a_read_still_waiting() {
     let mut waiter = Command::new("sh").args(["-c", &script]).spawn().unwrap();
     let pid = waiter.id();
     let cap = dir.path().join("fifo.cap");
-    let mut rec = iocap()
-        .args(["record", "--no-block", "-p", &pid.to_string(), "-w"])
-        .arg(&cap)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = std::io::BufReader::new(rec.stderr.take().unwrap());
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
-    assert!(line.starts_with("recording"), "{line}");
+    let (mut rec, mut stderr) = start_recording(&["--no-block", "-p", &pid.to_string()], &cap);
     std::fs::write(&go, "go\n").unwrap();
     std::thread::sleep(Duration::from_millis(1000));
     assert_eq!(unsafe { libc::kill(rec.id() as i32, libc::SIGINT) }, 0);
@@ -700,17 +709,7 @@ fn system_wide_filter_on_syscall_and_name_is_decided_in_the_kernel_and_loses_not
     std::fs::copy(build_prog(dir.path()), &bin).unwrap();
     let cap = dir.path().join("sys.cap");
     let filter = "proc.name=pwuniq and evt.type in (pwrite64, fsync, write)";
-    let mut rec = iocap()
-        .args(["record", "--no-block", "-w"])
-        .arg(&cap)
-        .arg(filter)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = std::io::BufReader::new(rec.stderr.take().unwrap());
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
-    assert!(line.starts_with("recording"), "{line}");
+    let (mut rec, mut stderr) = start_recording(&["--no-block", filter], &cap);
     let target = dir.path().join("data.bin");
     for n in [37, 5] {
         let st = Command::new(&bin)
