@@ -4,7 +4,7 @@
 use std::process::Command;
 
 use crate::record::recording;
-use crate::util::{iocap, run, LoopDev};
+use crate::util::{iocap, run, unseen_requests, LoopDev};
 
 /// Whether `tool` runs here (`--version`).
 fn have(tool: &str) -> bool {
@@ -41,6 +41,26 @@ fn iostat_agrees_with_sysstat_interval_by_interval() {
         eprintln!("iostat_agrees_with_sysstat: needs sysstat's iostat and fio (scripts/setup.sh): skipped");
         return;
     }
+    // A completion the BPF programs never ran for (iocap counts those requests unseen: on this
+    // kind of machine, block completions in softirqs that interrupt one process's threads are
+    // seen by ftrace and by no BPF program, bpftrace's included) is in the kernel's counters and
+    // not in the capture: in an interval of few requests that moves the means past 2%. Such a
+    // run proves nothing either way, and runs again; a mismatch on a whole capture fails.
+    const ATTEMPTS: usize = 3;
+    for attempt in 1..=ATTEMPTS {
+        match agree_with_sysstat() {
+            Ok(()) => return,
+            Err((why, unseen)) if unseen > 0 && attempt < ATTEMPTS => {
+                eprintln!("attempt {attempt}: {why}; the capture misses {unseen} completions: again")
+            }
+            Err((why, unseen)) => panic!("{why} ({unseen} completions unseen)"),
+        }
+    }
+}
+
+/// One run of fio beside iostat, recorded and compared: Err(why, the completions the capture
+/// misses) at the first figure apart.
+fn agree_with_sysstat() -> Result<(), (String, u64)> {
     let dir = tempfile::tempdir().unwrap();
     let img = dir.path().join("disk.img");
     // Written, not sparse: reads of holes would never reach the disk.
@@ -68,6 +88,7 @@ fn iostat_agrees_with_sysstat_interval_by_interval() {
         .output()
         .unwrap();
     assert!(rec.status.success(), "{}", String::from_utf8_lossy(&rec.stderr));
+    let unseen = unseen_requests(&rec.stderr);
     let sysstat: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     let samples = sysstat["sysstat"]["hosts"][0]["statistics"].as_array().unwrap().clone();
     assert_eq!(samples.len(), SAMPLES, "{sysstat}");
@@ -148,11 +169,13 @@ fn iostat_agrees_with_sysstat_interval_by_interval() {
         for (key, our_key) in pairs {
             let (a, b) = (f(theirs, key), f(mine, our_key));
             // 2%, and half the last digit sysstat prints.
-            assert!(
-                (a - b).abs() <= 0.02 * a.abs().max(b.abs()) + 0.005,
-                "interval from {from:.3}s ({}): {key} sysstat {a} vs iocap {b}",
-                samples[k]["timestamp"]
-            );
+            if (a - b).abs() > 0.02 * a.abs().max(b.abs()) + 0.005 {
+                let why = format!(
+                    "interval from {from:.3}s ({}): {key} sysstat {a} vs iocap {b}",
+                    samples[k]["timestamp"]
+                );
+                return Err((why, unseen));
+            }
         }
         busy += usize::from(f(theirs, "r/s") > 100.0);
     }
@@ -171,6 +194,7 @@ fn iostat_agrees_with_sysstat_interval_by_interval() {
         let label = s["timestamp"].as_str().unwrap().replace("+0000", "Z");
         assert!(ends.contains(&label.as_str()), "{label} among {ends:?}");
     }
+    Ok(())
 }
 
 /// When iostat sampled `disk`: the `evt.time` (ns) of its last read of the disk's counters in
