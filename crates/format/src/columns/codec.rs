@@ -132,6 +132,64 @@ pub(super) fn encode_column(
 /// Slots of the per-thread cache of [`enc::GAP`]: a thread's slot is its tid modulo this.
 pub(super) const GAP_SLOTS: usize = 256;
 
+/// The [`enc::REF`] codes of a `file` column into `codes` (FORMAT.md): 0 for no file, else 1 +
+/// the zigzag of the file's difference from the same thread's previous file, if that thread
+/// still holds its slot of a 256-entry cache, or else from the previous file of any event.
+/// A thread's calls mostly name the file its previous call named, or one it just opened (its
+/// id the next one), where raw ids grow and alternate between threads (tar | cat: tar's files
+/// and cat's pipe).
+pub(super) fn ref_codes(file: &[u32], tid: &[u32], codes: &mut Vec<u64>) {
+    codes.clear();
+    let mut cache = [(u64::MAX, 0u64); GAP_SLOTS];
+    let mut prev = 0u64;
+    for (i, &f) in file.iter().enumerate() {
+        let v = u64::from(f);
+        if v == 0 {
+            codes.push(0);
+            continue;
+        }
+        let t = tid.get(i).copied().unwrap_or(0);
+        let slot = &mut cache[t as usize % GAP_SLOTS];
+        let base = if slot.0 == u64::from(t) { slot.1 } else { prev };
+        // Both under 2^32: the zigzag is under 2^33, one more cannot wrap.
+        codes.push(varint::zigzag(v.wrapping_sub(base) as i64) + 1);
+        *slot = (u64::from(t), v);
+        prev = v;
+    }
+}
+
+/// Decode an [`enc::REF`] `file` column of `n` values into `file`, rebuilding each file from
+/// its code and the `tid` column, as [`ref_codes`] made them.
+pub(super) fn decode_ref(data: &[u8], n: usize, file: &mut Vec<u32>, tid: &[u32]) -> Result<(), BodyError> {
+    if n > data.len() {
+        return Err(BodyError("column shorter than its event count"));
+    }
+    file.resize(n, 0);
+    let mut cache = [(u64::MAX, 0u64); GAP_SLOTS];
+    let mut prev = 0u64;
+    let mut i = 0usize;
+    let rebuild = |code: u64| {
+        let at = i;
+        i += 1;
+        if code == 0 {
+            return 0;
+        }
+        let t = tid.get(at).copied().unwrap_or(0);
+        let slot = &mut cache[t as usize % GAP_SLOTS];
+        let base = if slot.0 == u64::from(t) { slot.1 } else { prev };
+        // Modulo 2^64, then cut to 32 bits: a hostile code is a wrong file id, never a panic.
+        let v = base.wrapping_add(varint::unzigzag(code - 1) as u64);
+        *slot = (u64::from(t), v);
+        prev = v;
+        v as u32
+    };
+    match read_varints(data, file, rebuild) {
+        Some(pos) if pos == data.len() => Ok(()),
+        Some(_) => Err(BodyError("column longer than its event count")),
+        None => Err(BodyError("column cut short")),
+    }
+}
+
 /// The `ts` column as [`enc::GAP_VBYTE`] (1.1 writers: [`enc::GAP`]): each event's start relative to a base that the reader
 /// knows from the events before it (FORMAT.md): for a syscall, when the same thread's previous
 /// syscall ended, if that thread still holds its slot of a 256-entry cache; otherwise (and

@@ -181,6 +181,11 @@ fn lying_column_directories_are_refused() {
         ),
         ("masked value where none is selected", vec![1, 12, 11, 0, 3, 3, 0, 1, 5]),
         ("masked class column", vec![1, 0, 11, 0, 3, 3, 0, 0, 1]),
+        // REF (12): the file column only, never inside MASKED, one varint per event.
+        ("REF on a column other than file", vec![1, 1, 12, 0, 4, 4, 0, 1, 1, 1]),
+        ("masked column of REF", vec![1, 12, 11, 0, 6, 6, 1, 12, 0, 1, 1, 1]),
+        ("REF file column short of the count", vec![1, 9, 12, 0, 3, 3, 0, 11, 1]),
+        ("REF file column cut short", vec![1, 9, 12, 0, 4, 4, 0, 11, 1, 0x80]),
         ("unknown codec", vec![1, 1, 0, 7, 1, 1, 5]),
         ("raw sizes disagree", vec![1, 1, 0, 0, 2, 1, 5]),
         ("column stored twice", vec![2, 1, 0, 0, 1, 1, 1, 0, 0, 1, 1, 5, 5]),
