@@ -375,7 +375,8 @@ fn store_column(
     Ok(result)
 }
 
-/// Where [`put_ts`] and [`put_column`] write: scratch space, the directory and the columns.
+/// Where [`put_ts`], [`put_file`] and [`put_column`] write: scratch space, the directory and
+/// the columns.
 struct ColumnOut<'a> {
     scratch: &'a mut Vec<u8>,
     plane_bufs: &'a mut PlaneBufs,
@@ -404,6 +405,36 @@ impl ColumnOut<'_> {
         }
         let len = self.data.len() - start;
         self.entry(col, encoding, pack::RAW, len, len);
+        Ok(true)
+    }
+
+    /// Store column `col`, built in `scratch` as `encoding`, with [`store_column`] (`planes_of`,
+    /// `prefix`, `form` and `trial` as there), and enter it in the directory.
+    #[allow(clippy::too_many_arguments)]
+    fn store(
+        &mut self,
+        col: Col,
+        encoding: u8,
+        planes_of: Option<(u8, impl Fn(usize) -> u64 + Copy)>,
+        prefix: &[u8],
+        n: usize,
+        packer: Option<&mut Packer>,
+        form: &mut Form,
+        trial: bool,
+    ) -> std::io::Result<bool> {
+        let (encoding, codec, raw_len, stored_len) = store_column(
+            encoding,
+            self.scratch,
+            planes_of,
+            prefix,
+            n,
+            packer,
+            form,
+            trial,
+            self.plane_bufs,
+            self.data,
+        )?;
+        self.entry(col, encoding, codec, raw_len, stored_len);
         Ok(true)
     }
 
@@ -480,20 +511,7 @@ fn put_ts(
     };
     let planes_tried = !matches!(encoding, enc::CONST | enc::DICT | enc::PACKED_DICT) && gaps.len() == c.len;
     let planes_of = planes_tried.then_some((enc::GAP_PLANES, |i: usize| gaps[i]));
-    let (encoding, codec, raw_len, stored_len) = store_column(
-        encoding,
-        out.scratch,
-        planes_of,
-        &[],
-        c.len,
-        packer,
-        form,
-        trial,
-        out.plane_bufs,
-        out.data,
-    )?;
-    out.entry(Col::Ts, encoding, codec, raw_len, stored_len);
-    Ok(true)
+    out.store(Col::Ts, encoding, planes_of, &[], c.len, packer, form, trial)
 }
 
 /// Write the `file` column of `c`: in the smallest of the usual encodings, or as
@@ -522,20 +540,8 @@ fn put_file(
             encoding = enc::REF;
         }
     }
-    let (encoding, codec, raw_len, stored_len) = store_column(
-        encoding,
-        out.scratch,
-        None::<(u8, fn(usize) -> u64)>,
-        &[],
-        c.len,
-        packer,
-        form,
-        trial,
-        out.plane_bufs,
-        out.data,
-    )?;
-    out.entry(Col::File, encoding, codec, raw_len, stored_len);
-    Ok(true)
+    let planes_of = None::<(u8, fn(usize) -> u64)>;
+    out.store(Col::File, encoding, planes_of, &[], c.len, packer, form, trial)
 }
 
 /// Write a column of `n` values (`get(i)`), in the smallest of its encodings (and for a wide
@@ -583,20 +589,7 @@ fn put_column(
     // Wide values (ns, sectors) may also be stored as byte planes.
     let planes_tried = PLANES_TRIED.contains(col) && !matches!(inner, enc::CONST | enc::DICT | enc::PACKED_DICT);
     let planes_of = planes_tried.then_some((planes_encoding, get));
-    let (encoding, codec, raw_len, stored_len) = store_column(
-        encoding,
-        out.scratch,
-        planes_of,
-        prefix,
-        n,
-        packer,
-        form,
-        trial,
-        out.plane_bufs,
-        out.data,
-    )?;
-    out.entry(col, encoding, codec, raw_len, stored_len);
-    Ok(true)
+    out.store(col, encoding, planes_of, prefix, n, packer, form, trial)
 }
 
 /// Columns whose encoded bytes are shorter than this are stored raw: zstd's frame overhead

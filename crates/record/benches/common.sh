@@ -1,5 +1,5 @@
-# Shell functions the recorder's benchmark scripts share (sourced, not run): overhead.sh and
-# workloads.sh. They use $IOCAP (the iocap binary).
+# Shell functions the recorder's benchmark scripts share (sourced, not run): overhead.sh,
+# workloads.sh and sizes.sh. They use $IOCAP (the iocap binary).
 
 # Events, drops, unseen block requests and bytes/event of the capture $1 (one line).
 # `info`'s drops line goes on with the block requests whose completion never came, when any:
@@ -30,4 +30,33 @@ await() {
     while ! grep -q "$2" "$1" 2>/dev/null; do
         await_n=$((await_n + 1)); [ $await_n -lt 100 ] || return 1; sleep 0.1
     done
+}
+# A tmpfs at $1/mnt (320 MiB) holding a written (not sparse: reads copy real pages) image of
+# $2 MiB on a loop device: sets `mnt` and `dev`, which the caller's EXIT trap undoes
+# (`losetup -d "$dev"`, `umount "$mnt"`): only what the script made, never `losetup -D`.
+tmpfs_loop() {
+    mkdir "$1/mnt"
+    mount -t tmpfs -o size=320m iocap-bench "$1/mnt"
+    mnt=$1/mnt
+    dd if=/dev/zero of="$mnt/img" bs=1M count="$2" status=none
+    dev=$(losetup --show -f "$mnt/img")
+}
+# $1 small SQLite transactions (update a random account, read it back, log it), one a line.
+sql_transactions() {
+    awk -v n="$1" 'BEGIN {
+        srand(1)
+        for (t = 0; t < n; t++) {
+            a = int(rand() * 10000) + 1; d = int(rand() * 2000) - 1000
+            printf "BEGIN; UPDATE acct SET bal = bal + %d WHERE id = %d; SELECT bal FROM acct WHERE id = %d;", d, a, a
+            printf " INSERT INTO hist(acct, delta, at) VALUES (%d, %d, %d); COMMIT;\n", a, d, t
+        }
+    }'
+}
+# A fresh SQLite database at $1 that sql_transactions' lines run against: 10,000 accounts.
+sql_database() {
+    rm -f "$1" "$1-journal"
+    sqlite3 "$1" "CREATE TABLE acct(id INTEGER PRIMARY KEY, bal INTEGER, pad TEXT);
+        CREATE TABLE hist(id INTEGER PRIMARY KEY, acct INTEGER, delta INTEGER, at INTEGER);
+        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000)
+        INSERT INTO acct SELECT i, 0, hex(randomblob(40)) FROM n;"
 }

@@ -18,26 +18,17 @@ for c in fio sqlite3 losetup "$IOCAP" ${BEFORE:+"$BEFORE"}; do
 done
 T=$(mktemp -d)
 dev="" mnt=""
+# tmpfs_loop, sql_transactions, sql_database.
+# shellcheck source=common.sh
+. "$(dirname "$0")/common.sh"
 trap '[ -z "$dev" ] || losetup -d "$dev" || true
 [ -z "$mnt" ] || umount "$mnt" || true
 rm -rf "$T"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM HUP
 
-mkdir "$T/mnt"
-mount -t tmpfs -o size=320m iocap-sizes "$T/mnt"
-mnt=$T/mnt
-# Written, not sparse: reads of the image copy real pages.
-dd if=/dev/zero of="$mnt/img" bs=1M count=128 status=none
-dev=$(losetup --show -f "$mnt/img")
-awk 'BEGIN {
-    srand(1)
-    for (t = 0; t < 10000; t++) {
-        a = int(rand() * 10000) + 1; d = int(rand() * 2000) - 1000
-        printf "BEGIN; UPDATE acct SET bal = bal + %d WHERE id = %d; SELECT bal FROM acct WHERE id = %d;", d, a, a
-        printf " INSERT INTO hist(acct, delta, at) VALUES (%d, %d, %d); COMMIT;\n", a, d, t
-    }
-}' > "$T/tx.sql"
+tmpfs_loop "$T" 128
+sql_transactions 10000 > "$T/tx.sql"
 
 # The command line of workload $1 (after its preparation).
 workload() {
@@ -48,11 +39,7 @@ workload() {
         echo "tar -cf - /usr/share 2>/dev/null | cat >/dev/null"
         ;;
     sqlite)
-        rm -f "$mnt/db" "$mnt/db-journal"
-        sqlite3 "$mnt/db" "CREATE TABLE acct(id INTEGER PRIMARY KEY, bal INTEGER, pad TEXT);
-            CREATE TABLE hist(id INTEGER PRIMARY KEY, acct INTEGER, delta INTEGER, at INTEGER);
-            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000)
-            INSERT INTO acct SELECT i, 0, hex(randomblob(40)) FROM n;"
+        sql_database "$mnt/db"
         echo "sqlite3 $mnt/db < $T/tx.sql >/dev/null"
         ;;
     fio | randrw)

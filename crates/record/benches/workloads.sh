@@ -45,8 +45,8 @@ for c in fio sqlite3 losetup "$IOCAP"; do
 done
 T=$(mktemp -d)
 mnt='' dev='' tp=''
-# facts (a capture's events, drops, unseen requests, bytes/event), await (a line in a file), thread_ticks and
-# bpf_stats_off/back.
+# facts (a capture's events, drops, unseen requests, bytes/event), await (a line in a file), thread_ticks,
+# bpf_stats_off/back, tmpfs_loop and the SQLite workload's sql_transactions and sql_database.
 # shellcheck source=common.sh
 . "$(dirname "$0")/common.sh"
 # kernel.bpf_stats_enabled off but for the last runs, as it was afterwards.
@@ -61,12 +61,7 @@ rm -rf "$T"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM HUP
 
-mkdir "$T/mnt"
-mount -t tmpfs -o size=320m iocap-bench "$T/mnt"
-mnt=$T/mnt
-# Written, not sparse: reads of the image copy real pages.
-dd if=/dev/zero of="$mnt/img" bs=1M count=256 status=none
-dev=$(losetup --show -f "$mnt/img")
+tmpfs_loop "$T" 256
 
 # The workloads, each a script that prints its figure (the timed part is inside it).
 cat > "$T/fio.sh" <<EOF
@@ -81,14 +76,7 @@ tar -cf - /usr/share 2>/dev/null | cat >/dev/null
 z=\$(date +%s%N)
 awk -v a="\$a" -v z="\$z" 'BEGIN { printf "%.3f\n", (z - a) / 1e9 }'
 EOF
-awk -v n="$SQL_TX" 'BEGIN {
-    srand(1)
-    for (t = 0; t < n; t++) {
-        a = int(rand() * 10000) + 1; d = int(rand() * 2000) - 1000
-        printf "BEGIN; UPDATE acct SET bal = bal + %d WHERE id = %d; SELECT bal FROM acct WHERE id = %d;", d, a, a
-        printf " INSERT INTO hist(acct, delta, at) VALUES (%d, %d, %d); COMMIT;\n", a, d, t
-    }
-}' > "$T/tx.sql"
+sql_transactions "$SQL_TX" > "$T/tx.sql"
 cat > "$T/sqlite.sh" <<EOF
 a=\$(date +%s%N)
 sqlite3 $mnt/db < $T/tx.sql >/dev/null
@@ -100,13 +88,7 @@ workloads="fio tar sqlite"
 prepare() {
     case $1 in
     tar) sh "$T/tar.sh" >/dev/null ;;
-    sqlite)
-        rm -f "$mnt/db" "$mnt/db-journal"
-        sqlite3 "$mnt/db" "CREATE TABLE acct(id INTEGER PRIMARY KEY, bal INTEGER, pad TEXT);
-            CREATE TABLE hist(id INTEGER PRIMARY KEY, acct INTEGER, delta INTEGER, at INTEGER);
-            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000)
-            INSERT INTO acct SELECT i, 0, hex(randomblob(40)) FROM n;"
-        ;;
+    sqlite) sql_database "$mnt/db" ;;
     esac
 }
 tools="none iocap"
