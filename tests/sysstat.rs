@@ -1,15 +1,8 @@
 //! `iocap iostat` beside sysstat's `iostat -x` on the same run (root, BPF; sysstat and fio from
 //! scripts/setup.sh): the same figures, interval by interval.
 
-use std::process::Command;
-
 use crate::record::recording;
-use crate::util::{iocap, run, unseen_requests, LoopDev};
-
-/// Whether `tool` runs here (`--version`).
-fn have(tool: &str) -> bool {
-    Command::new(tool).arg("--version").output().is_ok()
-}
+use crate::util::{have, iocap, run, unseen_requests, LoopDev};
 
 fn json(args: &[&str]) -> serde_json::Value {
     let (code, out, err) = run(args);

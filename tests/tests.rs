@@ -16,6 +16,8 @@ mod output;
 mod packaging;
 mod parquet;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
+mod peers;
+#[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
 mod probes;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
 mod record;

@@ -34,6 +34,11 @@ pub fn unseen_requests(stderr: &[u8]) -> u64 {
         .unwrap_or(0)
 }
 
+/// Whether `tool` runs here (`--version`).
+pub fn have(tool: &str) -> bool {
+    Command::new(tool).arg("--version").output().is_ok()
+}
+
 /// The `iocap` binary cargo built for these tests.
 pub fn iocap() -> Command {
     Command::new(env!("CARGO_BIN_EXE_iocap"))
