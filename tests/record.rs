@@ -5,7 +5,7 @@ use std::process::{Command, Stdio};
 use std::sync::{RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-use iocap_format::{Class, Event, FdType, Liveness, Reader};
+use iocap_format::{blk_flags, Class, Event, FdType, Liveness, Reader};
 use serde_json::json;
 
 use crate::util::{iocap, machine_alone, machine_shared, root_skip_reason, LoopDev};
@@ -270,17 +270,57 @@ fn fio_writes_are_in_the_capture_or_counted_unseen_as_diskstats_counts_them() {
     assert!(unseen <= kernel / 1000, "a few untraced completions, not {unseen}");
 }
 
-/// A filesystem frozen with `fsfreeze` while it lives; thawed on drop (a failed assertion
-/// must not leave a writer blocked on it), after which `dev`'s requests drain.
-struct Frozen<'a> {
-    mnt: &'a Path,
-    dev: &'a str,
+/// A loop device whose requests get stuck: its backing file lies on an ext4 (itself on a loop
+/// device) frozen with `fsfreeze`, so its worker blocks on the first request it takes until
+/// the thaw. Thawed on drop (a failed assertion must not leave a writer blocked on it), its
+/// requests then drained, the devices detached and the filesystem unmounted.
+struct StuckDisk {
+    /// The stuck device.
+    up: LoopDev,
+    mnt: PathBuf,
+    _mounted: Mounted,
+    _low: LoopDev,
 }
 
-impl Drop for Frozen<'_> {
+impl StuckDisk {
+    /// Made in `dir`, frozen already.
+    fn new(dir: &Path) -> StuckDisk {
+        let low_img = dir.join("low.img");
+        std::fs::write(&low_img, vec![0u8; 32 << 20]).unwrap();
+        let mkfs = Command::new("mkfs.ext4")
+            .arg("-q")
+            .arg(&low_img)
+            .status()
+            .expect("run mkfs.ext4 (e2fsprogs)");
+        assert!(mkfs.success());
+        let low = LoopDev::attach(&low_img);
+        let mnt = dir.join("mnt");
+        std::fs::create_dir(&mnt).unwrap();
+        let st = Command::new("mount").arg(&low.path).arg(&mnt).status().unwrap();
+        assert!(st.success(), "mount {}", low.path);
+        let mounted = Mounted(mnt.clone());
+        let up_img = mnt.join("up.img");
+        std::fs::write(&up_img, vec![0u8; 1 << 20]).unwrap();
+        let up = LoopDev::attach(&up_img);
+        let st = Command::new("fsfreeze")
+            .arg("-f")
+            .arg(&mnt)
+            .status()
+            .expect("run fsfreeze (util-linux)");
+        assert!(st.success());
+        StuckDisk {
+            up,
+            mnt,
+            _mounted: mounted,
+            _low: low,
+        }
+    }
+}
+
+impl Drop for StuckDisk {
     fn drop(&mut self) {
-        let _ = Command::new("fsfreeze").arg("-u").arg(self.mnt).status();
-        let inflight = format!("/sys/block/{}/inflight", self.dev);
+        let _ = Command::new("fsfreeze").arg("-u").arg(&self.mnt).status();
+        let inflight = format!("/sys/block/{}/inflight", self.up.name());
         for _ in 0..100 {
             let idle = std::fs::read_to_string(&inflight).map_or(true, |s| s.split_whitespace().all(|n| n == "0"));
             if idle {
@@ -308,31 +348,8 @@ impl Drop for Mounted {
 fn a_write_stuck_at_the_stop_is_recorded_unfinished_with_its_request() {
     let Some(_running) = recording() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let low_img = dir.path().join("low.img");
-    std::fs::write(&low_img, vec![0u8; 32 << 20]).unwrap();
-    let mkfs = Command::new("mkfs.ext4")
-        .arg("-q")
-        .arg(&low_img)
-        .status()
-        .expect("run mkfs.ext4 (e2fsprogs)");
-    assert!(mkfs.success());
-    let low = LoopDev::attach(&low_img);
-    let mnt = dir.path().join("mnt");
-    std::fs::create_dir(&mnt).unwrap();
-    let st = Command::new("mount").arg(&low.path).arg(&mnt).status().unwrap();
-    assert!(st.success(), "mount {}", low.path);
-    let _mounted = Mounted(mnt.clone());
-    let up_img = mnt.join("up.img");
-    std::fs::write(&up_img, vec![0u8; 1 << 20]).unwrap();
-    let up = LoopDev::attach(&up_img);
-    let name = up.name().to_owned();
-    let st = Command::new("fsfreeze")
-        .arg("-f")
-        .arg(&mnt)
-        .status()
-        .expect("run fsfreeze (util-linux)");
-    assert!(st.success());
-    let _frozen = Frozen { mnt: &mnt, dev: &name };
+    let stuck = StuckDisk::new(dir.path());
+    let (up, name) = (&stuck.up, stuck.up.name().to_owned());
     let cap = dir.path().join("stuck.cap");
     // dd in the background, off the recorder's pipes (it outlives the recording); the
     // command ends, and with it the recording, a second later.
@@ -436,6 +453,80 @@ fn start_recording(args: &[&str], cap: &Path) -> (std::process::Child, std::io::
     std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
     assert!(line.starts_with("recording"), "{line}");
     (rec, stderr)
+}
+
+/// Requests queued behind a stuck device when the recording stops are in the capture too:
+/// with mq-deadline and merges off, fio's 160 writes in flight on a device whose driver takes
+/// 128 (loop's hw_queue_depth) leave 32 waiting in the scheduler, inserted and never issued.
+/// Each is unfinished, issued at the stop with no latency, its wait so far its queue time; the
+/// 128 issued run to the stop. /proc's view agrees: the kernel counts 128 in flight.
+#[test]
+fn requests_queued_behind_a_stuck_device_are_recorded_unfinished() {
+    let Some(_running) = recording() else { return };
+    if !crate::util::have("fio") {
+        eprintln!("requests_queued_behind_a_stuck_device: needs fio (scripts/setup.sh): skipped");
+        return;
+    }
+    let depth: usize = std::fs::read_to_string("/sys/module/loop/parameters/hw_queue_depth")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(128);
+    const IOS: usize = 160;
+    if depth >= IOS {
+        eprintln!("requests_queued_behind_a_stuck_device: loop takes {depth} requests at once: skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let stuck = StuckDisk::new(dir.path());
+    let name = stuck.up.name().to_owned();
+    for (knob, value) in [("scheduler", "mq-deadline"), ("nomerges", "2")] {
+        std::fs::write(format!("/sys/block/{name}/queue/{knob}"), value).unwrap();
+    }
+    let cap = dir.path().join("queued.cap");
+    // fio in the background, off the recorder's pipes: it outlives the recording.
+    let cmd = format!(
+        "fio --name=queued --filename={} --rw=randwrite --bs=4k --direct=1 --ioengine=libaio \
+         --iodepth={IOS} --size=1m --output=/dev/null </dev/null >/dev/null 2>&1 & sleep 2",
+        stuck.up.path
+    );
+    let out = iocap()
+        .args(["record", "-w"])
+        .arg(&cap)
+        .args(["-c", &cmd])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let r = Reader::open(&cap).unwrap();
+    let (dev, stop) = (dev_of(&r, &name), r.stop_ts());
+    let open: Vec<Event> = events(&r)
+        .into_iter()
+        .filter(|e| e.unfinished() && e.class == Class::Block && e.dev == dev)
+        .collect();
+    let (queued, issued): (Vec<&Event>, Vec<&Event>) = open.iter().partition(|e| e.latency == 0);
+    assert_eq!((issued.len(), queued.len()), (depth, IOS - depth), "{err}");
+    // The recorder's stop (when its programs stopped tracking), a little before the capture's.
+    let end = issued[0].end();
+    assert!(end <= stop);
+    assert!(
+        issued.iter().all(|e| e.end() == end && e.latency >= 1_000_000_000),
+        "{issued:?}"
+    );
+    for e in &queued {
+        assert_eq!(e.ts, end, "issued at the stop: {e:?}");
+        assert!(e.flags & blk_flags::QUEUED != 0, "its insert seen: {e:?}");
+        assert!(
+            e.queue >= 1_000_000_000,
+            "waiting since before the second's sleep: {e:?}"
+        );
+        assert_eq!((e.bytes, e.op), (4096, iocap_format::BlockOp::Write as u8));
+    }
+    let inflight = std::fs::read_to_string(format!("/sys/block/{name}/inflight")).unwrap();
+    assert_eq!(
+        inflight.split_whitespace().nth(1),
+        Some(depth.to_string().as_str()),
+        "{inflight}"
+    );
 }
 
 /// Ctrl-C while a traced process waits in `read` on an empty FIFO: the read is in the

@@ -2001,9 +2001,14 @@ int BPF_PROG(blk_complete, struct request *rq, blk_status_t error, unsigned int 
 /* ---- the recording's end: block requests still in flight (see stop_at) ---- */
 
 /*
- * Request `key` (entry `i`) after the rings' last drain, claimed: issued before stop_at and
- * still with the driver, a REC_END_BLK record (after its u32 size) in the iterator's output;
- * freed by the kernel without a completion it traced (see rq_new), counted in end_unseen.
+ * Request `key` (entry `i`) after the rings' last drain, claimed. Still the kernel's (its
+ * mq_hctx, cleared when it is freed) and issued before stop_at: with the driver, or requeued
+ * and waiting to go again, a REC_END_BLK record (after its u32 size) in the iterator's output
+ * with its latency from its last issue to stop_at. Still the kernel's and only inserted: it
+ * waits in the scheduler behind the ones issued (a stuck device), a REC_END_BLK issued at
+ * stop_at, its wait so far as queue time and no latency. Freed by the kernel: if it was
+ * issued, its completion went untraced (see rq_new), counted in end_unseen; one never issued
+ * (merged, failed early) is no operation lost.
  */
 static __always_inline void end_rq(struct seq_file *seq, __u64 key, struct rq_info *i)
 {
@@ -2012,19 +2017,26 @@ static __always_inline void end_rq(struct seq_file *seq, __u64 key, struct rq_in
 	struct rec_blk r = {};
 	__u32 size = sizeof(r);
 	struct gendisk *disk;
-	int state;
+	bool issued, alive;
 
-	if (!end || !i->issue || i->issue >= end)
+	issued = i->issue && i->issue < end;
+	if (!end || !(issued || (!i->issue && i->insert && i->insert < end)))
 		return;
-	/* Read before the claim: a completion that claims it first sets it idle after. */
-	state = BPF_CORE_READ(rq, state);
+	/* Read before the claim: a completion that claims it first frees it after. */
+	alive = BPF_CORE_READ(rq, mq_hctx) != NULL;
 	if (__sync_lock_test_and_set(&i->taken, 1))
 		return;
-	if (state == bpf_core_enum_value(enum mq_rq_state, MQ_RQ_IDLE)) {
-		__sync_fetch_and_add(&end_unseen, 1);
+	if (!alive) {
+		if (issued)
+			__sync_fetch_and_add(&end_unseen, 1);
 		return;
 	}
-	if (end - i->issue < min_latency)
+	/* Queued: issued at the stop, so that its record's queue time is its wait so far. */
+	if (!issued) {
+		i->issue = end;
+		i->bytes = BPF_CORE_READ(rq, __data_len);
+	}
+	if (end - (issued ? i->issue : i->insert) < min_latency)
 		return;
 	cmd_flags = BPF_CORE_READ(rq, cmd_flags);
 	sector = BPF_CORE_READ(rq, __sector);
