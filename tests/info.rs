@@ -168,7 +168,7 @@ fn info_and_report_say_the_unseen_block_requests() {
     );
     let (_, text, _) = run(&["info", cap]);
     assert!(
-        text.contains("drops        0, 4 block requests issued whose completion the kernel never reported\n"),
+        text.contains("drops        0, 4 block requests issued whose completion never reached the recorder\n"),
         "{text}"
     );
     let (code, out, err) = run(&["report", cap, "--json"]);
@@ -177,7 +177,7 @@ fn info_and_report_say_the_unseen_block_requests() {
     assert_eq!(v["unseen_block_requests"], 4);
     let (_, text, _) = run(&["report", cap]);
     assert!(
-        text.contains("0 dropped while recording, 4 block requests issued whose completion the kernel never reported"),
+        text.contains("0 dropped while recording, 4 block requests issued whose completion never reached the recorder"),
         "{text}"
     );
     let (code, out, err) = run(&["compare", cap, cap, "--json"]);
@@ -189,14 +189,14 @@ fn info_and_report_say_the_unseen_block_requests() {
     );
     let (_, text, _) = run(&["compare", cap, cap]);
     assert!(
-        text.contains("dropped while recording, 4 block requests issued whose completion the kernel never reported"),
+        text.contains("dropped while recording, 4 block requests issued whose completion never reached the recorder"),
         "{text}"
     );
     let plain = synthetic_capture(dir.path(), 100);
     let (_, text, _) = run(&["info", plain.to_str().unwrap()]);
     assert!(text.contains("drops        0\n"), "{text}");
     let (_, text, _) = run(&["report", plain.to_str().unwrap()]);
-    assert!(!text.contains("never reported"), "{text}");
+    assert!(!text.contains("never reached"), "{text}");
 }
 
 /// Counts a file claims are believed, but never overflow: drops of u64::MAX on two CPUs and as

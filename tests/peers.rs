@@ -72,9 +72,9 @@ fn each_read_lies_within_iopings_own_timing() {
 }
 
 /// A bpftrace program of the two tracepoints every block latency tool reads (block_rq_issue,
-/// block_rq_complete), run beside the recording: each of fio's 2,000 random reads (each block
-/// once) has the same device latency in the capture as in bpftrace's output, within the few µs
-/// one tracepoint's programs take to run one after the other.
+/// block_rq_complete), run beside the recording of fio's 2,000 random reads (each block once):
+/// each request bpftrace saw is in the capture with the same device latency, within the few
+/// µs one tracepoint's programs take to run one after the other.
 #[test]
 fn each_block_request_has_bpftraces_latency() {
     let Some(_running) = recording() else { return };
@@ -159,14 +159,21 @@ fn each_block_request_has_bpftraces_latency() {
         ours.len()
     );
     let mut only_ours: Vec<&u64> = ours.keys().filter(|s| !theirs.contains_key(s)).collect();
+    eprintln!("{} requests only iocap has", only_ours.len());
     let mut only_theirs: Vec<&u64> = theirs.keys().filter(|s| !ours.contains_key(s)).collect();
     only_ours.sort_unstable();
     only_theirs.sort_unstable();
+    assert!(only_theirs.is_empty(), "sectors only bpftrace has: {only_theirs:?}");
+    // The kernel skips a classic tracepoint's program while it finds another BPF program or
+    // BPF map syscall active on that CPU (bpf_prog_active; another test's recorder updating
+    // its maps, in the parallel suite), where iocap's tp_btf programs still run: bpftrace may
+    // miss a few requests (10 of 2,000 once in the suite; none in runs alone).
     assert!(
-        only_ours.is_empty() && only_theirs.is_empty(),
-        "sectors only iocap has: {only_ours:?}; only bpftrace: {only_theirs:?}"
+        only_ours.len() <= N / 50,
+        "sectors only iocap has: {} {only_ours:?}",
+        only_ours.len()
     );
-    let mut diffs: Vec<i64> = ours.iter().map(|(s, &l)| l - theirs[s]).collect();
+    let mut diffs: Vec<i64> = theirs.iter().map(|(s, &l)| ours[s] - l).collect();
     diffs.sort_unstable_by_key(|d| d.abs());
     let (median, p99) = (diffs[diffs.len() / 2].abs(), diffs[diffs.len() * 99 / 100].abs());
     let mut lats: Vec<i64> = ours.values().copied().collect();

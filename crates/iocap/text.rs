@@ -17,12 +17,12 @@ pub fn truncate(s: &str, n: usize) -> String {
     iocap_analysis::units::cut_middle(s, n, |_| 1)
 }
 
-/// What follows a capture's drops when block requests were issued whose completion the kernel
-/// never reported to the recorder (`Reader::unseen`): they are not in the capture either, but
+/// What follows a capture's drops when block requests were issued whose completion never
+/// reached the recorder (`Reader::unseen`): they are not in the capture either, but
 /// the recorder did not fall behind. Nothing when there were none.
 pub fn unseen(n: u64) -> String {
     if n == 0 {
         return String::new();
     }
-    format!(", {n} block requests issued whose completion the kernel never reported")
+    format!(", {n} block requests issued whose completion never reached the recorder")
 }

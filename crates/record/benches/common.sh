@@ -3,7 +3,7 @@
 
 # Events, drops, unseen block requests and bytes/event of the capture $1 (one line).
 # `info`'s drops line goes on with the block requests whose completion never came, when any:
-# `drops        0, 16 block requests issued whose completion the kernel never reported`.
+# `drops        0, 16 block requests issued whose completion never reached the recorder`.
 facts() { "$IOCAP" info "$1" | awk '/^events/ { e = $2 } /^drops/ { d = $2; sub(/,$/, "", d); u = (NF > 2 ? $3 : 0) } /bytes\/event/ { for (i = 1; i <= NF; i++) if ($i == "bytes/event") b = $(i - 1) } END { printf "    events %s, drops %s, unseen %s, %s bytes/event\n", e, d, u, b }'; }
 # Lines of /proc/PID/task/*/stat (in files $2..., else stdin) as `tid role ticks`: the role is an
 # iocap thread's name without `iocap-` (writer, encoder), any other thread's is $1 (iocap's main

@@ -1457,13 +1457,17 @@ static __always_inline void uring_file(__u64 req, __u8 op, __u64 *ino, __u32 *de
 	*dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
 }
 
-/* A request created for the call (io_uring request) `tid` entered (submitted) at `ts`. */
-static __always_inline void call_io_add(__u32 tid, __u64 ts, __u64 now)
+/*
+ * A request of `bytes` created for the call (io_uring request) `tid` entered (submitted) at
+ * `ts`. Its bytes count from its making, as the request itself does: a request issued after
+ * its call returned (libaio's, from a plug) still counts in the call's disk.bytes.
+ */
+static __always_inline void call_io_add(__u32 tid, __u64 ts, __u64 now, __u32 bytes)
 {
 	struct call_io *io = call_io_find(tid, ts);
 
 	if (!io) {
-		struct call_io fresh = { .reqs = 1, .inflight = 1, .busy_since = now };
+		struct call_io fresh = { .reqs = 1, .inflight = 1, .bytes = bytes, .busy_since = now };
 		struct call_slot *s = call_slot_of(tid, ts);
 		struct call_key ck = { .tid = tid, .ts = ts };
 
@@ -1481,6 +1485,7 @@ static __always_inline void call_io_add(__u32 tid, __u64 ts, __u64 now)
 		}
 	} else {
 		io->reqs++;
+		io->bytes += bytes;
 		if (io->inflight++ == 0)
 			io->busy_since = now;
 	}
@@ -1594,6 +1599,7 @@ static __noinline int rq_new(struct request *rq, __u64 now)
 	n.pid = task->tgid;
 	n.tid = tid;
 	n.fd = -1;
+	n.bytes = rq->__data_len;
 	bpf_get_current_comm(n.comm, sizeof(n.comm));
 	c = call_in_flight(t, tid);
 	if (t && uring_current(t, c)) {
@@ -1601,7 +1607,7 @@ static __noinline int rq_new(struct request *rq, __u64 now)
 		n.nr = t->ur_op;
 		n.fd = t->ur_fd;
 		n.link = t->ur_ts;
-		call_io_add(tid, t->ur_ts, now);
+		call_io_add(tid, t->ur_ts, now, n.bytes);
 		/* Its file (assigned by now) names a registered one, which has no fd. */
 		uring_file(t->ur_req, t->ur_op, &n.ino, &n.ino_dev);
 	} else if (c) {
@@ -1610,7 +1616,7 @@ static __noinline int rq_new(struct request *rq, __u64 now)
 		n.fd = c->arg0;
 		n.link = c->ts;
 		c->io = 1;
-		call_io_add(tid, c->ts, now);
+		call_io_add(tid, c->ts, now, n.bytes);
 	} else if ((u = uring_worker_req(task, &req))) {
 		/* Punted: the request's, as if its submitter had issued it inline. */
 		n.cause = CAUSE_IO_URING;
@@ -1619,7 +1625,7 @@ static __noinline int rq_new(struct request *rq, __u64 now)
 		n.nr = u->op;
 		n.fd = u->fd;
 		n.link = u->link;
-		call_io_add(u->tid, u->link, now);
+		call_io_add(u->tid, u->link, now, n.bytes);
 		uring_file(req, u->op, &n.ino, &n.ino_dev);
 	} else if (t && t->wb_ino) {
 		n.cause = CAUSE_WRITEBACK;
@@ -1671,11 +1677,13 @@ static __always_inline void rq_track(struct request *rq, bool insert)
 		i->insert = now;
 	} else {
 		struct call_io *io = rq_call(i);
+		__u32 len = rq->__data_len;
 
 		i->issue = now;
-		i->bytes = rq->__data_len;
-		if (io)
-			io->bytes += i->bytes;
+		/* Counted at its making: what bios merged into it since add. */
+		if (io && len > i->bytes)
+			io->bytes += len - i->bytes;
+		i->bytes = len;
 	}
 }
 
