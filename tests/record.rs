@@ -74,8 +74,15 @@ pub(crate) fn build_c(dir: &Path, name: &str, src: &str) -> PathBuf {
 
 /// `iocap record --no-block -w cap -c cmd`, which must succeed; its stderr.
 fn record_command(cap: &Path, cmd: &str) -> String {
+    record_c(&["--no-block"], cap, cmd)
+}
+
+/// `iocap record FLAGS -w cap -c cmd`, which must succeed; its stderr.
+fn record_c(flags: &[&str], cap: &Path, cmd: &str) -> String {
     let out = iocap()
-        .args(["record", "--no-block", "-w"])
+        .arg("record")
+        .args(flags)
+        .arg("-w")
         .arg(cap)
         .args(["-c", cmd])
         .output()
@@ -285,29 +292,23 @@ struct StuckDisk {
 impl StuckDisk {
     /// Made in `dir`, frozen already.
     fn new(dir: &Path) -> StuckDisk {
+        // `tool args`, which must succeed.
+        let run = |tool: &str, args: &[&std::ffi::OsStr]| {
+            let st = Command::new(tool).args(args).status();
+            assert!(st.is_ok_and(|s| s.success()), "{tool} {args:?}");
+        };
         let low_img = dir.join("low.img");
         std::fs::write(&low_img, vec![0u8; 32 << 20]).unwrap();
-        let mkfs = Command::new("mkfs.ext4")
-            .arg("-q")
-            .arg(&low_img)
-            .status()
-            .expect("run mkfs.ext4 (e2fsprogs)");
-        assert!(mkfs.success());
+        run("mkfs.ext4", &["-q".as_ref(), low_img.as_os_str()]);
         let low = LoopDev::attach(&low_img);
         let mnt = dir.join("mnt");
         std::fs::create_dir(&mnt).unwrap();
-        let st = Command::new("mount").arg(&low.path).arg(&mnt).status().unwrap();
-        assert!(st.success(), "mount {}", low.path);
+        run("mount", &[low.path.as_ref(), mnt.as_os_str()]);
         let mounted = Mounted(mnt.clone());
         let up_img = mnt.join("up.img");
         std::fs::write(&up_img, vec![0u8; 1 << 20]).unwrap();
         let up = LoopDev::attach(&up_img);
-        let st = Command::new("fsfreeze")
-            .arg("-f")
-            .arg(&mnt)
-            .status()
-            .expect("run fsfreeze (util-linux)");
-        assert!(st.success());
+        run("fsfreeze", &["-f".as_ref(), mnt.as_os_str()]);
         StuckDisk {
             up,
             mnt,
@@ -489,14 +490,7 @@ fn requests_queued_behind_a_stuck_device_are_recorded_unfinished() {
          --iodepth={IOS} --size=1m --output=/dev/null </dev/null >/dev/null 2>&1 & sleep 2",
         stuck.up.path
     );
-    let out = iocap()
-        .args(["record", "-w"])
-        .arg(&cap)
-        .args(["-c", &cmd])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    let err = record_c(&[], &cap, &cmd);
     let r = Reader::open(&cap).unwrap();
     let (dev, stop) = (dev_of(&r, &name), r.stop_ts());
     let open: Vec<Event> = events(&r)
@@ -1428,13 +1422,7 @@ fn offsets_owners_cpus_and_block_patterns_are_recorded() {
          python3 -c 'import os; f=os.open(\"{loop_path}\", os.O_RDONLY); [os.pread(f, 512, o) for o in (0, 4096, 1 << 22)]'; \
          setpriv --reuid=65534 --regid=65534 --clear-groups cat /dev/null"
     );
-    let out = iocap()
-        .args(["record", "-w"])
-        .arg(&cap)
-        .args(["-c", &cmd])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    record_c(&[], &cap, &cmd);
     let r = Reader::open(&cap).unwrap();
     let t = r.tables();
     let evs = events(&r);
