@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::record::recording;
-use crate::util::{have, iocap, run, unseen_requests, LoopDev};
+use crate::util::{iocap, run, tools, unseen_requests, LoopDev};
 
 /// `iocap events --json` of `cap` under `filter`, as values.
 fn events(cap: &str, filter: &str) -> Vec<serde_json::Value> {
@@ -23,8 +23,7 @@ fn events(cap: &str, filter: &str) -> Vec<serde_json::Value> {
 #[test]
 fn each_read_lies_within_iopings_own_timing() {
     let Some(_running) = recording() else { return };
-    if !have("ioping") {
-        eprintln!("each_read_lies_within_iopings_own_timing: needs ioping (scripts/setup.sh): skipped");
+    if !tools("each_read_lies_within_iopings_own_timing", &["ioping"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -78,8 +77,7 @@ fn each_read_lies_within_iopings_own_timing() {
 #[test]
 fn each_block_request_has_bpftraces_latency() {
     let Some(_running) = recording() else { return };
-    if !have("bpftrace") || !have("fio") {
-        eprintln!("each_block_request_has_bpftraces_latency: needs bpftrace and fio (scripts/setup.sh): skipped");
+    if !tools("each_block_request_has_bpftraces_latency", &["bpftrace", "fio"]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -464,8 +464,7 @@ fn start_recording(args: &[&str], cap: &Path) -> (std::process::Child, std::io::
 #[test]
 fn requests_queued_behind_a_stuck_device_are_recorded_unfinished() {
     let Some(_running) = recording() else { return };
-    if !crate::util::have("fio") {
-        eprintln!("requests_queued_behind_a_stuck_device: needs fio (scripts/setup.sh): skipped");
+    if !crate::util::tools("requests_queued_behind_a_stuck_device", &["fio"]) {
         return;
     }
     let depth: usize = std::fs::read_to_string("/sys/module/loop/parameters/hw_queue_depth")

@@ -2,7 +2,7 @@
 //! scripts/setup.sh): the same figures, interval by interval.
 
 use crate::record::recording;
-use crate::util::{have, iocap, run, unseen_requests, LoopDev};
+use crate::util::{iocap, run, tools, unseen_requests, LoopDev};
 
 fn json(args: &[&str]) -> serde_json::Value {
     let (code, out, err) = run(args);
@@ -30,8 +30,7 @@ fn json(args: &[&str]) -> serde_json::Value {
 #[test]
 fn iostat_agrees_with_sysstat_interval_by_interval() {
     let Some(_running) = recording() else { return };
-    if !have("iostat") || !have("fio") {
-        eprintln!("iostat_agrees_with_sysstat: needs sysstat's iostat and fio (scripts/setup.sh): skipped");
+    if !tools("iostat_agrees_with_sysstat", &["iostat", "fio"]) {
         return;
     }
     // A completion the BPF programs never ran for (iocap counts those requests unseen: on this

@@ -34,9 +34,16 @@ pub fn unseen_requests(stderr: &[u8]) -> u64 {
         .unwrap_or(0)
 }
 
-/// Whether `tool` runs here (`--version`).
-pub fn have(tool: &str) -> bool {
-    Command::new(tool).arg("--version").output().is_ok()
+/// Whether every one of `tools` runs here (`--version`); if not, says on standard error that
+/// `test` is skipped for want of the missing ones (scripts/setup.sh installs them all).
+pub fn tools(test: &str, tools: &[&str]) -> bool {
+    let missing: Vec<&str> = (tools.iter().copied())
+        .filter(|t| Command::new(t).arg("--version").output().is_err())
+        .collect();
+    if !missing.is_empty() {
+        eprintln!("{test}: needs {} (scripts/setup.sh): skipped", missing.join(" and "));
+    }
+    missing.is_empty()
 }
 
 /// The `iocap` binary cargo built for these tests.
