@@ -9,35 +9,8 @@
 
 use iocap_format::{log2_bucket, LOG2_BUCKETS};
 
-/// Bits of linear sub-bucketing per power of two.
-pub const SUB_BITS: u32 = 4;
-const SUB: usize = 1 << SUB_BITS;
-/// Number of log-linear buckets covering every `u64`.
-pub const BUCKETS: usize = SUB * (64 - SUB_BITS as usize + 1);
-
-/// The log-linear bucket of `ns`.
-#[inline]
-pub fn bucket(ns: u64) -> usize {
-    if ns < SUB as u64 {
-        return ns as usize;
-    }
-    let m = 63 - ns.leading_zeros(); // >= SUB_BITS
-    let shift = m - SUB_BITS;
-    let sub = ((ns >> shift) as usize) - SUB;
-    SUB * (shift as usize + 1) + sub
-}
-
-/// The `[lo, hi]` values (both inclusive) that log-linear bucket `b` holds.
-pub fn bucket_range(b: usize) -> (u64, u64) {
-    if b < SUB {
-        return (b as u64, b as u64);
-    }
-    let shift = (b / SUB - 1) as u32;
-    let sub = (b % SUB) as u64;
-    let lo = (SUB as u64 + sub) << shift;
-    let hi = lo + ((1u64 << shift) - 1);
-    (lo, hi)
-}
+// The buckets are defined with the file format: a chunk's rollup is binned by them.
+pub use iocap_format::latency::{bucket, bucket_range, BUCKETS, SUB_BITS};
 
 /// A latency distribution: exact count, min, max and sum; counts per log-linear bucket.
 ///
@@ -152,6 +125,27 @@ impl LatencyHist {
         self.max = self.max.max(ns);
         self.count += n;
         self.add_sum(u128::from(ns) * u128::from(n));
+    }
+
+    /// Add events known only by their buckets and totals (a chunk's rollup, one key of it):
+    /// `buckets` gives each bucket's count, and `min`, `max` and `sum` are those of the same
+    /// events' latencies. A bucket past the last is ignored.
+    pub fn add_buckets(&mut self, buckets: impl IntoIterator<Item = (usize, u64)>, min: u64, max: u64, sum: u128) {
+        let mut n = 0u64;
+        for (b, k) in buckets.into_iter().filter(|&(b, k)| b < BUCKETS && k > 0) {
+            if b >= self.counts.len() {
+                self.counts.resize(b + 1, 0);
+            }
+            self.counts[b] += k;
+            n += k;
+        }
+        if n == 0 {
+            return;
+        }
+        self.min = self.min.min(min);
+        self.max = self.max.max(max);
+        self.count += n;
+        self.add_sum(sum);
     }
 
     /// Add every event of `other`.

@@ -12,31 +12,11 @@
 
 use iocap_format::{log2_bucket_range, ChunkInfo};
 
-/// Number of latency columns: 10 per decade over 1 ns .. 10 s.
-pub const COLS: usize = 100;
-/// Latency columns per decade.
-pub const COLS_PER_DECADE: usize = 10;
-/// The chisel's default row interval.
-pub const DEFAULT_INTERVAL_NS: u64 = 500_000_000;
+// The columns are defined with the file format: a chunk's rollup is binned by them.
+pub use iocap_format::latency::{COLS, COLS_PER_DECADE};
 
-/// Lower bounds of the columns, in ns: `10^(c/10)` rounded to three significant digits (whole
-/// ns below 1 µs), exact at every decade, except in the first decade where whole nanoseconds
-/// cannot be that fine: column `c < 10` is `c` ns. Within 0.4 % of sysdig's bounds from 100 ns
-/// up, and each column still at least 20 % wide, which [`ColumnTable::column`] relies on.
 fn lower_bounds() -> &'static [u64; COLS + 1] {
-    static BOUNDS: std::sync::OnceLock<[u64; COLS + 1]> = std::sync::OnceLock::new();
-    BOUNDS.get_or_init(|| {
-        let mut b = [0u64; COLS + 1];
-        for (c, bound) in b.iter_mut().enumerate() {
-            let decade = 10u64.pow((c / COLS_PER_DECADE) as u32);
-            let frac = 10f64.powf((c % COLS_PER_DECADE) as f64 / COLS_PER_DECADE as f64);
-            // The third significant digit's unit (1 ns at least).
-            let step = (decade / 100).max(1);
-            let v = (decade as f64 * frac / step as f64).round() as u64 * step;
-            *bound = if c < COLS_PER_DECADE { c as u64 } else { v };
-        }
-        b
-    })
+    iocap_format::latency::column_bounds()
 }
 
 /// The latency column of `ns`.
@@ -78,19 +58,9 @@ impl ColumnTable {
     }
 }
 
-/// The column of each log-linear bucket's lowest value (by search), and the column bounds.
+/// The column of each log-linear bucket's lowest value, and the column bounds.
 fn bucket_columns() -> (&'static [u8; crate::hist::BUCKETS], &'static [u64; COLS + 1]) {
-    static FIRST: std::sync::OnceLock<[u8; crate::hist::BUCKETS]> = std::sync::OnceLock::new();
-    let b = lower_bounds();
-    let first = FIRST.get_or_init(|| {
-        let mut t = [0u8; crate::hist::BUCKETS];
-        for (bucket, c) in t.iter_mut().enumerate() {
-            let lo = crate::hist::bucket_range(bucket).0;
-            *c = b.partition_point(|&bound| bound <= lo).saturating_sub(1).min(COLS - 1) as u8;
-        }
-        t
-    });
-    (first, b)
+    (iocap_format::latency::bucket_first_columns(), lower_bounds())
 }
 
 /// The `[lo, hi)` ns range column `c` stands for (the first column also takes 0, the last

@@ -30,6 +30,11 @@ impl std::hash::Hasher for IdHasher {
         self.write_u64(u64::from(v as u32));
     }
     #[inline]
+    fn write_u128(&mut self, v: u128) {
+        self.write_u64(v as u64);
+        self.write_u64((v >> 64) as u64);
+    }
+    #[inline]
     fn write_u64(&mut self, v: u64) {
         self.0 = (self.0 ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
     }

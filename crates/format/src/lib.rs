@@ -34,10 +34,12 @@ mod error;
 pub mod escape;
 mod frame;
 mod hash;
+pub mod latency;
 mod live;
 mod model;
 mod pack;
 mod reader;
+mod rollup;
 mod summary;
 pub mod syscalls;
 mod tables;
@@ -55,6 +57,7 @@ pub use model::{
     StrId,
 };
 pub use reader::{ChunkDecoder, ChunkInfo, Growth, Reader, Source};
+pub use rollup::{cell, cell_parts, key_cols, KeyTotals, Rollup};
 pub use summary::{log2_bucket, log2_bucket_range, ChunkSummary, LOG2_BUCKETS};
 pub use tables::{table_budget, Tables, MAX_STRING, MAX_TABLE_BYTES, TABLE_BUDGET_FLOOR, TABLE_BYTES_PER_FILE_BYTE};
 pub use writer::{Writer, WriterOptions};

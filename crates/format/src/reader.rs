@@ -12,6 +12,7 @@ use crate::frame::{self, FrameHeader, Kind, FRAME_HEADER_LEN, PREAMBLE_LEN, TRAI
 use crate::live::{self, Liveness};
 use crate::model::{DropStats, Event, Meta};
 use crate::pack::Unpacker;
+use crate::rollup::Rollup;
 use crate::summary::ChunkSummary;
 use crate::tables::{table_budget, TableError, Tables};
 use crate::varint::Cursor;
@@ -156,6 +157,9 @@ pub struct Reader<S: Source = File> {
     tables: Arc<Tables>,
     chunks: Vec<ChunkInfo>,
     drop_stats: Vec<DropStats>,
+    /// Offsets of the chunks' rollup frames, increasing ([`Reader::rollup`]): listed, not read,
+    /// when the file is opened.
+    rollups: Vec<u64>,
     /// The largest count of the unseen frames read ([`Reader::unseen`]).
     unseen: u64,
     stop_ts: Option<u64>,
@@ -180,6 +184,7 @@ impl<S: Source> Clone for Reader<S> {
             tables: Arc::clone(&self.tables),
             chunks: self.chunks.clone(),
             drop_stats: self.drop_stats.clone(),
+            rollups: self.rollups.clone(),
             unseen: self.unseen,
             stop_ts: self.stop_ts,
             scan: self.scan.clone(),
@@ -302,6 +307,7 @@ impl<S: Source> Reader<S> {
             tables: Arc::new(Tables::with_budget(table_budget(file_len))),
             chunks: Vec::new(),
             drop_stats: Vec::new(),
+            rollups: Vec::new(),
             unseen: 0,
             stop_ts: None,
             scan: None,
@@ -524,6 +530,44 @@ impl<S: Source> Reader<S> {
         Ok(())
     }
 
+    /// The rollup of chunk `i` ([`Rollup`]), read and checked: `None` when the chunk has none
+    /// (a file from before 1.12, a chunk whose rollup was not written before the recording
+    /// stopped) or it cannot be used (damaged, or not this chunk's): the chunk's columns are
+    /// then what answers.
+    pub fn rollup(&self, i: usize, dec: &mut ChunkDecoder) -> Option<Rollup> {
+        let info = self.chunks.get(i)?;
+        // The rollup frame after the chunk's; its own payload says which chunk it sums.
+        let at = *self.rollups.get(self.rollups.partition_point(|&r| r <= info.offset))?;
+        let Some(parts) = &self.parts else {
+            return read_rollup_in(&*self.src, self.file_len, at, info.offset, &info.summary, dec);
+        };
+        let part = join::part_at(parts, info.offset);
+        if at < part.base {
+            return None;
+        }
+        let mut r = read_rollup_in(
+            &*part.src,
+            part.len,
+            at - part.base,
+            info.offset - part.base,
+            &info.summary,
+            dec,
+        )?;
+        part.shift_ids(&mut r.keys);
+        Some(r)
+    }
+
+    /// Whether chunk `i` may have a rollup: one is listed after it, before the next chunk.
+    pub fn has_rollup(&self, i: usize) -> bool {
+        let Some(info) = self.chunks.get(i) else { return false };
+        let Some(&at) = self.rollups.get(self.rollups.partition_point(|&r| r <= info.offset)) else {
+            return false;
+        };
+        self.chunks
+            .get(i + 1)
+            .is_none_or(|next| next.offset < info.offset || at < next.offset)
+    }
+
     /// Every event in file order (a convenience for tools and tests; viewers decode chunks).
     pub fn events(&self) -> impl Iterator<Item = Result<Event, Error>> + '_ {
         let mut dec = ChunkDecoder::new();
@@ -589,6 +633,12 @@ impl<S: Source> Reader<S> {
         self.read_payload(at, &h, &mut payload).map_err(io)?;
         let index = Index::parse(&payload, at).ok_or("the footer index is damaged")?;
         for &(kind, off) in &index.others {
+            // A chunk's rollup is read when a question wants it, not at opening: a day's
+            // recording has a hundred thousand of them.
+            if kind == Kind::Rollup as u64 {
+                self.rollups.push(off);
+                continue;
+            }
             let bad = || "the footer index is damaged".to_string();
             let h = self.frame_header(off).map_err(io)?.ok_or_else(bad)?;
             if u64::from(h.kind) != kind {
@@ -759,6 +809,7 @@ impl<S: Source> Reader<S> {
                     }
                 }
                 Some(Kind::Header) => {}
+                Some(Kind::Rollup) => self.rollups.push(off),
                 Some(Kind::Index) => {
                     let mut cur = Cursor::new(&dec.payload);
                     if let Some(ts) = cur.varint() {
@@ -953,6 +1004,33 @@ fn read_chunk_in<S: Source + ?Sized>(
         &mut dec.body,
         cols,
     )
+}
+
+/// The rollup frame at `at` of `src`, checked to sum the chunk at `chunk` (`summary`).
+fn read_rollup_in<S: Source + ?Sized>(
+    src: &S,
+    file_len: u64,
+    at: u64,
+    chunk: u64,
+    summary: &ChunkSummary,
+    dec: &mut ChunkDecoder,
+) -> Option<Rollup> {
+    let h = frame_header_in(src, file_len, at).ok()??;
+    if h.kind != Kind::Rollup as u16 {
+        return None;
+    }
+    read_payload_in(src, file_len, at, &h, &mut dec.payload).ok()?;
+    let mut cur = Cursor::new(&dec.payload);
+    let codec = cur.u8()?;
+    let raw_len = cur.varint()?;
+    // A rollup takes at most a few bytes per event of its chunk.
+    if raw_len > summary.events.saturating_mul(96).saturating_add(64) {
+        return None;
+    }
+    dec.unpacker
+        .unpack_parts(codec, raw_len, cur.rest(), &mut dec.body)
+        .ok()?;
+    Rollup::decode(&dec.body, summary.events).filter(|r| r.chunk == chunk)
 }
 
 /// Decode a verified chunk payload; `expected` is its summary as the index (or scan) gave it.

@@ -12,6 +12,7 @@ use crate::error::Error;
 use crate::frame::{self, Kind};
 use crate::model::{Device, DropStats, Event, FileEntry, Meta, ProcEntry, StrId};
 use crate::pack::Packer;
+use crate::rollup::Rollup;
 use crate::summary::ChunkSummary;
 use crate::tables::{self, Pending, PendingStrings, MAX_STRING};
 use crate::varint;
@@ -86,6 +87,7 @@ impl<W: Write> Writer<W> {
             others: Vec::new(),
             bufs: EncodeBufs::default(),
             chunk: Vec::new(),
+            rollup: Vec::new(),
             frame: Vec::new(),
         };
         frames.write_raw(&frame::preamble())?;
@@ -523,6 +525,8 @@ struct Frames<W> {
     bufs: EncodeBufs,
     /// The payload of the chunk being written, kept to reuse its allocation.
     chunk: Vec<u8>,
+    /// The bytes of its rollup, before compression, likewise.
+    rollup: Vec<u8>,
     frame: Vec<u8>,
 }
 
@@ -543,6 +547,17 @@ impl<W: Write> Frames<W> {
         self.chunk = p;
         r?;
         self.index.push((pos, summary));
+        // The chunk's rollup right after it, listed with the other frames.
+        let mut raw = std::mem::take(&mut self.rollup);
+        raw.clear();
+        Rollup::of(cols, pos).encode(&mut raw);
+        let mut packed = Vec::with_capacity(raw.len() / 2 + 16);
+        let r = self.packer.pack(&raw, &mut packed).map_err(Error::from);
+        self.rollup = raw;
+        r?;
+        let at = self.pos;
+        self.write_frame(Kind::Rollup, &packed)?;
+        self.others.push((Kind::Rollup, at));
         Ok(())
     }
 

@@ -971,6 +971,21 @@ fn an_unfinished_capture_says_so() {
     );
 }
 
+/// Flip a byte in the rollup frame (kind 13) of the chunk at `chunk`, the next chunk being at
+/// `next`: its checksum fails.
+fn damage_rollup_of(path: &Path, chunk: u64, next: u64) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new().read(true).write(true).open(path).unwrap();
+    let mut between = vec![0u8; (next - chunk) as usize];
+    f.read_exact_at(&mut between, chunk).unwrap();
+    let at = (1..between.len() - 24)
+        .find(|&i| &between[i..i + 4] == b"IOFR" && between[i + 4..i + 6] == [13, 0])
+        .expect("a rollup frame after the chunk") as u64;
+    let mut b = [0u8; 1];
+    f.read_exact_at(&mut b, chunk + at + 20).unwrap();
+    f.write_all_at(&[b[0] ^ 0xff], chunk + at + 20).unwrap();
+}
+
 #[test]
 fn a_damaged_chunk_is_reported_not_fatal() {
     let dir = tempfile::tempdir().unwrap();
@@ -988,6 +1003,19 @@ fn a_damaged_chunk_is_reported_not_fatal() {
         *b ^= 0x5a;
     }
     std::fs::write(&path, &bytes).unwrap();
+    // Its rollup, whole, still gives its events to a view that lies in one row: nothing is
+    // left out.
+    let (mut app, fx) = app_on(&path, 100, 30, "");
+    settle(&mut app, fx);
+    let a = app.answer.as_ref().unwrap();
+    assert!(
+        a.rolled > 0 && a.damaged.is_empty() && a.matched == N,
+        "{} {:?}",
+        a.rolled,
+        a.damaged
+    );
+    // With its rollup damaged too, its events are lost, and said to be.
+    damage_rollup_of(&path, bad, next);
     let (mut app, fx) = app_on(&path, 100, 30, "");
     settle(&mut app, fx);
     let lost = app.cap.reader.chunks()[2].summary.events;

@@ -180,6 +180,7 @@ impl<S: Source> Reader<S> {
             tables: Arc::clone(&first.tables),
             chunks: Vec::new(),
             drop_stats: Vec::new(),
+            rollups: Vec::new(),
             // Each file counts its own.
             unseen: files.iter().map(|(_, r)| r.unseen).fold(0, u64::saturating_add),
             stop_ts: files.last().map(|(_, r)| r.stop_ts()),
@@ -221,6 +222,7 @@ impl<S: Source> Reader<S> {
                     c.summary.drops = c.summary.drops.saturating_add(drops_before);
                     c
                 }));
+            joined.rollups.extend(r.rollups.iter().map(|&at| at + base));
             for d in &r.drop_stats {
                 joined.drop_stats.push(DropStats {
                     ts: d.ts,

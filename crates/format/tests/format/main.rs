@@ -6,6 +6,7 @@ mod corruption;
 mod encoder;
 mod growing;
 mod hostile;
+mod rollups;
 mod roundtrip;
 mod size;
 mod truncation;

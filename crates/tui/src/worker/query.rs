@@ -25,7 +25,7 @@
 //! scanning the view again.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use iocap_analysis::group::{Feed, Slots};
@@ -39,7 +39,8 @@ use iocap_analysis::units;
 use iocap_filter::fields::{self, FieldId, FieldInfo, Value};
 use iocap_filter::{Bitmap, Compiled};
 use iocap_format::{
-    BlockOp, ChunkInfo, ChunkSummary, Class, Col, ColSet, Columns, Event, Liveness, Meta, Reader, Tables,
+    cell_parts, key_cols, BlockOp, ChunkDecoder, ChunkInfo, ChunkSummary, Class, Col, ColSet, Columns, Event, Liveness,
+    Meta, Reader, Rollup, Tables,
 };
 
 pub use iocap_analysis::slowest::Slow;
@@ -160,6 +161,8 @@ pub struct Answer {
     pub slowest: Vec<Slow>,
     /// Chunks of the view that could not be read: the answer is the rest's.
     pub damaged: Vec<Damage>,
+    /// Chunks answered from their rollups rather than their columns.
+    pub rolled: usize,
     /// iostat's figures for each disk over the view (up to the capture's end), from the
     /// matching block requests issued in it, when the query asked ([`Query::iostat`]).
     pub iostat: Option<Vec<DeviceInterval>>,
@@ -268,6 +271,127 @@ impl<'r> Acc<'r> {
             per_chunk.push((ci, n));
         }
     }
+}
+
+impl Acc<'_> {
+    /// Take chunk `ci`, which lies within spectrogram row `row`, from its rollup: the keys
+    /// `bits` keeps, each with its latency cells.
+    fn feed_rollup(&mut self, ci: usize, row: usize, rollup: &Rollup, bits: &Bitmap) {
+        let Acc {
+            spectro,
+            groups,
+            per_chunk,
+            ..
+        } = self;
+        let n = groups.feed(&rollup.keys, bits, RollupRows { row, rollup, bits, spectro });
+        if n > 0 {
+            per_chunk.push((ci, n));
+        }
+    }
+}
+
+/// The keys of a chunk's rollup into the spectrogram row the chunk lies in and their groups
+/// ([`Acc::feed_rollup`]); returns the events taken.
+struct RollupRows<'a> {
+    row: usize,
+    rollup: &'a Rollup,
+    bits: &'a Bitmap,
+    spectro: &'a mut Spectrogram,
+}
+
+impl Feed for RollupRows<'_> {
+    type Out = u64;
+
+    fn feed<K: Fn(usize) -> u64>(self, key: K, groups: &mut Slots) -> u64 {
+        let RollupRows { row, rollup, bits, spectro } = self;
+        let mut cells = [0u64; spectro::COLS];
+        let mut n = 0u64;
+        for k in bits.iter_ones() {
+            let Some(t) = rollup.totals.get(k) else { continue };
+            let g = groups.get(key(k), || rollup.keys.event(k));
+            let buckets = rollup.cells_of(k).iter().map(|&(c, m)| {
+                let (b, col) = cell_parts(c);
+                cells[col] += u64::from(m);
+                (b, u64::from(m))
+            });
+            g.hist.add_buckets(buckets, t.min, t.max, t.sum);
+            n += t.count;
+        }
+        for (col, &k) in cells.iter().enumerate().filter(|(_, &k)| k > 0) {
+            spectro.add_to_row(row, col, k);
+        }
+        n
+    }
+}
+
+/// Whether `q` can be answered, for a chunk inside one spectrogram row, from the chunk's
+/// rollup: what it reads of each event is the rollup's key (its filter's and grouped field's
+/// columns) and its latency (the measure is latency; no disk split, iostat or slowest, which
+/// need more of each event).
+fn rollup_answers(q: &Query) -> bool {
+    let keys = key_cols();
+    let within = |c: ColSet| c.0 & !keys.0 == 0;
+    q.measure == Measure::Latency
+        && !q.split
+        && !q.iostat
+        && q.slowest == 0
+        && within(FieldGroups::columns(q.group))
+        && q.filter.as_ref().is_none_or(|f| within(f.columns()))
+}
+
+/// Fold the chunks of `chunks` that lie within one spectrogram row and have a rollup into
+/// `acc` from their rollups, on up to two threads; returns the chunks left for a scan (the
+/// others, and those whose rollup could not be used), or `None` when `q` was superseded.
+fn fold_rollups<'r>(
+    q: &Query,
+    reader: &'r Reader,
+    chunks: &[usize],
+    make: &(dyn Fn() -> Acc<'r> + Sync),
+    stale: &(dyn Fn() -> bool + Sync),
+) -> Option<(Vec<usize>, Option<Acc<'r>>)> {
+    let infos = reader.chunks();
+    let (rolled, mut rest): (Vec<usize>, Vec<usize>) = chunks.iter().partition(|&&i| {
+        infos.get(i).and_then(|c| one_row(q, &c.summary)).is_some() && reader.has_rollup(i)
+    });
+    if rolled.is_empty() {
+        return Some((rest, None));
+    }
+    let next = AtomicUsize::new(0);
+    let part = || {
+        let (mut acc, mut dec, mut bits, mut failed) = (make(), ChunkDecoder::new(), Bitmap::default(), Vec::new());
+        while let Some(&i) = rolled.get(next.fetch_add(1, Ordering::Relaxed)) {
+            if stale() {
+                return None;
+            }
+            let row = infos.get(i).and_then(|c| one_row(q, &c.summary));
+            let (Some(row), Some(r)) = (row, reader.rollup(i, &mut dec)) else {
+                failed.push(i);
+                continue;
+            };
+            match &q.filter {
+                Some(f) => f.eval(&r.keys, &mut bits),
+                None => bits.reset(r.keys.len(), true),
+            }
+            acc.feed_rollup(i, row, &r, &bits);
+        }
+        Some((acc, failed))
+    };
+    let threads = iocap_analysis::scan::default_threads(rolled.len()).min(2);
+    let parts: Vec<Option<(Acc<'r>, Vec<usize>)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads).map(|_| s.spawn(part)).collect();
+        handles.into_iter().map(|h| h.join().ok().flatten()).collect()
+    });
+    let mut out: Option<Acc<'r>> = None;
+    for p in parts {
+        let (acc, failed) = p?;
+        rest.extend(failed);
+        match &mut out {
+            None => out = Some(acc),
+            Some(o) => o.merge(acc),
+        }
+    }
+    rest.sort_unstable();
+    Some((rest, out))
 }
 
 /// The per-event loop of [`Acc::feed`] over one chunk: each matching row in the view into the
@@ -569,6 +693,8 @@ pub struct Totals {
     /// The slowest, sorted slowest first.
     slowest: Vec<Slow>,
     damaged: Vec<Damage>,
+    /// Chunks taken from their rollups.
+    rolled: usize,
     iostat: Option<IoStat>,
 }
 
@@ -583,6 +709,7 @@ impl Totals {
             per_chunk: Vec::new(),
             slowest: Vec::new(),
             damaged: Vec::new(),
+            rolled: 0,
             iostat: view_iostat(q),
         }
     }
@@ -610,9 +737,20 @@ impl Totals {
         }
         let infos = reader.chunks();
         let floor = slow_floor(q, infos, chunks);
+        let make = || Acc::new(q, floor, reader.meta(), reader.tables());
+        // Chunks inside one row answered by their rollups, when the question reads no more
+        // than they hold; the rest scanned.
+        let (rest, rolled) = match rollup_answers(q) {
+            true => match fold_rollups(q, reader, chunks, &make, &stale) {
+                Some(r) => r,
+                None => return Ok(false),
+            },
+            false => (chunks.to_vec(), None),
+        };
         let acc = scan
+            .chunks(&rest)
             .run(
-                || Acc::new(q, floor, reader.meta(), reader.tables()),
+                make,
                 |acc, ci, cols, bits| {
                     let row = infos.get(ci).and_then(|c| one_row(q, &c.summary));
                     acc.feed(q, ci, row, cols, bits)
@@ -620,7 +758,11 @@ impl Totals {
                 Acc::merge,
             )
             .map_err(|e| e.to_string())?;
-        let Some((acc, stats)) = acc else { return Ok(false) };
+        let Some((mut acc, stats)) = acc else { return Ok(false) };
+        if let Some(r) = rolled {
+            acc.merge(r);
+            self.rolled += chunks.len() - rest.len();
+        }
         self.spectro.merge(&acc.spectro);
         // Keys are finer than values (two proc ids may share a name): merged by printed value.
         let names = PidNames::for_field(q.group, reader.tables());
@@ -672,6 +814,7 @@ impl Totals {
             per_chunk: self.per_chunk.clone(),
             slowest: self.slowest.clone(),
             damaged: self.damaged.clone(),
+            rolled: self.rolled,
             iostat: self.iostat.as_ref().map(|st| st.totals_until(iostat_end)),
         }
     }

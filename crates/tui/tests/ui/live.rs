@@ -234,6 +234,8 @@ fn an_extension_reads_only_the_new_chunks() {
         f.read_exact_at(&mut b, first + 40).unwrap();
         f.write_all_at(&[b[0] ^ 0xff], first + 40).unwrap();
     }
+    // And its rollup, which would answer for it otherwise.
+    damage_rollup_of(&rec.path, first, app.cap.reader.chunks()[1].offset);
     rec.write(500);
     let (q, fresh) = grow(&mut app, rec.grown(), &mut kept);
     assert!(q.extends.is_some());

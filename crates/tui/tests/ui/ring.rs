@@ -164,3 +164,41 @@ fn the_column_cache_stays_within_its_budget_on_a_ring() {
         .count();
     assert!(held > 0 && held < chunks, "{held} of {chunks} chunks held");
 }
+
+/// A view whose chunks mostly lie within one spectrogram row takes those from their rollups
+/// (chunk frames' neighbours, kind 13) when its question reads no more than a rollup holds, and
+/// answers exactly as the scan of every chunk's columns does: the spectrogram, the histogram,
+/// the breakdown by process and the matches per chunk, over three files whose process ids
+/// differ.
+#[test]
+fn chunks_within_one_row_are_answered_from_their_rollups_as_their_columns_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let (app, fx) = app_on_ring(ring(dir.path(), 20), Vec::new(), "");
+    let mut q = fx.query.unwrap();
+    let chunks = app.cap.reader.chunks().len();
+    let cancel = Cancel::default();
+    for filter in ["", "proc.name=postgres", "proc.name!=fio and evt.type=read"] {
+        q.gen += 1;
+        cancel.0.store(q.gen, Ordering::Relaxed);
+        q.filter = (!filter.is_empty())
+            .then(|| iocap_tui::panes::filter_bar::compile(filter, &app.cap.reader).unwrap())
+            .flatten();
+        q.slowest = 0;
+        let rolled = query::run(&q, None, &cancel).unwrap().unwrap();
+        // Keeping the slowest needs every event's latency: no rollup answers.
+        q.slowest = 1;
+        let scanned = query::run(&q, None, &cancel).unwrap().unwrap();
+        assert_eq!(scanned.rolled, 0);
+        assert!(
+            rolled.rolled >= chunks / 4 && rolled.rolled < chunks,
+            "{filter:?}: {} of {chunks} chunks from rollups",
+            rolled.rolled
+        );
+        assert!(rolled.matched > 0, "{filter:?}");
+        assert_eq!(rolled.matched, scanned.matched, "{filter:?}");
+        assert_eq!(rolled.spectro, scanned.spectro, "{filter:?}");
+        assert_eq!(rolled.hist, scanned.hist, "{filter:?}");
+        assert_eq!(rolled.groups, scanned.groups, "{filter:?}");
+        assert_eq!(rolled.per_chunk, scanned.per_chunk, "{filter:?}");
+    }
+}

@@ -1,0 +1,77 @@
+//! Chunk rollups (kind 13): written after every chunk, found by the index without being read
+//! at opening, found by a scan of a file without one, and never used when damaged.
+
+use iocap_format::{ChunkDecoder, ColSet, Columns, Reader, Rollup};
+
+use crate::util::small_capture;
+
+/// Each chunk's rollup as [`Reader::rollup`] reads it, and as its decoded columns make it.
+fn rollups_read_and_made(r: &Reader<Vec<u8>>) -> Vec<(Option<Rollup>, Rollup)> {
+    let (mut dec, mut cols) = (ChunkDecoder::new(), Columns::default());
+    (0..r.chunks().len())
+        .map(|i| {
+            r.read_chunk(i, ColSet::ALL, &mut dec, &mut cols).unwrap();
+            (r.rollup(i, &mut dec), Rollup::of(&cols, r.chunks()[i].offset))
+        })
+        .collect()
+}
+
+/// Offsets of the frames of kind `kind` in `bytes`.
+fn frames_of_kind(bytes: &[u8], kind: u16) -> Vec<usize> {
+    (0..bytes.len().saturating_sub(16))
+        .filter(|&at| &bytes[at..at + 4] == b"IOFR" && u16::from_le_bytes([bytes[at + 4], bytes[at + 5]]) == kind)
+        .collect()
+}
+
+#[test]
+fn every_chunk_has_its_rollup_by_index_and_by_scan() {
+    let (bytes, _) = small_capture();
+    let r = Reader::from_bytes(bytes.clone()).unwrap();
+    assert!(r.is_clean() && r.chunks().len() > 2);
+    for (i, (read, made)) in rollups_read_and_made(&r).into_iter().enumerate() {
+        assert!(r.has_rollup(i));
+        assert_eq!(read.as_ref(), Some(&made), "chunk {i}");
+    }
+    // Without its trailer the file is read by a scan, which finds the same rollups.
+    let cut = Reader::from_bytes(bytes[..bytes.len() - 16].to_vec()).unwrap();
+    assert!(!cut.is_clean());
+    for (i, (read, made)) in rollups_read_and_made(&cut).into_iter().enumerate() {
+        assert_eq!(read.as_ref(), Some(&made), "chunk {i}, by scan");
+    }
+}
+
+#[test]
+fn a_damaged_rollup_is_not_used_and_loses_nothing() {
+    let (mut bytes, _) = small_capture();
+    let at = frames_of_kind(&bytes, 13);
+    let chunks = frames_of_kind(&bytes, 6);
+    assert_eq!(at.len(), chunks.len(), "one rollup per chunk");
+    // A flipped bit in the first rollup's payload: its checksum fails.
+    bytes[at[0] + 20] ^= 0x10;
+    let r = Reader::from_bytes(bytes).unwrap();
+    // The index lists rollups without reading them: the file still opens clean.
+    assert!(r.is_clean());
+    let (mut dec, mut cols) = (ChunkDecoder::new(), Columns::default());
+    assert_eq!(r.rollup(0, &mut dec), None);
+    r.read_chunk(0, ColSet::ALL, &mut dec, &mut cols).unwrap();
+    assert_eq!(cols.len() as u64, r.chunks()[0].summary.events);
+    assert!(r.rollup(1, &mut dec).is_some());
+}
+
+#[test]
+fn a_rollup_answers_only_for_its_own_chunk() {
+    let (bytes, _) = small_capture();
+    let at = frames_of_kind(&bytes, 13);
+    // The frame the index lists as the first rollup, of another kind now (its checksum
+    // covers the kind: it is no rollup either way).
+    let mut moved = bytes.clone();
+    moved[at[0] + 4] = 99;
+    let r = Reader::from_bytes(moved).unwrap();
+    let mut dec = ChunkDecoder::new();
+    assert_eq!(r.rollup(0, &mut dec), None, "a frame of another kind is no rollup");
+    let r = Reader::from_bytes(bytes).unwrap();
+    // Chunk 0's rollup names chunk 0's offset, not chunk 1's.
+    let first = r.rollup(0, &mut dec).unwrap();
+    assert_eq!(first.chunk, r.chunks()[0].offset);
+    assert_ne!(first.chunk, r.chunks()[1].offset);
+}
