@@ -231,10 +231,14 @@ fn measure(dir: &Path) {
     if std::env::var_os("RING_SKIP_WHOLE").is_none() {
         let (d, a) = run(&q, None);
         println!(
-            "first answer, whole ring, no filter      {:>8.1?}  {:>4.0} M/s  matched {}  {}",
+            "first answer, whole ring, no filter      {:>8.1?}  {:>4.0} M/s  matched {}  rows {} of {} ns, {} of {} chunks from rollups  {}",
             d,
             rate(n, d),
             a.matched,
+            q.rows,
+            q.interval,
+            a.rolled,
+            reader.chunks().len(),
             memory()
         );
         let _ = app.update(Action::Reply(iocap_tui::worker::Reply::Answer(Box::new(a))));
@@ -268,12 +272,13 @@ fn measure(dir: &Path) {
         let fill = t.elapsed();
         let (warm, _) = run(&q, Some(&cache));
         println!(
-            "one hour, {label:<36} cold {:>8.1?} {:>4.0} M/s  warm {:>8.1?}  (fill {:>7.1?})  matched {}  {}",
+            "one hour, {label:<36} cold {:>8.1?} {:>4.0} M/s  warm {:>8.1?}  (fill {:>7.1?})  matched {}  {} chunks from rollups  {}",
             cold,
             rate(in_hour, cold),
             warm,
             fill,
             a.matched,
+            a.rolled,
             memory()
         );
     }

@@ -89,7 +89,7 @@ pub struct Query {
     /// How many of the slowest matching events to keep ([`SLOWEST`] when the list is sorted
     /// by latency, 0 when not: keeping them costs a scan time).
     pub slowest: usize,
-    /// Also count the filter's matches in the whole capture ([`count_all`]), after the
+    /// Also count the filter's matches in the whole capture ([`count_whole`]), after the
     /// answer: the view holds part of it, and the side panes say of how many theirs are.
     pub whole: bool,
     /// Also compute iostat's figures for the matching block requests in view
@@ -161,7 +161,9 @@ pub struct Answer {
     pub slowest: Vec<Slow>,
     /// Chunks of the view that could not be read: the answer is the rest's.
     pub damaged: Vec<Damage>,
-    /// Chunks answered from their rollups rather than their columns.
+    /// Chunks answered from their rollups rather than their columns (read by the tests and
+    /// the ring bench).
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     pub rolled: usize,
     /// iostat's figures for each disk over the view (up to the capture's end), from the
     /// matching block requests issued in it, when the query asked ([`Query::iostat`]).
@@ -325,18 +327,42 @@ impl Feed for RollupRows<'_> {
 }
 
 /// Whether `q` can be answered, for a chunk inside one spectrogram row, from the chunk's
-/// rollup: what it reads of each event is the rollup's key (its filter's and grouped field's
-/// columns) and its latency (the measure is latency; no disk split, iostat or slowest, which
-/// need more of each event).
+/// rollup, besides its filter ([`RollupFilter`]): what it reads of each event is the rollup's
+/// key (the grouped field's columns) and its latency (the measure is latency; no disk split,
+/// iostat or slowest, which need more of each event).
 fn rollup_answers(q: &Query) -> bool {
-    let keys = key_cols();
-    let within = |c: ColSet| c.0 & !keys.0 == 0;
     q.measure == Measure::Latency
         && !q.split
         && !q.iostat
         && q.slowest == 0
-        && within(FieldGroups::columns(q.group))
-        && q.filter.as_ref().is_none_or(|f| within(f.columns()))
+        && within_keys(FieldGroups::columns(q.group))
+}
+
+/// Whether columns `c` are all among a rollup's keys.
+fn within_keys(c: ColSet) -> bool {
+    c.0 & !key_cols().0 == 0
+}
+
+/// How `q`'s filter applies to a chunk's rollup.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RollupFilter {
+    /// It keeps every event of the chunk (no filter, or the summary proves it).
+    All,
+    /// It reads only the keys' columns: it is evaluated on the keys.
+    Keys,
+    /// It reads more: the chunk's columns are needed.
+    No,
+}
+
+impl RollupFilter {
+    fn of(q: &Query, s: &ChunkSummary) -> RollupFilter {
+        match &q.filter {
+            None => RollupFilter::All,
+            Some(f) if f.all_match(s) => RollupFilter::All,
+            Some(f) if within_keys(f.columns()) => RollupFilter::Keys,
+            Some(_) => RollupFilter::No,
+        }
+    }
 }
 
 /// Fold the chunks of `chunks` that lie within one spectrogram row and have a rollup into
@@ -351,47 +377,76 @@ fn fold_rollups<'r>(
 ) -> Option<(Vec<usize>, Option<Acc<'r>>)> {
     let infos = reader.chunks();
     let (rolled, mut rest): (Vec<usize>, Vec<usize>) = chunks.iter().partition(|&&i| {
-        infos.get(i).and_then(|c| one_row(q, &c.summary)).is_some() && reader.has_rollup(i)
+        infos.get(i).is_some_and(|c| {
+            one_row(q, &c.summary).is_some() && RollupFilter::of(q, &c.summary) != RollupFilter::No
+        }) && reader.has_rollup(i)
     });
     if rolled.is_empty() {
         return Some((rest, None));
     }
+    let (acc, failed) = over_rollups(
+        reader,
+        &rolled,
+        stale,
+        make,
+        |acc, i, r, bits| {
+            let Some(info) = infos.get(i) else { return };
+            let Some(row) = one_row(q, &info.summary) else { return };
+            match (&q.filter, RollupFilter::of(q, &info.summary)) {
+                (Some(f), RollupFilter::Keys) => f.eval(&r.keys, bits),
+                _ => bits.reset(r.keys.len(), true),
+            }
+            acc.feed_rollup(i, row, r, bits);
+        },
+        Acc::merge,
+    )?;
+    rest.extend(failed);
+    rest.sort_unstable();
+    Some((rest, Some(acc)))
+}
+
+/// Read the rollups of `chunks` on up to two threads, each into its own accumulator made by
+/// `init` through `each` (given a bitmap to use), and merge them; returns the accumulator and
+/// the chunks whose rollup could not be used, or `None` when `stale`.
+fn over_rollups<A: Send>(
+    reader: &Reader,
+    chunks: &[usize],
+    stale: &(dyn Fn() -> bool + Sync),
+    init: &(dyn Fn() -> A + Sync),
+    each: impl Fn(&mut A, usize, &Rollup, &mut Bitmap) + Sync,
+    merge: impl Fn(&mut A, A),
+) -> Option<(A, Vec<usize>)> {
     let next = AtomicUsize::new(0);
     let part = || {
-        let (mut acc, mut dec, mut bits, mut failed) = (make(), ChunkDecoder::new(), Bitmap::default(), Vec::new());
-        while let Some(&i) = rolled.get(next.fetch_add(1, Ordering::Relaxed)) {
+        let (mut acc, mut dec, mut bits, mut failed) = (init(), ChunkDecoder::new(), Bitmap::default(), Vec::new());
+        while let Some(&i) = chunks.get(next.fetch_add(1, Ordering::Relaxed)) {
             if stale() {
                 return None;
             }
-            let row = infos.get(i).and_then(|c| one_row(q, &c.summary));
-            let (Some(row), Some(r)) = (row, reader.rollup(i, &mut dec)) else {
-                failed.push(i);
-                continue;
-            };
-            match &q.filter {
-                Some(f) => f.eval(&r.keys, &mut bits),
-                None => bits.reset(r.keys.len(), true),
+            match reader.rollup(i, &mut dec) {
+                Some(r) => each(&mut acc, i, &r, &mut bits),
+                None => failed.push(i),
             }
-            acc.feed_rollup(i, row, &r, &bits);
         }
         Some((acc, failed))
     };
-    let threads = iocap_analysis::scan::default_threads(rolled.len()).min(2);
-    let parts: Vec<Option<(Acc<'r>, Vec<usize>)>> = std::thread::scope(|s| {
+    let threads = iocap_analysis::scan::default_threads(chunks.len()).min(2);
+    let parts: Vec<Option<(A, Vec<usize>)>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads).map(|_| s.spawn(part)).collect();
         handles.into_iter().map(|h| h.join().ok().flatten()).collect()
     });
-    let mut out: Option<Acc<'r>> = None;
+    let mut out: Option<(A, Vec<usize>)> = None;
     for p in parts {
         let (acc, failed) = p?;
-        rest.extend(failed);
         match &mut out {
-            None => out = Some(acc),
-            Some(o) => o.merge(acc),
+            None => out = Some((acc, failed)),
+            Some((o, f)) => {
+                merge(o, acc);
+                f.extend(failed);
+            }
         }
     }
-    rest.sort_unstable();
-    Some((rest, out))
+    Some(out.unwrap_or_else(|| (init(), Vec::new())))
 }
 
 /// The per-event loop of [`Acc::feed`] over one chunk: each matching row in the view into the
@@ -653,6 +708,9 @@ fn slow_floor(q: &Query, infos: &[ChunkInfo], chunks: &[usize]) -> u64 {
 /// superseded.
 fn count(q: &Query, chunks: &[usize], cache: Option<&ColumnCache>, cancel: &Cancel) -> Option<u64> {
     let stale = || cancel.is_stale(q.gen);
+    // Chunks whose rollup the filter can be judged on are counted from it.
+    let (from_rollups, rest) = count_rollups(q, chunks, &stale)?;
+    let chunks = &rest[..];
     let threads = iocap_analysis::scan::default_threads(chunks.len());
     let mut scan = Scan::new(&q.reader, q.filter.as_deref())
         .chunks(chunks)
@@ -665,16 +723,35 @@ fn count(q: &Query, chunks: &[usize], cache: Option<&ColumnCache>, cancel: &Canc
     }
     // Damage never fails a scan that skips it.
     let done = scan.run(|| (), |_, _, _, _| (), |_, _| ()).ok()??;
-    Some(done.1.matched)
+    Some(from_rollups + done.1.matched)
 }
 
-/// (Tests and the bench: the worker counts through [`count_whole`].) Events matching `q`'s
-/// filter in the whole capture, whatever the view (every chunk counted); `None` when
+/// Events matching `q`'s filter in those of `chunks` whose rollup it can be judged on (one
+/// reading only the keys' columns; any time view), and the chunks left for a scan; `None` when
 /// superseded.
-#[cfg(feature = "testing")]
-pub fn count_all(q: &Query, cache: Option<&ColumnCache>, cancel: &Cancel) -> Option<u64> {
-    let chunks: Vec<usize> = (0..q.reader.chunks().len()).collect();
-    count(q, &chunks, cache, cancel)
+fn count_rollups(q: &Query, chunks: &[usize], stale: &(dyn Fn() -> bool + Sync)) -> Option<(u64, Vec<usize>)> {
+    let (reader, infos) = (&*q.reader, q.reader.chunks());
+    let Some(f) = q.filter.as_deref().filter(|f| within_keys(f.columns())) else {
+        return Some((0, chunks.to_vec()));
+    };
+    // Chunks the summary rules out are left to the scan, which skips them.
+    let (rolled, mut rest): (Vec<usize>, Vec<usize>) = chunks
+        .iter()
+        .partition(|&&i| reader.has_rollup(i) && infos.get(i).is_some_and(|c| f.may_match(&c.summary)));
+    let (total, failed) = over_rollups(
+        reader,
+        &rolled,
+        stale,
+        &|| 0u64,
+        |n, _, r, bits| {
+            f.eval(&r.keys, bits);
+            *n += bits.iter_ones().filter_map(|k| r.totals.get(k)).map(|t| t.count).sum::<u64>();
+        },
+        |a, b| *a += b,
+    )?;
+    rest.extend(failed);
+    rest.sort_unstable();
+    Some((total, rest))
 }
 
 /// What the scans of a question added up so far, in a form more chunks can be added to

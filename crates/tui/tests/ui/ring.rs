@@ -177,7 +177,13 @@ fn chunks_within_one_row_are_answered_from_their_rollups_as_their_columns_answer
     let mut q = fx.query.unwrap();
     let chunks = app.cap.reader.chunks().len();
     let cancel = Cancel::default();
-    for filter in ["", "proc.name=postgres", "proc.name!=fio and evt.type=read"] {
+    for filter in [
+        "",
+        "proc.name=postgres",
+        "proc.name!=fio and evt.type=read",
+        // Ruled in whole by the summaries of the chunks after 1 s, which their rollups answer.
+        "evt.time>=1s",
+    ] {
         q.gen += 1;
         cancel.0.store(q.gen, Ordering::Relaxed);
         q.filter = (!filter.is_empty())
@@ -200,5 +206,12 @@ fn chunks_within_one_row_are_answered_from_their_rollups_as_their_columns_answer
         assert_eq!(rolled.hist, scanned.hist, "{filter:?}");
         assert_eq!(rolled.groups, scanned.groups, "{filter:?}");
         assert_eq!(rolled.per_chunk, scanned.per_chunk, "{filter:?}");
+        // The whole capture's count (the view here is all of it) takes every chunk's rollup
+        // the filter can be judged on, whatever rows it spans.
+        assert_eq!(
+            query::count_whole(&q, None, &cancel, &mut None),
+            Some(scanned.matched),
+            "{filter:?}"
+        );
     }
 }
