@@ -754,6 +754,15 @@ fn count_rollups(q: &Query, chunks: &[usize], stale: &(dyn Fn() -> bool + Sync))
     Some((total, rest))
 }
 
+/// (Tests and the bench: the worker counts through [`count_whole`].) Events matching `q`'s
+/// filter in the whole capture, whatever the view (every chunk counted); `None` when
+/// superseded.
+#[cfg(feature = "testing")]
+pub fn count_all(q: &Query, cache: Option<&ColumnCache>, cancel: &Cancel) -> Option<u64> {
+    let chunks: Vec<usize> = (0..q.reader.chunks().len()).collect();
+    count(q, &chunks, cache, cancel)
+}
+
 /// What the scans of a question added up so far, in a form more chunks can be added to
 /// ([`Totals::fold`]): every accumulator is mergeable, and the groups are kept by printed
 /// value, which a later scan's groups merge into.
