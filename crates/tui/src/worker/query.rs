@@ -390,13 +390,15 @@ fn fold_rollups<'r>(
         stale,
         make,
         |acc, i, r, bits| {
-            let Some(info) = infos.get(i) else { return };
-            let Some(row) = one_row(q, &info.summary) else { return };
+            let Some(info) = infos.get(i) else { return false };
+            let Some(row) = one_row(q, &info.summary) else { return false };
             match (&q.filter, RollupFilter::of(q, &info.summary)) {
                 (Some(f), RollupFilter::Keys) => f.eval(&r.keys, bits),
+                (Some(_), RollupFilter::No) => return false,
                 _ => bits.reset(r.keys.len(), true),
             }
             acc.feed_rollup(i, row, r, bits);
+            true
         },
         Acc::merge,
     )?;
@@ -406,14 +408,15 @@ fn fold_rollups<'r>(
 }
 
 /// Read the rollups of `chunks` on up to two threads, each into its own accumulator made by
-/// `init` through `each` (given a bitmap to use), and merge them; returns the accumulator and
-/// the chunks whose rollup could not be used, or `None` when `stale`.
+/// `init` through `each` (given a bitmap to use; it says whether it took the chunk), and merge
+/// them; returns the accumulator and the chunks whose rollup could not be used or was not
+/// taken, or `None` when `stale`.
 fn over_rollups<A: Send>(
     reader: &Reader,
     chunks: &[usize],
     stale: &(dyn Fn() -> bool + Sync),
     init: &(dyn Fn() -> A + Sync),
-    each: impl Fn(&mut A, usize, &Rollup, &mut Bitmap) + Sync,
+    each: impl Fn(&mut A, usize, &Rollup, &mut Bitmap) -> bool + Sync,
     merge: impl Fn(&mut A, A),
 ) -> Option<(A, Vec<usize>)> {
     let next = AtomicUsize::new(0);
@@ -423,9 +426,9 @@ fn over_rollups<A: Send>(
             if stale() {
                 return None;
             }
-            match reader.rollup(i, &mut dec) {
-                Some(r) => each(&mut acc, i, &r, &mut bits),
-                None => failed.push(i),
+            let taken = reader.rollup(i, &mut dec).is_some_and(|r| each(&mut acc, i, &r, &mut bits));
+            if !taken {
+                failed.push(i);
             }
         }
         Some((acc, failed))
@@ -746,6 +749,7 @@ fn count_rollups(q: &Query, chunks: &[usize], stale: &(dyn Fn() -> bool + Sync))
         |n, _, r, bits| {
             f.eval(&r.keys, bits);
             *n += bits.iter_ones().filter_map(|k| r.totals.get(k)).map(|t| t.count).sum::<u64>();
+            true
         },
         |a, b| *a += b,
     )?;
