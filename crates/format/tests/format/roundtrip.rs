@@ -4,6 +4,7 @@
 use iocap_format::escape::escape;
 use iocap_format::{
     ChunkDecoder, Class, Col, ColSet, Columns, Device, DropStats, Event, FdType, FileEntry, Meta, ProcEntry, Reader,
+    Rollup,
 };
 use proptest::prelude::*;
 
@@ -265,7 +266,24 @@ proptest! {
         stop_ts in u64_extreme(),
     ) {
         let (bytes, x) = write(&meta, &ops, chunk_events, stop_ts);
-        check(bytes, &x)?;
+        check(bytes.clone(), &x)?;
+        // Every chunk's rollup reads back as its events make it, extreme values included.
+        let r = Reader::from_bytes(bytes).unwrap();
+        let (mut dec, mut cols) = (ChunkDecoder::new(), Columns::default());
+        for i in 0..r.chunks().len() {
+            r.read_chunk(i, ColSet::ALL, &mut dec, &mut cols).unwrap();
+            let made = Rollup::of(&cols, r.chunks()[i].offset);
+            prop_assert_eq!(r.rollup(i, &mut dec), Some(made), "chunk {}", i);
+        }
+    }
+
+    /// A rollup's bytes, whatever they are, decode to a consistent rollup or to nothing.
+    #[test]
+    fn arbitrary_rollup_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..200), events in 0..50u64) {
+        if let Some(r) = Rollup::decode(&bytes, events) {
+            prop_assert_eq!(r.totals.iter().map(|t| t.count).sum::<u64>(), events);
+            prop_assert_eq!(r.ends.len(), r.totals.len());
+        }
     }
 
     /// The encoder thread changes where frames are encoded, not what: the same calls give
