@@ -257,6 +257,14 @@ fn fio_writes_are_in_the_capture_or_counted_unseen_as_diskstats_counts_them() {
         "fio's own count"
     );
     let r = Reader::open(&cap).unwrap();
+    // Every chunk the recorder wrote is followed by its rollup, as the chunk's events make it.
+    let (mut dec, mut cols) = (iocap_format::ChunkDecoder::new(), iocap_format::Columns::default());
+    assert!(r.chunks().len() > 1);
+    for i in 0..r.chunks().len() {
+        r.read_chunk(i, iocap_format::ColSet::ALL, &mut dec, &mut cols).unwrap();
+        let made = iocap_format::Rollup::of(&cols, r.chunks()[i].offset);
+        assert_eq!(r.rollup(i, &mut dec), Some(made), "chunk {i}");
+    }
     let loop_dev = dev_of(&r, &name);
     let writes = events(&r)
         .iter()
