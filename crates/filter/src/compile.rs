@@ -640,6 +640,36 @@ impl CNode {
         }
     }
 
+    /// This node within a chunk with summary `s`: every part the summary decides (no event
+    /// may match it, or every event surely does) made a constant, and constants folded away.
+    fn given(&self, s: &ChunkSummary) -> CNode {
+        match self.bounds(s) {
+            (false, _) => return CNode::Const(false),
+            (_, true) => return CNode::Const(true),
+            _ => {}
+        }
+        match self {
+            CNode::And(v) | CNode::Or(v) => {
+                let and = matches!(self, CNode::And(_));
+                // In an `and` a true part adds nothing, in an `or` a false one; the decided
+                // parts of the other kind were caught by the bounds above.
+                let parts: Vec<CNode> = v
+                    .iter()
+                    .map(|c| c.given(s))
+                    .filter(|c| !matches!(c, CNode::Const(b) if *b == and))
+                    .collect();
+                match parts.len() {
+                    0 => CNode::Const(and),
+                    1 => parts.into_iter().next().unwrap_or(CNode::Const(and)),
+                    _ if and => CNode::And(parts),
+                    _ => CNode::Or(parts),
+                }
+            }
+            CNode::Not(c) => CNode::Not(Box::new(c.given(s))),
+            other => other.clone(),
+        }
+    }
+
     /// `(may, all)`: whether some event of the chunk may match, and whether all surely do.
     fn bounds(&self, s: &ChunkSummary) -> (bool, bool) {
         match self {
@@ -1034,6 +1064,17 @@ impl Compiled {
     /// True when every event of a chunk with this summary matches (a count needs no decoding).
     pub fn all_match(&self, s: &ChunkSummary) -> bool {
         self.root.bounds(s).1
+    }
+
+    /// The filter as it applies to the events of a chunk with summary `s`: the clauses the
+    /// summary decides (an `evt.time` window around the chunk, a latency bound past its
+    /// largest) replaced by their value, so that it may read fewer columns; the same events
+    /// of that chunk match it.
+    pub fn given(&self, s: &ChunkSummary) -> Compiled {
+        let root = self.root.given(s);
+        let mut columns = ColSet::NONE;
+        root.columns(&mut columns);
+        Compiled { root, columns }
     }
 
     /// Whether the filter matches every event (the empty filter).

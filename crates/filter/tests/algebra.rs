@@ -402,6 +402,71 @@ proptest! {
     }
 }
 
+/// Events of each chunk of `r` matching `src`, and matching it as the chunk's summary leaves
+/// it ([`iocap_filter::Compiled::given`], which reads no more columns than the filter).
+fn per_chunk_and_given(r: &Reader<Vec<u8>>, src: &str) -> (Vec<Vec<bool>>, Vec<Vec<bool>>) {
+    let f = Filter::parse(src).unwrap_or_else(|e| panic!("{}", e.render(src)));
+    let c = f.compile(r.meta(), r.tables());
+    let (mut dec, mut cols, mut bits) = (Default::default(), Columns::default(), Bitmap::default());
+    let (mut whole, mut given) = (Vec::new(), Vec::new());
+    for (i, chunk) in r.chunks().iter().enumerate() {
+        r.read_chunk(i, iocap_format::ColSet::ALL, &mut dec, &mut cols).unwrap();
+        c.eval(&cols, &mut bits);
+        whole.push((0..cols.len()).map(|j| bits.get(j)).collect());
+        let g = c.given(&chunk.summary);
+        assert_eq!(g.columns().0 & !c.columns().0, 0, "{src}: given reads no new column");
+        g.eval(&cols, &mut bits);
+        given.push((0..cols.len()).map(|j| bits.get(j)).collect());
+    }
+    (whole, given)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// A filter as a chunk's summary leaves it keeps exactly the chunk's events the filter
+    /// keeps, combined with a time window and a latency bound that summaries decide for some
+    /// chunks and not others.
+    #[test]
+    fn a_filter_given_a_summary_keeps_the_same_events(seed in any::<u64>(), ka in 0u8..20, a in any::<u8>(), t in 0u64..3_000, l in 0u8..3) {
+        let r = capture(seed, 1500);
+        let x = atom(ka, a);
+        let bound = ["latency<1ms", "latency>=1us", "not latency>10s"][usize::from(l)];
+        for src in [
+            format!("evt.time>={t}us and ({})", x.text),
+            format!("({}) or evt.time<{t}us", x.text),
+            format!("not (evt.time>={t}us and {bound}) and ({})", x.text),
+        ] {
+            let (whole, given) = per_chunk_and_given(&r, &src);
+            prop_assert_eq!(whole, given, "{}", src);
+        }
+    }
+}
+
+/// A time window decides the chunks wholly inside or outside it: given their summary, the
+/// filter reads no timestamps there, and only where a chunk straddles the window's start.
+#[test]
+fn a_time_window_falls_away_in_the_chunks_it_decides() {
+    let r = capture(3, 1500);
+    let chunks = r.chunks();
+    let from = chunks[chunks.len() / 2].summary.min_ts - r.meta().start_ts;
+    let src = format!("evt.time>={from}ns and proc.name=postgres");
+    let c = Filter::parse(&src).unwrap().compile(r.meta(), r.tables());
+    let ts = |f: &iocap_filter::Compiled| f.columns().contains(iocap_format::Col::Ts);
+    assert!(ts(&c));
+    let reading_ts = chunks.iter().filter(|ch| ts(&c.given(&ch.summary))).count();
+    assert!(reading_ts <= 2, "{reading_ts} chunks still read timestamps");
+    // Before the window nothing may match; after it, only the process clause is left.
+    assert!(!c.given(&chunks[0].summary).may_match(&chunks[0].summary));
+    let after = c.given(&chunks[chunks.len() - 1].summary);
+    assert_eq!(
+        after.columns(),
+        iocap_format::ColSet::NONE.with(iocap_format::Col::Proc)
+    );
+    let (whole, given) = per_chunk_and_given(&r, &src);
+    assert_eq!(whole, given);
+}
+
 #[test]
 fn absent_fields_are_false_and_not_inverts() {
     let r = capture(7, 3000);

@@ -343,24 +343,27 @@ fn within_keys(c: ColSet) -> bool {
     c.0 & !key_cols().0 == 0
 }
 
-/// How `q`'s filter applies to a chunk's rollup.
-#[derive(Clone, Copy, PartialEq, Eq)]
+/// How `q`'s filter applies to a chunk's rollup, once the chunk's summary has decided what it
+/// can of it ([`Compiled::given`]: an `evt.time` window around the chunk falls away).
 enum RollupFilter {
     /// It keeps every event of the chunk (no filter, or the summary proves it).
     All,
-    /// It reads only the keys' columns: it is evaluated on the keys.
-    Keys,
+    /// What is left reads only the keys' columns: it is evaluated on the keys.
+    Keys(Compiled),
     /// It reads more: the chunk's columns are needed.
     No,
 }
 
 impl RollupFilter {
     fn of(q: &Query, s: &ChunkSummary) -> RollupFilter {
-        match &q.filter {
-            None => RollupFilter::All,
-            Some(f) if f.all_match(s) => RollupFilter::All,
-            Some(f) if within_keys(f.columns()) => RollupFilter::Keys,
-            Some(_) => RollupFilter::No,
+        let Some(f) = &q.filter else { return RollupFilter::All };
+        let left = f.given(s);
+        if left.is_all() {
+            RollupFilter::All
+        } else if within_keys(left.columns()) {
+            RollupFilter::Keys(left)
+        } else {
+            RollupFilter::No
         }
     }
 }
@@ -378,7 +381,7 @@ fn fold_rollups<'r>(
     let infos = reader.chunks();
     let (rolled, mut rest): (Vec<usize>, Vec<usize>) = chunks.iter().partition(|&&i| {
         infos.get(i).is_some_and(|c| {
-            one_row(q, &c.summary).is_some() && RollupFilter::of(q, &c.summary) != RollupFilter::No
+            one_row(q, &c.summary).is_some() && !matches!(RollupFilter::of(q, &c.summary), RollupFilter::No)
         }) && reader.has_rollup(i)
     });
     if rolled.is_empty() {
@@ -392,10 +395,10 @@ fn fold_rollups<'r>(
         |acc, i, r, bits| {
             let Some(info) = infos.get(i) else { return false };
             let Some(row) = one_row(q, &info.summary) else { return false };
-            match (&q.filter, RollupFilter::of(q, &info.summary)) {
-                (Some(f), RollupFilter::Keys) => f.eval(&r.keys, bits),
-                (Some(_), RollupFilter::No) => return false,
-                _ => bits.reset(r.keys.len(), true),
+            match RollupFilter::of(q, &info.summary) {
+                RollupFilter::All => bits.reset(r.keys.len(), true),
+                RollupFilter::Keys(f) => f.eval(&r.keys, bits),
+                RollupFilter::No => return false,
             }
             acc.feed_rollup(i, row, r, bits);
             true
@@ -729,24 +732,30 @@ fn count(q: &Query, chunks: &[usize], cache: Option<&ColumnCache>, cancel: &Canc
     Some(from_rollups + done.1.matched)
 }
 
-/// Events matching `q`'s filter in those of `chunks` whose rollup it can be judged on (one
-/// reading only the keys' columns; any time view), and the chunks left for a scan; `None` when
-/// superseded.
+/// Events matching `q`'s filter in those of `chunks` whose rollup it can be judged on (what
+/// the chunk's summary leaves of it reads only the keys' columns; any time view), and the
+/// chunks left for a scan; `None` when superseded.
 fn count_rollups(q: &Query, chunks: &[usize], stale: &(dyn Fn() -> bool + Sync)) -> Option<(u64, Vec<usize>)> {
     let (reader, infos) = (&*q.reader, q.reader.chunks());
-    let Some(f) = q.filter.as_deref().filter(|f| within_keys(f.columns())) else {
+    if q.filter.is_none() {
         return Some((0, chunks.to_vec()));
+    }
+    // Chunks the summary rules in or out whole are left to the scan, which counts them from
+    // their summary.
+    let keys = |i: usize| match infos.get(i).map(|c| RollupFilter::of(q, &c.summary)) {
+        Some(RollupFilter::Keys(f)) => Some(f),
+        _ => None,
     };
-    // Chunks the summary rules out are left to the scan, which skips them.
     let (rolled, mut rest): (Vec<usize>, Vec<usize>) = chunks
         .iter()
-        .partition(|&&i| reader.has_rollup(i) && infos.get(i).is_some_and(|c| f.may_match(&c.summary)));
+        .partition(|&&i| reader.has_rollup(i) && keys(i).is_some_and(|f| f.may_match(&infos[i].summary)));
     let (total, failed) = over_rollups(
         reader,
         &rolled,
         stale,
         &|| 0u64,
-        |n, _, r, bits| {
+        |n, i, r, bits| {
+            let Some(f) = keys(i) else { return false };
             f.eval(&r.keys, bits);
             *n += bits.iter_ones().filter_map(|k| r.totals.get(k)).map(|t| t.count).sum::<u64>();
             true
