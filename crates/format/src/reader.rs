@@ -323,6 +323,7 @@ impl<S: Source> Reader<S> {
             r.tables = Arc::new(r.first_tables());
             r.chunks.clear();
             r.drop_stats.clear();
+            r.rollups.clear();
             r.unseen = 0;
             r.stop_ts = None;
             r.scan = Some(ScanState {

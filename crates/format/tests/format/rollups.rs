@@ -75,3 +75,23 @@ fn a_rollup_answers_only_for_its_own_chunk() {
     assert_eq!(first.chunk, r.chunks()[0].offset);
     assert_ne!(first.chunk, r.chunks()[1].offset);
 }
+
+/// A table frame damaged after some rollups: the index, listing it, is given up for a scan,
+/// which finds every chunk's rollup.
+#[test]
+fn rollups_found_by_a_scan_after_the_index_failed() {
+    let (mut bytes, _) = small_capture();
+    let first_rollup = frames_of_kind(&bytes, 13)[0];
+    let table = [2u16, 3, 4, 5, 9, 10, 11]
+        .iter()
+        .flat_map(|&k| frames_of_kind(&bytes, k))
+        .filter(|&at| at > first_rollup)
+        .min()
+        .expect("a table frame after the first chunk");
+    bytes[table + 17] ^= 0x01;
+    let r = Reader::from_bytes(bytes).unwrap();
+    assert!(!r.is_clean(), "the index lists a damaged frame");
+    for (i, (read, made)) in rollups_read_and_made(&r).into_iter().enumerate() {
+        assert_eq!(read.as_ref(), Some(&made), "chunk {i}");
+    }
+}
