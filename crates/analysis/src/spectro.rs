@@ -53,8 +53,8 @@ impl ColumnTable {
     #[inline(always)]
     pub fn column(&self, b: usize, ns: u64) -> usize {
         let c = usize::from(self.first.get(b).copied().unwrap_or(COLS as u8 - 1));
-        let next = self.bounds.get(c + 1).copied().unwrap_or(u64::MAX);
-        (c + usize::from(ns >= next)).min(COLS - 1)
+        let past = iocap_format::latency::past_bound(self.first, self.bounds, b, ns);
+        (c + usize::from(past)).min(COLS - 1)
     }
 }
 

@@ -9,7 +9,7 @@
 //!   column `c` holds `[10^(c/10), 10^((c+1)/10))` ns rounded to three significant digits (whole
 //!   ns below 1 µs; in the first decade column `c` is `c` ns, from 0). Each column is at least
 //!   20 % wide, so a bucket straddles at most one column bound: a latency's column is its
-//!   bucket's lowest value's column, or the next ([`column_in_bucket`]).
+//!   bucket's lowest value's column, or the next ([`past_bound`]).
 
 use std::sync::OnceLock;
 
@@ -90,25 +90,28 @@ pub fn past_bound(first: &[u8; BUCKETS], bounds: &[u64; COLS + 1], b: usize, ns:
     ns >= bounds.get(c + 1).copied().unwrap_or(u64::MAX)
 }
 
-/// The spectrogram column of `ns`, whose bucket is `b`.
-#[inline]
-pub fn column_in_bucket(b: usize, ns: u64) -> usize {
-    let first = bucket_first_columns();
-    let c = usize::from(first.get(b).copied().unwrap_or(COLS as u8 - 1));
-    (c + usize::from(past_bound(first, column_bounds(), b, ns))).min(COLS - 1)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The column of `ns` by a search of the bounds.
+    fn column_by_search(ns: u64) -> usize {
+        let b = column_bounds();
+        b.partition_point(|&bound| bound <= ns).saturating_sub(1).min(COLS - 1)
+    }
+
     #[test]
     fn a_bucket_straddles_at_most_one_column_bound() {
+        let first = bucket_first_columns();
         for b in 0..BUCKETS {
             let (lo, hi) = bucket_range(b);
-            let first = column_in_bucket(b, lo);
-            let last = column_in_bucket(b, hi);
-            assert!(last == first || last == first + 1, "bucket {b}: {first}..{last}");
+            let (c_lo, c_hi) = (column_by_search(lo), column_by_search(hi));
+            assert!(c_hi == c_lo || c_hi == c_lo + 1, "bucket {b}: {c_lo}..{c_hi}");
+            // The table and one comparison give the search's column at both ends.
+            for ns in [lo, hi] {
+                let c = (usize::from(first[b]) + usize::from(past_bound(first, column_bounds(), b, ns))).min(COLS - 1);
+                assert_eq!(c, column_by_search(ns), "{ns}");
+            }
         }
     }
 }

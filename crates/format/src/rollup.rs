@@ -54,9 +54,14 @@ pub fn key_cols() -> ColSet {
 /// The latency cell of `ns` (see the module).
 #[inline]
 pub fn cell(ns: u64) -> u16 {
+    cell_in(latency::bucket_first_columns(), latency::column_bounds(), ns)
+}
+
+/// [`cell`], given the tables it reads (fetched once by a loop over many latencies).
+#[inline(always)]
+fn cell_in(first: &[u8; BUCKETS], bounds: &[u64; latency::COLS + 1], ns: u64) -> u16 {
     let b = latency::bucket(ns);
-    let past = latency::past_bound(latency::bucket_first_columns(), latency::column_bounds(), b, ns);
-    (b * 2 + usize::from(past)) as u16
+    (b * 2 + usize::from(latency::past_bound(first, bounds, b, ns))) as u16
 }
 
 /// The bucket and spectrogram column of cell `c`.
@@ -123,9 +128,8 @@ impl Rollup {
             t.min = t.min.min(ns);
             t.max = t.max.max(ns);
             t.sum += u128::from(ns);
-            let b = latency::bucket(ns);
             key_of.push(id);
-            cell_of.push((b * 2 + usize::from(latency::past_bound(first, bounds, b, ns))) as u16);
+            cell_of.push(cell_in(first, bounds, ns));
         }
         // The cells grouped by key (a counting sort), then counted key by key in a table of
         // every cell, of which only the cells touched are read back and cleared.
@@ -328,7 +332,10 @@ mod tests {
         {
             let (b, c) = cell_parts(cell(ns));
             assert_eq!(b, latency::bucket(ns), "{ns}");
-            assert_eq!(c, latency::column_in_bucket(b, ns), "{ns}");
+            let by_search = latency::column_bounds()
+                .partition_point(|&bound| bound <= ns)
+                .saturating_sub(1);
+            assert_eq!(c, by_search.min(latency::COLS - 1), "{ns}");
         }
     }
 
