@@ -379,32 +379,33 @@ fn fold_rollups<'r>(
     stale: &(dyn Fn() -> bool + Sync),
 ) -> Option<(Vec<usize>, Option<Acc<'r>>)> {
     let infos = reader.chunks();
-    // Cheapest test first: a file before 1.12 has no rollup, and a chunk straddling rows
-    // needs no look at the filter.
-    let (rolled, mut rest): (Vec<usize>, Vec<usize>) = chunks.iter().partition(|&&i| {
-        reader.has_rollup(i)
-            && infos.get(i).is_some_and(|c| {
-                one_row(q, &c.summary).is_some() && !matches!(RollupFilter::of(q, &c.summary), RollupFilter::No)
-            })
-    });
-    if rolled.is_empty() {
+    // Each chunk the rollup can answer, with its row and the filter its summary leaves (none:
+    // every event). Cheapest test first: a file before 1.12 has no rollup, and a chunk
+    // straddling rows needs no look at the filter.
+    let plan = |i: usize| {
+        let s = &infos.get(i)?.summary;
+        let row = reader.has_rollup(i).then(|| one_row(q, s)).flatten()?;
+        match RollupFilter::of(q, s) {
+            RollupFilter::All => Some((row, None)),
+            RollupFilter::Keys(f) => Some((row, Some(f))),
+            RollupFilter::No => None,
+        }
+    };
+    let (planned, mut rest) = plan_rollups(chunks, plan);
+    if planned.is_empty() {
         return Some((rest, None));
     }
     let (acc, failed) = over_rollups(
         reader,
-        &rolled,
+        &planned,
         stale,
         make,
-        |acc, i, r, bits| {
-            let Some(info) = infos.get(i) else { return false };
-            let Some(row) = one_row(q, &info.summary) else { return false };
-            match RollupFilter::of(q, &info.summary) {
-                RollupFilter::All => bits.reset(r.keys.len(), true),
-                RollupFilter::Keys(f) => f.eval(&r.keys, bits),
-                RollupFilter::No => return false,
+        |acc, i, (row, f), r, bits| {
+            match f {
+                Some(f) => f.eval(&r.keys, bits),
+                None => bits.reset(r.keys.len(), true),
             }
-            acc.feed_rollup(i, row, r, bits);
-            true
+            acc.feed_rollup(i, *row, r, bits);
         },
         Acc::merge,
     )?;
@@ -413,33 +414,45 @@ fn fold_rollups<'r>(
     Some((rest, Some(acc)))
 }
 
-/// Read the rollups of `chunks` on up to two threads, each into its own accumulator made by
-/// `init` through `each` (given a bitmap to use; it says whether it took the chunk), and merge
-/// them; returns the accumulator and the chunks whose rollup could not be used or was not
-/// taken, or `None` when `stale`.
-fn over_rollups<A: Send>(
+/// `chunks` split by `plan`: those it has a plan for, with it, and the others.
+fn plan_rollups<T>(chunks: &[usize], plan: impl Fn(usize) -> Option<T>) -> (Vec<(usize, T)>, Vec<usize>) {
+    let (mut planned, mut rest) = (Vec::new(), Vec::new());
+    for &i in chunks {
+        match plan(i) {
+            Some(p) => planned.push((i, p)),
+            None => rest.push(i),
+        }
+    }
+    (planned, rest)
+}
+
+/// Read the rollups of the `planned` chunks on up to two threads, each into its own
+/// accumulator made by `init` through `each` (given the chunk, its plan and a bitmap to use),
+/// and merge them; returns the accumulator and the chunks whose rollup could not be used, or
+/// `None` when `stale`.
+fn over_rollups<A: Send, T: Sync>(
     reader: &Reader,
-    chunks: &[usize],
+    planned: &[(usize, T)],
     stale: &(dyn Fn() -> bool + Sync),
     init: &(dyn Fn() -> A + Sync),
-    each: impl Fn(&mut A, usize, &Rollup, &mut Bitmap) -> bool + Sync,
+    each: impl Fn(&mut A, usize, &T, &Rollup, &mut Bitmap) + Sync,
     merge: impl Fn(&mut A, A),
 ) -> Option<(A, Vec<usize>)> {
     let next = AtomicUsize::new(0);
     let part = || {
         let (mut acc, mut dec, mut bits, mut failed) = (init(), ChunkDecoder::new(), Bitmap::default(), Vec::new());
-        while let Some(&i) = chunks.get(next.fetch_add(1, Ordering::Relaxed)) {
+        while let Some((i, plan)) = planned.get(next.fetch_add(1, Ordering::Relaxed)) {
             if stale() {
                 return None;
             }
-            let taken = reader.rollup(i, &mut dec).is_some_and(|r| each(&mut acc, i, &r, &mut bits));
-            if !taken {
-                failed.push(i);
+            match reader.rollup(*i, &mut dec) {
+                Some(r) => each(&mut acc, *i, plan, &r, &mut bits),
+                None => failed.push(*i),
             }
         }
         Some((acc, failed))
     };
-    let threads = iocap_analysis::scan::default_threads(chunks.len()).min(2);
+    let threads = iocap_analysis::scan::default_threads(planned.len()).min(2);
     let parts: Vec<Option<(A, Vec<usize>)>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads).map(|_| s.spawn(part)).collect();
         handles.into_iter().map(|h| h.join().ok().flatten()).collect()
@@ -745,23 +758,22 @@ fn count_rollups(q: &Query, chunks: &[usize], stale: &(dyn Fn() -> bool + Sync))
     }
     // Chunks the summary rules in or out whole are left to the scan, which counts them from
     // their summary.
-    let keys = |i: usize| match infos.get(i).map(|c| RollupFilter::of(q, &c.summary)) {
-        Some(RollupFilter::Keys(f)) => Some(f),
-        _ => None,
+    let plan = |i: usize| {
+        let s = &infos.get(i)?.summary;
+        match reader.has_rollup(i).then(|| RollupFilter::of(q, s))? {
+            RollupFilter::Keys(f) if f.may_match(s) => Some(f),
+            _ => None,
+        }
     };
-    let (rolled, mut rest): (Vec<usize>, Vec<usize>) = chunks
-        .iter()
-        .partition(|&&i| reader.has_rollup(i) && keys(i).is_some_and(|f| f.may_match(&infos[i].summary)));
+    let (planned, mut rest) = plan_rollups(chunks, plan);
     let (total, failed) = over_rollups(
         reader,
-        &rolled,
+        &planned,
         stale,
         &|| 0u64,
-        |n, i, r, bits| {
-            let Some(f) = keys(i) else { return false };
+        |n, _, f, r, bits| {
             f.eval(&r.keys, bits);
             *n += bits.iter_ones().filter_map(|k| r.totals.get(k)).map(|t| t.count).sum::<u64>();
-            true
         },
         |a, b| *a += b,
     )?;
