@@ -537,8 +537,8 @@ impl<S: Source> Reader<S> {
     /// then what answers.
     pub fn rollup(&self, i: usize, dec: &mut ChunkDecoder) -> Option<Rollup> {
         let info = self.chunks.get(i)?;
-        // The rollup frame after the chunk's; its own payload says which chunk it sums.
-        let at = *self.rollups.get(self.rollups.partition_point(|&r| r <= info.offset))?;
+        // Its own payload says which chunk it sums.
+        let at = self.rollup_after(info.offset)?;
         let Some(parts) = &self.parts else {
             return read_rollup_in(&*self.src, self.file_len, at, info.offset, &info.summary, dec);
         };
@@ -561,12 +561,17 @@ impl<S: Source> Reader<S> {
     /// Whether chunk `i` may have a rollup: one is listed after it, before the next chunk.
     pub fn has_rollup(&self, i: usize) -> bool {
         let Some(info) = self.chunks.get(i) else { return false };
-        let Some(&at) = self.rollups.get(self.rollups.partition_point(|&r| r <= info.offset)) else {
+        let Some(at) = self.rollup_after(info.offset) else {
             return false;
         };
         self.chunks
             .get(i + 1)
             .is_none_or(|next| next.offset < info.offset || at < next.offset)
+    }
+
+    /// The first rollup frame listed after offset `off` (a chunk's, whose rollup follows it).
+    fn rollup_after(&self, off: u64) -> Option<u64> {
+        self.rollups.get(self.rollups.partition_point(|&r| r <= off)).copied()
     }
 
     /// Every event in file order (a convenience for tools and tests; viewers decode chunks).
