@@ -57,7 +57,8 @@ pub struct Args {
           value_parser = clap::value_parser!(i32).range(-20..=19))]
     nice: Option<i32>,
     /// Ring buffer size in MiB (a power of two), shared out among the CPUs' rings (each at
-    /// least 256 KiB).
+    /// least 256 KiB); where the kernel cannot preempt the programs, each CPU's share is split
+    /// between its ring and its lane for the common syscall record.
     #[arg(long, default_value_t = 64, value_name = "MIB")]
     ring_mib: u32,
     /// Start a new file when the current one reaches SIZE: 100MB, 1GiB, 500KiB; a plain number

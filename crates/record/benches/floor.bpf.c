@@ -81,12 +81,46 @@ static __always_inline void *ring(void)
 
 	return bpf_map_lookup_elem(&rings, &cpu);
 }
+#elif FLOOR_CLOCK == 4
+/*
+ * This CPU's own buffer with no reserve and no submit: an array user space maps, FAST_SLOTS
+ * records per CPU, and the CPU's cursor (head written here, tail by the reader). Only one
+ * program writes it, in process context, so nothing else on the CPU runs between its stores
+ * (a kernel without involuntary preemption).
+ */
+#define FAST_SLOTS (1 << 17)
+struct cursor {
+	__u64 head;
+	__u64 pad[7];
+	__u64 tail;
+	__u64 pad2[7];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1); /* floor-load sets the possible CPUs */
+	__type(key, __u32);
+	__type(value, struct cursor);
+} cursors SEC(".maps");
+
+struct rec32 {
+	__u64 w[4];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1); /* floor-load sets FAST_SLOTS per possible CPU */
+	__type(key, __u32);
+	__type(value, struct rec32);
+} fast SEC(".maps");
 #endif
 
 /* The record of a call: its return value and three more words, as iocap's 32-byte record. */
 static __always_inline void hand_over(long ret)
 {
-#if FLOOR_CLOCK >= 2
+#if FLOOR_CLOCK == 2 || FLOOR_CLOCK == 3
 	void *rb = ring();
 	__u64 *e = rb ? bpf_ringbuf_reserve(rb, 32, 0) : NULL;
 
@@ -97,6 +131,27 @@ static __always_inline void hand_over(long ret)
 		e[3] = 3;
 		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	}
+#elif FLOOR_CLOCK == 4
+	__u32 cpu = bpf_get_smp_processor_id(), i;
+	struct cursor *c = bpf_map_lookup_elem(&cursors, &cpu);
+	struct rec32 *e;
+	__u64 h;
+
+	if (!c)
+		return;
+	h = c->head;
+	if (h - c->tail >= FAST_SLOTS)
+		return;
+	i = cpu * FAST_SLOTS + (h & (FAST_SLOTS - 1));
+	e = bpf_map_lookup_elem(&fast, &i);
+	if (!e)
+		return;
+	e->w[0] = ret;
+	e->w[1] = 1;
+	e->w[2] = 2;
+	e->w[3] = 3;
+	asm volatile("" ::: "memory"); /* the record before the head that publishes it */
+	c->head = h + 1;
 #endif
 }
 

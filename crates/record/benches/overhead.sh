@@ -24,6 +24,11 @@
 #   floor: + 2 clock reads         the same with one bpf_ktime_get_ns() in each
 #   floor: + clocks + one shared ring  and a 32-byte record per call through one BPF ring buffer
 #   floor: + clocks + per-CPU rings  the record through this CPU's own ring instead, as iocap
+#                                  does for every record but the hot path's
+#   floor: + clocks + per-CPU lanes  the record in this CPU's lane (a mapped array, no reserve
+#                                  or submit), as iocap writes the hot path's 32-byte record
+#   iocap record -c, rings only    IOCAP_LANES=0: every record through the rings, as before
+#                                  the lanes
 #   two loops at once              a loop on each CPU at once: untraced, under the floors with
 #                                  one shared ring and with per-CPU rings, and under iocap
 #                                  system-wide (the mean of the two loops' ns/syscall)
@@ -97,6 +102,7 @@ median() {
 }
 row() { awk -v n="$1" -v ns="$2" -v b="$3" 'BEGIN { printf "%-34s %9.1f ns/syscall %6.2fx\n", n, ns, ns / b }'; }
 iocap_c() { "$IOCAP" record -w "$T/c.cap" -c "$T/loop $*" 2>"$T/err"; }
+iocap_c_rings() { IOCAP_LANES=0 "$IOCAP" record -w "$T/c.cap" -c "$T/loop $*" 2>"$T/err"; }
 # A system-wide recording around one loop run: the loop starts only once every probe is attached.
 iocap_all() {
     "$IOCAP" record -w "$T/a.cap" 2>"$T/aerr" &
@@ -110,7 +116,7 @@ iocap_all() {
 # flags, same vmlinux.h). Fails without clang or libbpf's headers (the caller says so).
 build_floor() {
     b=$(dirname "$0")
-    for v in 0 1 2 3; do
+    for v in 0 1 2 3 4; do
         clang -D__TARGET_ARCH_x86 -DFLOOR_CLOCK=$v -I"$b/../bpf" -fno-stack-protector -g -O2 -target bpf \
             -c "$b/floor.bpf.c" -o "$T/floor-$v.o" || return 1
     done
@@ -144,6 +150,8 @@ row "untraced read 1 B" "$base" "$base"
 c_ns=$(median iocap_c r "$N")
 row "iocap record -c" "$c_ns" "$base"
 facts "$T/c.cap"
+r_ns=$(median iocap_c_rings r "$N")
+row "iocap record -c, rings only" "$r_ns" "$base"
 a_ns=$(median iocap_all r "$N")
 row "iocap record (system-wide)" "$a_ns" "$base"
 facts "$T/a.cap"
@@ -163,8 +171,13 @@ if build_floor 2>"$T/fberr"; then
     f4=$(median "$T/loop" r "$N")
     floor_off
     row "floor: + clocks + per-CPU rings" "$f4" "$base"
+    floor_on "$T/floor-4.o"
+    f5=$(median "$T/loop" r "$N")
+    floor_off
+    row "floor: + clocks + per-CPU lanes" "$f5" "$base"
     echo "iocap added / floor added (+ 2 clock reads): -c $(added "$c_ns" "$f2"), system-wide $(added "$a_ns" "$f2") (goal <= 1.15x)"
-    awk -v r="$f3" -v p="$f4" -v c="$c_ns" -v f="$f2" 'BEGIN { printf "    of which the ring record %.1f ns (one shared ring: %.1f ns), iocap'"'"'s bookkeeping %.1f ns\n", p - f, r - f, c - p }'
+    echo "    rings only (IOCAP_LANES=0): -c $(added "$r_ns" "$f2")"
+    awk -v r="$f3" -v p="$f4" -v l="$f5" -v c="$c_ns" -v f="$f2" 'BEGIN { printf "    of which the lane record %.1f ns (per-CPU ring: %.1f ns, one shared ring: %.1f ns), iocap'"'"'s bookkeeping %.1f ns\n", l - f, p - f, r - f, c - l }'
     # Both CPUs making calls at once: what sharing one ring costs each call.
     echo "two loops at once (ns/syscall, each loop's mean):"
     row "  untraced" "$(median two_loops)" "$base"
@@ -176,6 +189,9 @@ if build_floor 2>"$T/fberr"; then
     floor_off
     floor_on "$T/floor-3.o"
     row "  floor: + clocks + per-CPU rings" "$(median two_loops)" "$base"
+    floor_off
+    floor_on "$T/floor-4.o"
+    row "  floor: + clocks + per-CPU lanes" "$(median two_loops)" "$base"
     floor_off
     row "  iocap record (system-wide)" "$(median iocap_all_two)" "$base"
     facts "$T/a.cap"

@@ -34,6 +34,7 @@ mod classify;
 mod config;
 mod error;
 mod kernel;
+mod lanes;
 mod merge;
 mod plan;
 mod poll;

@@ -18,6 +18,7 @@ use crate::abi;
 use crate::backlog::Backlog;
 use crate::config::{Output, Progress, Summary};
 use crate::error::Error;
+use crate::lanes::Lanes;
 use crate::merge::Merge;
 use crate::procfs;
 use crate::recorder::{nice_this_thread, set_backlog_max, stop_recording, Recorder};
@@ -63,106 +64,59 @@ impl Recorder {
             .map_err(|_| Error::Thread("writer thread could not start"))?;
 
         let batch = RefCell::new(Vec::<u8>::with_capacity(BATCH));
-        // The per-CPU rings' records wait here until they can go out in causal order.
-        let merge = Rc::new(RefCell::new(Merge::new(self.rings.len())));
-        // Per ring: it was left with records in it this round (its queue reached QUEUED).
-        let stopped: Rc<Vec<Cell<bool>>> = Rc::new(self.rings.iter().map(|_| Cell::new(false)).collect());
-        // Bytes each ring has had discarded (below) in the current round.
-        let thrown_now: Rc<Vec<Cell<usize>>> = Rc::new(self.rings.iter().map(|_| Cell::new(0)).collect());
-        // The kernel stamps events with CLOCK_MONOTONIC (cheaper); checked every poll.
-        let boot_offset = Rc::new(Cell::new(procfs::boot_offset_ns()));
-        // Ring bytes taken so far, for the drain rate.
-        let consumed = Rc::new(Cell::new(0u64));
-        // Events that ended before this (ns of BOOTTIME) are discarded, not written: set when
-        // the pipeline has fallen behind, so that what the ring held when it did (up to the
-        // generous limit of a pipeline keeping up) does not keep the file seconds late while a
-        // starved recorder works through it. Counted with the kernel's drops.
-        let discard_before = Rc::new(Cell::new(0u64));
-        let discarded = Rc::new(Cell::new(0u64));
-        // A key this far past the round's start is not a clock's (a damaged record): it is
-        // held to it, so that it cannot hold its ring's later records back for long.
-        let key_ceiling = Rc::new(Cell::new(u64::MAX));
+        // The merge's sources: each CPU's ring, then each CPU's lane (lanes.rs), if any.
+        let lane_cpus = self.lanes.as_ref().map_or(0, Lanes::cpus);
+        let sources = self.rings.len() + lane_cpus;
+        let intake = Rc::new(Intake::new(sources));
         // One libbpf ring buffer manager per ring, so that each is drained, or stopped, alone.
         let mut rbs = Vec::with_capacity(self.rings.len());
         for (i, ring) in self.rings.iter().enumerate() {
-            let (merge, stopped, off, taken) = (
-                Rc::clone(&merge),
-                Rc::clone(&stopped),
-                Rc::clone(&boot_offset),
-                Rc::clone(&consumed),
-            );
-            let (cutoff, thrown, thrown_now, ceiling) = (
-                Rc::clone(&discard_before),
-                Rc::clone(&discarded),
-                Rc::clone(&thrown_now),
-                Rc::clone(&key_ceiling),
-            );
+            let intake = Rc::clone(&intake);
             let mut rbb = RingBufferBuilder::new();
-            rbb.add(ring, move |data: &[u8]| {
-                taken.set(taken.get() + data.len() as u64);
-                let key = abi::merge_key(data).min(ceiling.get());
-                let mut m = merge.borrow_mut();
-                // Judged before it is queued: a starved poller may have millions to throw away.
-                if abi::event_end(data).is_some_and(|end| end.wrapping_add(off.get()) < cutoff.get()) {
-                    m.skip(i, key);
-                    thrown.set(thrown.get() + 1);
-                    // Discarding ends the ring's round too, after as many bytes as are
-                    // queued: while a flood refills the ring as fast as a starved poller
-                    // throws records away, consume() would never return, and the fresh
-                    // records of the other rings would wait (seconds, in a debug build).
-                    let now = thrown_now[i].get() + data.len();
-                    thrown_now[i].set(now);
-                    if now >= QUEUED {
-                        stopped[i].set(true);
-                        return -1;
-                    }
-                    return 0;
-                }
-                let waiting = m.push(i, key, data.len(), |b| {
-                    let start = b.len();
-                    b.extend_from_slice(data);
-                    abi::to_boottime(&mut b[start..], off.get());
-                });
-                // libbpf's consume() goes on for as long as records keep coming: under a
-                // flood it would never return, growing the queue without bound and never
-                // checking for stop. A negative return ends it (this record is kept: libbpf
-                // has already moved past it).
-                if waiting >= QUEUED {
-                    stopped[i].set(true);
-                    -1
-                } else {
-                    0
-                }
-            })
-            .map_err(|e| Error::Bpf(format!("ring buffer: {e}")))?;
+            // libbpf's consume() goes on for as long as records keep coming: under a flood it
+            // would never return, growing the queue without bound and never checking for
+            // stop. A negative return ends it (this record is kept: libbpf has already moved
+            // past it).
+            rbb.add(ring, move |data: &[u8]| if intake.take(i, data) { 0 } else { -1 })
+                .map_err(|e| Error::Bpf(format!("ring buffer: {e}")))?;
             rbs.push(rbb.build().map_err(|e| Error::Bpf(format!("ring buffer: {e}")))?);
         }
-        // Drain every ring once, then hand over what the merge can: records keyed up to the
-        // round's start for rings drained to empty, up to their last key for the others (see
-        // merge.rs). Says whether every ring was found empty.
+        let lanes = self.lanes.as_ref();
+        // Drain every ring and lane once, then hand over what the merge can: records keyed up
+        // to the round's start for sources drained to empty, up to their last key for the
+        // others (see merge.rs). Says whether every source was found empty.
         let round = || -> bool {
             let t0 = procfs::monotonic_ns();
-            key_ceiling.set(t0.saturating_add(KEY_SLACK_NS));
+            intake.key_ceiling.set(t0.saturating_add(KEY_SLACK_NS));
             let mut bound = u64::MAX;
-            for (i, rb) in rbs.iter().enumerate() {
-                stopped[i].set(false);
-                thrown_now[i].set(0);
-                let _ = rb.consume_raw();
-                let m = merge.borrow();
-                bound = bound.min(if stopped[i].get() { m.last_key(i) } else { t0 });
+            for i in 0..sources {
+                intake.stopped[i].set(false);
+                intake.thrown_now[i].set(0);
+                if let Some(rb) = rbs.get(i) {
+                    let _ = rb.consume_raw();
+                } else if let Some(lanes) = lanes {
+                    let cpu = i - rbs.len();
+                    lanes.drain(cpu, |data| intake.take(i, data));
+                }
+                let m = intake.merge.borrow();
+                bound = bound.min(if intake.stopped[i].get() { m.last_key(i) } else { t0 });
             }
-            merge.borrow_mut().take(bound, &mut batch.borrow_mut());
-            !stopped.iter().any(Cell::get)
+            intake.merge.borrow_mut().take(bound, &mut batch.borrow_mut());
+            !intake.stopped.iter().any(Cell::get)
         };
+        let (merge, consumed, boot_offset) = (&intake.merge, &intake.consumed, &intake.boot_offset);
+        let (discard_before, discarded) = (&intake.discard_before, &intake.discarded);
 
         let mut last_drops = Instant::now();
         let mut sent_drops = None;
         let mut sent_unseen = 0;
         let mut last_progress = Instant::now();
         let mut last_pump = Instant::now();
-        // The backlog is the rings' together; each is held to its share of the limit.
+        // The backlog is the rings' and lanes' together; each CPU's ring, and its lane, is
+        // held to the CPU's share of the limit (a lane holds as many bytes as its ring).
         let rings = self.rings.len() as u64;
-        let mut backlog = Backlog::new(u64::from(self.ring_bytes) * rings);
+        let all_bytes = self.ring_bytes as usize * sources;
+        let mut backlog = Backlog::new(all_bytes as u64);
         let mut writer_gone;
         let mut limit_set = 0;
         let mut told_ready = false;
@@ -286,13 +240,13 @@ impl Recorder {
             stop_recording(&mut self.skel);
         }
         // Final drain: what the kernel holds now (not what a flood adds while we drain).
-        if !writer_gone && pump(self.ring_bytes as usize * self.rings.len()).0 {
+        if !writer_gone && pump(all_bytes).0 {
             let (mut ended, skipped) = self.in_flight().unwrap_or_else(|e| {
                 eprintln!("iocap: the operations in flight at the stop are left out: {e}");
                 (Vec::new(), 0)
             });
             // What ended while the iterators ran (each is handed over once: see in_flight).
-            let _ = pump(self.ring_bytes as usize * self.rings.len());
+            let _ = pump(all_bytes);
             // Nothing more comes: what the merge holds goes too.
             merge.borrow_mut().take(u64::MAX, &mut batch.borrow_mut());
             let b = std::mem::take(&mut *batch.borrow_mut());
@@ -320,6 +274,79 @@ impl Recorder {
         let result = handle.join().map_err(|_| Error::Thread("writer thread panicked"))?;
         progress(&shared.progress(self.started));
         result
+    }
+}
+
+/// Where the rings' and lanes' records go as they are drained: the merge, and what the
+/// poller's rounds keep of each source.
+struct Intake {
+    merge: RefCell<Merge>,
+    /// Per source: it was left with records in it this round (its queue reached QUEUED).
+    stopped: Vec<Cell<bool>>,
+    /// Bytes each source has had discarded (below) in the current round.
+    thrown_now: Vec<Cell<usize>>,
+    /// The kernel stamps events with CLOCK_MONOTONIC (cheaper); checked every poll.
+    boot_offset: Cell<u64>,
+    /// Record bytes taken so far, for the drain rate.
+    consumed: Cell<u64>,
+    /// Events that ended before this (ns of BOOTTIME) are discarded, not written: set when
+    /// the pipeline has fallen behind, so that what the rings held when it did (up to the
+    /// generous limit of a pipeline keeping up) does not keep the file seconds late while a
+    /// starved recorder works through it. Counted with the kernel's drops.
+    discard_before: Cell<u64>,
+    discarded: Cell<u64>,
+    /// A key this far past the round's start is not a clock's (a damaged record): it is
+    /// held to it, so that it cannot hold its source's later records back for long.
+    key_ceiling: Cell<u64>,
+}
+
+impl Intake {
+    fn new(sources: usize) -> Intake {
+        Intake {
+            merge: RefCell::new(Merge::new(sources)),
+            stopped: (0..sources).map(|_| Cell::new(false)).collect(),
+            thrown_now: (0..sources).map(|_| Cell::new(0)).collect(),
+            boot_offset: Cell::new(procfs::boot_offset_ns()),
+            consumed: Cell::new(0),
+            discard_before: Cell::new(0),
+            discarded: Cell::new(0),
+            key_ceiling: Cell::new(u64::MAX),
+        }
+    }
+
+    /// Take source `i`'s next record: queued in the merge, or thrown away when too old.
+    /// False when that source's round ends here (this record taken): its queue is full.
+    fn take(&self, i: usize, data: &[u8]) -> bool {
+        self.consumed.set(self.consumed.get() + data.len() as u64);
+        let key = abi::merge_key(data).min(self.key_ceiling.get());
+        let mut m = self.merge.borrow_mut();
+        let off = self.boot_offset.get();
+        // Judged before it is queued: a starved poller may have millions to throw away.
+        if abi::event_end(data).is_some_and(|end| end.wrapping_add(off) < self.discard_before.get()) {
+            m.skip(i, key);
+            self.discarded.set(self.discarded.get() + 1);
+            // Discarding ends the source's round too, after as many bytes as are queued:
+            // while a flood refills it as fast as a starved poller throws records away, the
+            // drain would never end, and the fresh records of the other sources would wait
+            // (seconds, in a debug build).
+            let now = self.thrown_now[i].get() + data.len();
+            self.thrown_now[i].set(now);
+            if now >= QUEUED {
+                self.stopped[i].set(true);
+                return false;
+            }
+            return true;
+        }
+        let waiting = m.push(i, key, data.len(), |b| {
+            let start = b.len();
+            b.extend_from_slice(data);
+            abi::to_boottime(&mut b[start..], off);
+        });
+        if waiting >= QUEUED {
+            self.stopped[i].set(true);
+            return false;
+        }
+        true
     }
 }
 

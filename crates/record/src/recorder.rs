@@ -13,6 +13,7 @@ use crate::backlog;
 use crate::config::Config;
 use crate::error::Error;
 use crate::kernel::Kernel;
+use crate::lanes::{Lanes, RECORD};
 use crate::probe::{check_privileges, cpu_slot_safe, preemption_model};
 use crate::procfs;
 use crate::skel::{IocapSkel, IocapSkelBuilder};
@@ -32,6 +33,8 @@ pub struct Recorder {
     pub(crate) ring_bytes: u32,
     /// The rings, one per possible CPU (index = CPU), as the programs' `rings` holds them.
     pub(crate) rings: Vec<MapHandle>,
+    /// The per-CPU lanes of the hot path's records, when the programs use them (lanes.rs).
+    pub(crate) lanes: Option<Lanes>,
     /// Only some processes are traced (`-p`, `-c`): the writeback the kernel hands over is
     /// everyone's, and the writer keeps only that of files they opened.
     pub(crate) pid_filtered: bool,
@@ -126,14 +129,32 @@ impl Recorder {
                 }
             }
         }
-        let rings = cpu_rings(cfg.ring_bytes)?;
+        // The lanes take the hot path's records where a program cannot be interrupted by
+        // another thread's on its CPU, as the call slots (IOCAP_LANES=0: the rings take all,
+        // for the tests of that path and to measure one against the other). Each CPU's
+        // share of the ring bytes is then split between its ring and its lane.
+        let lanes_on = cpu_slot && std::env::var_os("IOCAP_LANES").is_none_or(|v| v != "0");
+        let rings = cpu_rings(if lanes_on { cfg.ring_bytes / 2 } else { cfg.ring_bytes })?;
         let ring_bytes = rings[0].max_entries();
+        let lane_slots = if lanes_on { ring_bytes / LANE_RECORD } else { 0 };
         if let Some(ro) = open.maps.rodata_data.as_mut() {
             ro.n_cpus = rings.len() as u32;
+            ro.lane_slots = lane_slots;
         }
         let ring_err = |e| Error::Bpf(format!("{} ring buffers of {ring_bytes} bytes: {e}", rings.len()));
         open.maps.rings.set_inner_map_fd(rings[0].as_fd()).map_err(ring_err)?;
         open.maps.rings.set_max_entries(rings.len() as u32).map_err(ring_err)?;
+        if lanes_on {
+            let lane_err = |e| Error::Bpf(format!("{} lanes of {lane_slots} records: {e}", rings.len()));
+            open.maps
+                .lane_cursors
+                .set_max_entries(rings.len() as u32)
+                .map_err(lane_err)?;
+            open.maps
+                .lanes
+                .set_max_entries(rings.len() as u32 * lane_slots)
+                .map_err(lane_err)?;
+        }
         // Tracepoints newer than the oldest kernels iocap runs on: without block_io_start a
         // request is created at its first insert or issue (still the submitter, for most),
         // without the writeback ones writeback has no cause.
@@ -169,6 +190,16 @@ impl Recorder {
                 .update(&(cpu as u32).to_ne_bytes(), &fd.to_ne_bytes(), MapFlags::ANY)
                 .map_err(ring_err)?;
         }
+        let lanes = if lanes_on {
+            Some(Lanes::map(
+                &skel.maps.lane_cursors,
+                &skel.maps.lanes,
+                rings.len(),
+                lane_slots,
+            )?)
+        } else {
+            None
+        };
         // Limited from the first event: without it, a flood fills the whole ring before the
         // recording loop starts, and the file stays that far behind for seconds.
         set_backlog_max(&mut skel, backlog::INITIAL.min(u64::from(ring_bytes) / 2));
@@ -226,6 +257,7 @@ impl Recorder {
             start_ns,
             ring_bytes,
             rings,
+            lanes,
             pid_filtered: cfg.filter || !cfg.pids.is_empty(),
             early,
             block,
@@ -405,6 +437,9 @@ fn cpu_rings(total: u32) -> Result<Vec<MapHandle>, Error> {
 
 /// The least bytes a CPU's ring gets however many CPUs share the total.
 const MIN_CPU_RING: u32 = 256 << 10;
+
+/// A lane's record, for its size in slots.
+const LANE_RECORD: u32 = RECORD as u32;
 
 /// The bytes of each of `cpus` rings sharing `total`: the largest power of two not over an
 /// equal share, and at least [`MIN_CPU_RING`].
