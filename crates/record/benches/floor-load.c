@@ -1,8 +1,9 @@
 /*
  * Loads and attaches every program of a BPF object (benches/overhead.sh's floor), prints
  * "ready" once they are all attached, and holds them until SIGINT or SIGTERM, draining the
- * object's ring buffer `rb`, or the per-CPU ring buffers it makes for the array `rings`, every
- * millisecond as iocap's poller does. bpftool's
+ * object's ring buffer `rb`, or the per-CPU ring buffers it makes for the array `rings`, or
+ * the per-CPU lanes of the arrays `fast` and `cursors`, every millisecond as iocap's poller
+ * does. bpftool's
  * `prog loadall ... autoattach` does the same from bpftool 7.3 on; Debian 12 has 7.1.
  *   floor-load OBJ
  */

@@ -12,11 +12,14 @@
  *                    BPF ring buffer shared by every CPU (reserve, fill, submit without
  *                    wakeup), as iocap did until it measured what CPUs pay to share it.
  *   -DFLOOR_CLOCK=3  the same record through this CPU's own ring buffer (an array of rings,
- *                    one per CPU, that floor-load creates), as iocap does.
+ *                    one per CPU, that floor-load creates), as iocap does for its other records.
+ *   -DFLOOR_CLOCK=4  the same record written into this CPU's lane: its slice of an array
+ *                    floor-load maps, a head moved after the stores, no reserve and no submit,
+ *                    as iocap writes its hot path's record where the kernel cannot preempt it.
  *
  * Everything above the FLOOR_CLOCK=1 floor is iocap's own work: the per-call bookkeeping and
- * the ring buffer. floor-load drains the ring buffers (FLOOR_CLOCK 2, 3) as iocap's poller
- * does. (A per-CPU batch of 64 records copied to one ring when full was measured too, and
+ * the hand-over of the record. floor-load drains the ring buffers (FLOOR_CLOCK 2, 3) as iocap's
+ * poller does, and copies the lanes' records out (FLOOR_CLOCK 4) every millisecond. (A per-CPU batch of 64 records copied to one ring when full was measured too, and
  * saved 7-13 ns a call over the shared ring with one CPU busy: per-CPU rings avoid the same
  * sharing without holding records back.)
  */
