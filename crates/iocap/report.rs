@@ -4,12 +4,13 @@
 use std::io::Write;
 
 use iocap_analysis::group::{Feed, Slots};
-use iocap_analysis::scan::{self, ScanStats};
+use iocap_analysis::rollups::{self, RollupFilter};
+use iocap_analysis::scan::ScanStats;
 use iocap_analysis::units::{fmt_bytes, fmt_ns};
-use iocap_analysis::{FieldGroups, GroupBy, LatencyHist};
+use iocap_analysis::{FieldGroups, GroupBy, LatencyHist, Scan};
 use iocap_filter::fields::{self, FieldInfo};
 use iocap_filter::Bitmap;
-use iocap_format::{log2_bucket_range, Col, ColSet, Columns};
+use iocap_format::{cell_parts, log2_bucket_range, Col, ColSet, Columns, Rollup};
 use serde_json::json;
 
 use crate::input;
@@ -45,6 +46,16 @@ struct Acc<'r> {
     groups: Option<FieldGroups<'r>>,
 }
 
+impl<'r> Acc<'r> {
+    fn merge(&mut self, o: Acc<'r>) {
+        self.hist.merge(&o.hist);
+        self.bytes = self.bytes.saturating_add(o.bytes);
+        if let (Some(mine), Some(theirs)) = (&mut self.groups, o.groups) {
+            mine.merge(theirs);
+        }
+    }
+}
+
 /// The per-event loop: the totals, and each event's group (keyed as
 /// [`FieldGroups::feed`] decides, never by a value printed per event).
 struct Totals<'a> {
@@ -66,6 +77,54 @@ impl Feed for Totals<'_> {
             let g = groups.get(key(i), || c.event(i));
             g.hist.add(lat);
             g.bytes = g.bytes.saturating_add(bytes);
+        }
+    }
+}
+
+/// Fold the keys of `rollup` that `bits` keeps into `acc` (histogram from their cells, exact
+/// min, max, sum and bytes; and their groups); returns the events taken.
+fn fold_rollup(acc: &mut Acc<'_>, rollup: &Rollup, bits: &Bitmap) -> u64 {
+    let Acc { hist, bytes, groups } = acc;
+    let mut taken = 0;
+    let mut add = |k: usize, hist: &mut LatencyHist, bytes: &mut u64| {
+        if let Some(t) = rollup.totals.get(k) {
+            let buckets = rollup.cells_of(k).iter().map(|&(c, n)| (cell_parts(c).0, u64::from(n)));
+            hist.add_buckets(buckets, t.min, t.max, t.sum);
+            *bytes = bytes.saturating_add(t.bytes);
+        }
+    };
+    for k in bits.iter_ones() {
+        add(k, hist, bytes);
+        taken += rollup.totals.get(k).map_or(0, |t| t.count);
+    }
+    if let Some(groups) = groups {
+        groups.feed(
+            &rollup.keys,
+            bits,
+            RollupGroups {
+                rollup,
+                bits,
+                add: &mut add,
+            },
+        );
+    }
+    taken
+}
+
+/// The keys of a rollup into their groups ([`fold_rollup`]).
+struct RollupGroups<'a, F: FnMut(usize, &mut LatencyHist, &mut u64)> {
+    rollup: &'a Rollup,
+    bits: &'a Bitmap,
+    add: &'a mut F,
+}
+
+impl<F: FnMut(usize, &mut LatencyHist, &mut u64)> Feed for RollupGroups<'_, F> {
+    type Out = ();
+
+    fn feed<K: Fn(usize) -> u64>(self, key: K, groups: &mut Slots) {
+        for k in self.bits.iter_ones() {
+            let g = groups.get(key(k), || self.rollup.keys.event(k));
+            (self.add)(k, &mut g.hist, &mut g.bytes);
         }
     }
 }
@@ -164,6 +223,16 @@ pub fn tally(input: &input::Input, by: Option<&'static FieldInfo>) -> anyhow::Re
 
 /// [`tally`], saying nothing.
 fn scan_tally(input: &input::Input, by: Option<&'static FieldInfo>) -> anyhow::Result<Tally> {
+    Ok(scan_tally_with(input, by, true)?.0)
+}
+
+/// [`scan_tally`], taking the chunks it can from their rollups when `rollups` is set; also
+/// returns the events so taken.
+fn scan_tally_with(
+    input: &input::Input,
+    by: Option<&'static FieldInfo>,
+    rollups: bool,
+) -> anyhow::Result<(Tally, u64)> {
     let r = &input.reader;
     // Values print on the timeline the capture is read on (`evt.time`), but for the fields of
     // the header, which are the capture's own.
@@ -177,42 +246,86 @@ fn scan_tally(input: &input::Input, by: Option<&'static FieldInfo>) -> anyhow::R
         .with(Col::Latency)
         .with(Col::Bytes)
         .union(by.map_or(ColSet::NONE, FieldGroups::columns));
-    let (acc, stats) = scan::scan(
-        r,
-        &input.filter,
-        want,
-        input::threads(r),
-        || Acc {
-            hist: LatencyHist::new(),
-            bytes: 0,
-            groups: by.map(|f| FieldGroups::new(f, meta, tables)),
-        },
-        |acc: &mut Acc, cols, bits| match &mut acc.groups {
-            Some(groups) => groups.feed(
-                cols,
-                bits,
-                Totals {
+    let init = || Acc {
+        hist: LatencyHist::new(),
+        bytes: 0,
+        groups: by.map(|f| FieldGroups::new(f, meta, tables)),
+    };
+    let merge = Acc::merge;
+    let threads = input::threads(r);
+    // The chunks whose rollup answers (the filter, once each chunk's summary has decided what
+    // it can, reads only the rollup's keys, and so does the field), taken from it; the others
+    // scanned. A chunk the summary rules out is left to the scan, which skips it.
+    let all: Vec<usize> = (0..r.chunks().len()).collect();
+    let (planned, mut rest) = match rollups && by.is_none_or(|f| rollups::within_keys(FieldGroups::columns(f))) {
+        true => rollups::plan(&all, |i| {
+            let s = &r.chunks().get(i)?.summary;
+            match r.has_rollup(i).then(|| RollupFilter::of(Some(&input.filter), s))? {
+                RollupFilter::No => None,
+                RollupFilter::Keys(f) if !f.may_match(s) => None,
+                f => Some(f),
+            }
+        }),
+        false => (Vec::new(), all),
+    };
+    let (mut acc, rolled) = match planned.is_empty() {
+        true => (init(), 0),
+        false => {
+            let (folded, failed) = rollups::over(
+                r,
+                &planned,
+                threads,
+                &|| false,
+                &|| (init(), 0u64),
+                |(acc, n), _, f, rollup, bits| {
+                    // A 1.12 rollup has no bytes: its chunk's columns answer.
+                    if !rollup.with_bytes {
+                        return false;
+                    }
+                    f.keys(rollup, bits);
+                    *n += fold_rollup(acc, rollup, bits);
+                    true
+                },
+                |(a, n), (b, m)| {
+                    merge(a, b);
+                    *n += m;
+                },
+            )
+            .ok_or_else(|| anyhow::anyhow!("reading the rollups was cancelled"))?;
+            rest.extend(failed);
+            rest.sort_unstable();
+            folded
+        }
+    };
+    let (scanned, mut stats) = Scan::new(r, Some(&input.filter))
+        .columns(want)
+        .threads(threads)
+        .chunks(&rest)
+        .run(
+            init,
+            |acc: &mut Acc, _, cols, bits| match &mut acc.groups {
+                Some(groups) => groups.feed(
                     cols,
                     bits,
-                    hist: &mut acc.hist,
-                    bytes: &mut acc.bytes,
-                },
-            ),
-            None => {
-                for i in bits.iter_ones() {
-                    acc.hist.add(cols.latency[i]);
-                    acc.bytes = acc.bytes.saturating_add(cols.bytes[i]);
+                    Totals {
+                        cols,
+                        bits,
+                        hist: &mut acc.hist,
+                        bytes: &mut acc.bytes,
+                    },
+                ),
+                None => {
+                    for i in bits.iter_ones() {
+                        acc.hist.add(cols.latency[i]);
+                        acc.bytes = acc.bytes.saturating_add(cols.bytes[i]);
+                    }
                 }
-            }
-        },
-        |a, b| {
-            a.hist.merge(&b.hist);
-            a.bytes = a.bytes.saturating_add(b.bytes);
-            if let (Some(mine), Some(theirs)) = (&mut a.groups, b.groups) {
-                mine.merge(theirs);
-            }
-        },
-    )?;
+            },
+            merge,
+        )?
+        .ok_or_else(|| anyhow::anyhow!("the scan was cancelled"))?;
+    merge(&mut acc, scanned);
+    stats.matched += rolled;
     // An event without the field is counted under `<NA>`, apart from an empty value.
     let na = |v: &fields::Value| {
         if v.is_absent() {
@@ -221,12 +334,13 @@ fn scan_tally(input: &input::Input, by: Option<&'static FieldInfo>) -> anyhow::R
             v.to_string()
         }
     };
-    Ok(Tally {
+    let tally = Tally {
         stats,
         hist: acc.hist,
         bytes: acc.bytes,
         groups: acc.groups.map(|g| g.finish(na)),
-    })
+    };
+    Ok((tally, rolled))
 }
 
 struct Report {
@@ -410,5 +524,113 @@ impl Report {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use iocap_analysis::Group;
+    use iocap_format::{Class, Event, FdType};
+    use iocap_testkit::{add_file, add_proc, block, create, meta, Rng};
+
+    use super::*;
+
+    const START: u64 = 1_000_000_000;
+
+    /// 60,000 events over 6 s in chunks of 1,000: calls of three processes (reads, writes and
+    /// fsyncs on two files, wide latencies, bytes) and block requests.
+    fn capture(path: &Path) {
+        let mut w = create(path, &meta(START), 1_000, 3);
+        let procs = [
+            (add_proc(&mut w, 10, 1, b"postgres"), 10),
+            (add_proc(&mut w, 11, 1, b"dd"), 11),
+            (add_proc(&mut w, 12, 1, b"fio"), 12),
+        ];
+        let files: Vec<u32> = procs
+            .iter()
+            .map(|&(_, pid)| add_file(&mut w, pid, 3, FdType::File, b"/data/table", 0))
+            .collect();
+        let mut rng = Rng::new(19);
+        for i in 0..60_000u64 {
+            let ts = START + i * 100_000;
+            let latency = 1 + (rng.next_u64() % 24).pow(6) + rng.below(1_000);
+            let p = rng.below(3) as usize;
+            let (proc, pid) = procs[p];
+            let e = if rng.below(5) == 0 {
+                block(ts, latency, pid, proc, 0x0800_0000, 4096 * (1 + rng.below(8)))
+            } else {
+                let nr = *rng.pick(&[0u32, 1, 74]);
+                Event {
+                    class: Class::Syscall,
+                    ts,
+                    latency,
+                    pid,
+                    tid: pid,
+                    proc,
+                    nr,
+                    fd: 3,
+                    file: files[p],
+                    bytes: if nr == 74 { 0 } else { rng.below(65_536) },
+                    ..Event::default()
+                }
+            };
+            w.push(&e).unwrap();
+        }
+        w.finish(START + 6_000_000_000).unwrap();
+    }
+
+    fn open(path: &Path, filter: &str) -> input::Input {
+        let capture = input::Capture {
+            file: path.to_path_buf(),
+            save: None,
+        };
+        let words: Vec<String> = filter.split_whitespace().map(str::to_owned).collect();
+        input::open(&capture, &words, true).unwrap()
+    }
+
+    /// Every figure `report` prints: matched, the histogram, bytes, and each group's.
+    fn figures(t: &Tally) -> (u64, LatencyHist, u64, Vec<(String, Group)>) {
+        let groups = t.groups.as_ref().map_or(Vec::new(), |g| {
+            let mut v: Vec<(String, Group)> = g.iter().map(|(k, g)| (k.clone(), g.clone())).collect();
+            v.sort_by(|a, b| a.0.cmp(&b.0));
+            v
+        });
+        (t.stats.matched, t.hist.clone(), t.bytes, groups)
+    }
+
+    #[test]
+    fn rollups_answer_exactly_what_the_columns_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.cap");
+        capture(&path);
+        let field = |name: &str| fields::lookup(name).unwrap();
+        // (filter, field, whether rollups answer some chunks)
+        let cases = [
+            ("", None, true),
+            ("proc.name=postgres", None, true),
+            ("evt.type=read or proc.name=dd", Some("proc.name"), true),
+            ("evt.time>=1.5s and evt.time<4.2s", Some("evt.type"), true),
+            ("evt.class=block and evt.time>2s", Some("proc.name"), true),
+            ("not proc.name=fio and evt.time<5s", Some("evt.class"), true),
+            // Reads a column besides the keys: the chunks' columns answer.
+            ("fd.num=3", None, false),
+            ("latency>1ms and proc.name=postgres", None, false),
+            ("", Some("fd.name"), false),
+            // proc.pid is each event's pid column, not its process entry's.
+            ("proc.name=dd", Some("proc.pid"), false),
+        ];
+        for (filter, by, rolls) in cases {
+            let input = open(&path, filter);
+            let by = by.map(field);
+            let (with, rolled) = scan_tally_with(&input, by, true).unwrap();
+            let (without, none) = scan_tally_with(&input, by, false).unwrap();
+            assert_eq!(none, 0);
+            assert_eq!(rolled > 0, rolls, "{filter:?} by {by:?}: {rolled} events from rollups");
+            assert!(without.stats.matched > 0, "{filter:?} matches something");
+            assert_eq!(figures(&with), figures(&without), "{filter:?} by {by:?}");
+            assert_eq!(with.stats.total, 60_000);
+        }
     }
 }

@@ -19,6 +19,8 @@
 //!   (a chosen set of them, skipping those whose summary rules them out, decoding only the
 //!   needed columns, on several threads, cancellable) and feeds the matching rows to any of the
 //!   above.
+//! - [`rollups`]: the chunks a question can take from their rollups (each key's latency cells,
+//!   count, min, max, sum and bytes) rather than their columns, and the reading of them.
 //! - [`ColumnCache`]: decoded columns kept narrow across scans, up to a byte budget, so a
 //!   second scan of the same chunks skips decoding.
 //! - [`drops::between`]: events the recorder lost in a time range, placed by its readings.
@@ -60,6 +62,7 @@ pub mod group;
 pub mod hist;
 pub mod iostat;
 pub mod measure;
+pub mod rollups;
 pub mod scan;
 pub mod slowest;
 pub mod spectro;

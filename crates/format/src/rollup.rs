@@ -18,7 +18,7 @@ use crate::model::{Class, Event};
 use crate::varint::{self, Cursor};
 
 /// What a rollup counts per key besides its cells: the exact count, smallest, largest and
-/// sum of its latencies.
+/// sum of its latencies, and the sum of its bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KeyTotals {
     /// Events of the key.
@@ -29,6 +29,9 @@ pub struct KeyTotals {
     pub max: u64,
     /// Sum of the latencies, ns.
     pub sum: u128,
+    /// Sum of the `bytes` column, saturating (0 in a rollup without bytes: see
+    /// [`Rollup::with_bytes`]).
+    pub bytes: u64,
 }
 
 /// A chunk's events by key and latency cell (see the module).
@@ -44,6 +47,8 @@ pub struct Rollup {
     pub ends: Vec<u32>,
     /// (cell, events), cells increasing within a key.
     pub cells: Vec<(u16, u32)>,
+    /// Whether the keys' `bytes` are summed (since 1.13; a 1.12 rollup has none).
+    pub with_bytes: bool,
 }
 
 /// The columns a rollup's keys hold.
@@ -78,6 +83,7 @@ impl Rollup {
         let n = cols.len();
         let mut r = Rollup {
             chunk,
+            with_bytes: true,
             ..Rollup::default()
         };
         // Keys are numbered in order of first appearance; an event mostly has its neighbour's
@@ -111,6 +117,7 @@ impl Rollup {
                         min: u64::MAX,
                         max: 0,
                         sum: 0,
+                        bytes: 0,
                     });
                     r.keys.push(&Event {
                         class: Class::from_code(u64::from(class)).unwrap_or(Class::Syscall),
@@ -128,6 +135,7 @@ impl Rollup {
             t.min = t.min.min(ns);
             t.max = t.max.max(ns);
             t.sum += u128::from(ns);
+            t.bytes = t.bytes.saturating_add(cols.bytes.get(i).copied().unwrap_or(0));
             key_of.push(id);
             cell_of.push(cell_in(first, bounds, ns));
         }
@@ -200,12 +208,19 @@ impl Rollup {
                 prev = c;
             }
         }
+        // After every key, so that a 1.12 reader, which wants the entries to end there,
+        // takes such a rollup for unusable and reads the chunk.
+        if self.with_bytes {
+            for t in &self.totals {
+                varint::put(out, t.bytes);
+            }
+        }
     }
 
     /// Decode a rollup of a chunk of `events` events; `None` unless it is whole and consistent:
     /// every key's cells increasing, within the buckets, and counting its events; its smallest
     /// and largest latency in its first and last cells' buckets, its sum between; every event
-    /// of the chunk counted once.
+    /// of the chunk counted once; then either nothing more (1.12) or every key's bytes (1.13).
     pub fn decode(raw: &[u8], events: u64) -> Option<Rollup> {
         let mut cur = Cursor::new(raw);
         let mut r = Rollup {
@@ -258,7 +273,13 @@ impl Rollup {
             }
             total = total.checked_add(count)?;
             r.ends.push(r.cells.len() as u32);
-            r.totals.push(KeyTotals { count, min, max, sum });
+            r.totals.push(KeyTotals {
+                count,
+                min,
+                max,
+                sum,
+                bytes: 0,
+            });
             r.keys.push(&Event {
                 class,
                 proc,
@@ -267,7 +288,16 @@ impl Rollup {
                 ..Event::default()
             });
         }
-        (cur.remaining() == 0 && total == events).then_some(r)
+        if total != events {
+            return None;
+        }
+        if cur.remaining() > 0 {
+            for t in &mut r.totals {
+                t.bytes = cur.varint()?;
+            }
+            r.with_bytes = true;
+        }
+        (cur.remaining() == 0).then_some(r)
     }
 }
 
@@ -277,6 +307,7 @@ type IdMap<K, V> = crate::hash::IdMap<K, V>;
 mod tests {
     use super::*;
 
+    /// Events of (class, proc, nr, latency), each of `latency / 10` bytes.
     fn chunk(events: &[(u8, u32, u32, u64)]) -> Columns {
         let mut cols = Columns::default();
         for &(class, proc, nr, latency) in events {
@@ -285,6 +316,7 @@ mod tests {
                 proc,
                 nr,
                 latency,
+                bytes: latency / 10,
                 ..Event::default()
             });
         }
@@ -309,19 +341,36 @@ mod tests {
                 count: 3,
                 min: 90,
                 max: 510,
-                sum: 1100
+                sum: 1100,
+                bytes: 9 + 50 + 51,
             }
         );
+        assert_eq!(r.totals[1].bytes, 200_000);
         assert_eq!(r.cells_of(0), [(cell(90), 1), (cell(500), 1), (cell(510), 1)]);
         assert_eq!(r.cells_of(2), [(cell(7), 1)]);
         let mut raw = Vec::new();
         r.encode(&mut raw);
         assert_eq!(Rollup::decode(&raw, 5), Some(r.clone()));
-        // The wrong event count, or any byte cut, is not a rollup.
+        // The same without bytes, as 1.12 wrote it: the keys end the entries.
+        let mut old = r.clone();
+        old.with_bytes = false;
+        let mut old_raw = Vec::new();
+        old.encode(&mut old_raw);
+        assert_eq!(old_raw, raw[..old_raw.len()], "the bytes come after every key");
+        for t in &mut old.totals {
+            t.bytes = 0;
+        }
+        assert_eq!(Rollup::decode(&old_raw, 5), Some(old));
+        // The wrong event count, or any other byte cut (inside a key, or inside the bytes),
+        // is not a rollup.
         assert_eq!(Rollup::decode(&raw, 4), None);
-        for cut in 0..raw.len() {
+        for cut in (0..raw.len()).filter(|&c| c != old_raw.len()) {
             assert_eq!(Rollup::decode(&raw[..cut], 5), None, "cut at {cut}");
         }
+        // Nor are bytes for more keys than it has.
+        let mut long = raw.clone();
+        long.push(1);
+        assert_eq!(Rollup::decode(&long, 5), None);
     }
 
     #[test]

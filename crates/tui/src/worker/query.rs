@@ -25,10 +25,11 @@
 //! scanning the view again.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use iocap_analysis::group::{Feed, Slots};
+use iocap_analysis::rollups::{self, within_keys, RollupFilter};
 use iocap_analysis::slowest::{self, Slowest};
 use iocap_analysis::iostat::DeviceInterval;
 use iocap_analysis::{
@@ -39,7 +40,7 @@ use iocap_analysis::units;
 use iocap_filter::fields::{self, FieldId, FieldInfo, Value};
 use iocap_filter::{Bitmap, Compiled};
 use iocap_format::{
-    cell_parts, key_cols, BlockOp, ChunkDecoder, ChunkInfo, ChunkSummary, Class, Col, ColSet, Columns, Event, Liveness,
+    cell_parts, BlockOp, ChunkInfo, ChunkSummary, Class, Col, ColSet, Columns, Event, Liveness,
     Meta, Reader, Rollup, Tables,
 };
 
@@ -338,35 +339,8 @@ fn rollup_answers(q: &Query) -> bool {
         && within_keys(FieldGroups::columns(q.group))
 }
 
-/// Whether columns `c` are all among a rollup's keys.
-fn within_keys(c: ColSet) -> bool {
-    c.0 & !key_cols().0 == 0
-}
-
-/// How `q`'s filter applies to a chunk's rollup, once the chunk's summary has decided what it
-/// can of it ([`Compiled::given`]: an `evt.time` window around the chunk falls away).
-enum RollupFilter {
-    /// It keeps every event of the chunk (no filter, or the summary proves it).
-    All,
-    /// What is left reads only the keys' columns: it is evaluated on the keys.
-    Keys(Compiled),
-    /// It reads more: the chunk's columns are needed.
-    No,
-}
-
-impl RollupFilter {
-    fn of(q: &Query, s: &ChunkSummary) -> RollupFilter {
-        let Some(f) = &q.filter else { return RollupFilter::All };
-        let left = f.given(s);
-        if left.is_all() {
-            RollupFilter::All
-        } else if within_keys(left.columns()) {
-            RollupFilter::Keys(left)
-        } else {
-            RollupFilter::No
-        }
-    }
-}
+/// Threads reading rollups: each is a few kilobytes, so two keep up with the disk.
+const ROLLUP_THREADS: usize = 2;
 
 /// Fold the chunks of `chunks` that lie within one spectrogram row and have a rollup into
 /// `acc` from their rollups, on up to two threads; returns the chunks left for a scan (the
@@ -385,90 +359,31 @@ fn fold_rollups<'r>(
     let plan = |i: usize| {
         let s = &infos.get(i)?.summary;
         let row = reader.has_rollup(i).then(|| one_row(q, s)).flatten()?;
-        match RollupFilter::of(q, s) {
-            RollupFilter::All => Some((row, None)),
-            RollupFilter::Keys(f) => Some((row, Some(f))),
+        match RollupFilter::of(q.filter.as_deref(), s) {
             RollupFilter::No => None,
+            f => Some((row, f)),
         }
     };
-    let (planned, mut rest) = plan_rollups(chunks, plan);
+    let (planned, mut rest) = rollups::plan(chunks, plan);
     if planned.is_empty() {
         return Some((rest, None));
     }
-    let (acc, failed) = over_rollups(
+    let (acc, failed) = rollups::over(
         reader,
         &planned,
+        ROLLUP_THREADS,
         stale,
         make,
         |acc, i, (row, f), r, bits| {
-            match f {
-                Some(f) => f.eval(&r.keys, bits),
-                None => bits.reset(r.keys.len(), true),
-            }
+            f.keys(r, bits);
             acc.feed_rollup(i, *row, r, bits);
+            true
         },
         Acc::merge,
     )?;
     rest.extend(failed);
     rest.sort_unstable();
     Some((rest, Some(acc)))
-}
-
-/// `chunks` split by `plan`: those it has a plan for, with it, and the others.
-fn plan_rollups<T>(chunks: &[usize], plan: impl Fn(usize) -> Option<T>) -> (Vec<(usize, T)>, Vec<usize>) {
-    let (mut planned, mut rest) = (Vec::new(), Vec::new());
-    for &i in chunks {
-        match plan(i) {
-            Some(p) => planned.push((i, p)),
-            None => rest.push(i),
-        }
-    }
-    (planned, rest)
-}
-
-/// Read the rollups of the `planned` chunks on up to two threads, each into its own
-/// accumulator made by `init` through `each` (given the chunk, its plan and a bitmap to use),
-/// and merge them; returns the accumulator and the chunks whose rollup could not be used, or
-/// `None` when `stale`.
-fn over_rollups<A: Send, T: Sync>(
-    reader: &Reader,
-    planned: &[(usize, T)],
-    stale: &(dyn Fn() -> bool + Sync),
-    init: &(dyn Fn() -> A + Sync),
-    each: impl Fn(&mut A, usize, &T, &Rollup, &mut Bitmap) + Sync,
-    merge: impl Fn(&mut A, A),
-) -> Option<(A, Vec<usize>)> {
-    let next = AtomicUsize::new(0);
-    let part = || {
-        let (mut acc, mut dec, mut bits, mut failed) = (init(), ChunkDecoder::new(), Bitmap::default(), Vec::new());
-        while let Some((i, plan)) = planned.get(next.fetch_add(1, Ordering::Relaxed)) {
-            if stale() {
-                return None;
-            }
-            match reader.rollup(*i, &mut dec) {
-                Some(r) => each(&mut acc, *i, plan, &r, &mut bits),
-                None => failed.push(*i),
-            }
-        }
-        Some((acc, failed))
-    };
-    let threads = iocap_analysis::scan::default_threads(planned.len()).min(2);
-    let parts: Vec<Option<(A, Vec<usize>)>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads).map(|_| s.spawn(part)).collect();
-        handles.into_iter().map(|h| h.join().ok().flatten()).collect()
-    });
-    let mut out: Option<(A, Vec<usize>)> = None;
-    for p in parts {
-        let (acc, failed) = p?;
-        match &mut out {
-            None => out = Some((acc, failed)),
-            Some((o, f)) => {
-                merge(o, acc);
-                f.extend(failed);
-            }
-        }
-    }
-    Some(out.unwrap_or_else(|| (init(), Vec::new())))
 }
 
 /// The per-event loop of [`Acc::feed`] over one chunk: each matching row in the view into the
@@ -760,20 +675,22 @@ fn count_rollups(q: &Query, chunks: &[usize], stale: &(dyn Fn() -> bool + Sync))
     // their summary.
     let plan = |i: usize| {
         let s = &infos.get(i)?.summary;
-        match reader.has_rollup(i).then(|| RollupFilter::of(q, s))? {
+        match reader.has_rollup(i).then(|| RollupFilter::of(q.filter.as_deref(), s))? {
             RollupFilter::Keys(f) if f.may_match(s) => Some(f),
             _ => None,
         }
     };
-    let (planned, mut rest) = plan_rollups(chunks, plan);
-    let (total, failed) = over_rollups(
+    let (planned, mut rest) = rollups::plan(chunks, plan);
+    let (total, failed) = rollups::over(
         reader,
         &planned,
+        ROLLUP_THREADS,
         stale,
         &|| 0u64,
         |n, _, f, r, bits| {
             f.eval(&r.keys, bits);
             *n += bits.iter_ones().filter_map(|k| r.totals.get(k)).map(|t| t.count).sum::<u64>();
+            true
         },
         |a, b| *a += b,
     )?;
