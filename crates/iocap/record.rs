@@ -58,7 +58,7 @@ pub struct Args {
     nice: Option<i32>,
     /// Ring buffer size in MiB (a power of two), shared out among the CPUs' rings (each at
     /// least 256 KiB); where the kernel cannot preempt the programs, each CPU's share is split
-    /// between its ring and its lane for the common syscall record.
+    /// in three: its ring and its two lanes for the syscalls' records.
     #[arg(long, default_value_t = 64, value_name = "MIB")]
     ring_mib: u32,
     /// Start a new file when the current one reaches SIZE: 100MB, 1GiB, 500KiB; a plain number

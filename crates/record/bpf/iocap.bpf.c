@@ -543,20 +543,22 @@ static __always_inline bool shed(void)
 }
 
 /*
- * The hot path's own lane: a completed call's 32-byte record (rec_sys32), the one nearly
- * every call leaves, goes into this CPU's slice of `lanes`, an array userspace maps, with no
- * ring reserve and submit (a lock, its header, and three helper calls: ~40 ns of each call's
- * ~110 ns above the floor, benches/overhead.sh's floor: + clocks + per-CPU lane row). Each
- * CPU's slice is a circle of lane_slots records; its cursor's `head` counts the records
- * written, moved here after the record's stores, and `tail` those userspace has taken, moved
- * there. Only sys_exit writes a lane, so one program at a time per CPU, and only when no
- * other thread can run on this CPU in the middle of it (cpu_slot: a kernel without
+ * The hot path's own lanes: a completed call's record, the 32-byte rec_sys32 nearly every
+ * call leaves (and the 72-byte rec_sysio of a positional call or one that issued block
+ * requests), goes into this CPU's slice of `lanes` (`lanes_io`), an array userspace maps,
+ * with no ring reserve and submit (a lock, its header, and three helper calls: ~40 ns of each
+ * call's ~110 ns above the floor, benches/overhead.sh's "per-CPU lanes" row). Each CPU's
+ * slice is a circle of lane_slots (lane_io_slots) records; its cursor's `head` counts the
+ * records written, moved here after the record's stores, and `tail` those userspace has
+ * taken, moved there. Only sys_exit writes a lane, so one program at a time per CPU, and only
+ * when no other thread can run on this CPU in the middle of it (cpu_slot: a kernel without
  * involuntary preemption; irqs never make syscalls). x86's stores are seen in program order:
  * the barrier keeps clang from moving the head's store before the record's. Userspace merges
- * each lane as one more source (merge.rs), keyed by the call's end like the ring's records.
- * lane_slots 0 (another preemption model, IOCAP_LANES=0): the ring takes these records too.
+ * each lane as one more source (merge.rs), keyed by the call's end like the rings' records.
+ * lane_slots 0 (another preemption model, IOCAP_LANES=0): the rings take these records too.
  */
-const volatile __u32 lane_slots = 0; /* a power of two */
+const volatile __u32 lane_slots = 0;	/* a power of two */
+const volatile __u32 lane_io_slots = 0; /* a power of two */
 
 struct lane_cursor {
 	__u64 head;
@@ -565,13 +567,16 @@ struct lane_cursor {
 	__u64 pad2[7];
 };
 
-struct {
+struct lane_cursors {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, 1); /* resized by userspace to the possible CPUs */
 	__type(key, __u32);
 	__type(value, struct lane_cursor);
-} lane_cursors SEC(".maps");
+};
+
+struct lane_cursors lane_cursors SEC(".maps");
+struct lane_cursors lane_io_cursors SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -581,27 +586,37 @@ struct {
 	__type(value, struct rec_sys32);
 } lanes SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1); /* resized by userspace to lane_io_slots per possible CPU */
+	__type(key, __u32);
+	__type(value, struct rec_sysio);
+} lanes_io SEC(".maps");
+
 /*
- * This CPU's next free lane slot and its cursor; NULL (counted as a drop) when the lane is
- * full or over the backlog limit, as a ring would be.
+ * This CPU's next free slot of `records` (`slots` records of `size` bytes a CPU) and its
+ * cursor in `cursors`; NULL (counted as a drop) when the lane is full or over the backlog
+ * limit, as a ring would be.
  */
-static __always_inline struct rec_sys32 *lane_reserve(struct lane_cursor **cur)
+static __always_inline void *lane_reserve(void *cursors, void *records, __u32 slots, __u64 size,
+					  struct lane_cursor **cur)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), i;
-	struct lane_cursor *c = bpf_map_lookup_elem(&lane_cursors, &cpu);
+	struct lane_cursor *c = bpf_map_lookup_elem(cursors, &cpu);
 	__u64 h, max = backlog_max, waiting;
-	struct rec_sys32 *e;
+	void *e;
 
 	if (!c)
 		return NULL;
 	h = c->head;
 	waiting = h - c->tail;
-	if (waiting >= lane_slots || (max && waiting * sizeof(*e) > max)) {
+	if (waiting >= slots || (max && waiting * size > max)) {
 		count_drop();
 		return NULL;
 	}
-	i = cpu * lane_slots + (h & (lane_slots - 1));
-	e = bpf_map_lookup_elem(&lanes, &i);
+	i = cpu * slots + (h & (slots - 1));
+	e = bpf_map_lookup_elem(records, &i);
 	if (!e) {
 		count_drop();
 		return NULL;
@@ -1051,17 +1066,24 @@ struct sys_done {
 
 static __noinline int emit_sys_io(struct sys_done *d)
 {
+	struct lane_cursor *cur = NULL;
 	struct io_sum sum = {};
 	struct rec_sysio *e;
 
 	if (d->io)
 		sum = call_io_take((__u32)bpf_get_current_pid_tgid(), d->ts, d->now);
-	if (shed())
-		return 0;
-	e = ring_reserve(sizeof(*e));
-	if (!e) {
-		count_drop();
-		return 0;
+	if (lane_io_slots) {
+		e = lane_reserve(&lane_io_cursors, &lanes_io, lane_io_slots, sizeof(*e), &cur);
+		if (!e)
+			return 0;
+	} else {
+		if (shed())
+			return 0;
+		e = ring_reserve(sizeof(*e));
+		if (!e) {
+			count_drop();
+			return 0;
+		}
 	}
 	fill_sys(&e->sys, REC_SYSIO, d->nr, d->arg0, d->ts, d->now - d->ts, d->ret);
 	e->reqs = sum.reqs;
@@ -1069,7 +1091,10 @@ static __noinline int emit_sys_io(struct sys_done *d)
 	e->bytes = sum.bytes;
 	e->disk = sum.disk;
 	e->offset = d->offset;
-	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	if (lane_io_slots)
+		lane_submit(cur);
+	else
+		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	return 0;
 }
 
@@ -1275,7 +1300,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	if (lat >> 32 || ret != (__s32)ret)
 		return emit_sys_wide(nr, call.arg0, ts, lat, ret);
 	if (lane_slots) {
-		e = lane_reserve(&cur);
+		e = lane_reserve(&lane_cursors, &lanes, lane_slots, sizeof(*e), &cur);
 		if (!e)
 			return 0;
 	} else {

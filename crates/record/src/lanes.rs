@@ -1,6 +1,7 @@
-//! The hot path's per-CPU lanes (`lanes` in bpf/iocap.bpf.c): each CPU's completed calls'
-//! 32-byte records, written by `sys_exit` into a circle of slots in an array this process
-//! maps, with no ring buffer's reserve and submit. Each CPU's cursor counts the records
+//! The hot path's per-CPU lanes (`lanes` and `lanes_io` in bpf/iocap.bpf.c): each CPU's
+//! completed calls' records of one size (32-byte `rec_sys32`, or 72-byte `rec_sysio`), written
+//! by `sys_exit` into a circle of slots in an array this process maps, with no ring buffer's
+//! reserve and submit. Each CPU's cursor counts the records
 //! written (`head`, moved by the program after a record's stores) and taken (`tail`, moved
 //! here after they are copied out). The poller drains each lane as one more source of the
 //! merge (merge.rs), beside the CPU's ring.
@@ -12,8 +13,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::error::Error;
 use crate::skel::types;
 
-/// A lane's record: `struct rec_sys32`.
-pub(crate) const RECORD: usize = std::mem::size_of::<types::rec_sys32>();
+/// The records of `lanes`: `struct rec_sys32`.
+pub(crate) const SYS32: usize = std::mem::size_of::<types::rec_sys32>();
+/// The records of `lanes_io`: `struct rec_sysio`.
+pub(crate) const SYSIO: usize = std::mem::size_of::<types::rec_sysio>();
+/// The largest record a lane holds.
+const MAX_RECORD: usize = if SYS32 > SYSIO { SYS32 } else { SYSIO };
 /// A CPU's cursor in `lane_cursors`: `head` then, a cache line on, `tail`.
 const CURSOR: usize = 128;
 const TAIL: usize = 64;
@@ -61,28 +66,38 @@ impl Drop for Mapping {
     }
 }
 
-/// Every CPU's lane, mapped.
+/// Every CPU's lane of one record size, mapped.
 pub(crate) struct Lanes {
     cursors: Mapping,
     records: Mapping,
     /// Records each lane holds, a power of two.
     slots: u64,
+    /// Bytes of each record.
+    record: usize,
     cpus: usize,
 }
 
 impl Lanes {
-    /// Map `cpus` lanes of `slots` records each: `cursors` and `records` are the programs'
-    /// `lane_cursors` and `lanes`, loaded at those sizes.
-    pub(crate) fn map(cursors: &impl AsFd, records: &impl AsFd, cpus: usize, slots: u32) -> Result<Lanes, Error> {
-        if !slots.is_power_of_two() {
-            return Err(Error::Bpf(format!("lanes of {slots} records: not a power of two")));
+    /// Map `cpus` lanes of `slots` records of `record` bytes each: `cursors` and `records`
+    /// are the programs' cursor and record arrays (`lane_cursors` and `lanes`, ...), loaded at
+    /// those sizes.
+    pub(crate) fn map(
+        cursors: &impl AsFd,
+        records: &impl AsFd,
+        cpus: usize,
+        slots: u32,
+        record: usize,
+    ) -> Result<Lanes, Error> {
+        if !slots.is_power_of_two() || record == 0 || record > MAX_RECORD {
+            return Err(Error::Bpf(format!("lanes of {slots} records of {record} bytes")));
         }
         let page = page_size();
         let round = |n: usize| n.div_ceil(page) * page;
         Ok(Lanes {
             cursors: Mapping::of(cursors, round(cpus * CURSOR), true)?,
-            records: Mapping::of(records, round(cpus * slots as usize * RECORD), false)?,
+            records: Mapping::of(records, round(cpus * slots as usize * record), false)?,
             slots: u64::from(slots),
+            record,
             cpus,
         })
     }
@@ -110,20 +125,18 @@ impl Lanes {
         // A lane holds at most `slots`: a head further on would be a broken program's.
         let end = start.wrapping_add(end.wrapping_sub(start).min(self.slots));
         let mut at = start;
-        let mut rec = [0u8; RECORD];
+        let mut buf = [0u8; MAX_RECORD];
+        let rec = &mut buf[..self.record];
         while at != end {
             let slot = cpu as u64 * self.slots + (at & (self.slots - 1));
-            // SAFETY: slot < cpus × slots, so its RECORD bytes are inside the mapping; the
+            // SAFETY: slot < cpus × slots, so its `record` bytes are inside the mapping; the
             // program does not write a slot between the tail and the head.
             unsafe {
-                std::ptr::copy_nonoverlapping(
-                    self.records.ptr.as_ptr().add(slot as usize * RECORD),
-                    rec.as_mut_ptr(),
-                    RECORD,
-                );
+                let from = self.records.ptr.as_ptr().add(slot as usize * self.record);
+                std::ptr::copy_nonoverlapping(from, rec.as_mut_ptr(), self.record);
             }
             at = at.wrapping_add(1);
-            let more = take(&rec);
+            let more = take(rec);
             if at.wrapping_sub(start) % TAIL_EVERY == 0 {
                 // Release: the copies are done before the program may write over them.
                 tail.store(at, Ordering::Release);
@@ -165,10 +178,16 @@ mod tests {
     /// CPU `cpu`'s record `n` as the program would write it, at slot `n % slots`, and the
     /// head moved past it.
     fn write(cursors: &File, records: &File, slots: u64, cpu: u64, n: u64) {
+        write_sized(cursors, records, slots, SYS32, cpu, n);
+    }
+
+    /// [`write`], for records of `size` bytes: its tag first, its last byte `n`.
+    fn write_sized(cursors: &File, records: &File, slots: u64, size: usize, cpu: u64, n: u64) {
         let slot = cpu * slots + n % slots;
-        let mut rec = [0u8; RECORD];
+        let mut rec = vec![0u8; size];
         rec[..8].copy_from_slice(&(cpu << 32 | n).to_ne_bytes());
-        records.write_all_at(&rec, slot * RECORD as u64).unwrap();
+        rec[size - 1] = n as u8;
+        records.write_all_at(&rec, slot * size as u64).unwrap();
         cursors
             .write_all_at(&(n + 1).to_ne_bytes(), cpu * CURSOR as u64)
             .unwrap();
@@ -199,7 +218,7 @@ mod tests {
         let (cpus, slots) = (2usize, 8u32);
         let cursors = memfd(4096);
         let records = memfd(4096);
-        let lanes = Lanes::map(&cursors, &records, cpus, slots).unwrap();
+        let lanes = Lanes::map(&cursors, &records, cpus, slots, SYS32).unwrap();
         let mut got = Vec::new();
         assert_eq!(drain_all(&lanes, 0, &mut got), 0, "nothing written yet");
         // CPU 1 writes 5, CPU 0 three: each lane gives its own, in order.
@@ -226,10 +245,34 @@ mod tests {
     }
 
     #[test]
+    fn a_lane_of_wide_records_gives_each_whole() {
+        let cursors = memfd(4096);
+        let records = memfd(2 * 8 * SYSIO as u64);
+        let lanes = Lanes::map(&cursors, &records, 2, 8, SYSIO).unwrap();
+        for n in 0..11 {
+            write_sized(&cursors, &records, 8, SYSIO, 1, n);
+        }
+        // Records 0..3 were written over (a lane of 8): taken as if the tail were at 3, each
+        // slot is read at its own offset, round the circle.
+        cursors
+            .write_all_at(&3u64.to_ne_bytes(), CURSOR as u64 + TAIL as u64)
+            .unwrap();
+        let mut got = Vec::new();
+        let n = lanes.drain(1, |r| {
+            assert_eq!(r.len(), SYSIO);
+            got.push((tag(r), r[SYSIO - 1]));
+            true
+        });
+        assert_eq!(n, 8);
+        assert_eq!(got, (3..11).map(|n| (1 << 32 | n, n as u8)).collect::<Vec<_>>());
+        assert_eq!(lanes.drain(0, |_| true), 0, "CPU 0 wrote nothing");
+    }
+
+    #[test]
     fn a_drain_stopped_keeps_the_rest_for_the_next() {
         let cursors = memfd(4096);
         let records = memfd(4096);
-        let lanes = Lanes::map(&cursors, &records, 1, 16).unwrap();
+        let lanes = Lanes::map(&cursors, &records, 1, 16, SYS32).unwrap();
         for n in 0..10 {
             write(&cursors, &records, 16, 0, n);
         }
@@ -252,12 +295,12 @@ mod tests {
         // Only a broken program could write it: the drain still stays inside the lane.
         let cursors = memfd(4096);
         let records = memfd(4096);
-        let lanes = Lanes::map(&cursors, &records, 1, 4).unwrap();
+        let lanes = Lanes::map(&cursors, &records, 1, 4, SYS32).unwrap();
         cursors.write_all_at(&1000u64.to_ne_bytes(), 0).unwrap();
         assert_eq!(lanes.drain(0, |_| true), 4);
         assert_eq!(tail(&cursors, 0), 4);
         assert!(
-            Lanes::map(&cursors, &records, 1, 6).is_err(),
+            Lanes::map(&cursors, &records, 1, 6, SYS32).is_err(),
             "slots must be a power of two"
         );
     }

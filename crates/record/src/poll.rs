@@ -64,9 +64,14 @@ impl Recorder {
             .map_err(|_| Error::Thread("writer thread could not start"))?;
 
         let batch = RefCell::new(Vec::<u8>::with_capacity(BATCH));
-        // The merge's sources: each CPU's ring, then each CPU's lane (lanes.rs), if any.
-        let lane_cpus = self.lanes.as_ref().map_or(0, Lanes::cpus);
-        let sources = self.rings.len() + lane_cpus;
+        // The merge's sources: each CPU's ring, then each CPU's lane of each lane set
+        // (lanes.rs), if any.
+        let lane_sources: Vec<(&Lanes, usize)> = self
+            .lanes
+            .iter()
+            .flat_map(|lanes| (0..lanes.cpus()).map(move |cpu| (lanes, cpu)))
+            .collect();
+        let sources = self.rings.len() + lane_sources.len();
         let intake = Rc::new(Intake::new(sources));
         // One libbpf ring buffer manager per ring, so that each is drained, or stopped, alone.
         let mut rbs = Vec::with_capacity(self.rings.len());
@@ -81,7 +86,6 @@ impl Recorder {
                 .map_err(|e| Error::Bpf(format!("ring buffer: {e}")))?;
             rbs.push(rbb.build().map_err(|e| Error::Bpf(format!("ring buffer: {e}")))?);
         }
-        let lanes = self.lanes.as_ref();
         // Drain every ring and lane once, then hand over what the merge can: records keyed up
         // to the round's start for sources drained to empty, up to their last key for the
         // others (see merge.rs). Says whether every source was found empty.
@@ -94,8 +98,7 @@ impl Recorder {
                 intake.thrown_now[i].set(0);
                 if let Some(rb) = rbs.get(i) {
                     let _ = rb.consume_raw();
-                } else if let Some(lanes) = lanes {
-                    let cpu = i - rbs.len();
+                } else if let Some(&(lanes, cpu)) = lane_sources.get(i - rbs.len()) {
                     lanes.drain(cpu, |data| intake.take(i, data));
                 }
                 let m = intake.merge.borrow();

@@ -13,7 +13,7 @@ use crate::backlog;
 use crate::config::Config;
 use crate::error::Error;
 use crate::kernel::Kernel;
-use crate::lanes::{Lanes, RECORD};
+use crate::lanes::{Lanes, SYS32, SYSIO};
 use crate::probe::{check_privileges, cpu_slot_safe, preemption_model};
 use crate::procfs;
 use crate::skel::{IocapSkel, IocapSkelBuilder};
@@ -33,8 +33,9 @@ pub struct Recorder {
     pub(crate) ring_bytes: u32,
     /// The rings, one per possible CPU (index = CPU), as the programs' `rings` holds them.
     pub(crate) rings: Vec<MapHandle>,
-    /// The per-CPU lanes of the hot path's records, when the programs use them (lanes.rs).
-    pub(crate) lanes: Option<Lanes>,
+    /// The per-CPU lanes of the calls' records, when the programs use them (lanes.rs): of
+    /// 32-byte records, then of 72-byte ones.
+    pub(crate) lanes: Vec<Lanes>,
     /// Only some processes are traced (`-p`, `-c`): the writeback the kernel hands over is
     /// everyone's, and the writer keeps only that of files they opened.
     pub(crate) pid_filtered: bool,
@@ -129,31 +130,38 @@ impl Recorder {
                 }
             }
         }
-        // The lanes take the hot path's records where a program cannot be interrupted by
+        // The lanes take the calls' records where a program cannot be interrupted by
         // another thread's on its CPU, as the call slots (IOCAP_LANES=0: the rings take all,
         // for the tests of that path and to measure one against the other). Each CPU's
-        // share of the ring bytes is then split between its ring and its lane.
+        // share of the ring bytes is then split in three: its ring and its two lanes (each
+        // of as many records of its size as fit, a power of two).
         let lanes_on = cpu_slot && std::env::var_os("IOCAP_LANES").is_none_or(|v| v != "0");
-        let rings = cpu_rings(if lanes_on { cfg.ring_bytes / 2 } else { cfg.ring_bytes })?;
+        let rings = cpu_rings(if lanes_on { cfg.ring_bytes / 3 } else { cfg.ring_bytes })?;
         let ring_bytes = rings[0].max_entries();
-        let lane_slots = if lanes_on { ring_bytes / LANE_RECORD } else { 0 };
+        let slots = |record: usize| {
+            if lanes_on {
+                pow2_floor(ring_bytes / record as u32)
+            } else {
+                0
+            }
+        };
+        let (lane_slots, lane_io_slots) = (slots(SYS32), slots(SYSIO));
         if let Some(ro) = open.maps.rodata_data.as_mut() {
             ro.n_cpus = rings.len() as u32;
             ro.lane_slots = lane_slots;
+            ro.lane_io_slots = lane_io_slots;
         }
         let ring_err = |e| Error::Bpf(format!("{} ring buffers of {ring_bytes} bytes: {e}", rings.len()));
         open.maps.rings.set_inner_map_fd(rings[0].as_fd()).map_err(ring_err)?;
         open.maps.rings.set_max_entries(rings.len() as u32).map_err(ring_err)?;
         if lanes_on {
-            let lane_err = |e| Error::Bpf(format!("{} lanes of {lane_slots} records: {e}", rings.len()));
-            open.maps
-                .lane_cursors
-                .set_max_entries(rings.len() as u32)
-                .map_err(lane_err)?;
-            open.maps
-                .lanes
-                .set_max_entries(rings.len() as u32 * lane_slots)
-                .map_err(lane_err)?;
+            let cpus = rings.len() as u32;
+            let lane_err = |e| Error::Bpf(format!("{cpus} lanes of {lane_slots} and {lane_io_slots} records: {e}"));
+            let m = &mut open.maps;
+            m.lane_cursors.set_max_entries(cpus).map_err(lane_err)?;
+            m.lanes.set_max_entries(cpus * lane_slots).map_err(lane_err)?;
+            m.lane_io_cursors.set_max_entries(cpus).map_err(lane_err)?;
+            m.lanes_io.set_max_entries(cpus * lane_io_slots).map_err(lane_err)?;
         }
         // Tracepoints newer than the oldest kernels iocap runs on: without block_io_start a
         // request is created at its first insert or issue (still the submitter, for most),
@@ -191,14 +199,13 @@ impl Recorder {
                 .map_err(ring_err)?;
         }
         let lanes = if lanes_on {
-            Some(Lanes::map(
-                &skel.maps.lane_cursors,
-                &skel.maps.lanes,
-                rings.len(),
-                lane_slots,
-            )?)
+            let m = &skel.maps;
+            vec![
+                Lanes::map(&m.lane_cursors, &m.lanes, rings.len(), lane_slots, SYS32)?,
+                Lanes::map(&m.lane_io_cursors, &m.lanes_io, rings.len(), lane_io_slots, SYSIO)?,
+            ]
         } else {
-            None
+            Vec::new()
         };
         // Limited from the first event: without it, a flood fills the whole ring before the
         // recording loop starts, and the file stays that far behind for seconds.
@@ -438,8 +445,10 @@ fn cpu_rings(total: u32) -> Result<Vec<MapHandle>, Error> {
 /// The least bytes a CPU's ring gets however many CPUs share the total.
 const MIN_CPU_RING: u32 = 256 << 10;
 
-/// A lane's record, for its size in slots.
-const LANE_RECORD: u32 = RECORD as u32;
+/// The largest power of two not over `n` (0 for 0).
+fn pow2_floor(n: u32) -> u32 {
+    n.checked_ilog2().map_or(0, |b| 1 << b)
+}
 
 /// The bytes of each of `cpus` rings sharing `total`: the largest power of two not over an
 /// equal share, and at least [`MIN_CPU_RING`].
