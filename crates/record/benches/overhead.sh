@@ -16,7 +16,8 @@
 #   sh crates/record/benches/overhead.sh
 # N (loop count), R (repeats), S (sustained loop count) and IOCAP (binary) override the defaults.
 # The floor needs clang and libbpf's headers (libbpf-dev); without them its rows say so.
-# Rows (ns/syscall, the median of R runs, and the ratio to untraced):
+# Rows (ns/syscall, the median of R runs, and the ratio to untraced; the single-loop rows down to
+# the floors are run interleaved, R rounds of each once):
 #   untraced read 1 B              the loop alone
 #   iocap record -c                iocap tracing the loop's process only (every other call filtered)
 #   iocap record (system-wide)     iocap tracing every process
@@ -102,7 +103,7 @@ median() {
 }
 row() { awk -v n="$1" -v ns="$2" -v b="$3" 'BEGIN { printf "%-34s %9.1f ns/syscall %6.2fx\n", n, ns, ns / b }'; }
 iocap_c() { "$IOCAP" record -w "$T/c.cap" -c "$T/loop $*" 2>"$T/err"; }
-iocap_c_rings() { IOCAP_LANES=0 "$IOCAP" record -w "$T/c.cap" -c "$T/loop $*" 2>"$T/err"; }
+iocap_c_rings() { IOCAP_LANES=0 "$IOCAP" record -w "$T/r.cap" -c "$T/loop $*" 2>"$T/err"; }
 # A system-wide recording around one loop run: the loop starts only once every probe is attached.
 iocap_all() {
     "$IOCAP" record -w "$T/a.cap" 2>"$T/aerr" &
@@ -145,38 +146,61 @@ iocap_all_two() {
 # (iocap's ns - untraced) / (the floor's ns - untraced), one figure.
 added() { awk -v i="$1" -v f="$2" -v b="$base" 'BEGIN { printf "%.2fx", (i - b) / (f - b) }'; }
 
-base=$(median "$T/loop" r "$N")
+# The single-loop variants run interleaved: R rounds, each running every variant once, in an
+# order rotated round by round, so that the host's drift (its other tenants) reaches every
+# variant alike rather than whichever ran in a bad minute. Rows are each variant's median; the
+# goal's ratio is also taken round by round (each round's iocap, floor and untraced) and its
+# median printed beside.
+floor=; build_floor 2>"$T/fberr" && floor=1
+variants="base c rings all"
+[ -z "$floor" ] || variants="$variants floor0 floor1 floor2 floor3 floor4"
+# One run of variant $1, appending its ns/syscall to $T/v.$1 (in this shell: floor_on's
+# process must be one the EXIT trap can stop).
+one() {
+    case $1 in
+        base) "$T/loop" r "$N" ;;
+        c) iocap_c r "$N" ;;
+        rings) iocap_c_rings r "$N" ;;
+        all) iocap_all r "$N" ;;
+        floor*) floor_on "$T/floor-${1#floor}.o"; "$T/loop" r "$N"; floor_off ;;
+    esac >> "$T/v.$1"
+}
+i=0
+while [ $i -lt "$R" ]; do
+    set -- $variants
+    k=0
+    while [ $k -lt $((i % $#)) ]; do set -- "$@" "$1"; shift; k=$((k + 1)); done
+    for v in "$@"; do one "$v"; done
+    i=$((i + 1))
+done
+med() { sort -n "$T/v.$1" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# The median over rounds of (iocap's ns - untraced) / (floor's ns - untraced), variant $1.
+round_ratio() {
+    paste "$T/v.$1" "$T/v.floor1" "$T/v.base" | awk '{ print ($1 - $3) / ($2 - $3) }' |
+        sort -n | awk '{ v[NR] = $1 } END { printf "%.2fx", v[int((NR + 1) / 2)] }'
+}
+base=$(med base)
 row "untraced read 1 B" "$base" "$base"
-c_ns=$(median iocap_c r "$N")
+c_ns=$(med c)
 row "iocap record -c" "$c_ns" "$base"
 facts "$T/c.cap"
-r_ns=$(median iocap_c_rings r "$N")
+r_ns=$(med rings)
 row "iocap record -c, rings only" "$r_ns" "$base"
-a_ns=$(median iocap_all r "$N")
+a_ns=$(med all)
 row "iocap record (system-wide)" "$a_ns" "$base"
 facts "$T/a.cap"
-if build_floor 2>"$T/fberr"; then
-    floor_on "$T/floor-0.o"
-    row "floor: empty progs" "$(median "$T/loop" r "$N")" "$base"
-    floor_off
-    floor_on "$T/floor-1.o"
-    f2=$(median "$T/loop" r "$N")
-    floor_off
+if [ -n "$floor" ]; then
+    row "floor: empty progs" "$(med floor0)" "$base"
+    f2=$(med floor1)
     row "floor: + 2 clock reads" "$f2" "$base"
-    floor_on "$T/floor-2.o"
-    f3=$(median "$T/loop" r "$N")
-    floor_off
+    f3=$(med floor2)
     row "floor: + clocks + one shared ring" "$f3" "$base"
-    floor_on "$T/floor-3.o"
-    f4=$(median "$T/loop" r "$N")
-    floor_off
+    f4=$(med floor3)
     row "floor: + clocks + per-CPU rings" "$f4" "$base"
-    floor_on "$T/floor-4.o"
-    f5=$(median "$T/loop" r "$N")
-    floor_off
+    f5=$(med floor4)
     row "floor: + clocks + per-CPU lanes" "$f5" "$base"
-    echo "iocap added / floor added (+ 2 clock reads): -c $(added "$c_ns" "$f2"), system-wide $(added "$a_ns" "$f2") (goal <= 1.15x)"
-    echo "    rings only (IOCAP_LANES=0): -c $(added "$r_ns" "$f2")"
+    echo "iocap added / floor added (+ 2 clock reads), of the medians: -c $(added "$c_ns" "$f2"), system-wide $(added "$a_ns" "$f2") (goal <= 1.15x)"
+    echo "    the median of each round's: -c $(round_ratio c), system-wide $(round_ratio all); rings only (IOCAP_LANES=0): -c $(added "$r_ns" "$f2"), each round's $(round_ratio rings)"
     awk -v r="$f3" -v p="$f4" -v l="$f5" -v c="$c_ns" -v f="$f2" 'BEGIN { printf "    of which the lane record %.1f ns (per-CPU ring: %.1f ns, one shared ring: %.1f ns), iocap'"'"'s bookkeeping %.1f ns\n", l - f, p - f, r - f, c - l }'
     # Both CPUs making calls at once: what sharing one ring costs each call.
     echo "two loops at once (ns/syscall, each loop's mean):"
