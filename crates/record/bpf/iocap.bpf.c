@@ -555,6 +555,7 @@ static __always_inline bool shed(void)
  * involuntary preemption; irqs never make syscalls). x86's stores are seen in program order:
  * the barrier keeps clang from moving the head's store before the record's. Userspace merges
  * each lane as one more source (merge.rs), keyed by the call's end like the rings' records.
+ * A call that changes the fd table keeps to the ring, behind its table records (sys_exit).
  * lane_slots 0 (another preemption model, IOCAP_LANES=0): the rings take these records too.
  */
 const volatile __u32 lane_slots = 0;	/* a power of two */
@@ -1060,8 +1061,8 @@ struct sys_done {
 	__s64 ret;
 	__u64 offset;
 	__u32 nr;
-	__u16 io; /* it created block requests: their sums are in call_slots */
-	__u16 pad;
+	__u16 io;   /* it created block requests: their sums are in call_slots */
+	__u16 lane; /* it may leave through a lane: it changed no fd (see sys_exit) */
 };
 
 static __noinline int emit_sys_io(struct sys_done *d)
@@ -1072,7 +1073,7 @@ static __noinline int emit_sys_io(struct sys_done *d)
 
 	if (d->io)
 		sum = call_io_take((__u32)bpf_get_current_pid_tgid(), d->ts, d->now);
-	if (lane_io_slots) {
+	if (lane_io_slots && d->lane) {
 		e = lane_reserve(&lane_io_cursors, &lanes_io, lane_io_slots, sizeof(*e), &cur);
 		if (!e)
 			return 0;
@@ -1091,7 +1092,7 @@ static __noinline int emit_sys_io(struct sys_done *d)
 	e->bytes = sum.bytes;
 	e->disk = sum.disk;
 	e->offset = d->offset;
-	if (lane_io_slots)
+	if (cur)
 		lane_submit(cur);
 	else
 		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
@@ -1249,7 +1250,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	struct rec_sys32 *e;
 	__u32 zero = 0, nr;
 	__u64 ts, lat;
-	bool pos;
+	bool pos, fd_call;
 
 	if (stop_at)
 		return end_call_exit(task);
@@ -1273,8 +1274,15 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		now = bpf_ktime_get_ns();
 	ts = call.ts;
 	nr = call.nr;
-	/* Table changes first: userspace must know a new fd before the event that returned it. */
-	if (is_fd_nr(nr))
+	/*
+	 * Table changes first: userspace must know a new fd before the event that returned it.
+	 * So such a call's own event leaves through the ring too, after them: keyed by `now`,
+	 * read before they were written, it could be merged ahead of them from a lane (drained
+	 * while they were being written, or keyed below them when an interrupting program
+	 * raised their ring's keys). These calls are few; the lanes take the rest.
+	 */
+	fd_call = is_fd_nr(nr);
+	if (fd_call)
 		fd_changes(&call, ret, ts, now);
 	lat = now - ts;
 	if (!want_sys || lat < min_latency)
@@ -1293,13 +1301,14 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 			.offset = pos ? call.arg3 : 0,
 			.nr = nr,
 			.io = call.io,
+			.lane = !fd_call,
 		};
 
 		return emit_sys_io(&d);
 	}
 	if (lat >> 32 || ret != (__s32)ret)
 		return emit_sys_wide(nr, call.arg0, ts, lat, ret);
-	if (lane_slots) {
+	if (lane_slots && !fd_call) {
 		e = lane_reserve(&lane_cursors, &lanes, lane_slots, sizeof(*e), &cur);
 		if (!e)
 			return 0;
@@ -1320,7 +1329,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	e->ts = ts;
 	e->lat = lat;
 	e->ret = ret;
-	if (lane_slots)
+	if (cur)
 		lane_submit(cur);
 	else
 		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);

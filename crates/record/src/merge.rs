@@ -18,6 +18,12 @@
 //!   writes its record after the interrupting one's).
 //!
 //! Records under the bound go out in key order; the rest wait for the next round.
+//!
+//! Where the kernel cannot preempt the programs, each CPU also has its lanes (lanes.rs) of
+//! calls' records, each one more source here, alike. The argument needs every record keyed
+//! after its causes were written; the one record that would not be is a call's event after the
+//! fd records its own program wrote (keyed by the call's end, read first), so such a call keeps
+//! its event on the ring, behind them, where ring order holds.
 
 /// Records waiting, per ring, in the batch format the writer reads (`u32` length, then the
 /// record), with their keys.
