@@ -871,20 +871,27 @@ fn calls_of_threads_that_block_and_move_between_cpus_are_all_kept() {
     }
 }
 
-fn threads_are_all_kept(dir: &Path, bin: &Path, slot: &str) {
-    let cap = dir.join(format!("thr{slot}.cap"));
+/// `iocap record --no-block -w CAP -c CMD` with the environment variable `var` set to `value`
+/// (one of the recorder's ways chosen for a test): the capture, which must have lost nothing,
+/// and the recorder's stderr.
+fn record_with(var: &str, value: &str, cap: &Path, cmd: &str) -> (Reader<std::fs::File>, String) {
     let out = iocap()
-        .env("IOCAP_CPU_SLOT", slot)
+        .env(var, value)
         .args(["record", "--no-block", "-w"])
-        .arg(&cap)
-        .arg("-c")
-        .arg(bin)
+        .arg(cap)
+        .args(["-c", cmd])
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stderr}");
-    let r = Reader::open(&cap).unwrap();
-    assert_eq!(r.drops(), 0, "{stderr}");
+    let r = Reader::open(cap).unwrap();
+    assert_eq!(r.drops(), 0, "{var}={value}: {stderr}");
+    (r, stderr)
+}
+
+fn threads_are_all_kept(dir: &Path, bin: &Path, slot: &str) {
+    let cap = dir.join(format!("thr{slot}.cap"));
+    let (r, stderr) = record_with("IOCAP_CPU_SLOT", slot, &cap, bin.to_str().unwrap());
     let all = events(&r);
     assert!(stderr.contains(&format!("wrote {} events", all.len())), "{stderr}");
     // Not the shell's calls (`-c` runs the command through sh).
@@ -1663,18 +1670,8 @@ fn an_open_s_event_names_the_file_it_opened() {
     let n = 20_000;
     for lanes in ["1", "0"] {
         let cap = dir.path().join(format!("alt{lanes}.cap"));
-        let out = iocap()
-            .env("IOCAP_LANES", lanes)
-            .args(["record", "--no-block", "-w"])
-            .arg(&cap)
-            .arg("-c")
-            .arg(format!("{} {} {n}", bin.display(), dir.path().display()))
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{stderr}");
-        let r = Reader::open(&cap).unwrap();
-        assert_eq!(r.drops(), 0, "{stderr}");
+        let cmd = format!("{} {} {n}", bin.display(), dir.path().display());
+        let (r, _) = record_with("IOCAP_LANES", lanes, &cap, &cmd);
         let t = r.tables();
         let mine = |e: &&Event| t.proc(e.proc).is_some_and(|p| t.string(p.name) == "alternate");
         let all = events(&r);

@@ -633,6 +633,35 @@ static __always_inline void lane_submit(struct lane_cursor *c)
 	c->head += 1;
 }
 
+/*
+ * A call's record of `size` bytes: in this CPU's lane (`cursors`, `records`, `slots`) when
+ * `lane` and the lanes are on, `*cur` then set; else in its ring. NULL when there is no room,
+ * counted.
+ */
+static __always_inline void *call_reserve(bool lane, void *cursors, void *records, __u32 slots, __u64 size,
+					  struct lane_cursor **cur)
+{
+	void *e;
+
+	if (lane && slots)
+		return lane_reserve(cursors, records, slots, size, cur);
+	if (shed())
+		return NULL;
+	e = ring_reserve(size);
+	if (!e)
+		count_drop();
+	return e;
+}
+
+/* Hand over the record call_reserve gave, through its lane (`cur`) or its ring. */
+static __always_inline void call_submit(void *e, struct lane_cursor *cur)
+{
+	if (cur)
+		lane_submit(cur);
+	else
+		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+}
+
 static __always_inline bool traced(__u32 tgid)
 {
 	if (tgid == self_tgid)
@@ -1073,29 +1102,16 @@ static __noinline int emit_sys_io(struct sys_done *d)
 
 	if (d->io)
 		sum = call_io_take((__u32)bpf_get_current_pid_tgid(), d->ts, d->now);
-	if (lane_io_slots && d->lane) {
-		e = lane_reserve(&lane_io_cursors, &lanes_io, lane_io_slots, sizeof(*e), &cur);
-		if (!e)
-			return 0;
-	} else {
-		if (shed())
-			return 0;
-		e = ring_reserve(sizeof(*e));
-		if (!e) {
-			count_drop();
-			return 0;
-		}
-	}
+	e = call_reserve(d->lane, &lane_io_cursors, &lanes_io, lane_io_slots, sizeof(*e), &cur);
+	if (!e)
+		return 0;
 	fill_sys(&e->sys, REC_SYSIO, d->nr, d->arg0, d->ts, d->now - d->ts, d->ret);
 	e->reqs = sum.reqs;
 	e->pad = 0;
 	e->bytes = sum.bytes;
 	e->disk = sum.disk;
 	e->offset = d->offset;
-	if (cur)
-		lane_submit(cur);
-	else
-		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	call_submit(e, cur);
 	return 0;
 }
 
@@ -1308,19 +1324,9 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	}
 	if (lat >> 32 || ret != (__s32)ret)
 		return emit_sys_wide(nr, call.arg0, ts, lat, ret);
-	if (lane_slots && !fd_call) {
-		e = lane_reserve(&lane_cursors, &lanes, lane_slots, sizeof(*e), &cur);
-		if (!e)
-			return 0;
-	} else {
-		if (shed())
-			return 0;
-		e = ring_reserve(sizeof(*e));
-		if (!e) {
-			count_drop();
-			return 0;
-		}
-	}
+	e = call_reserve(!fd_call, &lane_cursors, &lanes, lane_slots, sizeof(*e), &cur);
+	if (!e)
+		return 0;
 	e->kind = ev_kind(REC_SYS32);
 	e->nr = nr;
 	e->tid = task->pid;
@@ -1329,10 +1335,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	e->ts = ts;
 	e->lat = lat;
 	e->ret = ret;
-	if (cur)
-		lane_submit(cur);
-	else
-		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	call_submit(e, cur);
 	return 0;
 }
 
