@@ -226,12 +226,12 @@ fn scan_tally(input: &input::Input, by: Option<&'static FieldInfo>) -> anyhow::R
     Ok(scan_tally_with(input, by, true)?.0)
 }
 
-/// [`scan_tally`], taking the chunks it can from their rollups when `rollups` is set; also
-/// returns the events so taken.
+/// [`scan_tally`], taking the chunks it can from their rollups when `use_rollups` is set;
+/// also returns the events so taken.
 fn scan_tally_with(
     input: &input::Input,
     by: Option<&'static FieldInfo>,
-    rollups: bool,
+    use_rollups: bool,
 ) -> anyhow::Result<(Tally, u64)> {
     let r = &input.reader;
     // Values print on the timeline the capture is read on (`evt.time`), but for the fields of
@@ -257,11 +257,10 @@ fn scan_tally_with(
     // it can, reads only the rollup's keys, and so does the field), taken from it; the others
     // scanned. A chunk the summary rules out is left to the scan, which skips it.
     let all: Vec<usize> = (0..r.chunks().len()).collect();
-    let (planned, mut rest) = match rollups && by.is_none_or(|f| rollups::within_keys(FieldGroups::columns(f))) {
+    let (planned, mut rest) = match use_rollups && by.is_none_or(|f| rollups::within_keys(FieldGroups::columns(f))) {
         true => rollups::plan(&all, |i| {
             let s = &r.chunks().get(i)?.summary;
-            match r.has_rollup(i).then(|| RollupFilter::of(Some(&input.filter), s))? {
-                RollupFilter::No => None,
+            match r.has_rollup(i).then(|| RollupFilter::of(Some(&input.filter), s))?? {
                 RollupFilter::Keys(f) if !f.may_match(s) => None,
                 f => Some(f),
             }

@@ -19,27 +19,27 @@ pub fn within_keys(c: ColSet) -> bool {
 }
 
 /// How a filter applies to one chunk's rollup, once the chunk's summary has decided what it
-/// can of it.
+/// can of it ([`RollupFilter::of`]).
 pub enum RollupFilter {
     /// It keeps every event of the chunk (no filter, or the summary proves it).
     All,
     /// What is left reads only the keys' columns: it is evaluated on the keys.
     Keys(Compiled),
-    /// It reads more: the chunk's columns are needed.
-    No,
 }
 
 impl RollupFilter {
-    /// How `filter` (`None`: every event) applies to the rollup of the chunk summed by `s`.
-    pub fn of(filter: Option<&Compiled>, s: &ChunkSummary) -> RollupFilter {
-        let Some(f) = filter else { return RollupFilter::All };
+    /// How `filter` (`None`: every event) applies to the rollup of the chunk summed by `s`;
+    /// `None` when what the summary leaves of it reads more than the keys' columns, and the
+    /// chunk's columns are needed.
+    pub fn of(filter: Option<&Compiled>, s: &ChunkSummary) -> Option<RollupFilter> {
+        let Some(f) = filter else {
+            return Some(RollupFilter::All);
+        };
         let left = f.given(s);
         if left.is_all() {
-            RollupFilter::All
-        } else if within_keys(left.columns()) {
-            RollupFilter::Keys(left)
+            Some(RollupFilter::All)
         } else {
-            RollupFilter::No
+            within_keys(left.columns()).then_some(RollupFilter::Keys(left))
         }
     }
 
@@ -47,7 +47,7 @@ impl RollupFilter {
     pub fn keys(&self, r: &Rollup, bits: &mut Bitmap) {
         match self {
             RollupFilter::Keys(f) => f.eval(&r.keys, bits),
-            RollupFilter::All | RollupFilter::No => bits.reset(r.keys.len(), true),
+            RollupFilter::All => bits.reset(r.keys.len(), true),
         }
     }
 }
