@@ -426,10 +426,12 @@ fn libaio_links(dir: &Path, fs: &Ext4, data: &Path, few_slots: &str) {
         .filter(|e| e.cause == Cause::Syscall as u8 && e.nr == nr("io_submit"))
         .collect();
     // A completion no BPF program ran for (README, "unseen") leaves its request out, counted.
-    assert_eq!(
-        data_reads.len() as u64 + unseen,
-        ios,
-        "every data request links to an io_submit ({unseen} unseen)"
+    // The count is over every device fio made requests on (its program's pages read in count
+    // too), so it bounds this disk's missing reads from above.
+    let seen = data_reads.len() as u64;
+    assert!(
+        seen <= ios && ios <= seen + unseen,
+        "every data request links to an io_submit ({seen} of {ios}, {unseen} unseen)"
     );
     let submits: HashMap<(u32, u64), &Event> = evs
         .iter()
@@ -458,7 +460,10 @@ fn libaio_links(dir: &Path, fs: &Ext4, data: &Path, few_slots: &str) {
             );
         }
     }
-    assert_eq!(missing, unseen, "few slots: {few_slots}");
+    assert!(
+        missing <= unseen,
+        "few slots: {few_slots}: {missing} missing, {unseen} unseen"
+    );
 }
 
 /// Bytes of each of fio's io_uring reads.

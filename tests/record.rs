@@ -277,9 +277,12 @@ fn fio_writes_are_in_the_capture_or_counted_unseen_as_diskstats_counts_them() {
         kernel >= IOS * 9 / 10,
         "diskstats counted {kernel} writes of fio's {IOS}"
     );
-    // Drops (the recorder behind) may hide some; nothing else may.
+    // None twice; drops (the recorder behind) and unseen completions may hide some, nothing
+    // else may. The unseen count is the recording's, over every device: fio's own requests
+    // elsewhere (its program's pages read in, on the machine's disk) count there too, so it
+    // bounds the loop device's missing writes from above only (CI once: 2 missing, 6 unseen).
     assert!(
-        writes + unseen <= kernel && kernel <= writes + unseen + drops,
+        writes <= kernel && kernel <= writes + unseen + drops,
         "diskstats {kernel} writes; capture {writes} + unseen {unseen} (drops {drops})"
     );
     assert!(unseen <= kernel / 1000, "a few untraced completions, not {unseen}");
