@@ -261,7 +261,7 @@ fn scan_tally_with(
         true => rollups::plan(&all, |i| {
             let s = &r.chunks().get(i)?.summary;
             match r.has_rollup(i).then(|| RollupFilter::of(Some(&input.filter), s))?? {
-                RollupFilter::Keys(f) if !f.may_match(s) => None,
+                f @ (RollupFilter::Keys(_) | RollupFilter::Cells(_)) if !f.may_match(s) => None,
                 f => Some(f),
             }
         }),
@@ -281,8 +281,10 @@ fn scan_tally_with(
                     if !rollup.with_bytes {
                         return false;
                     }
-                    f.keys(rollup, bits);
-                    *n += fold_rollup(acc, rollup, bits);
+                    let Some(kept) = f.apply(rollup, bits) else {
+                        return false;
+                    };
+                    *n += fold_rollup(acc, &kept, bits);
                     true
                 },
                 |(a, n), (b, m)| {
@@ -605,20 +607,42 @@ mod tests {
         let path = dir.path().join("r.cap");
         capture(&path);
         let field = |name: &str| fields::lookup(name).unwrap();
-        // (filter, field, whether rollups answer some chunks)
+        // How many of the matching events the rollups answer.
+        #[derive(Debug, PartialEq)]
+        enum Rolled {
+            None,
+            Some,
+            All,
+        }
+        // (filter, field, how many matches the rollups answer)
         let cases = [
-            ("", None, true),
-            ("proc.name=postgres", None, true),
-            ("evt.type=read or proc.name=dd", Some("proc.name"), true),
-            ("evt.time>=1.5s and evt.time<4.2s", Some("evt.type"), true),
-            ("evt.class=block and evt.time>2s", Some("proc.name"), true),
-            ("not proc.name=fio and evt.time<5s", Some("evt.class"), true),
+            ("", None, Rolled::All),
+            ("proc.name=postgres", None, Rolled::All),
+            ("evt.type=read or proc.name=dd", Some("proc.name"), Rolled::All),
+            // Chunks across the window's edges are read.
+            ("evt.time>=1.55s and evt.time<4.2s", Some("evt.type"), Rolled::Some),
+            ("evt.class=block and evt.time>2s", Some("proc.name"), Rolled::Some),
+            ("not proc.name=fio and evt.time<5s", Some("evt.class"), Rolled::All),
+            // Latency bounds on cell bounds (decades, the other column bounds, the buckets'),
+            // or in cells none of this capture's latencies crosses (1 + n^6 + [0, 1000) ns):
+            // the cells' own totals answer.
+            ("latency>1ms and proc.name=postgres", None, Rolled::All),
+            ("latency>=10us", Some("proc.name"), Rolled::All),
+            ("not latency<100us or proc.name=dd", Some("evt.type"), Rolled::All),
+            (
+                "latency>500us and latency<=2.51ms and evt.time<4s",
+                Some("evt.class"),
+                Rolled::All,
+            ),
+            // 532 µs lies among the latencies from 9^6 ns of a key of every chunk: the chunks
+            // are read.
+            ("latency>532us", None, Rolled::None),
             // Reads a column besides the keys: the chunks' columns answer.
-            ("fd.num=3", None, false),
-            ("latency>1ms and proc.name=postgres", None, false),
-            ("", Some("fd.name"), false),
+            ("fd.num=3", None, Rolled::None),
+            ("latency>1ms and fd.num=3", None, Rolled::None),
+            ("", Some("fd.name"), Rolled::None),
             // proc.pid is each event's pid column, not its process entry's.
-            ("proc.name=dd", Some("proc.pid"), false),
+            ("proc.name=dd", Some("proc.pid"), Rolled::None),
         ];
         for (filter, by, rolls) in cases {
             let input = open(&path, filter);
@@ -626,8 +650,17 @@ mod tests {
             let (with, rolled) = scan_tally_with(&input, by, true).unwrap();
             let (without, none) = scan_tally_with(&input, by, false).unwrap();
             assert_eq!(none, 0);
-            assert_eq!(rolled > 0, rolls, "{filter:?} by {by:?}: {rolled} events from rollups");
-            assert!(without.stats.matched > 0, "{filter:?} matches something");
+            let matched = without.stats.matched;
+            assert!(matched > 0, "{filter:?} matches something");
+            let got = match rolled {
+                0 => Rolled::None,
+                n if n == matched => Rolled::All,
+                _ => Rolled::Some,
+            };
+            assert_eq!(
+                got, rolls,
+                "{filter:?} by {by:?}: {rolled} of {matched} events from rollups"
+            );
             assert_eq!(figures(&with), figures(&without), "{filter:?} by {by:?}");
             assert_eq!(with.stats.total, 60_000);
         }

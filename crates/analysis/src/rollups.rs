@@ -1,17 +1,23 @@
 //! Questions answered from chunks' rollups ([`iocap_format::Rollup`]) instead of their columns.
 //!
 //! A rollup holds a chunk's events by key (class, process, call number, op) with each key's
-//! latency cells, exact count, min, max, latency sum and bytes. A question whose filter, once
-//! the chunk's summary has decided what it can ([`Compiled::given`]: an `evt.time` window
-//! around the chunk falls away), reads only the key's columns, and which reads nothing more of
-//! each event than its latency (and bytes), is answered exactly from the rollup: a few
-//! kilobytes per chunk instead of its columns. The viewer (its spectrogram rows, histogram and
-//! groups) and `iocap report` (histogram, bytes, groups) both plan and read them here.
+//! latency cells, exact count, min, max, latency sum and bytes (since 1.14, each cell's own).
+//! A question whose filter, once the chunk's summary has decided what it can
+//! ([`Compiled::given`]: an `evt.time` window around the chunk falls away), reads only the
+//! key's columns, and which reads nothing more of each event than its latency (and bytes), is
+//! answered exactly from the rollup: a few kilobytes per chunk instead of its columns. So is
+//! one that also reads the latency, when each cell's latencies decide it alike (its bounds
+//! lie on cell bounds: `latency>1ms`), from a rollup with its cells' totals. The viewer (its
+//! spectrogram rows, histogram and groups) and `iocap report` (histogram, bytes, groups) both
+//! plan and read them here.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use iocap_filter::{Bitmap, Compiled};
-use iocap_format::{key_cols, ChunkDecoder, ChunkSummary, ColSet, Reader, Rollup, Source};
+use iocap_format::{
+    cell_range, key_cols, ChunkDecoder, ChunkSummary, Col, ColSet, Columns, KeyTotals, Reader, Rollup, Source,
+};
 
 /// Whether columns `c` are all among a rollup's keys.
 pub fn within_keys(c: ColSet) -> bool {
@@ -25,6 +31,9 @@ pub enum RollupFilter {
     All,
     /// What is left reads only the keys' columns: it is evaluated on the keys.
     Keys(Compiled),
+    /// What is left reads the keys' columns and the latency: it is decided cell by cell, on a
+    /// rollup with its cells' totals, where no cell straddles its latency bounds.
+    Cells(Compiled),
 }
 
 impl RollupFilter {
@@ -36,20 +45,154 @@ impl RollupFilter {
             return Some(RollupFilter::All);
         };
         let left = f.given(s);
+        let cols = left.columns();
         if left.is_all() {
             Some(RollupFilter::All)
+        } else if within_keys(cols) {
+            Some(RollupFilter::Keys(left))
+        } else if within_keys(without_latency(cols)) {
+            Some(RollupFilter::Cells(left))
         } else {
-            within_keys(left.columns()).then_some(RollupFilter::Keys(left))
+            None
         }
     }
 
-    /// Set `bits` to the keys of `r` this keeps.
-    pub fn keys(&self, r: &Rollup, bits: &mut Bitmap) {
+    /// Whether some event of a chunk with summary `s` may match (see
+    /// [`Compiled::may_match`]).
+    pub fn may_match(&self, s: &ChunkSummary) -> bool {
         match self {
-            RollupFilter::Keys(f) => f.eval(&r.keys, bits),
-            RollupFilter::All => bits.reset(r.keys.len(), true),
+            RollupFilter::All => s.events > 0,
+            RollupFilter::Keys(f) | RollupFilter::Cells(f) => f.may_match(s),
         }
     }
+
+    /// The part of `r` this keeps, with `bits` set to the keys it keeps events of: `r` itself
+    /// when it keeps keys whole; else a rollup of the same keys, each with only the cells it
+    /// keeps and their totals. `None` when the rollup cannot tell: it lacks its cells' totals,
+    /// or a cell it holds straddles a bound of the filter's latency.
+    pub fn apply<'r>(&self, r: &'r Rollup, bits: &mut Bitmap) -> Option<Cow<'r, Rollup>> {
+        match self {
+            RollupFilter::All => bits.reset(r.keys.len(), true),
+            RollupFilter::Keys(f) => f.eval(&r.keys, bits),
+            RollupFilter::Cells(f) => return by_cells(f, r, bits).map(Cow::Owned),
+        }
+        Some(Cow::Borrowed(r))
+    }
+}
+
+/// Columns `c` but the latency.
+fn without_latency(c: ColSet) -> ColSet {
+    ColSet(c.0 & !ColSet::NONE.with(Col::Latency).0)
+}
+
+/// What filter `f`, which reads the keys' columns and the latency, keeps of a cell.
+enum Verdict {
+    No,
+    Every,
+    /// The keys it keeps (a bitmap over the rollup's keys).
+    Keys(Bitmap),
+    /// The cell straddles a bound of the filter's latency: each key's events in it decide.
+    Straddles,
+}
+
+/// The verdict of `f` on the events whose latencies lie in `[lo, hi]`, of the keys `keys`.
+fn verdict(f: &Compiled, lo: u64, hi: u64, keys: &Columns) -> Verdict {
+    // A summary of events of both classes whose latencies span the range: it decides the
+    // filter's latency bounds, and nothing else ([`by_cells`]).
+    let s = ChunkSummary {
+        events: 2,
+        syscalls: 1,
+        blocks: 1,
+        min_latency: lo,
+        max_latency: hi,
+        ..ChunkSummary::default()
+    };
+    if !f.may_match(&s) {
+        return Verdict::No;
+    }
+    if f.all_match(&s) {
+        return Verdict::Every;
+    }
+    let left = f.given(&s);
+    if !within_keys(left.columns()) {
+        return Verdict::Straddles;
+    }
+    let mut kept = Bitmap::default();
+    left.eval(keys, &mut kept);
+    Verdict::Keys(kept)
+}
+
+/// [`RollupFilter::apply`] for [`RollupFilter::Cells`].
+fn by_cells(f: &Compiled, r: &Rollup, bits: &mut Bitmap) -> Option<Rollup> {
+    // The summaries [`verdict`] makes decide the latency only: `f` must read nothing else a
+    // summary decides (`evt.time`), as a filter [`RollupFilter::of`] leaves does not.
+    if !r.has_cell_totals() || !within_keys(without_latency(f.columns())) {
+        return None;
+    }
+    // The verdict on each distinct cell, over every latency it may hold; where that cell
+    // straddles a bound, the verdict on each key's own events in it, from their smallest and
+    // largest (`latency>1ms` straddles the cell from 1 ms, but only an event of exactly 1 ms
+    // makes it matter).
+    let mut distinct: Vec<u16> = r.cells.iter().map(|&(c, _)| c).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let verdicts: Vec<Verdict> = distinct
+        .iter()
+        .map(|&c| {
+            let (lo, hi) = cell_range(c);
+            verdict(f, lo, hi, &r.keys)
+        })
+        .collect();
+    let mut out = Rollup {
+        chunk: r.chunk,
+        keys: r.keys.clone(),
+        with_bytes: r.with_bytes,
+        ..Rollup::default()
+    };
+    bits.reset(r.keys.len(), false);
+    let mut from = 0usize;
+    for (k, &end) in r.ends.iter().enumerate() {
+        let to = end as usize;
+        let mut t = KeyTotals {
+            count: 0,
+            min: u64::MAX,
+            max: 0,
+            sum: 0,
+            bytes: 0,
+        };
+        for (&(c, n), ct) in r.cells[from..to].iter().zip(&r.cell_totals[from..to]) {
+            let at = distinct.binary_search(&c).ok()?;
+            let kept = match &verdicts[at] {
+                Verdict::No => false,
+                Verdict::Every => true,
+                Verdict::Keys(keys) => keys.get(k),
+                Verdict::Straddles => match verdict(f, ct.min, ct.max, &r.keys) {
+                    Verdict::No => false,
+                    Verdict::Every => true,
+                    Verdict::Keys(keys) => keys.get(k),
+                    Verdict::Straddles => return None,
+                },
+            };
+            if kept {
+                out.cells.push((c, n));
+                out.cell_totals.push(*ct);
+                t.count += u64::from(n);
+                t.min = t.min.min(ct.min);
+                t.max = t.max.max(ct.max);
+                t.sum += ct.sum;
+                t.bytes = t.bytes.saturating_add(ct.bytes);
+            }
+        }
+        if t.count > 0 {
+            bits.set(k, true);
+        } else {
+            t.min = 0;
+        }
+        out.totals.push(t);
+        out.ends.push(out.cells.len() as u32);
+        from = to;
+    }
+    Some(out)
 }
 
 /// `chunks` split by `plan`: those it has a plan for, with it, and the others.
@@ -114,4 +257,122 @@ pub fn over<A: Send, T: Sync, S: Source>(
     let (acc, mut failed) = out.unwrap_or_else(|| (init(), Vec::new()));
     failed.sort_unstable();
     Some((acc, failed))
+}
+
+#[cfg(test)]
+mod tests {
+    use iocap_filter::Filter;
+    use iocap_format::{Class, Event, Meta, Tables};
+
+    use super::*;
+
+    /// Events of (proc, latency), each of `latency % 97` bytes.
+    fn chunk(events: &[(u32, u64)]) -> (Columns, ChunkSummary) {
+        let mut cols = Columns::default();
+        for &(proc, latency) in events {
+            cols.push(&Event {
+                class: Class::Syscall,
+                proc,
+                latency,
+                bytes: latency % 97,
+                ..Event::default()
+            });
+        }
+        let s = ChunkSummary {
+            events: cols.len() as u64,
+            syscalls: cols.len() as u64,
+            min_latency: cols.latency.iter().copied().min().unwrap_or(0),
+            max_latency: cols.latency.iter().copied().max().unwrap_or(0),
+            ..ChunkSummary::default()
+        };
+        (cols, s)
+    }
+
+    /// What `filter` keeps of `cols`, by key (proc): count, min, max, sum, bytes.
+    fn scanned(f: &Compiled, cols: &Columns) -> Vec<(u32, KeyTotals)> {
+        let mut bits = Bitmap::default();
+        f.eval(cols, &mut bits);
+        let mut by: std::collections::BTreeMap<u32, KeyTotals> = Default::default();
+        for i in bits.iter_ones() {
+            let t = by.entry(cols.proc[i]).or_insert(KeyTotals {
+                count: 0,
+                min: u64::MAX,
+                max: 0,
+                sum: 0,
+                bytes: 0,
+            });
+            t.count += 1;
+            t.min = t.min.min(cols.latency[i]);
+            t.max = t.max.max(cols.latency[i]);
+            t.sum += u128::from(cols.latency[i]);
+            t.bytes += cols.bytes[i];
+        }
+        by.into_iter().collect()
+    }
+
+    /// What `filter` keeps of `cols` through their rollup: `None` when it cannot tell.
+    fn rolled(f: &RollupFilter, cols: &Columns) -> Option<Vec<(u32, KeyTotals)>> {
+        let r = Rollup::of(cols, 0);
+        let mut bits = Bitmap::default();
+        let kept = f.apply(&r, &mut bits)?;
+        let mut out: Vec<(u32, KeyTotals)> = bits.iter_ones().map(|k| (kept.keys.proc[k], kept.totals[k])).collect();
+        out.sort_by_key(|&(p, _)| p);
+        Some(out)
+    }
+
+    #[test]
+    fn a_latency_bound_keeps_whole_cells_with_their_own_totals() {
+        let compile = |src: &str| {
+            Filter::parse(src)
+                .unwrap()
+                .compile(&Meta::default(), &Tables::default())
+        };
+        // Process 1 around 1 ms and 10 µs, process 2 far from both; process 3 has a call of
+        // exactly 1 ms in the cell from 1 ms, which `latency>1ms` cuts.
+        let (cols, s) = chunk(&[
+            (1, 999_000),
+            (1, 1_000_001),
+            (1, 1_004_000),
+            (1, 9_990),
+            (1, 10_000),
+            (2, 40),
+            (2, 7_010_000),
+            (2, 7_060_000),
+            (3, 1_000_000),
+            (3, 1_000_002),
+        ]);
+        let cases = [
+            ("latency>1ms", false),
+            ("latency>=1ms", true),
+            ("latency>1ms and not proc.pid=3", false),
+            ("latency<10us or latency>=1ms", true),
+            ("latency>=10us and latency<7ms", true),
+            ("not latency>=1ms and proc.name=x or latency>5ms", true),
+            // 7.05 ms lies between process 2's two calls in one cell.
+            ("latency>7.05ms", false),
+        ];
+        for (src, whole) in cases {
+            let f = compile(src);
+            let Some(rf) = RollupFilter::of(Some(&f), &s) else {
+                // Reads a column past the keys (the pid): the chunk is read.
+                assert!(src.contains("pid"), "{src}");
+                continue;
+            };
+            assert!(matches!(rf, RollupFilter::Cells(_)), "{src}: decided cell by cell");
+            match rolled(&rf, &cols) {
+                Some(got) => assert_eq!(got, scanned(&f, &cols), "{src}"),
+                None => assert!(!whole, "{src}: the rollup answers"),
+            }
+            assert_eq!(rolled(&rf, &cols).is_some(), whole, "{src}");
+        }
+        // Without process 3's call of exactly 1 ms, `latency>1ms` is answered.
+        let (cols, s) = chunk(&[(1, 999_000), (1, 1_000_001), (3, 1_000_002), (3, 20)]);
+        let f = compile("latency>1ms");
+        let rf = RollupFilter::of(Some(&f), &s).unwrap();
+        assert_eq!(rolled(&rf, &cols), Some(scanned(&f, &cols)));
+        // A rollup without its cells' totals (before 1.14) cannot answer.
+        let mut r = Rollup::of(&cols, 0);
+        r.cell_totals.clear();
+        assert!(rf.apply(&r, &mut Bitmap::default()).is_none());
+    }
 }

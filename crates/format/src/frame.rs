@@ -13,7 +13,7 @@ pub const FILE_MAGIC: &[u8; 8] = b"IOCAP\x00\r\n";
 /// Format major version: a reader refuses a file with a newer major.
 pub const FORMAT_MAJOR: u16 = 1;
 /// Format minor version: additions a reader of the same major can skip.
-pub const FORMAT_MINOR: u16 = 13;
+pub const FORMAT_MINOR: u16 = 14;
 pub const PREAMBLE_LEN: usize = 16;
 
 pub const FRAME_MAGIC: &[u8; 4] = b"IOFR";
@@ -46,7 +46,7 @@ pub enum Kind {
     /// Block requests the recorder saw issued and never saw complete (1.9).
     Unseen = 12,
     /// A chunk's events by key and latency cell, right after the chunk (1.12; with each key's
-    /// bytes since 1.13).
+    /// bytes since 1.13, each cell's totals since 1.14).
     Rollup = 13,
 }
 

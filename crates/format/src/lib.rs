@@ -57,7 +57,7 @@ pub use model::{
     StrId,
 };
 pub use reader::{ChunkDecoder, ChunkInfo, Growth, Reader, Source};
-pub use rollup::{cell, cell_parts, key_cols, KeyTotals, Rollup};
+pub use rollup::{cell, cell_parts, cell_range, key_cols, CellTotals, KeyTotals, Rollup};
 pub use summary::{log2_bucket, log2_bucket_range, ChunkSummary, LOG2_BUCKETS};
 pub use tables::{table_budget, Tables, MAX_STRING, MAX_TABLE_BYTES, TABLE_BUDGET_FLOOR, TABLE_BYTES_PER_FILE_BYTE};
 pub use writer::{Writer, WriterOptions};

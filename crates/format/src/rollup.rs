@@ -11,6 +11,11 @@
 //! ([`crate::latency::bucket`]) and whether it lies past the spectrogram column bound inside
 //! that bucket ([`crate::latency::past_bound`]); a bucket straddles at most one. From a cell,
 //! both the histogram bucket and the spectrogram column are exact.
+//!
+//! Since 1.14 a rollup also holds each cell's own smallest and largest latency, latency sum
+//! and bytes ([`CellTotals`]): a filter on the latency whose bounds no cell straddles (every
+//! `latency>1ms`: decades are column bounds) then keeps or drops whole cells, and the totals of
+//! the cells it keeps are exact.
 
 use crate::columns::{Col, ColSet, Columns};
 use crate::latency::{self, BUCKETS};
@@ -34,6 +39,20 @@ pub struct KeyTotals {
     pub bytes: u64,
 }
 
+/// What a 1.14 rollup holds of each cell of each key besides its count: the smallest, largest
+/// and sum of its latencies, and the sum of its bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CellTotals {
+    /// Smallest latency, ns.
+    pub min: u64,
+    /// Largest latency, ns.
+    pub max: u64,
+    /// Sum of the latencies, ns.
+    pub sum: u128,
+    /// Sum of the `bytes` column.
+    pub bytes: u64,
+}
+
 /// A chunk's events by key and latency cell (see the module).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Rollup {
@@ -49,6 +68,9 @@ pub struct Rollup {
     pub cells: Vec<(u16, u32)>,
     /// Whether the keys' `bytes` are summed (since 1.13; a 1.12 rollup has none).
     pub with_bytes: bool,
+    /// Each cell's totals, as `cells` (since 1.14; empty in an older rollup, and in one whose
+    /// sums would not fit the encoding: see [`Rollup::has_cell_totals`]).
+    pub cell_totals: Vec<CellTotals>,
 }
 
 /// The columns a rollup's keys hold.
@@ -67,6 +89,24 @@ pub fn cell(ns: u64) -> u16 {
 fn cell_in(first: &[u8; BUCKETS], bounds: &[u64; latency::COLS + 1], ns: u64) -> u16 {
     let b = latency::bucket(ns);
     (b * 2 + usize::from(latency::past_bound(first, bounds, b, ns))) as u16
+}
+
+/// The latencies cell `c` holds, `[lo, hi]` (both inclusive): those of its bucket below the
+/// bound [`latency::past_bound`] compares with, or those at or past it. A cell that holds none
+/// (the other side of a bucket no bound crosses, a cell past the last bucket) gives `lo > hi`.
+pub fn cell_range(c: u16) -> (u64, u64) {
+    let b = usize::from(c / 2);
+    if b >= BUCKETS {
+        return (1, 0);
+    }
+    let (lo, hi) = latency::bucket_range(b);
+    let first = usize::from(latency::bucket_first_columns()[b]);
+    let bound = latency::column_bounds().get(first + 1).copied().unwrap_or(u64::MAX);
+    if c & 1 == 0 {
+        (lo, hi.min(bound.saturating_sub(1)))
+    } else {
+        (lo.max(bound), hi)
+    }
 }
 
 /// The bucket and spectrogram column of cell `c`.
@@ -147,33 +187,76 @@ impl Rollup {
             at.push(sum);
             sum += t.count as usize;
         }
-        let mut grouped = vec![0u16; n];
-        for (&k, &c) in key_of.iter().zip(&cell_of) {
+        let mut grouped = vec![0u32; n];
+        for (i, &k) in key_of.iter().enumerate() {
             let slot = &mut at[k as usize];
-            grouped[*slot] = c;
+            grouped[*slot] = i as u32;
             *slot += 1;
         }
-        let mut counts = vec![0u32; 2 * BUCKETS];
+        let empty = (
+            0u32,
+            CellTotals {
+                min: u64::MAX,
+                max: 0,
+                sum: 0,
+                bytes: 0,
+            },
+        );
+        let mut table = vec![empty; 2 * BUCKETS];
         let mut touched: Vec<u16> = Vec::new();
         let mut from = 0usize;
         for t in &r.totals {
             let to = from + t.count as usize;
-            for &c in &grouped[from..to] {
-                let k = &mut counts[usize::from(c)];
+            for &i in &grouped[from..to] {
+                let c = cell_of[i as usize];
+                let (k, ct) = &mut table[usize::from(c)];
                 if *k == 0 {
                     touched.push(c);
                 }
                 *k += 1;
+                let ns = cols.latency.get(i as usize).copied().unwrap_or(0);
+                ct.min = ct.min.min(ns);
+                ct.max = ct.max.max(ns);
+                ct.sum += u128::from(ns);
+                ct.bytes = ct
+                    .bytes
+                    .saturating_add(cols.bytes.get(i as usize).copied().unwrap_or(0));
             }
             touched.sort_unstable();
             for &c in &touched {
-                r.cells.push((c, std::mem::take(&mut counts[usize::from(c)])));
+                let (k, ct) = std::mem::replace(&mut table[usize::from(c)], empty);
+                r.cells.push((c, k));
+                r.cell_totals.push(ct);
             }
             touched.clear();
             r.ends.push(r.cells.len() as u32);
             from = to;
         }
+        if !r.cell_totals_fit() {
+            r.cell_totals.clear();
+        }
         r
+    }
+
+    /// Whether the rollup holds each cell's totals ([`CellTotals`], since 1.14).
+    pub fn has_cell_totals(&self) -> bool {
+        self.with_bytes && self.cell_totals.len() == self.cells.len()
+    }
+
+    /// Whether the cells' totals can be encoded: each sum past its cell's smallest latency
+    /// fits 64 bits, and no key's bytes saturated (its cells' would not add up to it). A chunk
+    /// of latencies of days could break the first; such a rollup goes without them.
+    fn cell_totals_fit(&self) -> bool {
+        (0..self.totals.len()).all(|k| {
+            let from = k.checked_sub(1).map_or(0, |p| self.ends[p] as usize);
+            let to = self.ends[k] as usize;
+            let cells = self.cells[from..to].iter().zip(&self.cell_totals[from..to]);
+            let bytes = cells.clone().try_fold(0u64, |acc, (_, ct)| acc.checked_add(ct.bytes));
+            bytes == Some(self.totals[k].bytes)
+                && cells
+                    .clone()
+                    .all(|(&(_, n), ct)| u64::try_from(ct.sum - u128::from(ct.min) * u128::from(n)).is_ok())
+        })
     }
 
     /// The cells of key `k`.
@@ -213,6 +296,17 @@ impl Rollup {
         if self.with_bytes {
             for t in &self.totals {
                 varint::put(out, t.bytes);
+            }
+        }
+        // Likewise after the bytes, for a 1.13 reader.
+        if self.has_cell_totals() {
+            for (&(c, n), ct) in self.cells.iter().zip(&self.cell_totals) {
+                varint::put(out, ct.min - cell_range(c).0);
+                if n > 1 {
+                    varint::put(out, ct.max - ct.min);
+                    varint::put(out, (ct.sum - u128::from(ct.min) * u128::from(n)) as u64);
+                }
+                varint::put(out, ct.bytes);
             }
         }
     }
@@ -297,8 +391,46 @@ impl Rollup {
             }
             r.with_bytes = true;
         }
+        if cur.remaining() > 0 {
+            r.cell_totals = decode_cell_totals(&mut cur, &r)?;
+        }
         (cur.remaining() == 0).then_some(r)
     }
+}
+
+/// The cells' totals of rollup `r` (its keys decoded) from `cur`; `None` unless each lies in
+/// its cell, and each key's cells add up to the key's totals.
+fn decode_cell_totals(cur: &mut Cursor, r: &Rollup) -> Option<Vec<CellTotals>> {
+    let mut out = Vec::with_capacity(r.cells.len());
+    for (k, t) in r.totals.iter().enumerate() {
+        let from = out.len();
+        for &(c, n) in r.cells_of(k) {
+            let (lo, hi) = cell_range(c);
+            let min = lo.checked_add(cur.varint()?)?;
+            let (max, sum) = match n {
+                1 => (min, u128::from(min)),
+                _ => {
+                    let max = min.checked_add(cur.varint()?)?;
+                    (max, u128::from(min) * u128::from(n) + u128::from(cur.varint()?))
+                }
+            };
+            let bytes = cur.varint()?;
+            if max > hi || sum > u128::from(max) * u128::from(n) {
+                return None;
+            }
+            out.push(CellTotals { min, max, sum, bytes });
+        }
+        let cells = &out[from..];
+        let bytes = cells.iter().try_fold(0u64, |acc, ct| acc.checked_add(ct.bytes));
+        if cells.first()?.min != t.min
+            || cells.last()?.max != t.max
+            || cells.iter().map(|ct| ct.sum).sum::<u128>() != t.sum
+            || bytes != Some(t.bytes)
+        {
+            return None;
+        }
+    }
+    Some(out)
 }
 
 type IdMap<K, V> = crate::hash::IdMap<K, V>;
@@ -348,29 +480,137 @@ mod tests {
         assert_eq!(r.totals[1].bytes, 200_000);
         assert_eq!(r.cells_of(0), [(cell(90), 1), (cell(500), 1), (cell(510), 1)]);
         assert_eq!(r.cells_of(2), [(cell(7), 1)]);
+        // 500 and 510 share a bucket, but 501 (a column bound) parts them.
+        assert_eq!(r.cells[1..3], [(cell(500), 1), (cell(510), 1)]);
+        assert_eq!(cell(500) / 2, cell(510) / 2);
+        assert!(r.has_cell_totals());
+        let ct = |min, max, sum, bytes| CellTotals { min, max, sum, bytes };
+        assert_eq!(
+            r.cell_totals,
+            [
+                ct(90, 90, 90, 9),
+                ct(500, 500, 500, 50),
+                ct(510, 510, 510, 51),
+                ct(2_000_000, 2_000_000, 2_000_000, 200_000),
+                ct(7, 7, 7, 0)
+            ]
+        );
         let mut raw = Vec::new();
         r.encode(&mut raw);
         assert_eq!(Rollup::decode(&raw, 5), Some(r.clone()));
-        // The same without bytes, as 1.12 wrote it: the keys end the entries.
-        let mut old = r.clone();
-        old.with_bytes = false;
-        let mut old_raw = Vec::new();
-        old.encode(&mut old_raw);
-        assert_eq!(old_raw, raw[..old_raw.len()], "the bytes come after every key");
-        for t in &mut old.totals {
+        // As 1.13 wrote it, without the cells' totals: the keys' bytes end the entries.
+        let mut v13 = r.clone();
+        v13.cell_totals.clear();
+        let v13_raw = encoded(&v13);
+        assert_eq!(v13_raw, raw[..v13_raw.len()], "the cells' totals come after the bytes");
+        assert_eq!(Rollup::decode(&v13_raw, 5), Some(v13.clone()));
+        // As 1.12 wrote it, without bytes: the keys end the entries.
+        let mut v12 = v13.clone();
+        v12.with_bytes = false;
+        let v12_raw = encoded(&v12);
+        assert_eq!(v12_raw, raw[..v12_raw.len()], "the bytes come after every key");
+        for t in &mut v12.totals {
             t.bytes = 0;
         }
-        assert_eq!(Rollup::decode(&old_raw, 5), Some(old));
-        // The wrong event count, or any other byte cut (inside a key, or inside the bytes),
-        // is not a rollup.
+        assert_eq!(Rollup::decode(&v12_raw, 5), Some(v12));
+        // The wrong event count, or any other byte cut (inside a key, inside the bytes or the
+        // cells' totals), is not a rollup.
         assert_eq!(Rollup::decode(&raw, 4), None);
-        for cut in (0..raw.len()).filter(|&c| c != old_raw.len()) {
+        for cut in (0..raw.len()).filter(|&c| c != v12_raw.len() && c != v13_raw.len()) {
             assert_eq!(Rollup::decode(&raw[..cut], 5), None, "cut at {cut}");
         }
-        // Nor are bytes for more keys than it has.
+        // Nor is anything after the last cell.
         let mut long = raw.clone();
         long.push(1);
         assert_eq!(Rollup::decode(&long, 5), None);
+    }
+
+    fn encoded(r: &Rollup) -> Vec<u8> {
+        let mut raw = Vec::new();
+        r.encode(&mut raw);
+        raw
+    }
+
+    #[test]
+    fn a_cell_s_totals_are_its_own_events() {
+        // Three cells of one key, one of two events; another key's cell of three.
+        let cols = chunk(&[
+            (0, 1, 0, 1_000_000),
+            (0, 1, 0, 1_010_000),
+            (0, 1, 0, 20),
+            (0, 1, 0, 5_000_000_000),
+            (1, 2, 0, 4096),
+            (1, 2, 0, 4100),
+            (1, 2, 0, 4097),
+        ]);
+        let r = Rollup::of(&cols, 0);
+        assert_eq!(r.cells_of(0).len(), 3);
+        let at = r.cells.iter().position(|&(c, _)| c == cell(1_000_000)).unwrap();
+        assert_eq!(r.cells[at], (cell(1_010_000), 2));
+        assert_eq!(
+            r.cell_totals[at],
+            CellTotals {
+                min: 1_000_000,
+                max: 1_010_000,
+                sum: 2_010_000,
+                bytes: 201_000,
+            }
+        );
+        assert_eq!(r.cells_of(1), [(cell(4096), 3)]);
+        assert_eq!(r.cell_totals[3].sum, 4096 + 4100 + 4097);
+        assert_eq!(Rollup::decode(&encoded(&r), 7), Some(r.clone()));
+        // Totals that do not add up to the key's, or lie outside their cell, are refused.
+        let refused = |f: &dyn Fn(&mut Rollup)| {
+            let mut bad = r.clone();
+            f(&mut bad);
+            Rollup::decode(&encoded(&bad), 7)
+        };
+        assert_eq!(refused(&|b| b.cell_totals[at].bytes += 1), None, "bytes past the key's");
+        assert_eq!(refused(&|b| b.cell_totals[at].sum += 1), None, "sum past the key's");
+        assert_eq!(
+            refused(&|b| b.cell_totals[at].max = 1_200_000),
+            None,
+            "max past its cell"
+        );
+        assert_eq!(refused(&|b| b.cell_totals[0].min = 21), None, "min not the key's");
+        // Latencies of centuries in one cell: its sum past its smallest does not fit, and
+        // the rollup goes without cells' totals (a reader then reads the chunk).
+        let top = latency::bucket_range(BUCKETS - 1).0;
+        let huge: Vec<_> = (0..40).flat_map(|_| [(0, 1, 0, top), (0, 1, 0, u64::MAX)]).collect();
+        let mut cols = chunk(&huge);
+        cols.bytes.iter_mut().for_each(|b| *b = 1);
+        let r = Rollup::of(&cols, 0);
+        assert_eq!((r.cells.len(), r.totals[0].bytes), (1, 80));
+        assert!(!r.has_cell_totals());
+        assert_eq!(Rollup::decode(&encoded(&r), 80), Some(r));
+    }
+
+    #[test]
+    fn a_cell_s_range_is_what_lands_in_it() {
+        let mut seen = vec![(u64::MAX, 0u64); 2 * BUCKETS];
+        let values = (0..3_000_000u64)
+            .step_by(7)
+            .chain((0..64).flat_map(|s| [(1u64 << s) - 1, 1u64 << s, (1u64 << s) + 1]))
+            .chain(
+                latency::column_bounds()
+                    .iter()
+                    .flat_map(|&b| [b.saturating_sub(1), b, b + 1]),
+            )
+            .chain([u64::MAX]);
+        for ns in values {
+            let c = usize::from(cell(ns));
+            let (lo, hi) = cell_range(c as u16);
+            assert!(lo <= ns && ns <= hi, "{ns} in cell {c}: {lo}..={hi}");
+            seen[c] = (seen[c].0.min(ns), seen[c].1.max(ns));
+        }
+        // Its bounds are latencies of the cell themselves.
+        for c in 0..2 * BUCKETS as u16 {
+            let (lo, hi) = cell_range(c);
+            if lo <= hi {
+                assert_eq!((cell(lo), cell(hi)), (c, c), "cell {c}: {lo}..={hi}");
+            }
+        }
+        assert!(cell_range(2 * BUCKETS as u16).0 > cell_range(2 * BUCKETS as u16).1);
     }
 
     #[test]

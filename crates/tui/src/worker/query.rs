@@ -372,8 +372,10 @@ fn fold_rollups<'r>(
         stale,
         make,
         |acc, i, (row, f), r, bits| {
-            f.keys(r, bits);
-            acc.feed_rollup(i, *row, r, bits);
+            let Some(kept) = f.apply(r, bits) else {
+                return false;
+            };
+            acc.feed_rollup(i, *row, &kept, bits);
             true
         },
         Acc::merge,
@@ -673,7 +675,7 @@ fn count_rollups(q: &Query, chunks: &[usize], stale: &(dyn Fn() -> bool + Sync))
     let plan = |i: usize| {
         let s = &infos.get(i)?.summary;
         match reader.has_rollup(i).then(|| RollupFilter::of(q.filter.as_deref(), s))?? {
-            RollupFilter::Keys(f) if f.may_match(s) => Some(f),
+            f @ (RollupFilter::Keys(_) | RollupFilter::Cells(_)) if f.may_match(s) => Some(f),
             _ => None,
         }
     };
@@ -685,8 +687,10 @@ fn count_rollups(q: &Query, chunks: &[usize], stale: &(dyn Fn() -> bool + Sync))
         stale,
         &|| 0u64,
         |n, _, f, r, bits| {
-            f.eval(&r.keys, bits);
-            *n += bits.iter_ones().filter_map(|k| r.totals.get(k)).map(|t| t.count).sum::<u64>();
+            let Some(kept) = f.apply(r, bits) else {
+                return false;
+            };
+            *n += bits.iter_ones().filter_map(|k| kept.totals.get(k)).map(|t| t.count).sum::<u64>();
             true
         },
         |a, b| *a += b,

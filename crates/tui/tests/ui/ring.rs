@@ -167,7 +167,8 @@ fn the_column_cache_stays_within_its_budget_on_a_ring() {
 
 /// A view whose chunks mostly lie within one spectrogram row takes those from their rollups
 /// (chunk frames' neighbours, kind 13) when its question reads no more than a rollup holds, and
-/// answers exactly as the scan of every chunk's columns does: the spectrogram, the histogram,
+/// (or, with latency bounds, its cells' totals) and answers exactly as the scan of every chunk's
+/// columns does: the spectrogram, the histogram,
 /// the breakdown by process and the matches per chunk, over three files whose process ids
 /// differ.
 #[test]
@@ -185,6 +186,9 @@ fn chunks_within_one_row_are_answered_from_their_rollups_as_their_columns_answer
         "evt.time>=1s",
         // The same, with a process left to judge on the keys.
         "evt.time>=1s and proc.name=postgres",
+        // Latency bounds on cell bounds: the cells' own totals (since 1.14) answer.
+        "latency>1ms",
+        "latency>=10us and latency<1s and proc.name=postgres",
     ] {
         q.gen += 1;
         cancel.0.store(q.gen, Ordering::Relaxed);
