@@ -16,7 +16,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use iocap_filter::{Bitmap, Compiled};
 use iocap_format::{
-    cell_range, key_cols, ChunkDecoder, ChunkSummary, Col, ColSet, Columns, KeyTotals, Reader, Rollup, Source,
+    cell_range, key_cols, latency::BUCKETS, ChunkDecoder, ChunkSummary, Col, ColSet, Columns, KeyTotals, Reader,
+    Rollup, Source,
 };
 
 /// Whether columns `c` are all among a rollup's keys.
@@ -64,6 +65,12 @@ impl RollupFilter {
             RollupFilter::All => s.events > 0,
             RollupFilter::Keys(f) | RollupFilter::Cells(f) => f.may_match(s),
         }
+    }
+
+    /// Whether [`RollupFilter::apply`] needs the rollup's cells' totals
+    /// ([`Reader::rollup_with_cells`]).
+    pub fn wants_cells(&self) -> bool {
+        matches!(self, RollupFilter::Cells(_))
     }
 
     /// The part of `r` this keeps, with `bits` set to the keys it keeps events of: `r` itself
@@ -132,17 +139,10 @@ fn by_cells(f: &Compiled, r: &Rollup, bits: &mut Bitmap) -> Option<Rollup> {
     // The verdict on each distinct cell, over every latency it may hold; where that cell
     // straddles a bound, the verdict on each key's own events in it, from their smallest and
     // largest (`latency>1ms` straddles the cell from 1 ms, but only an event of exactly 1 ms
-    // makes it matter).
-    let mut distinct: Vec<u16> = r.cells.iter().map(|&(c, _)| c).collect();
-    distinct.sort_unstable();
-    distinct.dedup();
-    let verdicts: Vec<Verdict> = distinct
-        .iter()
-        .map(|&c| {
-            let (lo, hi) = cell_range(c);
-            verdict(f, lo, hi, &r.keys)
-        })
-        .collect();
+    // makes it matter). Each cell's is made when the cell is first met: `slot[c]` is 1 + its
+    // index in `verdicts`.
+    let mut slot = vec![0u16; 2 * BUCKETS];
+    let mut verdicts: Vec<Verdict> = Vec::new();
     let mut out = Rollup {
         chunk: r.chunk,
         keys: r.keys.clone(),
@@ -161,7 +161,15 @@ fn by_cells(f: &Compiled, r: &Rollup, bits: &mut Bitmap) -> Option<Rollup> {
             bytes: 0,
         };
         for (&(c, n), ct) in r.cells[from..to].iter().zip(&r.cell_totals[from..to]) {
-            let at = distinct.binary_search(&c).ok()?;
+            let at = match slot.get(usize::from(c))? {
+                0 => {
+                    let (lo, hi) = cell_range(c);
+                    verdicts.push(verdict(f, lo, hi, &r.keys));
+                    slot[usize::from(c)] = verdicts.len() as u16;
+                    verdicts.len() - 1
+                }
+                &v => usize::from(v) - 1,
+            };
             let kept = match &verdicts[at] {
                 Verdict::No => false,
                 Verdict::Every => true,
@@ -207,13 +215,33 @@ pub fn plan<T>(chunks: &[usize], plan: impl Fn(usize) -> Option<T>) -> (Vec<(usi
     (planned, rest)
 }
 
-/// Read the rollups of the `planned` chunks on up to `threads` threads, each into its own
-/// accumulator made by `init` through `each` (given the chunk, its plan, the rollup and a
-/// bitmap to use; it returns false, having added nothing, for a rollup that cannot answer),
+/// What a chunk's plan says of the rollup it reads.
+pub trait Plan {
+    /// Whether it wants the rollup's cells' totals ([`Reader::rollup_with_cells`]).
+    fn wants_cells(&self) -> bool;
+}
+
+impl Plan for RollupFilter {
+    fn wants_cells(&self) -> bool {
+        RollupFilter::wants_cells(self)
+    }
+}
+
+/// A plan with something of the caller's (the viewer's spectrogram row).
+impl<X> Plan for (X, RollupFilter) {
+    fn wants_cells(&self) -> bool {
+        self.1.wants_cells()
+    }
+}
+
+/// Read the rollups of the `planned` chunks on up to `threads` threads (with their cells'
+/// totals where their plan wants them), each into its own accumulator made by
+/// `init` through `each` (given the chunk, its plan, the rollup and a bitmap to use; it returns
+/// false, having added nothing, for a rollup that cannot answer),
 /// and merge them; returns the accumulator and the chunks whose rollup could not be used
 /// (none, damaged, refused by `each`), for their columns to answer; `None` when `stale` says
 /// the question was superseded.
-pub fn over<A: Send, T: Sync, S: Source>(
+pub fn over<A: Send, T: Plan + Sync, S: Source>(
     reader: &Reader<S>,
     planned: &[(usize, T)],
     threads: usize,
@@ -229,9 +257,12 @@ pub fn over<A: Send, T: Sync, S: Source>(
             if stale() {
                 return None;
             }
-            let used = reader
-                .rollup(*i, &mut dec)
-                .is_some_and(|r| each(&mut acc, *i, plan, &r, &mut bits));
+            // Without cells' totals where it wants them, its filter's `apply` says no.
+            let rollup = match plan.wants_cells() {
+                true => reader.rollup_with_cells(*i, &mut dec),
+                false => reader.rollup(*i, &mut dec),
+            };
+            let used = rollup.is_some_and(|r| each(&mut acc, *i, plan, &r, &mut bits));
             if !used {
                 failed.push(*i);
             }

@@ -46,8 +46,10 @@ pub enum Kind {
     /// Block requests the recorder saw issued and never saw complete (1.9).
     Unseen = 12,
     /// A chunk's events by key and latency cell, right after the chunk (1.12; with each key's
-    /// bytes since 1.13, each cell's totals since 1.14).
+    /// bytes since 1.13).
     Rollup = 13,
+    /// The totals of each cell of the rollup before it (1.14).
+    CellTotals = 14,
 }
 
 impl Kind {
@@ -66,6 +68,7 @@ impl Kind {
             11 => Kind::ProcOwners,
             12 => Kind::Unseen,
             13 => Kind::Rollup,
+            14 => Kind::CellTotals,
             _ => return None,
         })
     }

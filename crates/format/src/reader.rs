@@ -160,6 +160,9 @@ pub struct Reader<S: Source = File> {
     /// Offsets of the chunks' rollup frames, increasing ([`Reader::rollup`]): listed, not read,
     /// when the file is opened.
     rollups: Vec<u64>,
+    /// Offsets of the rollups' cells' totals frames, increasing ([`Reader::rollup_with_cells`]),
+    /// likewise.
+    cell_frames: Vec<u64>,
     /// The largest count of the unseen frames read ([`Reader::unseen`]).
     unseen: u64,
     stop_ts: Option<u64>,
@@ -185,6 +188,7 @@ impl<S: Source> Clone for Reader<S> {
             chunks: self.chunks.clone(),
             drop_stats: self.drop_stats.clone(),
             rollups: self.rollups.clone(),
+            cell_frames: self.cell_frames.clone(),
             unseen: self.unseen,
             stop_ts: self.stop_ts,
             scan: self.scan.clone(),
@@ -308,6 +312,7 @@ impl<S: Source> Reader<S> {
             chunks: Vec::new(),
             drop_stats: Vec::new(),
             rollups: Vec::new(),
+            cell_frames: Vec::new(),
             unseen: 0,
             stop_ts: None,
             scan: None,
@@ -324,6 +329,7 @@ impl<S: Source> Reader<S> {
             r.chunks.clear();
             r.drop_stats.clear();
             r.rollups.clear();
+            r.cell_frames.clear();
             r.unseen = 0;
             r.stop_ts = None;
             r.scan = Some(ScanState {
@@ -558,6 +564,51 @@ impl<S: Source> Reader<S> {
         Some(r)
     }
 
+    /// [`Reader::rollup`], with its cells' totals (since 1.14, their own frame after it:
+    /// [`Rollup::has_cell_totals`]) when the chunk has them and they can be used: whole, and
+    /// this rollup's. A question that reads a latency bound wants them; others need not read
+    /// them.
+    pub fn rollup_with_cells(&self, i: usize, dec: &mut ChunkDecoder) -> Option<Rollup> {
+        let mut r = self.rollup(i, dec)?;
+        self.add_cell_totals(i, &mut r, dec);
+        Some(r)
+    }
+
+    /// Add to `r`, chunk `i`'s rollup, its cells' totals, read and checked; false, leaving it
+    /// without, when the chunk has none listed after its rollup and before the next chunk, or
+    /// they cannot be used.
+    fn add_cell_totals(&self, i: usize, r: &mut Rollup, dec: &mut ChunkDecoder) -> bool {
+        let Some(info) = self.chunks.get(i) else { return false };
+        let Some(at) = self
+            .rollup_after(info.offset)
+            .and_then(|rollup| after(&self.cell_frames, rollup))
+            .filter(|&at| {
+                self.chunks
+                    .get(i + 1)
+                    .is_none_or(|next| next.offset < info.offset || at < next.offset)
+            })
+        else {
+            return false;
+        };
+        let (src, len, at, chunk) = match &self.parts {
+            None => (&*self.src, self.file_len, at, info.offset),
+            Some(parts) => {
+                let part = join::part_at(parts, info.offset);
+                if at < part.base {
+                    return false;
+                }
+                (&*part.src, part.len, at - part.base, info.offset - part.base)
+            }
+        };
+        // The frame names its chunk by its offset in its own file: chunk `i`'s, whatever `r`
+        // says.
+        let own = std::mem::replace(&mut r.chunk, chunk);
+        let got = read_packed_in(src, len, at, Kind::CellTotals, info.summary.events, dec)
+            .is_some_and(|raw| r.decode_cell_totals(raw));
+        r.chunk = own;
+        got
+    }
+
     /// Whether chunk `i` may have a rollup: one is listed after it, before the next chunk.
     pub fn has_rollup(&self, i: usize) -> bool {
         let Some(info) = self.chunks.get(i) else { return false };
@@ -571,7 +622,7 @@ impl<S: Source> Reader<S> {
 
     /// The first rollup frame listed after offset `off` (a chunk's, whose rollup follows it).
     fn rollup_after(&self, off: u64) -> Option<u64> {
-        self.rollups.get(self.rollups.partition_point(|&r| r <= off)).copied()
+        after(&self.rollups, off)
     }
 
     /// Every event in file order (a convenience for tools and tests; viewers decode chunks).
@@ -643,6 +694,10 @@ impl<S: Source> Reader<S> {
             // recording has a hundred thousand of them.
             if kind == Kind::Rollup as u64 {
                 self.rollups.push(off);
+                continue;
+            }
+            if kind == Kind::CellTotals as u64 {
+                self.cell_frames.push(off);
                 continue;
             }
             let bad = || "the footer index is damaged".to_string();
@@ -816,6 +871,7 @@ impl<S: Source> Reader<S> {
                 }
                 Some(Kind::Header) => {}
                 Some(Kind::Rollup) => self.rollups.push(off),
+                Some(Kind::CellTotals) => self.cell_frames.push(off),
                 Some(Kind::Index) => {
                     let mut cur = Cursor::new(&dec.payload);
                     if let Some(ts) = cur.varint() {
@@ -1012,6 +1068,11 @@ fn read_chunk_in<S: Source + ?Sized>(
     )
 }
 
+/// The first offset in `list` (increasing) past `off`.
+fn after(list: &[u64], off: u64) -> Option<u64> {
+    list.get(list.partition_point(|&r| r <= off)).copied()
+}
+
 /// The rollup frame at `at` of `src`, checked to sum the chunk at `chunk` (`summary`).
 fn read_rollup_in<S: Source + ?Sized>(
     src: &S,
@@ -1021,22 +1082,35 @@ fn read_rollup_in<S: Source + ?Sized>(
     summary: &ChunkSummary,
     dec: &mut ChunkDecoder,
 ) -> Option<Rollup> {
+    let raw = read_packed_in(src, file_len, at, Kind::Rollup, summary.events, dec)?;
+    Rollup::decode(raw, summary.events).filter(|r| r.chunk == chunk)
+}
+
+/// The bytes of the packed frame of `kind` at `at` of `src` (a rollup, its cells' totals: at
+/// most a few bytes per event of a chunk of `events`), uncompressed into `dec`.
+fn read_packed_in<'d, S: Source + ?Sized>(
+    src: &S,
+    file_len: u64,
+    at: u64,
+    kind: Kind,
+    events: u64,
+    dec: &'d mut ChunkDecoder,
+) -> Option<&'d [u8]> {
     let h = frame_header_in(src, file_len, at).ok()??;
-    if h.kind != Kind::Rollup as u16 {
+    if h.kind != kind as u16 {
         return None;
     }
     read_payload_in(src, file_len, at, &h, &mut dec.payload).ok()?;
     let mut cur = Cursor::new(&dec.payload);
     let codec = cur.u8()?;
     let raw_len = cur.varint()?;
-    // A rollup takes at most a few bytes per event of its chunk.
-    if raw_len > summary.events.saturating_mul(96).saturating_add(64) {
+    if raw_len > events.saturating_mul(96).saturating_add(64) {
         return None;
     }
     dec.unpacker
         .unpack_parts(codec, raw_len, cur.rest(), &mut dec.body)
         .ok()?;
-    Rollup::decode(&dec.body, summary.events).filter(|r| r.chunk == chunk)
+    Some(&dec.body)
 }
 
 /// Decode a verified chunk payload; `expected` is its summary as the index (or scan) gave it.

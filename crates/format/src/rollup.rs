@@ -12,10 +12,13 @@
 //! that bucket ([`crate::latency::past_bound`]); a bucket straddles at most one. From a cell,
 //! both the histogram bucket and the spectrogram column are exact.
 //!
-//! Since 1.14 a rollup also holds each cell's own smallest and largest latency, latency sum
-//! and bytes ([`CellTotals`]): a filter on the latency whose bounds no cell straddles (every
-//! `latency>1ms`: decades are column bounds) then keeps or drops whole cells, and the totals of
-//! the cells it keeps are exact.
+//! Since 1.14 a rollup is followed by each cell's own smallest and largest latency, latency sum
+//! and bytes ([`CellTotals`], frame kind 14, read only by a question that wants them): a
+//! filter on the latency whose bounds no cell's events straddle (`latency>1ms`: decades are
+//! column bounds) then keeps or drops whole cells, and the totals of the cells it keeps are
+//! exact.
+
+use std::sync::OnceLock;
 
 use crate::columns::{Col, ColSet, Columns};
 use crate::latency::{self, BUCKETS};
@@ -68,8 +71,9 @@ pub struct Rollup {
     pub cells: Vec<(u16, u32)>,
     /// Whether the keys' `bytes` are summed (since 1.13; a 1.12 rollup has none).
     pub with_bytes: bool,
-    /// Each cell's totals, as `cells` (since 1.14; empty in an older rollup, and in one whose
-    /// sums would not fit the encoding: see [`Rollup::has_cell_totals`]).
+    /// Each cell's totals, as `cells` (since 1.14, in a frame of their own; empty when not
+    /// read, in an older file, and where the sums would not fit their encoding: see
+    /// [`Rollup::has_cell_totals`]).
     pub cell_totals: Vec<CellTotals>,
 }
 
@@ -94,19 +98,25 @@ fn cell_in(first: &[u8; BUCKETS], bounds: &[u64; latency::COLS + 1], ns: u64) ->
 /// The latencies cell `c` holds, `[lo, hi]` (both inclusive): those of its bucket below the
 /// bound [`latency::past_bound`] compares with, or those at or past it. A cell that holds none
 /// (the other side of a bucket no bound crosses, a cell past the last bucket) gives `lo > hi`.
+#[inline]
 pub fn cell_range(c: u16) -> (u64, u64) {
-    let b = usize::from(c / 2);
-    if b >= BUCKETS {
-        return (1, 0);
-    }
-    let (lo, hi) = latency::bucket_range(b);
-    let first = usize::from(latency::bucket_first_columns()[b]);
-    let bound = latency::column_bounds().get(first + 1).copied().unwrap_or(u64::MAX);
-    if c & 1 == 0 {
-        (lo, hi.min(bound.saturating_sub(1)))
-    } else {
-        (lo.max(bound), hi)
-    }
+    static RANGES: OnceLock<Vec<(u64, u64)>> = OnceLock::new();
+    let ranges = RANGES.get_or_init(|| {
+        let (first, bounds) = (latency::bucket_first_columns(), latency::column_bounds());
+        (0..2 * BUCKETS)
+            .map(|c| {
+                let b = c / 2;
+                let (lo, hi) = latency::bucket_range(b);
+                let bound = bounds.get(usize::from(first[b]) + 1).copied().unwrap_or(u64::MAX);
+                if c & 1 == 0 {
+                    (lo, hi.min(bound.saturating_sub(1)))
+                } else {
+                    (lo.max(bound), hi)
+                }
+            })
+            .collect()
+    });
+    ranges.get(usize::from(c)).copied().unwrap_or((1, 0))
 }
 
 /// The bucket and spectrogram column of cell `c`.
@@ -298,16 +308,51 @@ impl Rollup {
                 varint::put(out, t.bytes);
             }
         }
-        // Likewise after the bytes, for a 1.13 reader.
-        if self.has_cell_totals() {
-            for (&(c, n), ct) in self.cells.iter().zip(&self.cell_totals) {
-                varint::put(out, ct.min - cell_range(c).0);
+    }
+
+    /// Append the bytes of the cells' totals (their own frame, before compression) to `out`;
+    /// false, appending nothing, when the rollup has none ([`Rollup::has_cell_totals`]).
+    pub fn encode_cell_totals(&self, out: &mut Vec<u8>) -> bool {
+        if !self.has_cell_totals() {
+            return false;
+        }
+        varint::put(out, self.chunk);
+        // Each key's cells after their length, so that a reader may step over a key's.
+        let mut key = Vec::new();
+        let mut from = 0usize;
+        for &end in &self.ends {
+            key.clear();
+            let to = end as usize;
+            for (&(c, n), ct) in self.cells[from..to].iter().zip(&self.cell_totals[from..to]) {
+                varint::put(&mut key, ct.min - cell_range(c).0);
                 if n > 1 {
-                    varint::put(out, ct.max - ct.min);
-                    varint::put(out, (ct.sum - u128::from(ct.min) * u128::from(n)) as u64);
+                    varint::put(&mut key, ct.max - ct.min);
+                    varint::put(&mut key, (ct.sum - u128::from(ct.min) * u128::from(n)) as u64);
                 }
-                varint::put(out, ct.bytes);
+                varint::put(&mut key, ct.bytes);
             }
+            varint::put(out, key.len() as u64);
+            out.extend_from_slice(&key);
+            from = to;
+        }
+        true
+    }
+
+    /// Take the cells' totals from `raw` (as [`Rollup::encode_cell_totals`] wrote them for this
+    /// rollup): false, leaving the rollup without, unless they are whole and consistent: each
+    /// lies in its cell, and each key's cells add up to the key's totals.
+    pub fn decode_cell_totals(&mut self, raw: &[u8]) -> bool {
+        let mut cur = Cursor::new(raw);
+        let totals = (self.with_bytes && cur.varint() == Some(self.chunk))
+            .then(|| cell_totals_from(&mut cur, self))
+            .flatten()
+            .filter(|_| cur.remaining() == 0);
+        match totals {
+            Some(t) => {
+                self.cell_totals = t;
+                true
+            }
+            None => false,
         }
     }
 
@@ -391,19 +436,17 @@ impl Rollup {
             }
             r.with_bytes = true;
         }
-        if cur.remaining() > 0 {
-            r.cell_totals = decode_cell_totals(&mut cur, &r)?;
-        }
         (cur.remaining() == 0).then_some(r)
     }
 }
 
 /// The cells' totals of rollup `r` (its keys decoded) from `cur`; `None` unless each lies in
 /// its cell, and each key's cells add up to the key's totals.
-fn decode_cell_totals(cur: &mut Cursor, r: &Rollup) -> Option<Vec<CellTotals>> {
+fn cell_totals_from(cur: &mut Cursor, r: &Rollup) -> Option<Vec<CellTotals>> {
     let mut out = Vec::with_capacity(r.cells.len());
     for (k, t) in r.totals.iter().enumerate() {
         let from = out.len();
+        let mut cur = Cursor::new(cur.len_bytes()?);
         for &(c, n) in r.cells_of(k) {
             let (lo, hi) = cell_range(c);
             let min = lo.checked_add(cur.varint()?)?;
@@ -419,6 +462,9 @@ fn decode_cell_totals(cur: &mut Cursor, r: &Rollup) -> Option<Vec<CellTotals>> {
                 return None;
             }
             out.push(CellTotals { min, max, sum, bytes });
+        }
+        if cur.remaining() > 0 {
+            return None;
         }
         let cells = &out[from..];
         let bytes = cells.iter().try_fold(0u64, |acc, ct| acc.checked_add(ct.bytes));
@@ -495,34 +541,45 @@ mod tests {
                 ct(7, 7, 7, 0)
             ]
         );
-        let mut raw = Vec::new();
-        r.encode(&mut raw);
-        assert_eq!(Rollup::decode(&raw, 5), Some(r.clone()));
-        // As 1.13 wrote it, without the cells' totals: the keys' bytes end the entries.
-        let mut v13 = r.clone();
-        v13.cell_totals.clear();
-        let v13_raw = encoded(&v13);
-        assert_eq!(v13_raw, raw[..v13_raw.len()], "the cells' totals come after the bytes");
-        assert_eq!(Rollup::decode(&v13_raw, 5), Some(v13.clone()));
+        // The rollup's frame holds no cells' totals: they have their own.
+        let raw = encoded(&r);
+        let mut back = Rollup::decode(&raw, 5).unwrap();
+        assert!(!back.has_cell_totals());
+        let mut cells = Vec::new();
+        assert!(r.encode_cell_totals(&mut cells));
+        assert!(back.decode_cell_totals(&cells));
+        assert_eq!(back, r);
         // As 1.12 wrote it, without bytes: the keys end the entries.
-        let mut v12 = v13.clone();
+        let mut v12 = r.clone();
         v12.with_bytes = false;
         let v12_raw = encoded(&v12);
         assert_eq!(v12_raw, raw[..v12_raw.len()], "the bytes come after every key");
         for t in &mut v12.totals {
             t.bytes = 0;
         }
-        assert_eq!(Rollup::decode(&v12_raw, 5), Some(v12));
-        // The wrong event count, or any other byte cut (inside a key, inside the bytes or the
-        // cells' totals), is not a rollup.
+        v12.cell_totals.clear();
+        assert_eq!(Rollup::decode(&v12_raw, 5), Some(v12.clone()));
+        // Cells' totals need the bytes they add up to.
+        assert!(!v12.decode_cell_totals(&cells));
+        // The wrong event count, or any other byte cut (inside a key, inside the bytes), is
+        // not a rollup; nor is anything after the bytes.
         assert_eq!(Rollup::decode(&raw, 4), None);
-        for cut in (0..raw.len()).filter(|&c| c != v12_raw.len() && c != v13_raw.len()) {
+        for cut in (0..raw.len()).filter(|&c| c != v12_raw.len()) {
             assert_eq!(Rollup::decode(&raw[..cut], 5), None, "cut at {cut}");
         }
-        // Nor is anything after the last cell.
         let mut long = raw.clone();
         long.push(1);
         assert_eq!(Rollup::decode(&long, 5), None);
+        // Nor are cells' totals cut anywhere, or longer, or another chunk's.
+        for cut in 0..cells.len() {
+            assert!(!back.clone().decode_cell_totals(&cells[..cut]), "cut at {cut}");
+        }
+        let mut long = cells.clone();
+        long.push(0);
+        assert!(!back.clone().decode_cell_totals(&long));
+        let mut other = r.clone();
+        other.chunk += 1;
+        assert!(!other.decode_cell_totals(&cells));
     }
 
     fn encoded(r: &Rollup) -> Vec<u8> {
@@ -558,12 +615,18 @@ mod tests {
         );
         assert_eq!(r.cells_of(1), [(cell(4096), 3)]);
         assert_eq!(r.cell_totals[3].sum, 4096 + 4100 + 4097);
-        assert_eq!(Rollup::decode(&encoded(&r), 7), Some(r.clone()));
+        let back = |r: &Rollup| {
+            let mut back = Rollup::decode(&encoded(r), 7)?;
+            let mut cells = Vec::new();
+            r.encode_cell_totals(&mut cells);
+            back.decode_cell_totals(&cells).then_some(back)
+        };
+        assert_eq!(back(&r), Some(r.clone()));
         // Totals that do not add up to the key's, or lie outside their cell, are refused.
         let refused = |f: &dyn Fn(&mut Rollup)| {
             let mut bad = r.clone();
             f(&mut bad);
-            Rollup::decode(&encoded(&bad), 7)
+            back(&bad)
         };
         assert_eq!(refused(&|b| b.cell_totals[at].bytes += 1), None, "bytes past the key's");
         assert_eq!(refused(&|b| b.cell_totals[at].sum += 1), None, "sum past the key's");
@@ -582,6 +645,7 @@ mod tests {
         let r = Rollup::of(&cols, 0);
         assert_eq!((r.cells.len(), r.totals[0].bytes), (1, 80));
         assert!(!r.has_cell_totals());
+        assert!(!r.encode_cell_totals(&mut Vec::new()));
         assert_eq!(Rollup::decode(&encoded(&r), 80), Some(r));
     }
 

@@ -547,27 +547,34 @@ impl<W: Write> Frames<W> {
         self.chunk = p;
         r?;
         self.index.push((pos, summary));
-        // The chunk's rollup right after it, listed with the other frames.
+        // The chunk's rollup right after it, then its cells' totals, each its own frame (a
+        // question that reads no latency bound needs only the first), listed with the others.
+        let rollup = Rollup::of(cols, pos);
         let mut raw = std::mem::take(&mut self.rollup);
         raw.clear();
-        Rollup::of(cols, pos).encode(&mut raw);
-        let mut packed = Vec::with_capacity(raw.len() / 2 + 16);
-        let r = self.packer.pack(&raw, &mut packed).map_err(Error::from);
+        rollup.encode(&mut raw);
+        let r = self.packed_frame(Kind::Rollup, &raw);
+        raw.clear();
+        let r = r.and_then(|()| match rollup.encode_cell_totals(&mut raw) {
+            true => self.packed_frame(Kind::CellTotals, &raw),
+            false => Ok(()),
+        });
         self.rollup = raw;
-        r?;
+        r
+    }
+
+    /// Write `raw` compressed as a frame of `kind`, listed with the other frames.
+    fn packed_frame(&mut self, kind: Kind, raw: &[u8]) -> Result<(), Error> {
+        let mut packed = Vec::with_capacity(raw.len() / 2 + 16);
+        self.packer.pack(raw, &mut packed)?;
         let at = self.pos;
-        self.write_frame(Kind::Rollup, &packed)?;
-        self.others.push((Kind::Rollup, at));
+        self.write_frame(kind, &packed)?;
+        self.others.push((kind, at));
         Ok(())
     }
 
     fn table(&mut self, kind: Kind, raw: &[u8]) -> Result<(), Error> {
-        let mut p = Vec::with_capacity(raw.len() / 2 + 16);
-        self.packer.pack(raw, &mut p)?;
-        let pos = self.pos;
-        self.write_frame(kind, &p)?;
-        self.others.push((kind, pos));
-        Ok(())
+        self.packed_frame(kind, raw)
     }
 
     /// A frame of counters (stats, unseen), written uncompressed and listed in the index.

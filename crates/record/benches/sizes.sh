@@ -9,6 +9,8 @@
 # Prints each run's events and bytes/event, then each binary's median per workload.
 # Run as root from the workspace after `cargo build --release` (needs fio, sqlite3, losetup):
 #   R=3 BEFORE=/path/to/old/iocap sh crates/record/benches/sizes.sh
+# KEEP=DIR keeps each recording there (WORKLOAD-BINARY#-RUN.cap), to compare writers on the very
+# same events (format_bench --rewrite).
 set -eu
 IOCAP=${IOCAP:-target/release/iocap}
 BEFORE=${BEFORE:-}
@@ -64,6 +66,7 @@ for w in findddcat tar sqlite fio randrw; do
             bpe=$("$IOCAP" info "$T/w.cap" | awk '$1 == "file" { print $(NF-1) }')
             n=$("$IOCAP" info "$T/w.cap" | awk '$1 == "events" { print $2 }')
             printf '%-9s %-40s run %d: %9d events, %5s bytes/event\n' "$w" "$b" "$r" "$n" "$bpe"
+            [ -z "${KEEP:-}" ] || cp "$T/w.cap" "$KEEP/$w-$(echo "$bins" | tr ' ' '\n' | grep -nx "$b" | cut -d: -f1)-$r.cap"
             echo "$w $b $bpe" >> "$T/results"
         done
         r=$((r + 1))

@@ -181,6 +181,7 @@ impl<S: Source> Reader<S> {
             chunks: Vec::new(),
             drop_stats: Vec::new(),
             rollups: Vec::new(),
+            cell_frames: Vec::new(),
             // Each file counts its own.
             unseen: files.iter().map(|(_, r)| r.unseen).fold(0, u64::saturating_add),
             stop_ts: files.last().map(|(_, r)| r.stop_ts()),
@@ -223,6 +224,7 @@ impl<S: Source> Reader<S> {
                     c
                 }));
             joined.rollups.extend(r.rollups.iter().map(|&at| at + base));
+            joined.cell_frames.extend(r.cell_frames.iter().map(|&at| at + base));
             for d in &r.drop_stats {
                 joined.drop_stats.push(DropStats {
                     ts: d.ts,

@@ -1,17 +1,22 @@
-//! Chunk rollups (kind 13): written after every chunk, found by the index without being read
-//! at opening, found by a scan of a file without one, and never used when damaged.
+//! Chunk rollups (kind 13) and their cells' totals (kind 14): written after every chunk, found
+//! by the index without being read at opening, found by a scan of a file without one, and never
+//! used when damaged.
 
 use iocap_format::{ChunkDecoder, ColSet, Columns, Reader, Rollup};
 
 use crate::util::small_capture;
 
-/// Each chunk's rollup as [`Reader::rollup`] reads it, and as its decoded columns make it.
+/// Each chunk's rollup as [`Reader::rollup_with_cells`] reads it, and as its decoded columns
+/// make it.
 fn rollups_read_and_made(r: &Reader<Vec<u8>>) -> Vec<(Option<Rollup>, Rollup)> {
     let (mut dec, mut cols) = (ChunkDecoder::new(), Columns::default());
     (0..r.chunks().len())
         .map(|i| {
             r.read_chunk(i, ColSet::ALL, &mut dec, &mut cols).unwrap();
-            (r.rollup(i, &mut dec), Rollup::of(&cols, r.chunks()[i].offset))
+            (
+                r.rollup_with_cells(i, &mut dec),
+                Rollup::of(&cols, r.chunks()[i].offset),
+            )
         })
         .collect()
 }
@@ -28,9 +33,18 @@ fn every_chunk_has_its_rollup_by_index_and_by_scan() {
     let (bytes, _) = small_capture();
     let r = Reader::from_bytes(bytes.clone()).unwrap();
     assert!(r.is_clean() && r.chunks().len() > 2);
+    let mut dec = ChunkDecoder::new();
     for (i, (read, made)) in rollups_read_and_made(&r).into_iter().enumerate() {
         assert!(r.has_rollup(i));
+        assert!(made.has_cell_totals());
         assert_eq!(read.as_ref(), Some(&made), "chunk {i}");
+        // A question without latency bounds reads the rollup's frame alone.
+        let alone = r.rollup(i, &mut dec).unwrap();
+        assert!(!alone.has_cell_totals());
+        assert_eq!(
+            (alone.keys, alone.totals, alone.cells),
+            (made.keys, made.totals, made.cells)
+        );
     }
     // Without its trailer the file is read by a scan, which finds the same rollups.
     let cut = Reader::from_bytes(bytes[..bytes.len() - 16].to_vec()).unwrap();
@@ -56,6 +70,31 @@ fn a_damaged_rollup_is_not_used_and_loses_nothing() {
     r.read_chunk(0, ColSet::ALL, &mut dec, &mut cols).unwrap();
     assert_eq!(cols.len() as u64, r.chunks()[0].summary.events);
     assert!(r.rollup(1, &mut dec).is_some());
+}
+
+#[test]
+fn damaged_cells_totals_leave_the_rollup_without_them() {
+    let (mut bytes, _) = small_capture();
+    let at = frames_of_kind(&bytes, 14);
+    assert_eq!(
+        at.len(),
+        frames_of_kind(&bytes, 6).len(),
+        "cells' totals for every chunk"
+    );
+    bytes[at[0] + 20] ^= 0x10;
+    let r = Reader::from_bytes(bytes.clone()).unwrap();
+    assert!(r.is_clean());
+    let mut dec = ChunkDecoder::new();
+    let first = r.rollup_with_cells(0, &mut dec).unwrap();
+    assert!(!first.has_cell_totals(), "damaged: not used");
+    assert!(r.rollup_with_cells(1, &mut dec).unwrap().has_cell_totals());
+    // Chunk 1's cells' totals, in chunk 0's place, are not chunk 0's.
+    let (a, b) = (at[0], at[1]);
+    let second = bytes[b..at.get(2).copied().unwrap_or(bytes.len())].to_vec();
+    let mut swapped = bytes[..a].to_vec();
+    swapped.extend_from_slice(&second);
+    let r = Reader::from_bytes(swapped).unwrap();
+    assert!(!r.rollup_with_cells(0, &mut dec).unwrap().has_cell_totals());
 }
 
 #[test]
