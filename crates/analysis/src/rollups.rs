@@ -136,13 +136,35 @@ fn by_cells(f: &Compiled, r: &Rollup, bits: &mut Bitmap) -> Option<Rollup> {
     if !r.has_cell_totals() || !within_keys(without_latency(f.columns())) {
         return None;
     }
-    // The verdict on each distinct cell, over every latency it may hold; where that cell
-    // straddles a bound, the verdict on each key's own events in it, from their smallest and
-    // largest (`latency>1ms` straddles the cell from 1 ms, but only an event of exactly 1 ms
-    // makes it matter). Each cell's is made when the cell is first met: `slot[c]` is 1 + its
-    // index in `verdicts`.
+    // The verdict on each distinct cell, over every latency it may hold: each is made when
+    // the cell is first met (`slot[c]` is 1 + its index in `verdicts`).
     let mut slot = vec![0u16; 2 * BUCKETS];
     let mut verdicts: Vec<Verdict> = Vec::new();
+    let mut cell_verdicts: Vec<u16> = Vec::with_capacity(r.cells.len());
+    for &(c, _) in &r.cells {
+        let at = slot.get_mut(usize::from(c))?;
+        if *at == 0 {
+            let (lo, hi) = cell_range(c);
+            verdicts.push(verdict(f, lo, hi, &r.keys));
+            *at = verdicts.len() as u16;
+        }
+        cell_verdicts.push(*at - 1);
+    }
+    // Only the keys with a cell the filter may keep need their cells' totals decoded.
+    let key_cells = |k: usize| {
+        let from = k.checked_sub(1).map_or(0, |p| r.ends[p] as usize);
+        from..r.ends[k] as usize
+    };
+    let may_keep = |k: usize| {
+        cell_verdicts[key_cells(k)]
+            .iter()
+            .any(|&v| match &verdicts[usize::from(v)] {
+                Verdict::No => false,
+                Verdict::Keys(keys) => keys.get(k),
+                Verdict::Every | Verdict::Straddles => true,
+            })
+    };
+    let totals = r.cell_totals_where(may_keep)?;
     let mut out = Rollup {
         chunk: r.chunk,
         keys: r.keys.clone(),
@@ -150,9 +172,7 @@ fn by_cells(f: &Compiled, r: &Rollup, bits: &mut Bitmap) -> Option<Rollup> {
         ..Rollup::default()
     };
     bits.reset(r.keys.len(), false);
-    let mut from = 0usize;
-    for (k, &end) in r.ends.iter().enumerate() {
-        let to = end as usize;
+    for k in 0..r.ends.len() {
         let mut t = KeyTotals {
             count: 0,
             min: u64::MAX,
@@ -160,17 +180,12 @@ fn by_cells(f: &Compiled, r: &Rollup, bits: &mut Bitmap) -> Option<Rollup> {
             sum: 0,
             bytes: 0,
         };
-        for (&(c, n), ct) in r.cells[from..to].iter().zip(&r.cell_totals[from..to]) {
-            let at = match slot.get(usize::from(c))? {
-                0 => {
-                    let (lo, hi) = cell_range(c);
-                    verdicts.push(verdict(f, lo, hi, &r.keys));
-                    slot[usize::from(c)] = verdicts.len() as u16;
-                    verdicts.len() - 1
-                }
-                &v => usize::from(v) - 1,
-            };
-            let kept = match &verdicts[at] {
+        for j in key_cells(k) {
+            let ((c, n), ct) = (r.cells[j], &totals[j]);
+            // Where the cell straddles a bound, the key's own events in it decide, by their
+            // smallest and largest (`latency>1ms` straddles the cell from 1 ms, but only an
+            // event of exactly 1 ms makes it matter).
+            let kept = match &verdicts[usize::from(cell_verdicts[j])] {
                 Verdict::No => false,
                 Verdict::Every => true,
                 Verdict::Keys(keys) => keys.get(k),
@@ -198,7 +213,6 @@ fn by_cells(f: &Compiled, r: &Rollup, bits: &mut Bitmap) -> Option<Rollup> {
         }
         out.totals.push(t);
         out.ends.push(out.cells.len() as u32);
-        from = to;
     }
     Some(out)
 }

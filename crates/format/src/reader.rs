@@ -565,9 +565,9 @@ impl<S: Source> Reader<S> {
     }
 
     /// [`Reader::rollup`], with its cells' totals (since 1.14, their own frame after it:
-    /// [`Rollup::has_cell_totals`]) when the chunk has them and they can be used: whole, and
-    /// this rollup's. A question that reads a latency bound wants them; others need not read
-    /// them.
+    /// [`Rollup::has_cell_totals`]) when the chunk has them, whole and naming this chunk; they
+    /// are checked as they are decoded ([`Rollup::cell_totals_where`]). A question that reads
+    /// a latency bound wants them; others need not read them.
     pub fn rollup_with_cells(&self, i: usize, dec: &mut ChunkDecoder) -> Option<Rollup> {
         let mut r = self.rollup(i, dec)?;
         self.add_cell_totals(i, &mut r, dec);
@@ -604,7 +604,7 @@ impl<S: Source> Reader<S> {
         // says.
         let own = std::mem::replace(&mut r.chunk, chunk);
         let got = read_packed_in(src, len, at, Kind::CellTotals, info.summary.events, dec)
-            .is_some_and(|raw| r.decode_cell_totals(raw));
+            .is_some_and(|raw| r.take_cell_frame(raw));
         r.chunk = own;
         got
     }

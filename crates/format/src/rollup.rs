@@ -18,6 +18,7 @@
 //! column bounds) then keeps or drops whole cells, and the totals of the cells it keeps are
 //! exact.
 
+use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use crate::columns::{Col, ColSet, Columns};
@@ -71,10 +72,13 @@ pub struct Rollup {
     pub cells: Vec<(u16, u32)>,
     /// Whether the keys' `bytes` are summed (since 1.13; a 1.12 rollup has none).
     pub with_bytes: bool,
-    /// Each cell's totals, as `cells` (since 1.14, in a frame of their own; empty when not
-    /// read, in an older file, and where the sums would not fit their encoding: see
-    /// [`Rollup::has_cell_totals`]).
+    /// Each cell's totals, as `cells`, as made ([`Rollup::of`]) or decoded
+    /// ([`Rollup::into_decoded`]); empty otherwise, and where the sums would not fit their
+    /// encoding.
     pub cell_totals: Vec<CellTotals>,
+    /// The cells' totals as read (since 1.14, their own frame, past its chunk offset), decoded
+    /// for the keys a question wants by [`Rollup::cell_totals_where`]; empty when not read.
+    pub cell_frame: Vec<u8>,
 }
 
 /// The columns a rollup's keys hold.
@@ -248,9 +252,9 @@ impl Rollup {
         r
     }
 
-    /// Whether the rollup holds each cell's totals ([`CellTotals`], since 1.14).
+    /// Whether the rollup holds each cell's totals ([`CellTotals`], since 1.14), made or read.
     pub fn has_cell_totals(&self) -> bool {
-        self.with_bytes && self.cell_totals.len() == self.cells.len()
+        self.with_bytes && (self.cell_totals.len() == self.cells.len() || !self.cell_frame.is_empty())
     }
 
     /// Whether the cells' totals can be encoded: each sum past its cell's smallest latency
@@ -338,22 +342,42 @@ impl Rollup {
         true
     }
 
-    /// Take the cells' totals from `raw` (as [`Rollup::encode_cell_totals`] wrote them for this
-    /// rollup): false, leaving the rollup without, unless they are whole and consistent: each
-    /// lies in its cell, and each key's cells add up to the key's totals.
-    pub fn decode_cell_totals(&mut self, raw: &[u8]) -> bool {
+    /// Take `raw`, the bytes of a cells' totals frame ([`Rollup::encode_cell_totals`]), as this
+    /// rollup's, undecoded ([`Rollup::cell_totals_where`] decodes them): false, leaving it
+    /// without, unless they name its chunk, and it has the bytes they add up to.
+    pub fn take_cell_frame(&mut self, raw: &[u8]) -> bool {
         let mut cur = Cursor::new(raw);
-        let totals = (self.with_bytes && cur.varint() == Some(self.chunk))
-            .then(|| cell_totals_from(&mut cur, self))
-            .flatten()
-            .filter(|_| cur.remaining() == 0);
-        match totals {
-            Some(t) => {
-                self.cell_totals = t;
-                true
-            }
-            None => false,
+        if !self.with_bytes || cur.varint() != Some(self.chunk) || cur.remaining() == 0 {
+            return false;
         }
+        self.cell_frame.clear();
+        self.cell_frame.extend_from_slice(cur.rest());
+        true
+    }
+
+    /// The cells' totals of the keys `want` keeps, in the place of their cells (the others'
+    /// are zeros, not to be read), checked: each lies in its cell, and each wanted key's cells
+    /// add up to the key's totals. `None` when the rollup has none, or they do not hold.
+    pub fn cell_totals_where(&self, want: impl Fn(usize) -> bool) -> Option<Cow<'_, [CellTotals]>> {
+        if !self.with_bytes {
+            return None;
+        }
+        if self.cell_totals.len() == self.cells.len() {
+            return Some(Cow::Borrowed(&self.cell_totals));
+        }
+        let mut cur = Cursor::new(&self.cell_frame);
+        let totals = cell_totals_from(&mut cur, self, want)?;
+        (cur.remaining() == 0).then_some(Cow::Owned(totals))
+    }
+
+    /// The rollup with every cell's totals decoded from its frame, and the frame dropped (a
+    /// rollup as [`Rollup::of`] makes it); `None` when they do not hold.
+    pub fn into_decoded(mut self) -> Option<Rollup> {
+        if !self.cell_frame.is_empty() {
+            self.cell_totals = self.cell_totals_where(|_| true)?.into_owned();
+            self.cell_frame = Vec::new();
+        }
+        Some(self)
     }
 
     /// Decode a rollup of a chunk of `events` events; `None` unless it is whole and consistent:
@@ -440,13 +464,24 @@ impl Rollup {
     }
 }
 
-/// The cells' totals of rollup `r` (its keys decoded) from `cur`; `None` unless each lies in
-/// its cell, and each key's cells add up to the key's totals.
-fn cell_totals_from(cur: &mut Cursor, r: &Rollup) -> Option<Vec<CellTotals>> {
+/// The cells' totals of rollup `r` (its keys decoded) from `cur`, of the keys `want` keeps
+/// (zeros for the others' cells); `None` unless each lies in its cell, and each wanted key's
+/// cells add up to the key's totals.
+fn cell_totals_from(cur: &mut Cursor, r: &Rollup, want: impl Fn(usize) -> bool) -> Option<Vec<CellTotals>> {
     let mut out = Vec::with_capacity(r.cells.len());
     for (k, t) in r.totals.iter().enumerate() {
         let from = out.len();
         let mut cur = Cursor::new(cur.len_bytes()?);
+        if !want(k) {
+            let zero = CellTotals {
+                min: 0,
+                max: 0,
+                sum: 0,
+                bytes: 0,
+            };
+            out.resize(from + r.cells_of(k).len(), zero);
+            continue;
+        }
         for &(c, n) in r.cells_of(k) {
             let (lo, hi) = cell_range(c);
             let min = lo.checked_add(cur.varint()?)?;
@@ -543,11 +578,11 @@ mod tests {
         );
         // The rollup's frame holds no cells' totals: they have their own.
         let raw = encoded(&r);
-        let mut back = Rollup::decode(&raw, 5).unwrap();
+        let back = Rollup::decode(&raw, 5).unwrap();
         assert!(!back.has_cell_totals());
         let mut cells = Vec::new();
         assert!(r.encode_cell_totals(&mut cells));
-        assert!(back.decode_cell_totals(&cells));
+        let back = with_cells(&back, &cells).unwrap();
         assert_eq!(back, r);
         // As 1.12 wrote it, without bytes: the keys end the entries.
         let mut v12 = r.clone();
@@ -560,7 +595,7 @@ mod tests {
         v12.cell_totals.clear();
         assert_eq!(Rollup::decode(&v12_raw, 5), Some(v12.clone()));
         // Cells' totals need the bytes they add up to.
-        assert!(!v12.decode_cell_totals(&cells));
+        assert_eq!(with_cells(&v12, &cells), None);
         // The wrong event count, or any other byte cut (inside a key, inside the bytes), is
         // not a rollup; nor is anything after the bytes.
         assert_eq!(Rollup::decode(&raw, 4), None);
@@ -572,14 +607,27 @@ mod tests {
         assert_eq!(Rollup::decode(&long, 5), None);
         // Nor are cells' totals cut anywhere, or longer, or another chunk's.
         for cut in 0..cells.len() {
-            assert!(!back.clone().decode_cell_totals(&cells[..cut]), "cut at {cut}");
+            assert_eq!(with_cells(&v12_read(&raw), &cells[..cut]), None, "cut at {cut}");
         }
         let mut long = cells.clone();
         long.push(0);
-        assert!(!back.clone().decode_cell_totals(&long));
+        assert_eq!(with_cells(&v12_read(&raw), &long), None);
         let mut other = r.clone();
         other.chunk += 1;
-        assert!(!other.decode_cell_totals(&cells));
+        other.cell_totals.clear();
+        assert_eq!(with_cells(&other, &cells), None);
+    }
+
+    /// The rollup in `raw` (a chunk of 5 events), as read: without its cells' totals.
+    fn v12_read(raw: &[u8]) -> Rollup {
+        Rollup::decode(raw, 5).unwrap()
+    }
+
+    /// `r` with the cells' totals of frame `raw`, decoded; `None` when they do not hold.
+    fn with_cells(r: &Rollup, raw: &[u8]) -> Option<Rollup> {
+        let mut r = r.clone();
+        r.take_cell_frame(raw).then_some(())?;
+        r.into_decoded()
     }
 
     fn encoded(r: &Rollup) -> Vec<u8> {
@@ -616,10 +664,10 @@ mod tests {
         assert_eq!(r.cells_of(1), [(cell(4096), 3)]);
         assert_eq!(r.cell_totals[3].sum, 4096 + 4100 + 4097);
         let back = |r: &Rollup| {
-            let mut back = Rollup::decode(&encoded(r), 7)?;
+            let back = Rollup::decode(&encoded(r), 7)?;
             let mut cells = Vec::new();
             r.encode_cell_totals(&mut cells);
-            back.decode_cell_totals(&cells).then_some(back)
+            with_cells(&back, &cells)
         };
         assert_eq!(back(&r), Some(r.clone()));
         // Totals that do not add up to the key's, or lie outside their cell, are refused.
@@ -636,6 +684,17 @@ mod tests {
             "max past its cell"
         );
         assert_eq!(refused(&|b| b.cell_totals[0].min = 21), None, "min not the key's");
+        // Decoded for some keys only: the others' are neither read nor checked.
+        let mut bad = r.clone();
+        bad.cell_totals[3].bytes += 1;
+        let mut frame = Vec::new();
+        bad.encode_cell_totals(&mut frame);
+        let mut read = Rollup::decode(&encoded(&r), 7).unwrap();
+        assert!(read.take_cell_frame(&frame));
+        assert_eq!(read.cell_totals_where(|_| true), None, "key 1's bytes do not add up");
+        let first = read.cell_totals_where(|k| k == 0).unwrap();
+        assert_eq!(first[..3], r.cell_totals[..3]);
+        assert_eq!(first[3].bytes, 0, "key 1's left out");
         // Latencies of centuries in one cell: its sum past its smallest does not fit, and
         // the rollup goes without cells' totals (a reader then reads the chunk).
         let top = latency::bucket_range(BUCKETS - 1).0;

@@ -14,7 +14,7 @@ fn rollups_read_and_made(r: &Reader<Vec<u8>>) -> Vec<(Option<Rollup>, Rollup)> {
         .map(|i| {
             r.read_chunk(i, ColSet::ALL, &mut dec, &mut cols).unwrap();
             (
-                r.rollup_with_cells(i, &mut dec),
+                r.rollup_with_cells(i, &mut dec).and_then(Rollup::into_decoded),
                 Rollup::of(&cols, r.chunks()[i].offset),
             )
         })
