@@ -286,6 +286,52 @@ proptest! {
         }
     }
 
+    /// A rollup's cells' totals, damaged anywhere (bytes replaced, cut, lengthened), decode
+    /// to totals that lie in their cells and add up to their keys', or to nothing.
+    #[test]
+    fn damaged_cells_totals_never_panic_nor_mislead(
+        events in prop::collection::vec((0..4u32, any::<u64>(), any::<u64>()), 1..60),
+        edits in prop::collection::vec((any::<usize>(), any::<u8>()), 0..6),
+        cut in any::<usize>(),
+        extra in prop::collection::vec(any::<u8>(), 0..3),
+    ) {
+        let mut cols = Columns::default();
+        for &(proc, latency, bytes) in &events {
+            // Latencies of every scale, bytes that may not add up in 64 bits.
+            let latency = latency >> (latency % 64);
+            cols.push(&Event { proc, latency, bytes: bytes >> 8, ..Event::default() });
+        }
+        let made = Rollup::of(&cols, 7);
+        let mut frame = Vec::new();
+        if !made.encode_cell_totals(&mut frame) {
+            return Ok(());
+        }
+        for &(at, b) in &edits {
+            let n = frame.len();
+            frame[at % n] = b;
+        }
+        frame.truncate(frame.len() - cut % 4.min(frame.len()));
+        frame.extend_from_slice(&extra);
+        let mut read = Rollup::decode(&{ let mut raw = Vec::new(); made.encode(&mut raw); raw }, events.len() as u64).unwrap();
+        if !read.take_cell_frame(&frame) {
+            return Ok(());
+        }
+        if let Some(t) = read.cell_totals_where(|_| true) {
+            prop_assert_eq!(t.len(), made.cells.len());
+            for k in 0..made.totals.len() {
+                let from = k.checked_sub(1).map_or(0, |p| made.ends[p] as usize);
+                let cells = &t[from..made.ends[k] as usize];
+                prop_assert_eq!(cells.iter().map(|c| c.sum).sum::<u128>(), made.totals[k].sum);
+                prop_assert_eq!(cells.iter().map(|c| u128::from(c.bytes)).sum::<u128>(), u128::from(made.totals[k].bytes));
+                for (ct, &(c, n)) in cells.iter().zip(&made.cells[from..]) {
+                    let (lo, hi) = iocap_format::cell_range(c);
+                    prop_assert!(lo <= ct.min && ct.min <= ct.max && ct.max <= hi);
+                    prop_assert!(ct.sum >= u128::from(ct.min) * u128::from(n));
+                }
+            }
+        }
+    }
+
     /// The encoder thread changes where frames are encoded, not what: the same calls give
     /// the same bytes, tables, stats and flushes interleaved with chunks in any order.
     #[test]
