@@ -82,11 +82,11 @@ pub fn tick(ns: u64, style: Style) -> String {
 }
 
 /// A byte count in powers of 1024: `512B`, then `4.00KiB`, `1.50MiB` (ASCII) or `4.0K`,
-/// `1.5M` (terminal, five cells).
+/// `1.5M`, `1016K` (terminal: five cells at most, so a column of five never cuts the unit).
 pub fn bytes(b: u64, style: Style) -> String {
-    let units: [&str; 6] = match style {
-        Style::Ascii => ["B", "KiB", "MiB", "GiB", "TiB", "PiB"],
-        Style::Terminal => ["B", "K", "M", "G", "T", "P"],
+    let units: [&str; 7] = match style {
+        Style::Ascii => ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"],
+        Style::Terminal => ["B", "K", "M", "G", "T", "P", "E"],
     };
     if b < 1024 {
         return format!("{b}B");
@@ -99,6 +99,8 @@ pub fn bytes(b: u64, style: Style) -> String {
     }
     match style {
         Style::Ascii => format!("{x:.2}{}", units[u]),
+        // `999.9K` would take six cells: from 100 on, whole units.
+        Style::Terminal if x >= 99.95 => format!("{x:.0}{}", units[u]),
         Style::Terminal => format!("{x:.1}{}", units[u]),
     }
 }
@@ -279,6 +281,22 @@ mod tests {
         assert_eq!(bytes(4096, Style::Terminal), "4.0K");
         assert_eq!(bytes(100, Style::Terminal), "100B");
         assert_eq!(bytes(3 << 29, Style::Terminal), "1.5G");
+        // Five cells at most, whatever the count: a column of five never cuts the unit.
+        assert_eq!(bytes(1016 << 10, Style::Terminal), "1016K");
+        assert_eq!(bytes((999 << 10) + 1000, Style::Terminal), "1000K");
+        assert_eq!(bytes(99 << 20, Style::Terminal), "99.0M");
+        assert_eq!(bytes(u64::MAX, Style::Terminal), "16.0E");
+        for b in (0..64)
+            .map(|s| 1u64 << s)
+            .chain((0..64).map(|s| u64::MAX >> s))
+            .chain([1023, 102_348, 1_048_063])
+        {
+            assert!(
+                bytes(b, Style::Terminal).len() <= 5,
+                "{b}: {}",
+                bytes(b, Style::Terminal)
+            );
+        }
     }
 
     #[test]

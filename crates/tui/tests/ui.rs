@@ -1661,7 +1661,7 @@ fn detail_of_a_call_with_many_requests_fits_80x24() {
     let popup = popup_text(&screen);
     assert!(popup.contains("block requests  100"), "{popup}");
     assert!(popup.contains("+1.00µs  vda"), "{popup}");
-    let shown = popup.lines().filter(|l| l.contains(" 128.0K ")).count();
+    let shown = popup.lines().filter(|l| l.contains(" 128K ")).count();
     assert!(shown >= 5, "{popup}");
     assert!(
         popup.contains(&format!("… {} more: a taller terminal shows more", 100 - shown)),
