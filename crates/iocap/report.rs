@@ -260,7 +260,7 @@ fn scan_tally_with(
     let (planned, mut rest) = match use_rollups && by.is_none_or(|f| rollups::within_keys(FieldGroups::columns(f))) {
         true => rollups::plan(&all, |i| {
             let s = &r.chunks().get(i)?.summary;
-            match r.has_rollup(i).then(|| RollupFilter::of(Some(&input.filter), s))?? {
+            match RollupFilter::of_chunk(Some(&input.filter), r, i)? {
                 f @ (RollupFilter::Keys(_) | RollupFilter::Cells(_)) if !f.may_match(s) => None,
                 f => Some(f),
             }

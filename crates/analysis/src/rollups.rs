@@ -58,6 +58,15 @@ impl RollupFilter {
         }
     }
 
+    /// [`RollupFilter::of`] for chunk `i` of `reader`, when its rollup is there to answer:
+    /// `None` when the chunk has no rollup listed, or the filter wants the cells' totals and
+    /// the chunk has none (a file before 1.14).
+    pub fn of_chunk<S: Source>(filter: Option<&Compiled>, reader: &Reader<S>, i: usize) -> Option<RollupFilter> {
+        let s = &reader.chunks().get(i)?.summary;
+        let f = reader.has_rollup(i).then(|| RollupFilter::of(filter, s))??;
+        (!f.wants_cells() || reader.has_cell_totals(i)).then_some(f)
+    }
+
     /// Whether some event of a chunk with summary `s` may match (see
     /// [`Compiled::may_match`]).
     pub fn may_match(&self, s: &ChunkSummary) -> bool {

@@ -578,16 +578,7 @@ impl<S: Source> Reader<S> {
     /// without, when the chunk has none listed after its rollup and before the next chunk, or
     /// they cannot be used.
     fn add_cell_totals(&self, i: usize, r: &mut Rollup, dec: &mut ChunkDecoder) -> bool {
-        let Some(info) = self.chunks.get(i) else { return false };
-        let Some(at) = self
-            .rollup_after(info.offset)
-            .and_then(|rollup| after(&self.cell_frames, rollup))
-            .filter(|&at| {
-                self.chunks
-                    .get(i + 1)
-                    .is_none_or(|next| next.offset < info.offset || at < next.offset)
-            })
-        else {
+        let (Some(info), Some(at)) = (self.chunks.get(i), self.cell_frame_of(i)) else {
             return false;
         };
         let (src, len, at, chunk) = match &self.parts {
@@ -607,6 +598,23 @@ impl<S: Source> Reader<S> {
             .is_some_and(|raw| r.take_cell_frame(raw));
         r.chunk = own;
         got
+    }
+
+    /// Whether chunk `i` may have its rollup's cells' totals (since 1.14): a frame of them is
+    /// listed after its rollup, before the next chunk.
+    pub fn has_cell_totals(&self, i: usize) -> bool {
+        self.has_rollup(i) && self.cell_frame_of(i).is_some()
+    }
+
+    /// The offset of the first cells' totals frame listed after chunk `i`'s rollup, if it lies
+    /// before the next chunk.
+    fn cell_frame_of(&self, i: usize) -> Option<u64> {
+        let info = self.chunks.get(i)?;
+        let at = after(&self.cell_frames, self.rollup_after(info.offset)?)?;
+        self.chunks
+            .get(i + 1)
+            .is_none_or(|next| next.offset < info.offset || at < next.offset)
+            .then_some(at)
     }
 
     /// Whether chunk `i` may have a rollup: one is listed after it, before the next chunk.

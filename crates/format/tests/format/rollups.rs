@@ -35,7 +35,7 @@ fn every_chunk_has_its_rollup_by_index_and_by_scan() {
     assert!(r.is_clean() && r.chunks().len() > 2);
     let mut dec = ChunkDecoder::new();
     for (i, (read, made)) in rollups_read_and_made(&r).into_iter().enumerate() {
-        assert!(r.has_rollup(i));
+        assert!(r.has_rollup(i) && r.has_cell_totals(i));
         assert!(made.has_cell_totals());
         assert_eq!(read.as_ref(), Some(&made), "chunk {i}");
         // A question without latency bounds reads the rollup's frame alone.
@@ -84,6 +84,8 @@ fn damaged_cells_totals_leave_the_rollup_without_them() {
     bytes[at[0] + 20] ^= 0x10;
     let r = Reader::from_bytes(bytes.clone()).unwrap();
     assert!(r.is_clean());
+    // Listed, so said to be there until read.
+    assert!(r.has_cell_totals(0));
     let mut dec = ChunkDecoder::new();
     let first = r.rollup_with_cells(0, &mut dec).unwrap();
     assert!(!first.has_cell_totals(), "damaged: not used");

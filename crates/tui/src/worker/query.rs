@@ -359,7 +359,7 @@ fn fold_rollups<'r>(
     let plan = |i: usize| {
         let s = &infos.get(i)?.summary;
         let row = reader.has_rollup(i).then(|| one_row(q, s)).flatten()?;
-        RollupFilter::of(q.filter.as_deref(), s).map(|f| (row, f))
+        RollupFilter::of_chunk(q.filter.as_deref(), reader, i).map(|f| (row, f))
     };
     let (planned, mut rest) = rollups::plan(chunks, plan);
     if planned.is_empty() {
@@ -674,7 +674,7 @@ fn count_rollups(q: &Query, chunks: &[usize], stale: &(dyn Fn() -> bool + Sync))
     // their summary.
     let plan = |i: usize| {
         let s = &infos.get(i)?.summary;
-        match reader.has_rollup(i).then(|| RollupFilter::of(q.filter.as_deref(), s))?? {
+        match RollupFilter::of_chunk(q.filter.as_deref(), reader, i)? {
             f @ (RollupFilter::Keys(_) | RollupFilter::Cells(_)) if f.may_match(s) => Some(f),
             _ => None,
         }
