@@ -11,7 +11,7 @@
 //! recording (`iocap_format::Reader::join`, as `iocap view DIR/` does) and prints: the time to
 //! the viewer's first frame (from the chunk summaries alone), a first answer of the whole
 //! ring with no filter, a zoom to one hour in its middle (a refilter of that window), then
-//! `proc.name=X` in that hour, and peak RSS (VmHWM) after each step (`RING_FIRST_ONLY=1`: only
+//! `proc.name=X`, `proc.name=X and latency>1ms` and `latency>1ms` in that hour, and peak RSS (VmHWM) after each step (`RING_FIRST_ONLY=1`: only
 //! the first frame; `RING_SKIP_WHOLE=1`: no answer of the whole ring). `report` on the ring is
 //! the `iocap` binary's (`iocap report --ring DIR/ring.cap`), timed outside this bench.
 
@@ -258,7 +258,7 @@ fn measure(dir: &Path) {
         .map(|c| c.summary.events)
         .sum();
     let cache = ColumnCache::new(query::CACHE_BUDGET);
-    for filter in ["", "proc.name=postgres", "proc.name=postgres and latency>1ms"] {
+    for filter in ["", "proc.name=postgres", "proc.name=postgres and latency>1ms", "latency>1ms"] {
         q.gen += 1;
         q.filter = if filter.is_empty() {
             None
