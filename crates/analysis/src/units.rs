@@ -147,14 +147,22 @@ pub fn count(n: u64) -> String {
     out
 }
 
-/// A count in at most 5 characters: `999`, `12.3k`, `4.5M`, `1.2G`.
+/// A count in at most 5 characters: `999`, `12.3k`, `450k`, `4.5M`, `1.2G` (a column of five
+/// never cuts the unit).
 pub fn short_count(n: u64) -> String {
-    match n {
-        0..=9_999 => n.to_string(),
-        10_000..=999_999 => format!("{:.1}k", n as f64 / 1e3),
-        1_000_000..=999_999_999 => format!("{:.1}M", n as f64 / 1e6),
-        _ => format!("{:.1}G", n as f64 / 1e9),
+    if n < 10_000 {
+        return n.to_string();
     }
+    for (scale, unit) in [(1e3, 'k'), (1e6, 'M'), (1e9, 'G'), (1e12, 'T'), (1e15, 'P')] {
+        let v = n as f64 / scale;
+        if v < 99.95 {
+            return format!("{v:.1}{unit}");
+        }
+        if v < 999.5 {
+            return format!("{v:.0}{unit}");
+        }
+    }
+    format!("{:.1}E", n as f64 / 1e18)
 }
 
 /// `s` in at most `w` columns, each character as wide as `width` says: whole when it fits,
@@ -305,6 +313,25 @@ mod tests {
         assert_eq!(count(1234567), "1,234,567");
         assert_eq!(count(123), "123");
         assert_eq!(short_count(12_345), "12.3k");
+        assert_eq!(short_count(450_600), "451k");
+        assert_eq!(short_count(999_499), "999k");
+        assert_eq!(short_count(999_500), "1.0M");
+        assert_eq!(short_count(u64::MAX), "18.4E");
+        for n in (0..64)
+            .map(|s| 1u64 << s)
+            .chain((1..20).map(|d| 10u64.pow(d) - 1))
+            .chain([
+                99_949,
+                99_950,
+                999_499,
+                999_500,
+                99_950_000,
+                999_500_000,
+                999_500_000_000_000_000,
+            ])
+        {
+            assert!(short_count(n).len() <= 5, "{n}: {}", short_count(n));
+        }
         assert_eq!(offset(12_345_000_000), "+12.345s");
         assert_eq!(offset(62_500_000_000), "+1m02.5s");
         assert_eq!(wall(1_000_000_000, 1_700_000_000_000_000_000), "22:13:21.000000");

@@ -258,7 +258,12 @@ fn measure(dir: &Path) {
         .map(|c| c.summary.events)
         .sum();
     let cache = ColumnCache::new(query::CACHE_BUDGET);
-    for filter in ["", "proc.name=postgres", "proc.name=postgres and latency>1ms", "latency>1ms"] {
+    for filter in [
+        "",
+        "proc.name=postgres",
+        "proc.name=postgres and latency>1ms",
+        "latency>1ms",
+    ] {
         q.gen += 1;
         q.filter = if filter.is_empty() {
             None
