@@ -6,8 +6,9 @@
 //! ([`Compiled::given`]: an `evt.time` window around the chunk falls away), reads only the
 //! key's columns, and which reads nothing more of each event than its latency (and bytes), is
 //! answered exactly from the rollup: a few kilobytes per chunk instead of its columns. So is
-//! one that also reads the latency, when each cell's latencies decide it alike (its bounds
-//! lie on cell bounds: `latency>1ms`), from a rollup with its cells' totals. The viewer (its
+//! one that also reads the latency, from the cells' totals, when no key has events on both
+//! sides of one of its latency bounds inside one cell (`latency>1ms`: 1 ms is a cell bound,
+//! and only an event of exactly 1 ms lies on both sides of `>`). The viewer (its
 //! spectrogram rows, histogram and groups) and `iocap report` (histogram, bytes, groups) both
 //! plan and read them here.
 
@@ -33,7 +34,7 @@ pub enum RollupFilter {
     /// What is left reads only the keys' columns: it is evaluated on the keys.
     Keys(Compiled),
     /// What is left reads the keys' columns and the latency: it is decided cell by cell, on a
-    /// rollup with its cells' totals, where no cell straddles its latency bounds.
+    /// rollup with its cells' totals ([`RollupFilter::apply`]).
     Cells(Compiled),
 }
 
@@ -84,8 +85,9 @@ impl RollupFilter {
 
     /// The part of `r` this keeps, with `bits` set to the keys it keeps events of: `r` itself
     /// when it keeps keys whole; else a rollup of the same keys, each with only the cells it
-    /// keeps and their totals. `None` when the rollup cannot tell: it lacks its cells' totals,
-    /// or a cell it holds straddles a bound of the filter's latency.
+    /// keeps and their totals. `None` when the rollup cannot tell: it lacks its cells' totals
+    /// (or they do not hold), or a key's events in one cell lie on both sides of a bound of
+    /// the filter's latency.
     pub fn apply<'r>(&self, r: &'r Rollup, bits: &mut Bitmap) -> Option<Cow<'r, Rollup>> {
         match self {
             RollupFilter::All => bits.reset(r.keys.len(), true),
