@@ -545,23 +545,23 @@ impl<S: Source> Reader<S> {
         let info = self.chunks.get(i)?;
         // Its own payload says which chunk it sums.
         let at = self.rollup_after(info.offset)?;
-        let Some(parts) = &self.parts else {
-            return read_rollup_in(&*self.src, self.file_len, at, info.offset, &info.summary, dec);
-        };
-        let part = join::part_at(parts, info.offset);
-        if at < part.base {
-            return None;
+        let (src, len, at, chunk) = self.in_own_file(info.offset, at)?;
+        let mut r = read_rollup_in(src, len, at, chunk, &info.summary, dec)?;
+        if let Some(parts) = &self.parts {
+            join::part_at(parts, info.offset).shift_ids(&mut r.keys);
         }
-        let mut r = read_rollup_in(
-            &*part.src,
-            part.len,
-            at - part.base,
-            info.offset - part.base,
-            &info.summary,
-            dec,
-        )?;
-        part.shift_ids(&mut r.keys);
         Some(r)
+    }
+
+    /// Where a frame at `at`, listed after the chunk at `chunk` (both offsets in this reader's
+    /// space), lies in its own file: that file's bytes and length, and the frame's and the
+    /// chunk's offsets in it; `None` when the frame lies before that file (not the chunk's).
+    fn in_own_file(&self, chunk: u64, at: u64) -> Option<(&S, u64, u64, u64)> {
+        let Some(parts) = &self.parts else {
+            return Some((&*self.src, self.file_len, at, chunk));
+        };
+        let part = join::part_at(parts, chunk);
+        (at >= part.base).then(|| (&*part.src, part.len, at - part.base, chunk - part.base))
     }
 
     /// [`Reader::rollup`], with its cells' totals (since 1.14, their own frame after it:
@@ -581,15 +581,8 @@ impl<S: Source> Reader<S> {
         let (Some(info), Some(at)) = (self.chunks.get(i), self.cell_frame_of(i)) else {
             return false;
         };
-        let (src, len, at, chunk) = match &self.parts {
-            None => (&*self.src, self.file_len, at, info.offset),
-            Some(parts) => {
-                let part = join::part_at(parts, info.offset);
-                if at < part.base {
-                    return false;
-                }
-                (&*part.src, part.len, at - part.base, info.offset - part.base)
-            }
+        let Some((src, len, at, chunk)) = self.in_own_file(info.offset, at) else {
+            return false;
         };
         // The frame names its chunk by its offset in its own file: chunk `i`'s, whatever `r`
         // says.
@@ -611,21 +604,21 @@ impl<S: Source> Reader<S> {
     fn cell_frame_of(&self, i: usize) -> Option<u64> {
         let info = self.chunks.get(i)?;
         let at = after(&self.cell_frames, self.rollup_after(info.offset)?)?;
+        self.before_next(i, at).then_some(at)
+    }
+
+    /// Whether offset `at` lies before chunk `i + 1` (when there is one after chunk `i`).
+    fn before_next(&self, i: usize, at: u64) -> bool {
+        let Some(info) = self.chunks.get(i) else { return false };
         self.chunks
             .get(i + 1)
             .is_none_or(|next| next.offset < info.offset || at < next.offset)
-            .then_some(at)
     }
 
     /// Whether chunk `i` may have a rollup: one is listed after it, before the next chunk.
     pub fn has_rollup(&self, i: usize) -> bool {
         let Some(info) = self.chunks.get(i) else { return false };
-        let Some(at) = self.rollup_after(info.offset) else {
-            return false;
-        };
-        self.chunks
-            .get(i + 1)
-            .is_none_or(|next| next.offset < info.offset || at < next.offset)
+        self.rollup_after(info.offset).is_some_and(|at| self.before_next(i, at))
     }
 
     /// The first rollup frame listed after offset `off` (a chunk's, whose rollup follows it).
