@@ -162,12 +162,8 @@ fn by_cells(f: &Compiled, r: &Rollup, bits: &mut Bitmap) -> Option<Rollup> {
         cell_verdicts.push(*at - 1);
     }
     // Only the keys with a cell the filter may keep need their cells' totals decoded.
-    let key_cells = |k: usize| {
-        let from = k.checked_sub(1).map_or(0, |p| r.ends[p] as usize);
-        from..r.ends[k] as usize
-    };
     let may_keep = |k: usize| {
-        cell_verdicts[key_cells(k)]
+        cell_verdicts[r.span(k)]
             .iter()
             .any(|&v| match &verdicts[usize::from(v)] {
                 Verdict::No => false,
@@ -191,7 +187,7 @@ fn by_cells(f: &Compiled, r: &Rollup, bits: &mut Bitmap) -> Option<Rollup> {
             sum: 0,
             bytes: 0,
         };
-        for j in key_cells(k) {
+        for j in r.span(k) {
             let ((c, n), ct) = (r.cells[j], &totals[j]);
             // Where the cell straddles a bound, the key's own events in it decide, by their
             // smallest and largest (`latency>1ms` straddles the cell from 1 ms, but only an

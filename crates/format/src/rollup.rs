@@ -262,9 +262,8 @@ impl Rollup {
     /// of latencies of days could break the first; such a rollup goes without them.
     fn cell_totals_fit(&self) -> bool {
         (0..self.totals.len()).all(|k| {
-            let from = k.checked_sub(1).map_or(0, |p| self.ends[p] as usize);
-            let to = self.ends[k] as usize;
-            let cells = self.cells[from..to].iter().zip(&self.cell_totals[from..to]);
+            let span = self.span(k);
+            let cells = self.cells[span.clone()].iter().zip(&self.cell_totals[span]);
             let bytes = cells.clone().try_fold(0u64, |acc, (_, ct)| acc.checked_add(ct.bytes));
             bytes == Some(self.totals[k].bytes)
                 && cells
@@ -275,8 +274,13 @@ impl Rollup {
 
     /// The cells of key `k`.
     pub fn cells_of(&self, k: usize) -> &[(u16, u32)] {
+        &self.cells[self.span(k)]
+    }
+
+    /// Where key `k`'s cells lie in `cells` (and their totals in `cell_totals`).
+    pub fn span(&self, k: usize) -> std::ops::Range<usize> {
         let from = k.checked_sub(1).map_or(0, |p| self.ends[p] as usize);
-        &self.cells[from..self.ends[k] as usize]
+        from..self.ends[k] as usize
     }
 
     /// Append the rollup's bytes (before compression) to `out`.
@@ -323,11 +327,10 @@ impl Rollup {
         varint::put(out, self.chunk);
         // Each key's cells after their length, so that a reader may step over a key's.
         let mut key = Vec::new();
-        let mut from = 0usize;
-        for &end in &self.ends {
+        for k in 0..self.ends.len() {
             key.clear();
-            let to = end as usize;
-            for (&(c, n), ct) in self.cells[from..to].iter().zip(&self.cell_totals[from..to]) {
+            let span = self.span(k);
+            for (&(c, n), ct) in self.cells[span.clone()].iter().zip(&self.cell_totals[span]) {
                 varint::put(&mut key, ct.min - cell_range(c).0);
                 if n > 1 {
                     varint::put(&mut key, ct.max - ct.min);
@@ -337,7 +340,6 @@ impl Rollup {
             }
             varint::put(out, key.len() as u64);
             out.extend_from_slice(&key);
-            from = to;
         }
         true
     }

@@ -319,11 +319,11 @@ proptest! {
         if let Some(t) = read.cell_totals_where(|_| true) {
             prop_assert_eq!(t.len(), made.cells.len());
             for k in 0..made.totals.len() {
-                let from = k.checked_sub(1).map_or(0, |p| made.ends[p] as usize);
-                let cells = &t[from..made.ends[k] as usize];
+                let span = made.span(k);
+                let cells = &t[span.clone()];
                 prop_assert_eq!(cells.iter().map(|c| c.sum).sum::<u128>(), made.totals[k].sum);
                 prop_assert_eq!(cells.iter().map(|c| u128::from(c.bytes)).sum::<u128>(), u128::from(made.totals[k].bytes));
-                for (ct, &(c, n)) in cells.iter().zip(&made.cells[from..]) {
+                for (ct, &(c, n)) in cells.iter().zip(&made.cells[span]) {
                     let (lo, hi) = iocap_format::cell_range(c);
                     prop_assert!(lo <= ct.min && ct.min <= ct.max && ct.max <= hi);
                     prop_assert!(ct.sum >= u128::from(ct.min) * u128::from(n));
