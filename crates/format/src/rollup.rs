@@ -184,17 +184,13 @@ impl Rollup {
                 last = key;
             }
             let ns = cols.latency.get(i).copied().unwrap_or(0);
-            let t = &mut r.totals[id as usize];
-            t.count += 1;
-            t.min = t.min.min(ns);
-            t.max = t.max.max(ns);
-            t.sum += u128::from(ns);
-            t.bytes = t.bytes.saturating_add(cols.bytes.get(i).copied().unwrap_or(0));
+            r.totals[id as usize].count += 1;
             key_of.push(id);
             cell_of.push(cell_in(first, bounds, ns));
         }
         // The cells grouped by key (a counting sort), then counted key by key in a table of
-        // every cell, of which only the cells touched are read back and cleared.
+        // every cell, of which only the cells touched are read back and cleared; a key's
+        // totals are then its cells'.
         let mut at: Vec<usize> = Vec::with_capacity(r.totals.len());
         let mut sum = 0usize;
         for t in &r.totals {
@@ -219,15 +215,15 @@ impl Rollup {
         let mut table = vec![empty; 2 * BUCKETS];
         let mut touched: Vec<u16> = Vec::new();
         let mut from = 0usize;
-        for t in &r.totals {
-            let to = from + t.count as usize;
+        for k in 0..r.totals.len() {
+            let to = from + r.totals[k].count as usize;
             for &i in &grouped[from..to] {
                 let c = cell_of[i as usize];
-                let (k, ct) = &mut table[usize::from(c)];
-                if *k == 0 {
+                let (n, ct) = &mut table[usize::from(c)];
+                if *n == 0 {
                     touched.push(c);
                 }
-                *k += 1;
+                *n += 1;
                 let ns = cols.latency.get(i as usize).copied().unwrap_or(0);
                 ct.min = ct.min.min(ns);
                 ct.max = ct.max.max(ns);
@@ -237,10 +233,15 @@ impl Rollup {
                     .saturating_add(cols.bytes.get(i as usize).copied().unwrap_or(0));
             }
             touched.sort_unstable();
+            let t = &mut r.totals[k];
             for &c in &touched {
-                let (k, ct) = std::mem::replace(&mut table[usize::from(c)], empty);
-                r.cells.push((c, k));
+                let (n, ct) = std::mem::replace(&mut table[usize::from(c)], empty);
+                r.cells.push((c, n));
                 r.cell_totals.push(ct);
+                t.min = t.min.min(ct.min);
+                t.max = t.max.max(ct.max);
+                t.sum += ct.sum;
+                t.bytes = t.bytes.saturating_add(ct.bytes);
             }
             touched.clear();
             r.ends.push(r.cells.len() as u32);
