@@ -262,7 +262,7 @@ struct rq_info {
 	__u32 tid;
 	__u16 nr;
 	__u8 cause;
-	__u8 pad;
+	__u8 in_slot; /* the sums of the call it was made for are in call_slots, not callio */
 	__s32 fd;
 	__u32 ino_dev;
 	__u64 link;
@@ -1582,35 +1582,48 @@ static __always_inline void uring_file(__u64 req, __u8 op, __u64 *ino, __u32 *de
 /*
  * A request of `bytes` created for the call (io_uring request) `tid` entered (submitted) at
  * `ts`. Its bytes count from its making, as the request itself does: a request issued after
- * its call returned (libaio's, from a plug) still counts in the call's disk.bytes.
+ * its call returned (libaio's, from a plug) still counts in the call's disk.bytes. `first`: the
+ * caller knows the call has no sums yet (a syscall's first request, see inflight.io), which
+ * spares the lookup that would miss (in `callio`, a hash map, on every such call). True: the
+ * sums are in call_slots (see rq_info.in_slot).
  */
-static __always_inline void call_io_add(__u32 tid, __u64 ts, __u64 now, __u32 bytes)
+static __always_inline bool call_io_add(__u32 tid, __u64 ts, __u64 now, __u32 bytes, bool first)
 {
-	struct call_io *io = call_io_find(tid, ts);
+	struct call_slot *s = call_slot_of(tid, ts);
+	struct call_key ck = { .tid = tid, .ts = ts };
+	struct call_io fresh = { .reqs = 1, .inflight = 1, .bytes = bytes, .busy_since = now };
+	struct call_io *io;
+	bool in_slot = false;
 
-	if (!io) {
-		struct call_io fresh = { .reqs = 1, .inflight = 1, .bytes = bytes, .busy_since = now };
-		struct call_slot *s = call_slot_of(tid, ts);
-		struct call_key ck = { .tid = tid, .ts = ts };
-
-		/*
-		 * Claimed atomically: another CPU may be starting a call in the same slot. The tid
-		 * goes last (a free slot's is 0), so a slot matches the key (an io-wq worker may be
-		 * creating a request for the same io_uring request) only once its sums are set.
-		 */
-		if (s && s->ts == 0 && __sync_val_compare_and_swap(&s->ts, 0, ts) == 0) {
-			s->io = fresh;
-			asm volatile("" ::: "memory");
-			*(volatile __u32 *)&s->tid = tid;
+	if (!first) {
+		if (s && s->ts == ts && s->tid == tid) {
+			io = &s->io;
+			in_slot = true;
 		} else {
-			bpf_map_update_elem(&callio, &ck, &fresh, BPF_ANY);
+			io = bpf_map_lookup_elem(&callio, &ck);
+			if (!io)
+				goto fresh;
 		}
-	} else {
 		io->reqs++;
 		io->bytes += bytes;
 		if (io->inflight++ == 0)
 			io->busy_since = now;
+		return in_slot;
 	}
+fresh:
+	/*
+	 * Claimed atomically: another CPU may be starting a call in the same slot. The tid goes
+	 * last (a free slot's is 0), so a slot matches the key (an io-wq worker may be creating a
+	 * request for the same io_uring request) only once its sums are set.
+	 */
+	if (s && s->ts == 0 && __sync_val_compare_and_swap(&s->ts, 0, ts) == 0) {
+		s->io = fresh;
+		asm volatile("" ::: "memory");
+		*(volatile __u32 *)&s->tid = tid;
+		return true;
+	}
+	bpf_map_update_elem(&callio, &ck, &fresh, BPF_ANY);
+	return false;
 }
 
 /*
@@ -1729,7 +1742,7 @@ static __noinline int rq_new(struct request *rq, __u64 now)
 		n.nr = t->ur_op;
 		n.fd = t->ur_fd;
 		n.link = t->ur_ts;
-		call_io_add(tid, t->ur_ts, now, n.bytes);
+		n.in_slot = call_io_add(tid, t->ur_ts, now, n.bytes, false);
 		/* Its file (assigned by now) names a registered one, which has no fd. */
 		uring_file(t->ur_req, t->ur_op, &n.ino, &n.ino_dev);
 	} else if (c) {
@@ -1737,8 +1750,8 @@ static __noinline int rq_new(struct request *rq, __u64 now)
 		n.nr = c->nr;
 		n.fd = c->arg0;
 		n.link = c->ts;
+		n.in_slot = call_io_add(tid, c->ts, now, n.bytes, !c->io);
 		c->io = 1;
-		call_io_add(tid, c->ts, now, n.bytes);
 	} else if ((u = uring_worker_req(task, &req))) {
 		/* Punted: the request's, as if its submitter had issued it inline. */
 		n.cause = CAUSE_IO_URING;
@@ -1747,7 +1760,7 @@ static __noinline int rq_new(struct request *rq, __u64 now)
 		n.nr = u->op;
 		n.fd = u->fd;
 		n.link = u->link;
-		call_io_add(u->tid, u->link, now, n.bytes);
+		n.in_slot = call_io_add(u->tid, u->link, now, n.bytes, false);
 		uring_file(req, u->op, &n.ino, &n.ino_dev);
 	} else if (t && t->wb_ino) {
 		n.cause = CAUSE_WRITEBACK;
@@ -1767,12 +1780,23 @@ static __noinline int rq_new(struct request *rq, __u64 now)
 	return 0;
 }
 
-/* The syscall (io_uring request) a request was linked to, while it is still in flight. */
+/*
+ * The syscall (io_uring request) a request was linked to, while it is still in flight. Sums
+ * never move between call_slots and callio, so only the map they were put in is looked in:
+ * a request that outlives its call (libaio's) does not miss in a hash map at its issue and
+ * completion.
+ */
 static __always_inline struct call_io *rq_call(struct rq_info *i)
 {
+	struct call_key ck = { .tid = i->tid, .ts = i->link };
+	struct call_slot *s;
+
 	if (i->cause != CAUSE_SYSCALL && i->cause != CAUSE_IO_URING)
 		return NULL;
-	return call_io_find(i->tid, i->link);
+	if (!i->in_slot)
+		return bpf_map_lookup_elem(&callio, &ck);
+	s = call_slot_of(i->tid, i->link);
+	return s && s->ts == i->link && s->tid == i->tid ? &s->io : NULL;
 }
 
 /* A request leaves the block layer (completed, or merged into another): its call's busy time. */
