@@ -15,6 +15,8 @@ fn info_json_has_the_documented_keys() {
     assert_eq!(v["syscall_events"], 900);
     assert_eq!(v["block_events"], 100);
     assert_eq!(v["drops"], 0);
+    assert_eq!(v["unseen_block_requests"], 0);
+    assert_eq!(v["unseen_block_requests_by_disk"], json!({}));
     assert_eq!(v["clean"], true);
     let version = format!("{}.{}", iocap_format::FORMAT_MAJOR, iocap_format::FORMAT_MINOR);
     assert_eq!(v["format_version"], version.as_str());
@@ -156,7 +158,13 @@ fn info_and_report_say_the_unseen_block_requests() {
         ))
         .unwrap();
     }
-    w.record_unseen(1_000_020_000, 4).unwrap();
+    // 3 on the capture's disk, vda, and 1 on a disk it does not name.
+    let unnamed = iocap_format::mkdev(7, 3);
+    w.record_unseen(
+        1_000_020_000,
+        &std::collections::BTreeMap::from([(iocap_testkit::VDA, 3), (unnamed, 1)]),
+    )
+    .unwrap();
     w.finish(1_000_050_000).unwrap();
     let cap = path.to_str().unwrap();
     let (code, out, err) = run(&["info", "--json", cap]);
@@ -166,18 +174,24 @@ fn info_and_report_say_the_unseen_block_requests() {
         (v["drops"].as_u64(), v["unseen_block_requests"].as_u64()),
         (Some(0), Some(4))
     );
+    assert_eq!(v["unseen_block_requests_by_disk"], json!({"vda": 3, "7:3": 1}));
     let (_, text, _) = run(&["info", cap]);
     assert!(
-        text.contains("drops        0, 4 block requests issued whose completion never reached the recorder\n"),
+        text.contains(
+            "drops        0, 4 block requests issued whose completion never reached the recorder (7:3 1, vda 3)\n"
+        ),
         "{text}"
     );
     let (code, out, err) = run(&["report", cap, "--json"]);
     assert_eq!(code, 0, "stderr: {err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["unseen_block_requests"], 4);
+    assert_eq!(v["unseen_block_requests_by_disk"], json!({"vda": 3, "7:3": 1}));
     let (_, text, _) = run(&["report", cap]);
     assert!(
-        text.contains("0 dropped while recording, 4 block requests issued whose completion never reached the recorder"),
+        text.contains(
+            "0 dropped while recording, 4 block requests issued whose completion never reached the recorder (7:3 1, vda 3)"
+        ),
         "{text}"
     );
     let (code, out, err) = run(&["compare", cap, cap, "--json"]);
@@ -219,7 +233,11 @@ fn counts_claimed_past_u64_saturate() {
             per_cpu: vec![u64::MAX, u64::MAX],
         })
         .unwrap();
-        w.record_unseen(1_000_000_100, u64::MAX).unwrap();
+        w.record_unseen(
+            1_000_000_100,
+            &std::collections::BTreeMap::from([(iocap_testkit::VDA, u64::MAX)]),
+        )
+        .unwrap();
         w.finish(1_000_000_200).unwrap();
         paths.push(path.to_str().unwrap().to_owned());
     }

@@ -30,7 +30,7 @@ pub fn unseen_requests(stderr: &[u8]) -> u64 {
     const UNSEEN: &str = "iocap: block requests issued whose completion never reached iocap, so not in the capture: ";
     String::from_utf8_lossy(stderr)
         .lines()
-        .find_map(|l| l.strip_prefix(UNSEEN)?.parse().ok())
+        .find_map(|l| l.strip_prefix(UNSEEN)?.split(' ').next()?.parse().ok())
         .unwrap_or(0)
 }
 

@@ -74,6 +74,7 @@ struct Total {
     blocks: u64,
     drops: u64,
     unseen: u64,
+    unseen_by_disk: Vec<(String, u64)>,
     file_bytes: u64,
     /// The earliest start and the latest end, wall-clock ns.
     start: i128,
@@ -100,6 +101,12 @@ impl Total {
             // Saturating: each file's counts are what it claims.
             drops: all.iter().fold(0u64, |a, s| a.saturating_add(s.drops)),
             unseen: all.iter().fold(0u64, |a, s| a.saturating_add(s.unseen)),
+            // Disks are named by their host: of one host's captures (a rotation's) only.
+            unseen_by_disk: if hosts.len() == 1 {
+                text::merge_disks(all.iter().map(|s| &s.unseen_by_disk[..]))
+            } else {
+                Vec::new()
+            },
             file_bytes: all.iter().map(|s| s.file_bytes).sum(),
             start: all.iter().map(|s| wall(s, s.start_ns)).min().unwrap_or(0),
             end: all.iter().map(|s| wall(s, s.end_ns)).max().unwrap_or(0),
@@ -116,6 +123,7 @@ impl Total {
             "block_events": self.blocks,
             "drops": self.drops,
             "unseen_block_requests": self.unseen,
+            "unseen_block_requests_by_disk": text::disks_json(&self.unseen_by_disk),
             "file_bytes": self.file_bytes,
             "start": rfc3339(self.start),
             "end": rfc3339(self.end),
@@ -128,7 +136,7 @@ impl Total {
     fn write_text(&self, out: &mut impl Write) -> std::io::Result<()> {
         writeln!(
             out,
-            "total        {} captures from {}: {} events ({} syscall, {} block), {} drops{}, {} bytes, {} .. {} ({}){}",
+            "total        {} captures from {}: {} events ({} syscall, {} block), {} drops{}{}, {} bytes, {} .. {} ({}){}",
             self.captures,
             self.hosts.join(", "),
             self.events,
@@ -136,6 +144,7 @@ impl Total {
             self.blocks,
             self.drops,
             text::unseen(self.unseen),
+            text::by_disk(self.unseen_by_disk.iter().map(|(d, n)| (d.as_str(), *n))),
             self.file_bytes,
             rfc3339(self.start),
             rfc3339(self.end),
@@ -153,6 +162,8 @@ struct Summary {
     drops: u64,
     /// Block requests issued whose completion never reached the recorder ([`Reader::unseen`]).
     unseen: u64,
+    /// Their share of each disk (`text::unseen_disks`).
+    unseen_by_disk: Vec<(String, u64)>,
     start_ns: u64,
     end_ns: u64,
     boot_to_wall_ns: i64,
@@ -181,6 +192,7 @@ impl Summary {
             blocks: sum(|s| s.blocks),
             drops: r.drops(),
             unseen: r.unseen(),
+            unseen_by_disk: text::unseen_disks(r),
             start_ns,
             end_ns: r.stop_ts().max(start_ns),
             boot_to_wall_ns: r.meta().boot_to_wall_ns,
@@ -208,6 +220,7 @@ impl Summary {
             "block_events": self.blocks,
             "drops": self.drops,
             "unseen_block_requests": self.unseen,
+            "unseen_block_requests_by_disk": text::disks_json(&self.unseen_by_disk),
             "start": self.wall(self.start_ns),
             "end": self.wall(self.end_ns),
             "duration_ns": self.end_ns - self.start_ns,
@@ -239,7 +252,13 @@ impl Summary {
             "events       {} ({} syscall, {} block)",
             self.events, self.syscalls, self.blocks
         )?;
-        writeln!(out, "drops        {}{}", self.drops, text::unseen(self.unseen))?;
+        writeln!(
+            out,
+            "drops        {}{}{}",
+            self.drops,
+            text::unseen(self.unseen),
+            text::by_disk(self.unseen_by_disk.iter().map(|(d, n)| (d.as_str(), *n)))
+        )?;
         writeln!(out, "start        {}", self.wall(self.start_ns))?;
         writeln!(out, "end          {}", self.wall(self.end_ns))?;
         writeln!(out, "duration     {}", fmt_duration(self.end_ns - self.start_ns))?;

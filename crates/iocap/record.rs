@@ -469,8 +469,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if s.unseen > 0 {
         say(format_args!(
             "iocap: block requests issued whose completion never reached iocap, so not in the \
-             capture: {}",
-            s.unseen
+             capture: {}{}",
+            s.unseen,
+            crate::text::by_disk(s.unseen_by_disk.iter().map(|(name, n)| (name.as_str(), *n)))
         ));
     }
     viewed

@@ -137,6 +137,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .inputs
         .iter()
         .fold(0u64, |a, i| a.saturating_add(i.reader.unseen()));
+    // Disks are named by their host: of one host's captures (a rotation's) only.
+    let unseen_by_disk = if fleet.hosts().len() == 1 {
+        let each: Vec<_> = (fleet.inputs.iter())
+            .map(|i| crate::text::unseen_disks(&i.reader))
+            .collect();
+        crate::text::merge_disks(each.iter().map(Vec::as_slice))
+    } else {
+        Vec::new()
+    };
     let (tally, drops) = if fleet.is_several() {
         let mut all = scan_tally(&fleet.inputs[0], by)?;
         for input in &fleet.inputs[1..] {
@@ -160,6 +169,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         stats: tally.stats,
         drops,
         unseen,
+        unseen_by_disk,
         hist: tally.hist,
         bytes: tally.bytes,
         groups: by.zip(tally.groups).map(|(f, g)| (f.name, g)),
@@ -349,6 +359,8 @@ struct Report {
     drops: u64,
     /// Block requests issued whose completion never reached the recorder (not in `total`).
     unseen: u64,
+    /// Their share of each disk (`text::unseen_disks`).
+    unseen_by_disk: Vec<(String, u64)>,
     hist: LatencyHist,
     bytes: u64,
     groups: Option<(&'static str, GroupBy<String>)>,
@@ -413,6 +425,7 @@ impl Report {
             "total": self.stats.total,
             "drops": self.drops,
             "unseen_block_requests": self.unseen,
+            "unseen_block_requests_by_disk": crate::text::disks_json(&self.unseen_by_disk),
             "bytes": self.bytes,
             "latency_ns": latency,
             "histogram_kind": if self.fine { "log-linear" } else { "log2" },
@@ -458,11 +471,12 @@ impl Report {
         }
         writeln!(
             out,
-            "matched  {} of {} events ({pct:.1}%), {} dropped while recording{}",
+            "matched  {} of {} events ({pct:.1}%), {} dropped while recording{}{}",
             st.matched,
             st.total,
             self.drops,
-            crate::text::unseen(self.unseen)
+            crate::text::unseen(self.unseen),
+            crate::text::by_disk(self.unseen_by_disk.iter().map(|(d, n)| (d.as_str(), *n)))
         )?;
         let h = &self.hist;
         if h.is_empty() {

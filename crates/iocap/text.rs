@@ -26,3 +26,49 @@ pub fn unseen(n: u64) -> String {
     }
     format!(", {n} block requests issued whose completion never reached the recorder")
 }
+
+/// Each disk's share of a capture's unseen requests ([`Reader::unseen_by_disk`]): its name as
+/// a terminal may show it (escaped; the traced host named it), else its `major:minor`.
+///
+/// [`Reader::unseen_by_disk`]: iocap_format::Reader::unseen_by_disk
+pub fn unseen_disks<S: iocap_format::Source>(r: &iocap_format::Reader<S>) -> Vec<(String, u64)> {
+    (r.unseen_by_disk().iter())
+        .map(|(&dev, &n)| {
+            let name = match r.tables().device_name(dev) {
+                Some(name) => iocap_format::escape::escape(name.as_bytes()),
+                None => {
+                    let (major, minor) = iocap_format::dev_parts(dev);
+                    format!("{major}:{minor}")
+                }
+            };
+            (name, n)
+        })
+        .collect()
+}
+
+/// Several captures' [`unseen_disks`] as one: counts of a disk of the same name added.
+pub fn merge_disks<'a>(all: impl IntoIterator<Item = &'a [(String, u64)]>) -> Vec<(String, u64)> {
+    let mut merged: Vec<(String, u64)> = Vec::new();
+    for (name, n) in all.into_iter().flatten() {
+        match merged.iter_mut().find(|(m, _)| m == name) {
+            Some((_, sum)) => *sum = sum.saturating_add(*n),
+            None => merged.push((name.clone(), *n)),
+        }
+    }
+    merged
+}
+
+/// [`unseen_disks`] as a JSON object: disk name to count.
+pub fn disks_json(disks: &[(String, u64)]) -> serde_json::Value {
+    serde_json::Value::Object(disks.iter().map(|(d, n)| (d.clone(), serde_json::json!(n))).collect())
+}
+
+/// A count's share of each disk, as `" (loop0 2, vda 4)"`, from each disk's name (as a
+/// terminal may show it) and count; nothing when there are none.
+pub fn by_disk<'a>(disks: impl IntoIterator<Item = (&'a str, u64)>) -> String {
+    let parts: Vec<String> = disks.into_iter().map(|(name, n)| format!("{name} {n}")).collect();
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!(" ({})", parts.join(", "))
+}

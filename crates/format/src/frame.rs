@@ -13,7 +13,7 @@ pub const FILE_MAGIC: &[u8; 8] = b"IOCAP\x00\r\n";
 /// Format major version: a reader refuses a file with a newer major.
 pub const FORMAT_MAJOR: u16 = 1;
 /// Format minor version: additions a reader of the same major can skip.
-pub const FORMAT_MINOR: u16 = 14;
+pub const FORMAT_MINOR: u16 = 15;
 pub const PREAMBLE_LEN: usize = 16;
 
 pub const FRAME_MAGIC: &[u8; 4] = b"IOFR";
@@ -50,6 +50,8 @@ pub enum Kind {
     Rollup = 13,
     /// The totals of each cell of the rollup before it (1.14).
     CellTotals = 14,
+    /// The `Unseen` frame's count, disk by disk (1.15).
+    UnseenDisks = 15,
 }
 
 impl Kind {
@@ -69,6 +71,7 @@ impl Kind {
             12 => Kind::Unseen,
             13 => Kind::Rollup,
             14 => Kind::CellTotals,
+            15 => Kind::UnseenDisks,
             _ => return None,
         })
     }

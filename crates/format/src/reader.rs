@@ -1,6 +1,7 @@
 //! The capture reader: opens by the footer index, or recovers a file that has none, and
 //! follows a file still being written ([`Reader::refresh`]).
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io;
 use std::path::Path;
@@ -165,6 +166,8 @@ pub struct Reader<S: Source = File> {
     cell_frames: Vec<u64>,
     /// The largest count of the unseen frames read ([`Reader::unseen`]).
     unseen: u64,
+    /// Each disk's largest count of the unseen-disks frames read ([`Reader::unseen_by_disk`]).
+    unseen_disks: BTreeMap<u32, u64>,
     stop_ts: Option<u64>,
     /// Where a scan stands, while the file is read by scanning (no valid index yet).
     scan: Option<ScanState>,
@@ -190,6 +193,7 @@ impl<S: Source> Clone for Reader<S> {
             rollups: self.rollups.clone(),
             cell_frames: self.cell_frames.clone(),
             unseen: self.unseen,
+            unseen_disks: self.unseen_disks.clone(),
             stop_ts: self.stop_ts,
             scan: self.scan.clone(),
             liveness: self.liveness,
@@ -314,6 +318,7 @@ impl<S: Source> Reader<S> {
             rollups: Vec::new(),
             cell_frames: Vec::new(),
             unseen: 0,
+            unseen_disks: BTreeMap::new(),
             stop_ts: None,
             scan: None,
             liveness: Liveness::Finished,
@@ -331,6 +336,7 @@ impl<S: Source> Reader<S> {
             r.rollups.clear();
             r.cell_frames.clear();
             r.unseen = 0;
+            r.unseen_disks.clear();
             r.stop_ts = None;
             r.scan = Some(ScanState {
                 resume: PREAMBLE_LEN as u64,
@@ -495,6 +501,13 @@ impl<S: Source> Reader<S> {
     /// for them, which the recorder finds when the request is used again.
     pub fn unseen(&self) -> u64 {
         self.unseen
+    }
+
+    /// [`Reader::unseen`] disk by disk (kernel `dev_t`, as [`Event::dev`]; written since 1.15,
+    /// empty for older files). Its sum is at most the total: the total's frame is written first,
+    /// and a recorder killed between the two left only that one.
+    pub fn unseen_by_disk(&self) -> &BTreeMap<u32, u64> {
+        &self.unseen_disks
     }
 
     /// When recording stopped (ns since boot): from the footer, or for a recovered file the
@@ -779,6 +792,32 @@ impl<S: Source> Reader<S> {
                 }
                 self.unseen = self.unseen.max(unseen);
             }
+            Some(Kind::UnseenDisks) => {
+                let mut cur = Cursor::new(&dec.payload);
+                let bad = || Error::corrupt(off, "unseen-disks frame does not decode");
+                let _ts = cur.varint().ok_or_else(bad)?;
+                let n = cur.varint().ok_or_else(bad)?;
+                if n > cur.remaining() as u64 / 2 {
+                    return Err(bad());
+                }
+                // Decoded whole before any is kept: a damaged frame changes nothing.
+                let mut disks = Vec::with_capacity(n as usize);
+                for _ in 0..n {
+                    let dev = cur.varint().and_then(|d| u32::try_from(d).ok()).ok_or_else(bad)?;
+                    let count = cur.varint().ok_or_else(bad)?;
+                    if disks.last().is_some_and(|&(d, _)| d >= dev) {
+                        return Err(bad());
+                    }
+                    disks.push((dev, count));
+                }
+                if cur.remaining() != 0 {
+                    return Err(bad());
+                }
+                for (dev, count) in disks {
+                    let kept = self.unseen_disks.entry(dev).or_insert(0);
+                    *kept = (*kept).max(count);
+                }
+            }
             // The header was read first; unknown kinds are from newer writers: skipped.
             _ => {}
         }
@@ -887,7 +926,7 @@ impl<S: Source> Reader<S> {
                         limit: Limit::Tables, ..
                     }) if alive => break,
                     Err(e) => st.notes.push(e.to_string()),
-                    Ok(()) if matches!(kind, Some(Kind::Stats | Kind::Unseen)) => grown.stats += 1,
+                    Ok(()) if matches!(kind, Some(Kind::Stats | Kind::Unseen | Kind::UnseenDisks)) => grown.stats += 1,
                     Ok(()) => grown.tables += 1,
                 },
             }

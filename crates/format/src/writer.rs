@@ -1,6 +1,6 @@
 //! The capture writer.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -205,14 +205,23 @@ impl<W: Write> Writer<W> {
     }
 
     /// Record how many block requests the recorder saw issued whose completion never reached
-    /// it, cumulative since the file started, as read at `ts` (written at once as an unseen
-    /// frame).
-    pub fn record_unseen(&mut self, ts: u64, unseen: u64) -> Result<(), Error> {
+    /// it, disk by disk (kernel `dev_t`, as [`Event::dev`]), cumulative since the file started,
+    /// as read at `ts`: written at once as an unseen frame (their sum, which a reader before
+    /// 1.15 reads) and an unseen-disks frame.
+    pub fn record_unseen(&mut self, ts: u64, by_disk: &BTreeMap<u32, u64>) -> Result<(), Error> {
         let mut p = Vec::with_capacity(20);
         varint::put(&mut p, ts);
-        varint::put(&mut p, unseen);
+        varint::put(&mut p, by_disk.values().fold(0, |a, &n| a.saturating_add(n)));
         self.write_tables()?;
-        self.back.counters(Kind::Unseen, p)
+        self.back.counters(Kind::Unseen, p)?;
+        let mut p = Vec::with_capacity(8 + 8 * by_disk.len());
+        varint::put(&mut p, ts);
+        varint::put(&mut p, by_disk.len() as u64);
+        for (&dev, &n) in by_disk {
+            varint::put(&mut p, u64::from(dev));
+            varint::put(&mut p, n);
+        }
+        self.back.counters(Kind::UnseenDisks, p)
     }
 
     /// Close the open chunk (if any), write pending tables and flush the output, so that

@@ -155,14 +155,28 @@ struct {
 
 /*
  * Block requests seen issued whose completion never reached blk_complete (rq_new finds them
- * when their address is reused), per CPU. Not drops: the recorder says them apart.
+ * when their address is reused; the end_* iterators those left at the end), per disk (its
+ * dev_t, as rec_blk.dev). Not drops: the recorder says them apart.
  */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
 	__type(key, __u32);
 	__type(value, __u64);
 } unseen SEC(".maps");
+
+/* One more request of disk `dev` whose completion went untraced. */
+static __always_inline void count_unseen(__u32 dev)
+{
+	__u64 zero = 0, *n = bpf_map_lookup_elem(&unseen, &dev);
+
+	if (!n) {
+		bpf_map_update_elem(&unseen, &dev, &zero, BPF_NOEXIST);
+		n = bpf_map_lookup_elem(&unseen, &dev);
+	}
+	if (n)
+		__sync_fetch_and_add(n, 1);
+}
 
 /* Traced thread groups when filter_pids is set. */
 struct {
@@ -267,6 +281,9 @@ struct rq_info {
 	__u32 ino_dev;
 	__u64 link;
 	__u64 ino;
+	/* Its disk (rec_blk.dev), at its making: where it is counted if it goes unseen. */
+	__u32 dev;
+	__u32 pad2;
 	/* Handed over as in flight at the recording's end (see stop_at): by one program only. */
 	__u64 taken;
 };
@@ -524,8 +541,6 @@ volatile __u64 backlog_max = 0;
  * whichever of the two comes first, so none is handed over twice.
  */
 volatile __u64 stop_at = 0;
-/* Set by end_rq: issued requests left in the tables that the kernel freed uncompleted. */
-__u64 end_unseen = 0;
 /* Possible CPUs: the per-CPU call slots end_calls looks through. */
 const volatile __u32 n_cpus = 1;
 
@@ -1685,6 +1700,12 @@ static __always_inline struct uring_req *uring_worker_req(struct task_struct *ta
 	return bpf_map_lookup_elem(&urings, req);
 }
 
+/* A disk's dev_t, as the kernel's tracepoints give it (major << 20 | minor); 0: none. */
+static __always_inline __u32 disk_dev(struct gendisk *disk)
+{
+	return disk ? ((__u32)disk->major << 20) | (__u32)disk->first_minor : 0;
+}
+
 /*
  * A new request: who created it and inside which span. Runs in the creating task's context
  * (block_io_start, or the first insert/issue on a kernel without it): the io_uring request
@@ -1715,13 +1736,8 @@ static __noinline int rq_new(struct request *rq, __u64 now)
 	 */
 	old = rq_stale(key);
 	if (old) {
-		if (old->issue) {
-			__u32 zero = 0;
-			__u64 *n = bpf_map_lookup_elem(&unseen, &zero);
-
-			if (n)
-				*n += 1;
-		}
+		if (old->issue)
+			count_unseen(old->dev);
 		rq_forget(key);
 	}
 	t = bpf_task_storage_get(&tstore, task, 0, 0);
@@ -1735,6 +1751,7 @@ static __noinline int rq_new(struct request *rq, __u64 now)
 	n.tid = tid;
 	n.fd = -1;
 	n.bytes = rq->__data_len;
+	n.dev = disk_dev(rq->q->disk);
 	bpf_get_current_comm(n.comm, sizeof(n.comm));
 	c = call_in_flight(t, tid);
 	if (t && uring_current(t, c)) {
@@ -2086,11 +2103,6 @@ static __always_inline void fill_blk(struct rec_blk *r, struct rq_info *i, __u64
 	r->ino = i->ino;
 }
 
-static __always_inline __u32 disk_dev(struct gendisk *disk)
-{
-	return disk ? ((__u32)disk->major << 20) | (__u32)disk->first_minor : 0;
-}
-
 /* A request completes after stop_at: claimed, it goes to the ring as it stood at stop_at. */
 static __noinline int end_rq_complete(struct request *rq, struct rq_info *i)
 {
@@ -2161,7 +2173,7 @@ int BPF_PROG(blk_complete, struct request *rq, blk_status_t error, unsigned int 
  * with its latency from its last issue to stop_at. Still the kernel's and only inserted: it
  * waits in the scheduler behind the ones issued (a stuck device), a REC_END_BLK issued at
  * stop_at, its wait so far as queue time and no latency. Freed by the kernel: if it was
- * issued, its completion went untraced (see rq_new), counted in end_unseen; one never issued
+ * issued, its completion went untraced (see rq_new), counted in `unseen`; one never issued
  * (merged, failed early) is no operation lost.
  */
 static __always_inline void end_rq(struct seq_file *seq, __u64 key, struct rq_info *i)
@@ -2182,7 +2194,7 @@ static __always_inline void end_rq(struct seq_file *seq, __u64 key, struct rq_in
 		return;
 	if (!alive) {
 		if (issued)
-			__sync_fetch_and_add(&end_unseen, 1);
+			count_unseen(i->dev);
 		return;
 	}
 	/* Queued: issued at the stop, so that its record's queue time is its wait so far. */
@@ -2228,7 +2240,7 @@ int end_rq_slots(struct bpf_iter__bpf_map_elem *ctx)
 	end_rq(ctx->meta->seq, key, &s->i);
 	old = bpf_map_lookup_elem(&rqs, &key);
 	if (old && old->issue && old->issue < stop_at && !__sync_lock_test_and_set(&old->taken, 1))
-		__sync_fetch_and_add(&end_unseen, 1);
+		count_unseen(old->dev);
 	return 0;
 }
 

@@ -71,7 +71,7 @@ pub struct Progress {
 }
 
 /// How a recording ended.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Summary {
     /// Events written (kept by the filter), in all files.
     pub events: u64,
@@ -87,6 +87,9 @@ pub struct Summary {
     /// that they are in no file: not in `drops` (the recorder did not fall behind), and
     /// written to the files as their own count (unseen frames, read by `Reader::unseen`).
     pub unseen: u64,
+    /// `unseen` disk by disk: each disk's name (escaped, else `major:minor`) and count, in
+    /// `dev_t` order.
+    pub unseen_by_disk: Vec<(String, u64)>,
     /// Events written unfinished: calls and block requests still in flight when the
     /// recording stopped, their latency counted to the stop.
     pub unfinished: u64,

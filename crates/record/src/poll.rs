@@ -4,6 +4,7 @@
 //! fraction of a second of what the writer drains.
 
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
@@ -112,7 +113,7 @@ impl Recorder {
 
         let mut last_drops = Instant::now();
         let mut sent_drops = None;
-        let mut sent_unseen = 0;
+        let mut sent_unseen = BTreeMap::new();
         let mut last_progress = Instant::now();
         let mut last_pump = Instant::now();
         // The backlog is the rings' and lanes' together; each CPU's ring, and its lane, is
@@ -207,8 +208,8 @@ impl Recorder {
                     sent_drops = Some(total);
                 }
                 let unseen = self.unseen();
-                if unseen > sent_unseen {
-                    if tx.send(Msg::Unseen(procfs::boot_ns(), unseen)).is_err() {
+                if unseen != sent_unseen {
+                    if tx.send(Msg::Unseen(procfs::boot_ns(), unseen.clone())).is_err() {
                         writer_gone = true;
                     }
                     sent_unseen = unseen;
@@ -244,9 +245,9 @@ impl Recorder {
         }
         // Final drain: what the kernel holds now (not what a flood adds while we drain).
         if !writer_gone && pump(all_bytes).0 {
-            let (mut ended, skipped) = self.in_flight().unwrap_or_else(|e| {
+            let mut ended = self.in_flight().unwrap_or_else(|e| {
                 eprintln!("iocap: the operations in flight at the stop are left out: {e}");
-                (Vec::new(), 0)
+                Vec::new()
             });
             // What ended while the iterators ran (each is handed over once: see in_flight).
             let _ = pump(all_bytes);
@@ -267,8 +268,8 @@ impl Recorder {
                 let _ = tx.send(Msg::Batch(ended));
             }
             let _ = tx.send(Msg::Drops(self.drops(discarded.get())));
-            let unseen = self.unseen().saturating_add(skipped);
-            if unseen > sent_unseen {
+            let unseen = self.unseen();
+            if unseen != sent_unseen {
                 let _ = tx.send(Msg::Unseen(procfs::boot_ns(), unseen));
             }
             let _ = tx.send(Msg::Finish(procfs::boot_ns()));

@@ -193,6 +193,17 @@ impl<W: Write> Tracker<W> {
         }
     }
 
+    /// Disk `dev`'s name as a terminal may show it (escaped), else its `major:minor`.
+    pub fn device_shown(&self, dev: u32) -> String {
+        match self.devs.get(&dev).filter(|d| d.raw.is_some()) {
+            Some(d) => d.shown.clone(),
+            None => {
+                let (major, minor) = iocap_format::dev_parts(dev);
+                format!("{major}:{minor}")
+            }
+        }
+    }
+
     /// Every block device known now: the header of a new file lists them.
     pub fn devices(&self) -> Vec<Device> {
         let mut v: Vec<Device> = self.devs.values().filter_map(|d| d.raw.clone()).collect();

@@ -2,6 +2,7 @@
 //! the record-time filter, writes and rotates the capture, and measures how fast it drains
 //! (which the poller turns into the kernel's backlog limit).
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -28,8 +29,9 @@ const FLUSH_AT_LEAST: Duration = Duration::from_millis(500);
 pub(crate) enum Msg {
     Batch(Vec<u8>),
     Drops(DropStats),
-    /// When, and how many block requests issued were never seen complete, since recording started.
-    Unseen(u64, u64),
+    /// When, and how many block requests issued were never seen complete since recording
+    /// started, disk by disk (`dev_t`).
+    Unseen(u64, BTreeMap<u32, u64>),
     Finish(u64),
 }
 
@@ -78,7 +80,7 @@ pub(crate) fn write_loop<W: Write + Send + 'static>(
     let mut drops = DropStats::default();
     // Each file counts its own drops: the counters as they were when it started.
     let mut base = Vec::new();
-    let (mut unseen, mut unseen_base) = (0u64, 0u64);
+    let (mut unseen, mut unseen_base) = (BTreeMap::new(), BTreeMap::new());
     // Events written unfinished: in flight at the end.
     let mut unfinished = 0u64;
     let mut stop_ts = None;
@@ -130,7 +132,7 @@ pub(crate) fn write_loop<W: Write + Send + 'static>(
                             }
                         }
                         base.clone_from(&drops.per_cpu);
-                        unseen_base = unseen;
+                        unseen_base.clone_from(&unseen);
                     }
                 }
                 sh.events.store(t.events, Ordering::Relaxed);
@@ -147,7 +149,12 @@ pub(crate) fn write_loop<W: Write + Send + 'static>(
             }
             Some(Msg::Unseen(ts, n)) => {
                 unseen = n;
-                if let Err(e) = t.writer().record_unseen(ts, unseen.saturating_sub(unseen_base)) {
+                let in_file = unseen
+                    .iter()
+                    .map(|(&dev, &n)| (dev, n.saturating_sub(unseen_base.get(&dev).copied().unwrap_or(0))))
+                    .filter(|&(_, n)| n > 0)
+                    .collect();
+                if let Err(e) = t.writer().record_unseen(ts, &in_file) {
                     return Err(fail(e, sh));
                 }
             }
@@ -168,6 +175,7 @@ pub(crate) fn write_loop<W: Write + Send + 'static>(
             .store(done_bytes + t.writer().bytes_written(), Ordering::Relaxed);
     }
     let (events, filtered) = (t.events, t.filtered);
+    let unseen_by_disk: Vec<(String, u64)> = unseen.iter().map(|(&dev, &n)| (t.device_shown(dev), n)).collect();
     let w = t.into_writer();
     let stop_ts = stop_ts.unwrap_or_else(procfs::boot_ns);
     let bytes = done_bytes + w.bytes_written();
@@ -180,7 +188,8 @@ pub(crate) fn write_loop<W: Write + Send + 'static>(
                 drops: drops.total(),
                 bytes,
                 files,
-                unseen,
+                unseen: unseen.values().fold(0, |a, &n| a.saturating_add(n)),
+                unseen_by_disk,
                 unfinished,
             }),
         },
@@ -431,16 +440,22 @@ mod tests {
         let (tx, rx) = sync_channel(8);
         let writer = std::thread::spawn(move || write_loop(t, rx, &Shared::default(), out));
         let batch = getpid_batch();
-        tx.send(Msg::Unseen(900, 3)).unwrap();
+        // Two disks: 7:0 (unnamed here) and 254:0.
+        let (a, b) = (iocap_format::mkdev(7, 0), iocap_format::mkdev(254, 0));
+        tx.send(Msg::Unseen(900, BTreeMap::from([(a, 3)]))).unwrap();
         tx.send(Msg::Batch(batch)).unwrap();
-        tx.send(Msg::Unseen(2_000, 5)).unwrap();
+        tx.send(Msg::Unseen(2_000, BTreeMap::from([(a, 5), (b, 4)]))).unwrap();
         tx.send(Msg::Finish(3_000)).unwrap();
         let summary = writer.join().unwrap().unwrap();
-        assert_eq!((summary.files, summary.unseen), (2, 5));
-        let unseen = |s: &Sink| Reader::from_bytes(s.0.lock().unwrap().clone()).unwrap().unseen();
-        assert_eq!(unseen(&first), 3);
+        assert_eq!((summary.files, summary.unseen), (2, 9));
+        assert_eq!(summary.unseen_by_disk, [("7:0".to_owned(), 5), ("254:0".to_owned(), 4)]);
+        let unseen = |s: &Sink| {
+            let r = Reader::from_bytes(s.0.lock().unwrap().clone()).unwrap();
+            (r.unseen(), r.unseen_by_disk().clone())
+        };
+        assert_eq!(unseen(&first), (3, BTreeMap::from([(a, 3)])));
         let later = later.lock().unwrap();
         assert_eq!(later.len(), 1);
-        assert_eq!(unseen(&later[0]), 5 - 3);
+        assert_eq!(unseen(&later[0]), (5 - 3 + 4, BTreeMap::from([(a, 5 - 3), (b, 4)])));
     }
 }

@@ -532,7 +532,8 @@ fn the_status_line_says_the_block_requests_never_seen_complete() {
     for i in 0..50 {
         w.push(&Event::syscall(START + i * 1_000, 500, 1, 1, 0, 0)).unwrap();
     }
-    w.record_unseen(START + 60_000, 1_234).unwrap();
+    w.record_unseen(START + 60_000, &std::collections::BTreeMap::from([(7 << 20, 1_234)]))
+        .unwrap();
     w.finish(START + 100_000).unwrap();
     let (mut with, fx) = app_on(&path, 120, 30, "");
     settle(&mut with, fx);

@@ -11,6 +11,7 @@
 //! after an `exec`. The files share one boot clock (one host, one boot), so their times are
 //! comparable as they are and the first file's start is the origin.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::{Reader, Source};
@@ -184,6 +185,13 @@ impl<S: Source> Reader<S> {
             cell_frames: Vec::new(),
             // Each file counts its own.
             unseen: files.iter().map(|(_, r)| r.unseen).fold(0, u64::saturating_add),
+            unseen_disks: files.iter().fold(BTreeMap::new(), |mut all, (_, r)| {
+                for (&dev, &n) in &r.unseen_disks {
+                    let sum = all.entry(dev).or_insert(0u64);
+                    *sum = sum.saturating_add(n);
+                }
+                all
+            }),
             stop_ts: files.last().map(|(_, r)| r.stop_ts()),
             scan: None,
             liveness: if files.iter().all(|(_, r)| r.liveness == Liveness::Finished) {
