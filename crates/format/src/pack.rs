@@ -48,6 +48,13 @@ impl Packer {
     }
 }
 
+/// Append `codec raw_len data` for `raw` stored as it is (codec [`RAW`]) to `out`.
+pub fn store(raw: &[u8], out: &mut Vec<u8>) {
+    out.push(RAW);
+    varint::put(out, raw.len() as u64);
+    out.extend_from_slice(raw);
+}
+
 /// Check that `data` is exactly one zstd frame whose window is within [`MAX_WINDOW_LOG`] and
 /// whose stated content size, if any, is `raw_len`. zstd's one-shot decompression does not
 /// enforce a window limit itself (it needs no window buffer), so the cap is applied here, for

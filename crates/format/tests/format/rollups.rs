@@ -136,3 +136,30 @@ fn rollups_found_by_a_scan_after_the_index_failed() {
         assert_eq!(read.as_ref(), Some(&made), "chunk {i}");
     }
 }
+
+/// Cells' totals are stored uncompressed since 1.15; a file whose writer (1.14) compressed
+/// them with zstd, as the other packed frames, reads alike.
+#[test]
+fn cells_totals_compressed_as_1_14_wrote_them_read_alike() {
+    let (bytes, _) = small_capture();
+    // The last chunk's: the frames before it stay where they are (each names its chunk by its
+    // offset), and the index after it no longer holds, so the file is read by a scan.
+    let a = *frames_of_kind(&bytes, 14).last().unwrap();
+    let len = u32::from_le_bytes(bytes[a + 8..a + 12].try_into().unwrap()) as usize;
+    let payload = &bytes[a + 16..a + 16 + len];
+    assert_eq!(payload[0], 0, "stored uncompressed (codec 0)");
+    let raw_len = iocap_format::varint::Cursor::new(&payload[1..]).varint().unwrap() as usize;
+    let raw = &payload[payload.len() - raw_len..];
+    let mut packed = vec![1u8];
+    iocap_format::varint::put(&mut packed, raw_len as u64);
+    packed.extend_from_slice(&zstd::bulk::compress(raw, 3).unwrap());
+    let mut old = bytes.clone();
+    old.splice(a..a + 16 + len, crate::bombs::frame(14, &packed));
+    let r = Reader::from_bytes(old).unwrap();
+    assert!(!r.is_clean());
+    let all = rollups_read_and_made(&r);
+    for (i, (read, made)) in all.iter().enumerate() {
+        assert!(read.as_ref().is_some_and(Rollup::has_cell_totals), "chunk {i}");
+        assert_eq!(read.as_ref(), Some(made), "chunk {i}");
+    }
+}
