@@ -245,6 +245,43 @@ fn events_text_and_json() {
     );
 }
 
+/// A disk's requests whose completion never reached the recorder are in none of iostat's
+/// figures; the whole capture's section says how many, disk by disk (JSON: each device's
+/// `unseen_requests`), as `info` does.
+#[test]
+fn iostat_says_each_disks_unseen_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("unseen.cap");
+    let mut w = iocap_testkit::create(&path, &iocap_testkit::meta(START), 256, 1);
+    w.add_device(&Device {
+        dev: SDB,
+        name: "sdb".into(),
+    });
+    let dd = add_proc(&mut w, 400, 1, b"dd");
+    for i in 0..10 {
+        w.push(&block(START + i * 1_000_000, 200_000, 400, dd, VDA, 4096))
+            .unwrap();
+        w.push(&block(START + i * 1_000_000, 300_000, 400, dd, SDB, 4096))
+            .unwrap();
+    }
+    w.record_unseen(START + SEC, &std::collections::BTreeMap::from([(VDA, 2)]))
+        .unwrap();
+    w.finish(START + SEC).unwrap();
+    let cap = path.to_str().unwrap();
+    let text = ok(&["iostat", cap]);
+    let said: Vec<&str> = text.lines().filter(|l| l.contains("never reached")).collect();
+    assert_eq!(
+        said,
+        ["vda: 2 block requests issued whose completion never reached the recorder, in no figure above"],
+        "{text}"
+    );
+    let v = json(&["iostat", cap, "--json"]);
+    let unseen: Vec<(&str, u64)> = (v["devices"].as_array().unwrap().iter())
+        .map(|d| (d["device"].as_str().unwrap(), d["unseen_requests"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(unseen, [("sdb", 0), ("vda", 2)]);
+}
+
 #[test]
 fn iostat_counts_the_block_requests() {
     let dir = tempfile::tempdir().unwrap();

@@ -122,6 +122,18 @@ impl Names<'_> {
             Names::Many(names) => names.get(dev as usize).cloned().unwrap_or_default(),
         }
     }
+
+    /// The block requests of device `dev` issued whose completion never reached the recorder
+    /// ([`Reader::unseen_by_disk`]), which no figure counts; `None` of several captures, whose
+    /// devices are their hosts' (their counts are in `info`).
+    ///
+    /// [`Reader::unseen_by_disk`]: iocap_format::Reader::unseen_by_disk
+    fn unseen(&self, dev: u32) -> Option<u64> {
+        match self {
+            Names::One(input) => Some(input.reader.unseen_by_disk().get(&dev).copied().unwrap_or(0)),
+            Names::Many(_) => None,
+        }
+    }
 }
 
 impl Layout {
@@ -370,7 +382,15 @@ fn whole_json(names: &Names, st: &IoStat, end: u64, layout: &Layout) -> serde_js
         "duration_ns": end - start,
         "start": layout.wall(start),
         "end": layout.wall(end),
-        "devices": st.totals().iter().map(|d| row_json(names, d)).collect::<Vec<_>>(),
+        "devices": (st.totals().iter())
+            .map(|d| {
+                let mut row = row_json(names, d);
+                if let Some(n) = names.unseen(d.dev) {
+                    row["unseen_requests"] = json!(n);
+                }
+                row
+            })
+            .collect::<Vec<_>>(),
     })
 }
 
@@ -427,6 +447,15 @@ fn write_whole(out: &mut impl Write, names: &Names, st: &IoStat, end: u64, layou
     }
     writeln!(out, "whole capture ({:.3}s)", layout.rel(end))?;
     write_table(out, &totals, &|dev| names.name(dev))?;
+    for d in &totals {
+        if let Some(n) = names.unseen(d.dev).filter(|&n| n > 0) {
+            writeln!(
+                out,
+                "{}: {n} block requests issued whose completion never reached the recorder, in no figure above",
+                names.name(d.dev)
+            )?;
+        }
+    }
     Ok(())
 }
 

@@ -27,22 +27,14 @@ pub fn unseen(n: u64) -> String {
     format!(", {n} block requests issued whose completion never reached the recorder")
 }
 
-/// Each disk's share of a capture's unseen requests ([`Reader::unseen_by_disk`]): its name as
-/// a terminal may show it (escaped; the traced host named it), else its `major:minor`.
+/// Each disk's share of a capture's unseen requests ([`Reader::unseen_by_disk`]): its name from
+/// the capture's tables (escaped by the reader: the traced host named it), else its
+/// `major:minor`.
 ///
 /// [`Reader::unseen_by_disk`]: iocap_format::Reader::unseen_by_disk
 pub fn unseen_disks<S: iocap_format::Source>(r: &iocap_format::Reader<S>) -> Vec<(String, u64)> {
     (r.unseen_by_disk().iter())
-        .map(|(&dev, &n)| {
-            let name = match r.tables().device_name(dev) {
-                Some(name) => iocap_format::escape::escape(name.as_bytes()),
-                None => {
-                    let (major, minor) = iocap_format::dev_parts(dev);
-                    format!("{major}:{minor}")
-                }
-            };
-            (name, n)
-        })
+        .map(|(&dev, &n)| (iocap_filter::fields::device_name(dev, r.tables()).into_owned(), n))
         .collect()
 }
 
