@@ -175,15 +175,23 @@ fn diskstats_writes(name: &str) -> u64 {
 /// Record `cmd`'s block requests into `cap`; returns the writes /proc/diskstats counted on
 /// `disk` meanwhile.
 fn record_writes(cap: &Path, cmd: &str, disk: &str) -> u64 {
+    record_writes_env(cap, cmd, disk, &[]).0
+}
+
+/// [`record_writes`] with `env` set for the recorder; and what the recorder printed on standard
+/// error.
+fn record_writes_env(cap: &Path, cmd: &str, disk: &str, env: &[(&str, &str)]) -> (u64, String) {
     let before = diskstats_writes(disk);
     let out = iocap()
+        .envs(env.iter().copied())
         .args(["record", "--no-syscalls", "-w"])
         .arg(cap)
         .args(["-c", cmd])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    diskstats_writes(disk) - before
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    (diskstats_writes(disk) - before, stderr)
 }
 
 /// A loop device over a new image of `mib` MiB of zeros in `dir`, and its name.
@@ -307,16 +315,7 @@ fn requests_whose_completion_no_program_saw_are_counted_unseen_on_their_disk() {
         "dd if=/dev/zero of={} bs=64k count=40 oflag=direct status=none",
         dev.path
     );
-    let before = diskstats_writes(&name);
-    let out = iocap()
-        .env("IOCAP_LOSE_COMPLETIONS", "1")
-        .args(["record", "--no-syscalls", "-w"])
-        .arg(&cap)
-        .args(["-c", &cmd])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let kernel = diskstats_writes(&name) - before;
+    let (kernel, stderr) = record_writes_env(&cap, &cmd, &name, &[("IOCAP_LOSE_COMPLETIONS", "1")]);
     assert!(kernel >= 40, "diskstats counted {kernel} writes of dd's 40");
     let r = Reader::open(&cap).unwrap();
     let loop_dev = dev_of(&r, &name);
@@ -329,7 +328,6 @@ fn requests_whose_completion_no_program_saw_are_counted_unseen_on_their_disk() {
     // Other disks (dd's own pages read in) count apart; the total is their sum.
     assert_eq!(r.unseen(), r.unseen_by_disk().values().sum::<u64>());
     assert!(!events(&r).iter().any(|e| e.class == Class::Block && e.dev == loop_dev));
-    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(&format!("{name} {kernel}")), "{stderr}");
     let info = iocap().args(["info", "--json"]).arg(&cap).output().unwrap();
     let info: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
