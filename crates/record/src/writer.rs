@@ -412,6 +412,87 @@ mod tests {
         assert_eq!(evs[2].class, iocap_format::Class::Block);
     }
 
+    /// A child starts with its parent's fds: its read of an fd the parent opened names the
+    /// parent's file, and a read of another process's fd number finds nothing.
+    #[test]
+    fn a_child_reads_the_files_it_inherited_and_no_one_else_s() {
+        let sink = Sink::default();
+        let opts = WriterOptions::default();
+        let w = Writer::with_encoder(sink.clone(), &Meta::default(), opts.clone()).unwrap();
+        let t = Tracker::new(w, "x86_64", &[], None);
+        let out = Output {
+            meta: Meta::default(),
+            options: opts,
+            filter: None,
+            rotate: None,
+        };
+        let (tx, rx) = sync_channel(4);
+        let writer = std::thread::spawn(move || write_loop(t, rx, &Shared::default(), out));
+        // Past any pid_max (2^22): no /proc entry answers for them.
+        let (parent, child, other) = (4_200_000u32, 4_200_001u32, 4_200_002u32);
+        let open = |pid: u32, fd: i32, path: &[u8]| {
+            let mut rec = types::rec_fd {
+                kind: REC_FD,
+                nr: 257,
+                pid,
+                fd,
+                dirfd: -100,
+                ts: 500,
+                mode: 0o100_644,
+                path_len: 0xffff,
+                ..types::rec_fd::default()
+            };
+            for (d, c) in rec.path.iter_mut().zip(path) {
+                *d = *c as i8;
+            }
+            rec
+        };
+        let fork = types::rec_fork {
+            kind: crate::abi::REC_FORK,
+            pid: child,
+            ppid: parent,
+            ts: 600,
+            ..types::rec_fork::default()
+        };
+        let read = |pid: u32, fd: i32, ts: u64| types::rec_sys {
+            kind: REC_SYS,
+            nr: 0,
+            tid: pid,
+            pid,
+            arg0: fd.into(),
+            ts,
+            lat: 100,
+            ret: 10,
+        };
+        let mut batch = Vec::new();
+        for rec in [
+            bytes_of(&open(parent, 5, b"/data/x.db")),
+            bytes_of(&open(other, 6, b"/data/other")),
+            bytes_of(&fork),
+            bytes_of(&read(child, 5, 1_000)),
+            bytes_of(&read(child, 6, 2_000)),
+        ] {
+            batch.extend((rec.len() as u32).to_ne_bytes());
+            batch.extend(rec);
+        }
+        tx.send(Msg::Batch(batch)).unwrap();
+        tx.send(Msg::Finish(10_000)).unwrap();
+        writer.join().unwrap().unwrap();
+        let r = Reader::from_bytes(sink.0.lock().unwrap().clone()).unwrap();
+        let evs: Vec<Event> = r.events().map(|e| e.unwrap()).collect();
+        let reads: Vec<(u32, i32, &str)> = (evs.iter())
+            .filter(|e| e.nr == 0)
+            .map(|e| {
+                (
+                    e.pid,
+                    e.fd,
+                    r.tables().file(e.file).map_or("", |f| r.tables().string(f.name)),
+                )
+            })
+            .collect();
+        assert_eq!(reads, [(child, 5, "/data/x.db"), (child, 6, "")]);
+    }
+
     /// A rotation's files each count the requests never seen complete since they started,
     /// and the summary says the whole recording's.
     #[test]
