@@ -459,7 +459,7 @@ mod tests {
             nr: 0,
             tid: pid,
             pid,
-            arg0: fd.into(),
+            arg0: fd,
             ts,
             lat: 100,
             ret: 10,
