@@ -325,11 +325,9 @@ mod tests {
         writer.join().unwrap().unwrap();
     }
 
-    /// Records of what was in flight at the end are written as events marked unfinished,
-    /// counted in the summary, and change no table: an unfinished `close` has not closed its
-    /// fd (its return value, 0, is no result).
-    #[test]
-    fn unfinished_records_are_marked_and_change_no_fd() {
+    /// `recs` handed to a writer thread as one batch, then the recording finished at 10 µs:
+    /// the summary, and the file it wrote.
+    fn written(recs: &[Vec<u8>]) -> (Summary, Reader<Vec<u8>>) {
         let sink = Sink::default();
         let opts = WriterOptions::default();
         let w = Writer::with_encoder(sink.clone(), &Meta::default(), opts.clone()).unwrap();
@@ -342,21 +340,43 @@ mod tests {
         };
         let (tx, rx) = sync_channel(4);
         let writer = std::thread::spawn(move || write_loop(t, rx, &Shared::default(), out));
-        let pid = std::process::id();
-        let mut opened = types::rec_fd {
+        let mut batch = Vec::new();
+        for rec in recs {
+            batch.extend((rec.len() as u32).to_ne_bytes());
+            batch.extend(rec);
+        }
+        tx.send(Msg::Batch(batch)).unwrap();
+        tx.send(Msg::Finish(10_000)).unwrap();
+        let summary = writer.join().unwrap().unwrap();
+        let r = Reader::from_bytes(sink.0.lock().unwrap().clone()).unwrap();
+        (summary, r)
+    }
+
+    /// The fd record of `pid`'s openat of the regular file `path`, which returned `fd`, at 500 ns.
+    fn opened(pid: u32, fd: i32, path: &[u8]) -> types::rec_fd {
+        let mut rec = types::rec_fd {
             kind: REC_FD,
             nr: 257,
             pid,
-            fd: 5,
+            fd,
             dirfd: -100,
             ts: 500,
             mode: 0o100_644,
             path_len: 0xffff,
             ..types::rec_fd::default()
         };
-        for (d, c) in opened.path.iter_mut().zip(b"/data/x.db") {
+        for (d, c) in rec.path.iter_mut().zip(path) {
             *d = *c as i8;
         }
+        rec
+    }
+
+    /// Records of what was in flight at the end are written as events marked unfinished,
+    /// counted in the summary, and change no table: an unfinished `close` has not closed its
+    /// fd (its return value, 0, is no result).
+    #[test]
+    fn unfinished_records_are_marked_and_change_no_fd() {
+        let pid = std::process::id();
         let close = types::rec_sysio {
             sys: types::rec_sys {
                 kind: REC_END_SYS,
@@ -389,16 +409,13 @@ mod tests {
             bytes: 4096,
             ..types::rec_blk::default()
         };
-        let mut batch = Vec::new();
-        for rec in [bytes_of(&opened), bytes_of(&close), bytes_of(&read), bytes_of(&req)] {
-            batch.extend((rec.len() as u32).to_ne_bytes());
-            batch.extend(rec);
-        }
-        tx.send(Msg::Batch(batch)).unwrap();
-        tx.send(Msg::Finish(10_000)).unwrap();
-        let summary = writer.join().unwrap().unwrap();
+        let (summary, r) = written(&[
+            bytes_of(&opened(pid, 5, b"/data/x.db")),
+            bytes_of(&close),
+            bytes_of(&read),
+            bytes_of(&req),
+        ]);
         assert_eq!((summary.events, summary.unfinished), (3, 2));
-        let r = Reader::from_bytes(sink.0.lock().unwrap().clone()).unwrap();
         let evs: Vec<Event> = r.events().map(|e| e.unwrap()).collect();
         let marks: Vec<(u32, bool, i32, u64)> = evs.iter().map(|e| (e.nr, e.unfinished(), e.fd, e.end())).collect();
         assert_eq!(
@@ -416,37 +433,8 @@ mod tests {
     /// parent's file, and a read of another process's fd number finds nothing.
     #[test]
     fn a_child_reads_the_files_it_inherited_and_no_one_else_s() {
-        let sink = Sink::default();
-        let opts = WriterOptions::default();
-        let w = Writer::with_encoder(sink.clone(), &Meta::default(), opts.clone()).unwrap();
-        let t = Tracker::new(w, "x86_64", &[], None);
-        let out = Output {
-            meta: Meta::default(),
-            options: opts,
-            filter: None,
-            rotate: None,
-        };
-        let (tx, rx) = sync_channel(4);
-        let writer = std::thread::spawn(move || write_loop(t, rx, &Shared::default(), out));
         // Past any pid_max (2^22): no /proc entry answers for them.
         let (parent, child, other) = (4_200_000u32, 4_200_001u32, 4_200_002u32);
-        let open = |pid: u32, fd: i32, path: &[u8]| {
-            let mut rec = types::rec_fd {
-                kind: REC_FD,
-                nr: 257,
-                pid,
-                fd,
-                dirfd: -100,
-                ts: 500,
-                mode: 0o100_644,
-                path_len: 0xffff,
-                ..types::rec_fd::default()
-            };
-            for (d, c) in rec.path.iter_mut().zip(path) {
-                *d = *c as i8;
-            }
-            rec
-        };
         let fork = types::rec_fork {
             kind: crate::abi::REC_FORK,
             pid: child,
@@ -464,21 +452,13 @@ mod tests {
             lat: 100,
             ret: 10,
         };
-        let mut batch = Vec::new();
-        for rec in [
-            bytes_of(&open(parent, 5, b"/data/x.db")),
-            bytes_of(&open(other, 6, b"/data/other")),
+        let (_, r) = written(&[
+            bytes_of(&opened(parent, 5, b"/data/x.db")),
+            bytes_of(&opened(other, 6, b"/data/other")),
             bytes_of(&fork),
             bytes_of(&read(child, 5, 1_000)),
             bytes_of(&read(child, 6, 2_000)),
-        ] {
-            batch.extend((rec.len() as u32).to_ne_bytes());
-            batch.extend(rec);
-        }
-        tx.send(Msg::Batch(batch)).unwrap();
-        tx.send(Msg::Finish(10_000)).unwrap();
-        writer.join().unwrap().unwrap();
-        let r = Reader::from_bytes(sink.0.lock().unwrap().clone()).unwrap();
+        ]);
         let evs: Vec<Event> = r.events().map(|e| e.unwrap()).collect();
         let reads: Vec<(u32, i32, &str)> = (evs.iter())
             .filter(|e| e.nr == 0)
