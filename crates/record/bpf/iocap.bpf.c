@@ -281,7 +281,7 @@ struct rq_info {
 	__u32 ino_dev;
 	__u64 link;
 	__u64 ino;
-	/* Its disk (rec_blk.dev), at its making: where it is counted if it goes unseen. */
+	/* Its disk (rec_blk.dev), at its making: its record's, and where it counts if unseen. */
 	__u32 dev;
 	__u32 pad2;
 	/* Handed over as in flight at the recording's end (see stop_at): by one program only. */
@@ -2067,8 +2067,8 @@ static __always_inline __u32 blk_flags(__u32 f)
 }
 
 /*
- * A request's record from its entry and what its `struct request` says (`cmd_flags`, the
- * disk's `dev`, `sector`, `start_time_ns`), but for kind, latency and error.
+ * A request's record from its entry (its disk among the rest) and what its `struct request`
+ * says (`cmd_flags`, `sector`, `start_time_ns`), but for kind, latency and error.
  *
  * Queue time runs from the request's making, so that queue + latency is the wait
  * /proc/diskstats adds up: from the kernel's own start for it (start_time_ns, read at the end
@@ -2076,8 +2076,7 @@ static __always_inline __u32 blk_flags(__u32 f)
  * plug the plug's clock, read once for the requests of one submission, before any is
  * inserted or issued), else from the insert, else nothing.
  */
-static __always_inline void fill_blk(struct rec_blk *r, struct rq_info *i, __u64 cmd_flags, __u32 dev, __u64 sector,
-				     __u64 born)
+static __always_inline void fill_blk(struct rec_blk *r, struct rq_info *i, __u64 cmd_flags, __u64 sector, __u64 born)
 {
 	__u64 from = i->insert && i->insert <= i->issue ? i->insert : i->issue;
 
@@ -2085,7 +2084,7 @@ static __always_inline void fill_blk(struct rec_blk *r, struct rq_info *i, __u64
 	r->has_pid = i->pid != 0;
 	r->cmd_flags = blk_flags(cmd_flags) | (i->insert && i->insert <= i->issue ? BLK_QUEUED : 0);
 	r->pid = i->pid;
-	r->dev = dev;
+	r->dev = i->dev;
 	r->ts = i->issue;
 	if (born && born < from && i->issue - born < 10000000000ULL)
 		from = born;
@@ -2118,7 +2117,7 @@ static __noinline int end_rq_complete(struct request *rq, struct rq_info *i)
 		count_drop();
 		return 0;
 	}
-	fill_blk(r, i, rq->cmd_flags, disk_dev(rq->q->disk), rq->__sector, rq->start_time_ns);
+	fill_blk(r, i, rq->cmd_flags, rq->__sector, rq->start_time_ns);
 	r->kind = REC_END_BLK;
 	r->lat = end - i->issue;
 	r->error = 0;
@@ -2156,7 +2155,7 @@ int BPF_PROG(blk_complete, struct request *rq, blk_status_t error, unsigned int 
 		return 0;
 	}
 	r->kind = ev_kind(REC_BLK);
-	fill_blk(r, i, rq->cmd_flags, disk_dev(rq->q->disk), rq->__sector, rq->start_time_ns);
+	fill_blk(r, i, rq->cmd_flags, rq->__sector, rq->start_time_ns);
 	r->lat = now - i->issue;
 	r->error = error;
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
@@ -2182,7 +2181,6 @@ static __always_inline void end_rq(struct seq_file *seq, __u64 key, struct rq_in
 	__u64 end = stop_at, cmd_flags, sector, born;
 	struct rec_blk r = {};
 	__u32 size = sizeof(r);
-	struct gendisk *disk;
 	bool issued, alive;
 
 	issued = i->issue && i->issue < end;
@@ -2207,9 +2205,7 @@ static __always_inline void end_rq(struct seq_file *seq, __u64 key, struct rq_in
 	cmd_flags = BPF_CORE_READ(rq, cmd_flags);
 	sector = BPF_CORE_READ(rq, __sector);
 	born = BPF_CORE_READ(rq, start_time_ns);
-	disk = BPF_CORE_READ(rq, q, disk);
-	fill_blk(&r, i, cmd_flags, disk ? ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor) : 0,
-		 sector, born);
+	fill_blk(&r, i, cmd_flags, sector, born);
 	r.kind = REC_END_BLK;
 	r.lat = end - i->issue;
 	bpf_seq_write(seq, &size, sizeof(size));
