@@ -447,13 +447,19 @@ static __always_inline struct call_slot *call_slot_of(__u32 tid, __u64 ts)
 	return call_slots_on ? bpf_map_lookup_elem(&call_slots, &idx) : NULL;
 }
 
+/* Whether slot `s` (if any) holds the sums of the call `tid` entered at `ts`. */
+static __always_inline bool call_slot_holds(struct call_slot *s, __u32 tid, __u64 ts)
+{
+	return s && s->ts == ts && s->tid == tid;
+}
+
 /* The sums of the call `tid` entered at `ts`, in its slot or in `callio`; NULL: none yet. */
 static __always_inline struct call_io *call_io_find(__u32 tid, __u64 ts)
 {
 	struct call_slot *s = call_slot_of(tid, ts);
 	struct call_key ck = { .tid = tid, .ts = ts };
 
-	if (s && s->ts == ts && s->tid == tid)
+	if (call_slot_holds(s, tid, ts))
 		return &s->io;
 	return bpf_map_lookup_elem(&callio, &ck);
 }
@@ -464,7 +470,7 @@ static __always_inline void call_io_forget(__u32 tid, __u64 ts)
 	struct call_slot *s = call_slot_of(tid, ts);
 	struct call_key ck = { .tid = tid, .ts = ts };
 
-	if (s && s->ts == ts && s->tid == tid) {
+	if (call_slot_holds(s, tid, ts)) {
 		/* As call_io_add claims: a slot matches a key only once its sums are set. */
 		*(volatile __u32 *)&s->tid = 0;
 		asm volatile("" ::: "memory");
@@ -1611,7 +1617,7 @@ static __always_inline bool call_io_add(__u32 tid, __u64 ts, __u64 now, __u32 by
 	bool in_slot = false;
 
 	if (!first) {
-		if (s && s->ts == ts && s->tid == tid) {
+		if (call_slot_holds(s, tid, ts)) {
 			io = &s->io;
 			in_slot = true;
 		} else {
@@ -1813,7 +1819,7 @@ static __always_inline struct call_io *rq_call(struct rq_info *i)
 	if (!i->in_slot)
 		return bpf_map_lookup_elem(&callio, &ck);
 	s = call_slot_of(i->tid, i->link);
-	return s && s->ts == i->link && s->tid == i->tid ? &s->io : NULL;
+	return call_slot_holds(s, i->tid, i->link) ? &s->io : NULL;
 }
 
 /* A request leaves the block layer (completed, or merged into another): its call's busy time. */
