@@ -280,6 +280,39 @@ fn iostat_says_each_disks_unseen_requests() {
         .map(|d| (d["device"].as_str().unwrap(), d["unseen_requests"].as_u64().unwrap()))
         .collect();
     assert_eq!(unseen, [("sdb", 0), ("vda", 2)]);
+
+    // Of several captures, each disk's counts summed: this one's own vda 3 and sdb 1 (a disk
+    // with no request in the figures, sdc, has no row to say it on).
+    let other = dir.path().join("later.cap");
+    let mut w = iocap_testkit::create(&other, &iocap_testkit::meta(START + 10 * SEC), 256, 1);
+    w.add_device(&Device {
+        dev: SDB,
+        name: "sdb".into(),
+    });
+    let dd = add_proc(&mut w, 401, 1, b"dd");
+    w.push(&block(START + 10 * SEC, 200_000, 401, dd, SDB, 4096)).unwrap();
+    w.record_unseen(
+        START + 11 * SEC,
+        &std::collections::BTreeMap::from([(VDA, 3), (SDB, 1), ((8 << 20) | 32, 7)]),
+    )
+    .unwrap();
+    w.finish(START + 11 * SEC).unwrap();
+    let both = [cap, other.to_str().unwrap()];
+    let text = ok(&["iostat", both[0], both[1]]);
+    let said: Vec<&str> = text.lines().filter(|l| l.contains("never reached")).collect();
+    assert_eq!(
+        said,
+        [
+            "sdb: 1 block requests issued whose completion never reached the recorder, in no figure above",
+            "vda: 5 block requests issued whose completion never reached the recorder, in no figure above"
+        ],
+        "{text}"
+    );
+    let v = json(&["iostat", both[0], both[1], "--json"]);
+    let unseen: Vec<(&str, u64)> = (v["devices"].as_array().unwrap().iter())
+        .map(|d| (d["device"].as_str().unwrap(), d["unseen_requests"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(unseen, [("sdb", 1), ("vda", 5)]);
 }
 
 #[test]

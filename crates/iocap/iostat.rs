@@ -112,26 +112,53 @@ struct Layout {
 /// captures, by the table [`several`] numbered them on.
 enum Names<'a> {
     One(&'a Input),
-    Many(&'a [String]),
+    Many(&'a Renamed),
+}
+
+/// The devices of several captures, numbered by name (`host/disk` when the captures are of
+/// several hosts): a disk of two files of one host's recording is one device.
+#[derive(Default)]
+struct Renamed {
+    names: Vec<String>,
+    /// By number: the block requests the captures' recorders never saw complete.
+    unseen: Vec<u64>,
+}
+
+impl Renamed {
+    /// The number of `input`'s device `dev`, given one if it has none yet.
+    fn id(&mut self, input: &Input, dev: u32, hosts: bool) -> u32 {
+        let name = iocap_filter::fields::device_name(dev, input.reader.tables());
+        let name = if hosts {
+            format!("{}/{name}", input.reader.meta().host)
+        } else {
+            name.into_owned()
+        };
+        let id = self.names.iter().position(|n| *n == name).unwrap_or_else(|| {
+            self.names.push(name);
+            self.unseen.push(0);
+            self.names.len() - 1
+        });
+        u32::try_from(id).unwrap_or(u32::MAX)
+    }
 }
 
 impl Names<'_> {
     fn name(&self, dev: u32) -> String {
         match self {
             Names::One(input) => iocap_filter::fields::device_name(dev, input.reader.tables()).into_owned(),
-            Names::Many(names) => names.get(dev as usize).cloned().unwrap_or_default(),
+            Names::Many(r) => r.names.get(dev as usize).cloned().unwrap_or_default(),
         }
     }
 
     /// The block requests of device `dev` issued whose completion never reached the recorder
-    /// ([`Reader::unseen_by_disk`]), which no figure counts; `None` of several captures, whose
-    /// devices are their hosts' (their counts are in `info`).
+    /// ([`Reader::unseen_by_disk`]), which no figure counts: of several captures, the sum of
+    /// their counts of the disks named alike.
     ///
     /// [`Reader::unseen_by_disk`]: iocap_format::Reader::unseen_by_disk
-    fn unseen(&self, dev: u32) -> Option<u64> {
+    fn unseen(&self, dev: u32) -> u64 {
         match self {
-            Names::One(input) => Some(input.reader.unseen_by_disk().get(&dev).copied().unwrap_or(0)),
-            Names::Many(_) => None,
+            Names::One(input) => input.reader.unseen_by_disk().get(&dev).copied().unwrap_or(0),
+            Names::Many(r) => r.unseen.get(dev as usize).copied().unwrap_or(0),
         }
     }
 }
@@ -249,23 +276,15 @@ fn several(fleet: &input::Fleet, args: &Args, interval: u64) -> anyhow::Result<(
     let empty = layout.stats(end)?;
     let mut st = empty.clone();
     let hosts = fleet.hosts().len() > 1;
-    let mut names: Vec<String> = Vec::new();
+    let mut names = Renamed::default();
     for (i, input) in fleet.inputs.iter().enumerate() {
         let one = accumulate(input, &empty, None, fleet.wall(i))?;
-        let host = &input.reader.meta().host;
-        st.merge_renamed(&one, |dev| {
-            let name = iocap_filter::fields::device_name(dev, input.reader.tables());
-            let name = if hosts {
-                format!("{host}/{name}")
-            } else {
-                name.into_owned()
-            };
-            let id = names.iter().position(|n| *n == name).unwrap_or_else(|| {
-                names.push(name);
-                names.len() - 1
-            });
-            u32::try_from(id).unwrap_or(u32::MAX)
-        });
+        st.merge_renamed(&one, |dev| names.id(input, dev, hosts));
+        // Each file counts its own (a rotated file's count starts again at 0).
+        for (&dev, &n) in input.reader.unseen_by_disk().iter() {
+            let id = names.id(input, dev, hosts) as usize;
+            names.unseen[id] = names.unseen[id].saturating_add(n);
+        }
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if st.devices().is_empty() {
@@ -385,9 +404,7 @@ fn whole_json(names: &Names, st: &IoStat, end: u64, layout: &Layout) -> serde_js
         "devices": (st.totals().iter())
             .map(|d| {
                 let mut row = row_json(names, d);
-                if let Some(n) = names.unseen(d.dev) {
-                    row["unseen_requests"] = json!(n);
-                }
+                row["unseen_requests"] = json!(names.unseen(d.dev));
                 row
             })
             .collect::<Vec<_>>(),
@@ -448,7 +465,8 @@ fn write_whole(out: &mut impl Write, names: &Names, st: &IoStat, end: u64, layou
     writeln!(out, "whole capture ({:.3}s)", layout.rel(end))?;
     write_table(out, &totals, &|dev| names.name(dev))?;
     for d in &totals {
-        if let Some(n) = names.unseen(d.dev).filter(|&n| n > 0) {
+        let n = names.unseen(d.dev);
+        if n > 0 {
             writeln!(
                 out,
                 "{}: {n} block requests issued whose completion never reached the recorder, in no figure above",

@@ -544,6 +544,46 @@ fn the_status_line_says_the_block_requests_never_seen_complete() {
     assert!(!status_text(&without).contains("unseen"));
 }
 
+/// The iostat pane says, under its table, how many of each shown disk's requests the recorder
+/// never saw complete; a disk with none, or with no row, says nothing.
+#[test]
+fn the_iostat_pane_says_each_disks_requests_never_seen_complete() {
+    const SDB: u32 = (8 << 20) | 16;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("unseen.cap");
+    let mut w = iocap_testkit::create(&path, &iocap_testkit::meta(START), 100, 1);
+    w.add_device(&iocap_format::Device {
+        dev: SDB,
+        name: "sdb".into(),
+    });
+    let dd = add_proc(&mut w, 400, 1, b"dd");
+    for i in 0..50 {
+        w.push(&block(START + i * 1_000_000, 200_000, 400, dd, VDA, 4096))
+            .unwrap();
+        w.push(&block(START + i * 1_000_000, 300_000, 400, dd, SDB, 4096))
+            .unwrap();
+    }
+    let unseen = [(VDA, 1_234), (SDB, 0), ((8 << 20) | 32, 9)];
+    w.record_unseen(START + 60_000_000, &unseen.into_iter().collect())
+        .unwrap();
+    w.finish(START + 100_000_000).unwrap();
+    let (mut app, fx) = app_on(&path, 100, 30, "");
+    settle(&mut app, fx);
+    press(&mut app, KeyCode::Char('i'));
+    let buf = draw(&app);
+    let pane = render_area(&buf, app.layout.events);
+    let said: Vec<&str> = (pane.lines())
+        .filter(|l| l.contains("never seen"))
+        .map(|l| l.trim_matches(|c: char| c == '│' || c == ' '))
+        .collect();
+    assert_eq!(
+        said,
+        ["vda: 1,234 requests never seen complete (whole capture), in no figure"],
+        "{pane}"
+    );
+    assert!(pane.lines().any(|l| l.starts_with("│sdb ")), "{pane}");
+}
+
 /// A drag selects a region and leaves it selected and shown, with the status line saying what
 /// the keys do, as the help does; Enter filters to that region (not to the cursor's cell),
 /// Esc drops it. Releasing the button applies nothing.

@@ -1,12 +1,13 @@
 //! The iostat pane, in place of the event list while `i` shows it: iostat's figures (r/s, w/s,
 //! rkB/s, wkB/s, r_await, w_await, aqu-sz, %util, as `iocap iostat` computes them) for each
 //! disk over the view, from the block requests that match the filter and were issued in it.
-//! The title says the window: the whole capture, or the part in view.
+//! The title says the window: the whole capture, or the part in view. A disk with requests
+//! whose completion the recorder never saw says how many under the table.
 
 use iocap_analysis::iostat::DeviceInterval;
 use iocap_analysis::units;
 use iocap_filter::fields;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::{Cell, Row, Table};
 use ratatui::Frame;
@@ -53,8 +54,28 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         f.render_widget(Line::from("no block request matches in view"), inner);
         return;
     }
-    let disk_w = usize::from(inner.width.saturating_sub(COLUMNS.iter().map(|c| c.1 + 1).sum::<u16>()));
     let tables = app.cap.reader.tables();
+    // Under the table, each shown disk's requests the recorder never saw complete: of the
+    // whole capture (they have no time), in no figure. Leaves the header and a row.
+    let unseen: Vec<Line> = (devices.iter())
+        .filter_map(|d| Some((d.dev, *app.cap.reader.unseen_by_disk().get(&d.dev).filter(|&&n| n > 0)?)))
+        .map(|(dev, n)| {
+            let said = format!(
+                "{}: {} requests never seen complete (whole capture), in no figure",
+                fields::device_name(dev, tables),
+                units::count(n)
+            );
+            Line::styled(cut(&said, usize::from(inner.width)), app.theme.drops())
+        })
+        .collect();
+    let below = u16::try_from(unseen.len()).unwrap_or(u16::MAX).min(inner.height.saturating_sub(2));
+    let rows_h = u16::try_from(devices.len() + 1).unwrap_or(u16::MAX).min(inner.height - below);
+    let [inner, under, _] =
+        Layout::vertical([Constraint::Length(rows_h), Constraint::Length(below), Constraint::Min(0)]).areas(inner);
+    for (line, y) in unseen.into_iter().zip(under.y..under.bottom()) {
+        f.render_widget(line, Rect { y, height: 1, ..under });
+    }
+    let disk_w = usize::from(inner.width.saturating_sub(COLUMNS.iter().map(|c| c.1 + 1).sum::<u16>()));
     let rows = devices.iter().map(|d| {
         let mut cells = vec![Cell::from(cut(&fields::device_name(d.dev, tables), disk_w))];
         cells.extend(figures(d).into_iter().zip(COLUMNS).map(|(v, (_, w))| {
