@@ -11,8 +11,9 @@
 //! recording (`iocap_format::Reader::join`, as `iocap view DIR/` does) and prints: the time to
 //! the viewer's first frame (from the chunk summaries alone), a first answer of the whole
 //! ring with no filter, a zoom to one hour in its middle (a refilter of that window), then
-//! `proc.name=X`, `proc.name=X and latency>1ms` and `latency>1ms` in that hour, and peak RSS (VmHWM) after each step (`RING_FIRST_ONLY=1`: only
-//! the first frame; `RING_SKIP_WHOLE=1`: no answer of the whole ring). `report` on the ring is
+//! `proc.name=X`, `proc.name=X and latency>1ms`, `latency>1ms`, `proc.pid=N` and `fd.name=F` in that hour, and peak RSS (VmHWM) after each step (`RING_FIRST_ONLY=1`: only
+//! the first frame; `RING_SKIP_WHOLE=1`: no answer of the whole ring; `RING_FILTERS='F;G'`:
+//! these filters in the hour instead). `report` on the ring is
 //! the `iocap` binary's (`iocap report --ring DIR/ring.cap`), timed outside this bench.
 
 use std::path::{Path, PathBuf};
@@ -258,12 +259,21 @@ fn measure(dir: &Path) {
         .map(|c| c.summary.events)
         .sum();
     let cache = ColumnCache::new(query::CACHE_BUDGET);
-    for filter in [
-        "",
-        "proc.name=postgres",
-        "proc.name=postgres and latency>1ms",
-        "latency>1ms",
-    ] {
+    let filters: Vec<String> = match std::env::var("RING_FILTERS") {
+        Ok(v) => v.split(';').map(str::to_owned).collect(),
+        Err(_) => [
+            "",
+            "proc.name=postgres",
+            "proc.name=postgres and latency>1ms",
+            "latency>1ms",
+            // Fields no rollup keys: the columns of every chunk in the hour.
+            "proc.pid=1000",
+            "fd.name=/data/postgres/file0",
+        ]
+        .map(str::to_owned)
+        .into(),
+    };
+    for filter in filters.iter().map(String::as_str) {
         q.gen += 1;
         q.filter = if filter.is_empty() {
             None
