@@ -283,6 +283,7 @@ fn scan_tally_with(
             let (folded, failed) = rollups::over(
                 r,
                 &planned,
+                by.map_or(ColSet::NONE, FieldGroups::columns),
                 threads,
                 &|| false,
                 &|| (init(), 0u64),
@@ -655,8 +656,10 @@ mod tests {
             ("fd.num=3", None, Rolled::None),
             ("latency>1ms and fd.num=3", None, Rolled::None),
             ("", Some("fd.name"), Rolled::None),
-            // proc.pid is each event's pid column, not its process entry's.
-            ("proc.name=dd", Some("proc.pid"), Rolled::None),
+            // proc.pid is each event's pid column, not its process entry's: since 1.16 a
+            // key's.
+            ("proc.name=dd", Some("proc.pid"), Rolled::All),
+            ("proc.pid!=11 and latency>1ms", Some("proc.pid"), Rolled::All),
         ];
         for (filter, by, rolls) in cases {
             let input = open(&path, filter);

@@ -21,7 +21,8 @@ use iocap_format::{
     Rollup, Source,
 };
 
-/// Whether columns `c` are all among a rollup's keys.
+/// Whether columns `c` are all among a rollup's keys (of a rollup since 1.16: an older one
+/// without pids says no to `pid` when read, [`Rollup::holds`]).
 pub fn within_keys(c: ColSet) -> bool {
     c.0 & !key_cols().0 == 0
 }
@@ -91,6 +92,8 @@ impl RollupFilter {
     pub fn apply<'r>(&self, r: &'r Rollup, bits: &mut Bitmap) -> Option<Cow<'r, Rollup>> {
         match self {
             RollupFilter::All => bits.reset(r.keys.len(), true),
+            // A rollup before 1.16 has no pids.
+            RollupFilter::Keys(f) if !r.holds(f.columns()) => return None,
             RollupFilter::Keys(f) => f.eval(&r.keys, bits),
             RollupFilter::Cells(f) => return by_cells(f, r, bits).map(Cow::Owned),
         }
@@ -144,7 +147,7 @@ fn verdict(f: &Compiled, lo: u64, hi: u64, keys: &Columns) -> Verdict {
 fn by_cells(f: &Compiled, r: &Rollup, bits: &mut Bitmap) -> Option<Rollup> {
     // The summaries [`verdict`] makes decide the latency only: `f` must read nothing else a
     // summary decides (`evt.time`), as a filter [`RollupFilter::of`] leaves does not.
-    if !r.has_cell_totals() || !within_keys(without_latency(f.columns())) {
+    if !r.has_cell_totals() || !r.holds(without_latency(f.columns())) {
         return None;
     }
     // The verdict on each distinct cell, over every latency it may hold: each is made when
@@ -258,13 +261,16 @@ impl<X> Plan for (X, RollupFilter) {
 /// Read the rollups of the `planned` chunks on up to `threads` threads (with their cells'
 /// totals where their plan wants them), each into its own accumulator made by
 /// `init` through `each` (given the chunk, its plan, the rollup and a bitmap to use; it returns
-/// false, having added nothing, for a rollup that cannot answer),
+/// false, having added nothing, for a rollup that cannot answer), of those whose keys hold
+/// `reads` (the columns `each` reads of the keys besides its plan's filter, as a grouped
+/// field's: a rollup before 1.16 has no pids),
 /// and merge them; returns the accumulator and the chunks whose rollup could not be used
 /// (none, damaged, refused by `each`), for their columns to answer; `None` when `stale` says
 /// the question was superseded.
 pub fn over<A: Send, T: Plan + Sync, S: Source>(
     reader: &Reader<S>,
     planned: &[(usize, T)],
+    reads: ColSet,
     threads: usize,
     stale: &(dyn Fn() -> bool + Sync),
     init: &(dyn Fn() -> A + Sync),
@@ -283,7 +289,7 @@ pub fn over<A: Send, T: Plan + Sync, S: Source>(
                 true => reader.rollup_with_cells(*i, &mut dec),
                 false => reader.rollup(*i, &mut dec),
             };
-            let used = rollup.is_some_and(|r| each(&mut acc, *i, plan, &r, &mut bits));
+            let used = rollup.is_some_and(|r| r.holds(reads) && each(&mut acc, *i, plan, &r, &mut bits));
             if !used {
                 failed.push(*i);
             }
@@ -318,13 +324,14 @@ mod tests {
 
     use super::*;
 
-    /// Events of (proc, latency), each of `latency % 97` bytes.
+    /// Events of (proc, latency), each of `latency % 97` bytes, of pid `100 + proc`.
     fn chunk(events: &[(u32, u64)]) -> (Columns, ChunkSummary) {
         let mut cols = Columns::default();
         for &(proc, latency) in events {
             cols.push(&Event {
                 class: Class::Syscall,
                 proc,
+                pid: 100 + proc,
                 latency,
                 bytes: latency % 97,
                 ..Event::default()
@@ -396,7 +403,10 @@ mod tests {
         let cases = [
             ("latency>1ms", false),
             ("latency>=1ms", true),
-            ("latency>1ms and not proc.pid=3", false),
+            ("latency>1ms and not proc.pid=103", false),
+            // The pid is a key's (since 1.16): process 1's keys are answered.
+            ("latency>=1ms and proc.pid=101", true),
+            ("latency>1ms and not fd.num=3", false),
             ("latency<10us or latency>=1ms", true),
             ("latency>=10us and latency<7ms", true),
             ("not latency>=1ms and proc.name=x or latency>5ms", true),
@@ -406,8 +416,8 @@ mod tests {
         for (src, whole) in cases {
             let f = compile(src);
             let Some(rf) = RollupFilter::of(Some(&f), &s) else {
-                // Reads a column past the keys (the pid): the chunk is read.
-                assert!(src.contains("pid"), "{src}");
+                // Reads a column past the keys (the fd): the chunk is read.
+                assert!(src.contains("fd.num"), "{src}");
                 continue;
             };
             assert!(matches!(rf, RollupFilter::Cells(_)), "{src}: decided cell by cell");
@@ -426,5 +436,18 @@ mod tests {
         let mut r = Rollup::of(&cols, 0);
         r.cell_totals.clear();
         assert!(rf.apply(&r, &mut Bitmap::default()).is_none());
+        // Nor can one without pids (before 1.16) answer a filter on the pid, on its keys or
+        // cell by cell; it still answers one that reads no pid.
+        let mut r = Rollup::of(&cols, 0);
+        r.with_pid = false;
+        r.keys.pid.fill(0);
+        for src in ["proc.pid=101", "latency>=1ms and proc.pid=101"] {
+            let f = compile(src);
+            let rf = RollupFilter::of(Some(&f), &s).unwrap();
+            assert!(rf.apply(&r, &mut Bitmap::default()).is_none(), "{src}");
+        }
+        let f = compile("latency>1ms");
+        let rf = RollupFilter::of(Some(&f), &s).unwrap();
+        assert!(rf.apply(&r, &mut Bitmap::default()).is_some());
     }
 }

@@ -1,5 +1,5 @@
 //! A chunk's rollup (frame kind 13, since 1.12): its events counted by key — class, process,
-//! call number and op — and latency cell, written right after the chunk.
+//! call number and op, and since 1.16 pid — and latency cell, written right after the chunk.
 //!
 //! A question about a time view asks, of every chunk inside one spectrogram row, only how many
 //! of its events fall in each latency column and bucket, by the field it groups by, among
@@ -62,7 +62,8 @@ pub struct CellTotals {
 pub struct Rollup {
     /// Offset of the chunk frame it sums, in its own file.
     pub chunk: u64,
-    /// One row per key: `class`, `proc`, `nr` and `op` hold the key; every other column is 0.
+    /// One row per key: `class`, `proc`, `nr`, `op` and (since 1.16, [`Rollup::with_pid`])
+    /// `pid` hold the key; every other column is 0.
     pub keys: Columns,
     /// Per key, in key order.
     pub totals: Vec<KeyTotals>,
@@ -72,6 +73,9 @@ pub struct Rollup {
     pub cells: Vec<(u16, u32)>,
     /// Whether the keys' `bytes` are summed (since 1.13; a 1.12 rollup has none).
     pub with_bytes: bool,
+    /// Whether the keys hold the `pid` column (since 1.16; before, its key of `proc` may hold
+    /// several pids, and `keys.pid` is 0): see [`Rollup::holds`].
+    pub with_pid: bool,
     /// Each cell's totals, as `cells`, as made ([`Rollup::of`]) or decoded
     /// ([`Rollup::into_decoded`]); empty otherwise, and where the sums would not fit their
     /// encoding.
@@ -81,9 +85,12 @@ pub struct Rollup {
     pub cell_frame: Vec<u8>,
 }
 
-/// The columns a rollup's keys hold.
+/// The columns a rollup's keys hold (those of a rollup since 1.16: an older one lacks `pid`,
+/// [`Rollup::holds`]).
 pub fn key_cols() -> ColSet {
-    [Col::Class, Col::Proc, Col::Nr, Col::Op].into_iter().collect()
+    [Col::Class, Col::Proc, Col::Nr, Col::Op, Col::Pid]
+        .into_iter()
+        .collect()
 }
 
 /// The latency cell of `ns` (see the module).
@@ -138,6 +145,7 @@ impl Rollup {
         let mut r = Rollup {
             chunk,
             with_bytes: true,
+            with_pid: true,
             ..Rollup::default()
         };
         // Keys are numbered in order of first appearance; an event mostly has its neighbour's
@@ -155,7 +163,13 @@ impl Rollup {
             let proc = cols.proc.get(i).copied().unwrap_or(0);
             let nr = cols.nr.get(i).copied().unwrap_or(0);
             let op = cols.op.get(i).copied().unwrap_or(0);
-            let key = u128::from(proc) << 64 | u128::from(nr) << 32 | u128::from(class) << 8 | u128::from(op);
+            // A recorder's process entry is of one pid: the pid adds no key there.
+            let pid = cols.pid.get(i).copied().unwrap_or(0);
+            let key = u128::from(proc) << 96
+                | u128::from(pid) << 64
+                | u128::from(nr) << 32
+                | u128::from(class) << 8
+                | u128::from(op);
             if key != last {
                 // A small direct-mapped memo in front of the map: a chunk has few keys.
                 let slot = ((key as u64 ^ (key >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize;
@@ -176,6 +190,7 @@ impl Rollup {
                     r.keys.push(&Event {
                         class: Class::from_code(u64::from(class)).unwrap_or(Class::Syscall),
                         proc,
+                        pid,
                         nr,
                         op,
                         ..Event::default()
@@ -253,6 +268,16 @@ impl Rollup {
         r
     }
 
+    /// Whether the keys hold every column of `cols` (the key's columns, and since 1.16 `pid`):
+    /// a question that reads more of an event than that cannot be answered from it.
+    pub fn holds(&self, cols: ColSet) -> bool {
+        let mut keys = key_cols();
+        if !self.with_pid {
+            keys = ColSet(keys.0 & !ColSet::NONE.with(Col::Pid).0);
+        }
+        cols.0 & !keys.0 == 0
+    }
+
     /// Whether the rollup holds each cell's totals ([`CellTotals`], since 1.14), made or read.
     pub fn has_cell_totals(&self) -> bool {
         self.with_bytes && (self.cell_totals.len() == self.cells.len() || !self.cell_frame.is_empty())
@@ -311,10 +336,16 @@ impl Rollup {
             }
         }
         // After every key, so that a 1.12 reader, which wants the entries to end there,
-        // takes such a rollup for unusable and reads the chunk.
+        // takes such a rollup for unusable and reads the chunk; the pids after the bytes, for
+        // the same reason (a reader before 1.16 wants the entries to end with the bytes).
         if self.with_bytes {
             for t in &self.totals {
                 varint::put(out, t.bytes);
+            }
+            if self.with_pid {
+                for k in 0..self.totals.len() {
+                    varint::put(out, u64::from(self.keys.pid.get(k).copied().unwrap_or(0)));
+                }
             }
         }
     }
@@ -386,7 +417,8 @@ impl Rollup {
     /// Decode a rollup of a chunk of `events` events; `None` unless it is whole and consistent:
     /// every key's cells increasing, within the buckets, and counting its events; its smallest
     /// and largest latency in its first and last cells' buckets, its sum between; every event
-    /// of the chunk counted once; then either nothing more (1.12) or every key's bytes (1.13).
+    /// of the chunk counted once; then either nothing more (1.12), or every key's bytes (1.13),
+    /// or those and every key's pid (1.16).
     pub fn decode(raw: &[u8], events: u64) -> Option<Rollup> {
         let mut cur = Cursor::new(raw);
         let mut r = Rollup {
@@ -463,6 +495,12 @@ impl Rollup {
             }
             r.with_bytes = true;
         }
+        if cur.remaining() > 0 {
+            for k in 0..r.totals.len() {
+                r.keys.pid[k] = u32::try_from(cur.varint()?).ok()?;
+            }
+            r.with_pid = true;
+        }
         (cur.remaining() == 0).then_some(r)
     }
 }
@@ -523,13 +561,14 @@ type IdMap<K, V> = crate::hash::IdMap<K, V>;
 mod tests {
     use super::*;
 
-    /// Events of (class, proc, nr, latency), each of `latency / 10` bytes.
+    /// Events of (class, proc, nr, latency), each of `latency / 10` bytes, of pid `100 + proc`.
     fn chunk(events: &[(u8, u32, u32, u64)]) -> Columns {
         let mut cols = Columns::default();
         for &(class, proc, nr, latency) in events {
             cols.push(&Event {
                 class: Class::from_code(u64::from(class)).unwrap(),
                 proc,
+                pid: 100 + proc,
                 nr,
                 latency,
                 bytes: latency / 10,
@@ -537,6 +576,21 @@ mod tests {
             });
         }
         cols
+    }
+
+    /// Since 1.16 the pid is part of the key: a process entry whose events carry two pids (a
+    /// hand-made capture; the recorder's entries are of one pid each) has a key for each.
+    #[test]
+    fn a_key_is_of_one_pid() {
+        let mut cols = chunk(&[(0, 1, 0, 500), (0, 1, 0, 600), (0, 2, 0, 700)]);
+        cols.pid[1] = 7;
+        let r = Rollup::of(&cols, 0);
+        assert_eq!(r.keys.proc, [1, 1, 2]);
+        assert_eq!(r.keys.pid, [101, 7, 102]);
+        assert_eq!(r.totals.iter().map(|t| t.count).collect::<Vec<_>>(), [1, 1, 1]);
+        let back = Rollup::decode(&encoded(&r), 3).unwrap();
+        assert!(back.with_pid);
+        assert_eq!(back.keys.pid, [101, 7, 102]);
     }
 
     #[test]
@@ -587,9 +641,24 @@ mod tests {
         assert!(r.encode_cell_totals(&mut cells));
         let back = with_cells(&back, &cells).unwrap();
         assert_eq!(back, r);
+        // As 1.13 to 1.15 wrote it, without pids: the bytes end the entries, and the keys
+        // hold every column but the pid.
+        let mut v15 = r.clone();
+        v15.with_pid = false;
+        let v15_raw = encoded(&v15);
+        assert_eq!(v15_raw, raw[..v15_raw.len()], "the pids come after the bytes");
+        let mut v15_read = v15.clone();
+        v15_read.cell_totals.clear();
+        v15_read.keys.pid.fill(0);
+        assert_eq!(Rollup::decode(&v15_raw, 5), Some(v15_read));
+        assert!(r.holds(key_cols()) && !v15.holds(key_cols()));
+        assert!(v15.holds(ColSet(key_cols().0 & !ColSet::NONE.with(Col::Pid).0)));
+        assert!(!r.holds(ColSet::NONE.with(Col::File)));
         // As 1.12 wrote it, without bytes: the keys end the entries.
         let mut v12 = r.clone();
         v12.with_bytes = false;
+        v12.with_pid = false;
+        v12.keys.pid.fill(0);
         let v12_raw = encoded(&v12);
         assert_eq!(v12_raw, raw[..v12_raw.len()], "the bytes come after every key");
         for t in &mut v12.totals {
@@ -602,7 +671,7 @@ mod tests {
         // The wrong event count, or any other byte cut (inside a key, inside the bytes), is
         // not a rollup; nor is anything after the bytes.
         assert_eq!(Rollup::decode(&raw, 4), None);
-        for cut in (0..raw.len()).filter(|&c| c != v12_raw.len()) {
+        for cut in (0..raw.len()).filter(|&c| c != v12_raw.len() && c != v15_raw.len()) {
             assert_eq!(Rollup::decode(&raw[..cut], 5), None, "cut at {cut}");
         }
         let mut long = raw.clone();

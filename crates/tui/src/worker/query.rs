@@ -368,6 +368,7 @@ fn fold_rollups<'r>(
     let (acc, failed) = rollups::over(
         reader,
         &planned,
+        FieldGroups::columns(q.group),
         ROLLUP_THREADS,
         stale,
         make,
@@ -683,6 +684,7 @@ fn count_rollups(q: &Query, chunks: &[usize], stale: &(dyn Fn() -> bool + Sync))
     let (total, failed) = rollups::over(
         reader,
         &planned,
+        ColSet::NONE,
         ROLLUP_THREADS,
         stale,
         &|| 0u64,

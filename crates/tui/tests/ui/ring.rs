@@ -189,6 +189,9 @@ fn chunks_within_one_row_are_answered_from_their_rollups_as_their_columns_answer
         // Latency bounds on cell bounds: the cells' own totals (since 1.14) answer.
         "latency>1ms",
         "latency>=10us and latency<1s and proc.name=postgres",
+        // The pid is a key's since 1.16.
+        "proc.pid=200",
+        "latency>1ms and proc.pid!=200",
     ] {
         q.gen += 1;
         cancel.0.store(q.gen, Ordering::Relaxed);
@@ -196,6 +199,13 @@ fn chunks_within_one_row_are_answered_from_their_rollups_as_their_columns_answer
             .then(|| iocap_tui::panes::filter_bar::compile(filter, &app.cap.reader).unwrap())
             .flatten();
         q.slowest = 0;
+        // Grouped by process, and (with pid filters) by pid, also a key's.
+        q.group = iocap_filter::fields::lookup(if filter.contains("pid") {
+            "proc.pid"
+        } else {
+            "proc.name"
+        })
+        .unwrap();
         let rolled = query::run(&q, None, &cancel).unwrap().unwrap();
         // Keeping the slowest needs every event's latency: no rollup answers.
         q.slowest = 1;
