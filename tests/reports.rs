@@ -5,13 +5,12 @@
 use std::path::{Path, PathBuf};
 
 use iocap_format::{BlockOp, Class, Device, Event, FdType, Meta};
-use iocap_testkit::{add_file, add_proc, block, Rng, VDA};
+use iocap_testkit::{add_file, add_proc, block, Rng, SDB, VDA};
 
 use crate::util::run;
 
 const START: u64 = 5_000_000_000;
 const SEC: u64 = 1_000_000_000;
-const SDB: u32 = (8 << 20) | 16;
 
 /// Three seconds of a database (pread64/pwrite64/fsync on one file, a few ENOENT openats), `dd`
 /// reading, a process with a hostile name, and block requests on two disks. Returns the capture
@@ -252,18 +251,7 @@ fn events_text_and_json() {
 fn iostat_says_each_disks_unseen_requests() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("unseen.cap");
-    let mut w = iocap_testkit::create(&path, &iocap_testkit::meta(START), 256, 1);
-    w.add_device(&Device {
-        dev: SDB,
-        name: "sdb".into(),
-    });
-    let dd = add_proc(&mut w, 400, 1, b"dd");
-    for i in 0..10 {
-        w.push(&block(START + i * 1_000_000, 200_000, 400, dd, VDA, 4096))
-            .unwrap();
-        w.push(&block(START + i * 1_000_000, 300_000, 400, dd, SDB, 4096))
-            .unwrap();
-    }
+    let mut w = iocap_testkit::two_disks(&path, START, 10);
     w.record_unseen(START + SEC, &std::collections::BTreeMap::from([(VDA, 2)]))
         .unwrap();
     w.finish(START + SEC).unwrap();

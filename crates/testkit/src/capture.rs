@@ -10,6 +10,9 @@ use iocap_format::{Class, Device, Event, FdType, FileEntry, Meta, ProcEntry, Wri
 /// The device number of `vda` in the test captures' headers: `mkdev(254, 0)`.
 pub const VDA: u32 = 254 << 20;
 
+/// The device number of `sdb`, the second disk of [`two_disks`]: `mkdev(8, 16)`.
+pub const SDB: u32 = (8 << 20) | 16;
+
 /// The header of a capture recorded on the test host: `testhost`, kernel 6.18.0 on x86_64,
 /// two CPUs, wall clock at 2023-11-14, the command line `iocap record` and one disk, `vda`
 /// ([`VDA`]). Tests that show the header (`iocap info`, the viewer's title) rely on these.
@@ -97,4 +100,23 @@ pub fn block(ts: u64, latency: u64, pid: u32, proc: u32, dev: u32, bytes: u64) -
         dev,
         ..Event::default()
     }
+}
+
+/// A capture at `path` from `start` (ns since boot) of `n` pairs of 4 KiB block requests by
+/// `dd` (pid 400), one a millisecond on each of two disks: `vda` (200 µs each) and [`SDB`],
+/// `sdb` (300 µs). Returns its writer, for what a test adds before it finishes it.
+pub fn two_disks(path: &Path, start: u64, n: u64) -> Writer<File> {
+    let mut w = create(path, &meta(start), 256, 1);
+    w.add_device(&Device {
+        dev: SDB,
+        name: "sdb".into(),
+    });
+    let dd = add_proc(&mut w, 400, 1, b"dd");
+    for i in 0..n {
+        for (dev, latency) in [(VDA, 200_000), (SDB, 300_000)] {
+            w.push(&block(start + i * 1_000_000, latency, 400, dd, dev, 4096))
+                .expect("push a block request");
+        }
+    }
+    w
 }

@@ -43,5 +43,5 @@
 mod capture;
 mod rng;
 
-pub use capture::{add_file, add_proc, bare_meta, block, create, meta, VDA};
+pub use capture::{add_file, add_proc, bare_meta, block, create, meta, two_disks, SDB, VDA};
 pub use rng::Rng;

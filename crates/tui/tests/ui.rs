@@ -548,21 +548,10 @@ fn the_status_line_says_the_block_requests_never_seen_complete() {
 /// never saw complete; a disk with none, or with no row, says nothing.
 #[test]
 fn the_iostat_pane_says_each_disks_requests_never_seen_complete() {
-    const SDB: u32 = (8 << 20) | 16;
+    use iocap_testkit::SDB;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("unseen.cap");
-    let mut w = iocap_testkit::create(&path, &iocap_testkit::meta(START), 100, 1);
-    w.add_device(&iocap_format::Device {
-        dev: SDB,
-        name: "sdb".into(),
-    });
-    let dd = add_proc(&mut w, 400, 1, b"dd");
-    for i in 0..50 {
-        w.push(&block(START + i * 1_000_000, 200_000, 400, dd, VDA, 4096))
-            .unwrap();
-        w.push(&block(START + i * 1_000_000, 300_000, 400, dd, SDB, 4096))
-            .unwrap();
-    }
+    let mut w = iocap_testkit::two_disks(&path, START, 50);
     let unseen = [(VDA, 1_234), (SDB, 0), ((8 << 20) | 32, 9)];
     w.record_unseen(START + 60_000_000, &unseen.into_iter().collect())
         .unwrap();
