@@ -283,13 +283,13 @@ fn scan_tally_with(
             let (folded, failed) = rollups::over(
                 r,
                 &planned,
-                by.map_or(ColSet::NONE, FieldGroups::columns),
                 threads,
                 &|| false,
                 &|| (init(), 0u64),
                 |(acc, n), _, f, rollup, bits| {
-                    // A 1.12 rollup has no bytes: its chunk's columns answer.
-                    if !rollup.with_bytes {
+                    // A 1.12 rollup has no bytes, one before 1.16 no pids to group by: its
+                    // chunk's columns answer.
+                    if !rollup.with_bytes || !by.is_none_or(|f| rollup.holds(FieldGroups::columns(f))) {
                         return false;
                     }
                     let Some(kept) = f.apply(rollup, bits) else {

@@ -261,16 +261,14 @@ impl<X> Plan for (X, RollupFilter) {
 /// Read the rollups of the `planned` chunks on up to `threads` threads (with their cells'
 /// totals where their plan wants them), each into its own accumulator made by
 /// `init` through `each` (given the chunk, its plan, the rollup and a bitmap to use; it returns
-/// false, having added nothing, for a rollup that cannot answer), of those whose keys hold
-/// `reads` (the columns `each` reads of the keys besides its plan's filter, as a grouped
-/// field's: a rollup before 1.16 has no pids),
+/// false, having added nothing, for a rollup that cannot answer: one whose keys lack a column
+/// it reads besides its plan's filter's, as a grouped field's, [`Rollup::holds`]),
 /// and merge them; returns the accumulator and the chunks whose rollup could not be used
 /// (none, damaged, refused by `each`), for their columns to answer; `None` when `stale` says
 /// the question was superseded.
 pub fn over<A: Send, T: Plan + Sync, S: Source>(
     reader: &Reader<S>,
     planned: &[(usize, T)],
-    reads: ColSet,
     threads: usize,
     stale: &(dyn Fn() -> bool + Sync),
     init: &(dyn Fn() -> A + Sync),
@@ -289,7 +287,7 @@ pub fn over<A: Send, T: Plan + Sync, S: Source>(
                 true => reader.rollup_with_cells(*i, &mut dec),
                 false => reader.rollup(*i, &mut dec),
             };
-            let used = rollup.is_some_and(|r| r.holds(reads) && each(&mut acc, *i, plan, &r, &mut bits));
+            let used = rollup.is_some_and(|r| each(&mut acc, *i, plan, &r, &mut bits));
             if !used {
                 failed.push(*i);
             }

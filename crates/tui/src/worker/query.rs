@@ -368,11 +368,14 @@ fn fold_rollups<'r>(
     let (acc, failed) = rollups::over(
         reader,
         &planned,
-        FieldGroups::columns(q.group),
         ROLLUP_THREADS,
         stale,
         make,
         |acc, i, (row, f), r, bits| {
+            // A breakdown by pid needs a rollup since 1.16.
+            if !r.holds(FieldGroups::columns(q.group)) {
+                return false;
+            }
             let Some(kept) = f.apply(r, bits) else {
                 return false;
             };
@@ -684,7 +687,6 @@ fn count_rollups(q: &Query, chunks: &[usize], stale: &(dyn Fn() -> bool + Sync))
     let (total, failed) = rollups::over(
         reader,
         &planned,
-        ColSet::NONE,
         ROLLUP_THREADS,
         stale,
         &|| 0u64,
