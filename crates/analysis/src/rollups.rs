@@ -179,6 +179,7 @@ fn by_cells(f: &Compiled, r: &Rollup, bits: &mut Bitmap) -> Option<Rollup> {
         chunk: r.chunk,
         keys: r.keys.clone(),
         with_bytes: r.with_bytes,
+        with_pid: r.with_pid,
         ..Rollup::default()
     };
     bits.reset(r.keys.len(), false);
@@ -430,6 +431,9 @@ mod tests {
         let f = compile("latency>1ms");
         let rf = RollupFilter::of(Some(&f), &s).unwrap();
         assert_eq!(rolled(&rf, &cols), Some(scanned(&f, &cols)));
+        let made = Rollup::of(&cols, 0);
+        let kept = rf.apply(&made, &mut Bitmap::default()).unwrap();
+        assert!(kept.with_pid, "the part a cell bound keeps still holds its keys' pids");
         // A rollup without its cells' totals (before 1.14) cannot answer.
         let mut r = Rollup::of(&cols, 0);
         r.cell_totals.clear();
