@@ -270,6 +270,10 @@ fn scan_tally_with(
     let (planned, mut rest) = match use_rollups && by.is_none_or(|f| rollups::within_keys(FieldGroups::columns(f))) {
         true => rollups::plan(&all, |i| {
             let s = &r.chunks().get(i)?.summary;
+            // A rollup read before without the field in its keys: the columns answer.
+            if !by.is_none_or(|f| r.rollup_may_hold(i, FieldGroups::columns(f))) {
+                return None;
+            }
             match RollupFilter::of_chunk(Some(&input.filter), r, i)? {
                 f @ (RollupFilter::Keys(_) | RollupFilter::Cells(_)) if !f.may_match(s) => None,
                 f => Some(f),
@@ -556,7 +560,8 @@ mod tests {
     const START: u64 = 1_000_000_000;
 
     /// 60,000 events over 6 s in chunks of 1,000: calls of three processes (reads, writes and
-    /// fsyncs on two files, wide latencies, bytes) and block requests.
+    /// fsyncs on a file each, wide latencies, bytes) and block requests. From 2 s to 3 s, dd's
+    /// calls go to 20 more files: too many for those chunks' rollups to hold the files.
     fn capture(path: &Path) {
         let mut w = create(path, &meta(START), 1_000, 3);
         let procs = [
@@ -568,6 +573,14 @@ mod tests {
             .iter()
             .map(|&(_, pid)| add_file(&mut w, pid, 3, FdType::File, b"/data/table", 0))
             .collect();
+        let many: Vec<(i32, u32)> = (4..24)
+            .map(|fd| {
+                (
+                    fd,
+                    add_file(&mut w, 11, fd, FdType::File, format!("/data/dd/{fd}").as_bytes(), 0),
+                )
+            })
+            .collect();
         let mut rng = Rng::new(19);
         for i in 0..60_000u64 {
             let ts = START + i * 100_000;
@@ -578,6 +591,10 @@ mod tests {
                 block(ts, latency, pid, proc, 0x0800_0000, 4096 * (1 + rng.below(8)))
             } else {
                 let nr = *rng.pick(&[0u32, 1, 74]);
+                let (fd, file) = match p == 1 && (20_000..30_000).contains(&i) {
+                    true => *rng.pick(&many),
+                    false => (3, files[p]),
+                };
                 Event {
                     class: Class::Syscall,
                     ts,
@@ -586,8 +603,8 @@ mod tests {
                     tid: pid,
                     proc,
                     nr,
-                    fd: 3,
-                    file: files[p],
+                    fd,
+                    file,
                     bytes: if nr == 74 { 0 } else { rng.below(65_536) },
                     ..Event::default()
                 }
@@ -655,7 +672,12 @@ mod tests {
             // Reads a column besides the keys: the chunks' columns answer.
             ("fd.num=3", None, Rolled::None),
             ("latency>1ms and fd.num=3", None, Rolled::None),
-            ("", Some("fd.name"), Rolled::None),
+            // Since 1.17 the file is a key's, in a chunk of few files: those of 2 s to 3 s,
+            // of many, are read.
+            ("", Some("fd.name"), Rolled::Some),
+            ("fd.name=/data/table and latency>1ms", Some("proc.name"), Rolled::Some),
+            ("fd.type=file and evt.time<2s", Some("fd.directory"), Rolled::All),
+            ("fd.directory=/data/dd", None, Rolled::None),
             // proc.pid is each event's pid column, not its process entry's: since 1.16 a
             // key's.
             ("proc.name=dd", Some("proc.pid"), Rolled::All),

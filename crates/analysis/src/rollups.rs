@@ -1,6 +1,7 @@
 //! Questions answered from chunks' rollups ([`iocap_format::Rollup`]) instead of their columns.
 //!
-//! A rollup holds a chunk's events by key (class, process, call number, op) with each key's
+//! A rollup holds a chunk's events by key (class, process, pid, call number, op; in a file
+//! rollup, since 1.17, the file too) with each key's
 //! latency cells, exact count, min, max, latency sum and bytes (since 1.14, each cell's own).
 //! A question whose filter, once the chunk's summary has decided what it can
 //! ([`Compiled::given`]: an `evt.time` window around the chunk falls away), reads only the
@@ -21,8 +22,9 @@ use iocap_format::{
     Rollup, Source,
 };
 
-/// Whether columns `c` are all among a rollup's keys (of a rollup since 1.16: an older one
-/// without pids says no to `pid` when read, [`Rollup::holds`]).
+/// Whether columns `c` are all among a rollup's keys (of a file rollup since 1.17: one without
+/// files says no to `file`, from its listing, [`Reader::rollup_may_hold`]; one before 1.16
+/// without pids to `pid`, when read, [`Rollup::holds`]).
 pub fn within_keys(c: ColSet) -> bool {
     c.0 & !key_cols().0 == 0
 }
@@ -61,12 +63,23 @@ impl RollupFilter {
     }
 
     /// [`RollupFilter::of`] for chunk `i` of `reader`, when its rollup is there to answer:
-    /// `None` when the chunk has no rollup listed, or the filter wants the cells' totals and
-    /// the chunk has none (a file before 1.14).
+    /// `None` when the chunk has no rollup listed, the filter wants the cells' totals and
+    /// the chunk has none (a file before 1.14), or its rollup was read before and its keys
+    /// lack a column the filter reads ([`Reader::rollup_may_hold`]: a 1.17 chunk of many
+    /// files has none in its keys).
     pub fn of_chunk<S: Source>(filter: Option<&Compiled>, reader: &Reader<S>, i: usize) -> Option<RollupFilter> {
         let s = &reader.chunks().get(i)?.summary;
         let f = reader.has_rollup(i).then(|| RollupFilter::of(filter, s))??;
-        (!f.wants_cells() || reader.has_cell_totals(i)).then_some(f)
+        let may = reader.rollup_may_hold(i, f.key_columns());
+        (may && (!f.wants_cells() || reader.has_cell_totals(i))).then_some(f)
+    }
+
+    /// The key columns this reads of a rollup.
+    fn key_columns(&self) -> ColSet {
+        match self {
+            RollupFilter::All => ColSet::NONE,
+            RollupFilter::Keys(f) | RollupFilter::Cells(f) => without_latency(f.columns()),
+        }
     }
 
     /// Whether some event of a chunk with summary `s` may match (see
@@ -180,6 +193,7 @@ fn by_cells(f: &Compiled, r: &Rollup, bits: &mut Bitmap) -> Option<Rollup> {
         keys: r.keys.clone(),
         with_bytes: r.with_bytes,
         with_pid: r.with_pid,
+        with_file: r.with_file,
         ..Rollup::default()
     };
     bits.reset(r.keys.len(), false);

@@ -13,7 +13,7 @@ pub const FILE_MAGIC: &[u8; 8] = b"IOCAP\x00\r\n";
 /// Format major version: a reader refuses a file with a newer major.
 pub const FORMAT_MAJOR: u16 = 1;
 /// Format minor version: additions a reader of the same major can skip.
-pub const FORMAT_MINOR: u16 = 16;
+pub const FORMAT_MINOR: u16 = 17;
 pub const PREAMBLE_LEN: usize = 16;
 
 pub const FRAME_MAGIC: &[u8; 4] = b"IOFR";
@@ -52,6 +52,9 @@ pub enum Kind {
     CellTotals = 14,
     /// The `Unseen` frame's count, disk by disk (1.15).
     UnseenDisks = 15,
+    /// A chunk's rollup whose keys hold each event's file too, in place of its `Rollup`: the
+    /// same entries, then each key's file (1.17).
+    FileRollup = 16,
 }
 
 impl Kind {
@@ -72,6 +75,7 @@ impl Kind {
             13 => Kind::Rollup,
             14 => Kind::CellTotals,
             15 => Kind::UnseenDisks,
+            16 => Kind::FileRollup,
             _ => return None,
         })
     }

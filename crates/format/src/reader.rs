@@ -161,6 +161,8 @@ pub struct Reader<S: Source = File> {
     /// Offsets of the chunks' rollup frames, increasing ([`Reader::rollup`]): listed, not read,
     /// when the file is opened.
     rollups: Vec<u64>,
+    /// Those of `rollups` whose keys hold the file (frame kind 16, since 1.17), increasing.
+    file_rollups: Vec<u64>,
     /// Offsets of the rollups' cells' totals frames, increasing ([`Reader::rollup_with_cells`]),
     /// likewise.
     cell_frames: Vec<u64>,
@@ -191,6 +193,7 @@ impl<S: Source> Clone for Reader<S> {
             chunks: self.chunks.clone(),
             drop_stats: self.drop_stats.clone(),
             rollups: self.rollups.clone(),
+            file_rollups: self.file_rollups.clone(),
             cell_frames: self.cell_frames.clone(),
             unseen: self.unseen,
             unseen_disks: self.unseen_disks.clone(),
@@ -316,6 +319,7 @@ impl<S: Source> Reader<S> {
             chunks: Vec::new(),
             drop_stats: Vec::new(),
             rollups: Vec::new(),
+            file_rollups: Vec::new(),
             cell_frames: Vec::new(),
             unseen: 0,
             unseen_disks: BTreeMap::new(),
@@ -334,6 +338,7 @@ impl<S: Source> Reader<S> {
             r.chunks.clear();
             r.drop_stats.clear();
             r.rollups.clear();
+            r.file_rollups.clear();
             r.cell_frames.clear();
             r.unseen = 0;
             r.unseen_disks.clear();
@@ -558,12 +563,27 @@ impl<S: Source> Reader<S> {
         let info = self.chunks.get(i)?;
         // Its own payload says which chunk it sums.
         let at = self.rollup_after(info.offset)?;
+        let files = self.file_rollups.binary_search(&at).is_ok();
         let (src, len, at, chunk) = self.in_own_file(info.offset, at)?;
-        let mut r = read_rollup_in(src, len, at, chunk, &info.summary, dec)?;
+        let mut r = read_rollup_in(src, len, at, chunk, &info.summary, files, dec)?;
         if let Some(parts) = &self.parts {
             join::part_at(parts, info.offset).shift_ids(&mut r.keys);
         }
         Some(r)
+    }
+
+    /// Whether chunk `i`'s rollup may hold `cols` among its keys ([`Rollup::holds`]), as its
+    /// listing says before it is read: false when `cols` has the file and the chunk's rollup
+    /// is not a file rollup (a 1.17 chunk of many files, or a file before 1.17), so a question
+    /// on the file goes to the chunk's columns without reading the rollup. (A rollup before
+    /// 1.16 lacks the pid, which only reading it tells.)
+    pub fn rollup_may_hold(&self, i: usize, cols: ColSet) -> bool {
+        if !cols.contains(crate::columns::Col::File) {
+            return true;
+        }
+        let Some(info) = self.chunks.get(i) else { return false };
+        self.rollup_after(info.offset)
+            .is_some_and(|at| self.file_rollups.binary_search(&at).is_ok())
     }
 
     /// Where a frame at `at`, listed after the chunk at `chunk` (both offsets in this reader's
@@ -706,8 +726,11 @@ impl<S: Source> Reader<S> {
         for &(kind, off) in &index.others {
             // A chunk's rollup is read when a question wants it, not at opening: a day's
             // recording has a hundred thousand of them.
-            if kind == Kind::Rollup as u64 {
+            if kind == Kind::Rollup as u64 || kind == Kind::FileRollup as u64 {
                 self.rollups.push(off);
+                if kind == Kind::FileRollup as u64 {
+                    self.file_rollups.push(off);
+                }
                 continue;
             }
             if kind == Kind::CellTotals as u64 {
@@ -911,6 +934,10 @@ impl<S: Source> Reader<S> {
                 }
                 Some(Kind::Header) => {}
                 Some(Kind::Rollup) => self.rollups.push(off),
+                Some(Kind::FileRollup) => {
+                    self.rollups.push(off);
+                    self.file_rollups.push(off);
+                }
                 Some(Kind::CellTotals) => self.cell_frames.push(off),
                 Some(Kind::Index) => {
                     let mut cur = Cursor::new(&dec.payload);
@@ -1113,17 +1140,20 @@ fn after(list: &[u64], off: u64) -> Option<u64> {
     list.get(list.partition_point(|&r| r <= off)).copied()
 }
 
-/// The rollup frame at `at` of `src`, checked to sum the chunk at `chunk` (`summary`).
+/// The rollup frame at `at` of `src` (a file rollup's with `files`), checked to sum the chunk
+/// at `chunk` (`summary`).
 fn read_rollup_in<S: Source + ?Sized>(
     src: &S,
     file_len: u64,
     at: u64,
     chunk: u64,
     summary: &ChunkSummary,
+    files: bool,
     dec: &mut ChunkDecoder,
 ) -> Option<Rollup> {
-    let raw = read_packed_in(src, file_len, at, Kind::Rollup, summary.events, dec)?;
-    Rollup::decode(raw, summary.events).filter(|r| r.chunk == chunk)
+    let kind = if files { Kind::FileRollup } else { Kind::Rollup };
+    let raw = read_packed_in(src, file_len, at, kind, summary.events, dec)?;
+    Rollup::decode(raw, summary.events, files).filter(|r| r.chunk == chunk)
 }
 
 /// The bytes of the packed frame of `kind` at `at` of `src` (a rollup, its cells' totals: at

@@ -76,6 +76,10 @@ pub struct Rollup {
     /// Whether the keys hold the `pid` column (since 1.16; before, its key of `proc` may hold
     /// several pids, and `keys.pid` is 0): see [`Rollup::holds`].
     pub with_pid: bool,
+    /// Whether the keys hold the `file` column (since 1.17, in a chunk where that makes at
+    /// most one key per 64 (`EVENTS_PER_FILE_KEY`) events; else `keys.file` is 0): see
+    /// [`Rollup::holds`].
+    pub with_file: bool,
     /// Each cell's totals, as `cells`, as made ([`Rollup::of`]) or decoded
     /// ([`Rollup::into_decoded`]); empty otherwise, and where the sums would not fit their
     /// encoding.
@@ -85,13 +89,19 @@ pub struct Rollup {
     pub cell_frame: Vec<u8>,
 }
 
-/// The columns a rollup's keys hold (those of a rollup since 1.16: an older one lacks `pid`,
-/// [`Rollup::holds`]).
+/// The columns a rollup's keys may hold: those of a 1.17 rollup with files. An older one lacks
+/// `pid`, one without files `file` ([`Rollup::holds`]).
 pub fn key_cols() -> ColSet {
-    [Col::Class, Col::Proc, Col::Nr, Col::Op, Col::Pid]
+    [Col::Class, Col::Proc, Col::Nr, Col::Op, Col::Pid, Col::File]
         .into_iter()
         .collect()
 }
+
+/// A rollup's keys hold the file when that makes at most one key per this many events of its
+/// chunk. A key costs 15 to 20 bytes (more with many cells), so this bounds what files add to
+/// about 0.3 bytes/event; a chunk of many files (a `tar`'s, about a file per three events)
+/// goes without, and a question on files reads its columns.
+pub const EVENTS_PER_FILE_KEY: usize = 64;
 
 /// The latency cell of `ns` (see the module).
 #[inline]
@@ -139,80 +149,94 @@ pub fn cell_parts(c: u16) -> (usize, usize) {
 }
 
 impl Rollup {
-    /// The rollup of `cols` (every column decoded), a chunk to be written at `chunk`.
+    /// The rollup of `cols` (every column decoded), a chunk to be written at `chunk`. Its keys
+    /// hold the file ([`Rollup::with_file`]) when that makes at most one key per
+    /// 64 events (`EVENTS_PER_FILE_KEY`), and keys and cells weighing at most half again as much
+    /// as without (a key weighing four cells); else (a chunk of many files, as a `tar`'s, or of
+    /// processes each busy on several files) not.
     pub fn of(cols: &Columns, chunk: u64) -> Rollup {
+        Rollup::build(cols, chunk, cols.len() / EVENTS_PER_FILE_KEY)
+    }
+
+    /// [`Rollup::of`], with at most `file_keys` keys with the file.
+    fn build(cols: &Columns, chunk: u64, file_keys: usize) -> Rollup {
         let n = cols.len();
         let mut r = Rollup {
             chunk,
             with_bytes: true,
             with_pid: true,
+            with_file: true,
             ..Rollup::default()
         };
-        // Keys are numbered in order of first appearance; an event mostly has its neighbour's
-        // key, which skips the map.
-        let mut ids: IdMap<u128, u32> = IdMap::default();
-        let mut last = u128::MAX;
-        let mut memo = [(u128::MAX, 0u32); 64];
-        let mut id = 0u32;
-        // Each event's key and cell.
+        // Each event's key and cell, and each key with the file's key without.
         let mut key_of: Vec<u32> = Vec::with_capacity(n);
         let mut cell_of: Vec<u16> = Vec::with_capacity(n);
-        let (first, bounds) = (latency::bucket_first_columns(), latency::column_bounds());
-        for i in 0..n {
-            let class = cols.class.get(i).copied().unwrap_or(0);
-            let proc = cols.proc.get(i).copied().unwrap_or(0);
-            let nr = cols.nr.get(i).copied().unwrap_or(0);
-            let op = cols.op.get(i).copied().unwrap_or(0);
-            // A recorder's process entry is of one pid: the pid adds no key there.
-            let pid = cols.pid.get(i).copied().unwrap_or(0);
-            let key = u128::from(proc) << 96
-                | u128::from(pid) << 64
-                | u128::from(nr) << 32
-                | u128::from(class) << 8
-                | u128::from(op);
-            if key != last {
-                // A small direct-mapped memo in front of the map: a chunk has few keys.
-                let slot = ((key as u64 ^ (key >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize;
-                let next = r.totals.len() as u32;
-                id = match memo[slot] {
-                    (k, id) if k == key => id,
-                    _ => *ids.entry(key).or_insert(next),
-                };
-                memo[slot] = (key, id);
-                if id == next {
-                    r.totals.push(KeyTotals {
-                        count: 0,
-                        min: u64::MAX,
-                        max: 0,
-                        sum: 0,
-                        bytes: 0,
-                    });
-                    r.keys.push(&Event {
-                        class: Class::from_code(u64::from(class)).unwrap_or(Class::Syscall),
-                        proc,
-                        pid,
-                        nr,
-                        op,
-                        ..Event::default()
-                    });
-                }
-                last = key;
-            }
-            let ns = cols.latency.get(i).copied().unwrap_or(0);
-            r.totals[id as usize].count += 1;
-            key_of.push(id);
-            cell_of.push(cell_in(first, bounds, ns));
+        let mut base_of: Vec<u32> = Vec::new();
+        if !r.key_events(cols, file_keys, &mut key_of, &mut cell_of, &mut base_of) {
+            // Too many keys with the file: they would cost more bytes than they save reads.
+            (r.keys, r.totals, r.with_file) = (Columns::default(), Vec::new(), false);
+            key_of.clear();
+            cell_of.clear();
+            r.key_events(cols, usize::MAX, &mut key_of, &mut cell_of, &mut base_of);
         }
-        // The cells grouped by key (a counting sort), then counted key by key in a table of
-        // every cell, of which only the cells touched are read back and cleared; a key's
-        // totals are then its cells'.
-        let mut at: Vec<usize> = Vec::with_capacity(r.totals.len());
+        r.count_cells(cols, &key_of, &cell_of);
+        // Every other question reads each key and cell: files that make them weigh much more
+        // slow every question for the few about files.
+        if r.with_file && 2 * r.weight() > 3 * r.weight_without_files(&base_of) {
+            r.without_files(&base_of, &mut key_of);
+            r.count_cells(cols, &key_of, &cell_of);
+        }
+        // Nothing tells a rollup of no key with files from one without.
+        r.with_file &= !r.totals.is_empty();
+        if !r.cell_totals_fit() {
+            r.cell_totals.clear();
+        }
+        r
+    }
+
+    /// What reading the rollup costs, in cells: a key's own figures weigh about as much as four
+    /// cells.
+    fn weight(&self) -> usize {
+        4 * self.totals.len() + self.cells.len()
+    }
+
+    /// [`Rollup::weight`] of the rollup without files, its keys merged by `base_of` (a key's
+    /// cells then the union of its files' cells).
+    fn weight_without_files(&self, base_of: &[u32]) -> usize {
+        let bases = base_of.iter().max().map_or(0, |&b| b as usize + 1);
+        // `seen[c]` is 1 + the last merged key that counted cell `c`.
+        let mut seen = vec![0u32; 2 * BUCKETS];
+        let mut by_base: Vec<Vec<usize>> = vec![Vec::new(); bases];
+        base_of
+            .iter()
+            .enumerate()
+            .for_each(|(k, &b)| by_base[b as usize].push(k));
+        let mut cells = 0;
+        for (b, keys) in by_base.iter().enumerate() {
+            for &k in keys {
+                for &(c, _) in self.cells_of(k) {
+                    let at = &mut seen[usize::from(c)];
+                    if *at != b as u32 + 1 {
+                        *at = b as u32 + 1;
+                        cells += 1;
+                    }
+                }
+            }
+        }
+        4 * bases + cells
+    }
+
+    /// Count each key's cells and their totals, and from them its own, from each event's key
+    /// and cell: the cells grouped by key (a counting sort), then counted key by key in a table
+    /// of every cell, of which only the cells touched are read back and cleared.
+    fn count_cells(&mut self, cols: &Columns, key_of: &[u32], cell_of: &[u16]) {
+        let mut at: Vec<usize> = Vec::with_capacity(self.totals.len());
         let mut sum = 0usize;
-        for t in &r.totals {
+        for t in &self.totals {
             at.push(sum);
             sum += t.count as usize;
         }
-        let mut grouped = vec![0u32; n];
+        let mut grouped = vec![0u32; key_of.len()];
         for (i, &k) in key_of.iter().enumerate() {
             let slot = &mut at[k as usize];
             grouped[*slot] = i as u32;
@@ -230,8 +254,8 @@ impl Rollup {
         let mut table = vec![empty; 2 * BUCKETS];
         let mut touched: Vec<u16> = Vec::new();
         let mut from = 0usize;
-        for k in 0..r.totals.len() {
-            let to = from + r.totals[k].count as usize;
+        for k in 0..self.totals.len() {
+            let to = from + self.totals[k].count as usize;
             for &i in &grouped[from..to] {
                 let c = cell_of[i as usize];
                 let (n, ct) = &mut table[usize::from(c)];
@@ -248,34 +272,154 @@ impl Rollup {
                     .saturating_add(cols.bytes.get(i as usize).copied().unwrap_or(0));
             }
             touched.sort_unstable();
-            let t = &mut r.totals[k];
+            let t = &mut self.totals[k];
             for &c in &touched {
                 let (n, ct) = std::mem::replace(&mut table[usize::from(c)], empty);
-                r.cells.push((c, n));
-                r.cell_totals.push(ct);
+                self.cells.push((c, n));
+                self.cell_totals.push(ct);
                 t.min = t.min.min(ct.min);
                 t.max = t.max.max(ct.max);
                 t.sum += ct.sum;
                 t.bytes = t.bytes.saturating_add(ct.bytes);
             }
             touched.clear();
-            r.ends.push(r.cells.len() as u32);
+            self.ends.push(self.cells.len() as u32);
             from = to;
         }
-        if !r.cell_totals_fit() {
-            r.cell_totals.clear();
-        }
-        r
     }
 
-    /// Whether the keys hold every column of `cols` (the key's columns, and since 1.16 `pid`):
-    /// a question that reads more of an event than that cannot be answered from it.
+    /// Number each event's key (in `key_of`, keys in order of first appearance, pushed to
+    /// `keys` and `totals` with their counts) and its cell (in `cell_of`); with
+    /// [`Rollup::with_file`], the file is part of the key, and `base_of` numbers each key's
+    /// key without it, in the same order. False, part way, when there would be more than
+    /// `most` keys.
+    fn key_events(
+        &mut self,
+        cols: &Columns,
+        most: usize,
+        key_of: &mut Vec<u32>,
+        cell_of: &mut Vec<u16>,
+        base_of: &mut Vec<u32>,
+    ) -> bool {
+        // An event mostly has its neighbour's key, which skips the map.
+        let mut ids: IdMap<(u128, u32), u32> = IdMap::default();
+        let mut bases: IdMap<u128, u32> = IdMap::default();
+        let mut last = (u128::MAX, 0u32);
+        let mut memo = [((u128::MAX, 0u32), 0u32); 64];
+        let mut id = 0u32;
+        let (first, bounds) = (latency::bucket_first_columns(), latency::column_bounds());
+        for i in 0..cols.len() {
+            let class = cols.class.get(i).copied().unwrap_or(0);
+            let proc = cols.proc.get(i).copied().unwrap_or(0);
+            let nr = cols.nr.get(i).copied().unwrap_or(0);
+            let op = cols.op.get(i).copied().unwrap_or(0);
+            // A recorder's process entry is of one pid: the pid adds no key there.
+            let pid = cols.pid.get(i).copied().unwrap_or(0);
+            let file = match self.with_file {
+                true => cols.file.get(i).copied().unwrap_or(0),
+                false => 0,
+            };
+            let key = (
+                u128::from(proc) << 96
+                    | u128::from(pid) << 64
+                    | u128::from(nr) << 32
+                    | u128::from(class) << 8
+                    | u128::from(op),
+                file,
+            );
+            if key != last {
+                // A small direct-mapped memo in front of the map: a chunk has few keys.
+                let (k, f) = key;
+                let mix = k as u64 ^ (k >> 64) as u64 ^ u64::from(f).rotate_left(40);
+                let slot = (mix.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize;
+                let next = self.totals.len() as u32;
+                id = match memo[slot] {
+                    (k, id) if k == key => id,
+                    _ => *ids.entry(key).or_insert(next),
+                };
+                memo[slot] = (key, id);
+                if id == next {
+                    if self.totals.len() >= most {
+                        return false;
+                    }
+                    if self.with_file {
+                        let next = bases.len() as u32;
+                        base_of.push(*bases.entry(key.0).or_insert(next));
+                    }
+                    self.totals.push(KeyTotals {
+                        count: 0,
+                        min: u64::MAX,
+                        max: 0,
+                        sum: 0,
+                        bytes: 0,
+                    });
+                    self.keys.push(&Event {
+                        class: Class::from_code(u64::from(class)).unwrap_or(Class::Syscall),
+                        proc,
+                        pid,
+                        nr,
+                        op,
+                        file,
+                        ..Event::default()
+                    });
+                }
+                last = key;
+            }
+            let ns = cols.latency.get(i).copied().unwrap_or(0);
+            self.totals[id as usize].count += 1;
+            key_of.push(id);
+            cell_of.push(cell_in(first, bounds, ns));
+        }
+        true
+    }
+
+    /// Merge the keys that differ only by their file, `base_of` numbering each key's merged
+    /// key (in order of first appearance, as [`Rollup::key_events`] does), and renumber
+    /// `key_of`: the keys and counts [`Rollup::key_events`] makes without files, their cells
+    /// left to count again.
+    fn without_files(&mut self, base_of: &[u32], key_of: &mut [u32]) {
+        let (mut keys, mut totals) = (Columns::default(), Vec::new());
+        for (k, &b) in base_of.iter().enumerate() {
+            if b as usize == totals.len() {
+                keys.push(&Event {
+                    file: 0,
+                    ..self.keys.event(k)
+                });
+                totals.push(KeyTotals {
+                    count: 0,
+                    min: u64::MAX,
+                    max: 0,
+                    sum: 0,
+                    bytes: 0,
+                });
+            }
+            totals[b as usize].count += self.totals[k].count;
+        }
+        key_of.iter_mut().for_each(|k| *k = base_of[*k as usize]);
+        (self.keys, self.totals, self.with_file) = (keys, totals, false);
+        self.cells.clear();
+        self.cell_totals.clear();
+        self.ends.clear();
+    }
+
+    /// Whether the keys hold every column of `cols` (the key's columns, since 1.16 `pid`, since
+    /// 1.17 `file` where [`Rollup::with_file`]): a question that reads more of an event than
+    /// that cannot be answered from it.
     pub fn holds(&self, cols: ColSet) -> bool {
+        cols.0 & !self.held().0 == 0
+    }
+
+    /// The columns the keys hold: [`key_cols`], but the pid before 1.16 and the file where not
+    /// [`Rollup::with_file`].
+    pub fn held(&self) -> ColSet {
         let mut keys = key_cols();
         if !self.with_pid {
             keys = ColSet(keys.0 & !ColSet::NONE.with(Col::Pid).0);
         }
-        cols.0 & !keys.0 == 0
+        if !self.with_file {
+            keys = ColSet(keys.0 & !ColSet::NONE.with(Col::File).0);
+        }
+        keys
     }
 
     /// Whether the rollup holds each cell's totals ([`CellTotals`], since 1.14), made or read.
@@ -345,6 +489,12 @@ impl Rollup {
             if self.with_pid {
                 for k in 0..self.totals.len() {
                     varint::put(out, u64::from(self.keys.pid.get(k).copied().unwrap_or(0)));
+                }
+                // The files after the pids, for the same reason (since 1.17).
+                if self.with_file {
+                    for k in 0..self.totals.len() {
+                        varint::put(out, u64::from(self.keys.file.get(k).copied().unwrap_or(0)));
+                    }
                 }
             }
         }
@@ -418,8 +568,9 @@ impl Rollup {
     /// every key's cells increasing, within the buckets, and counting its events; its smallest
     /// and largest latency in its first and last cells' buckets, its sum between; every event
     /// of the chunk counted once; then either nothing more (1.12), or every key's bytes (1.13),
-    /// or those and every key's pid (1.16).
-    pub fn decode(raw: &[u8], events: u64) -> Option<Rollup> {
+    /// or those and every key's pid (1.16); with `files` (a file rollup, frame kind 16 since
+    /// 1.17), those, every key's pid and then every key's file.
+    pub fn decode(raw: &[u8], events: u64, files: bool) -> Option<Rollup> {
         let mut cur = Cursor::new(raw);
         let mut r = Rollup {
             chunk: cur.varint()?,
@@ -500,6 +651,16 @@ impl Rollup {
                 r.keys.pid[k] = u32::try_from(cur.varint()?).ok()?;
             }
             r.with_pid = true;
+        }
+        if files {
+            // A file rollup's keys go on with every part: its bytes, pids and files.
+            if !r.with_pid {
+                return None;
+            }
+            for k in 0..r.totals.len() {
+                r.keys.file[k] = u32::try_from(cur.varint()?).ok()?;
+            }
+            r.with_file = true;
         }
         (cur.remaining() == 0).then_some(r)
     }
@@ -588,23 +749,66 @@ mod tests {
         assert_eq!(r.keys.proc, [1, 1, 2]);
         assert_eq!(r.keys.pid, [101, 7, 102]);
         assert_eq!(r.totals.iter().map(|t| t.count).collect::<Vec<_>>(), [1, 1, 1]);
-        let back = Rollup::decode(&encoded(&r), 3).unwrap();
+        let back = Rollup::decode(&encoded(&r), 3, r.with_file).unwrap();
         assert!(back.with_pid);
         assert_eq!(back.keys.pid, [101, 7, 102]);
     }
 
+    /// Since 1.17 the file is part of the key, where that makes at most a key per
+    /// [`EVENTS_PER_FILE_KEY`] events and half again as many keys as without; else the rollup
+    /// is the one made without files.
+    #[test]
+    fn a_chunk_of_few_files_has_them_in_its_keys() {
+        let n = 10 * EVENTS_PER_FILE_KEY as u32;
+        // (processes, files, kept): process `p` reads files `p`, `p + procs`, ... below `files`.
+        let cases: [(u32, u32, bool); 4] = [(10, 10, true), (11, 11, false), (2, 3, true), (2, 4, false)];
+        for (procs, files, kept) in cases {
+            let events: Vec<(u8, u32, u32, u64)> = (0..n).map(|i| (0, 1 + i % procs, 0, 1000 + u64::from(i))).collect();
+            let mut cols = chunk(&events);
+            let files_of = |p: u32| (1..=files).filter(|f| (f - 1) % procs == p).collect::<Vec<u32>>();
+            cols.file = (0..n)
+                .map(|i| {
+                    let of = files_of(i % procs);
+                    of[(i / procs) as usize % of.len()]
+                })
+                .collect();
+            let distinct = cols.file.iter().collect::<std::collections::BTreeSet<_>>().len();
+            assert_eq!(distinct, files as usize, "{procs} processes, {files} files");
+            let r = Rollup::of(&cols, 0);
+            let without = Rollup::build(&cols, 0, 0);
+            assert!(!without.with_file);
+            assert_eq!(r.with_file, kept, "{procs} processes, {files} files");
+            assert_eq!(r.holds(key_cols()), kept);
+            if kept {
+                assert_eq!(r.totals.len(), files as usize);
+                let mut files_of_keys = r.keys.file.clone();
+                files_of_keys.sort_unstable();
+                assert_eq!(files_of_keys, (1..=files).collect::<Vec<_>>());
+            } else {
+                assert_eq!(r, without, "{procs} processes, {files} files");
+            }
+            assert_eq!(r.totals.iter().map(|t| t.count).sum::<u64>(), u64::from(n));
+            let back = Rollup::decode(&encoded(&r), u64::from(n), r.with_file).unwrap();
+            assert_eq!((back.with_file, &back.keys), (r.with_file, &r.keys));
+        }
+    }
+
     #[test]
     fn a_rollup_counts_each_key_by_cell_and_reads_back() {
-        let cols = chunk(&[
+        let mut cols = chunk(&[
             (0, 1, 0, 500),
             (0, 1, 0, 510),
             (1, 2, 0, 2_000_000),
             (0, 1, 0, 90),
             (0, 3, 1, 7),
         ]);
-        let r = Rollup::of(&cols, 4096);
+        cols.file = vec![5, 5, 6, 5, 7];
+        // With its files, whatever the chunk's size (`of` keeps them for a key per 64 events).
+        let r = Rollup::build(&cols, 4096, usize::MAX);
         assert_eq!(r.totals.len(), 3);
         assert_eq!(r.keys.proc, [1, 2, 3]);
+        assert!(r.with_file);
+        assert_eq!(r.keys.file, [5, 6, 7]);
         assert_eq!(
             r.totals[0],
             KeyTotals {
@@ -635,48 +839,74 @@ mod tests {
         );
         // The rollup's frame holds no cells' totals: they have their own.
         let raw = encoded(&r);
-        let back = Rollup::decode(&raw, 5).unwrap();
+        let back = Rollup::decode(&raw, 5, true).unwrap();
         assert!(!back.has_cell_totals());
         let mut cells = Vec::new();
         assert!(r.encode_cell_totals(&mut cells));
         let back = with_cells(&back, &cells).unwrap();
         assert_eq!(back, r);
+        let without = |cols: &[Col]| ColSet(key_cols().0 & !cols.iter().copied().collect::<ColSet>().0);
+        // As 1.16 wrote it (and 1.17 for a chunk of many files), without files: the pids end
+        // the entries, and the keys hold every column but the file.
+        let mut v16 = r.clone();
+        v16.with_file = false;
+        let v16_raw = encoded(&v16);
+        assert_eq!(v16_raw, raw[..v16_raw.len()], "the files come after the pids");
+        let mut v16_read = v16.clone();
+        v16_read.cell_totals.clear();
+        v16_read.keys.file.fill(0);
+        assert_eq!(Rollup::decode(&v16_raw, 5, false), Some(v16_read));
+        // A file rollup's entries go on to the files, and only a file rollup's do.
+        assert_eq!(Rollup::decode(&v16_raw, 5, true), None);
+        assert_eq!(Rollup::decode(&raw, 5, false), None);
+        assert!(r.holds(key_cols()) && !v16.holds(key_cols()));
+        assert!(v16.holds(without(&[Col::File])));
+        assert!(!r.holds(ColSet::NONE.with(Col::Fd)));
         // As 1.13 to 1.15 wrote it, without pids: the bytes end the entries, and the keys
-        // hold every column but the pid.
-        let mut v15 = r.clone();
+        // hold every column but the pid and the file.
+        let mut v15 = v16.clone();
         v15.with_pid = false;
         let v15_raw = encoded(&v15);
         assert_eq!(v15_raw, raw[..v15_raw.len()], "the pids come after the bytes");
         let mut v15_read = v15.clone();
         v15_read.cell_totals.clear();
         v15_read.keys.pid.fill(0);
-        assert_eq!(Rollup::decode(&v15_raw, 5), Some(v15_read));
-        assert!(r.holds(key_cols()) && !v15.holds(key_cols()));
-        assert!(v15.holds(ColSet(key_cols().0 & !ColSet::NONE.with(Col::Pid).0)));
-        assert!(!r.holds(ColSet::NONE.with(Col::File)));
+        v15_read.keys.file.fill(0);
+        assert_eq!(Rollup::decode(&v15_raw, 5, false), Some(v15_read));
+        assert_eq!(Rollup::decode(&v15_raw, 5, true), None);
+        assert!(!v15.holds(without(&[Col::File])));
+        assert!(v15.holds(without(&[Col::Pid, Col::File])));
         // As 1.12 wrote it, without bytes: the keys end the entries.
         let mut v12 = r.clone();
         v12.with_bytes = false;
         v12.with_pid = false;
+        v12.with_file = false;
         v12.keys.pid.fill(0);
+        v12.keys.file.fill(0);
         let v12_raw = encoded(&v12);
         assert_eq!(v12_raw, raw[..v12_raw.len()], "the bytes come after every key");
         for t in &mut v12.totals {
             t.bytes = 0;
         }
         v12.cell_totals.clear();
-        assert_eq!(Rollup::decode(&v12_raw, 5), Some(v12.clone()));
+        assert_eq!(Rollup::decode(&v12_raw, 5, false), Some(v12.clone()));
+        assert_eq!(Rollup::decode(&v12_raw, 5, true), None);
         // Cells' totals need the bytes they add up to.
         assert_eq!(with_cells(&v12, &cells), None);
         // The wrong event count, or any other byte cut (inside a key, inside the bytes), is
         // not a rollup; nor is anything after the bytes.
-        assert_eq!(Rollup::decode(&raw, 4), None);
-        for cut in (0..raw.len()).filter(|&c| c != v12_raw.len() && c != v15_raw.len()) {
-            assert_eq!(Rollup::decode(&raw[..cut], 5), None, "cut at {cut}");
+        assert_eq!(Rollup::decode(&raw, 4, true), None);
+        let whole = [v12_raw.len(), v15_raw.len(), v16_raw.len()];
+        for cut in 0..raw.len() {
+            assert_eq!(Rollup::decode(&raw[..cut], 5, true), None, "cut at {cut}");
+            if !whole.contains(&cut) {
+                assert_eq!(Rollup::decode(&raw[..cut], 5, false), None, "cut at {cut}");
+            }
         }
         let mut long = raw.clone();
         long.push(1);
-        assert_eq!(Rollup::decode(&long, 5), None);
+        assert_eq!(Rollup::decode(&long, 5, true), None);
+        assert_eq!(Rollup::decode(&long, 5, false), None);
         // Nor are cells' totals cut anywhere, or longer, or another chunk's.
         for cut in 0..cells.len() {
             assert_eq!(with_cells(&v12_read(&raw), &cells[..cut]), None, "cut at {cut}");
@@ -690,9 +920,9 @@ mod tests {
         assert_eq!(with_cells(&other, &cells), None);
     }
 
-    /// The rollup in `raw` (a chunk of 5 events), as read: without its cells' totals.
+    /// The file rollup in `raw` (a chunk of 5 events), as read: without its cells' totals.
     fn v12_read(raw: &[u8]) -> Rollup {
-        Rollup::decode(raw, 5).unwrap()
+        Rollup::decode(raw, 5, true).unwrap()
     }
 
     /// `r` with the cells' totals of frame `raw`, decoded; `None` when they do not hold.
@@ -736,7 +966,7 @@ mod tests {
         assert_eq!(r.cells_of(1), [(cell(4096), 3)]);
         assert_eq!(r.cell_totals[3].sum, 4096 + 4100 + 4097);
         let back = |r: &Rollup| {
-            let back = Rollup::decode(&encoded(r), 7)?;
+            let back = Rollup::decode(&encoded(r), 7, r.with_file)?;
             let mut cells = Vec::new();
             r.encode_cell_totals(&mut cells);
             with_cells(&back, &cells)
@@ -761,7 +991,7 @@ mod tests {
         bad.cell_totals[3].bytes += 1;
         let mut frame = Vec::new();
         bad.encode_cell_totals(&mut frame);
-        let mut read = Rollup::decode(&encoded(&r), 7).unwrap();
+        let mut read = Rollup::decode(&encoded(&r), 7, r.with_file).unwrap();
         assert!(read.take_cell_frame(&frame));
         assert_eq!(read.cell_totals_where(|_| true), None, "key 1's bytes do not add up");
         let first = read.cell_totals_where(|k| k == 0).unwrap();
@@ -777,7 +1007,7 @@ mod tests {
         assert_eq!((r.cells.len(), r.totals[0].bytes), (1, 80));
         assert!(!r.has_cell_totals());
         assert!(!r.encode_cell_totals(&mut Vec::new()));
-        assert_eq!(Rollup::decode(&encoded(&r), 80), Some(r));
+        assert_eq!(Rollup::decode(&encoded(&r), 80, r.with_file), Some(r));
     }
 
     #[test]
@@ -830,7 +1060,7 @@ mod tests {
         let good = |r: &Rollup| {
             let mut raw = Vec::new();
             r.encode(&mut raw);
-            Rollup::decode(&raw, 2)
+            Rollup::decode(&raw, 2, r.with_file)
         };
         assert!(good(&r).is_some());
         r.totals[0].min = 400_000;

@@ -566,7 +566,14 @@ impl<W: Write> Frames<W> {
         let mut raw = std::mem::take(&mut self.rollup);
         raw.clear();
         rollup.encode(&mut raw);
-        let r = self.packed_frame(Kind::Rollup, &raw);
+        // One whose keys hold the file is a frame of its own kind, so a reader tells from the
+        // index alone whether a question on the file can read it (a 1.16 reader skips it).
+        let kind = if rollup.with_file {
+            Kind::FileRollup
+        } else {
+            Kind::Rollup
+        };
+        let r = self.packed_frame(kind, &raw);
         raw.clear();
         let r = r.and_then(|()| match rollup.encode_cell_totals(&mut raw) {
             true => {

@@ -1001,15 +1001,15 @@ fn an_unfinished_capture_says_so() {
     );
 }
 
-/// Flip a byte in the rollup frame (kind 13) of the chunk at `chunk`, the next chunk being at
-/// `next`: its checksum fails.
+/// Flip a byte in the rollup frame (kind 13, or 16 for a file rollup) of the chunk at `chunk`,
+/// the next chunk being at `next`: its checksum fails.
 fn damage_rollup_of(path: &Path, chunk: u64, next: u64) {
     use std::os::unix::fs::FileExt;
     let f = std::fs::OpenOptions::new().read(true).write(true).open(path).unwrap();
     let mut between = vec![0u8; (next - chunk) as usize];
     f.read_exact_at(&mut between, chunk).unwrap();
     let at = (1..between.len() - 24)
-        .find(|&i| &between[i..i + 4] == b"IOFR" && between[i + 4..i + 6] == [13, 0])
+        .find(|&i| &between[i..i + 4] == b"IOFR" && [[13, 0], [16, 0]].contains(&[between[i + 4], between[i + 5]]))
         .expect("a rollup frame after the chunk") as u64;
     let mut b = [0u8; 1];
     f.read_exact_at(&mut b, chunk + at + 20).unwrap();

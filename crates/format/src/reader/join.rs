@@ -183,6 +183,7 @@ impl<S: Source> Reader<S> {
             drop_stats: Vec::new(),
             rollups: Vec::new(),
             cell_frames: Vec::new(),
+            file_rollups: Vec::new(),
             // Each file counts its own.
             unseen: files.iter().map(|(_, r)| r.unseen).fold(0, u64::saturating_add),
             unseen_disks: files.iter().fold(BTreeMap::new(), |mut all, (_, r)| {
@@ -232,6 +233,7 @@ impl<S: Source> Reader<S> {
                     c
                 }));
             joined.rollups.extend(r.rollups.iter().map(|&at| at + base));
+            joined.file_rollups.extend(r.file_rollups.iter().map(|&at| at + base));
             joined.cell_frames.extend(r.cell_frames.iter().map(|&at| at + base));
             for d in &r.drop_stats {
                 joined.drop_stats.push(DropStats {

@@ -163,3 +163,54 @@ fn cells_totals_compressed_as_1_14_wrote_them_read_alike() {
         assert_eq!(read.as_ref(), Some(made), "chunk {i}");
     }
 }
+
+/// A chunk of few files has a file rollup (frame kind 16), one of many files a rollup without
+/// them (kind 13); the index and a scan both tell which, before either is read, so a question
+/// on the file reads only the first kind.
+#[test]
+fn the_listing_says_which_rollups_hold_files() {
+    use iocap_format::{Col, Event, Meta, Writer, WriterOptions};
+    let opts = WriterOptions {
+        chunk_events: 256,
+        ..WriterOptions::default()
+    };
+    let mut w = Writer::new(Vec::new(), &Meta::default(), opts).unwrap();
+    for i in 0..512u64 {
+        // The first chunk's events are all on file 5; the second's each on a file of its own.
+        let file = if i < 256 { 5 } else { 100 + i as u32 };
+        w.push(&Event {
+            file,
+            fd: 3,
+            ..Event::syscall(1_000 + i * 10, 100 + i, 7, 7, 0, 4096)
+        })
+        .unwrap();
+    }
+    let bytes = w.finish(10_000).unwrap();
+    assert_eq!(frames_of_kind(&bytes, 13).len(), 1);
+    assert_eq!(frames_of_kind(&bytes, 16).len(), 1);
+    let by_index = Reader::from_bytes(bytes.clone()).unwrap();
+    let by_scan = Reader::from_bytes(bytes[..bytes.len() - 16].to_vec()).unwrap();
+    assert!(by_index.is_clean() && !by_scan.is_clean());
+    let (file, pid) = (ColSet::NONE.with(Col::File), ColSet::NONE.with(Col::Pid));
+    let mut dec = ChunkDecoder::new();
+    for r in [&by_index, &by_scan] {
+        assert_eq!(r.chunks().len(), 2);
+        for (i, with_file) in [(0, true), (1, false)] {
+            assert_eq!(r.rollup_may_hold(i, file), with_file, "chunk {i}");
+            assert_eq!(r.rollup_may_hold(i, file.with(Col::Pid)), with_file, "chunk {i}");
+            assert!(r.rollup_may_hold(i, pid), "chunk {i}: its keys hold the pid");
+            let rollup = r.rollup(i, &mut dec).unwrap();
+            assert_eq!(rollup.with_file, with_file, "chunk {i}");
+            assert_eq!(rollup.holds(file), with_file, "chunk {i}");
+        }
+    }
+    // A damaged file rollup is not used, as a damaged rollup is not; its chunk still reads.
+    let mut damaged = bytes.clone();
+    damaged[frames_of_kind(&bytes, 16)[0] + 20] ^= 0x10;
+    let r = Reader::from_bytes(damaged).unwrap();
+    let mut cols = Columns::default();
+    assert_eq!(r.rollup(0, &mut dec), None);
+    r.read_chunk(0, ColSet::ALL, &mut dec, &mut cols).unwrap();
+    assert_eq!(cols.len(), 256);
+    assert!(r.rollup(1, &mut dec).is_some());
+}

@@ -280,9 +280,12 @@ proptest! {
     /// A rollup's bytes, whatever they are, decode to a consistent rollup or to nothing.
     #[test]
     fn arbitrary_rollup_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..200), events in 0..50u64) {
-        if let Some(r) = Rollup::decode(&bytes, events) {
-            prop_assert_eq!(r.totals.iter().map(|t| t.count).sum::<u64>(), events);
-            prop_assert_eq!(r.ends.len(), r.totals.len());
+        for files in [false, true] {
+            if let Some(r) = Rollup::decode(&bytes, events, files) {
+                prop_assert_eq!(r.totals.iter().map(|t| t.count).sum::<u64>(), events);
+                prop_assert_eq!(r.ends.len(), r.totals.len());
+                prop_assert_eq!(r.with_file, files);
+            }
         }
     }
 
@@ -312,7 +315,7 @@ proptest! {
         }
         frame.truncate(frame.len() - cut % 4.min(frame.len()));
         frame.extend_from_slice(&extra);
-        let mut read = Rollup::decode(&{ let mut raw = Vec::new(); made.encode(&mut raw); raw }, events.len() as u64).unwrap();
+        let mut read = Rollup::decode(&{ let mut raw = Vec::new(); made.encode(&mut raw); raw }, events.len() as u64, made.with_file).unwrap();
         if !read.take_cell_frame(&frame) {
             return Ok(());
         }

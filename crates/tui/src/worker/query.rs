@@ -359,6 +359,10 @@ fn fold_rollups<'r>(
     let plan = |i: usize| {
         let s = &infos.get(i)?.summary;
         let row = reader.has_rollup(i).then(|| one_row(q, s)).flatten()?;
+        // A rollup read before without the grouped field in its keys: the columns answer.
+        if !reader.rollup_may_hold(i, FieldGroups::columns(q.group)) {
+            return None;
+        }
         RollupFilter::of_chunk(q.filter.as_deref(), reader, i).map(|f| (row, f))
     };
     let (planned, mut rest) = rollups::plan(chunks, plan);

@@ -18,8 +18,9 @@ fn scaled(k: u64, scale: u64) -> (u64, u64) {
 }
 
 /// A ring of three files in `dir`, `r.cap`, `r.cap1` and `r.cap2`, 1 s each and each naming
-/// the next: postgres (10–15 µs calls) and fio (1–1.5 ms), entered in another order in each file
-/// after `k` other processes, so the same name has another table id in each; [`per_file`]
+/// the next: postgres (10–15 µs calls on `/pg/base`) and fio (1–1.5 ms, on `/fio/job`), each
+/// process and file entered in another order in each file after `k` others, so the same name
+/// has another table id in each; [`per_file`]
 /// events `scale` times over, in chunks of `64 × scale`. Returns the files, each with its name.
 fn ring(dir: &Path, scale: u64) -> Vec<(String, Reader)> {
     let names = ["r.cap", "r.cap1", "r.cap2"];
@@ -34,25 +35,34 @@ fn ring(dir: &Path, scale: u64) -> Vec<(String, Reader)> {
         let mut w = iocap_testkit::create(&path, &meta, 64 * scale as usize, 1);
         for p in 0..k as u32 {
             add_proc(&mut w, 900 + p, 1, b"other");
+            add_file(&mut w, 900 + p, 3, FdType::File, b"/other", 0);
         }
-        let (pg, fio) = if k % 2 == 0 {
-            (add_proc(&mut w, 200, 1, b"postgres"), add_proc(&mut w, 100, 1, b"fio"))
-        } else {
-            let fio = add_proc(&mut w, 100, 1, b"fio");
-            (add_proc(&mut w, 200, 1, b"postgres"), fio)
+        let ((pg, pg_file), (fio, fio_file)) = {
+            let mut add = |pid: u32, name: &[u8], file: &[u8]| {
+                let proc = add_proc(&mut w, pid, 1, name);
+                (proc, add_file(&mut w, pid, 3, FdType::File, file, 0))
+            };
+            if k % 2 == 0 {
+                (add(200, b"postgres", b"/pg/base"), add(100, b"fio", b"/fio/job"))
+            } else {
+                let fio = add(100, b"fio", b"/fio/job");
+                (add(200, b"postgres", b"/pg/base"), fio)
+            }
         };
         let (n_pg, n_fio) = scaled(k as u64, scale);
         let n = n_pg + n_fio;
         let every = 1_000_000_000 / n;
         for i in 0..n {
             // Latencies varied, so a chunk's column takes room in the cache.
-            let (pid, proc, latency) = if i < n_pg {
-                (200, pg, 10_000 + (i * 7_919) % 5_000)
+            let (pid, proc, file, latency) = if i < n_pg {
+                (200, pg, pg_file, 10_000 + (i * 7_919) % 5_000)
             } else {
-                (100, fio, 1_000_000 + (i * 104_729) % 500_000)
+                (100, fio, fio_file, 1_000_000 + (i * 104_729) % 500_000)
             };
             w.push(&Event {
                 proc,
+                fd: 3,
+                file,
                 ..Event::syscall(start + i * every, latency, pid, pid, 0, 0)
             })
             .unwrap();
@@ -192,6 +202,9 @@ fn chunks_within_one_row_are_answered_from_their_rollups_as_their_columns_answer
         // The pid is a key's since 1.16.
         "proc.pid=200",
         "latency>1ms and proc.pid!=200",
+        // The file is a key's since 1.17 (in a chunk of few files).
+        "fd.name=/pg/base",
+        "fd.directory=/fio and latency>1ms",
     ] {
         q.gen += 1;
         cancel.0.store(q.gen, Ordering::Relaxed);
@@ -199,9 +212,11 @@ fn chunks_within_one_row_are_answered_from_their_rollups_as_their_columns_answer
             .then(|| iocap_tui::panes::filter_bar::compile(filter, &app.cap.reader).unwrap())
             .flatten();
         q.slowest = 0;
-        // Grouped by process, and (with pid filters) by pid, also a key's.
+        // Grouped by process, and (with pid or file filters) by pid or file, also a key's.
         q.group = iocap_filter::fields::lookup(if filter.contains("pid") {
             "proc.pid"
+        } else if filter.contains("fd.") {
+            "fd.name"
         } else {
             "proc.name"
         })
