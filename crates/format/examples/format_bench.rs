@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use iocap_format::varint::Cursor;
 use iocap_format::{
     mkdev, ChunkDecoder, Class, Col, ColSet, Columns, Device, DropStats, Event, FdType, FileEntry, Meta, ProcEntry,
-    Reader, Writer, WriterOptions,
+    Reader, Rollup, Writer, WriterOptions,
 };
 
 /// xorshift64*: deterministic, so every run measures the same file.
@@ -297,6 +297,57 @@ fn column_sizes(bytes: &[u8]) -> Vec<(u64, u64, u8)> {
 /// Figures for a real capture: its size, where the bytes go, decode speed, and its size when
 /// its events are rewritten in one go (the recorder closes chunks on a timer, so a short
 /// recording has small chunks).
+/// How many chunks have a rollup, how many of those hold files in their keys, and their keys
+/// and cells; then what the files cost: the rollups the current writer makes of each chunk's
+/// events against those it makes with the files left out (as a 1.16 writer did), in bytes
+/// before the rollup frame's compression (the cells' totals are stored as they are).
+fn print_rollups(r: &Reader<Vec<u8>>) {
+    let mut dec = iocap_format::ChunkDecoder::new();
+    let (mut with, mut files, mut keys, mut cells) = (0, 0, 0, 0);
+    for i in 0..r.chunks().len() {
+        let Some(rollup) = r.rollup(i, &mut dec) else { continue };
+        with += 1;
+        files += usize::from(rollup.with_file);
+        keys += rollup.totals.len();
+        cells += rollup.cells.len();
+    }
+    println!(
+        "rollups: {with} of {} chunks, {files} with files in their keys; {keys} keys, {cells} cells",
+        r.chunks().len()
+    );
+    let (mut cols, mut out) = (Columns::default(), Vec::new());
+    let (mut now, mut before, mut kept) = ([0usize; 2], [0usize; 2], 0);
+    let mut size = |r: &Rollup, at: &mut [usize; 2]| {
+        out.clear();
+        r.encode(&mut out);
+        at[0] += out.len();
+        out.clear();
+        r.encode_cell_totals(&mut out);
+        at[1] += out.len();
+    };
+    for i in 0..r.chunks().len() {
+        r.read_chunk(i, ColSet::ALL, &mut dec, &mut cols).expect("chunk");
+        let made = Rollup::of(&cols, 0);
+        kept += usize::from(made.with_file);
+        size(&made, &mut now);
+        cols.file.fill(0);
+        let mut without = Rollup::of(&cols, 0);
+        without.with_file = false;
+        size(&without, &mut before);
+    }
+    let n = r.event_count().max(1) as f64;
+    println!(
+        "rollups made again: {kept} with files; keys {} B, cells' totals {} B ({:.3} bytes/event); \
+         without files {} B, {} B ({:.3} bytes/event)",
+        now[0],
+        now[1],
+        (now[0] + now[1]) as f64 / n,
+        before[0],
+        before[1],
+        (before[0] + before[1]) as f64 / n
+    );
+}
+
 fn real_file(bytes: &[u8]) {
     let r = Reader::from_bytes(bytes.to_vec()).expect("reader");
     let n = r.event_count() as usize;
@@ -308,6 +359,7 @@ fn real_file(bytes: &[u8]) {
         bytes.len() as f64 / n as f64
     );
     print_column_sizes(bytes, n);
+    print_rollups(&r);
     let rounds = (20_000_000 / n.max(1)).max(1);
     let (d, _) = decode(bytes, ColSet::ALL, rounds);
     println!(

@@ -5,7 +5,9 @@
 //! each file's header naming the next (`Meta::next_file`), each self-contained (its own
 //! process and file tables, ids from 1 again), [`PER_FILE`] events a file (`RING_PER_FILE=N`
 //! to change it). Events come at 10^5 a second of capture time (a day is 8.64 × 10^9), from
-//! 40 processes over 200 files, 2 % of them block requests, latencies from 500 ns to 10 ms.
+//! 40 processes over 200 files (5 each; `RING_FILES_PER_PROC=N` to change it: with 1, a
+//! chunk's rollups hold its files and a question on a file is answered from them), 2 % of them
+//! block requests, latencies from 500 ns to 10 ms.
 //!
 //! `cargo bench -p iocap-tui --bench ring -- DIR` then opens every file of DIR as one
 //! recording (`iocap_format::Reader::join`, as `iocap view DIR/` does) and prints: the time to
@@ -53,7 +55,7 @@ fn file_name(k: u64) -> String {
 }
 
 /// Write a ring of `n` events into `dir`.
-fn generate(dir: &Path, n: u64, per_file: u64, chunk_events: usize) {
+fn generate(dir: &Path, n: u64, per_file: u64, chunk_events: usize, per_proc: u32) {
     std::fs::create_dir_all(dir).unwrap();
     let files = n.div_ceil(per_file).max(1);
     let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
@@ -68,7 +70,7 @@ fn generate(dir: &Path, n: u64, per_file: u64, chunk_events: usize) {
             ..WriterOptions::default()
         };
         let mut w = Writer::new(std::fs::File::create(&path).unwrap(), &m, opts).unwrap();
-        // 40 processes (5 of each name), each with 5 files open.
+        // 40 processes (5 of each name), each with `per_proc` files open.
         let procs: Vec<(u32, u32)> = (0..40u32)
             .map(|p| {
                 (
@@ -77,11 +79,18 @@ fn generate(dir: &Path, n: u64, per_file: u64, chunk_events: usize) {
                 )
             })
             .collect();
-        let files_of: Vec<u32> = (0..200u32)
+        let files_of: Vec<u32> = (0..40 * per_proc)
             .map(|f| {
-                let pid = 1000 + f / 5;
-                let name = format!("/data/{}/file{f}", NAMES[(f / 5) as usize % NAMES.len()]);
-                add_file(&mut w, pid, 3 + (f % 5) as i32, FdType::File, name.as_bytes(), VDA)
+                let pid = 1000 + f / per_proc;
+                let name = format!("/data/{}/file{f}", NAMES[(f / per_proc) as usize % NAMES.len()]);
+                add_file(
+                    &mut w,
+                    pid,
+                    3 + (f % per_proc) as i32,
+                    FdType::File,
+                    name.as_bytes(),
+                    VDA,
+                )
             })
             .collect();
         let end = n.min(i + per_file);
@@ -102,10 +111,10 @@ fn generate(dir: &Path, n: u64, per_file: u64, chunk_events: usize) {
                     ..block(ts, latency, pid, proc, VDA, 4096 << ((x >> 28) % 4))
                 }
             } else {
-                let f = p * 5 + ((x >> 32) % 5) as usize;
+                let f = p * per_proc as usize + ((x >> 32) % u64::from(per_proc)) as usize;
                 Event {
                     proc,
-                    fd: 3 + (f % 5) as i32,
+                    fd: 3 + (f % per_proc as usize) as i32,
                     file: files_of[f],
                     bytes: 4096,
                     ..Event::syscall(
@@ -146,7 +155,12 @@ fn main() {
                 .ok()
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(WriterOptions::default().chunk_events);
-            generate(&dir, n, per_file, chunk);
+            let per_proc = std::env::var("RING_FILES_PER_PROC")
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .filter(|&n| n > 0)
+                .unwrap_or(5);
+            generate(&dir, n, per_file, chunk, per_proc);
             eprintln!("generated {n} events in {:.1?}", t.elapsed());
         }
         [dir] => measure(Path::new(dir)),
