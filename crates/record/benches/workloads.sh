@@ -4,6 +4,8 @@
 #   fio     4 KiB random reads, O_DIRECT, libaio at iodepth 16, FIO_SECS seconds (time-based), on
 #           a loop device over a 256 MiB image on a tmpfs this script mounts (a device fast
 #           enough that tracing shows); the figure is fio's read IOPS (from its JSON).
+#   disk    the same on a 1 GiB file on the machine's own disk (in DISK_DIR, /var/tmp: a device
+#           whose speed, not the CPU, bounds fio, as most disks a user traces).
 #   tar     `tar -cf - /usr/share | cat >/dev/null` with a warm page cache (an untimed,
 #           untraced run just before each run: a shared machine's tests drop caches); wall
 #           seconds. (Not `tar -cf /dev/null`: GNU tar then reads no file data.)
@@ -34,7 +36,9 @@
 # Run as root from the workspace after `cargo build --release` (needs fio, sqlite3, losetup;
 # bpftrace, perf and strace are skipped when missing):
 #   sh crates/record/benches/workloads.sh
-# R (rounds, 3), FIO_SECS (5), SQL_TX (10000 transactions) and IOCAP (binary) override the defaults.
+# R (rounds, 3), FIO_SECS (5), SQL_TX (10000 transactions), DISK_DIR (/var/tmp), WORKLOADS (all four:
+# "fio disk tar sqlite") and IOCAP (binary)
+# override the defaults.
 set -eu
 R=${R:-3}
 FIO_SECS=${FIO_SECS:-5}
@@ -44,6 +48,7 @@ for c in fio sqlite3 losetup "$IOCAP"; do
     command -v "$c" >/dev/null || { echo "workloads.sh: $c not found" >&2; exit 1; }
 done
 T=$(mktemp -d)
+D=$(mktemp -d "${DISK_DIR:-/var/tmp}/iocap-bench.XXXXXX")
 mnt='' dev='' tp=''
 # facts (a capture's events, drops, unseen requests, bytes/event), await (a line in a file), thread_ticks,
 # bpf_stats_off/back, tmpfs_loop and the SQLite workload's sql_transactions and sql_database.
@@ -56,7 +61,7 @@ trap '[ -z "$tp" ] || { kill -INT "$tp"; wait "$tp"; } 2>/dev/null || true
 bpf_stats_back
 [ -z "$dev" ] || losetup -d "$dev" || true
 [ -z "$mnt" ] || umount "$mnt" || true
-rm -rf "$T"' EXIT
+rm -rf "$T" "$D"' EXIT
 # sh runs the EXIT trap on exit only, not when a signal ends it.
 trap 'exit 130' INT
 trap 'exit 143' TERM HUP
@@ -69,6 +74,13 @@ fio --name=randread --filename=$dev --readonly --rw=randread --bs=4k --direct=1 
     --ioengine=libaio --iodepth=16 --time_based --runtime=$FIO_SECS --output-format=json \
     --output=$T/fio.json >/dev/null
 awk '/"read" *:/ { r = 1 } r && /"iops" *:/ { gsub(/[",]/, ""); print \$3; exit }' $T/fio.json
+EOF
+fio --name=fill --filename="$D/img" --size=1g --rw=write --bs=1m --direct=1 --output=/dev/null
+cat > "$T/disk.sh" <<EOF
+fio --name=randread --filename=$D/img --readonly --rw=randread --bs=4k --direct=1 \
+    --ioengine=libaio --iodepth=16 --time_based --runtime=$FIO_SECS --output-format=json \
+    --output=$T/disk.json >/dev/null
+awk '/"read" *:/ { r = 1 } r && /"iops" *:/ { gsub(/[",]/, ""); print \$3; exit }' $T/disk.json
 EOF
 cat > "$T/tar.sh" <<EOF
 a=\$(date +%s%N)
@@ -83,7 +95,7 @@ sqlite3 $mnt/db < $T/tx.sql >/dev/null
 z=\$(date +%s%N)
 awk -v a="\$a" -v z="\$z" 'BEGIN { printf "%.3f\n", (z - a) / 1e9 }'
 EOF
-workloads="fio tar sqlite"
+workloads=${WORKLOADS:-fio disk tar sqlite}
 # What workload $1 needs before each run, untimed and untraced.
 prepare() {
     case $1 in
@@ -146,11 +158,12 @@ while [ $i -lt "$R" ]; do
 done
 
 med() { sort -n "$1" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-echo "median of $R rounds; slowdown = traced / untraced time (untraced / traced IOPS for fio)"
+echo "median of $R rounds; slowdown = traced / untraced time (untraced / traced IOPS for fio and disk)"
 printf '%-28s %-9s %14s %9s   %s\n' workload tool figure slowdown "each round"
 for w in $workloads; do
     case $w in
     fio) name="fio 4K randread, loop dev" unit=IOPS ;;
+    disk) name="fio 4K randread, disk" unit=IOPS ;;
     tar) name="tar /usr/share, warm" unit=s ;;
     sqlite) name="sqlite3, $SQL_TX transactions" unit=s ;;
     esac
