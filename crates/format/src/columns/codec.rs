@@ -589,6 +589,15 @@ pub(super) fn read_varints<T>(data: &[u8], out: &mut [T], mut map: impl FnMut(u6
     while i + 8 <= out.len() {
         let Some(word) = data.get(pos..pos + 8) else { break };
         let w = u64::from_le_bytes(word.try_into().ok()?);
+        // Eight one-byte varints, the common case of small values: each byte is its value.
+        if w & 0x8080_8080_8080_8080 == 0 {
+            for (b, slot) in out[i..i + 8].iter_mut().enumerate() {
+                *slot = map((w >> (8 * b)) & 0x7f);
+            }
+            i += 8;
+            pos += 8;
+            continue;
+        }
         // The high bit clear marks a varint's last byte.
         let mut stops = !w & 0x8080_8080_8080_8080;
         if stops == 0 {
