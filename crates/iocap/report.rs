@@ -270,7 +270,8 @@ fn scan_tally_with(
     let (planned, mut rest) = match use_rollups && by.is_none_or(|f| rollups::within_keys(FieldGroups::columns(f))) {
         true => rollups::plan(&all, |i| {
             let s = &r.chunks().get(i)?.summary;
-            // A rollup read before without the field in its keys: the columns answer.
+            // The listing says the rollup's keys lack the field (the file, without a file
+            // rollup): the columns answer.
             if !by.is_none_or(|f| r.rollup_may_hold(i, FieldGroups::columns(f))) {
                 return None;
             }

@@ -64,9 +64,8 @@ impl RollupFilter {
 
     /// [`RollupFilter::of`] for chunk `i` of `reader`, when its rollup is there to answer:
     /// `None` when the chunk has no rollup listed, the filter wants the cells' totals and
-    /// the chunk has none (a file before 1.14), or its rollup was read before and its keys
-    /// lack a column the filter reads ([`Reader::rollup_may_hold`]: a 1.17 chunk of many
-    /// files has none in its keys).
+    /// the chunk has none (a file before 1.14), or the listing says its keys lack a column the
+    /// filter reads (the file, in a chunk without a file rollup: [`Reader::rollup_may_hold`]).
     pub fn of_chunk<S: Source>(filter: Option<&Compiled>, reader: &Reader<S>, i: usize) -> Option<RollupFilter> {
         let s = &reader.chunks().get(i)?.summary;
         let f = reader.has_rollup(i).then(|| RollupFilter::of(filter, s))??;

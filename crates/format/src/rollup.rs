@@ -186,7 +186,8 @@ impl Rollup {
             r.without_files(&base_of, &mut key_of);
             r.count_cells(cols, &key_of, &cell_of);
         }
-        // Nothing tells a rollup of no key with files from one without.
+        // A rollup of no key ends after them, without the pids and files a file rollup
+        // (frame kind 16) must go on with: it is written as kind 13.
         r.with_file &= !r.totals.is_empty();
         if !r.cell_totals_fit() {
             r.cell_totals.clear();

@@ -359,7 +359,8 @@ fn fold_rollups<'r>(
     let plan = |i: usize| {
         let s = &infos.get(i)?.summary;
         let row = reader.has_rollup(i).then(|| one_row(q, s)).flatten()?;
-        // A rollup read before without the grouped field in its keys: the columns answer.
+        // The listing says the rollup's keys lack the grouped field (the file, without a file
+        // rollup): the columns answer.
         if !reader.rollup_may_hold(i, FieldGroups::columns(q.group)) {
             return None;
         }
