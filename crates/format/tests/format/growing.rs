@@ -394,3 +394,51 @@ fn a_damaged_file_read_in_steps_reads_as_one_opened_at_each() {
         }
     }
 }
+
+/// File rollups (frame kind 16) are listed as they arrive in a file being written, as a reader
+/// opened on the finished file lists them: a question on the file reads them, and only them.
+#[test]
+fn a_growing_file_lists_its_file_rollups_as_they_come() {
+    use iocap_format::{ChunkDecoder, Col, ColSet};
+    let opts = WriterOptions {
+        chunk_events: 256,
+        ..WriterOptions::default()
+    };
+    let mut w = Writer::new(Vec::new(), &Meta::default(), opts).unwrap();
+    for i in 0..1024u64 {
+        // Chunks 0 and 2 on one file (file rollups), 1 and 3 on a file per event.
+        let file = if (i / 256) % 2 == 0 { 5 } else { 100 + i as u32 };
+        w.push(&Event {
+            file,
+            fd: 3,
+            ..Event::syscall(1_000 + i * 10, 100 + i, 7, 7, 0, 4096)
+        })
+        .unwrap();
+    }
+    let bytes = w.finish(20_000).unwrap();
+    let src = Growing::new(bytes.clone(), header_end(&bytes), true);
+    let mut r = Reader::new(Arc::clone(&src)).unwrap();
+    let finished = Reader::from_bytes(bytes.clone()).unwrap();
+    let file = ColSet::NONE.with(Col::File);
+    let mut dec = ChunkDecoder::new();
+    for step in 1..=4 {
+        src.grow_to(bytes.len() * step / 4);
+        r.refresh().unwrap();
+        // A chunk's rollup comes after it: one not there yet is none.
+        for i in 0..r.chunks().len() {
+            let whole = finished.rollup(i, &mut dec);
+            let here = r.rollup(i, &mut dec);
+            assert!(here.is_none() || here == whole, "step {step}, chunk {i}");
+            let listed = here.is_some() && i % 2 == 0;
+            assert_eq!(r.rollup_may_hold(i, file), listed, "step {step}, chunk {i}");
+        }
+    }
+    assert_eq!(r.chunks().len(), 4);
+    assert_eq!(r.liveness(), Liveness::Finished);
+    // Grown whole, every chunk's rollup is read, of its kind.
+    for i in 0..4 {
+        let rollup = r.rollup(i, &mut dec).expect("every chunk's rollup");
+        assert_eq!(rollup.with_file, i % 2 == 0, "chunk {i}");
+        assert_eq!(Some(rollup), finished.rollup(i, &mut dec), "chunk {i}");
+    }
+}
