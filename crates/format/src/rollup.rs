@@ -43,6 +43,18 @@ pub struct KeyTotals {
     pub bytes: u64,
 }
 
+impl KeyTotals {
+    /// A key's totals before its events are counted: its smallest latency the largest there is,
+    /// so the first event's is smaller.
+    const NONE_YET: KeyTotals = KeyTotals {
+        count: 0,
+        min: u64::MAX,
+        max: 0,
+        sum: 0,
+        bytes: 0,
+    };
+}
+
 /// What a 1.14 rollup holds of each cell of each key besides its count: the smallest, largest
 /// and sum of its latencies, and the sum of its bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -347,13 +359,7 @@ impl Rollup {
                         let next = bases.len() as u32;
                         base_of.push(*bases.entry(key.0).or_insert(next));
                     }
-                    self.totals.push(KeyTotals {
-                        count: 0,
-                        min: u64::MAX,
-                        max: 0,
-                        sum: 0,
-                        bytes: 0,
-                    });
+                    self.totals.push(KeyTotals::NONE_YET);
                     self.keys.push(&Event {
                         class: Class::from_code(u64::from(class)).unwrap_or(Class::Syscall),
                         proc,
@@ -386,13 +392,7 @@ impl Rollup {
                     file: 0,
                     ..self.keys.event(k)
                 });
-                totals.push(KeyTotals {
-                    count: 0,
-                    min: u64::MAX,
-                    max: 0,
-                    sum: 0,
-                    bytes: 0,
-                });
+                totals.push(KeyTotals::NONE_YET);
             }
             totals[b as usize].count += self.totals[k].count;
         }
@@ -407,12 +407,6 @@ impl Rollup {
     /// 1.17 `file` where [`Rollup::with_file`]): a question that reads more of an event than
     /// that cannot be answered from it.
     pub fn holds(&self, cols: ColSet) -> bool {
-        cols.0 & !self.held().0 == 0
-    }
-
-    /// The columns the keys hold: [`key_cols`], but the pid before 1.16 and the file where not
-    /// [`Rollup::with_file`].
-    pub fn held(&self) -> ColSet {
         let mut keys = key_cols();
         if !self.with_pid {
             keys = ColSet(keys.0 & !ColSet::NONE.with(Col::Pid).0);
@@ -420,7 +414,7 @@ impl Rollup {
         if !self.with_file {
             keys = ColSet(keys.0 & !ColSet::NONE.with(Col::File).0);
         }
-        keys
+        cols.0 & !keys.0 == 0
     }
 
     /// Whether the rollup holds each cell's totals ([`CellTotals`], since 1.14), made or read.
