@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use iocap_format::{Event, Liveness, Meta, Reader, Source, Writer, WriterOptions};
 
-use crate::util::{read_chunks, small_capture};
+use crate::util::{few_and_many_files, read_chunks, small_capture};
 
 /// The bytes of a finished capture, shown up to `len` as if they were still being written.
 struct Growing {
@@ -400,22 +400,8 @@ fn a_damaged_file_read_in_steps_reads_as_one_opened_at_each() {
 #[test]
 fn a_growing_file_lists_its_file_rollups_as_they_come() {
     use iocap_format::{ChunkDecoder, Col, ColSet};
-    let opts = WriterOptions {
-        chunk_events: 256,
-        ..WriterOptions::default()
-    };
-    let mut w = Writer::new(Vec::new(), &Meta::default(), opts).unwrap();
-    for i in 0..1024u64 {
-        // Chunks 0 and 2 on one file (file rollups), 1 and 3 on a file per event.
-        let file = if (i / 256) % 2 == 0 { 5 } else { 100 + i as u32 };
-        w.push(&Event {
-            file,
-            fd: 3,
-            ..Event::syscall(1_000 + i * 10, 100 + i, 7, 7, 0, 4096)
-        })
-        .unwrap();
-    }
-    let bytes = w.finish(20_000).unwrap();
+    // Chunks 0 and 2 on one file (file rollups), 1 and 3 on a file per event.
+    let bytes = few_and_many_files(4);
     let src = Growing::new(bytes.clone(), header_end(&bytes), true);
     let mut r = Reader::new(Arc::clone(&src)).unwrap();
     let finished = Reader::from_bytes(bytes.clone()).unwrap();

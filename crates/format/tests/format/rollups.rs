@@ -4,7 +4,7 @@
 
 use iocap_format::{ChunkDecoder, ColSet, Columns, Reader, Rollup};
 
-use crate::util::small_capture;
+use crate::util::{few_and_many_files, small_capture};
 
 /// Each chunk's rollup as [`Reader::rollup_with_cells`] reads it, and as its decoded columns
 /// make it.
@@ -169,23 +169,9 @@ fn cells_totals_compressed_as_1_14_wrote_them_read_alike() {
 /// on the file reads only the first kind.
 #[test]
 fn the_listing_says_which_rollups_hold_files() {
-    use iocap_format::{Col, Event, Meta, Writer, WriterOptions};
-    let opts = WriterOptions {
-        chunk_events: 256,
-        ..WriterOptions::default()
-    };
-    let mut w = Writer::new(Vec::new(), &Meta::default(), opts).unwrap();
-    for i in 0..512u64 {
-        // The first chunk's events are all on file 5; the second's each on a file of its own.
-        let file = if i < 256 { 5 } else { 100 + i as u32 };
-        w.push(&Event {
-            file,
-            fd: 3,
-            ..Event::syscall(1_000 + i * 10, 100 + i, 7, 7, 0, 4096)
-        })
-        .unwrap();
-    }
-    let bytes = w.finish(10_000).unwrap();
+    use iocap_format::Col;
+    // Chunk 0 on one file, chunk 1 on a file per event.
+    let bytes = few_and_many_files(2);
     assert_eq!(frames_of_kind(&bytes, 13).len(), 1);
     assert_eq!(frames_of_kind(&bytes, 16).len(), 1);
     let by_index = Reader::from_bytes(bytes.clone()).unwrap();

@@ -239,3 +239,25 @@ impl Rng {
         (a + (b - a) * u).exp() as u64
     }
 }
+
+/// A capture of `chunks` chunks of 256 events: in the even ones every event is on one file, so
+/// each has a file rollup (frame kind 16); in the odd ones each event is on a file of its own,
+/// so each has a rollup without files (kind 13).
+pub fn few_and_many_files(chunks: u64) -> Vec<u8> {
+    let opts = WriterOptions {
+        chunk_events: 256,
+        ..WriterOptions::default()
+    };
+    let mut w = Writer::new(Vec::new(), &Meta::default(), opts).unwrap();
+    let n = 256 * chunks;
+    for i in 0..n {
+        let file = if (i / 256) % 2 == 0 { 5 } else { 100 + i as u32 };
+        w.push(&Event {
+            file,
+            fd: 3,
+            ..Event::syscall(1_000 + i * 10, 100 + i, 7, 7, 0, 4096)
+        })
+        .unwrap();
+    }
+    w.finish(1_000 + n * 10 + 10_000).unwrap()
+}
