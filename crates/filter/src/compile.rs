@@ -106,6 +106,9 @@ pub(crate) struct IdSet {
     dense_len: u64,
     sparse: Vec<(u64, bool)>,
     beyond: Beyond,
+    /// The members, when they are 1 to 4 ids below 2^32 and nothing beyond them matches,
+    /// repeated to fill the array: a scan compares with each rather than looking each event up.
+    few: Option<[u32; 4]>,
 }
 
 #[derive(Clone, Debug)]
@@ -154,12 +157,41 @@ impl IdSet {
         items.clear();
         sparse.sort_unstable_by_key(|&(id, _)| id);
         sparse.dedup_by_key(|&mut (id, _)| id);
+        let few = Self::few(&dense, &sparse, &beyond);
         IdSet {
             dense,
             dense_len,
             sparse,
             beyond,
+            few,
         }
+    }
+
+    /// [`IdSet::few`] of a set built of these parts.
+    fn few(dense: &[u64], sparse: &[(u64, bool)], beyond: &Beyond) -> Option<[u32; 4]> {
+        if !matches!(beyond, Beyond::Const(false)) {
+            return None;
+        }
+        let mut members = Vec::new();
+        for (w, &bits) in dense.iter().enumerate() {
+            let mut b = bits;
+            while b != 0 && members.len() <= 4 {
+                members.push(w as u64 * 64 + u64::from(b.trailing_zeros()));
+                b &= b - 1;
+            }
+            if members.len() > 4 {
+                return None;
+            }
+        }
+        members.extend(sparse.iter().filter(|&&(_, m)| m).map(|&(id, _)| id));
+        if members.is_empty() || members.len() > 4 {
+            return None;
+        }
+        let mut few = [0u32; 4];
+        for (k, slot) in few.iter_mut().enumerate() {
+            *slot = u32::try_from(members[k.min(members.len() - 1)]).ok()?;
+        }
+        Some(few)
     }
 
     #[inline(always)]
@@ -807,17 +839,37 @@ fn combine(out: &mut u64, mode: Mode, w: u64) {
     }
 }
 
+/// The 64 tests of a word, one byte each (0 or 1), as the word's bits: event `j`'s at bit `j`.
+/// Testing into bytes and packing them after lets the compiler run the tests many at a
+/// time; or-ing each test's bit into the word as it came did not vectorize well (a file
+/// filter's scan over a joined ring: 5.6 % → 2.4 % of its profile).
+#[inline(always)]
+fn pack_bits(tests: &[u8; 64]) -> u64 {
+    let mut bits = 0u64;
+    for (k, eight) in tests.chunks_exact(8).enumerate() {
+        let w = u64::from_le_bytes(eight.try_into().unwrap_or([0; 8]));
+        // Multiplying moves byte j's low bit to bit 56 + j, with no two products overlapping.
+        bits |= (w.wrapping_mul(0x0102_0408_1020_4080) >> 56) << (8 * k);
+    }
+    bits
+}
+
 /// Fill words of `out` from a per-event test over one column.
 #[inline(always)]
 fn scan1<A: Copy>(a: &[A], out: &mut [u64], mode: Mode, f: impl Fn(A) -> bool) {
+    let mut tests = [0u8; 64];
     for (w, chunk) in out.iter_mut().zip(a.chunks(64)) {
         if mode == Mode::And && *w == 0 {
             continue;
         }
-        let mut bits = 0u64;
-        for (j, &x) in chunk.iter().enumerate() {
-            bits |= u64::from(f(x)) << j;
-        }
+        let bits = if chunk.len() == 64 {
+            for (t, &x) in tests.iter_mut().zip(chunk) {
+                *t = u8::from(f(x));
+            }
+            pack_bits(&tests)
+        } else {
+            chunk.iter().enumerate().fold(0, |bits, (j, &x)| bits | u64::from(f(x)) << j)
+        };
         combine(w, mode, bits);
     }
 }
@@ -825,14 +877,19 @@ fn scan1<A: Copy>(a: &[A], out: &mut [u64], mode: Mode, f: impl Fn(A) -> bool) {
 /// Fill words of `out` from a per-event test over two columns.
 #[inline(always)]
 fn scan2<A: Copy, B: Copy>(a: &[A], b: &[B], out: &mut [u64], mode: Mode, f: impl Fn(A, B) -> bool) {
+    let mut tests = [0u8; 64];
     for ((w, ca), cb) in out.iter_mut().zip(a.chunks(64)).zip(b.chunks(64)) {
         if mode == Mode::And && *w == 0 {
             continue;
         }
-        let mut bits = 0u64;
-        for (j, (&x, &y)) in ca.iter().zip(cb).enumerate() {
-            bits |= u64::from(f(x, y)) << j;
-        }
+        let bits = if ca.len() == 64 && cb.len() == 64 {
+            for ((t, &x), &y) in tests.iter_mut().zip(ca).zip(cb) {
+                *t = u8::from(f(x, y));
+            }
+            pack_bits(&tests)
+        } else {
+            ca.iter().zip(cb).enumerate().fold(0, |bits, (j, (&x, &y))| bits | u64::from(f(x, y)) << j)
+        };
         combine(w, mode, bits);
     }
 }
@@ -918,8 +975,8 @@ impl Kernel {
             Kernel::Ids { src, class, set } => {
                 let cl = class_of(class);
                 match src {
-                    IdSrc::Proc => scan_ids(&col(&cols.proc, n), cl, u64::from, set, words, mode),
-                    IdSrc::File => scan_ids(&col(&cols.file, n), cl, u64::from, set, words, mode),
+                    IdSrc::Proc => scan_table_ids(&col(&cols.proc, n), cl, set, words, mode),
+                    IdSrc::File => scan_table_ids(&col(&cols.file, n), cl, set, words, mode),
                     IdSrc::Flags => scan_ids(
                         &col(&cols.flags, n),
                         cl,
@@ -947,7 +1004,7 @@ impl Kernel {
                         }
                     }
                     IdSrc::Cause => scan_ids(&col(&cols.cause, n), cl, u64::from, set, words, mode),
-                    IdSrc::Nr => scan_ids(&col(&cols.nr, n), cl, u64::from, set, words, mode),
+                    IdSrc::Nr => scan_table_ids(&col(&cols.nr, n), cl, set, words, mode),
                     IdSrc::Errno => {
                         let rets = col(&cols.ret, n);
                         scan1(&rets, words, mode, |r: i64| r < 0 && set.contains(r.unsigned_abs()))
@@ -987,6 +1044,20 @@ impl Kernel {
             Kernel::Num { class, .. } | Kernel::Ids { class, .. } => class.is_some(),
             Kernel::Split(_) => true,
         }
+    }
+}
+
+/// [`scan_ids`] over a column of table ids, comparing with each member where the set has
+/// [few](IdSet::few) (a file filter over a joined ring: 6.6 % of its scan looking ids up).
+fn scan_table_ids(v: &[u32], class: Option<(&[u8], u8)>, set: &IdSet, out: &mut [u64], mode: Mode) {
+    let Some([a, b, c, d]) = set.few else {
+        return scan_ids(v, class, u64::from, set, out, mode);
+    };
+    // `|`, not `||`: no branch, so the compiler can compare 64 ids at once.
+    let member = |x: u32| (x == a) | (x == b) | (x == c) | (x == d);
+    match class {
+        Some((cl, want)) => scan2(cl, v, out, mode, |k, x| is_class(k, want) & member(x)),
+        None => scan1(v, out, mode, member),
     }
 }
 
@@ -1087,5 +1158,43 @@ impl Compiled {
         out.reset(cols.len(), false);
         self.root.eval(cols, out, Mode::Set);
         out.mask_tail();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn few(ids: &[(u64, bool)], beyond: Beyond) -> Option<[u32; 4]> {
+        IdSet::build(ids.iter().copied(), 64, beyond).few
+    }
+
+    #[test]
+    fn few_lists_one_to_four_members_repeating_the_last() {
+        assert_eq!(few(&[(7, true)], Beyond::Const(false)), Some([7; 4]));
+        assert_eq!(few(&[(3, true), (9, false), (70, true)], Beyond::Const(false)), Some([3, 70, 70, 70]));
+        // A member past the dense words (a hostile id) counts too.
+        assert_eq!(few(&[(1, true), (1 << 31, true)], Beyond::Const(false)), Some([1, 1 << 31, 1 << 31, 1 << 31]));
+        let four = [(1, true), (2, true), (3, true), (4, true)];
+        assert_eq!(few(&four, Beyond::Const(false)), Some([1, 2, 3, 4]));
+    }
+
+    #[test]
+    fn few_is_none_where_comparing_would_be_wrong() {
+        let five = [(1, true), (2, true), (3, true), (4, true), (5, true)];
+        assert_eq!(few(&five, Beyond::Const(false)), None);
+        assert_eq!(few(&[(9, false)], Beyond::Const(false)), None, "no member");
+        assert_eq!(few(&[(1, true)], Beyond::Const(true)), None, "ids beyond match");
+        assert_eq!(few(&[(1 << 40, true)], Beyond::Const(false)), None, "not a u32");
+    }
+
+    #[test]
+    fn pack_bits_puts_test_j_at_bit_j() {
+        for j in 0..64 {
+            let mut t = [0u8; 64];
+            t[j] = 1;
+            assert_eq!(pack_bits(&t), 1 << j);
+        }
+        assert_eq!(pack_bits(&[1; 64]), u64::MAX);
     }
 }
