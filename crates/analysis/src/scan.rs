@@ -301,12 +301,22 @@ impl<'a, S: Source> Scan<'a, S> {
                 Some((every, f)) => want.union(ColSet(f(i).0 & every.0)),
                 None => want,
             };
-            let read = match self.cache {
-                None => r.read_chunk(i, want, &mut dec, &mut cols),
-                Some(cache) => self.read_cached(cache, i, want, &mut dec, &mut cols, &mut got),
+            // A filter's own columns first, where it reads fewer than the scan: a chunk where
+            // nothing matches is then decoded no further.
+            let steps = match self.filter {
+                Some(f) if !all && f.columns().0 & !want.0 == 0 && f.columns() != want => Some((f, f.columns())),
+                _ => None,
             };
-            match read {
-                Ok(()) => {}
+            let read = match (steps, self.cache) {
+                (Some((f, first)), _) => self.read_in_steps(f, i, (first, want), &mut dec, &mut cols, &mut bits, &mut got),
+                (None, None) => r.read_chunk(i, want, &mut dec, &mut cols).map(|()| false),
+                (None, Some(cache)) => {
+                    cache.get(i, want, &mut got);
+                    self.read_held(cache, i, want, &mut dec, &mut cols, &got).map(|()| false)
+                }
+            };
+            let evaluated = match read {
+                Ok(evaluated) => evaluated,
                 Err(e) if self.skip_damaged => {
                     st.damaged.push(Damage {
                         chunk: i,
@@ -316,8 +326,9 @@ impl<'a, S: Source> Scan<'a, S> {
                     continue;
                 }
                 Err(e) => return Err((pos, e)),
-            }
+            };
             match self.filter {
+                _ if evaluated => {}
                 Some(f) if !all => f.eval(&cols, &mut bits),
                 _ => bits.reset(cols.len(), true),
             }
@@ -332,18 +343,52 @@ impl<'a, S: Source> Scan<'a, S> {
         Ok(Some(st))
     }
 
-    /// Columns `want` of chunk `i` into `cols`: those `cache` holds from it, the others decoded
-    /// (and added to it when filling). `got` is scratch for the held ones.
-    fn read_cached(
+    /// Columns `want` of chunk `i` into `cols` and `f`'s answer into `bits`, in two steps
+    /// ([`Reader::read_chunk_then`]): the filter's columns `first`, then the others only if
+    /// something matched (`cols` then lacks them). Where `cache` holds some of the chunk's
+    /// columns, as [`Scan::read_held`] in one. Returns true: `bits` holds the filter's answer.
+    #[allow(clippy::too_many_arguments)]
+    fn read_in_steps(
+        &self,
+        f: &Compiled,
+        i: usize,
+        (first, want): (ColSet, ColSet),
+        dec: &mut ChunkDecoder,
+        cols: &mut Columns,
+        bits: &mut Bitmap,
+        got: &mut Vec<(Col, Arc<Narrow>)>,
+    ) -> Result<bool, Error> {
+        if let Some(cache) = self.cache {
+            cache.get(i, want, got);
+            if !got.is_empty() {
+                self.read_held(cache, i, want, dec, cols, got)?;
+                f.eval(cols, bits);
+                return Ok(true);
+            }
+        }
+        let go_on = |c: &Columns| {
+            f.eval(c, bits);
+            bits.count_ones() > 0
+        };
+        let rest = ColSet(want.0 & !first.0);
+        let more = self.reader.read_chunk_then(i, (first, rest), dec, cols, go_on)?;
+        if let (Some(cache), true) = (self.cache, self.fill) {
+            cache.put(i, if more { want } else { first }, cols);
+        }
+        Ok(true)
+    }
+
+    /// Columns `want` of chunk `i` into `cols`: `got`, those `cache` holds from it
+    /// ([`ColumnCache::get`]), the others decoded (and added to it when filling).
+    fn read_held(
         &self,
         cache: &ColumnCache,
         i: usize,
         want: ColSet,
         dec: &mut ChunkDecoder,
         cols: &mut Columns,
-        got: &mut Vec<(Col, Arc<Narrow>)>,
+        got: &[(Col, Arc<Narrow>)],
     ) -> Result<(), Error> {
-        cache.get(i, want, got);
         let held = want.cols().filter(|c| got.iter().any(|(g, _)| g == c));
         let missing = ColSet(want.0 & !held.collect::<ColSet>().0);
         match ColumnCache::events(got) {

@@ -698,6 +698,22 @@ macro_rules! columns {
                 $( self.$field.push(columns!(@get e, $field)); )*
             }
 
+            /// Take columns `set` that `other` (the same chunk's events) has decoded, giving
+            /// it what these held in their place.
+            pub fn adopt(&mut self, other: &mut Columns, set: ColSet) {
+                let take = set.0 & other.decoded;
+                if take == 0 {
+                    return;
+                }
+                debug_assert_eq!(self.len, other.len, "columns of two chunks");
+                $(
+                    if take & (1 << Col::$col as u32) != 0 {
+                        std::mem::swap(&mut self.$field, &mut other.$field);
+                    }
+                )*
+                self.decoded |= take;
+            }
+
             /// Drop every event, keeping the allocations.
             pub fn clear(&mut self) {
                 self.len = 0;

@@ -113,6 +113,8 @@ pub struct ChunkDecoder {
     unpacker: Unpacker,
     /// A second context for columns, so table and chunk reads share nothing.
     col_unpacker: Option<Unpacker>,
+    /// The columns of [`Reader::read_chunk_then`]'s second step, before they join the first's.
+    more: Columns,
 }
 
 impl ChunkDecoder {
@@ -123,6 +125,7 @@ impl ChunkDecoder {
             body: Vec::new(),
             unpacker: Unpacker::new().expect("zstd decompression context"),
             col_unpacker: None,
+            more: Columns::default(),
         }
     }
 }
@@ -553,6 +556,40 @@ impl<S: Source> Reader<S> {
             .map_err(|e| part.name_in(e))?;
         part.shift_ids(cols);
         Ok(())
+    }
+
+    /// [`Reader::read_chunk`] in two steps from one read of the frame: decode `first` into
+    /// `cols`, then, only when `go_on` says so, `rest` as well. A scan gives the filter's
+    /// columns first and stops at a chunk where nothing matches, so a filter that keeps few
+    /// chunks decodes little more than its own columns. Returns whether `rest` was decoded.
+    pub fn read_chunk_then(
+        &self,
+        i: usize,
+        (first, rest): (ColSet, ColSet),
+        dec: &mut ChunkDecoder,
+        cols: &mut Columns,
+        go_on: impl FnOnce(&Columns) -> bool,
+    ) -> Result<bool, Error> {
+        self.read_chunk(i, first, dec, cols)?;
+        if !go_on(cols) {
+            return Ok(false);
+        }
+        // read_chunk succeeded, so `i` names a chunk and `dec.payload` holds its frame.
+        let info = &self.chunks[i];
+        let mut more = std::mem::take(&mut dec.more);
+        let decoded = match &self.parts {
+            None => decode_chunk(&dec.payload, info.offset, &info.summary, rest, &mut dec.col_unpacker, &mut dec.body, &mut more),
+            Some(parts) => {
+                let part = join::part_at(parts, info.offset);
+                let (off, own) = (info.offset - part.base, part.own_summary(&info.summary));
+                let r = decode_chunk(&dec.payload, off, &own, rest, &mut dec.col_unpacker, &mut dec.body, &mut more);
+                part.shift_ids(&mut more);
+                r.map_err(|e| part.name_in(e))
+            }
+        };
+        cols.adopt(&mut more, rest);
+        dec.more = more;
+        decoded.map(|()| true)
     }
 
     /// The rollup of chunk `i` ([`Rollup`]), read and checked: `None` when the chunk has none

@@ -280,6 +280,8 @@ impl<S: Source> Reader<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::columns::{Col, ColSet, Columns};
+    use crate::reader::ChunkDecoder;
     use crate::model::{Event, FdType, FileEntry, Meta, ProcEntry};
     use crate::writer::{Writer, WriterOptions};
 
@@ -370,6 +372,35 @@ mod tests {
         assert_eq!(joined.chunks().last().unwrap().summary.drops, 5);
         let ts: Vec<u64> = joined.events().map(|e| e.unwrap().ts).collect();
         assert!(ts.windows(2).all(|w| w[0] < w[1]), "{ts:?}");
+    }
+
+    #[test]
+    fn a_chunk_read_in_two_steps_is_the_chunk_read_at_once() {
+        let a = file(1_000, 2_000, "postgres", 10, "/db", 7, 0);
+        let b = file(2_000, 3_000, "nginx", 20, "/www", 5, 0);
+        let joined = Reader::join(vec![("a".into(), a), ("b".into(), b)], Vec::new()).unwrap();
+        let (first, rest) = (ColSet::NONE.with(Col::File), ColSet::NONE.with(Col::Proc).with(Col::Ts));
+        let want = first.union(rest);
+        let (mut dec, mut once, mut steps) = (ChunkDecoder::new(), Columns::default(), Columns::default());
+        // Chunks of both files: the second file's ids are shifted in each step.
+        for i in 0..joined.chunks().len() {
+            joined.read_chunk(i, want, &mut dec, &mut once).unwrap();
+            let mut seen = None;
+            let went_on = joined
+                .read_chunk_then(i, (first, rest), &mut dec, &mut steps, |c| {
+                    seen = Some((c.decoded(), c.file.clone()));
+                    true
+                })
+                .unwrap();
+            assert!(went_on);
+            assert_eq!(seen, Some((first, once.file.clone())), "chunk {i}'s first step");
+            assert_eq!(steps.decoded(), want, "chunk {i}");
+            assert_eq!((&steps.proc, &steps.file, &steps.ts), (&once.proc, &once.file, &once.ts), "chunk {i}");
+            // Told to stop, it decodes no more than the first step's columns.
+            assert!(!joined.read_chunk_then(i, (first, rest), &mut dec, &mut steps, |_| false).unwrap());
+            assert_eq!(steps.decoded(), first);
+            assert!(steps.proc.is_empty() && steps.ts.is_empty());
+        }
     }
 
     #[test]
