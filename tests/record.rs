@@ -163,6 +163,85 @@ fn exact_pwrites_types_and_names_of_a_short_lived_process() {
     assert_eq!(dirs, vec![dir.path().to_str().unwrap().to_owned()]);
 }
 
+/// A tree walk back up by `..` relative to its directories (as find's fts does), `..` past
+/// a symbolic link, chdir and fchdir.
+const WALKER: &str = r#"
+#include <fcntl.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    if (chdir(argv[1])) return 1;
+    int w = open("walk/a/b", O_RDONLY | O_DIRECTORY);
+    for (int i = 0; i < 50; i++) {
+        int up = openat(w, "..", O_RDONLY | O_DIRECTORY);
+        int down = openat(up, "b", O_RDONLY | O_DIRECTORY);
+        close(w);
+        close(up);
+        w = down;
+    }
+    close(openat(w, "../../f2", O_RDONLY));
+    int l = open("srv/link", O_RDONLY | O_DIRECTORY);
+    int lu = openat(l, "..", O_RDONLY | O_DIRECTORY);
+    close(openat(lu, "f", O_RDONLY));
+    if (chdir("other")) return 1;
+    close(open("g", O_RDONLY));
+    if (fchdir(lu)) return 1;
+    close(open("x/h", O_RDONLY));
+    return 0;
+}
+"#;
+
+#[test]
+fn paths_walked_back_up_and_after_a_chdir_name_the_files_opened() {
+    let Some(_running) = recording() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    for d in ["walk/a/b", "data/x", "srv", "other"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    for f in ["walk/f2", "data/f", "data/x/h", "other/g"] {
+        std::fs::write(root.join(f), b"").unwrap();
+    }
+    std::os::unix::fs::symlink(root.join("data/x"), root.join("srv/link")).unwrap();
+    let bin = build_c(dir.path(), "walker", WALKER);
+    let cap = dir.path().join("t.cap");
+    record_command(&cap, &format!("{} {}", bin.display(), root.display()));
+    let r = Reader::open(&cap).unwrap();
+    let t = r.tables();
+    let pid = t
+        .procs()
+        .iter()
+        .find(|p| t.string(p.name) == "walker")
+        .expect("the walker's process")
+        .pid;
+    let names: std::collections::BTreeSet<String> = t
+        .files()
+        .iter()
+        .filter(|f| f.pid == pid && t.string(f.name).starts_with(root.to_str().unwrap()))
+        .map(|f| t.string(f.name).to_owned())
+        .collect();
+    let at = |p: &str| format!("{}/{p}", root.display());
+    // The walk's names stay as short as its directories': no `a/b/../b/..` growing 50 times.
+    // Past the link, `..` is the parent of the link's target (data): kept as opened, which
+    // still names it; what is opened from there goes on from it.
+    let want: std::collections::BTreeSet<String> = [
+        "walk/a/b",
+        "walk/a",
+        "walk/f2",
+        "srv/link",
+        "srv/link/..",
+        "srv/link/../f",
+        "other/g",
+        "srv/link/../x/h",
+    ]
+    .iter()
+    .map(|p| at(p))
+    .collect();
+    assert_eq!(names, want);
+    for n in &names {
+        assert!(Path::new(n).exists(), "{n} names no file");
+    }
+}
+
 fn diskstats_writes(name: &str) -> u64 {
     let s = std::fs::read_to_string("/proc/diskstats").unwrap();
     s.lines()

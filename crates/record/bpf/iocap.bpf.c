@@ -58,6 +58,7 @@ const volatile __u64 comms[MAX_COMMS][2] = {};
 #define NR_socketpair 53
 #define NR_fcntl 72
 #define NR_creat 85
+#define NR_chdir 80
 #define NR_epoll_create 213
 #define NR_inotify_init 253
 #define NR_openat 257
@@ -98,7 +99,7 @@ const volatile __u64 comms[MAX_COMMS][2] = {};
 	 FD_BIT(NR_epoll_create1, w) | FD_BIT(NR_pipe2, w) | FD_BIT(NR_inotify_init1, w) |               \
 	 FD_BIT(NR_perf_event_open, w) | FD_BIT(NR_fanotify_init, w) | FD_BIT(NR_memfd_create, w) |      \
 	 FD_BIT(NR_userfaultfd, w) | FD_BIT(NR_io_uring_setup, w) | FD_BIT(NR_pidfd_open, w) |           \
-	 FD_BIT(NR_openat2, w))
+	 FD_BIT(NR_openat2, w) | FD_BIT(NR_chdir, w))
 #define FD_NR_WORDS 8
 static const __u64 fd_nrs[FD_NR_WORDS] = {
 	FD_WORD(0), FD_WORD(1), FD_WORD(2), FD_WORD(3), FD_WORD(4), FD_WORD(5), FD_WORD(6), FD_WORD(7),
@@ -694,7 +695,8 @@ static __always_inline bool traced(__u32 tgid)
 
 static __always_inline bool is_open(__u32 nr)
 {
-	return nr == NR_openat || nr == NR_open || nr == NR_creat || nr == NR_openat2;
+	/* chdir too: its path is where relative paths start from (userspace's cwd). */
+	return nr == NR_openat || nr == NR_open || nr == NR_creat || nr == NR_openat2 || nr == NR_chdir;
 }
 
 /*
@@ -835,7 +837,8 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 	if (is_open(id)) {
 		__u32 zero = 0, tid = task->pid;
 		struct open_arg *a = bpf_map_lookup_elem(&scratch, &zero);
-		const char *up = (id == NR_open || id == NR_creat) ? (const char *)regs->di : (const char *)regs->si;
+		const char *up = (id == NR_open || id == NR_creat || id == NR_chdir) ? (const char *)regs->di
+										       : (const char *)regs->si;
 		if (a) {
 			a->path[0] = 0;
 			bpf_probe_read_user_str(a->path, sizeof(a->path), up);
@@ -962,6 +965,21 @@ static __always_inline void emit_fd_pair(__u32 nr, __u64 uptr, __u64 ts, __u64 e
 	emit_fd(fds[1], nr, -1, ts, end);
 }
 
+/*
+ * The path of open-like call `c`, read again where sys_enter could not read it: a string in
+ * a page not yet in memory (a program's first use of a literal) reads as nothing there, and
+ * the call has faulted the page in since.
+ */
+static __always_inline void path_again(struct inflight *c)
+{
+	struct open_arg *a = bpf_map_lookup_elem(&opening, &(__u32){ bpf_get_current_pid_tgid() });
+	__u32 nr = c->nr;
+
+	if (a && !a->path[0])
+		bpf_probe_read_user_str(a->path, sizeof(a->path),
+					(const char *)((nr == NR_open || nr == NR_creat || nr == NR_chdir) ? c->arg0 : c->arg1));
+}
+
 static __noinline int fd_changes(struct inflight *c, long ret, __u64 ts, __u64 end)
 {
 	__u32 pid = bpf_get_current_pid_tgid() >> 32, nr = c->nr;
@@ -973,8 +991,18 @@ static __noinline int fd_changes(struct inflight *c, long ret, __u64 ts, __u64 e
 	case NR_openat2:
 	case NR_open:
 	case NR_creat:
-		if (ret >= 0)
+		if (ret >= 0) {
+			path_again(c);
 			emit_fd(ret, nr, (nr == NR_openat || nr == NR_openat2) ? (int)arg0 : -100, ts, end);
+		}
+		bpf_map_delete_elem(&opening, &(__u32){ bpf_get_current_pid_tgid() });
+		break;
+	case NR_chdir:
+		/* No fd: a record of the path alone, relative to the old working directory. */
+		if (ret == 0) {
+			path_again(c);
+			emit_fd(-1, nr, -100, ts, end);
+		}
 		bpf_map_delete_elem(&opening, &(__u32){ bpf_get_current_pid_tgid() });
 		break;
 	case NR_connect:

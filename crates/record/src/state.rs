@@ -159,6 +159,8 @@ pub struct Tracker<W: Write> {
     w: Writer<W>,
     sys: SysInfo,
     memfd_nr: u32,
+    /// chdir's and fchdir's numbers: they change the directory relative paths start from.
+    chdir_nrs: (u32, u32),
     procs: IdMap<u32, Proc>,
     files: FdTables,
     cwds: IdMap<u32, Vec<u8>>,
@@ -197,6 +199,10 @@ impl<W: Write> Tracker<W> {
             w,
             sys: SysInfo::new(arch),
             memfd_nr: iocap_format::syscalls::number(arch, "memfd_create").unwrap_or(u32::MAX),
+            chdir_nrs: (
+                iocap_format::syscalls::number(arch, "chdir").unwrap_or(u32::MAX),
+                iocap_format::syscalls::number(arch, "fchdir").unwrap_or(u32::MAX),
+            ),
             procs: IdMap::default(),
             files: FdTables::default(),
             cwds: IdMap::default(),
@@ -535,6 +541,16 @@ impl<W: Write> Tracker<W> {
     }
 
     fn fd_record(&mut self, f: &types::rec_fd) {
+        if u32::from(f.nr) == self.chdir_nrs.0 {
+            // A successful chdir's path: the working directory from now on.
+            if f.path_len == 0xffff {
+                let dir = self.absolute(f.pid, AT_FDCWD, cstr(&f.path), b"");
+                self.cwds.insert(f.pid, dir);
+            } else {
+                self.cwds.remove(&f.pid);
+            }
+            return;
+        }
         let dname = String::from_utf8_lossy(cstr(&f.dname)).into_owned();
         let kind = classify::kernel_type(f.mode, f.magic, &dname, f.family, u32::from(f.nr) == self.memfd_nr);
         let path: &[u8] = if f.path_len == 0xffff {
@@ -556,7 +572,7 @@ impl<W: Write> Tracker<W> {
                 v
             }
             FdType::File | FdType::Directory | FdType::Device | FdType::Pipe if f.path_len == 0xffff => {
-                self.absolute(f.pid, f.dirfd, path)
+                self.absolute(f.pid, f.dirfd, path, cstr(&f.dname))
             }
             FdType::Pipe => b"pipe".to_vec(),
             _ if !dname.is_empty() => dname.into_bytes(),
@@ -568,12 +584,25 @@ impl<W: Write> Tracker<W> {
         self.remember_inode(f.pid, f.fd, f.ino, true);
     }
 
-    /// An open's path made absolute against its dirfd or the process's working directory.
-    fn absolute(&mut self, pid: u32, dirfd: i32, path: &[u8]) -> Vec<u8> {
-        if path.first() == Some(&b'/') {
-            return path.to_vec();
+    /// After a successful call `nr` of `pid` with first argument `arg0`: where it was an
+    /// fchdir, the directory relative paths now start from, its fd's. (A chdir's path comes
+    /// in a record of its own, before: [`Tracker::fd_record`].)
+    fn changed_dir(&mut self, pid: u32, nr: u32, arg0: i32) {
+        if nr == self.chdir_nrs.1 {
+            match self.files.get(pid, arg0).map(|f| f.name.clone()) {
+                Some(dir) => self.cwds.insert(pid, dir),
+                None => self.cwds.remove(&pid),
+            };
         }
-        let base = if dirfd == AT_FDCWD {
+    }
+
+    /// An open's path made absolute against its dirfd or the process's working directory, its
+    /// `.` and `..` taken out where `dname` (the kernel's last component) agrees
+    /// ([`classify::resolve`]).
+    fn absolute(&mut self, pid: u32, dirfd: i32, path: &[u8], dname: &[u8]) -> Vec<u8> {
+        let base = if path.first() == Some(&b'/') {
+            Vec::new()
+        } else if dirfd == AT_FDCWD {
             if let std::collections::hash_map::Entry::Vacant(v) = self.cwds.entry(pid) {
                 if let Some(c) = procfs::cwd(pid) {
                     v.insert(c);
@@ -583,7 +612,7 @@ impl<W: Write> Tracker<W> {
         } else {
             self.files.get(pid, dirfd).map(|f| f.name.clone()).unwrap_or_default()
         };
-        classify::resolve(&base, path)
+        classify::resolve(&base, path, dname)
     }
 
     /// A syscall; `io` when it created block requests; `unfinished` when it was still in
@@ -629,6 +658,9 @@ impl<W: Write> Tracker<W> {
         }
         if flags & CLOSE != 0 && s.ret == 0 {
             self.files.remove(s.pid, s.arg0);
+        }
+        if s.ret == 0 && !unfinished {
+            self.changed_dir(s.pid, nr, s.arg0);
         }
         self.push(&e, keep)
     }
