@@ -308,11 +308,14 @@ impl<'a, S: Source> Scan<'a, S> {
                 _ => None,
             };
             let read = match (steps, self.cache) {
-                (Some((f, first)), _) => self.read_in_steps(f, i, (first, want), &mut dec, &mut cols, &mut bits, &mut got),
+                (Some((f, first)), _) => {
+                    self.read_in_steps(f, i, (first, want), &mut dec, &mut cols, &mut bits, &mut got)
+                }
                 (None, None) => r.read_chunk(i, want, &mut dec, &mut cols).map(|()| false),
                 (None, Some(cache)) => {
                     cache.get(i, want, &mut got);
-                    self.read_held(cache, i, want, &mut dec, &mut cols, &got).map(|()| false)
+                    self.read_held(cache, i, want, &mut dec, &mut cols, &got)
+                        .map(|()| false)
                 }
             };
             let evaluated = match read {

@@ -868,7 +868,10 @@ fn scan1<A: Copy>(a: &[A], out: &mut [u64], mode: Mode, f: impl Fn(A) -> bool) {
             }
             pack_bits(&tests)
         } else {
-            chunk.iter().enumerate().fold(0, |bits, (j, &x)| bits | u64::from(f(x)) << j)
+            chunk
+                .iter()
+                .enumerate()
+                .fold(0, |bits, (j, &x)| bits | u64::from(f(x)) << j)
         };
         combine(w, mode, bits);
     }
@@ -888,7 +891,10 @@ fn scan2<A: Copy, B: Copy>(a: &[A], b: &[B], out: &mut [u64], mode: Mode, f: imp
             }
             pack_bits(&tests)
         } else {
-            ca.iter().zip(cb).enumerate().fold(0, |bits, (j, (&x, &y))| bits | u64::from(f(x, y)) << j)
+            ca.iter()
+                .zip(cb)
+                .enumerate()
+                .fold(0, |bits, (j, (&x, &y))| bits | u64::from(f(x, y)) << j)
         };
         combine(w, mode, bits);
     }
@@ -1172,9 +1178,15 @@ mod tests {
     #[test]
     fn few_lists_one_to_four_members_repeating_the_last() {
         assert_eq!(few(&[(7, true)], Beyond::Const(false)), Some([7; 4]));
-        assert_eq!(few(&[(3, true), (9, false), (70, true)], Beyond::Const(false)), Some([3, 70, 70, 70]));
+        assert_eq!(
+            few(&[(3, true), (9, false), (70, true)], Beyond::Const(false)),
+            Some([3, 70, 70, 70])
+        );
         // A member past the dense words (a hostile id) counts too.
-        assert_eq!(few(&[(1, true), (1 << 31, true)], Beyond::Const(false)), Some([1, 1 << 31, 1 << 31, 1 << 31]));
+        assert_eq!(
+            few(&[(1, true), (1 << 31, true)], Beyond::Const(false)),
+            Some([1, 1 << 31, 1 << 31, 1 << 31])
+        );
         let four = [(1, true), (2, true), (3, true), (4, true)];
         assert_eq!(few(&four, Beyond::Const(false)), Some([1, 2, 3, 4]));
     }

@@ -160,7 +160,11 @@ fn near(typed: &str, have: impl Iterator<Item = String>) -> Option<String> {
             close.insert(h);
         }
     }
-    same_case.or_else(|| nearest(typed, close.iter().map(String::as_str), 1).first().map(|s| (*s).to_owned()))
+    same_case.or_else(|| {
+        nearest(typed, close.iter().map(String::as_str), 1)
+            .first()
+            .map(|s| (*s).to_owned())
+    })
 }
 
 #[cfg(test)]

@@ -578,11 +578,27 @@ impl<S: Source> Reader<S> {
         let info = &self.chunks[i];
         let mut more = std::mem::take(&mut dec.more);
         let decoded = match &self.parts {
-            None => decode_chunk(&dec.payload, info.offset, &info.summary, rest, &mut dec.col_unpacker, &mut dec.body, &mut more),
+            None => decode_chunk(
+                &dec.payload,
+                info.offset,
+                &info.summary,
+                rest,
+                &mut dec.col_unpacker,
+                &mut dec.body,
+                &mut more,
+            ),
             Some(parts) => {
                 let part = join::part_at(parts, info.offset);
                 let (off, own) = (info.offset - part.base, part.own_summary(&info.summary));
-                let r = decode_chunk(&dec.payload, off, &own, rest, &mut dec.col_unpacker, &mut dec.body, &mut more);
+                let r = decode_chunk(
+                    &dec.payload,
+                    off,
+                    &own,
+                    rest,
+                    &mut dec.col_unpacker,
+                    &mut dec.body,
+                    &mut more,
+                );
                 part.shift_ids(&mut more);
                 r.map_err(|e| part.name_in(e))
             }

@@ -143,7 +143,10 @@ pub fn resolve(base: &[u8], path: &[u8], dname: &[u8]) -> Vec<u8> {
         return path.to_vec();
     }
     // The base's own `..`s are ones it kept (above): they stay, and nothing goes up past them.
-    let mut parts: Vec<&[u8]> = base.split(|&b| b == b'/').filter(|p| !p.is_empty() && *p != b".").collect();
+    let mut parts: Vec<&[u8]> = base
+        .split(|&b| b == b'/')
+        .filter(|p| !p.is_empty() && *p != b".")
+        .collect();
     let mut went_up = false;
     for part in path.split(|&b| b == b'/') {
         match part {
@@ -253,7 +256,11 @@ mod tests {
         // `link/..` where the kernel went to the parent of the link's target (link ->
         // /data/x, its parent `data`): the names differ and the path stays as joined.
         assert_eq!(resolve(b"/srv/link", b"..", b"data"), b"/srv/link/..");
-        assert_eq!(resolve(b"/srv/link", b"../g", b"g"), b"/srv/g", "the last names agree: textual");
+        assert_eq!(
+            resolve(b"/srv/link", b"../g", b"g"),
+            b"/srv/g",
+            "the last names agree: textual"
+        );
         // No dentry name to check against: the textual answer.
         assert_eq!(resolve(b"/srv/link", b"..", b""), b"/srv");
         // Below a kept `..`: nothing goes up past it.

@@ -281,8 +281,8 @@ impl<S: Source> Reader<S> {
 mod tests {
     use super::*;
     use crate::columns::{Col, ColSet, Columns};
-    use crate::reader::ChunkDecoder;
     use crate::model::{Event, FdType, FileEntry, Meta, ProcEntry};
+    use crate::reader::ChunkDecoder;
     use crate::writer::{Writer, WriterOptions};
 
     /// A file of a rotation: from `start` to `stop`, one process named `name` (pid `pid`) with
@@ -395,9 +395,15 @@ mod tests {
             assert!(went_on);
             assert_eq!(seen, Some((first, once.file.clone())), "chunk {i}'s first step");
             assert_eq!(steps.decoded(), want, "chunk {i}");
-            assert_eq!((&steps.proc, &steps.file, &steps.ts), (&once.proc, &once.file, &once.ts), "chunk {i}");
+            assert_eq!(
+                (&steps.proc, &steps.file, &steps.ts),
+                (&once.proc, &once.file, &once.ts),
+                "chunk {i}"
+            );
             // Told to stop, it decodes no more than the first step's columns.
-            assert!(!joined.read_chunk_then(i, (first, rest), &mut dec, &mut steps, |_| false).unwrap());
+            assert!(!joined
+                .read_chunk_then(i, (first, rest), &mut dec, &mut steps, |_| false)
+                .unwrap());
             assert_eq!(steps.decoded(), first);
             assert!(steps.proc.is_empty() && steps.ts.is_empty());
         }
