@@ -74,11 +74,11 @@ pub(crate) enum TableError {
 /// All table entries of a capture, by id.
 #[derive(Clone, Debug)]
 pub struct Tables {
-    strings: HashMap<StrId, String>,
+    strings: Strings,
     procs: Vec<ProcEntry>,
-    proc_index: HashMap<u32, usize>,
+    proc_index: Ids<u32>,
     files: Vec<FileEntry>,
-    file_index: HashMap<u32, usize>,
+    file_index: Ids<u32>,
     devices: Vec<Device>,
     device_index: HashMap<u32, usize>,
     /// Bytes of decoded tables allowed, and counted so far (never given back when an entry is
@@ -97,11 +97,11 @@ impl Tables {
     /// Empty tables that may grow to `budget` bytes decoded (see [`table_budget`]).
     pub(crate) fn with_budget(budget: u64) -> Tables {
         Tables {
-            strings: HashMap::new(),
+            strings: Strings::default(),
             procs: Vec::new(),
-            proc_index: HashMap::new(),
+            proc_index: Ids::default(),
             files: Vec::new(),
-            file_index: HashMap::new(),
+            file_index: Ids::default(),
             devices: Vec::new(),
             device_index: HashMap::new(),
             budget,
@@ -143,19 +143,19 @@ impl Tables {
 
     /// The (escaped) string with this id; `""` for 0 or an id the file never defined.
     pub fn string(&self, id: StrId) -> &str {
-        self.strings.get(&id).map_or("", String::as_str)
+        self.strings.get(id)
     }
 
     /// The process entry with this id ([`Event::proc`](crate::Event::proc)); `None` for 0 or
     /// an id the file never defined.
     pub fn proc(&self, id: u32) -> Option<&ProcEntry> {
-        self.proc_index.get(&id).map(|&i| &self.procs[i])
+        self.proc_index.get(id).map(|i| &self.procs[i as usize])
     }
 
     /// The file entry with this id ([`Event::file`](crate::Event::file)); `None` for 0 or an
     /// id the file never defined.
     pub fn file(&self, id: u32) -> Option<&FileEntry> {
-        self.file_index.get(&id).map(|&i| &self.files[i])
+        self.file_index.get(id).map(|i| &self.files[i as usize])
     }
 
     /// Every process entry, in the order the file defined them.
@@ -186,7 +186,7 @@ impl Tables {
     /// The largest string, process and file ids in use (0 where none).
     pub(crate) fn max_ids(&self) -> (u32, u32, u32) {
         (
-            self.strings.keys().copied().max().unwrap_or(0),
+            self.strings.max_id(),
             self.procs.iter().map(|p| p.id).max().unwrap_or(0),
             self.files.iter().map(|f| f.id).max().unwrap_or(0),
         )
@@ -201,8 +201,8 @@ impl Tables {
         // A reference past `other`'s strings (a damaged or hostile file's) stays past every
         // string, at most `u32::MAX`: it names none, as in its file.
         let moved = |id: StrId| if id == 0 { 0 } else { id.saturating_add(s) };
-        for (&id, text) in &other.strings {
-            self.strings.insert(moved(id), text.clone());
+        for (id, text) in other.strings.iter() {
+            self.strings.insert(moved(id), text);
         }
         for e in &other.procs {
             self.add_proc(ProcEntry {
@@ -251,25 +251,25 @@ impl Tables {
         }
         let s = escape(bytes);
         self.charge(STRING_COST + s.len() as u64)?;
-        self.strings.insert(id, s);
+        self.strings.insert(id, &s);
         Ok(())
     }
 
     pub(crate) fn add_proc(&mut self, p: ProcEntry) {
-        match self.proc_index.get(&p.id) {
-            Some(&i) => self.procs[i] = p,
+        match self.proc_index.get(p.id) {
+            Some(i) => self.procs[i as usize] = p,
             None => {
-                self.proc_index.insert(p.id, self.procs.len());
+                self.proc_index.insert(p.id, position(self.procs.len()));
                 self.procs.push(p);
             }
         }
     }
 
     pub(crate) fn add_file(&mut self, f: FileEntry) {
-        match self.file_index.get(&f.id) {
-            Some(&i) => self.files[i] = f,
+        match self.file_index.get(f.id) {
+            Some(i) => self.files[i as usize] = f,
             None => {
-                self.file_index.insert(f.id, self.files.len());
+                self.file_index.insert(f.id, position(self.files.len()));
                 self.files.push(f);
             }
         }
@@ -316,6 +316,113 @@ impl Tables {
             return Err(corrupt);
         }
         long.result()
+    }
+}
+
+/// An entry's position in its table's vector. The budget keeps a table far below 2^32
+/// entries (each costs [`ENTRY_COST`] of at most [`MAX_TABLE_BYTES`] per file, and a joined
+/// reader's files each their own), so this saturates only in theory.
+fn position(len: usize) -> u32 {
+    u32::try_from(len).unwrap_or(u32::MAX)
+}
+
+/// A map from table ids to `V`, for ids a writer gives out 1, 2, 3, ...: a vector indexed by
+/// the id, and a hash map for an id far past the count (a damaged or hostile file's), so that
+/// one such id does not allocate gigabytes. A tar's recording has a file entry for every file
+/// it opened (546,461 in a 4 × 10^6-event one): a vector slot is a fifth of a map's.
+#[derive(Clone, Debug)]
+struct Ids<V> {
+    dense: Vec<Option<V>>,
+    sparse: HashMap<u32, V>,
+    count: usize,
+}
+
+impl<V> Default for Ids<V> {
+    fn default() -> Self {
+        Ids {
+            dense: Vec::new(),
+            sparse: HashMap::new(),
+            count: 0,
+        }
+    }
+}
+
+impl<V: Copy> Ids<V> {
+    fn get(&self, id: u32) -> Option<V> {
+        match self.dense.get(id as usize) {
+            Some(&Some(v)) => Some(v),
+            // Not in the vector: it may have been put in the map before the vector reached it.
+            _ if self.sparse.is_empty() => None,
+            _ => self.sparse.get(&id).copied(),
+        }
+    }
+
+    /// Set `id`'s value (a new id, or one whose value is replaced).
+    fn insert(&mut self, id: u32, v: V) {
+        let at = id as usize;
+        if at >= self.dense.len() && at <= 2 * self.count + 1024 {
+            self.dense.resize(at + 1, None);
+        }
+        let old = match self.dense.get_mut(at) {
+            Some(slot) => slot.replace(v).or_else(|| self.sparse.remove(&id)),
+            None => self.sparse.insert(id, v),
+        };
+        self.count += usize::from(old.is_none());
+    }
+
+    fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Every id with its value, in no particular order.
+    fn iter(&self) -> impl Iterator<Item = (u32, V)> + '_ {
+        let dense = self
+            .dense
+            .iter()
+            .enumerate()
+            .filter_map(|(id, v)| Some((id as u32, (*v)?)));
+        dense.chain(self.sparse.iter().map(|(&id, &v)| (id, v)))
+    }
+}
+
+/// The tables' strings, escaped, by id: their bytes back to back in one buffer, each id's
+/// span of it in an [`Ids`]. A string given a new value (a later frame's) is appended again;
+/// the budget counted the old bytes and goes on counting them.
+#[derive(Clone, Debug, Default)]
+struct Strings {
+    text: String,
+    spans: Ids<(usize, u32)>,
+    max_id: StrId,
+}
+
+impl Strings {
+    fn get(&self, id: StrId) -> &str {
+        self.spans
+            .get(id)
+            .and_then(|(start, len)| self.text.get(start..start + len as usize))
+            .unwrap_or("")
+    }
+
+    fn insert(&mut self, id: StrId, s: &str) {
+        // A string is at most MAX_STRING bytes escaped four times over: its length fits.
+        let Ok(len) = u32::try_from(s.len()) else { return };
+        let start = self.text.len();
+        self.text.push_str(s);
+        self.spans.insert(id, (start, len));
+        self.max_id = self.max_id.max(id);
+    }
+
+    fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    fn max_id(&self) -> StrId {
+        self.max_id
+    }
+
+    /// Every id with its string, in no particular order.
+    fn iter(&self) -> impl Iterator<Item = (StrId, &str)> + '_ {
+        self.spans.iter().map(|(id, _)| (id, self.get(id)))
     }
 }
 
@@ -437,7 +544,7 @@ impl Tables {
                 0 => None,
                 u => Some(u32::try_from(u - 1).map_err(|_| corrupt)?),
             };
-            if let Some(&i) = self.proc_index.get(&id) {
+            if let Some(i) = self.proc_index.get(id).map(|i| i as usize) {
                 let p = &mut self.procs[i];
                 (p.uid, p.user, p.cgroup) = (uid, user, cgroup);
             }
@@ -618,12 +725,58 @@ pub(crate) fn encode_device(p: &mut Pending, d: &Device) {
 mod tests {
     use super::*;
 
+    #[test]
+    fn ids_keep_every_value_dense_or_far() {
+        let mut ids = Ids::default();
+        for id in 1..=3000u32 {
+            ids.insert(id, id * 10);
+        }
+        // Far past the count: in the map, not a vector of 4 billion slots.
+        ids.insert(u32::MAX, 7);
+        ids.insert(4_000_000, 8);
+        assert!(ids.dense.len() <= 2 * 3000 + 1025, "{}", ids.dense.len());
+        assert_eq!(
+            (ids.get(1), ids.get(3000), ids.get(u32::MAX), ids.get(4_000_000)),
+            (Some(10), Some(30_000), Some(7), Some(8))
+        );
+        assert_eq!((ids.get(0), ids.get(3001), ids.get(5_000_000)), (None, None, None));
+        // Replaced, not counted twice; one the map held is found once the vector reaches it.
+        ids.insert(2, 99);
+        assert_eq!((ids.get(2), ids.len()), (Some(99), 3002));
+        for id in 3001..=2_100_000u32 {
+            ids.insert(id, 1);
+        }
+        assert_eq!(ids.get(4_000_000), Some(8));
+        // Now near enough for the vector, which takes it over from the map.
+        ids.insert(4_000_000, 9);
+        assert!(ids.dense.len() > 4_000_000 && !ids.sparse.contains_key(&4_000_000));
+        assert_eq!((ids.get(4_000_000), ids.len()), (Some(9), 2_100_002));
+        assert_eq!(ids.iter().count(), ids.len());
+    }
+
+    #[test]
+    fn strings_read_back_replaced_and_listed() {
+        let mut t = Tables::default();
+        t.strings.insert(1, "fio");
+        t.strings.insert(7, "");
+        t.strings.insert(u32::MAX, "far");
+        t.strings.insert(1, "postgres");
+        assert_eq!(
+            (t.string(1), t.string(7), t.string(u32::MAX), t.string(2)),
+            ("postgres", "", "far", "")
+        );
+        assert_eq!((t.string_count(), t.max_ids().0), (3, u32::MAX));
+        let mut all: Vec<(StrId, &str)> = t.strings.iter().collect();
+        all.sort();
+        assert_eq!(all, vec![(1, "postgres"), (7, ""), (u32::MAX, "far")]);
+    }
+
     /// A reference past a joined file's strings (damaged, hostile) is moved without
     /// overflowing and still names no string; a real one names its own.
     #[test]
     fn shifted_string_references_past_the_strings_stay_dangling() {
         let mut other = Tables::default();
-        other.strings.insert(1, "fio".into());
+        other.strings.insert(1, "fio");
         other.add_proc(ProcEntry {
             id: 1,
             name: 1,
@@ -631,7 +784,7 @@ mod tests {
             ..ProcEntry::default()
         });
         let mut joined = Tables::default();
-        joined.strings.insert(1, "sh".into());
+        joined.strings.insert(1, "sh");
         joined.add_shifted(&other, (1, 1, 0));
         let p = joined.proc(2).expect("the moved process");
         assert_eq!(joined.string(p.name), "fio");
