@@ -47,10 +47,12 @@ pub const TABLE_BUDGET_FLOOR: u64 = 16 << 20;
 /// floor and a fraction of a MB (8 KB: 18 MiB), and memory stays proportional to a file's size.
 pub const TABLE_BYTES_PER_FILE_BYTE: u64 = 256;
 
-/// What a string costs in the budget besides its escaped bytes: its `String` and map slot.
+/// What a string costs in the budget besides its escaped bytes: its span and index slot
+/// (24 bytes, in vectors that may have doubled; the figure is from when each string was a
+/// `String` in a hash map, and left as it was, so the budget's limits did not move).
 const STRING_COST: u64 = 64;
 /// What a process, file or device entry costs in the budget: the entry, its slot in the
-/// vector (which may have doubled) and in the index map.
+/// vector (which may have doubled) and in the index (as [`STRING_COST`], an older figure).
 const ENTRY_COST: u64 = 96;
 
 /// The budget of decoded tables for a file of `file_len` bytes: [`TABLE_BUDGET_FLOOR`] and
