@@ -143,7 +143,8 @@ fn a_missing_file_is_said_and_the_rest_shown() {
 #[test]
 fn the_column_cache_stays_within_its_budget_on_a_ring() {
     let dir = tempfile::tempdir().unwrap();
-    // 2 million events: some MB of columns, as a budget under 1 MiB is taken for full.
+    // 2 million events: some MB of columns, as a budget under 1 MiB is taken for full (the
+    // chunks without postgres keep only the filter's column: 5.6 MB in all).
     let (app, fx) = app_on_ring(ring(dir.path(), 1000), Vec::new(), "proc.name=postgres");
     let q = fx.query.unwrap();
     let chunks = app.cap.reader.chunks().len();
@@ -154,7 +155,7 @@ fn the_column_cache_stays_within_its_budget_on_a_ring() {
     let whole = ColumnCache::new(usize::MAX >> 1);
     query::warm(&q, &whole, &cancel).unwrap();
     let budget = whole.stats().bytes / 3;
-    assert!(budget > 2 << 20, "{:?}", whole.stats());
+    assert!(budget > 3 << 19, "{:?}", whole.stats());
     let cache = ColumnCache::new(budget);
     for _ in 0..3 {
         query::warm(&q, &cache, &cancel).unwrap();
