@@ -141,7 +141,7 @@ fn table_values<'t>(field: FieldId, meta: &'t Meta, tables: &'t Tables) -> Optio
 /// the same in another case (the first in sorted order), else [`nearest`]'s pick among values
 /// of about its length or that it begins. Only those are kept as `have` is read: a recording
 /// of a tree walk has a file entry for every file it opened (546,000 of them in a 4 × 10^6-event
-/// recording of tar and find, whose report with a file name it lacked took 1.3 s instead of
+/// recording of tar and find, whose report with a file name it lacked took 1.4 s instead of
 /// 0.3 s while all of them were gathered and sorted first).
 fn near(typed: &str, have: impl Iterator<Item = String>) -> Option<String> {
     let lower = typed.to_lowercase();
