@@ -371,7 +371,7 @@ impl<'a, S: Source> Scan<'a, S> {
         }
         let go_on = |c: &Columns| {
             f.eval(c, bits);
-            bits.count_ones() > 0
+            bits.any()
         };
         let rest = ColSet(want.0 & !first.0);
         let more = self.reader.read_chunk_then(i, (first, rest), dec, cols, go_on)?;

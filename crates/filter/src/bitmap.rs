@@ -102,17 +102,7 @@ impl Bitmap {
 
     /// Indices of the set bits, ascending.
     pub fn iter_ones(&self) -> impl Iterator<Item = usize> + '_ {
-        self.words.iter().enumerate().flat_map(|(wi, &w)| {
-            let mut w = w;
-            std::iter::from_fn(move || {
-                if w == 0 {
-                    return None;
-                }
-                let b = w.trailing_zeros() as usize;
-                w &= w - 1;
-                Some(wi * 64 + b)
-            })
-        })
+        ones(&self.words)
     }
 
     /// `self &= other` (bits past the shorter length are cleared).
@@ -135,6 +125,22 @@ impl Bitmap {
         self.words.iter_mut().for_each(|w| *w = !*w);
         self.mask_tail();
     }
+}
+
+/// Indices of the set bits of `words` (bit `i % 64` of word `i / 64`), ascending: a
+/// [`Bitmap`]'s, or an id set's dense words.
+pub(crate) fn ones(words: &[u64]) -> impl Iterator<Item = usize> + '_ {
+    words.iter().enumerate().flat_map(|(wi, &w)| {
+        let mut w = w;
+        std::iter::from_fn(move || {
+            if w == 0 {
+                return None;
+            }
+            let b = w.trailing_zeros() as usize;
+            w &= w - 1;
+            Some(wi * 64 + b)
+        })
+    })
 }
 
 #[cfg(test)]

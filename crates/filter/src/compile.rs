@@ -172,18 +172,12 @@ impl IdSet {
         if !matches!(beyond, Beyond::Const(false)) {
             return None;
         }
-        let mut members = Vec::new();
-        for (w, &bits) in dense.iter().enumerate() {
-            let mut b = bits;
-            while b != 0 && members.len() <= 4 {
-                members.push(w as u64 * 64 + u64::from(b.trailing_zeros()));
-                b &= b - 1;
-            }
-            if members.len() > 4 {
-                return None;
-            }
-        }
-        members.extend(sparse.iter().filter(|&&(_, m)| m).map(|&(id, _)| id));
+        // Five at most: enough to tell more than four.
+        let members: Vec<u64> = crate::bitmap::ones(dense)
+            .map(|id| id as u64)
+            .chain(sparse.iter().filter(|&&(_, m)| m).map(|&(id, _)| id))
+            .take(5)
+            .collect();
         if members.is_empty() || members.len() > 4 {
             return None;
         }
