@@ -3,7 +3,7 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use iocap_format::FdType;
+use iocap_format::{FdType, MAX_STRING};
 
 const S_IFMT: u32 = 0o170000;
 const S_IFSOCK: u32 = 0o140000;
@@ -168,15 +168,19 @@ pub fn resolve(base: &[u8], path: &[u8], dname: &[u8]) -> Vec<u8> {
             out.push(b'/');
         }
         out.extend_from_slice(path);
-        return out;
+    } else {
+        for part in &parts {
+            out.push(b'/');
+            out.extend_from_slice(part);
+        }
+        if out.is_empty() {
+            out.push(b'/');
+        }
     }
-    for part in &parts {
-        out.push(b'/');
-        out.extend_from_slice(part);
-    }
-    if out.is_empty() {
-        out.push(b'/');
-    }
+    // A name kept as joined is the next one's base: a process opening `link/..` again and
+    // again, the link to an ancestor, would grow its names (and the copying of them) without
+    // bound. One byte past what the writer keeps, so the writer still marks the name cut.
+    out.truncate(MAX_STRING + 1);
     out
 }
 
@@ -266,5 +270,12 @@ mod tests {
         // Below a kept `..`: nothing goes up past it.
         assert_eq!(resolve(b"/srv/link/..", b"f", b"f"), b"/srv/link/../f");
         assert_eq!(resolve(b"/srv/link/..", b"x/../f", b"f"), b"/srv/link/../f");
+        // However long the chain of kept names, one is at most a byte past the writer's cut.
+        let mut name = b"/srv".to_vec();
+        for _ in 0..2000 {
+            name = resolve(&name, b"link/..", b"data");
+        }
+        assert_eq!(name.len(), MAX_STRING + 1);
+        assert!(name.starts_with(b"/srv/link/../link/.."));
     }
 }

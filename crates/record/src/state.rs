@@ -600,19 +600,20 @@ impl<W: Write> Tracker<W> {
     /// `.` and `..` taken out where `dname` (the kernel's last component) agrees
     /// ([`classify::resolve`]).
     fn absolute(&mut self, pid: u32, dirfd: i32, path: &[u8], dname: &[u8]) -> Vec<u8> {
-        let base = if path.first() == Some(&b'/') {
-            Vec::new()
-        } else if dirfd == AT_FDCWD {
+        let relative = path.first() != Some(&b'/');
+        if relative && dirfd == AT_FDCWD {
             if let std::collections::hash_map::Entry::Vacant(v) = self.cwds.entry(pid) {
                 if let Some(c) = procfs::cwd(pid) {
                     v.insert(c);
                 }
             }
-            self.cwds.get(&pid).cloned().unwrap_or_default()
-        } else {
-            self.files.get(pid, dirfd).map(|f| f.name.clone()).unwrap_or_default()
+        }
+        let base: &[u8] = match () {
+            _ if !relative => b"",
+            _ if dirfd == AT_FDCWD => self.cwds.get(&pid).map_or(b"", Vec::as_slice),
+            _ => self.files.get(pid, dirfd).map_or(b"", |f| f.name.as_slice()),
         };
-        classify::resolve(&base, path, dname)
+        classify::resolve(base, path, dname)
     }
 
     /// A syscall; `io` when it created block requests; `unfinished` when it was still in
