@@ -78,6 +78,9 @@ struct Whole {
     matched: Option<u64>,
     /// The count is of the capture before it last grew: shown until counted again.
     stale: bool,
+    /// When the filter matched nothing: the clause the capture holds a value for that is
+    /// nearest one of the filter's (`proc.name=fio` for `proc.name=FIO`).
+    near: Option<String>,
 }
 
 impl Whole {
@@ -88,6 +91,7 @@ impl Whole {
             since,
             matched: filter.is_empty().then_some(cap.total),
             stale: false,
+            near: None,
         }
     }
 }
@@ -244,6 +248,12 @@ impl App {
     /// that matches.
     pub fn shows_all(&self) -> bool {
         self.view.shows_all(&self.cap, &self.layout)
+    }
+
+    /// When the applied filter matched nothing and the capture holds a value near one it asks
+    /// for: the clause to type instead.
+    pub fn near_miss(&self) -> Option<&str> {
+        self.whole.near.as_deref()
     }
 
     /// Events matching the applied filter in the whole capture, once known (while the
@@ -671,6 +681,9 @@ impl App {
                     self.ask_links(fx);
                 }
             }
+            Reply::NearMiss { gen, clause } if gen >= self.whole.since => {
+                self.whole.near = Some(clause);
+            }
             Reply::Whole { gen, matched } if gen >= self.whole.since => {
                 self.whole.matched = Some(matched);
                 self.whole.stale = false;
@@ -786,6 +799,7 @@ impl App {
             reader: Arc::clone(&self.cap.reader),
             extends: None,
             filter: self.filter.compiled().cloned(),
+            filter_text: self.filter.applied.clone(),
             start: v.start,
             interval: v.interval,
             rows,

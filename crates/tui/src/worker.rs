@@ -66,6 +66,14 @@ pub enum Reply {
         /// How many match.
         matched: u64,
     },
+    /// A query's filter matched nothing and the capture holds a value near one it asked for
+    /// ([`query::near_miss`]).
+    NearMiss {
+        /// Generation of the query whose filter matched nothing.
+        gen: u64,
+        /// The clause to type instead (`proc.name=fio`), its value escaped.
+        clause: String,
+    },
     /// The event list's rows on screen.
     Rows(Rows),
     /// What the selected event is linked to.
@@ -300,6 +308,9 @@ fn serve<E>(rx: &Receiver<Query>, cancel: &Cancel, out: &Sender<E>, wrap: fn(Rep
     let mut kept = None;
     // The capture the cache holds columns of.
     let mut of: Option<Arc<Reader>> = None;
+    // The filter last looked at for a value near its own, of this capture: asked once, not
+    // again with every view of it that matches nothing.
+    let mut hinted: Option<String> = None;
     while let Ok(mut q) = rx.recv() {
         // Skip to the newest query waiting.
         while let Ok(newer) = rx.try_recv() {
@@ -308,15 +319,28 @@ fn serve<E>(rx: &Receiver<Query>, cancel: &Cancel, out: &Sender<E>, wrap: fn(Rep
         if !of.as_ref().is_some_and(|r| r.same_source(&q.reader)) {
             cache = ColumnCache::new(CACHE_BUDGET);
             kept = None;
+            hinted = None;
         }
         of = Some(Arc::clone(&q.reader));
+        let mut nothing = false;
         let reply = match query::answer(&q, Some(&cache), cancel, &mut kept) {
-            Ok(Some(a)) => Reply::Answer(Box::new(a)),
+            Ok(Some(a)) => {
+                nothing = a.matched == 0;
+                Reply::Answer(Box::new(a))
+            }
             Ok(None) => continue,
             Err(error) => Reply::Failed { gen: q.gen, error },
         };
         if out.send(wrap(reply)).is_err() {
             return;
+        }
+        if nothing && hinted.as_deref() != Some(q.filter_text.as_str()) {
+            hinted = Some(q.filter_text.clone());
+            if let Some(clause) = query::near_miss(&q) {
+                if out.send(wrap(Reply::NearMiss { gen: q.gen, clause })).is_err() {
+                    return;
+                }
+            }
         }
         if q.whole {
             if let Some(matched) = query::count_whole(&q, Some(&cache), cancel, &mut kept) {

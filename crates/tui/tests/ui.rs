@@ -167,7 +167,12 @@ fn settle_keeping(app: &mut App, mut fx: Effects, kept: &mut Option<query::Kept>
                 Ok(None) => unreachable!("not cancelled"),
                 Err(error) => Reply::Failed { gen: q.gen, error },
             };
+            let nothing = matches!(&reply, Reply::Answer(a) if a.matched == 0);
             let mut more = app.update(Action::Reply(reply));
+            // As the worker does, a value near the filter's when it matched nothing.
+            if let Some(clause) = query::near_miss(&q).filter(|_| nothing) {
+                let _asks_nothing = app.update(Action::Reply(Reply::NearMiss { gen: q.gen, clause }));
+            }
             // Then, as the worker does, the filter's matches in the whole capture.
             if q.whole {
                 let matched = query::count_whole(&q, None, &cancel, kept).expect("not cancelled");
@@ -353,6 +358,35 @@ fn help_lists_every_key() {
         assert!(text.lines().any(|l| l.contains(&line)), "{line:?} missing:\n{text}");
     }
     insta::assert_snapshot!("help_80x24", screen);
+}
+
+/// A filter that matches nothing because of a typo'd value says the value the capture holds,
+/// as `iocap report` does; one that matches nothing for another reason says nothing more.
+#[test]
+fn a_filter_matching_nothing_names_the_value_nearest_its_own() {
+    let (_dir, mut app, fx) = app(100, 30, "");
+    settle(&mut app, fx);
+    press(&mut app, KeyCode::Char('/'));
+    type_text(&mut app, "proc.name=Postgress and latency>1us");
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(app.answer.as_ref().unwrap().matched, 0);
+    assert_eq!(app.near_miss(), Some("proc.name=postgres"));
+    let pane = snap_pane(&app, app.layout.hist);
+    assert!(pane.contains("did you mean proc.name=postgres?"), "{pane}");
+
+    press(&mut app, KeyCode::Char('/'));
+    for _ in 0.."proc.name=Postgress and latency>1us".len() {
+        press(&mut app, KeyCode::Backspace);
+    }
+    type_text(&mut app, "proc.name=postgres and latency>10s");
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(app.answer.as_ref().unwrap().matched, 0);
+    assert_eq!(app.near_miss(), None);
+    let pane = snap_pane(&app, app.layout.hist);
+    assert!(
+        pane.contains("no matching events in view") && !pane.contains("did you mean"),
+        "{pane}"
+    );
 }
 
 /// Open → filter → select a region → drill down → event details → undo → quit.

@@ -100,7 +100,12 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
                 lines.push(Line::from(figs.join(" ").trim_end().to_owned()));
             }
         }
-        Some(_) => lines.push(Line::from("no matching events in view")),
+        Some(_) => {
+            lines.push(Line::from("no matching events in view"));
+            if let Some(near) = app.near_miss() {
+                lines.push(Line::styled(format!("did you mean {near}?"), app.theme.error()));
+            }
+        }
         None => lines.push(Line::styled("percentiles: scanning…", app.theme.dim())),
     }
     let rows = usize::from(inner.height).saturating_sub(lines.len());
