@@ -5,7 +5,7 @@ use std::process::{Command, Stdio};
 use std::sync::{RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-use iocap_format::{blk_flags, Class, Event, FdType, Liveness, Reader};
+use iocap_format::{blk_flags, Class, Event, FdType, Liveness, ReadOptions, Reader};
 use serde_json::json;
 
 use crate::util::{iocap, machine_alone, machine_shared, root_skip_reason, LoopDev};
@@ -154,9 +154,13 @@ fn exact_pwrites_types_and_names_of_a_short_lived_process() {
     assert_eq!(kind_of("fsync"), vec![FdType::File]);
     // write(sv[0]) and write(p[1]), in that order.
     assert_eq!(kind_of("write"), vec![FdType::Unix, FdType::Pipe]);
-    let dirs: Vec<_> = t
-        .files()
-        .iter()
+    // Each entry's process, kept on request.
+    let whole = Reader::open_with(&cap, ReadOptions { file_details: true }).unwrap();
+    let dirs: Vec<_> = whole
+        .tables()
+        .file_entries()
+        .expect("kept on request")
+        .into_iter()
         .filter(|f| f.pid == pid && f.kind == FdType::Directory)
         .map(|f| t.string(f.name).to_owned())
         .collect();
@@ -205,7 +209,7 @@ fn paths_walked_back_up_and_after_a_chdir_name_the_files_opened() {
     let bin = build_c(dir.path(), "walker", WALKER);
     let cap = dir.path().join("t.cap");
     record_command(&cap, &format!("{} {}", bin.display(), root.display()));
-    let r = Reader::open(&cap).unwrap();
+    let r = Reader::open_with(&cap, ReadOptions { file_details: true }).unwrap();
     let t = r.tables();
     let pid = t
         .procs()
@@ -214,8 +218,9 @@ fn paths_walked_back_up_and_after_a_chdir_name_the_files_opened() {
         .expect("the walker's process")
         .pid;
     let names: std::collections::BTreeSet<String> = t
-        .files()
-        .iter()
+        .file_entries()
+        .expect("kept on request")
+        .into_iter()
         .filter(|f| f.pid == pid && t.string(f.name).starts_with(root.to_str().unwrap()))
         .map(|f| t.string(f.name).to_owned())
         .collect();
@@ -695,7 +700,7 @@ fn ctrl_c_keeps_a_read_still_waiting() {
     // dash reads `<&3` through fd 0, a copy of the FIFO's fd.
     assert_eq!((e.pid, e.nr, e.fd, e.ret), (pid, nr("read"), 0, 0), "{e:?}");
     let t = r.tables();
-    let file = t.files().iter().find(|f| f.id == e.file).map(|f| t.string(f.name));
+    let file = t.file(e.file).map(|f| t.string(f.name));
     assert_eq!(file, fifo.to_str(), "{e:?}");
     assert!(e.latency >= 500_000_000 && e.end() <= r.stop_ts(), "{e:?}");
 }

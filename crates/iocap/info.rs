@@ -204,7 +204,7 @@ impl Summary {
             version: r.version(),
             meta: r.meta().clone(),
             procs: r.tables().procs().len(),
-            files: r.tables().files().len(),
+            files: r.tables().file_count(),
             devices: r.tables().devices().iter().map(|d| d.name.clone()).collect(),
         }
     }

@@ -167,6 +167,36 @@ impl IdSet {
         }
     }
 
+    /// The set of `members` and nothing else, of a table whose ids are at most `max_id`, and
+    /// `count` of them (`ids`): [`IdSet::build`] without a list of every id and whether it
+    /// is in (16 bytes each while building), for the file table, one entry per open.
+    fn of_members(members: impl Iterator<Item = u64>, ids: (u64, u64)) -> IdSet {
+        let (max_id, count) = ids;
+        let dense_len = max_id
+            .saturating_add(1)
+            .min(count.saturating_mul(4).saturating_add(DENSE_SLACK));
+        let mut dense = vec![0u64; dense_len.div_ceil(64) as usize];
+        let mut sparse = Vec::new();
+        for id in members {
+            if id < dense_len {
+                dense[(id / 64) as usize] |= 1 << (id % 64);
+            } else {
+                sparse.push((id, true));
+            }
+        }
+        sparse.sort_unstable_by_key(|&(id, _)| id);
+        sparse.dedup_by_key(|&mut (id, _)| id);
+        let beyond = Beyond::Const(false);
+        let few = Self::few(&dense, &sparse, &beyond);
+        IdSet {
+            dense,
+            dense_len,
+            sparse,
+            beyond,
+            few,
+        }
+    }
+
     /// [`IdSet::few`] of a set built of these parts.
     fn few(dense: &[u64], sparse: &[(u64, bool)], beyond: &Beyond) -> Option<[u32; 4]> {
         if !matches!(beyond, Beyond::Const(false)) {
@@ -583,17 +613,19 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables, origin: u64) -> Kernel {
             }
         }
         FieldId::FdType | FieldId::FdName | FieldId::FdDirectory | FieldId::FdFilename | FieldId::FdDev => {
-            let ids = tables.files().iter().map(|f| {
-                let e = Event {
-                    file: f.id,
+            // Decided once for each file the entries refer to; only the matching ids are
+            // gathered (a day's recording has tens of millions of entries).
+            let members = tables.file_ids_where(|file| {
+                passes(&Event {
+                    file,
                     ..Event::default()
-                };
-                (u64::from(f.id), passes(&e))
+                })
             });
+            let ids = (u64::from(tables.max_file_id()), tables.file_count() as u64);
             Kernel::Ids {
                 src: IdSrc::File,
                 class: None,
-                set: IdSet::build(ids, 0, Beyond::Const(false)),
+                set: IdSet::of_members(members.map(u64::from), ids),
             }
         }
         FieldId::EvtErrno => {

@@ -114,9 +114,10 @@ fn required_equalities<'a>(node: &'a Node, positive: bool, out: &mut Vec<(FieldI
     }
 }
 
-/// Every value `field` has among the capture's table entries, one for each entry (so some
-/// more than once); `None` for a field whose values do not come from the tables. Made as they
-/// are read, not gathered: a day's recording has millions of file entries.
+/// Every value `field` has among the capture's table entries, one for each process entry, file
+/// (entries that refer to the same one give it once) or device, so some more than once;
+/// `None` for a field whose values do not come from the tables. Made as they are read, not
+/// gathered: a day's recording has millions of file entries.
 fn table_values<'t>(field: FieldId, meta: &'t Meta, tables: &'t Tables) -> Option<impl Iterator<Item = String> + 't> {
     let info = fields::info(field);
     let ids: Box<dyn Iterator<Item = (Class, u64)> + 't> = match field {
@@ -124,7 +125,7 @@ fn table_values<'t>(field: FieldId, meta: &'t Meta, tables: &'t Tables) -> Optio
             Box::new(tables.procs().iter().map(|p| (Class::Syscall, u64::from(p.id))))
         }
         FieldId::FdName | FieldId::FdDirectory | FieldId::FdFilename | FieldId::FdDev => {
-            Box::new(tables.files().iter().map(|f| (Class::Syscall, u64::from(f.id))))
+            Box::new(tables.one_file_id_each().map(|id| (Class::Syscall, u64::from(id))))
         }
         FieldId::BlkDev => Box::new(tables.devices().iter().map(|d| (Class::Block, u64::from(d.dev)))),
         _ => return None,

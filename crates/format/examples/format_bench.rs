@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use iocap_format::varint::Cursor;
 use iocap_format::{
     mkdev, ChunkDecoder, Class, Col, ColSet, Columns, Device, DropStats, Event, FdType, FileEntry, Meta, ProcEntry,
-    Reader, Rollup, Writer, WriterOptions,
+    ReadOptions, Reader, Rollup, Writer, WriterOptions,
 };
 
 /// xorshift64*: deterministic, so every run measures the same file.
@@ -401,8 +401,10 @@ fn real_file(bytes: &[u8]) {
 
 /// Rewrite a capture with the current writer; prints both sizes.
 fn rewrite(bytes: &[u8], out: &str) {
-    let r = Reader::from_bytes(bytes.to_vec()).expect("reader");
+    let r = Reader::new_with(bytes.to_vec(), ReadOptions { file_details: true }).expect("reader");
     let t = r.tables();
+    // Each entry whole, its process, fd and opening time too: they are written again.
+    let all_files = t.file_entries().expect("kept on request");
     let mut w = Writer::new(Vec::new(), r.meta(), WriterOptions::default()).expect("writer");
     let (mut procs, mut files, mut strings) = (0usize, 0usize, 1u32);
     let mut intern_to = |w: &mut Writer<Vec<u8>>, id: u32| {
@@ -424,8 +426,8 @@ fn rewrite(bytes: &[u8], out: &str) {
             w.add_proc(p);
             procs += 1;
         }
-        while files < t.files().len() && t.files()[files].id <= max_file {
-            let f = t.files()[files].clone();
+        while files < all_files.len() && all_files[files].id <= max_file {
+            let f = all_files[files].clone();
             intern_to(&mut w, f.name);
             w.add_file(f);
             files += 1;
@@ -445,7 +447,7 @@ fn rewrite(bytes: &[u8], out: &str) {
             .for_each(|s| intern_to(&mut w, s));
         w.add_proc(p.clone());
     }
-    for f in &t.files()[files..] {
+    for f in &all_files[files..] {
         intern_to(&mut w, f.name);
         w.add_file(f.clone());
     }

@@ -53,10 +53,10 @@ pub use frame::{opening_len, FORMAT_MAJOR, FORMAT_MINOR, OPENING_PEEK};
 pub use hash::{IdHasher, IdMap};
 pub use live::{lock_for_writing, Liveness};
 pub use model::{
-    blk_flags, dev_parts, mkdev, BlockOp, Cause, Class, Device, DropStats, Event, FdType, FileEntry, Meta, ProcEntry,
-    StrId,
+    blk_flags, dev_parts, mkdev, BlockOp, Cause, Class, Device, DropStats, Event, FdTarget, FdType, FileEntry, Meta,
+    ProcEntry, StrId,
 };
-pub use reader::{ChunkDecoder, ChunkInfo, Growth, Reader, Source};
+pub use reader::{ChunkDecoder, ChunkInfo, Growth, ReadOptions, Reader, Source};
 pub use rollup::{cell, cell_parts, cell_range, key_cols, CellTotals, KeyTotals, Rollup};
 pub use summary::{log2_bucket, log2_bucket_range, ChunkSummary, LOG2_BUCKETS};
 pub use tables::{table_budget, Tables, MAX_STRING, MAX_TABLE_BYTES, TABLE_BUDGET_FLOOR, TABLE_BYTES_PER_FILE_BYTE};

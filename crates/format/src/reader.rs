@@ -246,23 +246,37 @@ struct ScanState {
     index: Option<(u64, Index)>,
 }
 
+/// What a reader keeps beyond what every question asks of a capture.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReadOptions {
+    /// Each file entry's process, fd and opening time ([`Tables::file_entries`]), not only
+    /// what its fd refers to ([`crate::FdTarget`]): for writing the entries again. A tree
+    /// walk's recording has an entry for each open; whole, they took 40 bytes each.
+    pub file_details: bool,
+}
+
 impl Reader<File> {
     /// Open a capture file. Anything but a regular file is refused with
     /// [`Error::NotACapture`]: a FIFO would block the open (and cannot be read by position),
     /// a device reads as endless or empty bytes.
     pub fn open(path: impl AsRef<Path>) -> Result<Reader<File>, Error> {
-        let mut opts = std::fs::OpenOptions::new();
-        opts.read(true);
+        Reader::open_with(path, ReadOptions::default())
+    }
+
+    /// [`Reader::open`], keeping what `opts` asks.
+    pub fn open_with(path: impl AsRef<Path>, opts: ReadOptions) -> Result<Reader<File>, Error> {
+        let mut open = std::fs::OpenOptions::new();
+        open.read(true);
         // Opening a FIFO for reading waits for a writer; without blocking it returns at once,
         // and the check below refuses it. A regular file reads the same either way.
         #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut opts, libc::O_NONBLOCK);
-        let file = opts.open(path)?;
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut open, libc::O_NONBLOCK);
+        let file = open.open(path)?;
         let kind = file.metadata()?.file_type();
         if !kind.is_file() {
             return Err(Error::NotACapture(not_regular(kind)));
         }
-        Reader::new(file)
+        Reader::new_with(file, opts)
     }
 }
 
@@ -299,6 +313,11 @@ impl<S: Source> Reader<S> {
     /// Open a capture: by its footer index when it has a valid one, otherwise by scanning
     /// every frame (the file is then reported as not clean).
     pub fn new(src: S) -> Result<Reader<S>, Error> {
+        Reader::new_with(src, ReadOptions::default())
+    }
+
+    /// [`Reader::new`], keeping what `opts` asks.
+    pub fn new_with(src: S, opts: ReadOptions) -> Result<Reader<S>, Error> {
         // Asked before anything is read: a writer that finishes after this leaves its index
         // for the read to find, one that dies leaves what it flushed.
         let alive = src.writer_alive();
@@ -313,12 +332,16 @@ impl<S: Source> Reader<S> {
         }
         src.read_exact_at(&mut pre, 0)?;
         let version = frame::parse_preamble(&pre)?;
+        let mut tables = Tables::with_budget(table_budget(file_len));
+        if opts.file_details {
+            tables.keep_file_details();
+        }
         let mut r = Reader {
             src: Arc::new(src),
             file_len,
             version,
             meta: Meta::default(),
-            tables: Arc::new(Tables::with_budget(table_budget(file_len))),
+            tables: Arc::new(tables),
             chunks: Vec::new(),
             drop_stats: Vec::new(),
             rollups: Vec::new(),
@@ -371,6 +394,9 @@ impl<S: Source> Reader<S> {
     /// frames add later ones, and rename these (they are newer): one table serves every lookup.
     fn first_tables(&self) -> Tables {
         let mut tables = Tables::with_budget(table_budget(self.file_len));
+        if self.tables.keeps_file_details() {
+            tables.keep_file_details();
+        }
         for d in &self.meta.devices {
             if tables.device_name(d.dev).is_none() {
                 tables.add_device(d.clone());

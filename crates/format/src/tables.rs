@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use crate::error::Limit;
 use crate::escape::escape;
-use crate::model::{Device, FdType, FileEntry, ProcEntry, StrId};
+use crate::model::{Device, FdTarget, FdType, FileEntry, ProcEntry, StrId};
 use crate::varint::{self, Cursor};
 
 /// The longest string a table may hold, in bytes before escaping. Strings are process names
@@ -79,8 +79,7 @@ pub struct Tables {
     strings: Strings,
     procs: Vec<ProcEntry>,
     proc_index: Ids<u32>,
-    files: Vec<FileEntry>,
-    file_index: Ids<u32>,
+    files: Files,
     devices: Vec<Device>,
     device_index: HashMap<u32, usize>,
     /// Bytes of decoded tables allowed, and counted so far (never given back when an entry is
@@ -102,13 +101,23 @@ impl Tables {
             strings: Strings::default(),
             procs: Vec::new(),
             proc_index: Ids::default(),
-            files: Vec::new(),
-            file_index: Ids::default(),
+            files: Files::default(),
             devices: Vec::new(),
             device_index: HashMap::new(),
             budget,
             used: 0,
         }
+    }
+
+    /// Keep each file entry's process, fd and opening time too ([`Tables::file_entries`]),
+    /// not only what it refers to: for a reader that writes the entries again.
+    pub(crate) fn keep_file_details(&mut self) {
+        self.files.details.get_or_insert_with(HashMap::new);
+    }
+
+    /// Whether [`Tables::keep_file_details`] was asked.
+    pub(crate) fn keeps_file_details(&self) -> bool {
+        self.files.details.is_some()
     }
 
     /// Let the tables grow to `budget` bytes when that is more than they may now: a file read
@@ -154,10 +163,10 @@ impl Tables {
         self.proc_index.get(id).map(|i| &self.procs[i as usize])
     }
 
-    /// The file entry with this id ([`Event::file`](crate::Event::file)); `None` for 0 or an
-    /// id the file never defined.
-    pub fn file(&self, id: u32) -> Option<&FileEntry> {
-        self.file_index.get(id).map(|i| &self.files[i as usize])
+    /// What the file entry with this id ([`Event::file`](crate::Event::file)) refers to;
+    /// `None` for 0 or an id the file never defined.
+    pub fn file(&self, id: u32) -> Option<FdTarget> {
+        self.files.ids.get(id).map(|at| self.files.targets[at as usize])
     }
 
     /// Every process entry, in the order the file defined them.
@@ -165,9 +174,68 @@ impl Tables {
         &self.procs
     }
 
-    /// Every file entry, in the order the file defined them.
-    pub fn files(&self) -> &[FileEntry] {
-        &self.files
+    /// Every file entry's id and what it refers to, in no particular order.
+    pub fn files(&self) -> impl Iterator<Item = (u32, FdTarget)> + '_ {
+        self.files
+            .ids
+            .iter()
+            .map(|(id, at)| (id, self.files.targets[at as usize]))
+    }
+
+    /// How many file entries there are.
+    pub fn file_count(&self) -> usize {
+        self.files.ids.len()
+    }
+
+    /// The ids of the file entries `keep` keeps, in no particular order. What an entry refers
+    /// to decides: `keep` is asked once for each distinct [`FdTarget`], with the first id
+    /// found of it, and its answer holds for every entry of that target (a tree walk opens
+    /// each file again and again: 546,461 entries of 25,157 files in a recording of tar and
+    /// find).
+    pub fn file_ids_where<'a>(&'a self, mut keep: impl FnMut(u32) -> bool + 'a) -> impl Iterator<Item = u32> + 'a {
+        // Per target: not asked yet, or the answer.
+        let mut kept: Vec<Option<bool>> = vec![None; self.files.targets.len()];
+        self.files.ids.iter().filter_map(move |(id, at)| {
+            let k = *kept[at as usize].get_or_insert_with(|| keep(id));
+            k.then_some(id)
+        })
+    }
+
+    /// One file entry's id for each distinct [`FdTarget`], in no particular order.
+    pub fn one_file_id_each(&self) -> impl Iterator<Item = u32> + '_ {
+        let mut seen = vec![false; self.files.targets.len()];
+        self.files
+            .ids
+            .iter()
+            .filter_map(move |(id, at)| (!std::mem::replace(&mut seen[at as usize], true)).then_some(id))
+    }
+
+    /// The largest file entry id (0 when none).
+    pub fn max_file_id(&self) -> u32 {
+        self.files.max_id
+    }
+
+    /// Every file entry whole, by id, when the reader was asked to keep them
+    /// ([`crate::ReadOptions::file_details`]); `None` when it keeps only what they refer to.
+    pub fn file_entries(&self) -> Option<Vec<FileEntry>> {
+        let details = self.files.details.as_ref()?;
+        let mut all: Vec<FileEntry> = self
+            .files()
+            .map(|(id, t)| {
+                let (pid, fd, open_ts) = details.get(&id).copied().unwrap_or_default();
+                FileEntry {
+                    id,
+                    pid,
+                    fd,
+                    kind: t.kind,
+                    name: t.name,
+                    dev: t.dev,
+                    open_ts,
+                }
+            })
+            .collect();
+        all.sort_by_key(|f| f.id);
+        Some(all)
     }
 
     /// Every block device, one entry per `dev` (a later frame's name replaces an earlier one).
@@ -190,7 +258,7 @@ impl Tables {
         (
             self.strings.max_id(),
             self.procs.iter().map(|p| p.id).max().unwrap_or(0),
-            self.files.iter().map(|f| f.id).max().unwrap_or(0),
+            self.files.max_id,
         )
     }
 
@@ -217,12 +285,13 @@ impl Tables {
                 ..e.clone()
             });
         }
-        for e in &other.files {
-            self.add_file(FileEntry {
-                id: e.id + f,
-                name: moved(e.name),
-                ..e.clone()
-            });
+        for (id, t) in other.files() {
+            let details = other.files.details.as_ref().and_then(|d| d.get(&id).copied());
+            let t = FdTarget {
+                name: moved(t.name),
+                ..t
+            };
+            self.files.add(id + f, t, details);
         }
         for d in &other.devices {
             if self.device_name(d.dev).is_none() {
@@ -268,13 +337,7 @@ impl Tables {
     }
 
     pub(crate) fn add_file(&mut self, f: FileEntry) {
-        match self.file_index.get(f.id) {
-            Some(i) => self.files[i as usize] = f,
-            None => {
-                self.file_index.insert(f.id, position(self.files.len()));
-                self.files.push(f);
-            }
-        }
+        self.files.add(f.id, f.target(), Some((f.pid, f.fd, f.open_ts)));
     }
 
     /// Merge the entries of one table frame's (decompressed) payload.
@@ -323,9 +386,62 @@ impl Tables {
 
 /// An entry's position in its table's vector. The budget keeps a table far below 2^32
 /// entries (each costs [`ENTRY_COST`] of at most [`MAX_TABLE_BYTES`] per file, and a joined
-/// reader's files each their own), so this saturates only in theory.
+/// reader's files each their own), so this saturates only in theory, below the empty slot's
+/// value ([`Slot`]).
 fn position(len: usize) -> u32 {
-    u32::try_from(len).unwrap_or(u32::MAX)
+    u32::try_from(len).map_or(u32::MAX - 1, |p| p.min(u32::MAX - 1))
+}
+
+/// The file entries: each id's [`FdTarget`] as its position in a list of the distinct ones,
+/// 4 bytes an entry where the entry whole took 40 (the 546,461 entries of a recording of tar
+/// and find refer to 25,157 files), and each entry's process, fd and opening time only when
+/// asked for ([`Tables::keep_file_details`]).
+#[derive(Clone, Debug, Default)]
+struct Files {
+    targets: Vec<FdTarget>,
+    /// Where each target is in `targets`. Hashed with SipHash: names come from the file.
+    at: HashMap<FdTarget, u32>,
+    ids: Ids<u32>,
+    max_id: u32,
+    details: Option<HashMap<u32, (u32, i32, u64)>>,
+}
+
+impl Files {
+    /// Set entry `id` (new or replaced) to `target`, with its process, fd and opening time
+    /// when they are kept.
+    fn add(&mut self, id: u32, target: FdTarget, details: Option<(u32, i32, u64)>) {
+        let at = match self.at.get(&target) {
+            Some(&at) => at,
+            None => {
+                let at = position(self.targets.len());
+                self.targets.push(target);
+                self.at.insert(target, at);
+                at
+            }
+        };
+        self.ids.insert(id, at);
+        self.max_id = self.max_id.max(id);
+        if let Some(all) = &mut self.details {
+            all.insert(id, details.unwrap_or_default());
+        }
+    }
+}
+
+/// A value an [`Ids`] holds, with one value that stands for none in its vector's empty
+/// slots (an `Option` would double a `u32`'s slot).
+trait Slot: Copy + PartialEq {
+    /// The empty slot's value, which no caller stores.
+    const NONE: Self;
+}
+
+impl Slot for u32 {
+    // Positions in a table's vector, which the budget keeps far below it (see `position`).
+    const NONE: u32 = u32::MAX;
+}
+
+impl Slot for (usize, u32) {
+    // A span of the strings' buffer, which no string starts at.
+    const NONE: (usize, u32) = (usize::MAX, u32::MAX);
 }
 
 /// A map from table ids to `V`, for ids a writer gives out 1, 2, 3, ...: a vector indexed by
@@ -334,7 +450,7 @@ fn position(len: usize) -> u32 {
 /// it opened (546,461 in a 4 × 10^6-event one): a vector slot is a fifth of a map's.
 #[derive(Clone, Debug)]
 struct Ids<V> {
-    dense: Vec<Option<V>>,
+    dense: Vec<V>,
     sparse: HashMap<u32, V>,
     count: usize,
 }
@@ -349,10 +465,10 @@ impl<V> Default for Ids<V> {
     }
 }
 
-impl<V: Copy> Ids<V> {
+impl<V: Slot> Ids<V> {
     fn get(&self, id: u32) -> Option<V> {
         match self.dense.get(id as usize) {
-            Some(&Some(v)) => Some(v),
+            Some(&v) if v != V::NONE => Some(v),
             // Not in the vector: it may have been put in the map before the vector reached it.
             _ if self.sparse.is_empty() => None,
             _ => self.sparse.get(&id).copied(),
@@ -361,12 +477,15 @@ impl<V: Copy> Ids<V> {
 
     /// Set `id`'s value (a new id, or one whose value is replaced).
     fn insert(&mut self, id: u32, v: V) {
+        debug_assert!(v != V::NONE, "an Ids slot's empty value stored");
         let at = id as usize;
         if at >= self.dense.len() && at <= 2 * self.count + 1024 {
-            self.dense.resize(at + 1, None);
+            self.dense.resize(at + 1, V::NONE);
         }
         let old = match self.dense.get_mut(at) {
-            Some(slot) => slot.replace(v).or_else(|| self.sparse.remove(&id)),
+            Some(slot) => Some(std::mem::replace(slot, v))
+                .filter(|&old| old != V::NONE)
+                .or_else(|| self.sparse.remove(&id)),
             None => self.sparse.insert(id, v),
         };
         self.count += usize::from(old.is_none());
@@ -382,7 +501,8 @@ impl<V: Copy> Ids<V> {
             .dense
             .iter()
             .enumerate()
-            .filter_map(|(id, v)| Some((id as u32, (*v)?)));
+            .filter(|&(_, &v)| v != V::NONE)
+            .map(|(id, &v)| (id as u32, v));
         dense.chain(self.sparse.iter().map(|(&id, &v)| (id, v)))
     }
 }
@@ -771,6 +891,71 @@ mod tests {
         let mut all: Vec<(StrId, &str)> = t.strings.iter().collect();
         all.sort();
         assert_eq!(all, vec![(1, "postgres"), (7, ""), (u32::MAX, "far")]);
+    }
+
+    fn entry(id: u32, name: StrId, fd: i32) -> FileEntry {
+        FileEntry {
+            id,
+            pid: 7,
+            fd,
+            kind: FdType::File,
+            name,
+            dev: 3,
+            open_ts: u64::from(id) * 10,
+        }
+    }
+
+    /// Entries of the same file keep it once; each id still says which it is, a replaced
+    /// entry moves, and the entries' other fields are kept only when asked.
+    #[test]
+    fn file_entries_keep_each_file_once() {
+        let mut t = Tables::default();
+        for id in 1..=1000u32 {
+            t.add_file(entry(id, 1 + id % 2, id as i32));
+        }
+        t.add_file(entry(u32::MAX, 2, 4));
+        t.add_file(entry(10, 3, 5));
+        assert_eq!(
+            (t.file_count(), t.files.targets.len(), t.max_file_id()),
+            (1001, 3, u32::MAX)
+        );
+        assert_eq!(t.file(11).map(|f| (f.kind, f.name, f.dev)), Some((FdType::File, 2, 3)));
+        assert_eq!((t.file(10).unwrap().name, t.file(u32::MAX).unwrap().name), (3, 2));
+        assert_eq!((t.file(0), t.file(1001)), (None, None));
+        // Asked once per file, of an id of it; the answer holds for all of its entries.
+        let mut asked = Vec::new();
+        let mut two: Vec<u32> = t
+            .file_ids_where(|id| {
+                asked.push(id);
+                t.file(id).unwrap().name == 2
+            })
+            .collect();
+        two.sort_unstable();
+        assert_eq!(asked.len(), 3);
+        let want: Vec<u32> = (1..=1000)
+            .filter(|id| id % 2 == 1 && *id != 10)
+            .chain([u32::MAX])
+            .collect();
+        assert_eq!(two, want);
+        let mut one_each: Vec<StrId> = t.one_file_id_each().map(|id| t.file(id).unwrap().name).collect();
+        one_each.sort_unstable();
+        assert_eq!(one_each, vec![1, 2, 3]);
+        assert_eq!(t.file_entries(), None);
+
+        let mut whole = Tables::default();
+        whole.keep_file_details();
+        whole.add_file(entry(2, 1, 9));
+        whole.add_file(entry(1, 1, 8));
+        assert_eq!(whole.file_entries(), Some(vec![entry(1, 1, 8), entry(2, 1, 9)]));
+        // Moved into joined tables that keep them too.
+        let mut joined = Tables::default();
+        joined.keep_file_details();
+        joined.add_shifted(&whole, (0, 0, 5));
+        let moved = joined.file_entries().unwrap();
+        assert_eq!(
+            moved.iter().map(|f| (f.id, f.fd, f.open_ts)).collect::<Vec<_>>(),
+            vec![(6, 8, 10), (7, 9, 20)]
+        );
     }
 
     /// A reference past a joined file's strings (damaged, hostile) is moved without

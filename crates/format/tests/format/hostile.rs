@@ -5,11 +5,12 @@ use std::path::Path;
 
 use iocap_format::varint::put;
 use iocap_format::{
-    ChunkDecoder, ChunkSummary, ColSet, Columns, Error, Event, Reader, FORMAT_MAJOR, LOG2_BUCKETS, MAX_CHUNK_EVENTS,
+    ChunkDecoder, ChunkSummary, ColSet, Columns, Error, Event, FdType, ReadOptions, Reader, FORMAT_MAJOR, LOG2_BUCKETS,
+    MAX_CHUNK_EVENTS,
 };
 
 use crate::bombs::frame;
-use crate::util::{read_chunks, small_capture};
+use crate::util::{files, read_chunks, small_capture};
 
 const KIND_HEADER: u16 = 1;
 const KIND_STRINGS: u16 = 2;
@@ -338,7 +339,8 @@ fn unknown_frame_kinds_are_skipped() {
     let r = Reader::from_bytes(scanned).unwrap();
     assert!(!r.is_clean());
     assert_eq!(read_chunks(&r).unwrap(), x.chunks);
-    assert_eq!(r.tables().files(), &x.files[..]);
+    let targets: Vec<_> = x.files.iter().map(|f| (f.id, f.target())).collect();
+    assert_eq!(files(r.tables()), targets);
 }
 
 #[test]
@@ -410,15 +412,23 @@ fn version_1_0_and_1_1_table_frames_read_the_same() {
     new.extend(table(KIND_PREFIX_STRINGS, 2, b"\x02\x00\x06/usr/a\x02\x05\x01b"));
     // one entry, field by field: id +1, pid +7, fd +3, kind 1, name +2, dev 0, open_ts +1000
     new.extend(table(KIND_COLUMN_FILES, 1, &[2, 14, 6, 1, 4, 0, 0xd0, 0x0f]));
-    let (old, new) = (Reader::from_bytes(old).unwrap(), Reader::from_bytes(new).unwrap());
+    let whole = ReadOptions { file_details: true };
+    let (old, new) = (
+        Reader::new_with(old, whole).unwrap(),
+        Reader::new_with(new, whole).unwrap(),
+    );
     for r in [&old, &new] {
         let notes = r.recovery().unwrap_or("");
         assert!(!notes.contains("do not decode"), "every table frame decodes: {notes}");
         assert_eq!((r.tables().string(1), r.tables().string(2)), ("/usr/a", "/usr/b"));
-        let f = r.tables().file(1).expect("file 1");
-        assert_eq!((f.pid, f.fd, f.name, f.open_ts), (7, 3, 2, 1000));
+        let f = &r.tables().file_entries().expect("kept on request")[0];
+        assert_eq!(
+            (f.id, f.pid, f.fd, f.kind, f.name, f.open_ts),
+            (1, 7, 3, FdType::File, 2, 1000)
+        );
+        assert_eq!(r.tables().file(1), Some(f.target()));
     }
-    assert_eq!(old.tables().files(), new.tables().files());
+    assert_eq!(old.tables().file_entries(), new.tables().file_entries());
 }
 
 /// 1.1 table frames that lie are refused whole, without a panic or a large allocation.
@@ -470,6 +480,6 @@ fn lying_prefix_strings_and_column_files_are_refused() {
             "{what}: {:?}",
             r.recovery()
         );
-        assert!(r.tables().files().is_empty(), "{what}");
+        assert_eq!(r.tables().file_count(), 0, "{what}");
     }
 }

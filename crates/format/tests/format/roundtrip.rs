@@ -3,12 +3,12 @@
 
 use iocap_format::escape::escape;
 use iocap_format::{
-    ChunkDecoder, Class, Col, ColSet, Columns, Device, DropStats, Event, FdType, FileEntry, Meta, ProcEntry, Reader,
-    Rollup,
+    ChunkDecoder, Class, Col, ColSet, Columns, Device, DropStats, Event, FdType, FileEntry, Meta, ProcEntry,
+    ReadOptions, Reader, Rollup,
 };
 use proptest::prelude::*;
 
-use crate::util::{read_chunks, write, write_by, Expected, Op};
+use crate::util::{files, read_chunks, write, write_by, Expected, Op};
 
 fn u64_extreme() -> impl Strategy<Value = u64> {
     prop_oneof![Just(0), Just(u64::MAX), Just(u64::MAX - 1), 0..10_000u64, any::<u64>()]
@@ -189,7 +189,7 @@ fn op() -> impl Strategy<Value = Op> {
 
 /// Everything a reader gives back equals what was written.
 fn check(bytes: Vec<u8>, x: &Expected) -> Result<(), TestCaseError> {
-    let r = Reader::from_bytes(bytes).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let r = Reader::from_bytes(bytes.clone()).map_err(|e| TestCaseError::fail(e.to_string()))?;
     prop_assert!(r.is_clean(), "{:?}", r.recovery());
     // A header without a start (0) starts at the first event (`Reader::meta`).
     let mut meta = x.meta.clone();
@@ -225,7 +225,12 @@ fn check(bytes: Vec<u8>, x: &Expected) -> Result<(), TestCaseError> {
     prop_assert_eq!(t.string(0), "");
     prop_assert_eq!(t.string_count(), x.strings.len());
     prop_assert_eq!(t.procs(), &x.procs[..]);
-    prop_assert_eq!(t.files(), &x.files[..]);
+    let targets: Vec<_> = x.files.iter().map(|f| (f.id, f.target())).collect();
+    prop_assert_eq!(files(t), targets);
+    // Whole, on request.
+    let whole = Reader::new_with(bytes.clone(), ReadOptions { file_details: true }).unwrap();
+    prop_assert_eq!(whole.tables().file_entries(), Some(x.files.clone()));
+    prop_assert_eq!(t.file_entries(), None);
     for p in &x.procs {
         prop_assert_eq!(t.proc(p.id), Some(p));
     }

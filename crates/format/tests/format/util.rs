@@ -4,8 +4,8 @@ use std::collections::HashMap;
 
 use iocap_format::escape::escape;
 use iocap_format::{
-    ChunkDecoder, ColSet, Columns, Device, DropStats, Error, Event, FileEntry, Meta, ProcEntry, Reader, Source, Writer,
-    WriterOptions,
+    ChunkDecoder, ColSet, Columns, Device, DropStats, Error, Event, FdTarget, FileEntry, Meta, ProcEntry, Reader,
+    Source, Tables, Writer, WriterOptions,
 };
 
 /// One call on a [`Writer`].
@@ -148,6 +148,13 @@ pub fn escaped_meta(meta: &Meta) -> Meta {
 }
 
 /// Decode every chunk of `r` (all columns) into rows.
+/// Every file entry's id and what it refers to, by id: what a reader keeps of them.
+pub fn files(t: &Tables) -> Vec<(u32, FdTarget)> {
+    let mut all: Vec<_> = t.files().collect();
+    all.sort_by_key(|&(id, _)| id);
+    all
+}
+
 pub fn read_chunks<S: Source>(r: &Reader<S>) -> Result<Vec<Vec<Event>>, Error> {
     let (mut dec, mut cols) = (ChunkDecoder::new(), Columns::default());
     (0..r.chunks().len())
