@@ -2,8 +2,9 @@
 //! latency histogram, and the top groups by count.
 //!
 //! Two halves. [`FieldGroups`] is what a scan thread feeds, one chunk at a time: it tells
-//! events apart by a cheap key read from the columns (a process or file table id, a syscall
-//! number; `group/key.rs`), never by printing a value per event, and keeps one sample event per key.
+//! events apart by a cheap key read from the columns (a process table id, the file a file entry
+//! refers to, a syscall number; `group/key.rs`), never by printing a value per event, and keeps
+//! one sample event per key.
 //! [`FieldGroups::finish`] prints each key's value once and merges keys of equal value into a
 //! [`GroupBy`], the groups by value, which gives the top groups. `iocap report --by` and the
 //! viewer's breakdown are the same computation.
@@ -21,7 +22,7 @@ use iocap_filter::Bitmap;
 use iocap_format::{ColSet, Columns, Event, Meta, Tables};
 
 use crate::hist::LatencyHist;
-use key::KeyOf;
+use key::{IdCol, KeyOf};
 pub use table::{IdHasher, Slots};
 
 /// One group's totals.
@@ -235,6 +236,12 @@ impl<'a> FieldGroups<'a> {
             type_keys,
         } = self;
         let (key, field, meta, tables) = (*key, *field, *meta, *tables);
+        if key == KeyOf::Id(IdCol::File) {
+            // By the file an entry refers to, not the entry: a tree walk has one per open
+            // (546,464 in a recording of tar and find, of 25,157 files).
+            let ids = &cols.file;
+            return f.feed(|i| ids.get(i).map_or(0, |&x| tables.file_key(x)), slots);
+        }
         if let Some(ids) = key.id_column(cols) {
             return f.feed(|i| ids.get(i).map_or(0, |&x| u64::from(x)), slots);
         }

@@ -174,6 +174,14 @@ impl Tables {
         &self.procs
     }
 
+    /// Which file the file entry `id` refers to, as a number: equal for entries that refer to
+    /// the same one ([`FdTarget`]), 0 for 0 or an id the file never defined. A breakdown by a
+    /// file's field keys its groups by it: one per file, not per open.
+    #[inline]
+    pub fn file_key(&self, id: u32) -> u64 {
+        self.files.ids.get(id).map_or(0, |at| u64::from(at) + 1)
+    }
+
     /// Every file entry's id and what it refers to, in no particular order.
     pub fn files(&self) -> impl Iterator<Item = (u32, FdTarget)> + '_ {
         self.files

@@ -16,7 +16,8 @@ pub enum IdCol {
     Pid,
     /// `thread.tid`.
     Tid,
-    /// The file entry: every `fd.*` field but `fd.num`.
+    /// The file entry: every `fd.*` field but `fd.num`. Groups are keyed by the file it refers
+    /// to ([`iocap_format::Tables::file_key`]), which the column alone does not tell.
     File,
     /// `evt.cpu`.
     Cpu,
