@@ -712,6 +712,9 @@ impl App {
         }
         if g.tables {
             self.filter.recompile(&self.cap.reader);
+            // The value the hint named may be in them now; the next answer with no match
+            // brings the hint again.
+            self.whole.near = None;
         }
         match (was, self.cap.liveness) {
             (Liveness::Live, Liveness::Finished) => {

@@ -308,9 +308,10 @@ fn serve<E>(rx: &Receiver<Query>, cancel: &Cancel, out: &Sender<E>, wrap: fn(Rep
     let mut kept = None;
     // The capture the cache holds columns of.
     let mut of: Option<Arc<Reader>> = None;
-    // The filter last looked at for a value near its own, of this capture: asked once, not
-    // again with every view of it that matches nothing.
-    let mut hinted: Option<String> = None;
+    // The filter last looked at for a value near its own, and how many table entries the
+    // capture had then: asked once, not again with every view of it that matches nothing,
+    // until a capture being recorded brings more entries.
+    let mut hinted: Option<(String, usize)> = None;
     while let Ok(mut q) = rx.recv() {
         // Skip to the newest query waiting.
         while let Ok(newer) = rx.try_recv() {
@@ -334,8 +335,10 @@ fn serve<E>(rx: &Receiver<Query>, cancel: &Cancel, out: &Sender<E>, wrap: fn(Rep
         if out.send(wrap(reply)).is_err() {
             return;
         }
-        if nothing && hinted.as_deref() != Some(q.filter_text.as_str()) {
-            hinted = Some(q.filter_text.clone());
+        let t = q.reader.tables();
+        let asked = (q.filter_text.clone(), t.string_count() + t.procs().len() + t.file_count());
+        if nothing && hinted.as_ref() != Some(&asked) {
+            hinted = Some(asked);
             if let Some(clause) = query::near_miss(&q) {
                 if out.send(wrap(Reply::NearMiss { gen: q.gen, clause })).is_err() {
                     return;

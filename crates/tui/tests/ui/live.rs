@@ -282,6 +282,33 @@ fn a_process_that_appears_later_is_judged_by_the_filter() {
     assert!(status_text(&app).contains("40/1,140"), "{}", status_text(&app));
 }
 
+/// A hint given while nothing matched (the value nearest the filter's) goes once the capture
+/// being recorded brings the value it said was missing.
+#[test]
+fn a_hint_goes_once_the_process_it_missed_appears() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rec = Recording::start(dir.path());
+    rec.write(1_000);
+    let mut kept = None;
+    let mut app = viewer(&mut rec, 100, 30, "proc.name=fioo", &mut kept);
+    assert_eq!(app.answer.as_ref().unwrap().matched, 0);
+    assert_eq!(app.near_miss(), Some("proc.name=fio"));
+    let fioo = add_proc(rec.writer(), 300, 1, b"fioo");
+    for i in 0..40 {
+        let ts = START + (rec.n + i) * STEP;
+        let e = Event {
+            proc: fioo,
+            ..Event::syscall(ts, 7_000, 300, 300, 0, 1)
+        };
+        rec.writer().push(&e).unwrap();
+    }
+    rec.n += 40;
+    rec.write(100);
+    grow(&mut app, rec.grown(), &mut kept);
+    assert_eq!(app.answer.as_ref().unwrap().matched, 40);
+    assert_eq!(app.near_miss(), None);
+}
+
 /// The status line says the capture is live; the list keeps its newest event selected as the
 /// capture grows; moving back stops that (the status line says End follows), End resumes it.
 #[test]
