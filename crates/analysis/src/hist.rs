@@ -22,10 +22,10 @@ pub use iocap_format::latency::{bucket, bucket_range, BUCKETS, SUB_BITS};
 ///
 /// Histograms are mergeable ([`LatencyHist::merge`]): the histogram of a union of event sets is
 /// the merge of theirs, whatever the order, which is what parallel scans rely on.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct LatencyHist {
-    /// Counts per bucket, only as long as the highest bucket used (groups stay small).
-    counts: Vec<u64>,
+    /// Counts per bucket.
+    counts: Counts,
     count: u64,
     /// `u64::MAX` while empty, so recording a latency is a compare with no special first case.
     min: u64,
@@ -36,10 +36,101 @@ pub struct LatencyHist {
     sum_hi: u64,
 }
 
+/// A histogram's bucket counts: a few `(bucket, count)` pairs while it has events in few
+/// buckets, then every bucket up to the highest used. A breakdown keeps a histogram per group,
+/// and a breakdown by file has a group per file, most with a few events: a day's recording may
+/// have millions. Dense, a group whose latencies reach 100 µs took 2 to 4 KB; its few buckets
+/// take 8 bytes each.
+#[derive(Clone, Debug)]
+enum Counts {
+    /// Each non-empty bucket as `bucket << COUNT_BITS | count`, by bucket, at most
+    /// [`SPARSE_MAX`] of them.
+    Sparse(Vec<u64>),
+    /// Every bucket's count up to the highest non-empty one.
+    Dense(Vec<u64>),
+}
+
+/// Bits of a sparse entry's count; its bucket (below [`BUCKETS`], 976) takes the 10 above.
+const COUNT_BITS: u32 = 54;
+const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
+/// Buckets a sparse histogram holds at most: 256 bytes, where a dense one holding buckets up to
+/// 100 µs takes 2.1 KB.
+const SPARSE_MAX: usize = 32;
+/// Events from which a histogram fed one event at a time is dense whatever its buckets: 2 KB
+/// is then at most 8 bytes an event.
+const DENSE_AT: u64 = 256;
+
+impl Counts {
+    /// Add `n` to bucket `b` (below [`BUCKETS`]).
+    #[inline]
+    fn bump(&mut self, b: usize, n: u64) {
+        match self {
+            Counts::Dense(v) => {
+                if b >= v.len() {
+                    v.resize(b + 1, 0);
+                }
+                v[b] += n;
+            }
+            Counts::Sparse(_) => self.bump_sparse(b, n),
+        }
+    }
+
+    #[inline(never)]
+    fn bump_sparse(&mut self, b: usize, n: u64) {
+        let Counts::Sparse(v) = self else {
+            return self.bump(b, n);
+        };
+        let key = (b as u64) << COUNT_BITS;
+        match v.binary_search_by_key(&key, |&e| e & !COUNT_MASK) {
+            Ok(i) if (v[i] & COUNT_MASK).checked_add(n).is_some_and(|c| c <= COUNT_MASK) => v[i] += n,
+            Err(i) if v.len() < SPARSE_MAX && n <= COUNT_MASK => v.insert(i, key | n),
+            _ => {
+                self.densify();
+                self.bump(b, n);
+            }
+        }
+    }
+
+    /// The same counts, every bucket up to the highest.
+    fn densify(&mut self) {
+        if let Counts::Sparse(v) = self {
+            let mut dense = Vec::new();
+            for &e in v.iter() {
+                let b = (e >> COUNT_BITS) as usize;
+                dense.resize(dense.len().max(b + 1), 0);
+                dense[b] = e & COUNT_MASK;
+            }
+            *self = Counts::Dense(dense);
+        }
+    }
+
+    /// The non-empty buckets and their counts, by bucket.
+    fn nonzero(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        let (sparse, dense) = match self {
+            Counts::Sparse(v) => (&v[..], &[][..]),
+            Counts::Dense(v) => (&[][..], &v[..]),
+        };
+        let sparse = sparse.iter().map(|&e| ((e >> COUNT_BITS) as usize, e & COUNT_MASK));
+        let dense = dense.iter().enumerate().filter(|&(_, &c)| c != 0).map(|(b, &c)| (b, c));
+        sparse.chain(dense)
+    }
+}
+
+/// Equal when they hold the same events' counts and totals, whichever way their counts are kept.
+impl PartialEq for LatencyHist {
+    fn eq(&self, other: &LatencyHist) -> bool {
+        (self.count, self.min, self.max, self.sum_lo, self.sum_hi)
+            == (other.count, other.min, other.max, other.sum_lo, other.sum_hi)
+            && self.counts.nonzero().eq(other.counts.nonzero())
+    }
+}
+
+impl Eq for LatencyHist {}
+
 impl Default for LatencyHist {
     fn default() -> LatencyHist {
         LatencyHist {
-            counts: Vec::new(),
+            counts: Counts::Sparse(Vec::new()),
             count: 0,
             min: u64::MAX,
             max: 0,
@@ -82,16 +173,9 @@ impl LatencyHist {
     /// Record one latency, in ns.
     #[inline]
     pub fn add(&mut self, ns: u64) {
-        // The per-event path of every scan: no call, no multiply, one rarely taken branch.
-        let b = bucket(ns);
-        match self.counts.get_mut(b) {
-            Some(c) => *c += 1,
-            None => {
-                self.counts.resize(b + 1, 0);
-                self.counts[b] = 1;
-            }
-        }
-        self.add_total(ns);
+        // The per-event path of every scan: no call, no multiply, one rarely taken branch once
+        // the histogram is dense.
+        self.add_in_bucket(bucket(ns), ns);
     }
 
     /// Record one latency whose bucket ([`bucket`]) the caller computed already (a scan that
@@ -99,14 +183,25 @@ impl LatencyHist {
     #[inline]
     pub fn add_in_bucket(&mut self, b: usize, ns: u64) {
         debug_assert_eq!(b, bucket(ns));
-        match self.counts.get_mut(b) {
-            Some(c) => *c += 1,
-            None => {
-                self.counts.resize(b.min(BUCKETS - 1) + 1, 0);
-                if let Some(c) = self.counts.get_mut(b) {
-                    *c += 1;
-                }
+        if let Counts::Dense(v) = &mut self.counts {
+            if let Some(c) = v.get_mut(b) {
+                *c += 1;
+                self.add_total(ns);
+                return;
             }
+        }
+        self.add_new_bucket(b, ns);
+    }
+
+    /// [`LatencyHist::add_in_bucket`] past the dense counts' end, or while they are sparse.
+    #[inline(never)]
+    fn add_new_bucket(&mut self, b: usize, ns: u64) {
+        if b < BUCKETS {
+            // Past a few hundred events a bucket's slot costs less than a search per event.
+            if self.count >= DENSE_AT {
+                self.counts.densify();
+            }
+            self.counts.bump(b, 1);
         }
         self.add_total(ns);
     }
@@ -116,11 +211,7 @@ impl LatencyHist {
         if n == 0 {
             return;
         }
-        let b = bucket(ns);
-        if b >= self.counts.len() {
-            self.counts.resize(b + 1, 0);
-        }
-        self.counts[b] += n;
+        self.counts.bump(bucket(ns), n);
         self.min = self.min.min(ns);
         self.max = self.max.max(ns);
         self.count += n;
@@ -133,10 +224,7 @@ impl LatencyHist {
     pub fn add_buckets(&mut self, buckets: impl IntoIterator<Item = (usize, u64)>, min: u64, max: u64, sum: u128) {
         let mut n = 0u64;
         for (b, k) in buckets.into_iter().filter(|&(b, k)| b < BUCKETS && k > 0) {
-            if b >= self.counts.len() {
-                self.counts.resize(b + 1, 0);
-            }
-            self.counts[b] += k;
+            self.counts.bump(b, k);
             n += k;
         }
         if n == 0 {
@@ -153,11 +241,21 @@ impl LatencyHist {
         if other.count == 0 {
             return;
         }
-        if other.counts.len() > self.counts.len() {
-            self.counts.resize(other.counts.len(), 0);
-        }
-        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
-            *a += b;
+        match (&mut self.counts, &other.counts) {
+            // The scans' threads' histograms, merged into one: bucket by bucket.
+            (Counts::Dense(a), Counts::Dense(b)) => {
+                if b.len() > a.len() {
+                    a.resize(b.len(), 0);
+                }
+                for (a, b) in a.iter_mut().zip(b) {
+                    *a += b;
+                }
+            }
+            (counts, theirs) => {
+                for (b, k) in theirs.nonzero() {
+                    counts.bump(b, k);
+                }
+            }
         }
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
@@ -228,7 +326,7 @@ impl LatencyHist {
         }
         let rank = rank.clamp(1, self.count);
         let mut seen = 0u64;
-        for (b, &c) in self.counts.iter().enumerate() {
+        for (b, c) in self.counts.nonzero() {
             seen += c;
             if seen >= rank {
                 return bucket_range(b).1.clamp(self.min, self.max);
@@ -239,7 +337,7 @@ impl LatencyHist {
 
     /// Non-empty buckets as `(lo, hi, count)`, `lo..=hi` in ns, in increasing order.
     pub fn buckets(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
-        self.counts.iter().enumerate().filter(|(_, &c)| c != 0).map(|(b, &c)| {
+        self.counts.nonzero().map(|(b, c)| {
             let (lo, hi) = bucket_range(b);
             (lo, hi, c)
         })
@@ -249,7 +347,7 @@ impl LatencyHist {
     /// ([`iocap_format::log2_bucket_range`]). Exact: every log2 bucket is whole sub-buckets.
     pub fn log2(&self) -> [u64; LOG2_BUCKETS] {
         let mut out = [0u64; LOG2_BUCKETS];
-        for (b, &c) in self.counts.iter().enumerate() {
+        for (b, c) in self.counts.nonzero() {
             out[log2_bucket(bucket_range(b).0)] += c;
         }
         out
@@ -364,6 +462,55 @@ mod tests {
         assert_eq!(h.log2(), expect);
         assert_eq!(h.max(), u64::MAX);
         assert_eq!(h.percentile(100.0), u64::MAX);
+    }
+
+    /// Few buckets are kept as pairs, more as every bucket; both give the same figures, and
+    /// histograms kept either way compare and merge as the same events.
+    #[test]
+    fn sparse_and_dense_counts_hold_the_same_events() {
+        let values: Vec<u64> = (0..3000u64).map(|i| (i * 7919 % 4001) * 977 + i % 13).collect();
+        let mut all = LatencyHist::new();
+        values.iter().for_each(|&v| all.add(v));
+        assert!(matches!(all.counts, Counts::Dense(_)));
+        // One histogram per value's bucket: each stays sparse.
+        let mut parts: Vec<LatencyHist> = Vec::new();
+        for chunk in values.chunks(20) {
+            let mut h = LatencyHist::new();
+            chunk.iter().for_each(|&v| h.add(v));
+            assert!(matches!(h.counts, Counts::Sparse(_)));
+            parts.push(h);
+        }
+        let mut merged = LatencyHist::new();
+        for p in &parts {
+            merged.merge(p);
+        }
+        assert_eq!(merged, all);
+        assert_eq!(merged.buckets().collect::<Vec<_>>(), all.buckets().collect::<Vec<_>>());
+        for p in [0.0, 1.0, 50.0, 90.0, 99.0, 99.9, 100.0] {
+            assert_eq!(merged.percentile(p), all.percentile(p), "p{p}");
+        }
+        assert_eq!(merged.log2(), all.log2());
+        // A sparse histogram merged into a dense one, and the other way round.
+        let mut dense_first = all.clone();
+        dense_first.merge(&parts[0]);
+        let mut sparse_first = parts[0].clone();
+        sparse_first.merge(&all);
+        assert_eq!(dense_first, sparse_first);
+        assert_eq!(dense_first.count(), all.count() + parts[0].count());
+        // Many events in one bucket: dense from DENSE_AT on.
+        let mut one = LatencyHist::new();
+        (0..DENSE_AT + 1).for_each(|_| one.add(1000));
+        assert!(matches!(one.counts, Counts::Dense(_)));
+        // A count past what a pair holds (a rollup's, or add_n's) makes it dense, exactly.
+        let mut big = LatencyHist::new();
+        big.add_n(5_000, 1 << 60);
+        big.add_n(5_000, 3);
+        big.add(7);
+        assert_eq!(
+            big.buckets().map(|(_, _, c)| c).collect::<Vec<_>>(),
+            vec![1, (1 << 60) + 3]
+        );
+        assert_eq!(big.percentile(50.0), 5_000);
     }
 
     #[test]
