@@ -180,14 +180,15 @@ impl Compare {
         let text = self.filter(bar).to_owned();
         if self.compiled_for.as_deref() != Some(text.as_str()) {
             self.compiled = self.compile(&text, b)?;
-            self.compiled_for = Some(text.clone());
+            self.compiled_for = Some(text);
         }
         Ok(Query {
             gen: q.gen,
             reader: Arc::clone(&self.cap.reader),
             extends: None,
             filter: self.compiled.clone(),
-            filter_text: text,
+            // Side A's hint is not shown: no text, nothing looked for.
+            filter_text: String::new(),
             start: self.a_time(q.start),
             slowest: 0,
             whole: false,

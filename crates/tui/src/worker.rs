@@ -310,7 +310,8 @@ fn serve<E>(rx: &Receiver<Query>, cancel: &Cancel, out: &Sender<E>, wrap: fn(Rep
     let mut of: Option<Arc<Reader>> = None;
     // The filter last looked at for a value near its own, and how many table entries the
     // capture had then: asked once, not again with every view of it that matches nothing,
-    // until a capture being recorded brings more entries.
+    // until a capture being recorded brings more entries. Forgotten once another filter is
+    // asked of (the app forgets the hint with its filter).
     let mut hinted: Option<(String, usize)> = None;
     while let Ok(mut q) = rx.recv() {
         // Skip to the newest query waiting.
@@ -323,6 +324,9 @@ fn serve<E>(rx: &Receiver<Query>, cancel: &Cancel, out: &Sender<E>, wrap: fn(Rep
             hinted = None;
         }
         of = Some(Arc::clone(&q.reader));
+        if hinted.as_ref().is_some_and(|(text, _)| *text != q.filter_text) {
+            hinted = None;
+        }
         let mut nothing = false;
         let reply = match query::answer(&q, Some(&cache), cancel, &mut kept) {
             Ok(Some(a)) => {
@@ -337,7 +341,7 @@ fn serve<E>(rx: &Receiver<Query>, cancel: &Cancel, out: &Sender<E>, wrap: fn(Rep
         }
         let t = q.reader.tables();
         let asked = (q.filter_text.clone(), t.string_count() + t.procs().len() + t.file_count());
-        if nothing && hinted.as_ref() != Some(&asked) {
+        if nothing && hinted.as_ref() != Some(&asked) && !cancel.is_stale(q.gen) {
             hinted = Some(asked);
             if let Some(clause) = query::near_miss(&q) {
                 if out.send(wrap(Reply::NearMiss { gen: q.gen, clause })).is_err() {

@@ -389,6 +389,66 @@ fn a_filter_matching_nothing_names_the_value_nearest_its_own() {
     );
 }
 
+/// The worker thread itself: the hint comes right after an answer with no match, once for a
+/// filter (not again for another view of it), and again when the filter is applied anew
+/// after another one.
+#[test]
+fn the_worker_names_the_nearest_value_once_per_filter() {
+    let (_dir, mut app, fx) = app(100, 30, "");
+    settle(&mut app, fx);
+    let (tx, replies) = std::sync::mpsc::channel();
+    let worker = iocap_tui::worker::Worker::spawn(tx, |r| r, |r| r).unwrap();
+    // Apply `text` in the filter bar and give its question to the worker; then the replies
+    // up to its answer (so the hint for the question before, if any, comes first).
+    let mut apply = |app: &mut App, text: &str| -> Vec<Reply> {
+        press(app, KeyCode::Char('/'));
+        for _ in 0..app.filter.applied.chars().count() {
+            press(app, KeyCode::Backspace);
+        }
+        type_text(app, text);
+        let enter = keys::key(app, KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)).unwrap();
+        let q = app.update(enter).query.expect("a new filter is asked");
+        let gen = q.gen;
+        worker.ask(q);
+        let mut got = Vec::new();
+        loop {
+            let r = replies
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .expect("a reply");
+            let done = matches!(&r, Reply::Answer(a) if a.gen == gen);
+            got.push(r);
+            if done {
+                return got;
+            }
+        }
+    };
+    let hints = |got: &[Reply]| -> Vec<String> {
+        got.iter()
+            .filter_map(|r| match r {
+                Reply::NearMiss { clause, .. } => Some(clause.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let typo = "proc.name=Postgress";
+    let near = vec!["proc.name=postgres".to_owned()];
+    assert!(hints(&apply(&mut app, typo)).is_empty());
+    // Each list holds the hint for the question before it, sent right after that one's answer.
+    assert_eq!(hints(&apply(&mut app, "proc.name=fio")), near, "the typo's");
+    assert!(hints(&apply(&mut app, typo)).is_empty(), "fio matched");
+    assert_eq!(hints(&apply(&mut app, typo)), near, "the typo's");
+    assert!(
+        hints(&apply(&mut app, "proc.name=fio")).is_empty(),
+        "the same filter again: not looked up again"
+    );
+    assert!(hints(&apply(&mut app, typo)).is_empty(), "fio matched");
+    assert_eq!(
+        hints(&apply(&mut app, "proc.name=fio")),
+        near,
+        "the typo again after another filter: looked up anew"
+    );
+}
+
 /// Open → filter → select a region → drill down → event details → undo → quit.
 #[test]
 fn whole_app_driven_by_keys() {
