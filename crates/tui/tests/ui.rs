@@ -400,7 +400,7 @@ fn the_worker_names_the_nearest_value_once_per_filter() {
     let worker = iocap_tui::worker::Worker::spawn(tx, |r| r, |r| r).unwrap();
     // Apply `text` in the filter bar and give its question to the worker; then the replies
     // up to its answer (so the hint for the question before, if any, comes first).
-    let mut apply = |app: &mut App, text: &str| -> Vec<Reply> {
+    let apply = |app: &mut App, text: &str| -> Vec<Reply> {
         press(app, KeyCode::Char('/'));
         for _ in 0..app.filter.applied.chars().count() {
             press(app, KeyCode::Backspace);
