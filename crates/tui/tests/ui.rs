@@ -373,6 +373,14 @@ fn a_filter_matching_nothing_names_the_value_nearest_its_own() {
     assert_eq!(app.near_miss(), Some("proc.name=postgres"));
     let pane = snap_pane(&app, app.layout.hist);
     assert!(pane.contains("did you mean proc.name=postgres?"), "{pane}");
+    // Also beside the count of none, which a terminal too small for the pane's line shows.
+    act(&mut app, Action::Resize(60, 14));
+    let status = status_text(&app);
+    assert!(
+        status.contains("0/20,000 did you mean proc.name=postgres? │"),
+        "{status}"
+    );
+    act(&mut app, Action::Resize(100, 30));
 
     press(&mut app, KeyCode::Char('/'));
     for _ in 0.."proc.name=Postgress and latency>1us".len() {
@@ -382,6 +390,7 @@ fn a_filter_matching_nothing_names_the_value_nearest_its_own() {
     press(&mut app, KeyCode::Enter);
     assert_eq!(app.answer.as_ref().unwrap().matched, 0);
     assert_eq!(app.near_miss(), None);
+    assert!(!status_text(&app).contains("did you mean"), "{}", status_text(&app));
     let pane = snap_pane(&app, app.layout.hist);
     assert!(
         pane.contains("no matching events in view") && !pane.contains("did you mean"),

@@ -1,8 +1,8 @@
 //! The status line: the file, whether it is being recorded (and followed), what the keys do
 //! with a region selected in the focused spectrogram, how many events match in the whole
-//! capture, drops in the view, block requests never seen complete (in the whole capture), the
-//! view's time range and row length, the replay, a scan under way, a recovered file, and the
-//! last note.
+//! capture (and, when none does, the value nearest the filter's), drops in the view, block
+//! requests never seen complete (in the whole capture), the view's time range and row length,
+//! the replay, a scan under way, a recovered file, and the last note.
 
 use iocap_analysis::units::{self, Style::Terminal as TERM};
 use ratatui::layout::Rect;
@@ -42,8 +42,14 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         spans.push(Span::styled(format!("region: {REGION_KEYS}"), t.selection()));
         spans.push(Span::raw(" "));
     }
+    spans.push(Span::raw(format!("│ {matching} ")));
+    // Right after the count of none, so that a small terminal (where the latency pane has no
+    // line for it) still shows it.
+    if let Some(near) = app.near_miss() {
+        spans.push(Span::styled(format!("did you mean {near}? "), t.error()));
+    }
     spans.extend([
-        Span::raw(format!("│ {matching} │ ")),
+        Span::raw("│ "),
         Span::styled(
             format!("drops {}", units::count(drops)),
             if drops > 0 { t.drops() } else { Style::default() },
