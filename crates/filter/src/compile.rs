@@ -131,7 +131,7 @@ const DENSE_SLACK: u64 = 1 << 16;
 
 impl IdSet {
     fn build(ids: impl IntoIterator<Item = (u64, bool)>, dense_len_hint: u64, beyond: Beyond) -> IdSet {
-        let mut items: Vec<(u64, bool)> = ids.into_iter().collect();
+        let items: Vec<(u64, bool)> = ids.into_iter().collect();
         let limit = (items.len() as u64)
             .saturating_mul(4)
             .saturating_add(DENSE_SLACK)
@@ -143,28 +143,7 @@ impl IdSet {
             .max()
             .unwrap_or(0)
             .max(dense_len_hint);
-        let mut dense = vec![0u64; dense_len.div_ceil(64) as usize];
-        let mut sparse = Vec::new();
-        for &(id, m) in &items {
-            if id < dense_len {
-                if m {
-                    dense[(id / 64) as usize] |= 1 << (id % 64);
-                }
-            } else {
-                sparse.push((id, m));
-            }
-        }
-        items.clear();
-        sparse.sort_unstable_by_key(|&(id, _)| id);
-        sparse.dedup_by_key(|&mut (id, _)| id);
-        let few = Self::few(&dense, &sparse, &beyond);
-        IdSet {
-            dense,
-            dense_len,
-            sparse,
-            beyond,
-            few,
-        }
+        Self::place(items, dense_len, beyond)
     }
 
     /// The set of `members` and nothing else, of a table whose ids are at most `max_id`, and
@@ -175,18 +154,25 @@ impl IdSet {
         let dense_len = max_id
             .saturating_add(1)
             .min(count.saturating_mul(4).saturating_add(DENSE_SLACK));
+        Self::place(members.map(|id| (id, true)), dense_len, Beyond::Const(false))
+    }
+
+    /// The set of the ids `items` says are in (`true`), those below `dense_len` in the bitset,
+    /// the others listed with what they say, and `beyond` for every other id.
+    fn place(items: impl IntoIterator<Item = (u64, bool)>, dense_len: u64, beyond: Beyond) -> IdSet {
         let mut dense = vec![0u64; dense_len.div_ceil(64) as usize];
         let mut sparse = Vec::new();
-        for id in members {
+        for (id, m) in items {
             if id < dense_len {
-                dense[(id / 64) as usize] |= 1 << (id % 64);
+                if m {
+                    dense[(id / 64) as usize] |= 1 << (id % 64);
+                }
             } else {
-                sparse.push((id, true));
+                sparse.push((id, m));
             }
         }
         sparse.sort_unstable_by_key(|&(id, _)| id);
         sparse.dedup_by_key(|&mut (id, _)| id);
-        let beyond = Beyond::Const(false);
         let few = Self::few(&dense, &sparse, &beyond);
         IdSet {
             dense,
