@@ -339,13 +339,15 @@ fn serve<E>(rx: &Receiver<Query>, cancel: &Cancel, out: &Sender<E>, wrap: fn(Rep
         if out.send(wrap(reply)).is_err() {
             return;
         }
-        let t = q.reader.tables();
-        let asked = (q.filter_text.clone(), t.string_count() + t.procs().len() + t.file_count());
-        if nothing && hinted.as_ref() != Some(&asked) && !cancel.is_stale(q.gen) {
-            hinted = Some(asked);
-            if let Some(clause) = query::near_miss(&q) {
-                if out.send(wrap(Reply::NearMiss { gen: q.gen, clause })).is_err() {
-                    return;
+        if nothing && !cancel.is_stale(q.gen) {
+            let t = q.reader.tables();
+            let asked = (q.filter_text.clone(), t.string_count() + t.procs().len() + t.file_count());
+            if hinted.as_ref() != Some(&asked) {
+                hinted = Some(asked);
+                if let Some(clause) = query::near_miss(&q) {
+                    if out.send(wrap(Reply::NearMiss { gen: q.gen, clause })).is_err() {
+                        return;
+                    }
                 }
             }
         }
