@@ -226,6 +226,13 @@ fn type_text(app: &mut App, s: &str) {
     }
 }
 
+/// Open the filter bar, clear it (Ctrl-U) and type `text`, not applied yet.
+fn edit_filter(app: &mut App, text: &str) {
+    press(app, KeyCode::Char('/'));
+    press_mod(app, KeyCode::Char('u'), KeyModifiers::CONTROL);
+    type_text(app, text);
+}
+
 fn draw(app: &App) -> Buffer {
     let mut t = Terminal::new(TestBackend::new(app.layout.area.width, app.layout.area.height)).unwrap();
     t.draw(|f| ui::render(app, f)).unwrap();
@@ -366,8 +373,7 @@ fn help_lists_every_key() {
 fn a_filter_matching_nothing_names_the_value_nearest_its_own() {
     let (_dir, mut app, fx) = app(100, 30, "");
     settle(&mut app, fx);
-    press(&mut app, KeyCode::Char('/'));
-    type_text(&mut app, "proc.name=Postgress and latency>1us");
+    edit_filter(&mut app, "proc.name=Postgress and latency>1us");
     press(&mut app, KeyCode::Enter);
     assert_eq!(app.answer.as_ref().unwrap().matched, 0);
     assert_eq!(app.near_miss(), Some("proc.name=postgres"));
@@ -382,11 +388,7 @@ fn a_filter_matching_nothing_names_the_value_nearest_its_own() {
     );
     act(&mut app, Action::Resize(100, 30));
 
-    press(&mut app, KeyCode::Char('/'));
-    for _ in 0.."proc.name=Postgress and latency>1us".len() {
-        press(&mut app, KeyCode::Backspace);
-    }
-    type_text(&mut app, "proc.name=postgres and latency>10s");
+    edit_filter(&mut app, "proc.name=postgres and latency>10s");
     press(&mut app, KeyCode::Enter);
     assert_eq!(app.answer.as_ref().unwrap().matched, 0);
     assert_eq!(app.near_miss(), None);
@@ -410,11 +412,7 @@ fn the_worker_names_the_nearest_value_once_per_filter() {
     // Apply `text` in the filter bar and give its question to the worker; then the replies
     // up to its answer (so the hint for the question before, if any, comes first).
     let apply = |app: &mut App, text: &str| -> Vec<Reply> {
-        press(app, KeyCode::Char('/'));
-        for _ in 0..app.filter.applied.chars().count() {
-            press(app, KeyCode::Backspace);
-        }
-        type_text(app, text);
+        edit_filter(app, text);
         let enter = keys::key(app, KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)).unwrap();
         let q = app.update(enter).query.expect("a new filter is asked");
         let gen = q.gen;

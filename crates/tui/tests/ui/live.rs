@@ -102,6 +102,21 @@ impl Recording {
         self.writer().flush().unwrap();
     }
 
+    /// A process named `name` (pid 300) appears, its entry written, and makes `k` calls, not
+    /// yet flushed.
+    fn new_process(&mut self, name: &[u8], k: u64) {
+        let proc = add_proc(self.writer(), 300, 1, name);
+        for i in 0..k {
+            let ts = START + (self.n + i) * STEP;
+            let e = Event {
+                proc,
+                ..Event::syscall(ts, 7_000, 300, 300, 0, 1)
+            };
+            self.writer().push(&e).unwrap();
+        }
+        self.n += k;
+    }
+
     /// What the follower thread sends after reading on: a snapshot of the grown capture.
     fn grown(&mut self) -> Action {
         let r = self.follower.as_mut().expect("a viewer follows");
@@ -263,16 +278,7 @@ fn a_process_that_appears_later_is_judged_by_the_filter() {
     let mut kept = None;
     let mut app = viewer(&mut rec, 100, 30, "proc.name=newbie", &mut kept);
     assert_eq!(app.answer.as_ref().unwrap().matched, 0);
-    let newbie = add_proc(rec.writer(), 300, 1, b"newbie");
-    for i in 0..40 {
-        let ts = START + (rec.n + i) * STEP;
-        let e = Event {
-            proc: newbie,
-            ..Event::syscall(ts, 7_000, 300, 300, 0, 1)
-        };
-        rec.writer().push(&e).unwrap();
-    }
-    rec.n += 40;
+    rec.new_process(b"newbie", 40);
     rec.write(100);
     let (q, fresh) = grow(&mut app, rec.grown(), &mut kept);
     assert!(q.extends.is_some());
@@ -293,16 +299,7 @@ fn a_hint_goes_once_the_process_it_missed_appears() {
     let mut app = viewer(&mut rec, 100, 30, "proc.name=fioo", &mut kept);
     assert_eq!(app.answer.as_ref().unwrap().matched, 0);
     assert_eq!(app.near_miss(), Some("proc.name=fio"));
-    let fioo = add_proc(rec.writer(), 300, 1, b"fioo");
-    for i in 0..40 {
-        let ts = START + (rec.n + i) * STEP;
-        let e = Event {
-            proc: fioo,
-            ..Event::syscall(ts, 7_000, 300, 300, 0, 1)
-        };
-        rec.writer().push(&e).unwrap();
-    }
-    rec.n += 40;
+    rec.new_process(b"fioo", 40);
     rec.write(100);
     grow(&mut app, rec.grown(), &mut kept);
     assert_eq!(app.answer.as_ref().unwrap().matched, 40);
