@@ -98,8 +98,11 @@ fn loop_writer(dir: &Path) -> (LoopDev, String) {
     (dev, cmd)
 }
 
-/// What `iocap info` says the capture lacks, as text lines and as JSON.
+/// What `iocap info` says the capture lacks, as text lines and as JSON: what the kernel lacks,
+/// not what it refuses (a security policy may refuse the task iterator: that note is checked
+/// in record.rs, and would be in every capture of such a machine).
 fn info_missing(cap: &Path) -> (Vec<String>, Vec<String>) {
+    let lacks = |m: &String| !m.starts_with("this kernel refuses");
     let cap = cap.to_str().unwrap();
     let (code, text, err) = run(&["info", cap]);
     assert_eq!(code, 0, "{err}");
@@ -107,6 +110,7 @@ fn info_missing(cap: &Path) -> (Vec<String>, Vec<String>) {
         .lines()
         .filter_map(|l| l.strip_prefix("missing      "))
         .map(str::to_owned)
+        .filter(lacks)
         .collect();
     let (code, json, err) = run(&["info", "--json", cap]);
     assert_eq!(code, 0, "{err}");
@@ -116,6 +120,7 @@ fn info_missing(cap: &Path) -> (Vec<String>, Vec<String>) {
         .expect("missing is an array")
         .iter()
         .map(|m| m.as_str().unwrap().to_owned())
+        .filter(lacks)
         .collect();
     (lines, listed)
 }
@@ -184,4 +189,51 @@ fn a_missing_optional_tracepoint_leaves_its_part_out_and_the_rest_is_recorded() 
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(lacks_lines(&out.stderr), Vec::<String>::new());
     assert_eq!(info_missing(&full), (vec![], vec![]));
+}
+
+/// A kernel that has a feature and refuses iocap's program for it (a security policy that
+/// refuses BPF iterators, a verifier that rejects it): found by loading, not by the kernel's
+/// BTF. `IOCAP_REFUSE` makes the verifier reject the programs it names, for real. A program the
+/// recording can go without is left out, said once with the kernel's reason, and named in the
+/// capture; one it cannot go without ends it, with that reason, not libbpf's `ulimit -l` guess.
+#[test]
+fn a_refused_program_is_left_out_or_named_as_the_cause() {
+    let Some(_running) = recording() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (_dev, cmd) = loop_writer(dir.path());
+    let refusing = |progs: &str, cap: &Path| {
+        iocap()
+            .env("IOCAP_REFUSE", progs)
+            .args(["record", "-w"])
+            .arg(cap)
+            .args(["-c", &cmd])
+            .output()
+            .expect("run iocap")
+    };
+
+    let cap = dir.path().join("nosys.cap");
+    let out = refusing("sys_enter", &cap);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(
+        err.trim_end(),
+        "iocap: the kernel refused iocap's BPF program sys_enter (every syscall): Permission denied; \
+         the verifier: R0 invalid mem access 'scalar' (IOCAP_BPF_DEBUG=1 shows libbpf's log)"
+    );
+    assert!(!cap.exists(), "no file is created");
+
+    let cap = dir.path().join("norqs.cap");
+    let out = refusing("end_rqs", &cap);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let note = "this kernel refuses a BPF program run on demand over the request maps (raw_tp, \
+                bpf_for_each_map_elem) (end_rqs: Permission denied; the verifier: R0 invalid mem access \
+                'scalar'): block requests still in flight when the recording stops are left out (those \
+                that end after it are not)";
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("end_rqs")).collect();
+    assert_eq!(said, [format!("iocap: {note}")], "said once: {err}");
+    let r = Reader::open(&cap).unwrap();
+    assert!(r.meta().missing.iter().any(|m| m == note), "{:?}", r.meta().missing);
+    let blocks = events(&r).iter().filter(|e| e.class == Class::Block).count();
+    assert!(blocks >= 20, "dd's requests are recorded: {blocks}");
 }

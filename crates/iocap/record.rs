@@ -279,8 +279,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         recorder.set_nice(nice)?;
     }
     // Said once here, and kept in the header for `iocap info`.
-    for m in recorder.missing() {
-        say(format_args!("iocap: this kernel lacks {m}"));
+    for m in recorder.missing_said() {
+        say(format_args!("iocap: {m}"));
     }
     let mut meta = iocap_record::meta(
         std::env::args().collect(),

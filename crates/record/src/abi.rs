@@ -61,8 +61,9 @@ pub fn cpu(kind: u16) -> u32 {
 /// Types that may be read from any bytes: `#[repr(C)]` structs of integers and arrays only.
 ///
 /// # Safety
-/// Every bit pattern of `size_of::<Self>()` bytes must be a valid `Self`.
-unsafe trait Pod: Copy {}
+/// Every bit pattern of `size_of::<Self>()` bytes must be a valid `Self`, and every byte of a
+/// `Self` is initialized (no implicit padding: the generated types name theirs).
+pub(crate) unsafe trait Pod: Copy {}
 // SAFETY: these generated structs hold only integers and integer arrays (see bpf/iocap.h).
 unsafe impl Pod for types::rec_sys {}
 // SAFETY: as above.
@@ -84,12 +85,31 @@ unsafe impl Pod for types::rec_fd {}
 // SAFETY: as above.
 unsafe impl Pod for types::rec_dup {}
 
-fn read<T: Pod>(b: &[u8]) -> Option<T> {
+// SAFETY: as above: the map values userspace reads at the stop (ended.rs).
+unsafe impl Pod for types::inflight {}
+// SAFETY: as above.
+unsafe impl Pod for types::tctx {}
+// SAFETY: as above.
+unsafe impl Pod for types::call_slot {}
+// SAFETY: as above.
+unsafe impl Pod for types::call_io {}
+// SAFETY: as above.
+unsafe impl Pod for types::call_key {}
+
+/// A `T` from the first bytes of `b`, `None` if `b` is shorter.
+pub(crate) fn read<T: Pod>(b: &[u8]) -> Option<T> {
     if b.len() < std::mem::size_of::<T>() {
         return None;
     }
     // SAFETY: the length is checked above and T: Pod accepts any bytes; unaligned read.
     Some(unsafe { std::ptr::read_unaligned(b.as_ptr().cast::<T>()) })
+}
+
+/// The bytes of `v`, as the kernel lays out its struct (the generated types spell out their
+/// padding, so every byte is initialized).
+pub(crate) fn bytes_of<T: Pod>(v: &T) -> &[u8] {
+    // SAFETY: `v` is a live `T` of `size_of::<T>()` bytes, all of them initialized (Pod).
+    unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
 }
 
 /// Decode one record. Those with a path (exec, fd) are boxed, to keep `Rec` small; block and
@@ -233,14 +253,6 @@ pub fn cstr(field: &[i8]) -> &[u8] {
     &b[..end]
 }
 
-/// View a record as bytes (tests build records this way).
-#[cfg(test)]
-pub fn bytes_of<T: Copy>(t: &T) -> Vec<u8> {
-    // SAFETY: reading the bytes of a Copy value of known size; padding bytes are
-    // zeroed by Default in the tests that use this.
-    unsafe { std::slice::from_raw_parts((t as *const T).cast::<u8>(), std::mem::size_of::<T>()).to_vec() }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,7 +269,7 @@ mod tests {
             lat: 50,
             ret: -5,
         };
-        match decode(&bytes_of(&r)) {
+        match decode(bytes_of(&r)) {
             Some(Rec::Sys(s)) => {
                 assert_eq!(
                     (s.nr, s.tid, s.pid, s.arg0, s.ts, s.lat, s.ret),
@@ -314,7 +326,7 @@ mod tests {
             nr: 17,
             ..Default::default()
         };
-        match decode(&bytes_of(&r)) {
+        match decode(bytes_of(&r)) {
             Some(Rec::Sys(s)) => assert_eq!((s.kind & KIND_MASK, cpu(s.kind), s.nr), (REC_SYS, 37, 17)),
             other => panic!("decoded {other:?}"),
         }
@@ -322,7 +334,7 @@ mod tests {
             kind: REC_BLK | u16::MAX << KIND_BITS,
             ..Default::default()
         };
-        assert!(matches!(decode(&bytes_of(&top)), Some(Rec::Blk(b)) if cpu(b.kind) == 2047));
+        assert!(matches!(decode(bytes_of(&top)), Some(Rec::Blk(b)) if cpu(b.kind) == 2047));
     }
 
     #[test]
@@ -333,31 +345,27 @@ mod tests {
             lat: 250,
             ..Default::default()
         };
-        assert_eq!(event_end(&bytes_of(&sys32)), Some(1_250));
+        assert_eq!(event_end(bytes_of(&sys32)), Some(1_250));
         let sys = types::rec_sys {
             kind: REC_SYS,
             ts: 5_000_000_000,
             lat: 10_000_000_000,
             ..Default::default()
         };
-        assert_eq!(
-            event_end(&bytes_of(&sys)),
-            Some(15_000_000_000),
-            "a 10 s sleep ends now"
-        );
+        assert_eq!(event_end(bytes_of(&sys)), Some(15_000_000_000), "a 10 s sleep ends now");
         let blk = types::rec_blk {
             kind: REC_BLK,
             ts: 7,
             lat: 3,
             ..Default::default()
         };
-        assert_eq!(event_end(&bytes_of(&blk)), Some(10));
+        assert_eq!(event_end(bytes_of(&blk)), Some(10));
         let fd = types::rec_fd {
             kind: REC_FD,
             ts: 1,
             ..Default::default()
         };
-        assert_eq!(event_end(&bytes_of(&fd)), None);
+        assert_eq!(event_end(bytes_of(&fd)), None);
         assert_eq!(event_end(&bytes_of(&sys32)[..20]), None);
     }
 
@@ -375,7 +383,7 @@ mod tests {
         };
         let b = bytes_of(&r);
         assert_eq!(b.len(), 32, "the hot record must stay 32 bytes");
-        match decode(&b) {
+        match decode(b) {
             Some(Rec::Sys(s)) => {
                 assert_eq!(
                     (s.kind, s.nr, s.tid, s.pid, s.arg0, s.ts, s.lat, s.ret),
@@ -404,7 +412,7 @@ mod tests {
             lat: 7,
             ..Default::default()
         };
-        assert_eq!(merge_key(&bytes_of(&sys)), 1_007);
+        assert_eq!(merge_key(bytes_of(&sys)), 1_007);
         let blk = types::rec_blk {
             kind: REC_BLK,
             ts: 2_000,
@@ -412,7 +420,7 @@ mod tests {
             link: 900,
             ..Default::default()
         };
-        assert_eq!(merge_key(&bytes_of(&blk)), 2_050);
+        assert_eq!(merge_key(bytes_of(&blk)), 2_050);
         // An fd record by its call's end, not its enter (ts).
         let fd = types::rec_fd {
             kind: REC_FD,
@@ -420,25 +428,25 @@ mod tests {
             end: 20,
             ..Default::default()
         };
-        assert_eq!(merge_key(&bytes_of(&fd)), 20);
+        assert_eq!(merge_key(bytes_of(&fd)), 20);
         let dup = types::rec_dup {
             kind: REC_DUP,
             end: 11,
             ..Default::default()
         };
-        assert_eq!(merge_key(&bytes_of(&dup)), 11);
+        assert_eq!(merge_key(bytes_of(&dup)), 11);
         let exec = types::rec_exec {
             kind: REC_EXEC,
             ts: 12,
             ..Default::default()
         };
-        assert_eq!(merge_key(&bytes_of(&exec)), 12);
+        assert_eq!(merge_key(bytes_of(&exec)), 12);
         let exit = types::rec_comm {
             kind: REC_EXIT,
             ts: 13,
             ..Default::default()
         };
-        assert_eq!(merge_key(&bytes_of(&exit)), 13);
+        assert_eq!(merge_key(bytes_of(&exit)), 13);
         // Too short, or of no kind we know: 0 (kept in its ring's order).
         assert_eq!(merge_key(&bytes_of(&dup)[..8]), 0);
         assert_eq!(merge_key(&[31, 0, 1, 2]), 0);
@@ -452,7 +460,7 @@ mod tests {
             lat: 7,
             ..Default::default()
         };
-        let mut b = bytes_of(&sys);
+        let mut b = bytes_of(&sys).to_vec();
         to_boottime(&mut b, 500);
         match decode(&b) {
             Some(Rec::Sys(s)) => assert_eq!((s.ts, s.lat), (1_500, 7)),
@@ -464,7 +472,7 @@ mod tests {
             fd: 3,
             ..Default::default()
         };
-        let mut b = bytes_of(&fd);
+        let mut b = bytes_of(&fd).to_vec();
         to_boottime(&mut b, 5);
         match decode(&b) {
             Some(Rec::Fd(f)) => assert_eq!((f.ts, f.fd), (15, 3)),
@@ -487,7 +495,7 @@ mod tests {
             link: 150,
             ..Default::default()
         };
-        let (mut c, mut r) = (bytes_of(&call), bytes_of(&req));
+        let (mut c, mut r) = (bytes_of(&call).to_vec(), bytes_of(&req).to_vec());
         to_boottime(&mut c, 5);
         to_boottime(&mut r, 5);
         assert_eq!((event_end(&c), event_end(&r)), (Some(114), Some(208)));
@@ -503,7 +511,7 @@ mod tests {
             ts: 10,
             ..Default::default()
         };
-        let mut b = bytes_of(&fork);
+        let mut b = bytes_of(&fork).to_vec();
         to_boottime(&mut b, 5);
         match decode(&b) {
             Some(Rec::Fork(f)) => assert_eq!(f.ts, 15),
@@ -514,7 +522,7 @@ mod tests {
             ts: 10,
             ..Default::default()
         };
-        let mut b = bytes_of(&comm);
+        let mut b = bytes_of(&comm).to_vec();
         to_boottime(&mut b, 5);
         match decode(&b) {
             Some(Rec::Comm(c)) => assert_eq!(c.ts, 15),
@@ -529,7 +537,7 @@ mod tests {
                 link,
                 ..Default::default()
             };
-            let mut b = bytes_of(&blk);
+            let mut b = bytes_of(&blk).to_vec();
             to_boottime(&mut b, 5);
             match decode(&b) {
                 Some(Rec::Blk(r)) => assert_eq!((r.ts, r.link), (1_005, moved)),
@@ -545,7 +553,7 @@ mod tests {
             },
             ..Default::default()
         };
-        let mut b = bytes_of(&io);
+        let mut b = bytes_of(&io).to_vec();
         to_boottime(&mut b, 5);
         assert_eq!(event_end(&b), Some(945));
         // An io_uring request moves with block requests' links to it.
@@ -556,7 +564,7 @@ mod tests {
             fd: 4,
             ..Default::default()
         };
-        let mut b = bytes_of(&ur);
+        let mut b = bytes_of(&ur).to_vec();
         to_boottime(&mut b, 5);
         assert_eq!(event_end(&b), Some(965));
         match decode(&b) {

@@ -19,9 +19,20 @@ pub enum Error {
         /// Which kernels have it: "Linux 5.8 and later have it".
         since: String,
     },
-    /// `IOCAP_HIDE` names something that is not a feature.
-    #[error("IOCAP_HIDE: {0}")]
+    /// `IOCAP_HIDE` (or the tests' `IOCAP_REFUSE`) names something that is not a feature
+    /// (a program): the variable's name, then what is wrong.
+    #[error("{0}")]
     Hide(String),
+    /// The kernel refused to load a program the recorder cannot do without.
+    #[error("the kernel refused iocap's BPF program {prog} ({role}): {reason} (IOCAP_BPF_DEBUG=1 shows libbpf's log)")]
+    Refused {
+        /// The program's name (`sys_enter`).
+        prog: String,
+        /// What it records: "every syscall".
+        role: &'static str,
+        /// The kernel's error, and the verifier's last word when it said one.
+        reason: String,
+    },
     /// libbpf refused a load, an attach or a map update: its first line.
     #[error("loading BPF programs failed: {0}")]
     Bpf(String),

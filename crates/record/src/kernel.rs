@@ -4,6 +4,12 @@
 //! recording out, which the recorder says once and writes in the capture's header
 //! ([`Support::missing`]).
 //!
+//! A kernel can also have a feature and refuse iocap's program for it: a security policy that
+//! refuses BPF iterators, a verifier that rejects a program another kernel takes. So every
+//! optional program is also probed by loading it: one the kernel refuses is left out the same
+//! way, with the kernel's own reason ([`Support::refuse`], [`OPTIONAL_PROGRAMS`]); a required
+//! program it refuses ends the recording with that reason.
+//!
 //! `IOCAP_HIDE=ringbuf,block_io_start` takes the features it names (each [`Feature::key`]) for
 //! absent, so that a test on a kernel that has everything goes through the same probes, errors
 //! and degraded recordings as a kernel that lacks them.
@@ -25,6 +31,10 @@ enum Probe {
     Tracepoint,
     /// The kernel's BTF names BPF helper `<key>` (`BPF_FUNC_<key>` of `enum bpf_func_id`).
     Helper,
+    /// Only by loading the program (`Recorder::start`): present unless hidden.
+    Load,
+    /// `pidfd_open(PIDFD_THREAD)` makes a pidfd of a thread.
+    PidfdThread,
 }
 
 /// A kernel feature the recorder uses.
@@ -232,6 +242,10 @@ const SCHED_SWITCH: Feature = tracepoint(
     "every call goes through task storage (a little slower)",
 );
 
+/// What is lost without the `end_calls` iterator.
+const CALLS_FROM_USERSPACE: &str = "calls in flight when the recording stops are read from userspace instead \
+     (each thread's task storage, by pidfd)";
+
 /// Finding the calls in flight at the recording's end in the per-CPU call slots.
 const END_CALLS: Feature = Feature {
     key: "map_lookup_percpu_elem",
@@ -240,8 +254,74 @@ const END_CALLS: Feature = Feature {
     since: "5.19",
     config: "",
     role: "calls in flight when the recording stops",
-    lost: "calls still in flight when the recording stops are left out (block requests are not)",
+    lost: CALLS_FROM_USERSPACE,
 };
+
+/// The `end_calls` program: a task iterator, which some security policies refuse.
+const ITER_TASK: Feature = Feature {
+    key: "iter_task",
+    probe: Probe::Load,
+    what: "BPF task iterators (iter/task)",
+    since: "5.8",
+    config: "",
+    role: "calls in flight when the recording stops",
+    lost: CALLS_FROM_USERSPACE,
+};
+
+/// Without the iterator, each thread's task storage is read by a pidfd of the thread.
+const PIDFD_THREAD: Feature = Feature {
+    key: "pidfd_thread",
+    probe: Probe::PidfdThread,
+    what: "pidfds of threads (PIDFD_THREAD)",
+    since: "6.9",
+    config: "",
+    role: "calls in flight when the recording stops, read from userspace",
+    lost: "of the calls in flight when the recording stops, only each process's main thread's are found",
+};
+
+/// The `end_rqs` program, run once at the stop (BPF_PROG_TEST_RUN of a raw tracepoint program
+/// that walks the request maps with bpf_for_each_map_elem).
+const END_RQS: Feature = Feature {
+    key: "end_rqs",
+    probe: Probe::Load,
+    what: "a BPF program run on demand over the request maps (raw_tp, bpf_for_each_map_elem)",
+    since: "5.13",
+    config: "",
+    role: "block requests in flight when the recording stops",
+    lost: "block requests still in flight when the recording stops are left out (those that end \
+           after it are not)",
+};
+
+/// How a note of [`Support::missing`] for a program the kernel refused begins.
+pub(crate) const REFUSES: &str = "this kernel refuses";
+
+/// What a program the recording cannot go without records, for the error that says the kernel
+/// refused it.
+pub(crate) fn required_role(prog: &str) -> &'static str {
+    match prog {
+        "sys_enter" | "sys_exit" => "every syscall",
+        "proc_fork" | "proc_exec" | "proc_exit" | "proc_rename" => "process names",
+        _ => "the recording",
+    }
+}
+
+/// The programs a recording can go without, each with the feature it serves: one the kernel
+/// refuses to load leaves that feature's part out ([`Support::refuse`]). Any other program the
+/// kernel refuses ends the recording.
+pub(crate) const OPTIONAL_PROGRAMS: [(&str, &Feature); 12] = [
+    ("blk_insert", &BLOCK[0]),
+    ("blk_issue", &BLOCK[1]),
+    ("blk_complete", &BLOCK[2]),
+    ("blk_start", &BLOCK_IO_START),
+    ("blk_merge", &BLOCK_RQ_MERGE),
+    ("wb_start", &WRITEBACK[0]),
+    ("wb_end", &WRITEBACK[1]),
+    ("uring_submit", &IO_URING[0]),
+    ("uring_complete", &IO_URING[1]),
+    ("spill_call", &SCHED_SWITCH),
+    ("end_calls", &ITER_TASK),
+    ("end_rqs", &END_RQS),
+];
 
 /// The tracepoint `what` (`category:event`), found by its event's name `key`, in Linux since
 /// `since`, which iocap uses for `role`; `lost` is what a recording without it leaves out ("":
@@ -266,7 +346,15 @@ const fn tracepoint(
 
 /// Every feature probed, for `IOCAP_HIDE`'s check of its names.
 fn all_features() -> impl Iterator<Item = &'static Feature> {
-    const OPTIONAL: [&Feature; 4] = [&BLOCK_IO_START, &BLOCK_RQ_MERGE, &SCHED_SWITCH, &END_CALLS];
+    const OPTIONAL: [&Feature; 7] = [
+        &BLOCK_IO_START,
+        &BLOCK_RQ_MERGE,
+        &SCHED_SWITCH,
+        &END_CALLS,
+        &ITER_TASK,
+        &PIDFD_THREAD,
+        &END_RQS,
+    ];
     REQUIRED
         .iter()
         .chain(&BLOCK)
@@ -301,8 +389,11 @@ pub(crate) struct Support {
     pub sched_switch: bool,
     /// `io_uring_complete` passes `(ctx, req, cqe)` (older kernels pass the cqe's fields).
     pub uring_complete_cqe: bool,
-    /// The calls in flight at the end are found (in the per-CPU slots, by a helper of 5.19).
+    /// The `end_calls` iterator hands over the calls in flight at the end (it looks through
+    /// the per-CPU slots by a helper of 5.19); else userspace reads them (`ended.rs`).
     pub end_calls: bool,
+    /// The `end_rqs` program hands over the block requests in flight at the end.
+    pub end_rqs: bool,
     /// What was asked for and is left out, each a line for the capture's header
     /// ([`iocap_format::Meta::missing`]).
     pub missing: Vec<String>,
@@ -312,6 +403,38 @@ impl Support {
     /// Record that `f` is missing and its part left out.
     fn leave_out(&mut self, f: &Feature) {
         self.missing.push(f.missing_note());
+    }
+
+    /// The kernel refused to load program `prog`, for `reason` (its error, and the verifier's
+    /// last word when it had one): when the recording can go on without it, leave its part
+    /// out, say why in [`Support::missing`] and return the note to say once; `None` when
+    /// `prog` is not optional.
+    pub fn refuse(&mut self, prog: &str, reason: &str) -> Option<String> {
+        let &(_, f) = OPTIONAL_PROGRAMS.iter().find(|(p, _)| *p == prog)?;
+        if BLOCK.iter().any(|b| std::ptr::eq(b, f)) {
+            self.block = false;
+            self.block_io_start = false;
+            self.block_rq_merge = false;
+            self.writeback = false;
+            self.end_rqs = false;
+        } else if std::ptr::eq(f, &BLOCK_IO_START) {
+            self.block_io_start = false;
+        } else if std::ptr::eq(f, &BLOCK_RQ_MERGE) {
+            self.block_rq_merge = false;
+        } else if WRITEBACK.iter().any(|w| std::ptr::eq(w, f)) {
+            self.writeback = false;
+        } else if IO_URING.iter().any(|u| std::ptr::eq(u, f)) {
+            self.io_uring = false;
+        } else if std::ptr::eq(f, &SCHED_SWITCH) {
+            self.sched_switch = false;
+        } else if std::ptr::eq(f, &ITER_TASK) {
+            self.end_calls = false;
+        } else if std::ptr::eq(f, &END_RQS) {
+            self.end_rqs = false;
+        }
+        let note = format!("{REFUSES} {} ({prog}: {reason}): {}", f.name(), f.lost);
+        self.missing.push(note.clone());
+        Some(note)
     }
 }
 
@@ -328,7 +451,8 @@ impl Kernel {
         if let Some(bad) = hidden.iter().find(|k| !all_features().any(|f| f.key == *k)) {
             let keys: Vec<&str> = all_features().map(|f| f.key).collect();
             return Err(Error::Hide(format!(
-                "`{bad}` is no feature iocap probes; these are: {}",
+                "IOCAP_HIDE: `{}` is no feature iocap probes; these are: {}",
+                iocap_format::escape::escape(bad.as_bytes()),
                 keys.join(", ")
             )));
         }
@@ -355,6 +479,8 @@ impl Kernel {
             Probe::Map(t) => t.is_supported().unwrap_or(true),
             Probe::Tracepoint => self.btf.has_tracepoint(f.key),
             Probe::Helper => self.btf.has_helper(f.key),
+            Probe::Load => true,
+            Probe::PidfdThread => crate::ended::thread_pidfds(),
         }
     }
 
@@ -375,19 +501,54 @@ impl Kernel {
     /// What a recording of `cfg` (with per-CPU call slots when `cpu_slot`) can do here: an
     /// error when a requirement is missing or nothing that was asked for can be recorded.
     pub fn support(&self, cfg: &Config, cpu_slot: bool) -> Result<Support, Error> {
+        let mut s = self.support_unchecked(cfg, cpu_slot)?;
+        self.check_classes(cfg, &mut s)?;
+        Ok(s)
+    }
+
+    /// Once the programs have loaded (some perhaps refused: [`Support::refuse`]): whether the
+    /// calls in flight at the stop, when userspace reads them, are found in every thread.
+    pub fn check_calls_fallback(&self, cfg: &Config, s: &mut Support) {
+        if cfg.syscalls && !s.end_calls && !self.has(&PIDFD_THREAD) {
+            s.leave_out(&PIDFD_THREAD);
+        }
+    }
+
+    /// An error when nothing that was asked for can be recorded (what [`Support::refuse`]
+    /// left out counted too).
+    pub fn check_classes(&self, cfg: &Config, s: &mut Support) -> Result<(), Error> {
+        if cfg.syscalls || s.block || s.io_uring {
+            return Ok(());
+        }
+        let lacked = if cfg.block {
+            self.lacks(&BLOCK)
+        } else {
+            self.lacks(&IO_URING)
+        };
+        match lacked {
+            Some(f) => Err(self.unsupported(f)),
+            // Refused, not lacking: the refusal (said already) is the cause.
+            None => Err(Error::Bpf(format!(
+                "nothing that was asked for can be recorded: {}",
+                s.missing.last().map_or("", String::as_str)
+            ))),
+        }
+    }
+
+    fn support_unchecked(&self, cfg: &Config, cpu_slot: bool) -> Result<Support, Error> {
         if let Some(f) = self.lacks(&REQUIRED) {
             return Err(self.unsupported(f));
         }
         let mut s = Support::default();
-        let mut lost_class = None;
         if cfg.block {
             match self.lacks(&BLOCK) {
-                Some(f) => {
-                    s.leave_out(f);
-                    lost_class.get_or_insert(f);
-                }
+                Some(f) => s.leave_out(f),
                 None => {
                     s.block = true;
+                    s.end_rqs = self.has(&END_RQS);
+                    if !s.end_rqs {
+                        s.leave_out(&END_RQS);
+                    }
                     s.block_io_start = self.has(&BLOCK_IO_START);
                     s.block_rq_merge = self.has(&BLOCK_RQ_MERGE);
                     let writeback = self.lacks(&WRITEBACK);
@@ -407,10 +568,7 @@ impl Kernel {
         }
         if cfg.io_uring {
             match self.lacks(&IO_URING) {
-                Some(f) => {
-                    s.leave_out(f);
-                    lost_class.get_or_insert(f);
-                }
+                Some(f) => s.leave_out(f),
                 None => {
                     s.io_uring = true;
                     // io_uring_complete(ctx, req, cqe) on recent kernels; (ctx, req,
@@ -426,15 +584,15 @@ impl Kernel {
             }
         }
         if cfg.syscalls {
-            s.end_calls = self.has(&END_CALLS);
-            if !s.end_calls {
-                s.leave_out(&END_CALLS);
+            s.end_calls = true;
+            for f in [&END_CALLS, &ITER_TASK] {
+                if s.end_calls && !self.has(f) {
+                    s.end_calls = false;
+                    s.leave_out(f);
+                }
             }
         }
-        match lost_class {
-            Some(f) if !(cfg.syscalls || s.block || s.io_uring) => Err(self.unsupported(f)),
-            _ => Ok(s),
-        }
+        Ok(s)
     }
 }
 

@@ -32,6 +32,7 @@ mod backlog;
 mod build_info;
 mod classify;
 mod config;
+mod ended;
 mod error;
 mod kernel;
 mod lanes;

@@ -249,7 +249,8 @@ impl Recorder {
                 eprintln!("iocap: the operations in flight at the stop are left out: {e}");
                 Vec::new()
             });
-            // What ended while the iterators ran (each is handed over once: see in_flight).
+            // The requests in flight (end_rqs writes them to a ring), and what ended while they
+            // were found (each is handed over once: see in_flight).
             let _ = pump(all_bytes);
             // Nothing more comes: what the merge holds goes too.
             merge.borrow_mut().take(u64::MAX, &mut batch.borrow_mut());

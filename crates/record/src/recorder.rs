@@ -13,7 +13,7 @@ use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, MapType, OpenObject};
 use crate::backlog;
 use crate::config::Config;
 use crate::error::Error;
-use crate::kernel::Kernel;
+use crate::kernel::{Kernel, Support};
 use crate::lanes::{Lanes, SYS32, SYSIO};
 use crate::probe::{check_privileges, cpu_slot_safe, preemption_model};
 use crate::procfs;
@@ -23,6 +23,9 @@ use crate::skel::{IocapSkel, IocapSkelBuilder};
 pub struct Recorder {
     pub(crate) skel: IocapSkel<'static>,
     _links: Vec<Link>,
+    /// The links of the programs that claim calls (sys_enter, sys_exit, sched_switch), kept
+    /// apart to be detached first at the end when userspace hands the calls over.
+    call_links: std::sync::Mutex<Vec<Link>>,
     /// The attached programs' fds (the skeleton keeps them open): their recursion misses are
     /// drops too.
     prog_fds: Vec<i32>,
@@ -45,8 +48,11 @@ pub struct Recorder {
     pub(crate) early: Vec<crate::procfs::ProcInfo>,
     /// Block requests are recorded (asked for, and the kernel has their tracepoints).
     block: bool,
-    /// The calls in flight at the end can be found ([`Recorder::in_flight`]).
+    /// The `end_calls` iterator hands over the calls in flight at the end (else userspace
+    /// does: [`Recorder::in_flight`]).
     end_calls: bool,
+    /// The `end_rqs` program hands over the block requests in flight at the end.
+    end_rqs: bool,
     /// What was asked for and this kernel cannot record, one line each ([`Recorder::missing`]).
     missing: Vec<String>,
     /// The nice value of the recorder's own threads ([`Recorder::set_nice`]).
@@ -71,11 +77,6 @@ impl Recorder {
     /// Load and attach everything; from here on the kernel records.
     pub fn start(cfg: &Config) -> Result<Recorder, Error> {
         check_privileges()?;
-        // libbpf's own log is pages of verifier output (and its probes' failures): only on
-        // request.
-        if std::env::var_os("IOCAP_BPF_DEBUG").is_none() {
-            libbpf_rs::set_print(None);
-        }
         // IOCAP_CPU_SLOT=0/1 overrides the choice (tests run both ways on one kernel).
         let cpu_slot = match std::env::var("IOCAP_CPU_SLOT").as_deref() {
             Ok("0") => false,
@@ -84,117 +85,46 @@ impl Recorder {
         };
         // What the kernel lacks is said before anything is loaded, rather than as libbpf's
         // failure to load it.
-        let support = Kernel::probe()?.support(cfg, cpu_slot)?;
-        let cpu_slot = cpu_slot && support.sched_switch;
-        // The skeleton borrows its object storage for its whole life; one recorder lives as
-        // long as the process, so the storage is leaked rather than threaded through lifetimes.
-        let storage: &'static mut MaybeUninit<OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
-        let mut open = IocapSkelBuilder::default().open(storage).map_err(load_error)?;
-        if !cpu_slot {
-            open.progs.spill_call.set_autoload(false);
-        }
-        if let Some(ro) = open.maps.rodata_data.as_mut() {
-            ro.self_tgid = std::process::id();
-            ro.filter_pids = cfg.filter || !cfg.pids.is_empty();
-            ro.follow_forks = cfg.follow_forks;
-            ro.want_sys = cfg.syscalls;
-            ro.want_blk = support.block;
-            ro.min_latency = cfg.min_latency_ns;
-            ro.cpu_slot = cpu_slot;
-            // IOCAP_FEW_SLOTS=1: one slot for every block request, none for calls, so that
-            // tests see requests and calls kept in the maps a taken slot sends them to.
-            if std::env::var_os("IOCAP_FEW_SLOTS").is_some_and(|v| v == "1") {
-                ro.rq_slot_mask = 0;
-                ro.call_slots_on = false;
+        let kernel = Kernel::probe()?;
+        let mut support = kernel.support(cfg, cpu_slot)?;
+        // What it has and refuses (a security policy, a verifier that rejects what another
+        // kernel takes) is found by loading: a refused optional program is left out and the
+        // load tried again without it, once per program at most.
+        let mut tries = 0..=crate::kernel::OPTIONAL_PROGRAMS.len();
+        let loaded = loop {
+            let cpu_slot = cpu_slot && support.sched_switch;
+            load_log::clear();
+            let e = match load(cfg, &support, cpu_slot)? {
+                Ok(loaded) => break loaded,
+                Err(e) => e,
+            };
+            let Some((prog, reason)) = load_log::refusal(&e).filter(|_| tries.next().is_some()) else {
+                return Err(load_error(e));
+            };
+            if support.refuse(&prog, &reason).is_none() {
+                return Err(Error::Refused {
+                    role: crate::kernel::required_role(&prog),
+                    prog,
+                    reason,
+                });
             }
-            if let Some(nrs) = &cfg.syscall_nrs {
-                // A number past the bitmap (none on x86_64) leaves the choice to userspace.
-                if nrs.iter().all(|&nr| (nr as usize) < ro.allow_nrs.len() * 64) {
-                    ro.filter_nrs = true;
-                    for &nr in nrs {
-                        ro.allow_nrs[nr as usize / 64] |= 1 << (nr % 64);
-                    }
-                }
-            }
-            if let Some(names) = cfg.names.as_ref().filter(|n| n.len() <= ro.comms.len()) {
-                // An empty set would mean "no process": the caller refuses such a filter.
-                if !names.is_empty() && names.iter().all(|n| n.len() < 16) {
-                    ro.n_comms = names.len() as u32;
-                    for (slot, name) in ro.comms.iter_mut().zip(names) {
-                        // NUL-padded, as the kernel keeps a comm, then as two words.
-                        let mut comm = [0u8; 16];
-                        comm[..name.len()].copy_from_slice(name.as_bytes());
-                        for (w, bytes) in slot.iter_mut().zip(comm.chunks_exact(8)) {
-                            *w = u64::from_ne_bytes(bytes.try_into().expect("8 bytes"));
-                        }
-                    }
-                }
-            }
-        }
-        // The lanes take the calls' records where a program cannot be interrupted by
-        // another thread's on its CPU, as the call slots (IOCAP_LANES=0: the rings take all,
-        // for the tests of that path and to measure one against the other). Each CPU's
-        // share of the ring bytes is then split in three: its ring and its two lanes (each
-        // of as many records of its size as fit, a power of two).
-        let lanes_on = cpu_slot && std::env::var_os("IOCAP_LANES").is_none_or(|v| v != "0");
-        let rings = cpu_rings(if lanes_on { cfg.ring_bytes / 3 } else { cfg.ring_bytes })?;
-        let ring_bytes = rings[0].max_entries();
-        let slots = |record: usize| {
-            if lanes_on {
-                pow2_floor(ring_bytes / record as u32)
-            } else {
-                0
-            }
+            kernel.check_classes(cfg, &mut support)?;
         };
-        let (lane_slots, lane_io_slots) = (slots(SYS32), slots(SYSIO));
-        if let Some(ro) = open.maps.rodata_data.as_mut() {
-            ro.n_cpus = rings.len() as u32;
-            ro.lane_slots = lane_slots;
-            ro.lane_io_slots = lane_io_slots;
-        }
+        load_log::stop();
+        kernel.check_calls_fallback(cfg, &mut support);
+        let Loaded {
+            mut skel,
+            rings,
+            ring_bytes,
+            lanes_on,
+            lane_slots,
+            lane_io_slots,
+            cpu_slot,
+        } = loaded;
         let ring_err = |e| Error::Bpf(format!("{} ring buffers of {ring_bytes} bytes: {e}", rings.len()));
-        open.maps.rings.set_inner_map_fd(rings[0].as_fd()).map_err(ring_err)?;
-        open.maps.rings.set_max_entries(rings.len() as u32).map_err(ring_err)?;
-        if lanes_on {
-            let cpus = rings.len() as u32;
-            let lane_err = |e| Error::Bpf(format!("{cpus} lanes of {lane_slots} and {lane_io_slots} records: {e}"));
-            let m = &mut open.maps;
-            m.lane_cursors.set_max_entries(cpus).map_err(lane_err)?;
-            m.lanes.set_max_entries(cpus * lane_slots).map_err(lane_err)?;
-            m.lane_io_cursors.set_max_entries(cpus).map_err(lane_err)?;
-            m.lanes_io.set_max_entries(cpus * lane_io_slots).map_err(lane_err)?;
-        }
-        // Tracepoints newer than the oldest kernels iocap runs on: without block_io_start a
-        // request is created at its first insert or issue (still the submitter, for most),
-        // without the writeback ones writeback has no cause.
         let want_uring = support.io_uring;
-        if let Some(ro) = open.maps.rodata_data.as_mut() {
-            ro.uring_complete_cqe = support.uring_complete_cqe;
-        }
         let block = support.block;
-        // IOCAP_LOSE_COMPLETIONS=1: no program for block completions, so that tests see every
-        // request go unseen, as the kernel sometimes runs none for one (see rq_new).
-        let completions = block && std::env::var_os("IOCAP_LOSE_COMPLETIONS").is_none_or(|v| v != "1");
-        let p = &mut open.progs;
-        for (prog, on) in [
-            (&mut p.blk_insert, block),
-            (&mut p.blk_issue, block),
-            (&mut p.blk_complete, completions),
-            (&mut p.blk_start, block && support.block_io_start),
-            (&mut p.blk_merge, block && support.block_rq_merge),
-            (&mut p.wb_start, block && support.writeback),
-            (&mut p.wb_end, block && support.writeback),
-            (&mut p.uring_submit, want_uring),
-            (&mut p.uring_complete, want_uring),
-            (&mut p.end_calls, support.end_calls),
-            (&mut p.end_rq_slots, block),
-            (&mut p.end_rqs, block),
-        ] {
-            if !on {
-                prog.set_autoload(false);
-            }
-        }
-        let mut skel = open.load().map_err(load_error)?;
+        let completions = block && lose_no_completions();
         for (cpu, ring) in rings.iter().enumerate() {
             let fd = ring.as_fd().as_raw_fd() as u32;
             skel.maps
@@ -214,7 +144,7 @@ impl Recorder {
         // Limited from the first event: without it, a flood fills the whole ring before the
         // recording loop starts, and the file stays that far behind for seconds.
         set_backlog_max(&mut skel, backlog::INITIAL.min(u64::from(ring_bytes) / 2));
-        let mut links = Vec::new();
+        let (mut links, mut call_links) = (Vec::new(), Vec::new());
         let mut prog_fds = Vec::new();
         let (start_ns, early);
         {
@@ -257,12 +187,19 @@ impl Recorder {
                 let link = prog
                     .attach()
                     .map_err(|e| Error::Bpf(format!("attaching to {name}: {e}")))?;
-                links.push(link);
+                // The programs that claim calls, which userspace detaches before it reads the
+                // calls in flight itself (`in_flight`).
+                if name.starts_with("raw_syscalls:") || name == "sched:sched_switch" {
+                    call_links.push(link);
+                } else {
+                    links.push(link);
+                }
             }
         }
         let r = Recorder {
             skel,
             _links: links,
+            call_links: std::sync::Mutex::new(call_links),
             prog_fds,
             started: Instant::now(),
             start_ns,
@@ -273,6 +210,7 @@ impl Recorder {
             early,
             block,
             end_calls: support.end_calls,
+            end_rqs: block && support.end_rqs,
             missing: support.missing,
             nice: None,
         };
@@ -296,10 +234,23 @@ impl Recorder {
     }
 
     /// What was asked for and this kernel cannot record, one line each naming the missing
-    /// feature, the oldest Linux that has it and what is left out: for the capture's header
-    /// ([`iocap_format::Meta::missing`]) and to be said once.
+    /// feature, the oldest Linux that has it and what is left out (or the program the kernel
+    /// refused, its reason and what is left out): for the capture's header
+    /// ([`iocap_format::Meta::missing`]).
     pub fn missing(&self) -> &[String] {
         &self.missing
+    }
+
+    /// [`Recorder::missing`] as sentences to say once: "this kernel lacks the tracepoint
+    /// ...", "this kernel refuses ...".
+    pub fn missing_said(&self) -> impl Iterator<Item = String> + '_ {
+        self.missing.iter().map(|m| {
+            if m.starts_with(crate::kernel::REFUSES) {
+                m.clone()
+            } else {
+                format!("this kernel lacks {m}")
+            }
+        })
     }
 
     /// Trace `pid` too (with pid filtering on).
@@ -379,37 +330,226 @@ impl Recorder {
 
 impl Recorder {
     /// After [`stop_recording`] and the rings' last drain: the calls and block requests
-    /// still in flight, as records (REC_END_SYS, REC_END_BLK, each after its `u32` size, as
-    /// a batch carries them). Issued requests the kernel freed without a completion it traced
-    /// are counted in [`Recorder::unseen`]. The iterators claim what they hand over: a
-    /// completion racing them does not hand it over again.
+    /// still in flight. The requests go to the ring of the CPU `end_rqs` runs on (the caller
+    /// drains it again); the calls are returned as records (REC_END_SYS, each after its `u32`
+    /// size, as a batch carries them). Issued requests the kernel freed without a completion
+    /// it traced are counted in [`Recorder::unseen`]. Each is claimed by whichever of these and
+    /// its own ending comes first, so none is handed over twice.
     pub(crate) fn in_flight(&self) -> Result<Vec<u8>, Error> {
         use std::io::Read;
 
         let err = |what: &str, e: &dyn std::fmt::Display| Error::Bpf(format!("reading the {what} in flight: {e}"));
         let mut out = Vec::new();
-        let p = &self.skel.progs;
+        if self.end_rqs {
+            self.skel
+                .progs
+                .end_rqs
+                .test_run(libbpf_rs::ProgramInput::default())
+                .map_err(|e| err("block requests", &e))?;
+        }
+        let Some(ro) = self.skel.maps.rodata_data.as_ref() else {
+            return Ok(out);
+        };
+        if !ro.want_sys {
+            return Ok(out);
+        }
         if self.end_calls {
-            let link = p.end_calls.attach().map_err(|e| err("calls", &e))?;
+            let link = self.skel.progs.end_calls.attach().map_err(|e| err("calls", &e))?;
             libbpf_rs::Iter::new(&link)
                 .map_err(|e| err("calls", &e))?
                 .read_to_end(&mut out)
                 .map_err(|e| err("calls", &e))?;
+            return Ok(out);
         }
-        if self.block {
-            for (prog, map) in [
-                (&p.end_rq_slots, self.skel.maps.rq_slots.as_fd()),
-                (&p.end_rqs, self.skel.maps.rqs.as_fd()),
-            ] {
-                let link = prog.attach_iter(map).map_err(|e| err("block requests", &e))?;
-                libbpf_rs::Iter::new(&link)
-                    .map_err(|e| err("block requests", &e))?
-                    .read_to_end(&mut out)
-                    .map_err(|e| err("block requests", &e))?;
+        let settings = crate::ended::Settings {
+            end: self.stop_at(),
+            min_latency: ro.min_latency,
+            cpu_slot: ro.cpu_slot,
+            call_slots_on: ro.call_slots_on,
+        };
+        // No program may claim a call while userspace reads them: detached, and a moment for
+        // one that was already running (a syscall tracepoint's may be preempted) to end.
+        if let Ok(mut links) = self.call_links.lock() {
+            links.clear();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        Ok(crate::ended::calls(&self.skel, &settings))
+    }
+
+    /// `stop_at`, as [`stop_recording`] set it (0 before).
+    fn stop_at(&self) -> u64 {
+        match self.skel.maps.bss_data.as_ref() {
+            // SAFETY: as in set_backlog_max: the mmapped .bss, read as the programs wrote it.
+            Some(bss) => unsafe { std::ptr::read_volatile(&bss.stop_at) },
+            None => 0,
+        }
+    }
+}
+
+/// A loaded skeleton and what was made for it.
+struct Loaded {
+    skel: IocapSkel<'static>,
+    rings: Vec<MapHandle>,
+    ring_bytes: u32,
+    lanes_on: bool,
+    lane_slots: u32,
+    lane_io_slots: u32,
+    cpu_slot: bool,
+}
+
+/// `IOCAP_REFUSE=end_calls,sys_enter,end_rqs`: the programs the verifier is made to reject
+/// (`refuse_progs` in the BPF), as a kernel that refuses them would, for the tests of the
+/// probe by loading.
+fn refused_in_tests() -> Result<u32, Error> {
+    const PROGS: [(&str, u32); 3] = [("end_calls", 1), ("sys_enter", 2), ("end_rqs", 4)];
+    let mut bits = 0;
+    for name in std::env::var("IOCAP_REFUSE")
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+    {
+        if name.is_empty() {
+            continue;
+        }
+        match PROGS.iter().find(|(p, _)| *p == name) {
+            Some((_, bit)) => bits |= bit,
+            None => {
+                let known: Vec<&str> = PROGS.iter().map(|(p, _)| *p).collect();
+                return Err(Error::Hide(format!(
+                    "IOCAP_REFUSE: `{}` is none of {}",
+                    iocap_format::escape::escape(name.as_bytes()),
+                    known.join(", ")
+                )));
             }
         }
-        Ok(out)
     }
+    Ok(bits)
+}
+
+/// IOCAP_LOSE_COMPLETIONS=1: no program for block completions, so that tests see every
+/// request go unseen, as the kernel sometimes runs none for one (see rq_new).
+fn lose_no_completions() -> bool {
+    std::env::var_os("IOCAP_LOSE_COMPLETIONS").is_none_or(|v| v != "1")
+}
+
+/// Open the skeleton, set it up for `cfg` and what `support` says the kernel allows, and load
+/// it (with per-CPU call slots when `cpu_slot`). An error setting it up is the outer one; the
+/// load's own (the kernel's refusal of a program, whose reason the caller reads) the inner.
+fn load(cfg: &Config, support: &Support, cpu_slot: bool) -> Result<Result<Loaded, libbpf_rs::Error>, Error> {
+    // The skeleton borrows its object storage for its whole life; one recorder lives as
+    // long as the process, so the storage is leaked rather than threaded through lifetimes.
+    let storage: &'static mut MaybeUninit<OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
+    let mut open = IocapSkelBuilder::default().open(storage).map_err(load_error)?;
+    if !cpu_slot {
+        open.progs.spill_call.set_autoload(false);
+    }
+    if let Some(ro) = open.maps.rodata_data.as_mut() {
+        ro.self_tgid = std::process::id();
+        ro.filter_pids = cfg.filter || !cfg.pids.is_empty();
+        ro.follow_forks = cfg.follow_forks;
+        ro.want_sys = cfg.syscalls;
+        ro.want_blk = support.block;
+        ro.min_latency = cfg.min_latency_ns;
+        ro.cpu_slot = cpu_slot;
+        ro.refuse_progs = refused_in_tests()?;
+        // IOCAP_FEW_SLOTS=1: one slot for every block request, none for calls, so that
+        // tests see requests and calls kept in the maps a taken slot sends them to.
+        if std::env::var_os("IOCAP_FEW_SLOTS").is_some_and(|v| v == "1") {
+            ro.rq_slot_mask = 0;
+            ro.call_slots_on = false;
+        }
+        if let Some(nrs) = &cfg.syscall_nrs {
+            // A number past the bitmap (none on x86_64) leaves the choice to userspace.
+            if nrs.iter().all(|&nr| (nr as usize) < ro.allow_nrs.len() * 64) {
+                ro.filter_nrs = true;
+                for &nr in nrs {
+                    ro.allow_nrs[nr as usize / 64] |= 1 << (nr % 64);
+                }
+            }
+        }
+        if let Some(names) = cfg.names.as_ref().filter(|n| n.len() <= ro.comms.len()) {
+            // An empty set would mean "no process": the caller refuses such a filter.
+            if !names.is_empty() && names.iter().all(|n| n.len() < 16) {
+                ro.n_comms = names.len() as u32;
+                for (slot, name) in ro.comms.iter_mut().zip(names) {
+                    // NUL-padded, as the kernel keeps a comm, then as two words.
+                    let mut comm = [0u8; 16];
+                    comm[..name.len()].copy_from_slice(name.as_bytes());
+                    for (w, bytes) in slot.iter_mut().zip(comm.chunks_exact(8)) {
+                        *w = u64::from_ne_bytes(bytes.try_into().expect("8 bytes"));
+                    }
+                }
+            }
+        }
+    }
+    // The lanes take the calls' records where a program cannot be interrupted by
+    // another thread's on its CPU, as the call slots (IOCAP_LANES=0: the rings take all,
+    // for the tests of that path and to measure one against the other). Each CPU's
+    // share of the ring bytes is then split in three: its ring and its two lanes (each
+    // of as many records of its size as fit, a power of two).
+    let lanes_on = cpu_slot && std::env::var_os("IOCAP_LANES").is_none_or(|v| v != "0");
+    let rings = cpu_rings(if lanes_on { cfg.ring_bytes / 3 } else { cfg.ring_bytes })?;
+    let ring_bytes = rings[0].max_entries();
+    let slots = |record: usize| {
+        if lanes_on {
+            pow2_floor(ring_bytes / record as u32)
+        } else {
+            0
+        }
+    };
+    let (lane_slots, lane_io_slots) = (slots(SYS32), slots(SYSIO));
+    if let Some(ro) = open.maps.rodata_data.as_mut() {
+        ro.n_cpus = rings.len() as u32;
+        ro.lane_slots = lane_slots;
+        ro.lane_io_slots = lane_io_slots;
+    }
+    let ring_err = |e| Error::Bpf(format!("{} ring buffers of {ring_bytes} bytes: {e}", rings.len()));
+    open.maps.rings.set_inner_map_fd(rings[0].as_fd()).map_err(ring_err)?;
+    open.maps.rings.set_max_entries(rings.len() as u32).map_err(ring_err)?;
+    if lanes_on {
+        let cpus = rings.len() as u32;
+        let lane_err = |e| Error::Bpf(format!("{cpus} lanes of {lane_slots} and {lane_io_slots} records: {e}"));
+        let m = &mut open.maps;
+        m.lane_cursors.set_max_entries(cpus).map_err(lane_err)?;
+        m.lanes.set_max_entries(cpus * lane_slots).map_err(lane_err)?;
+        m.lane_io_cursors.set_max_entries(cpus).map_err(lane_err)?;
+        m.lanes_io.set_max_entries(cpus * lane_io_slots).map_err(lane_err)?;
+    }
+    if let Some(ro) = open.maps.rodata_data.as_mut() {
+        ro.uring_complete_cqe = support.uring_complete_cqe;
+    }
+    // Tracepoints newer than the oldest kernels iocap runs on: without block_io_start a
+    // request is created at its first insert or issue (still the submitter, for most),
+    // without the writeback ones writeback has no cause. And what the kernel refused.
+    let (block, want_uring) = (support.block, support.io_uring);
+    let completions = block && lose_no_completions();
+    let p = &mut open.progs;
+    for (prog, on) in [
+        (&mut p.blk_insert, block),
+        (&mut p.blk_issue, block),
+        (&mut p.blk_complete, completions),
+        (&mut p.blk_start, block && support.block_io_start),
+        (&mut p.blk_merge, block && support.block_rq_merge),
+        (&mut p.wb_start, block && support.writeback),
+        (&mut p.wb_end, block && support.writeback),
+        (&mut p.uring_submit, want_uring),
+        (&mut p.uring_complete, want_uring),
+        (&mut p.end_calls, support.end_calls),
+        (&mut p.end_rqs, block && support.end_rqs),
+    ] {
+        if !on {
+            prog.set_autoload(false);
+        }
+    }
+    Ok(open.load().map(|skel| Loaded {
+        skel,
+        rings,
+        ring_bytes,
+        lanes_on,
+        lane_slots,
+        lane_io_slots,
+        cpu_slot,
+    }))
 }
 
 /// A per-CPU array of one `u64` counter (`drops`): each CPU's value; none if the
@@ -422,6 +562,84 @@ fn per_cpu_counter(map: &impl MapCore) -> Vec<u64> {
             .collect(),
         _ => Vec::new(),
     }
+}
+
+/// libbpf's log while the programs load, kept to find which program the kernel refused and
+/// why: libbpf's error says only the errno (and guesses at `ulimit -l`), its log names the
+/// program. Printed as it comes too with `IOCAP_BPF_DEBUG=1`, else kept quiet: it is pages of
+/// verifier output.
+mod load_log {
+    use std::sync::Mutex;
+
+    use libbpf_rs::PrintLevel;
+
+    static LINES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+    fn keep(level: PrintLevel, msg: String) {
+        if std::env::var_os("IOCAP_BPF_DEBUG").is_some() {
+            eprint!("{msg}");
+        }
+        if level != PrintLevel::Debug {
+            if let Ok(mut lines) = LINES.lock() {
+                lines.extend(msg.lines().map(str::to_owned));
+            }
+        }
+    }
+
+    /// Start keeping the log anew.
+    pub fn clear() {
+        if let Ok(mut lines) = LINES.lock() {
+            lines.clear();
+        }
+        libbpf_rs::set_print(Some((PrintLevel::Debug, keep)));
+    }
+
+    /// Stop keeping it: from here on libbpf says nothing (or all, with `IOCAP_BPF_DEBUG=1`).
+    pub fn stop() {
+        if let Ok(mut lines) = LINES.lock() {
+            *lines = Vec::new();
+        }
+        if std::env::var_os("IOCAP_BPF_DEBUG").is_none() {
+            libbpf_rs::set_print(None);
+        }
+    }
+
+    /// The program whose load failed with `err`, and why, from the log since [`clear`].
+    pub fn refusal(err: &libbpf_rs::Error) -> Option<(String, String)> {
+        let lines = LINES.lock().ok()?;
+        super::refusal_in(&lines, err)
+    }
+}
+
+/// From libbpf's log of a failed load (`lines`) and its error: the program the kernel refused
+/// (libbpf's "prog 'NAME': BPF program load failed: ..." or "prog 'NAME': failed to ..."), and
+/// the reason: the error's text, with the verifier's last word when its log has one
+/// ("processed 0 insns" is none: the program was refused before it was read).
+fn refusal_in(lines: &[String], err: &libbpf_rs::Error) -> Option<(String, String)> {
+    let failed = lines
+        .iter()
+        .rev()
+        .find(|l| l.contains("prog '") && l.contains("failed"))?;
+    let name = failed.split("prog '").nth(1)?.split('\'').next()?.to_owned();
+    let mut reason = err.to_string();
+    // "Operation not permitted (os error 1)": the errno's name is the part a user looks up.
+    if let Some(at) = reason.find(" (os error ") {
+        reason.truncate(at);
+    }
+    let verifier = lines
+        .iter()
+        .skip_while(|l| !l.contains("-- BEGIN PROG LOAD LOG --"))
+        .skip(1)
+        .take_while(|l| !l.contains("-- END PROG LOAD LOG --"))
+        .filter(|l| {
+            let l = l.trim();
+            !l.is_empty() && !l.starts_with("processed ") && !l.starts_with("verification time")
+        })
+        .last();
+    if let Some(v) = verifier {
+        reason += &format!("; the verifier: {}", v.trim());
+    }
+    Some((name, reason))
 }
 
 /// A load libbpf refused: its first line (the rest, pages of verifier log, is
@@ -511,6 +729,47 @@ pub(crate) fn nice_this_thread(nice: i32) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_program_is_named_with_the_kernels_reason() {
+        let lines = |l: &[&str]| l.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        // A policy that refuses iterators (libbpf 1.7's lines, as on the machines that do).
+        let eperm = lines(&[
+            "libbpf: prog 'end_calls': BPF program load failed: -EPERM",
+            "libbpf: prog 'end_calls': -- BEGIN PROG LOAD LOG --",
+            "processed 0 insns (limit 1000000) max_states_per_insn 0 total_states 0 peak_states 0 mark_read 0",
+            "libbpf: prog 'end_calls': -- END PROG LOAD LOG --",
+            "libbpf: permission error while running as root; try raising 'ulimit -l'? current value: 8.0 MiB",
+            "libbpf: prog 'end_calls': failed to load: -EPERM",
+            "libbpf: failed to load BPF skeleton 'iocap_bpf': -EPERM",
+        ]);
+        let err = libbpf_rs::Error::from_raw_os_error(libc::EPERM);
+        assert_eq!(
+            refusal_in(&eperm, &err),
+            Some(("end_calls".to_owned(), "Operation not permitted".to_owned()))
+        );
+        // A verifier that rejects it: its last word is the reason too.
+        let rejected = lines(&[
+            "libbpf: prog 'uring_submit': BPF program load failed: -EACCES",
+            "libbpf: prog 'uring_submit': -- BEGIN PROG LOAD LOG --",
+            "0: R1=ctx() R10=fp0",
+            "R0 invalid mem access 'scalar'",
+            "processed 12 insns (limit 1000000) max_states_per_insn 0 total_states 1 peak_states 1 mark_read 0",
+            "libbpf: prog 'uring_submit': -- END PROG LOAD LOG --",
+            "libbpf: prog 'uring_submit': failed to load: -EACCES",
+        ]);
+        let err = libbpf_rs::Error::from_raw_os_error(libc::EACCES);
+        assert_eq!(
+            refusal_in(&rejected, &err),
+            Some((
+                "uring_submit".to_owned(),
+                "Permission denied; the verifier: R0 invalid mem access 'scalar'".to_owned()
+            ))
+        );
+        // A failure that names no program (a map the kernel refused) is not a refusal.
+        let map = lines(&["libbpf: map 'rings': failed to create: -EPERM"]);
+        assert_eq!(refusal_in(&map, &err), None);
+    }
 
     #[test]
     fn each_cpu_gets_a_power_of_two_share_of_the_rings() {

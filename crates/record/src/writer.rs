@@ -410,10 +410,10 @@ mod tests {
             ..types::rec_blk::default()
         };
         let (summary, r) = written(&[
-            bytes_of(&opened(pid, 5, b"/data/x.db")),
-            bytes_of(&close),
-            bytes_of(&read),
-            bytes_of(&req),
+            bytes_of(&opened(pid, 5, b"/data/x.db")).to_vec(),
+            bytes_of(&close).to_vec(),
+            bytes_of(&read).to_vec(),
+            bytes_of(&req).to_vec(),
         ]);
         assert_eq!((summary.events, summary.unfinished), (3, 2));
         let evs: Vec<Event> = r.events().map(|e| e.unwrap()).collect();
@@ -453,11 +453,11 @@ mod tests {
             ret: 10,
         };
         let (_, r) = written(&[
-            bytes_of(&opened(parent, 5, b"/data/x.db")),
-            bytes_of(&opened(other, 6, b"/data/other")),
-            bytes_of(&fork),
-            bytes_of(&read(child, 5, 1_000)),
-            bytes_of(&read(child, 6, 2_000)),
+            bytes_of(&opened(parent, 5, b"/data/x.db")).to_vec(),
+            bytes_of(&opened(other, 6, b"/data/other")).to_vec(),
+            bytes_of(&fork).to_vec(),
+            bytes_of(&read(child, 5, 1_000)).to_vec(),
+            bytes_of(&read(child, 6, 2_000)).to_vec(),
         ]);
         let evs: Vec<Event> = r.events().map(|e| e.unwrap()).collect();
         let reads: Vec<(u32, i32, &str)> = (evs.iter())
