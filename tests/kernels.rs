@@ -423,7 +423,7 @@ pub fn check(boot: &Boot) -> Result<String, String> {
             out.get("record").map(String::as_str).unwrap_or("").trim()
         ));
     }
-    // The end's iterators ran (what is in flight at the stop is read through them).
+    // The end's hand-over ran (what is in flight at the stop is read through it).
     if let Some(left) = out
         .get("record")
         .and_then(|t| t.lines().find(|l| l.contains("are left out")))

@@ -31,6 +31,23 @@ mod text;
 mod version;
 mod view;
 
+/// What `record --help` says of the kernel features the recorder can go without (README.md's
+/// "Kernel support" has the table).
+#[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
+const RECORD_KERNELS: &str = "\
+Kernels: Linux 5.11 or later with BTF, the BPF ring buffer, task storage and the syscall and
+process tracepoints. Optional, each probed in the kernel's BTF and by loading (a kernel that lacks one, or whose
+security policy refuses it, leaves its part out, says so once and names it in the capture's
+header, which `iocap info` shows):
+  block tracepoints (5.11)               block requests
+  io_uring tracepoints (5.19)            io_uring requests
+  block:block_io_start (6.5)             where a request was created (else its first insert/issue)
+  block:block_rq_merge (5.11)            disk.time of calls whose request was merged
+  writeback tracepoints (5.5)            blk.cause of writeback
+  BPF task iterators (5.8)               calls in flight at the stop: read from userspace instead
+  PIDFD_THREAD (6.9), without them       ... then only each process's main thread's
+  raw_tp run, for_each_map_elem (5.13)   block requests in flight at the stop";
+
 /// Record every syscall and block I/O request with its latency; replay it anywhere.
 #[derive(Parser, Debug)]
 #[command(
@@ -49,6 +66,7 @@ struct Cli {
 enum Command {
     /// Record every syscall and block request with its latency into a capture (Linux, root).
     #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
+    #[command(after_long_help = RECORD_KERNELS)]
     Record(record::Args),
     /// Record (not in this build: recording needs Linux on x86_64, built with the `record` feature).
     #[cfg(not(all(target_os = "linux", target_arch = "x86_64", feature = "record")))]

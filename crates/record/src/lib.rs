@@ -11,8 +11,10 @@
 //!   kernel's BTF; `kernel.rs`: what the kernel has of what the recorder uses, probed before
 //!   loading ([`OLDEST_LINUX`]), and what a recording leaves out for want of it; [`Error`]
 //!   (`error.rs`) says it in one line.
-//! - `recorder.rs`: [`Recorder::start`] loads and attaches every program; pids, the ring
-//!   backlog limit and the drop counters are changed and read there.
+//! - `recorder.rs`: [`Recorder::start`] loads and attaches every program (an optional one the
+//!   kernel refuses is left out and the load tried again); pids, the ring backlog limit and the
+//!   drop counters are changed and read there. `ended.rs`: the calls in flight at the stop,
+//!   read from userspace where the kernel runs no task iterator.
 //! - `poll.rs`: [`Recorder::run`], the loop on the caller's thread: it drains the ring every
 //!   millisecond (records are submitted with `BPF_RB_NO_WAKEUP`: a wakeup per event costs more
 //!   than the event) into batches for the writer thread, over a short queue, and keeps the
