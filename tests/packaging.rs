@@ -81,3 +81,58 @@ fn the_packaging_subcommands_stay_out_of_help() {
     let out = iocap().args(["completions", "--help"]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("bash"));
 }
+
+/// `iocap man --dir DIR` writes each page as a new file through the one safe output path: a
+/// symlink planted at a page's name (to a file root must not overwrite), a FIFO there (which
+/// would block an open for ever) and `/dev` as the directory are refused, before any page is
+/// written, and what they point at is left untouched.
+#[test]
+fn man_pages_never_go_through_a_symlink_a_fifo_or_into_dev() {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let page = dir.path().join("pages");
+    std::fs::create_dir(&page).unwrap();
+    let target = page.join("iocap-record.1");
+    std::os::unix::fs::symlink(&victim, &target).unwrap();
+    let (code, _, err) = crate::util::run(&["man", "--dir", page.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("iocap-record.1 is a symbolic link: refusing to write through it"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    assert_eq!(
+        std::fs::read_dir(&page).unwrap().count(),
+        1,
+        "no page written beside it"
+    );
+
+    std::fs::remove_file(&target).unwrap();
+    let fifo = std::ffi::CString::new(page.join("iocap-view.1").to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let (code, _, err) = crate::util::run(&["man", "--dir", page.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("iocap-view.1 is a FIFO"), "{err}");
+
+    let (code, _, err) = crate::util::run(&["man", "--dir", "/dev"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("refusing to create a regular file under /dev"), "{err}");
+    let after: Vec<_> = std::fs::read_dir("/dev")
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.file_name()))
+        .collect();
+    assert!(
+        !after.iter().any(|n| n.to_string_lossy().starts_with("iocap")),
+        "nothing written into /dev: {after:?}"
+    );
+
+    // With the FIFO gone, every page is a new regular file, readable by everyone.
+    std::fs::remove_file(page.join("iocap-view.1")).unwrap();
+    let (code, _, err) = crate::util::run(&["man", "--dir", page.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let m = std::fs::symlink_metadata(&target).unwrap();
+    assert!(m.file_type().is_file(), "{m:?}");
+    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777, 0o644);
+}

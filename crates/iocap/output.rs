@@ -86,12 +86,21 @@ impl Existing {
 /// `--save`): anything but nothing or a regular file (which is replaced by a new file, never
 /// opened in place).
 pub fn check_capture_target(path: &Path) -> anyhow::Result<()> {
+    check_new_file_target(path, "a capture")
+}
+
+/// Refuse a path that `what` ("a capture", "a man page") must not be written to: anything but
+/// nothing or a regular file, which is replaced by a new file, never opened in place.
+pub fn check_new_file_target(path: &Path, what: &str) -> anyhow::Result<()> {
     match Existing::of(path)? {
         Existing::Nothing | Existing::Regular => Ok(()),
         Existing::Symlink => {
             Err(Existing::Symlink.refuse(path, "refusing to write through it; remove it or pick another path"))
         }
-        e => Err(e.refuse(path, "a capture is written to a new regular file; pick another path")),
+        e => Err(e.refuse(
+            path,
+            &format!("{what} is written to a new regular file; pick another path"),
+        )),
     }
 }
 

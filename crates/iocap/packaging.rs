@@ -4,9 +4,11 @@
 //! README's *Install* says how to use them.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+
+use crate::output;
 
 #[derive(clap::Args, Debug)]
 pub struct CompletionsArgs {
@@ -34,9 +36,7 @@ pub fn completions(args: CompletionsArgs, mut cmd: clap::Command) -> anyhow::Res
 /// Print the man page of `cmd`, or write every page into `args.dir`.
 pub fn man(args: ManArgs, cmd: clap::Command) -> anyhow::Result<()> {
     match args.dir {
-        Some(dir) => {
-            clap_mangen::generate_to(cmd, &dir).with_context(|| format!("writing man pages into {}", dir.display()))
-        }
+        Some(dir) => write_pages(&dir, pages(cmd)?),
         None => {
             let mut out = Vec::new();
             clap_mangen::Man::new(cmd).render(&mut out)?;
@@ -44,4 +44,51 @@ pub fn man(args: ManArgs, cmd: clap::Command) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// Every man page of `cmd` and its visible subcommands, as `(file name, roff)`: what
+/// `clap_mangen::generate_to` writes, rendered in memory so that each is written through the
+/// one safe output path.
+fn pages(cmd: clap::Command) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+    fn add(cmd: clap::Command, out: &mut Vec<(String, Vec<u8>)>) -> anyhow::Result<()> {
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned() {
+            add(sub, out)?;
+        }
+        let man = clap_mangen::Man::new(cmd);
+        let mut roff = Vec::new();
+        man.render(&mut roff)?;
+        out.push((man.get_filename(), roff));
+        Ok(())
+    }
+    let mut cmd = cmd.disable_help_subcommand(true);
+    cmd.build();
+    let mut out = Vec::new();
+    add(cmd, &mut out)?;
+    Ok(out)
+}
+
+/// Write `pages` into `dir`, each a new file (0644, as man pages are read by everyone) put in
+/// place by a rename: never through a symlink, never into a device or FIFO, never under /dev.
+/// Every target is checked before any is written, so a refused one leaves the others as they
+/// were.
+fn write_pages(dir: &Path, pages: Vec<(String, Vec<u8>)>) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+
+    let meta = std::fs::metadata(dir).with_context(|| format!("writing man pages into {}", dir.display()))?;
+    if !meta.is_dir() {
+        anyhow::bail!("writing man pages into {}: not a directory", dir.display());
+    }
+    let targets: Vec<PathBuf> = pages.iter().map(|(name, _)| dir.join(name)).collect();
+    for t in &targets {
+        output::check_new_file_target(t, "a man page")?;
+    }
+    for (path, (_, roff)) in targets.iter().zip(pages) {
+        let (mut file, mut new) = output::create(path)?;
+        file.write_all(&roff)
+            .and_then(|()| file.set_permissions(std::fs::Permissions::from_mode(0o644)))
+            .and_then(|()| file.sync_all())
+            .with_context(|| format!("{}", path.display()))?;
+        new.publish()?;
+    }
+    Ok(())
 }
