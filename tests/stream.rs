@@ -119,6 +119,91 @@ fn a_stream_that_is_empty_or_no_capture_is_refused_clearly() {
     );
 }
 
+/// `yes | iocap report -`: bytes that are not a capture are refused as soon as they show, by
+/// the commands that read the stream whole too, not copied into $TMPDIR until it is full. The
+/// feed is endless: only iocap's refusal ends it.
+#[test]
+fn an_endless_stream_of_garbage_is_refused_at_once_by_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    for cmd in [
+        &["report", "-"][..],
+        &["info", "-"],
+        &["export", "-", "--format", "csv", "-o", "-"],
+    ] {
+        let mut child = iocap()
+            .args(cmd)
+            .env("TMPDIR", dir.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let feeder = std::thread::spawn(move || {
+            let line = b"y\n".repeat(32 << 10);
+            let mut fed = 0usize;
+            // Bounded, so that a failing test ends: 1 GiB.
+            while fed < 1 << 30 && stdin.write_all(&line).is_ok() {
+                fed += line.len();
+            }
+            fed
+        });
+        let out = child.wait_with_output().unwrap();
+        let fed = feeder.join().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{cmd:?}: {err}");
+        assert!(err.contains("not an iocap capture"), "{cmd:?}: {err}");
+        assert!(fed < 64 << 20, "{cmd:?} read {fed} bytes of garbage before refusing it");
+    }
+}
+
+/// A copy of standard input that cannot go on (its $TMPDIR full) is an error, with a non-zero
+/// exit, for every command that reads the stream whole: never an answer for the part that fit,
+/// presented as the whole. (Root: a tmpfs of 200 KiB.)
+#[test]
+fn a_copy_cut_by_a_full_disk_is_an_error_not_a_short_answer() {
+    if let Some(why) = crate::util::root_skip_reason() {
+        eprintln!("a_copy_cut_by_a_full_disk: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let st = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=200k", "tmpfs"])
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _mounted = Unmount(dir.path());
+    let cap = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/fio-randread.cap")).unwrap();
+    assert!(cap.len() > 400 << 10);
+    for cmd in [
+        &["report", "-"][..],
+        &["info", "-"],
+        &["iostat", "-"],
+        &["export", "-", "--format", "csv", "-o", "-"],
+    ] {
+        let out = run_with_stdin(cmd, &cap, dir.path());
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{cmd:?}: {err}");
+        assert!(err.contains("No space left on device"), "{cmd:?}: {err}");
+        assert!(out.stdout.is_empty(), "{cmd:?}: nothing answered for a cut capture");
+    }
+    // A follower prints what came, then says why no more will, and fails.
+    let out = run_with_stdin(&["events", "-f", "-"], &cap, dir.path());
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("No space left on device") && err.contains("nothing more will come"),
+        "{err}"
+    );
+}
+
 /// A stream cut inside a chunk (a recorder or connection killed) keeps every whole chunk
 /// before the cut, and says what it lost.
 #[test]

@@ -88,21 +88,27 @@ impl Stream {
 
     /// Open the capture being copied: once it is all there when `whole` (a command that reads
     /// it once), else as soon as its header is (a follower, which reads on as it grows).
+    /// Bytes that are not a capture are refused as soon as they show, either way; a copy that
+    /// stopped before the stream's end (a full disk) is an error for `whole`, which would
+    /// otherwise answer for a cut capture as if it were all.
     pub fn open(&self, whole: bool) -> anyhow::Result<Reader> {
         let mut c = self.copy.state();
         while c.end.is_none() {
-            if !whole {
-                let need = opening_len(&c.head).with_context(|| NAME.to_string())?;
-                if need.is_some_and(|n| c.bytes >= n) {
-                    break;
-                }
+            let need = opening_len(&c.head).with_context(|| NAME.to_string())?;
+            if !whole && need.is_some_and(|n| c.bytes >= n) {
+                break;
             }
             c = self.copy.more.wait(c).unwrap_or_else(|e| e.into_inner());
         }
         let (end, bytes) = (c.end.clone(), c.bytes);
+        let garbage = opening_len(&c.head).with_context(|| NAME.to_string());
         drop(c);
+        garbage?;
         if bytes == 0 && end == Some(Ok(())) {
             bail!("{NAME} brought nothing: no capture was piped in");
+        }
+        if let (true, Some(Err(why))) = (whole, &end) {
+            bail!("{NAME}: {why} after {bytes} bytes; the capture is cut there, so nothing is answered for it");
         }
         let file = self.read.try_clone().context(NAME)?;
         match (Reader::new(file), end) {
@@ -137,8 +143,14 @@ fn copy_all(mut from: File, mut to: File, copy: &Copy) {
         let head = OPENING_PEEK.saturating_sub(c.head.len()).min(n);
         c.head.extend_from_slice(&buf[..head]);
         c.bytes += n as u64;
+        // Bytes that are not a capture are not copied on (`yes | iocap report -` would fill
+        // $TMPDIR): the copy stops as soon as they show, and says why.
+        let garbage = head > 0 && opening_len(&c.head).is_err();
         drop(c);
         copy.more.notify_all();
+        if garbage {
+            break Err("not an iocap capture (it does not start as one): copying stopped".into());
+        }
     };
     drop(to);
     copy.state().end = Some(end);

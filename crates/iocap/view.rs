@@ -50,6 +50,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let opened = args.capture.open(false)?;
     let mut r = opened.reader;
+    #[cfg(unix)]
+    let stream = opened.stream;
     // A second capture, compared with the first: a word after it that names something that
     // exists, or a `.cap` name (no filter word is either).
     let (b, words) = match args.filter.split_first() {
@@ -63,7 +65,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         let filter = checked(&filter, &r)?;
         terminal_needed()?;
-        return iocap_tui::run(Path::new(&args.capture.name()), r, filter).context("terminal");
+        let name = args.capture.name();
+        #[cfg(unix)]
+        if let Some(s) = stream {
+            let why = Box::new(move || s.failure());
+            return iocap_tui::run_copied(Path::new(&name), r, filter, why).context("terminal");
+        }
+        return iocap_tui::run(Path::new(&name), r, filter).context("terminal");
     };
     if args.follow {
         return Err(UsageError("-f follows one capture, not a comparison".into()).into());

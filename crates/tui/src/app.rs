@@ -136,6 +136,10 @@ pub struct App {
     pub note: Option<String>,
     /// The user asked to quit: the event loop ends after this update.
     pub quit: bool,
+    /// Why the capture stopped growing before it was finished, when its source can say (a
+    /// copy of standard input that hit a full disk): asked when it does, said instead of
+    /// blaming the recorder.
+    pub why_cut: Option<Box<dyn Fn() -> Option<String>>>,
     /// While the capture is being recorded: the view and the list stay on its newest rows.
     pub following: bool,
     /// The capture grew while a question was out: the question is asked again of it once
@@ -186,6 +190,7 @@ impl App {
             iostat: false,
             note: None,
             quit: false,
+            why_cut: None,
             following: cap.is_live(),
             grown_meanwhile: false,
             extending: false,
@@ -701,6 +706,15 @@ impl App {
     /// A newer snapshot of the capture being recorded: the filter compiled again when its
     /// tables grew, the view moved on if it follows, and the question asked again of the grown
     /// capture (only the new chunks scanned, unless the view moved).
+    /// The capture stopped growing before its end: say why, in the words of its source when
+    /// it has some ([`App::why_cut`]), else as a recorder that stopped.
+    pub fn say_why_cut(&mut self) {
+        self.note = Some(match self.why_cut.as_ref().and_then(|why| why()) {
+            Some(why) => format!("{}: {why}: showing what came", self.cap.name),
+            None => "the recorder stopped without finishing the file: showing what it wrote".into(),
+        });
+    }
+
     fn grown(&mut self, g: Grown, fx: &mut Effects) {
         let was = self.cap.liveness;
         self.cap = self.cap.grown(Arc::clone(&g.reader));
@@ -720,9 +734,7 @@ impl App {
             (Liveness::Live, Liveness::Finished) => {
                 self.note = Some("the recording finished".into());
             }
-            (Liveness::Live, Liveness::Recovered) => {
-                self.note = Some("the recorder stopped without finishing the file: showing what it wrote".into());
-            }
+            (Liveness::Live, Liveness::Recovered) => self.say_why_cut(),
             _ => {}
         }
         if self.filter.applied.is_empty() {

@@ -91,14 +91,25 @@ pub fn run(path: &Path, reader: Reader, filter: CheckedFilter) -> io::Result<()>
 /// least every 50 ms while the terminal is there): for a caller that must close the viewer
 /// itself (`iocap record --view` stopped by a signal). The terminal is restored either way.
 pub fn run_until(path: &Path, reader: Reader, filter: CheckedFilter, quit: &AtomicBool) -> io::Result<()> {
-    run_app(path, reader, None, filter, quit)
+    run_app(path, reader, None, filter, quit, None)
+}
+
+/// [`run`] on a capture that arrives through a copy (`iocap view -`), which says why it
+/// stopped when it stops before the capture's end (`why_cut`: a full disk, a read error).
+pub fn run_copied(
+    path: &Path,
+    reader: Reader,
+    filter: CheckedFilter,
+    why_cut: Box<dyn Fn() -> Option<String>>,
+) -> io::Result<()> {
+    run_app(path, reader, None, filter, &AtomicBool::new(false), Some(why_cut))
 }
 
 /// The viewer comparing capture `a` (side A, opened from `a_path`) with the capture at `path`
 /// (side B), both under `filter` (checked against B's capture) until the user pins A's own:
 /// `iocap view a.cap b.cap`.
 pub fn run_compare(a_path: &Path, a: Reader, path: &Path, reader: Reader, filter: CheckedFilter) -> io::Result<()> {
-    run_app(path, reader, Some((a_path, a)), filter, &AtomicBool::new(false))
+    run_app(path, reader, Some((a_path, a)), filter, &AtomicBool::new(false), None)
 }
 
 fn run_app(
@@ -107,6 +118,7 @@ fn run_app(
     side_a: Option<(&Path, Reader)>,
     filter: CheckedFilter,
     quit: &AtomicBool,
+    why_cut: Option<Box<dyn Fn() -> Option<String>>>,
 ) -> io::Result<()> {
     let told = || quit.load(Ordering::Relaxed);
     let reader = Arc::new(reader);
@@ -121,6 +133,11 @@ fn run_app(
         Some((a_path, a)) => App::comparing(Capture::new(Arc::new(a), a_path), cap, bar, area, palette),
         None => App::with_filter_bar(cap, bar, area, palette),
     };
+    app.why_cut = why_cut;
+    // A copy already cut when the viewer opened it: said at once.
+    if app.why_cut.is_some() && app.cap.liveness == iocap_format::Liveness::Recovered {
+        app.say_why_cut();
+    }
 
     let (tx, rx) = channel::<Msg>();
     let worker = worker::Worker::spawn(tx.clone(), Msg::Reply, Msg::OtherReply)?;
