@@ -140,6 +140,8 @@ pub struct App {
     /// copy of standard input that hit a full disk): asked when it does, said instead of
     /// blaming the recorder.
     pub why_cut: Option<Box<dyn Fn() -> Option<String>>>,
+    /// What [`App::why_cut`] said, once it did: shown with the recovery's details.
+    pub cut: Option<String>,
     /// While the capture is being recorded: the view and the list stay on its newest rows.
     pub following: bool,
     /// The capture grew while a question was out: the question is asked again of it once
@@ -191,6 +193,7 @@ impl App {
             note: None,
             quit: false,
             why_cut: None,
+            cut: None,
             following: cap.is_live(),
             grown_meanwhile: false,
             extending: false,
@@ -709,10 +712,12 @@ impl App {
     /// The capture stopped growing before its end: say why, in the words of its source when
     /// it has some ([`App::why_cut`]), else as a recorder that stopped.
     pub fn say_why_cut(&mut self) {
-        self.note = Some(match self.why_cut.as_ref().and_then(|why| why()) {
-            Some(why) => format!("{}: {why}: showing what came", self.cap.name),
-            None => "the recorder stopped without finishing the file: showing what it wrote".into(),
-        });
+        match self.why_cut.as_ref().and_then(|why| why()) {
+            Some(why) => self.cut = Some(format!("{}: {why}", self.cap.name)),
+            None => {
+                self.note = Some("the recorder stopped without finishing the file: showing what it wrote".into());
+            }
+        }
     }
 
     fn grown(&mut self, g: Grown, fx: &mut Effects) {

@@ -78,11 +78,6 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     if app.busy {
         spans.push(Span::raw(" │ scanning…"));
     }
-    // The note first: what just happened (why a copy stopped) is the news; the recovery's
-    // details, which can be long, may run off the line.
-    if let Some(n) = &app.note {
-        spans.push(Span::styled(format!(" │ {n}"), t.error()));
-    }
     if let Some(why) = app.cap.reader.recovery() {
         // A file the recorder never finished (killed, full disk) or that was damaged since:
         // what is shown is what could be read back. Of a recording of several files, which
@@ -92,7 +87,15 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         } else {
             "unfinished file, recovered"
         };
+        // A copy of standard input that stopped says why first (a full disk), in its words.
+        let why = match &app.cut {
+            Some(cut) => format!("{cut}; {why}"),
+            None => why.to_owned(),
+        };
         spans.push(Span::styled(format!(" │ {what}: {why}"), t.error()));
+    }
+    if let Some(n) = &app.note {
+        spans.push(Span::styled(format!(" │ {n}"), t.error()));
     }
     spans.push(Span::raw(" │ ?: keys"));
     f.render_widget(Paragraph::new(Line::from(spans)).style(t.status()), area);
