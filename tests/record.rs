@@ -1868,3 +1868,45 @@ fn an_open_s_event_names_the_file_it_opened() {
         }
     }
 }
+
+/// A second recorder on the path a live one writes is refused (it would replace the file, and
+/// the first would go on writing where no one reads); a recorder whose file was removed (its
+/// directory deleted) or replaced meanwhile says so and fails, rather than naming a file that
+/// is not its own.
+#[test]
+fn a_recording_in_progress_is_not_replaced_and_a_lost_one_is_said() {
+    let Some(_running) = recording() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("same.cap");
+    let args = ["--no-block", "-p", "1"];
+    let (mut first, mut stderr) = start_recording(&args, &cap);
+    let out = iocap()
+        .args(["record", "--no-block", "-p", "1", "-d", "1s", "-w"])
+        .arg(&cap)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("is being recorded now (another iocap holds it)"), "{err}");
+    assert_eq!(unsafe { libc::kill(first.id() as i32, libc::SIGINT) }, 0);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    assert!(first.wait().unwrap().success(), "{rest}");
+    assert_eq!(
+        Reader::open(&cap).unwrap().liveness(),
+        iocap_format::Liveness::Finished,
+        "the first recording is whole"
+    );
+
+    let sub = dir.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let cap = sub.join("x.cap");
+    let (mut rec, mut stderr) = start_recording(&args, &cap);
+    std::fs::remove_dir_all(&sub).unwrap();
+    assert_eq!(unsafe { libc::kill(rec.id() as i32, libc::SIGINT) }, 0);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    assert_eq!(rec.wait().unwrap().code(), Some(1), "{rest}");
+    assert!(rest.contains("x.cap removed or replaced by another program"), "{rest}");
+    assert!(!rest.contains("iocap: wrote "), "no file is named as written: {rest}");
+}

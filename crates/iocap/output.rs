@@ -86,7 +86,23 @@ impl Existing {
 /// `--save`): anything but nothing or a regular file (which is replaced by a new file, never
 /// opened in place).
 pub fn check_capture_target(path: &Path) -> anyhow::Result<()> {
-    check_new_file_target(path, "a capture")
+    check_new_file_target(path, "a capture")?;
+    // A recording in progress there (another recorder's, a `--save` of a stream): replacing
+    // it would lose that recording while its recorder goes on writing to the unlinked file.
+    // Read-only, never following a link nor waiting on a FIFO planted since the look above.
+    let opened = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path);
+    if let Ok(f) = opened {
+        if f.metadata().is_ok_and(|m| m.is_file()) && iocap_format::writer_alive(&f) {
+            bail!(
+                "{} is being recorded now (another iocap holds it): pick another path",
+                path.display()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Refuse a path that `what` ("a capture", "a man page") must not be written to: anything but

@@ -123,8 +123,9 @@ const OUT_BUFFER: usize = 64 << 10;
 /// with the header on disk before it gets its name: a recorder killed at any point leaves
 /// either nothing or a file that opens. The caller has [`output::check_capture_target`]ed the path; whatever
 /// is planted there since is replaced by the rename, never followed or written through.
-fn create_capture(path: &Path, meta: &Meta) -> anyhow::Result<Writer<BufWriter<File>>> {
+fn create_capture(path: &Path, meta: &Meta) -> anyhow::Result<(Writer<BufWriter<File>>, Ident)> {
     let (file, mut new) = create_locked(path)?;
+    let ident = Ident::of(&file).with_context(|| format!("{}", path.display()))?;
     let writer = Writer::with_encoder(
         BufWriter::with_capacity(OUT_BUFFER, file),
         meta,
@@ -133,7 +134,26 @@ fn create_capture(path: &Path, meta: &Meta) -> anyhow::Result<Writer<BufWriter<F
     .and_then(|mut w| w.flush().map(|()| w))
     .with_context(|| format!("writing {}", path.display()))?;
     new.publish()?;
-    Ok(writer)
+    Ok((writer, ident))
+}
+
+/// Which file a path named when the recorder made it (device and inode), to tell at the end
+/// whether it still does: a file removed meanwhile (its directory deleted) or replaced (another
+/// program renamed a file over it) holds events no one can read any more.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Ident(u64, u64);
+
+impl Ident {
+    fn of(file: &File) -> std::io::Result<Ident> {
+        use std::os::unix::fs::MetadataExt;
+        file.metadata().map(|m| Ident(m.dev(), m.ino()))
+    }
+
+    /// Whether `path` still names the file this is of (a link is not followed).
+    fn still_at(self, path: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::symlink_metadata(path).is_ok_and(|m| Ident(m.dev(), m.ino()) == self)
+    }
 }
 
 /// The capture written to standard output (`-w -`): a pipe, a socket (ssh), or a file the
@@ -301,15 +321,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         if cfg.syscalls { "on" } else { "off" },
         if recorder.records_block() { "on" } else { "off" }
     );
-    let writer = if to_stdout {
+    let (writer, first) = if to_stdout {
         // Said before the stream starts: its reader (a viewer) may share this terminal.
         say(format_args!("{recording}"));
-        stream_capture(&meta)?
+        (stream_capture(&meta)?, None)
     } else {
-        create_capture(&args.file, &meta)?
+        let (w, ident) = create_capture(&args.file, &meta)?;
+        (w, Some((args.file.clone(), ident)))
     };
-    // The files of this recording that still exist, to count what is readable after an error.
-    let files = Arc::new(Mutex::new(if to_stdout { vec![] } else { vec![args.file.clone()] }));
+    // The files of this recording that still exist, to count what is readable after an error
+    // and to check at the end that each is still where it was made.
+    let files: Arc<Mutex<Vec<(PathBuf, Ident)>>> = Arc::new(Mutex::new(first.into_iter().collect()));
     let rotate = args.file_size.map(|max_bytes| {
         let (base, keep, files) = (args.file.clone(), args.file_count, Arc::clone(&files));
         Rotate {
@@ -317,23 +339,30 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             base: args.file.clone(),
             open: Box::new(move |n: u32| {
                 if let Some(old) = rotation::expired(&base, n, keep) {
-                    files.lock().unwrap_or_else(|e| e.into_inner()).retain(|p| *p != old);
+                    files
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .retain(|(p, _)| *p != old);
                     match std::fs::remove_file(&old) {
                         Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
                         _ => {}
                     }
                 }
                 let path = rotation::path(&base, n);
-                let new_file = || -> anyhow::Result<File> {
+                let new_file = || -> anyhow::Result<(File, Ident)> {
                     output::check_capture_target(&path)?;
                     let (file, mut new) = create_locked(&path)?;
+                    let ident = Ident::of(&file)?;
                     new.publish()?;
-                    Ok(file)
+                    Ok((file, ident))
                 };
-                let file = new_file();
-                if file.is_ok() {
-                    files.lock().unwrap_or_else(|e| e.into_inner()).push(path.clone());
-                }
+                let file = new_file().map(|(f, ident)| {
+                    files
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push((path.clone(), ident));
+                    f
+                });
                 file.map(|f| BufWriter::with_capacity(OUT_BUFFER, f))
                     .map_err(|e| std::io::Error::other(format!("{e:#}")))
             }) as Box<dyn FnMut(u32) -> std::io::Result<BufWriter<File>> + Send>,
@@ -428,7 +457,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Err(e @ iocap_record::Error::DiskFull) => {
             // What a reader gets back, counted by reading it back: the writer's own count
             // would include what was still in its buffers.
-            let files = files.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let files: Vec<PathBuf> = files
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .map(|(p, _)| p.clone())
+                .collect();
             let readable: u64 = files
                 .iter()
                 .filter_map(|p| iocap_format::Reader::open(p).ok())
@@ -451,6 +485,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         Err(e) => return Err(e.into()),
     };
+    // Written, but where no one will find it: say so, and fail, rather than name a file that
+    // is not there (or is another recorder's).
+    let gone: Vec<String> = files
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter(|(p, ident)| !ident.still_at(p))
+        .map(|(p, _)| p.display().to_string())
+        .collect();
+    if !gone.is_empty() {
+        bail!(
+            "{} removed or replaced by another program while iocap recorded into it: what iocap \
+             wrote there is lost",
+            gone.join(", ")
+        );
+    }
     let files = match s.files {
         1 => String::new(),
         n => format!(" and {} more files", n - 1),

@@ -51,7 +51,7 @@ pub use columns::{Col, ColSet, ColValue, Columns, MAX_CHUNK_EVENTS};
 pub use error::{Error, Limit};
 pub use frame::{opening_len, FORMAT_MAJOR, FORMAT_MINOR, OPENING_PEEK};
 pub use hash::{IdHasher, IdMap};
-pub use live::{lock_for_writing, Liveness};
+pub use live::{lock_for_writing, writer_alive, Liveness};
 pub use model::{
     blk_flags, dev_parts, mkdev, BlockOp, Cause, Class, Device, DropStats, Event, FdTarget, FdType, FileEntry, Meta,
     ProcEntry, StrId,

@@ -46,7 +46,7 @@ pub fn lock_for_writing(file: &File) -> io::Result<()> {
 /// Whether another open file holds `file`'s writing lock ([`lock_for_writing`]): a shared lock
 /// tried without waiting, and given back at once when it was granted. Errors (a filesystem
 /// without locks) read as no writer: the file then reads as it always did, by index or scan.
-pub(crate) fn writer_alive(file: &File) -> bool {
+pub fn writer_alive(file: &File) -> bool {
     #[cfg(unix)]
     {
         use std::os::fd::AsRawFd;
