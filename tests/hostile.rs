@@ -467,3 +467,71 @@ fn a_second_capture_that_is_not_one_is_said_before_the_viewer_opens() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("view needs a terminal"), "{err}");
 }
+
+/// A finished capture of a few events whose header names `next` as the file its recording went
+/// on in, at `dir/name`, starting at `start` (ns).
+fn chained(dir: &Path, name: &str, next: &str, start: u64) -> PathBuf {
+    let path = dir.join(name);
+    let mut meta = iocap_testkit::meta(start);
+    meta.next_file = Some(next.into());
+    let mut w = iocap_testkit::create(&path, &meta, 100, 3);
+    let p = iocap_testkit::add_proc(&mut w, 100, 1, b"cyc");
+    for i in 0..5 {
+        let e = iocap_format::Event {
+            proc: p,
+            ..iocap_format::Event::syscall(start + i * 1_000, 500, 100, 100, 0, 0)
+        };
+        w.push(&e).unwrap();
+    }
+    w.finish(start + 10_000).unwrap();
+    path
+}
+
+/// Headers are data, not instructions: a rotation whose headers name their files in a loop
+/// (t.cap → t.cap1 → t.cap2 → t.cap) is followed once around, not printed again and again
+/// until descriptors run out; a next file that is a symlink (to /dev/zero, a FIFO, a file
+/// root must not read) is refused before anything is opened through it.
+#[test]
+fn a_rotation_named_in_a_loop_or_through_a_link_is_followed_once_and_never_through_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = chained(dir.path(), "t.cap", "t.cap1", 1_000_000_000);
+    chained(dir.path(), "t.cap1", "t.cap2", 2_000_000_000);
+    chained(dir.path(), "t.cap2", "t.cap", 3_000_000_000);
+    let out = iocap()
+        .args(["events", "-f"])
+        .arg(&t)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let (text, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let rows = text.lines().filter(|l| l.contains(" cyc ")).count();
+    assert_eq!(rows, 15, "each file's 5 events once: {text}");
+    assert!(err.contains("which was read already: the rotation loops"), "{err}");
+
+    // A next file that is a symlink: not followed, and not opened (a FIFO there would block).
+    let link = tempfile::tempdir().unwrap();
+    let first = chained(link.path(), "l.cap", "l.cap1", 1_000_000_000);
+    let fifo = link.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    std::os::unix::fs::symlink(&fifo, link.path().join("l.cap1")).unwrap();
+    let started = Instant::now();
+    let out = iocap()
+        .args(["events", "--ring"])
+        .arg(&first)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(started.elapsed() < Duration::from_secs(10), "{err}");
+    // Judged without being opened (lstat, then O_NOFOLLOW): refused as what it is.
+    assert!(
+        err.contains("l.cap1") && (err.contains("symbolic link") || err.contains("it is a FIFO, not a regular file")),
+        "{err}"
+    );
+}

@@ -155,7 +155,14 @@ fn exact_pwrites_types_and_names_of_a_short_lived_process() {
     // write(sv[0]) and write(p[1]), in that order.
     assert_eq!(kind_of("write"), vec![FdType::Unix, FdType::Pipe]);
     // Each entry's process, kept on request.
-    let whole = Reader::open_with(&cap, ReadOptions { file_details: true }).unwrap();
+    let whole = Reader::open_with(
+        &cap,
+        ReadOptions {
+            file_details: true,
+            ..ReadOptions::default()
+        },
+    )
+    .unwrap();
     let dirs: Vec<_> = whole
         .tables()
         .file_entries()
@@ -209,7 +216,14 @@ fn paths_walked_back_up_and_after_a_chdir_name_the_files_opened() {
     let bin = build_c(dir.path(), "walker", WALKER);
     let cap = dir.path().join("t.cap");
     record_command(&cap, &format!("{} {}", bin.display(), root.display()));
-    let r = Reader::open_with(&cap, ReadOptions { file_details: true }).unwrap();
+    let r = Reader::open_with(
+        &cap,
+        ReadOptions {
+            file_details: true,
+            ..ReadOptions::default()
+        },
+    )
+    .unwrap();
     let t = r.tables();
     let pid = t
         .procs()

@@ -11,6 +11,7 @@
 //! and that is not finished (a shell's redirect of `record -w -`) is taken for one still being
 //! written, with a note, as only the user knows it grows.
 
+use std::collections::HashSet;
 use std::ops::{ControlFlow, Range};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -71,10 +72,24 @@ pub fn follow(
     }
     let mut earlier: Vec<Input> = Vec::new();
     let mut done = 0;
+    // The files followed so far: a rotation whose headers name its files in a loop (t.cap →
+    // t.cap1 → t.cap → ...) ends at the first file read again, not in printing it again.
+    let mut followed: HashSet<(u64, u64)> = path.iter().filter_map(|p| file_id(p)).collect();
     loop {
         let liveness = input.reader.liveness();
         let next = match (liveness, &path) {
-            (Liveness::Finished, Some(p)) if !ended => next_file(&input.reader, p),
+            (Liveness::Finished, Some(p)) if !ended => next_file(&input.reader, p).filter(|(_, next)| {
+                let new = file_id(next).is_some_and(|id| followed.insert(id));
+                if !new {
+                    say(format_args!(
+                        "iocap: {} names {} as the next file, which was read already: the rotation loops; \
+                         stopping there",
+                        shown(p),
+                        shown(next)
+                    ));
+                }
+                new
+            }),
             _ => None,
         };
         let finished = (ended || liveness == Liveness::Finished) && next.is_none();
@@ -129,12 +144,23 @@ fn next_file(reader: &Reader, path: &Path) -> Option<(Reader, PathBuf)> {
     let next = reader.meta().next_path(path)?;
     let waited = Instant::now();
     loop {
-        match Reader::open(&next) {
+        match Reader::open_next(&next) {
             Ok(r) => return Some((r, next)),
             Err(_) if waited.elapsed() < NEXT_FILE_WAIT && wait(POLL) => {}
             Err(_) => return None,
         }
     }
+}
+
+/// A path as said in a message: escaped (a header names it, and headers are not to be trusted).
+fn shown(path: &Path) -> String {
+    iocap_format::escape::escape(path.as_os_str().as_encoded_bytes())
+}
+
+/// Which file `path` is (device, inode), without following a link.
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 /// Compile the filter again against the capture's tables as they are now.

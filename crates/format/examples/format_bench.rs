@@ -401,7 +401,14 @@ fn real_file(bytes: &[u8]) {
 
 /// Rewrite a capture with the current writer; prints both sizes.
 fn rewrite(bytes: &[u8], out: &str) {
-    let r = Reader::new_with(bytes.to_vec(), ReadOptions { file_details: true }).expect("reader");
+    let r = Reader::new_with(
+        bytes.to_vec(),
+        ReadOptions {
+            file_details: true,
+            ..ReadOptions::default()
+        },
+    )
+    .expect("reader");
     let t = r.tables();
     // Each entry whole, its process, fd and opening time too: they are written again.
     let all_files = t.file_entries().expect("kept on request");

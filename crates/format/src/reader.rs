@@ -253,6 +253,10 @@ pub struct ReadOptions {
     /// what its fd refers to ([`crate::FdTarget`]): for writing the entries again. A tree
     /// walk's recording has an entry for each open; whole, they took 40 bytes each.
     pub file_details: bool,
+    /// Refuse a symbolic link at the path, not only what it leads to (`O_NOFOLLOW`): for a
+    /// path another file names (a rotation's next file, written in a header), which only a
+    /// recorder that made it there should be trusted for.
+    pub no_follow: bool,
 }
 
 impl Reader<File> {
@@ -263,14 +267,40 @@ impl Reader<File> {
         Reader::open_with(path, ReadOptions::default())
     }
 
+    /// The next file of a rotation, named by a header: [`Reader::open`], refusing a symbolic
+    /// link there ([`ReadOptions::no_follow`]).
+    pub fn open_next(path: impl AsRef<Path>) -> Result<Reader<File>, Error> {
+        Reader::open_with(
+            path,
+            ReadOptions {
+                no_follow: true,
+                ..ReadOptions::default()
+            },
+        )
+    }
+
     /// [`Reader::open`], keeping what `opts` asks.
     pub fn open_with(path: impl AsRef<Path>, opts: ReadOptions) -> Result<Reader<File>, Error> {
+        let path = path.as_ref();
+        // Judged before it is opened: opening a device can have effects (a watchdog, a tape
+        // that rewinds), and a FIFO would wait for a writer.
+        let look = if opts.no_follow {
+            std::fs::symlink_metadata(path)?
+        } else {
+            std::fs::metadata(path)?
+        };
+        if !look.file_type().is_file() {
+            return Err(Error::NotACapture(not_regular(look.file_type())));
+        }
         let mut open = std::fs::OpenOptions::new();
         open.read(true);
-        // Opening a FIFO for reading waits for a writer; without blocking it returns at once,
-        // and the check below refuses it. A regular file reads the same either way.
+        // What is there may have changed since the look: a FIFO put there is not waited on
+        // (the check below refuses it), a link is not followed when it should not be.
         #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut open, libc::O_NONBLOCK);
+        std::os::unix::fs::OpenOptionsExt::custom_flags(
+            &mut open,
+            libc::O_NONBLOCK | if opts.no_follow { libc::O_NOFOLLOW } else { 0 },
+        );
         let file = open.open(path)?;
         let kind = file.metadata()?.file_type();
         if !kind.is_file() {
@@ -295,7 +325,9 @@ fn not_regular(kind: std::fs::FileType) -> &'static str {
             return "it is a socket, not a regular file";
         }
     }
-    if kind.is_dir() {
+    if kind.is_symlink() {
+        "it is a symbolic link, which a rotation's next file is never read through"
+    } else if kind.is_dir() {
         "it is a directory, not a file"
     } else {
         "it is not a regular file"

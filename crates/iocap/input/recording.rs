@@ -64,7 +64,8 @@ pub fn open_recording(capture: &Capture, ring: &Ring) -> anyhow::Result<Option<R
         if !seen.insert(key) {
             continue;
         }
-        let (next, unreadable) = match ready.remove(&path).unwrap_or_else(|| Reader::open(&path)) {
+        // Not among the candidates: named by a header, so never read through a link.
+        let (next, unreadable) = match ready.remove(&path).unwrap_or_else(|| Reader::open_next(&path)) {
             Ok(r) => {
                 let next = r.meta().next_path(&path);
                 opened.push((path.clone(), r));

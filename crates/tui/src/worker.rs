@@ -268,7 +268,7 @@ pub fn next_capture(reader: &Reader, path: &Path) -> Option<(Reader, PathBuf)> {
     let next = reader.meta().next_path(path)?;
     let waited = Instant::now();
     loop {
-        match Reader::open(&next) {
+        match Reader::open_next(&next) {
             Ok(r) => return Some((r, next)),
             Err(_) if waited.elapsed() < NEXT_FILE_WAIT => thread::sleep(POLL),
             Err(_) => return None,

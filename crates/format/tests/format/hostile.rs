@@ -412,7 +412,10 @@ fn version_1_0_and_1_1_table_frames_read_the_same() {
     new.extend(table(KIND_PREFIX_STRINGS, 2, b"\x02\x00\x06/usr/a\x02\x05\x01b"));
     // one entry, field by field: id +1, pid +7, fd +3, kind 1, name +2, dev 0, open_ts +1000
     new.extend(table(KIND_COLUMN_FILES, 1, &[2, 14, 6, 1, 4, 0, 0xd0, 0x0f]));
-    let whole = ReadOptions { file_details: true };
+    let whole = ReadOptions {
+        file_details: true,
+        ..ReadOptions::default()
+    };
     let (old, new) = (
         Reader::new_with(old, whole).unwrap(),
         Reader::new_with(new, whole).unwrap(),

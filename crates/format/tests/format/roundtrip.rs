@@ -228,7 +228,14 @@ fn check(bytes: Vec<u8>, x: &Expected) -> Result<(), TestCaseError> {
     let targets: Vec<_> = x.files.iter().map(|f| (f.id, f.target())).collect();
     prop_assert_eq!(files(t), targets);
     // Whole, on request.
-    let whole = Reader::new_with(bytes.clone(), ReadOptions { file_details: true }).unwrap();
+    let whole = Reader::new_with(
+        bytes.clone(),
+        ReadOptions {
+            file_details: true,
+            ..ReadOptions::default()
+        },
+    )
+    .unwrap();
     prop_assert_eq!(whole.tables().file_entries(), Some(x.files.clone()));
     prop_assert_eq!(t.file_entries(), None);
     for p in &x.procs {
