@@ -535,3 +535,62 @@ fn a_rotation_named_in_a_loop_or_through_a_link_is_followed_once_and_never_throu
         "{err}"
     );
 }
+
+/// `iocap ARGS` with its limit of open files at `soft` (and the hard limit at `hard`).
+fn with_files_limit(args: &[&std::ffi::OsStr], soft: u64, hard: u64) -> std::process::Output {
+    let mut cmd = iocap();
+    cmd.args(args).stdin(Stdio::null());
+    // SAFETY: setrlimit only, between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: soft,
+                rlim_max: hard,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.output().unwrap()
+}
+
+/// A recording of more files than descriptors allowed: the soft limit is raised to the hard
+/// one, and past the hard one every command fails saying so; none answers for the files it
+/// could open as if they were the whole recording (`iostat -f` showed 43 s of 56 s and exited 0).
+#[test]
+fn more_files_than_descriptors_is_an_error_never_a_partial_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    const N: u64 = 120;
+    for i in 0..N {
+        let name = if i == 0 {
+            "r.cap".to_owned()
+        } else {
+            format!("r.cap{i}")
+        };
+        chained(dir.path(), &name, &format!("r.cap{}", i + 1), 1_000_000_000 * (i + 1));
+    }
+    let first = dir.path().join("r.cap");
+    let ring = ["report", "--ring"].map(std::ffi::OsStr::new);
+    let (ring, follow, all) = (
+        [&ring[..], &[first.as_os_str()]].concat(),
+        [std::ffi::OsStr::new("iostat"), "-f".as_ref(), first.as_os_str()],
+        [std::ffi::OsStr::new("info"), dir.path().as_os_str()],
+    );
+    // A low soft limit under a high hard one: raised, and the answer is whole.
+    let out = with_files_limit(&ring, 32, 4096);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains(&format!("of {} events", N * 5)), "{text}");
+    // Past the hard limit: an error that says so, from every command.
+    for args in [&ring[..], &follow[..], &all[..]] {
+        let out = with_files_limit(args, 32, 32);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("Too many open files") && err.contains("ulimit -n"),
+            "{args:?}: {err}"
+        );
+    }
+}

@@ -78,7 +78,7 @@ pub fn follow(
     loop {
         let liveness = input.reader.liveness();
         let next = match (liveness, &path) {
-            (Liveness::Finished, Some(p)) if !ended => next_file(&input.reader, p).filter(|(_, next)| {
+            (Liveness::Finished, Some(p)) if !ended => next_file(&input.reader, p)?.filter(|(_, next)| {
                 let new = file_id(next).is_some_and(|id| followed.insert(id));
                 if !new {
                     say(format_args!(
@@ -139,15 +139,23 @@ pub fn follow(
 
 /// The file a finished capture's recording went on in (the next of a rotation, which its
 /// header names), opened, and its path; `None` when it names none or none comes within
-/// [`NEXT_FILE_WAIT`].
-fn next_file(reader: &Reader, path: &Path) -> Option<(Reader, PathBuf)> {
-    let next = reader.meta().next_path(path)?;
+/// [`NEXT_FILE_WAIT`]. A next file that is there and cannot be read (out of descriptors, not a
+/// capture) is an error: the recording goes on in it, and stopping here would present what
+/// was read as the whole.
+fn next_file(reader: &Reader, path: &Path) -> anyhow::Result<Option<(Reader, PathBuf)>> {
+    let Some(next) = reader.meta().next_path(path) else {
+        return Ok(None);
+    };
     let waited = Instant::now();
     loop {
         match Reader::open_next(&next) {
-            Ok(r) => return Some((r, next)),
-            Err(_) if waited.elapsed() < NEXT_FILE_WAIT && wait(POLL) => {}
-            Err(_) => return None,
+            Ok(r) => return Ok(Some((r, next))),
+            Err(iocap_format::Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+                if waited.elapsed() >= NEXT_FILE_WAIT || !wait(POLL) {
+                    return Ok(None);
+                }
+            }
+            Err(e) => bail!("{}, where the recording goes on, cannot be read: {e}", shown(&next)),
         }
     }
 }

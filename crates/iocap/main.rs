@@ -115,6 +115,7 @@ impl std::fmt::Display for UsageError {
 impl std::error::Error for UsageError {}
 
 fn main() -> ExitCode {
+    let files_allowed = raise_open_files();
     // The version names the libraries linked in, which only a function call can tell.
     let matches = Cli::command().version(version::text()).get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
@@ -147,6 +148,12 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             say(format_args!("iocap: {}", one_line(&err)));
+            if too_many_files(&err) {
+                say(format_args!(
+                    "iocap: this process may have {files_allowed} files open at once (ulimit -n, raised \
+                     to its hard limit already): raise the hard limit, or read fewer files at once"
+                ));
+            }
             if err.downcast_ref::<UsageError>().is_some() {
                 ExitCode::from(2)
             } else {
@@ -154,6 +161,46 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// Raise the soft limit of open files to the hard one, as Go's runtime does: a rotation
+/// ring or a directory of captures is read with a descriptor per file, and the soft limit
+/// (often 1,024) is below what such a recording holds. Returns the limit now in force.
+fn raise_open_files() -> u64 {
+    #[cfg(unix)]
+    {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit and setrlimit read and write the struct given, nothing else.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+                return 0;
+            }
+            if lim.rlim_cur < lim.rlim_max {
+                let raised = libc::rlimit {
+                    rlim_cur: lim.rlim_max,
+                    rlim_max: lim.rlim_max,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                    lim = raised;
+                }
+            }
+        }
+        lim.rlim_cur as u64
+    }
+    #[cfg(not(unix))]
+    0
+}
+
+/// Whether `err` came of running out of file descriptors (EMFILE).
+fn too_many_files(err: &anyhow::Error) -> bool {
+    err.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.raw_os_error() == Some(24))
+            || c.to_string().contains("Too many open files")
+    })
 }
 
 /// The error and its causes on one line, as `{:#}` writes them (`a: b: c`), less a cause the

@@ -71,6 +71,11 @@ pub fn open_recording(capture: &Capture, ring: &Ring) -> anyhow::Result<Option<R
                 opened.push((path.clone(), r));
                 (next, false)
             }
+            // Out of descriptors is no damage of the file's: leaving it out would present the
+            // rest as the whole recording.
+            Err(iocap_format::Error::Io(e)) if e.raw_os_error() == Some(libc::EMFILE) => {
+                return Err(anyhow::Error::new(e).context(format!("{}", path.display())));
+            }
             Err(e) => {
                 notes.push(format!("{} could not be read ({e})", shown(&path)));
                 failed.insert(path.clone());

@@ -26,6 +26,9 @@ pub enum Msg {
     Input(CtEvent),
     /// Time passed without input.
     Tick,
+    /// The terminal can no longer be read (out of descriptors, the terminal gone): the viewer
+    /// ends, saying why, rather than going on deaf to every key.
+    InputFailed(String),
     /// A worker's reply (or the follower's snapshot).
     Reply(Reply),
     /// The reply of the worker answering side A of a comparison.
@@ -62,6 +65,9 @@ pub fn run(
                     last_tick = now;
                     Some(Action::Tick(dt))
                 }
+                Msg::InputFailed(why) => {
+                    return Err(io::Error::other(format!("reading the terminal failed: {why}")));
+                }
                 Msg::Reply(r) => Some(Action::Reply(r)),
                 Msg::OtherReply(r) => Some(Action::OtherReply(r)),
             };
@@ -95,18 +101,19 @@ pub fn hand_over(fx: Effects, worker: &Worker) {
 
 /// The input thread: terminal events and ticks into the loop's channel. It ends when the loop
 /// has gone (the send fails).
-pub fn spawn_input(tx: Sender<Msg>) {
-    let _ = thread::Builder::new().name("iocap-input".into()).spawn(move || loop {
-        let msg = match ct::poll(TICK) {
-            Ok(true) => match ct::read() {
-                Ok(e) => Msg::Input(e),
-                Err(_) => return,
-            },
-            Ok(false) => Msg::Tick,
-            Err(_) => return,
+pub fn spawn_input(tx: Sender<Msg>) -> io::Result<()> {
+    thread::Builder::new().name("iocap-input".into()).spawn(move || loop {
+        let msg = match ct::poll(TICK).and_then(|ready| if ready { ct::read().map(Some) } else { Ok(None) }) {
+            Ok(Some(e)) => Msg::Input(e),
+            Ok(None) => Msg::Tick,
+            Err(e) => {
+                let _ = tx.send(Msg::InputFailed(e.to_string()));
+                return;
+            }
         };
         if tx.send(msg).is_err() {
             return;
         }
-    });
+    })?;
+    Ok(())
 }

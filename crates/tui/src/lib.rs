@@ -142,7 +142,7 @@ fn run_app(
     let (tx, rx) = channel::<Msg>();
     let worker = worker::Worker::spawn(tx.clone(), Msg::Reply, Msg::OtherReply)?;
     worker::follow(&reader, path, tx.clone(), Msg::Reply)?;
-    event_loop::spawn_input(tx);
+    event_loop::spawn_input(tx)?;
     let ran = event_loop::run(&mut app, &rx, &worker, first, |app| {
         if told() {
             return Err(io::Error::new(io::ErrorKind::Interrupted, "told to quit"));
