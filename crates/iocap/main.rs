@@ -188,7 +188,7 @@ fn raise_open_files() -> u64 {
                 }
             }
         }
-        lim.rlim_cur as u64
+        lim.rlim_cur
     }
     #[cfg(not(unix))]
     0
