@@ -940,3 +940,98 @@ fn view_shows_a_recording_of_several_files_as_one() {
         "{s}"
     );
 }
+
+/// A capture of `files` distinct files (a tree walk's), each opened once by `find`.
+fn many_files_capture(dir: &Path, files: u32) -> PathBuf {
+    let path = dir.join("walk.cap");
+    let start = 1_000_000_000;
+    let mut w = iocap_testkit::create(&path, &iocap_testkit::meta(start), 4096, 1);
+    let p = iocap_testkit::add_proc(&mut w, 100, 1, b"find");
+    for i in 0..files {
+        let name = format!("/usr/share/doc/pkg{}/file{i:06}", i % 997);
+        let f = iocap_testkit::add_file(&mut w, 100, 3, iocap_format::FdType::File, name.as_bytes(), 0);
+        let e = iocap_format::Event {
+            proc: p,
+            fd: 3,
+            file: f,
+            bytes: 512,
+            ..iocap_format::Event::syscall(start + u64::from(i) * 1_000, 800, 100, 100, 0, 512)
+        };
+        w.push(&e).unwrap();
+    }
+    w.finish(start + u64::from(files) * 1_000 + 1).unwrap();
+    path
+}
+
+/// Seconds since `since` when the viewer in `t` has exited (within `limit`), else `None`.
+fn exited_within(t: &Tmux, since: Instant, limit: Duration) -> Option<f64> {
+    while since.elapsed() < limit + Duration::from_millis(500) {
+        let out = t.cmd(&["display-message", "-p", "-t", "view", "#{pane_dead}"]);
+        if String::from_utf8_lossy(&out.stdout).trim() == "1" {
+            return Some(since.elapsed().as_secs_f64());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+/// A 100 KB filter pasted into the filter bar on a capture of 100,000 files is one edit,
+/// checked once (not compiled against the files at every character): the viewer still takes
+/// `q` at once. Typed without bracketed paste (as a terminal without it sends a paste, a
+/// keystroke a character), it is one edit a frame, and Ctrl-C behind it still quits at once.
+#[test]
+fn a_pasted_100_kb_filter_leaves_the_viewer_answering() {
+    if !tmux_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cap = many_files_capture(dir.path(), 100_000);
+    let mut filter = String::new();
+    let mut i = 0;
+    while filter.len() < 100 << 10 {
+        filter += &format!("fd.name=/usr/share/doc/pkg{}/file{i:06} or ", i % 997);
+        i += 1;
+    }
+    filter += "latency>1s";
+    let clip = dir.path().join("clip");
+    std::fs::write(&clip, &filter).unwrap();
+
+    let t = start_sized("paste", &cap, dir.path(), "", (120, 30));
+    t.wait_for("the first frame", |s| s.contains("100,000/100,000"));
+    t.keys(&["/"]);
+    t.wait_for("the filter bar", |s| {
+        s.lines().next().is_some_and(|l| l.starts_with('/'))
+    });
+    assert!(t.cmd(&["load-buffer", clip.to_str().unwrap()]).status.success());
+    assert!(t.cmd(&["paste-buffer", "-p", "-t", "view"]).status.success());
+    // The end of the paste is where the caret is, in view.
+    t.wait_for("the pasted filter", |s| s.contains("latency>1s"));
+    t.keys(&["Escape"]);
+    // (Esc and q at once would read as Alt-q.)
+    t.wait_for("the bar closed", |s| {
+        !s.lines().next().is_some_and(|l| l.starts_with('/'))
+    });
+    let q = Instant::now();
+    t.keys(&["q"]);
+    let took = exited_within(&t, q, Duration::from_secs(1));
+    assert!(took.is_some_and(|s| s < 1.0), "q took {took:?} s after the paste");
+
+    // Without bracketed paste: 20 KB as keystrokes, then Ctrl-C right behind them.
+    let t = start_sized("typed", &cap, dir.path(), "", (120, 30));
+    t.wait_for("the first frame", |s| s.contains("100,000/100,000"));
+    t.keys(&["/"]);
+    t.wait_for("the filter bar", |s| {
+        s.lines().next().is_some_and(|l| l.starts_with('/'))
+    });
+    // In pieces: tmux takes a command of a few KB at most.
+    for piece in filter.as_bytes()[..20 << 10].chunks(2 << 10) {
+        t.keys(&["-l", std::str::from_utf8(piece).unwrap()]);
+    }
+    let c = Instant::now();
+    t.keys(&["C-c"]);
+    let took = exited_within(&t, c, Duration::from_secs(5));
+    assert!(
+        took.is_some_and(|s| s < 5.0),
+        "Ctrl-C took {took:?} s behind 20 KB of keystrokes"
+    );
+}

@@ -164,6 +164,10 @@ pub enum Action {
     EditFilter,
     /// An edit of the open filter bar's text.
     FilterEdit(Edit),
+    /// Text put in at once at the caret: a paste (the terminal's bracketed paste), or the
+    /// characters typed since the last frame, taken as one edit (opening the bar first when
+    /// it is closed).
+    FilterPaste(String),
     /// Enter in the filter bar: apply its text.
     FilterSubmit,
     /// Esc in the filter bar: close it, the applied filter unchanged.

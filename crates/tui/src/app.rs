@@ -390,7 +390,12 @@ impl App {
                 Ok(q) => fx.links = Some(q),
                 Err(why) => self.note = Some(why),
             },
-            Action::EditFilter | Action::FilterEdit(_) | Action::FilterSubmit | Action::FilterCancel | Action::Undo => {
+            Action::EditFilter
+            | Action::FilterEdit(_)
+            | Action::FilterPaste(_)
+            | Action::FilterSubmit
+            | Action::FilterCancel
+            | Action::Undo => {
                 let done = self.filter.update(&action, &self.cap.reader);
                 // The bar may have opened, closed or grown an error: lay out before asking.
                 self.relayout();

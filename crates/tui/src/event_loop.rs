@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::{self as ct, Event as CtEvent};
 
-use crate::action::Action;
+use crate::action::{Action, Edit};
 use crate::app::{App, Effects};
 use crate::keys;
 use crate::worker::{Reply, Worker};
@@ -35,6 +35,9 @@ pub enum Msg {
     OtherReply(Reply),
 }
 
+/// The shortest time between two frames while messages keep coming (60 a second).
+const FRAME: Duration = Duration::from_millis(16);
+
 /// Draw with `draw`, then hand the workers `first` (what the app asked when made), then wait
 /// for messages and hand them to `app`, until it quits or every sender is gone. The first
 /// frame is drawn before any scan begins: it comes from the index alone, and a scan of a day's
@@ -48,16 +51,36 @@ pub fn run(
 ) -> io::Result<()> {
     let mut last_tick = Instant::now();
     draw(app)?;
+    let mut drawn = Instant::now();
     hand_over(first, worker);
     while !app.quit {
-        // Block for one message, then take everything already waiting before drawing again,
-        // so a burst of keys or a fast worker costs one frame.
+        // Block for one message, then take everything that comes before the next frame is
+        // due, so a burst of keys or a fast worker costs one frame. A key after a quiet spell
+        // is drawn at once; a stream of them at most [`FRAME`] apart: a paste typed a
+        // keystroke a character (a terminal without bracketed paste) drew a frame for each,
+        // as slowly as the terminal took them, with q and Ctrl-C queued behind.
         let Ok(msg) = rx.recv() else { break };
-        for msg in std::iter::once(msg).chain(rx.try_iter()) {
+        let mut batch = vec![msg];
+        loop {
+            batch.extend(rx.try_iter());
+            let left = FRAME.saturating_sub(drawn.elapsed());
+            if left.is_zero() {
+                break;
+            }
+            match rx.recv_timeout(left) {
+                Ok(m) => batch.push(m),
+                Err(_) => break,
+            }
+        }
+        // Characters typed into the filter bar in this batch, put in as one edit (one check
+        // of the text, not one per character).
+        let mut typed = String::new();
+        for msg in batch {
             let action = match msg {
                 Msg::Input(CtEvent::Key(k)) => keys::key(app, k),
                 Msg::Input(CtEvent::Mouse(m)) => keys::mouse(m),
                 Msg::Input(CtEvent::Resize(w, h)) => Some(Action::Resize(w, h)),
+                Msg::Input(CtEvent::Paste(text)) => Some(Action::FilterPaste(text)),
                 Msg::Input(_) => None,
                 Msg::Tick => {
                     let now = Instant::now();
@@ -71,12 +94,23 @@ pub fn run(
                 Msg::Reply(r) => Some(Action::Reply(r)),
                 Msg::OtherReply(r) => Some(Action::OtherReply(r)),
             };
+            if let Some(Action::FilterEdit(Edit::Insert(c))) = action {
+                typed.push(c);
+                continue;
+            }
+            if !typed.is_empty() {
+                hand_over(app.update(Action::FilterPaste(std::mem::take(&mut typed))), worker);
+            }
             if let Some(a) = action {
                 hand_over(app.update(a), worker);
             }
         }
+        if !typed.is_empty() {
+            hand_over(app.update(Action::FilterPaste(typed)), worker);
+        }
         if !app.quit {
             draw(app)?;
+            drawn = Instant::now();
         }
     }
     Ok(())

@@ -336,7 +336,7 @@ pub fn key(app: &App, k: KeyEvent) -> Option<Action> {
 pub fn editing(action: &Action) -> bool {
     matches!(
         action,
-        Action::FilterEdit(_) | Action::FilterSubmit | Action::FilterCancel
+        Action::FilterEdit(_) | Action::FilterPaste(_) | Action::FilterSubmit | Action::FilterCancel
     )
 }
 

@@ -1,5 +1,5 @@
 //! The filter bar: the filter in force and the ones before it (for undo), and while `/` has it
-//! open the text being typed, checked on every keystroke, with the history under ↑/↓ and
+//! open the text being typed, parsed and checked on every edit (compiled only on Enter), with the history under ↑/↓ and
 //! readline's editing keys. A line wider than the bar scrolls to keep the caret in view
 //! ([`line::window`]). Drawn by [`render`].
 
@@ -21,7 +21,7 @@ pub struct Input {
     pub text: String,
     /// Byte offset of the caret, on a char boundary.
     pub caret: usize,
-    /// What is wrong with `text`, checked on every keystroke.
+    /// What is wrong with `text`, checked on every edit.
     pub error: Option<FilterError>,
     /// Byte offset where the part of `text` shown starts, when it is wider than the bar: kept
     /// from one keystroke to the next so the text holds still while the caret moves inside
@@ -102,19 +102,34 @@ impl FilterBar {
 
     /// The bar's part of `action`: opening, editing, applying or cancelling, and undo.
     pub fn update(&mut self, action: &Action, reader: &Reader) -> Filtered {
-        match *action {
+        match action {
             Action::EditFilter => {
-                self.input = Some(Input {
-                    caret: self.applied.len(),
-                    text: self.applied.clone(),
-                    error: None,
-                    scroll: 0,
-                });
-                self.history.reset();
+                self.open();
                 Filtered::No
             }
             Action::FilterEdit(e) => {
-                self.edit(e, reader);
+                self.edit(*e);
+                Filtered::No
+            }
+            Action::FilterPaste(text) => {
+                if self.input.is_none() {
+                    self.open();
+                }
+                if let Some(input) = self.input.as_mut() {
+                    // One line: a paste's line breaks and tabs are spaces, other control
+                    // characters (an escape sequence in a copied terminal line) are dropped.
+                    let clean: String = text
+                        .chars()
+                        .filter_map(|c| match c {
+                            '\n' | '\r' | '\t' => Some(' '),
+                            c if c.is_control() => None,
+                            c => Some(c),
+                        })
+                        .collect();
+                    input.text.insert_str(input.caret, &clean);
+                    input.caret += clean.len();
+                    input.error = check(&input.text);
+                }
                 Filtered::No
             }
             Action::FilterSubmit => {
@@ -180,7 +195,18 @@ impl FilterBar {
         Ok(())
     }
 
-    fn edit(&mut self, e: Edit, reader: &Reader) {
+    /// Open the bar on the filter in force.
+    fn open(&mut self) {
+        self.input = Some(Input {
+            caret: self.applied.len(),
+            text: self.applied.clone(),
+            error: None,
+            scroll: 0,
+        });
+        self.history.reset();
+    }
+
+    fn edit(&mut self, e: Edit) {
         let Some(input) = self.input.as_mut() else { return };
         let (text, caret) = (&input.text, input.caret);
         // What to delete, as a range of `text`, for the kills.
@@ -234,8 +260,7 @@ impl FilterBar {
                 input.text = text;
             }
         }
-        // Live validation: parsing and checking are microseconds, so every keystroke.
-        input.error = compile(&input.text, reader).err();
+        input.error = check(&input.text);
     }
 }
 
@@ -256,6 +281,16 @@ pub fn joined(filter: &str, clause: &str) -> String {
 /// before ` and ...` is added to it.
 fn loosest_is_or(text: &str) -> bool {
     iocap_filter::Filter::parse(text).map_or(true, |f| matches!(f.expr(), Expr::Or(..)))
+}
+
+/// What is wrong with `text`, as typed: parsed and checked against the fields, not compiled.
+/// Compiling reads the capture's tables (a million files take tens of ms), which only Enter
+/// needs; nothing it finds is an error the text has.
+fn check(text: &str) -> Option<FilterError> {
+    if text.trim().is_empty() {
+        return None;
+    }
+    iocap_filter::Filter::parse(text).err()
 }
 
 /// Parse, check and compile `text` against this capture; `None` for an empty filter.
