@@ -1035,3 +1035,37 @@ fn a_pasted_100_kb_filter_leaves_the_viewer_answering() {
         "Ctrl-C took {took:?} s behind 20 KB of keystrokes"
     );
 }
+
+/// SIGTERM, SIGINT, SIGHUP or SIGQUIT to the viewer: it leaves the terminal as it found it (out
+/// of raw mode, the alternate screen and mouse reporting), then exits.
+#[test]
+fn a_signal_ends_the_viewer_with_the_terminal_restored() {
+    if !tmux_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cap = synthetic_capture(dir.path(), 2_000);
+    for (sig, name) in [
+        (libc::SIGTERM, "term"),
+        (libc::SIGINT, "int"),
+        (libc::SIGHUP, "hup"),
+        (libc::SIGQUIT, "quit"),
+    ] {
+        let t = start(&format!("signal-{name}"), &cap, dir.path(), "");
+        t.wait_for("the first frame", |s| s.contains("Spectrogram"));
+        let out = t.cmd(&["display-message", "-p", "-t", "view", "#{pane_pid}"]);
+        let pid: i32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+        // SAFETY: a signal to the viewer this test started.
+        assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
+        exited_cleanly(&t);
+        // Mouse reporting off: tmux says whether the pane asked for it.
+        let out = t.cmd(&[
+            "display-message",
+            "-p",
+            "-t",
+            "view",
+            "#{mouse_any_flag}#{alternate_on}",
+        ]);
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "00", "SIG{name}");
+    }
+}

@@ -40,7 +40,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return Ok(());
     }
     let all: Vec<Summary> = fleet.inputs.iter().map(|i| Summary::of(&i.reader)).collect();
-    let names: Vec<String> = fleet.paths.iter().map(|p| p.display().to_string()).collect();
+    // Escaped from the name's own bytes (one that is not UTF-8 shows as `\xff`, not as U+FFFD).
+    let names: Vec<String> = fleet
+        .paths
+        .iter()
+        .map(|p| iocap_format::escape::escape(p.as_os_str().as_encoded_bytes()))
+        .collect();
     let total = Total::of(&all);
     if args.json {
         let captures: Vec<serde_json::Value> = all
@@ -57,7 +62,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         writeln!(out)?;
     } else {
         for (s, name) in all.iter().zip(&names) {
-            writeln!(out, "capture      {}", iocap_format::escape::escape(name.as_bytes()))?;
+            writeln!(out, "capture      {name}")?;
             s.write_text(&mut out)?;
             writeln!(out)?;
         }

@@ -337,16 +337,17 @@ fn files_in(dir: &Path, keep: impl Fn(&str) -> bool) -> anyhow::Result<Vec<PathB
     let mut names = Vec::new();
     for e in entries {
         let e = e.with_context(|| dir.display().to_string())?;
-        let Ok(name) = e.file_name().into_string() else {
-            continue;
-        };
+        // Judged and ordered by its name as text (bytes that are not UTF-8 as U+FFFD), opened
+        // by its name as it is: a name that is not UTF-8 is no reason to leave a capture out.
+        let raw = e.file_name();
+        let name = raw.to_string_lossy().into_owned();
         // A directory or a socket among them is no capture: only files (or links to them).
         if keep(&name) && e.path().is_file() {
-            names.push(name);
+            names.push((name, raw));
         }
     }
-    names.sort_by(|a, b| rotation_order(a).cmp(&rotation_order(b)));
-    Ok(names.into_iter().map(|n| dir.join(n)).collect())
+    names.sort_by(|a, b| rotation_order(&a.0).cmp(&rotation_order(&b.0)));
+    Ok(names.into_iter().map(|(_, raw)| dir.join(raw)).collect())
 }
 
 /// The captures one word names: a file, a directory's captures, or a pattern's files.

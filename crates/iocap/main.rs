@@ -225,8 +225,12 @@ fn one_line(err: &anyhow::Error) -> String {
 /// recording`) is not a panic: the line is lost and iocap goes on.
 pub fn say(line: std::fmt::Arguments) {
     use std::io::Write;
+    // Paths the user typed, names a header or a directory listing brought: whatever they hold,
+    // nothing in a message acts on the terminal (escape sequences, bells, bidi overrides).
+    let text = line.to_string();
+    let text = iocap_format::escape::controls(&text);
     let mut err = std::io::stderr().lock();
-    let _ = err.write_fmt(line).and_then(|()| err.write_all(b"\n"));
+    let _ = err.write_all(text.as_bytes()).and_then(|()| err.write_all(b"\n"));
 }
 
 /// `iocap events big.cap | head` closes our stdout early: that is not an error. A JSON

@@ -29,6 +29,27 @@ pub fn install(hangup: bool) {
     }
 }
 
+/// For the viewer: SIGINT, SIGTERM, SIGHUP and SIGQUIT only set the flag, which the viewer
+/// looks at before every frame ([`flag`]), so that it restores the terminal (raw mode, the
+/// alternate screen, the mouse) before it exits, however it is told to.
+#[cfg(unix)]
+pub fn install_for_viewer() {
+    install(true);
+    // SAFETY: as in install.
+    unsafe {
+        libc::signal(libc::SIGQUIT, on_signal as *const () as libc::sighandler_t);
+    }
+}
+
+/// [`install_for_viewer`] elsewhere than on Unix: nothing to do.
+#[cfg(not(unix))]
+pub fn install_for_viewer() {}
+
+/// The flag the signals set, for a loop that looks at it itself.
+pub fn flag() -> &'static AtomicBool {
+    &STOP
+}
+
 /// Whether a signal [`install`]ed has come.
 pub fn stop_requested() -> bool {
     STOP.load(Ordering::Relaxed)

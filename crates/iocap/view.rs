@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use iocap_format::{Liveness, Reader};
 
-use crate::{input, sides, UsageError};
+use crate::{input, sides, signals, UsageError};
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -35,6 +35,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    // SIGTERM, SIGINT, SIGHUP, SIGQUIT: the viewer restores the terminal, then exits.
+    signals::install_for_viewer();
+    let quit = signals::flag();
     if let Some(rec) = input::open_recording(&args.capture, &args.ring)? {
         if args.filter.first().is_some_and(|w| sides::names_a_capture(w)) {
             return Err(UsageError("a recording of several files is viewed alone, not compared".into()).into());
@@ -46,7 +49,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         let filter = checked(&args.filter.join(" "), &rec.reader)?;
         terminal_needed()?;
-        return iocap_tui::run(Path::new(&rec.name), rec.reader, filter).context("terminal");
+        return iocap_tui::run_until(Path::new(&rec.name), rec.reader, filter, quit).context("terminal");
     }
     let opened = args.capture.open(false)?;
     let mut r = opened.reader;
@@ -69,9 +72,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         #[cfg(unix)]
         if let Some(s) = stream {
             let why = Box::new(move || s.failure());
-            return iocap_tui::run_copied(Path::new(&name), r, filter, why).context("terminal");
+            return iocap_tui::run_copied(Path::new(&name), r, filter, why, quit).context("terminal");
         }
-        return iocap_tui::run(Path::new(&name), r, filter).context("terminal");
+        return iocap_tui::run_until(Path::new(&name), r, filter, quit).context("terminal");
     };
     if args.follow {
         return Err(UsageError("-f follows one capture, not a comparison".into()).into());
@@ -85,12 +88,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // compiled from the same words.
     let filter = checked(&filter, &b_reader)?;
     terminal_needed()?;
-    iocap_tui::run_compare(
+    iocap_tui::run_compare_until(
         Path::new(&args.capture.name()),
         r,
         Path::new(&b.name()),
         b_reader,
         filter,
+        quit,
     )
     .context("terminal")
 }

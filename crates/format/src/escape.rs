@@ -23,6 +23,25 @@ pub fn escape(bytes: &[u8]) -> String {
     out
 }
 
+/// `s` with what a terminal would act on made visible (control characters, escape sequences,
+/// bidi overrides), as [`escape`] does, but backslashes left alone: for a message that may
+/// hold a path the user typed or a name escaped already (`\x1b` stays as it reads). Every line
+/// iocap writes to standard error goes through this.
+pub fn controls(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(needs_escape) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c == '\\' {
+            out.push(c);
+        } else {
+            push_char(&mut out, c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Whether `escape` would change nothing.
 pub fn is_safe(s: &str) -> bool {
     s.chars().all(|c| c != '\\' && !needs_escape(c))
@@ -70,6 +89,16 @@ mod tests {
         assert_eq!(escape("café".as_bytes()), "café");
         assert_eq!(escape("\u{9b}31m".as_bytes()), "\\u{9b}31m", "C1 CSI");
         assert_eq!(escape(b"\x7f"), "\\x7f");
+    }
+
+    #[test]
+    fn a_message_keeps_its_backslashes_and_loses_its_controls() {
+        assert_eq!(controls("iocap: /tmp/a\\x1b.cap: gone"), "iocap: /tmp/a\\x1b.cap: gone");
+        assert_eq!(
+            controls("iocap: /tmp/\x1b]0;pwned\x07.cap"),
+            "iocap: /tmp/\\x1b]0;pwned\\x07.cap"
+        );
+        assert_eq!(controls("bidi \u{202e}cod.exe"), "bidi \\u{202e}cod.exe");
     }
 
     #[test]

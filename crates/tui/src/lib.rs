@@ -101,15 +101,28 @@ pub fn run_copied(
     reader: Reader,
     filter: CheckedFilter,
     why_cut: Box<dyn Fn() -> Option<String>>,
+    quit: &AtomicBool,
 ) -> io::Result<()> {
-    run_app(path, reader, None, filter, &AtomicBool::new(false), Some(why_cut))
+    run_app(path, reader, None, filter, quit, Some(why_cut))
 }
 
 /// The viewer comparing capture `a` (side A, opened from `a_path`) with the capture at `path`
 /// (side B), both under `filter` (checked against B's capture) until the user pins A's own:
 /// `iocap view a.cap b.cap`.
 pub fn run_compare(a_path: &Path, a: Reader, path: &Path, reader: Reader, filter: CheckedFilter) -> io::Result<()> {
-    run_app(path, reader, Some((a_path, a)), filter, &AtomicBool::new(false), None)
+    run_compare_until(a_path, a, path, reader, filter, &AtomicBool::new(false))
+}
+
+/// [`run_compare`], until the user quits or `quit` is set (as [`run_until`]).
+pub fn run_compare_until(
+    a_path: &Path,
+    a: Reader,
+    path: &Path,
+    reader: Reader,
+    filter: CheckedFilter,
+    quit: &AtomicBool,
+) -> io::Result<()> {
+    run_app(path, reader, Some((a_path, a)), filter, quit, None)
 }
 
 fn run_app(
