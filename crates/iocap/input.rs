@@ -122,6 +122,15 @@ pub struct Input {
 pub fn open(capture: &Capture, words: &[String], whole: bool) -> anyhow::Result<Input> {
     let (src, parsed) = parse(words)?;
     let opened = capture.open(whole)?;
+    // An answer for part of a capture is said to be one (a recorder killed, a copy cut, a file
+    // damaged): on standard error, so the answer itself reads as ever.
+    if whole && opened.reader.liveness() == iocap_format::Liveness::Recovered {
+        let why = opened.reader.recovery().unwrap_or_default();
+        say(format_args!(
+            "iocap: {} was not finished ({why}): read as far as it is whole",
+            capture.name()
+        ));
+    }
     let filter = parsed.compile(opened.reader.meta(), opened.reader.tables());
     Ok(Input {
         origin: opened.reader.meta().start_ts,

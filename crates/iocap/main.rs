@@ -163,6 +163,31 @@ fn main() -> ExitCode {
     }
 }
 
+/// Standard streams started closed (`iocap record -w - >&-`).
+pub mod std_streams {
+    /// Whether standard output was closed when iocap started. Rust's runtime puts /dev/null,
+    /// opened read-write, on a standard stream that starts closed (before `main`), so that no
+    /// file opened later takes its number: that is what is looked for. A shell's `> /dev/null`
+    /// opens it write-only, and is taken as meant.
+    pub fn stdout_closed() -> bool {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::{FileTypeExt, MetadataExt};
+            let Ok(null) = std::fs::metadata("/dev/null") else {
+                return false;
+            };
+            // SAFETY: fcntl on fd 1 reads its flags only.
+            let flags = unsafe { libc::fcntl(1, libc::F_GETFL) };
+            let Ok(out) = std::fs::metadata("/proc/self/fd/1") else {
+                return false;
+            };
+            out.file_type().is_char_device() && out.rdev() == null.rdev() && flags & libc::O_ACCMODE == libc::O_RDWR
+        }
+        #[cfg(not(unix))]
+        false
+    }
+}
+
 /// Raise the soft limit of open files to the hard one, as Go's runtime does: a rotation
 /// ring or a directory of captures is read with a descriptor per file, and the soft limit
 /// (often 1,024) is below what such a recording holds. Returns the limit now in force.

@@ -161,9 +161,17 @@ impl Ident {
 /// is, for readers to follow it while it grows. The writer only appends (it never seeks nor
 /// asks its output's size), and a stream ends as a file does, with its index and trailer.
 fn stream_capture(meta: &Meta) -> anyhow::Result<Writer<BufWriter<File>>> {
+    if crate::std_streams::stdout_closed() {
+        bail!("{STDOUT} is closed: there is nothing to write the capture to");
+    }
     let out = std::io::stdout().as_fd().try_clone_to_owned().context(STDOUT)?;
     let out = File::from(out);
     if out.metadata().is_ok_and(|m| m.is_file()) {
+        // `> trace.cap` made it with the shell's umask (0644): a capture is 0600, as iocap
+        // makes its own files.
+        use std::os::unix::fs::PermissionsExt;
+        out.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("making {STDOUT} (a file) private to its owner"))?;
         let _ = iocap_format::lock_for_writing(&out);
     }
     Writer::with_encoder(
@@ -293,6 +301,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // Refused now rather than after the probes are attached.
     if !to_stdout {
         output::check_capture_target(&args.file)?;
+    } else if crate::std_streams::stdout_closed() {
+        bail!("{STDOUT} is closed: there is nothing to write the capture to");
     }
     let mut recorder = Recorder::start(&cfg)?;
     if let Some(nice) = args.nice {

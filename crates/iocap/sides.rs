@@ -66,6 +66,13 @@ impl Sides<'_> {
             ))
             .into());
         }
+        if self.a.is_stdin() && self.b.is_some_and(|b| b == std::path::Path::new("-")) {
+            return Err(UsageError(format!(
+                "{cmd} - -: standard input is one capture and is read once; compare it with a file, or \
+                 one capture with --a FILTER and --b FILTER"
+            ))
+            .into());
+        }
         let shared = self.words.join(" ");
         let filter_of = |own: &Option<String>| [both(&shared, own.as_deref().unwrap_or(""))];
         let a = input::open(self.a, &filter_of(&self.own.filter_a), true)?;
