@@ -13,6 +13,9 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 IOCAP_VM_BIN="$(bash scripts/release.sh)"
 export IOCAP_VM_BIN
 cargo test --workspace --locked
+# The fuzz targets build (on stable, without the sanitizers `cargo fuzz` adds): a change to the
+# format's API that they use breaks here, not at the next fuzzing session.
+cargo build --locked --quiet --manifest-path fuzz/Cargo.toml
 # The viewer-only build (no recorder: what a macOS laptop builds) stays free of Linux-only code
 # and passes the tests that need no recorder.
 cargo clippy --no-default-features --all-targets --locked -- -D warnings

@@ -42,8 +42,8 @@ fn read_all(data: Vec<u8>) {
     for p in t.procs() {
         let _ = (t.string(p.name), t.string(p.exe), t.string(p.cmdline), t.proc(p.id));
     }
-    for f in t.files() {
-        let _ = (t.string(f.name), t.file(f.id), t.device_name(f.dev));
+    for (id, f) in t.files() {
+        let _ = (t.string(f.name), t.file(id), t.device_name(f.dev));
     }
     let _ = (
         r.drops(),
