@@ -497,9 +497,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     // Written, but where no one will find it: say so, and fail, rather than name a file that
     // is not there (or is another recorder's).
-    let gone: Vec<String> = files
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
+    let kept = files.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let gone: Vec<String> = kept
         .iter()
         .filter(|(p, ident)| !ident.still_at(p))
         .map(|(p, _)| p.display().to_string())
@@ -515,9 +514,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         1 => String::new(),
         n => format!(" and {} more files", n - 1),
     };
+    // The files' own sizes, as `ls` says them (the writer's count leaves out what it wrote
+    // outside its frames' accounting, its index and trailer); a stream's count is the writer's.
+    let on_disk: u64 = kept
+        .iter()
+        .filter_map(|(p, _)| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    let bytes = if to_stdout { s.bytes } else { on_disk };
     say(format_args!(
-        "iocap: wrote {} events ({} dropped) in {} bytes to {target}{files}",
-        s.events, s.drops, s.bytes,
+        "iocap: wrote {} events ({} dropped) in {bytes} bytes to {target}{files}",
+        s.events, s.drops,
     ));
     if s.unfinished > 0 {
         say(format_args!(
