@@ -1513,7 +1513,7 @@ int BPF_PROG(proc_exec, struct task_struct *p, pid_t old_pid, struct linux_binpr
 	len &= ARGS_LEN - 1; /* a bound the verifier can see */
 	r->args_len = 0;
 	if (len && !bpf_probe_read_user(r->args, len, (void *)start))
-		r->args_len = len;
+		r->args_len = len | (end - start > len ? ARGS_CUT : 0);
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 	return 0;
 }

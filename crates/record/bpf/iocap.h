@@ -49,6 +49,8 @@ enum blk_cause {
 #define COMM_LEN 16
 #define PATH_LEN 256
 #define ARGS_LEN 256
+/* rec_exec.args_len: set when the argument vector was longer than ARGS_LEN - 1 bytes. */
+#define ARGS_CUT 0x8000
 #define DNAME_LEN 32
 
 /*

@@ -490,13 +490,20 @@ impl<W: Write> Tracker<W> {
                 Ok(())
             }
             Rec::Exec(e) => {
-                let args = e.args.get(..usize::from(e.args_len)).unwrap_or(&[]);
+                // The length, and whether the arguments went on past what was read (ARGS_CUT in
+                // bpf/iocap.h): a cut command line ends in `…`, as a cut name does.
+                const ARGS_CUT: u16 = 0x8000;
+                let args = e.args.get(..usize::from(e.args_len & !ARGS_CUT)).unwrap_or(&[]);
+                let mut cmdline = procfs::cmdline(cstr_bytes(args));
+                if e.args_len & ARGS_CUT != 0 {
+                    cmdline.extend_from_slice("…".as_bytes());
+                }
                 let info = procfs::ProcInfo {
                     pid: e.pid,
                     ppid: e.ppid,
                     comm: cstr(&e.comm).to_vec(),
                     exe: cstr(&e.filename).to_vec(),
-                    cmdline: procfs::cmdline(cstr_bytes(args)),
+                    cmdline,
                     uid: Some(e.uid),
                     cgroup: self.cgroup_path(e.cgroup),
                 };
