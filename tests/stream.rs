@@ -470,3 +470,43 @@ fn ctrl_c_ends_a_follower_quietly() {
         drop(stdin);
     }
 }
+
+/// A file being followed that another is renamed over: the follower says the path names
+/// another file now, once, and goes on with the file it was reading.
+#[test]
+fn a_followed_file_renamed_over_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("live.cap");
+    let mut w = iocap_testkit::create(&path, &iocap_testkit::meta(1_000_000_000), 100, 1);
+    let p = iocap_testkit::add_proc(&mut w, 100, 1, b"live");
+    for i in 0..10 {
+        let e = iocap_format::Event {
+            proc: p,
+            ..iocap_format::Event::syscall(1_000_000_000 + i * 1_000, 500, 100, 100, 0, 0)
+        };
+        w.push(&e).unwrap();
+    }
+    w.flush().unwrap();
+    // A recorder that holds it: the follower reads it as live.
+    let held = std::fs::File::open(&path).unwrap();
+    iocap_format::lock_for_writing(&held).unwrap();
+    let mut child = spawn_piped(&["events", "-f", path.to_str().unwrap()], dir.path());
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    read_until(&mut out, &mut seen, "the first events", |s| s.lines().count() >= 5);
+    let other = dir.path().join("other.cap");
+    std::fs::copy(synthetic_capture(dir.path(), 10), &other).unwrap();
+    std::fs::rename(&other, &path).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    // SAFETY: a signal to the follower this test started.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(
+        err.matches("now names another file, or none: still following the file it named")
+            .count(),
+        1,
+        "{err}"
+    );
+    drop((w, held));
+}

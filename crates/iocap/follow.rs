@@ -75,6 +75,9 @@ pub fn follow(
     // The files followed so far: a rotation whose headers name its files in a loop (t.cap →
     // t.cap1 → t.cap → ...) ends at the first file read again, not in printing it again.
     let mut followed: HashSet<(u64, u64)> = path.iter().filter_map(|p| file_id(p)).collect();
+    // Which file the path named when it was opened, and whether its replacement was said.
+    let mut reading = path.as_deref().and_then(file_id);
+    let mut replaced_said = false;
     loop {
         let liveness = input.reader.liveness();
         let next = match (liveness, &path) {
@@ -119,6 +122,8 @@ pub fn follow(
                 stream: None,
             });
             name = p.display().to_string();
+            reading = file_id(&p);
+            replaced_said = false;
             path = Some(p);
             done = 0;
             continue;
@@ -128,6 +133,17 @@ pub fn follow(
         }
         if !wait(POLL) {
             return Ok(());
+        }
+        // The path now names another file (renamed over, removed): what is read is still the
+        // file that was opened, which only its recorder (if any) still writes. Said once.
+        if let Some(p) = &path {
+            if !replaced_said && file_id(p) != reading {
+                replaced_said = true;
+                say(format_args!(
+                    "iocap: {} now names another file, or none: still following the file it named",
+                    shown(p)
+                ));
+            }
         }
         let grown = input.reader.refresh()?;
         if grown.tables > 0 {
