@@ -249,7 +249,21 @@ struct {
 /* Per thread, only while an open-family call is in flight: the path it was given. */
 struct open_arg {
 	char path[PATH_LEN];
+	__u8 cut; /* the path went on past PATH_LEN - 1 bytes */
 };
+
+/*
+ * Read the path at `up` into `a`: whether it was cut is asked only of one that filled the
+ * buffer (one more byte read, past it), so the common path costs nothing more.
+ */
+static __always_inline void read_path(struct open_arg *a, const char *up)
+{
+	char next = 0;
+
+	a->path[0] = 0;
+	a->cut = bpf_probe_read_user_str(a->path, sizeof(a->path), up) == PATH_LEN &&
+		 !bpf_probe_read_user(&next, 1, up + PATH_LEN - 1) && next;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -858,8 +872,7 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 		const char *up = (id == NR_open || id == NR_creat || id == NR_chdir) ? (const char *)regs->di
 										       : (const char *)regs->si;
 		if (a) {
-			a->path[0] = 0;
-			bpf_probe_read_user_str(a->path, sizeof(a->path), up);
+			read_path(a, up);
 			bpf_map_update_elem(&opening, &tid, a, BPF_ANY);
 		}
 	}
@@ -966,7 +979,7 @@ static __noinline int emit_fd(int fd, __u32 nr, int dirfd, __u64 ts, __u64 end)
 		struct open_arg *a = bpf_map_lookup_elem(&opening, &(__u32){ bpf_get_current_pid_tgid() });
 		if (a) {
 			__builtin_memcpy(r->path, a->path, sizeof(r->path));
-			r->path_len = 0xffff; /* NUL-terminated */
+			r->path_len = a->cut ? PATH_CUT : 0xffff; /* NUL-terminated */
 		}
 	}
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
@@ -994,8 +1007,7 @@ static __always_inline void path_again(struct inflight *c)
 	__u32 nr = c->nr;
 
 	if (a && !a->path[0])
-		bpf_probe_read_user_str(a->path, sizeof(a->path),
-					(const char *)((nr == NR_open || nr == NR_creat || nr == NR_chdir) ? c->arg0 : c->arg1));
+		read_path(a, (const char *)((nr == NR_open || nr == NR_creat || nr == NR_chdir) ? c->arg0 : c->arg1));
 }
 
 static __noinline int fd_changes(struct inflight *c, long ret, __u64 ts, __u64 end)

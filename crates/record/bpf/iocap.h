@@ -51,6 +51,8 @@ enum blk_cause {
 #define ARGS_LEN 256
 /* rec_exec.args_len: set when the argument vector was longer than ARGS_LEN - 1 bytes. */
 #define ARGS_CUT 0x8000
+/* rec_fd.path_len: NUL-terminated (0xffff), or NUL-terminated and cut short (PATH_CUT). */
+#define PATH_CUT 0xfffe
 #define DNAME_LEN 32
 
 /*

@@ -560,7 +560,11 @@ impl<W: Write> Tracker<W> {
         }
         let dname = String::from_utf8_lossy(cstr(&f.dname)).into_owned();
         let kind = classify::kernel_type(f.mode, f.magic, &dname, f.family, u32::from(f.nr) == self.memfd_nr);
-        let path: &[u8] = if f.path_len == 0xffff {
+        // NUL-terminated (0xffff), or that and cut short (PATH_CUT, bpf/iocap.h): a cut path
+        // ends in `…`, as a cut name does.
+        const PATH_CUT: u16 = 0xfffe;
+        let terminated = matches!(f.path_len, 0xffff | PATH_CUT);
+        let path: &[u8] = if terminated {
             cstr(&f.path)
         } else {
             let n = usize::from(f.path_len).min(f.path.len());
@@ -578,8 +582,12 @@ impl<W: Write> Tracker<W> {
                 }
                 v
             }
-            FdType::File | FdType::Directory | FdType::Device | FdType::Pipe if f.path_len == 0xffff => {
-                self.absolute(f.pid, f.dirfd, path, cstr(&f.dname))
+            FdType::File | FdType::Directory | FdType::Device | FdType::Pipe if terminated => {
+                let mut name = self.absolute(f.pid, f.dirfd, path, cstr(&f.dname));
+                if f.path_len == PATH_CUT {
+                    name.extend_from_slice("…".as_bytes());
+                }
+                name
             }
             FdType::Pipe => b"pipe".to_vec(),
             _ if !dname.is_empty() => dname.into_bytes(),
