@@ -1924,3 +1924,38 @@ fn a_recording_in_progress_is_not_replaced_and_a_lost_one_is_said() {
     assert!(rest.contains("x.cap removed or replaced by another program"), "{rest}");
     assert!(!rest.contains("iocap: wrote "), "no file is named as written: {rest}");
 }
+
+/// A path or a command line longer than what the recorder reads of it (255 bytes) is kept cut,
+/// and says so with a `…`; one that fits is whole, with none.
+#[test]
+fn a_path_or_command_line_cut_short_ends_in_an_ellipsis() {
+    let Some(_running) = recording() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let long = "d".repeat(200);
+    let deep = dir.path().join(&long).join(&long);
+    std::fs::create_dir_all(&deep).unwrap();
+    std::fs::write(deep.join("f"), b"x").unwrap();
+    std::fs::write(dir.path().join("short"), b"x").unwrap();
+    let cap = dir.path().join("long.cap");
+    let cmd = format!(
+        "cd {} && cat {long}/{long}/f short >/dev/null && true {}",
+        dir.path().display(),
+        "a".repeat(400)
+    );
+    record_command(&cap, &cmd);
+    let r = Reader::open(&cap).unwrap();
+    let t = r.tables();
+    let names: Vec<String> = t.files().map(|(_, f)| t.string(f.name).to_owned()).collect();
+    let cut: Vec<&String> = names.iter().filter(|n| n.contains(&long[..50])).collect();
+    assert!(!cut.is_empty() && cut.iter().all(|n| n.ends_with('…')), "{cut:?}");
+    let short = dir.path().join("short");
+    assert!(
+        names.iter().any(|n| n == short.to_str().unwrap()),
+        "whole, no …: {names:?}"
+    );
+    let cmdlines: Vec<String> = t.procs().iter().map(|p| t.string(p.cmdline).to_owned()).collect();
+    assert!(
+        cmdlines.iter().any(|c| c.contains("aaaa") && c.ends_with('…')),
+        "{cmdlines:?}"
+    );
+}
