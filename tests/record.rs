@@ -1937,11 +1937,7 @@ fn a_path_or_command_line_cut_short_ends_in_an_ellipsis() {
     std::fs::write(deep.join("f"), b"x").unwrap();
     std::fs::write(dir.path().join("short"), b"x").unwrap();
     let cap = dir.path().join("long.cap");
-    let cmd = format!(
-        "cd {} && cat {long}/{long}/f short >/dev/null && true {}",
-        dir.path().display(),
-        "a".repeat(400)
-    );
+    let cmd = format!("cd {} && cat {long}/{long}/f short >/dev/null", dir.path().display());
     record_command(&cap, &cmd);
     let r = Reader::open(&cap).unwrap();
     let t = r.tables();
@@ -1954,8 +1950,7 @@ fn a_path_or_command_line_cut_short_ends_in_an_ellipsis() {
         "whole, no …: {names:?}"
     );
     let cmdlines: Vec<String> = t.procs().iter().map(|p| t.string(p.cmdline).to_owned()).collect();
-    assert!(
-        cmdlines.iter().any(|c| c.contains("aaaa") && c.ends_with('…')),
-        "{cmdlines:?}"
-    );
+    // cat's own command line is over 400 bytes: cut, and said to be.
+    let cat: Vec<&String> = cmdlines.iter().filter(|c| c.starts_with("cat ")).collect();
+    assert!(!cat.is_empty() && cat.iter().all(|c| c.ends_with('…')), "{cat:?}");
 }
