@@ -244,6 +244,10 @@ struct ScanState {
     tail: Option<String>,
     /// The last index frame the scan read: its offset and what it lists.
     index: Option<(u64, Index)>,
+    /// From `.0` (where bytes stopped making a frame), no frame magic up to `.1`: a file
+    /// only grows at its end, so the next scan looks for one past there only. A hole of 50 GB
+    /// after the last frame was searched again at every look of a follower.
+    searched: (u64, u64),
 }
 
 /// What a reader keeps beyond what every question asks of a capture.
@@ -406,6 +410,7 @@ impl<S: Source> Reader<S> {
                 notes: vec![why],
                 tail: None,
                 index: None,
+                searched: (0, 0),
             });
             r.scan_on(&mut dec, alive)?;
         }
@@ -1024,7 +1029,18 @@ impl<S: Source> Reader<S> {
             };
             let Some(h) = good else {
                 skipped_from.get_or_insert((off, runs_past_end));
-                off = self.next_frame_magic(off + 1)?;
+                let from = if st.searched.0 == off {
+                    st.searched.1.max(off + 1)
+                } else {
+                    off + 1
+                };
+                let next = self.next_frame_magic(from)?;
+                if next >= self.file_len {
+                    // None to the end: a magic may yet be completed across it.
+                    let overlap = frame::FRAME_MAGIC.len() as u64 - 1;
+                    st.searched = (off, self.file_len.saturating_sub(overlap).max(off + 1));
+                }
+                off = next;
                 continue;
             };
             if let Some((from, _)) = skipped_from.take() {

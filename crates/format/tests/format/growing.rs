@@ -428,3 +428,59 @@ fn a_growing_file_lists_its_file_rollups_as_they_come() {
         assert_eq!(Some(rollup), finished.rollup(i, &mut dec), "chunk {i}");
     }
 }
+
+/// The header of a capture being written, then a hole of zeros that grows (a sparse file): what
+/// each look reads, counted.
+struct Hole {
+    head: Vec<u8>,
+    hole: std::sync::atomic::AtomicU64,
+    read: std::sync::atomic::AtomicU64,
+}
+
+impl Source for Hole {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        if offset + buf.len() as u64 > self.len()? {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        self.read.fetch_add(buf.len() as u64, Ordering::Relaxed);
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = self.head.get(offset as usize + i).copied().unwrap_or(0);
+        }
+        Ok(())
+    }
+
+    fn len(&self) -> std::io::Result<u64> {
+        Ok(self.head.len() as u64 + self.hole.load(Ordering::Relaxed))
+    }
+
+    fn writer_alive(&self) -> bool {
+        true
+    }
+}
+
+/// A follower looking again and again at a file whose end is a growing hole (no frame in it)
+/// reads each byte of the hole about once, not all of it again at every look.
+#[test]
+fn a_growing_hole_is_searched_once_not_at_every_look() {
+    let (bytes, _) = small_capture();
+    let src = Arc::new(Hole {
+        head: bytes[..header_end(&bytes)].to_vec(),
+        hole: std::sync::atomic::AtomicU64::new(0),
+        read: std::sync::atomic::AtomicU64::new(0),
+    });
+    let mut r = Reader::new(Arc::clone(&src)).unwrap();
+    const STEP: u64 = 1 << 20;
+    const LOOKS: u64 = 32;
+    for _ in 0..LOOKS {
+        src.hole.fetch_add(STEP, Ordering::Relaxed);
+        r.refresh().unwrap();
+        assert_eq!(r.liveness(), Liveness::Live);
+    }
+    let read = src.read.load(Ordering::Relaxed);
+    // Searched again at every look, it would be LOOKS * (LOOKS + 1) / 2 MiB (528 MiB).
+    assert!(
+        read < 2 * LOOKS * STEP,
+        "{read} bytes read for a hole of {} bytes",
+        LOOKS * STEP
+    );
+}
