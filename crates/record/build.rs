@@ -13,7 +13,8 @@ fn skeleton() {
     // Build scripts run on the host: the target decides, below.
     use std::path::PathBuf;
 
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bpf");
+    // The BPF sources live at the top of the repository (`bpf/`), as the design card lays it out.
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bpf");
     let src = root.join("iocap.bpf.c");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("iocap.skel.rs");
     // The programs read syscall arguments from x86_64 registers, switch on x86_64 syscall

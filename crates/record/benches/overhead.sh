@@ -118,7 +118,7 @@ iocap_all() {
 build_floor() {
     b=$(dirname "$0")
     for v in 0 1 2 3 4; do
-        clang -D__TARGET_ARCH_x86 -DFLOOR_CLOCK=$v -I"$b/../bpf" -fno-stack-protector -g -O2 -target bpf \
+        clang -D__TARGET_ARCH_x86 -DFLOOR_CLOCK=$v -I"$b/../../../bpf" -fno-stack-protector -g -O2 -target bpf \
             -c "$b/floor.bpf.c" -o "$T/floor-$v.o" || return 1
     done
     cc -O2 -o "$T/floor-load" "$b/floor-load.c" -lbpf

@@ -283,7 +283,7 @@ mod tests {
     /// The record kinds are numbered in bpf/iocap.h (C) and here (Rust): the same numbers.
     #[test]
     fn record_kinds_match_the_c_header() {
-        let header = include_str!("../bpf/iocap.h");
+        let header = include_str!("../../../bpf/iocap.h");
         let body = header
             .split("enum rec_kind {")
             .nth(1)
