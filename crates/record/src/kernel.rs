@@ -7,7 +7,7 @@
 //! A kernel can also have a feature and refuse iocap's program for it: a security policy that
 //! refuses BPF iterators, a verifier that rejects a program another kernel takes. So every
 //! optional program is also probed by loading it: one the kernel refuses is left out the same
-//! way, with the kernel's own reason ([`Support::refuse`], [`OPTIONAL_PROGRAMS`]); a required
+//! way, with the kernel's own reason ([`Support::refuse`], [`PROGRAMS`]); a required
 //! program it refuses ends the recording with that reason.
 //!
 //! `IOCAP_HIDE=ringbuf,block_io_start` takes the features it names (each [`Feature::key`]) for
@@ -295,33 +295,238 @@ const END_RQS: Feature = Feature {
 /// How a note of [`Support::missing`] for a program the kernel refused begins.
 pub(crate) const REFUSES: &str = "this kernel refuses";
 
-/// What a program the recording cannot go without records, for the error that says the kernel
-/// refused it.
-pub(crate) fn required_role(prog: &str) -> &'static str {
-    match prog {
-        "sys_enter" | "sys_exit" => "every syscall",
-        "proc_fork" | "proc_exec" | "proc_exit" | "proc_rename" => "process names",
-        _ => "the recording",
+/// When a program is loaded and attached, of what [`Support`] allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Gate {
+    /// Every recording.
+    Always,
+    /// Per-CPU call slots are used (`cpu_slot`).
+    CpuSlot,
+    /// Block requests are recorded.
+    Block,
+    /// ... and their completions traced (not with `IOCAP_LOSE_COMPLETIONS=1`).
+    BlockCompletions,
+    /// ... and `block_io_start` is there.
+    BlockIoStart,
+    /// ... and `block_rq_merge` is there.
+    BlockMerge,
+    /// ... and the writeback tracepoints are there.
+    Writeback,
+    /// io_uring requests are recorded.
+    IoUring,
+    /// The calls in flight at the stop are handed over by the task iterator.
+    EndCalls,
+    /// The block requests in flight at the stop are handed over by `end_rqs`.
+    EndRqs,
+}
+
+/// The settings a [`Gate`] is decided on.
+pub(crate) struct Gates<'s> {
+    pub support: &'s Support,
+    pub cpu_slot: bool,
+    /// Block completions are traced (see [`Gate::BlockCompletions`]).
+    pub completions: bool,
+}
+
+impl Gates<'_> {
+    /// Whether a program behind `gate` is loaded (and attached, when it attaches).
+    pub fn on(&self, gate: Gate) -> bool {
+        let s = self.support;
+        match gate {
+            Gate::Always => true,
+            Gate::CpuSlot => self.cpu_slot,
+            Gate::Block => s.block,
+            Gate::BlockCompletions => s.block && self.completions,
+            Gate::BlockIoStart => s.block && s.block_io_start,
+            Gate::BlockMerge => s.block && s.block_rq_merge,
+            Gate::Writeback => s.block && s.writeback,
+            Gate::IoUring => s.io_uring,
+            Gate::EndCalls => s.end_calls,
+            Gate::EndRqs => s.block && s.end_rqs,
+        }
     }
 }
 
-/// The programs a recording can go without, each with the feature it serves: one the kernel
-/// refuses to load leaves that feature's part out ([`Support::refuse`]). Any other program the
-/// kernel refuses ends the recording.
-pub(crate) const OPTIONAL_PROGRAMS: [(&str, &Feature); 12] = [
-    ("blk_insert", &BLOCK[0]),
-    ("blk_issue", &BLOCK[1]),
-    ("blk_complete", &BLOCK[2]),
-    ("blk_start", &BLOCK_IO_START),
-    ("blk_merge", &BLOCK_RQ_MERGE),
-    ("wb_start", &WRITEBACK[0]),
-    ("wb_end", &WRITEBACK[1]),
-    ("uring_submit", &IO_URING[0]),
-    ("uring_complete", &IO_URING[1]),
-    ("spill_call", &SCHED_SWITCH),
-    ("end_calls", &ITER_TASK),
-    ("end_rqs", &END_RQS),
+/// One of the recorder's BPF programs (a `SEC` function of bpf/iocap.bpf.c).
+#[derive(Debug)]
+pub(crate) struct Program {
+    /// Its function's name.
+    pub name: &'static str,
+    /// The tracepoint it attaches to (`category:event`); `None` for one run on demand.
+    pub attach: Option<&'static str>,
+    pub gate: Gate,
+    /// What it records, said when the kernel refuses a required one.
+    pub role: &'static str,
+    /// The feature it serves, when the recording can go without it; `None`: required.
+    pub feature: Option<&'static Feature>,
+    /// It claims calls (sys_enter, sys_exit, sched_switch): detached first at the end when
+    /// userspace hands the calls in flight over (`ended.rs`).
+    pub claims_calls: bool,
+}
+
+const fn prog(
+    name: &'static str,
+    attach: Option<&'static str>,
+    gate: Gate,
+    role: &'static str,
+    feature: Option<&'static Feature>,
+) -> Program {
+    Program {
+        name,
+        attach,
+        gate,
+        role,
+        feature,
+        claims_calls: false,
+    }
+}
+
+const fn claiming(mut p: Program) -> Program {
+    p.claims_calls = true;
+    p
+}
+
+/// Every program, in the order they attach (sched_switch before sys_enter: a call must never
+/// be left in a CPU's slot unspilled). The one table autoload, attach and the refusals read;
+/// a test checks it names every program of the skeleton.
+pub(crate) const PROGRAMS: [Program; 18] = [
+    prog(
+        "proc_fork",
+        Some("sched:sched_process_fork"),
+        Gate::Always,
+        "process names",
+        None,
+    ),
+    prog(
+        "proc_exec",
+        Some("sched:sched_process_exec"),
+        Gate::Always,
+        "process names",
+        None,
+    ),
+    prog(
+        "proc_exit",
+        Some("sched:sched_process_exit"),
+        Gate::Always,
+        "process names",
+        None,
+    ),
+    prog(
+        "proc_rename",
+        Some("task:task_rename"),
+        Gate::Always,
+        "process names",
+        None,
+    ),
+    claiming(prog(
+        "spill_call",
+        Some("sched:sched_switch"),
+        Gate::CpuSlot,
+        "per-CPU call slots",
+        Some(&SCHED_SWITCH),
+    )),
+    claiming(prog(
+        "sys_enter",
+        Some("raw_syscalls:sys_enter"),
+        Gate::Always,
+        "every syscall",
+        None,
+    )),
+    claiming(prog(
+        "sys_exit",
+        Some("raw_syscalls:sys_exit"),
+        Gate::Always,
+        "every syscall",
+        None,
+    )),
+    prog(
+        "blk_insert",
+        Some("block:block_rq_insert"),
+        Gate::Block,
+        "block requests",
+        Some(&BLOCK[0]),
+    ),
+    prog(
+        "blk_issue",
+        Some("block:block_rq_issue"),
+        Gate::Block,
+        "block requests",
+        Some(&BLOCK[1]),
+    ),
+    prog(
+        "blk_complete",
+        Some("block:block_rq_complete"),
+        Gate::BlockCompletions,
+        "block requests",
+        Some(&BLOCK[2]),
+    ),
+    prog(
+        "blk_start",
+        Some("block:block_io_start"),
+        Gate::BlockIoStart,
+        "where a block request is created",
+        Some(&BLOCK_IO_START),
+    ),
+    prog(
+        "blk_merge",
+        Some("block:block_rq_merge"),
+        Gate::BlockMerge,
+        "requests merged into others",
+        Some(&BLOCK_RQ_MERGE),
+    ),
+    prog(
+        "wb_start",
+        Some("writeback:writeback_single_inode_start"),
+        Gate::Writeback,
+        "the cause of writeback",
+        Some(&WRITEBACK[0]),
+    ),
+    prog(
+        "wb_end",
+        Some("writeback:writeback_single_inode"),
+        Gate::Writeback,
+        "the cause of writeback",
+        Some(&WRITEBACK[1]),
+    ),
+    prog(
+        "uring_submit",
+        Some("io_uring:io_uring_submit_req"),
+        Gate::IoUring,
+        "io_uring requests",
+        Some(&IO_URING[0]),
+    ),
+    prog(
+        "uring_complete",
+        Some("io_uring:io_uring_complete"),
+        Gate::IoUring,
+        "io_uring requests",
+        Some(&IO_URING[1]),
+    ),
+    prog(
+        "end_calls",
+        None,
+        Gate::EndCalls,
+        "calls in flight when the recording stops",
+        Some(&ITER_TASK),
+    ),
+    prog(
+        "end_rqs",
+        None,
+        Gate::EndRqs,
+        "block requests in flight when the recording stops",
+        Some(&END_RQS),
+    ),
 ];
+
+/// The program named `name`, if it is one of [`PROGRAMS`].
+pub(crate) fn program(name: &str) -> Option<&'static Program> {
+    PROGRAMS.iter().find(|p| p.name == name)
+}
+
+/// How many programs the recording can go without: how many times a load is tried again.
+pub(crate) fn optional_programs() -> usize {
+    PROGRAMS.iter().filter(|p| p.feature.is_some()).count()
+}
 
 /// The tracepoint `what` (`category:event`), found by its event's name `key`, in Linux since
 /// `since`, which iocap uses for `role`; `lost` is what a recording without it leaves out ("":
@@ -410,7 +615,7 @@ impl Support {
     /// out, say why in [`Support::missing`] and return the note to say once; `None` when
     /// `prog` is not optional.
     pub fn refuse(&mut self, prog: &str, reason: &str) -> Option<String> {
-        let &(_, f) = OPTIONAL_PROGRAMS.iter().find(|(p, _)| *p == prog)?;
+        let f = program(prog)?.feature?;
         if BLOCK.iter().any(|b| std::ptr::eq(b, f)) {
             self.block = false;
             self.block_io_start = false;
@@ -627,6 +832,37 @@ mod tests {
         assert_eq!(MapType::TaskStorage.is_supported().ok(), Some(true));
         let s = Kernel::probe().unwrap().support(&Config::default(), true).unwrap();
         assert!(s.block && s.io_uring && s.sched_switch, "{s:?}");
+    }
+
+    #[test]
+    fn an_optional_program_on_a_tracepoint_attaches_to_the_one_its_feature_probes() {
+        let mut checked = 0;
+        for p in &PROGRAMS {
+            if let (Some(tp), Some(f)) = (p.attach, p.feature) {
+                if matches!(f.probe, Probe::Tracepoint) {
+                    assert_eq!(tp, f.what, "{p:?}");
+                    checked += 1;
+                }
+            }
+        }
+        assert_eq!(checked, 10, "the block, writeback, io_uring and sched_switch programs");
+        // Exactly the programs the recording cannot go without are required.
+        let required: Vec<&str> = PROGRAMS
+            .iter()
+            .filter(|p| p.feature.is_none())
+            .map(|p| p.name)
+            .collect();
+        assert_eq!(
+            required,
+            [
+                "proc_fork",
+                "proc_exec",
+                "proc_exit",
+                "proc_rename",
+                "sys_enter",
+                "sys_exit"
+            ]
+        );
     }
 
     #[test]

@@ -7,13 +7,13 @@ use std::os::fd::{AsFd, AsRawFd};
 use std::time::Instant;
 
 use iocap_format::DropStats;
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, MapType, OpenObject};
 
 use crate::backlog;
 use crate::config::Config;
 use crate::error::Error;
-use crate::kernel::{Kernel, Support};
+use crate::kernel::{program, Gates, Kernel, Support, PROGRAMS};
 use crate::lanes::{Lanes, SYS32, SYSIO};
 use crate::probe::{check_privileges, cpu_slot_safe, preemption_model};
 use crate::procfs;
@@ -90,7 +90,7 @@ impl Recorder {
         // What it has and refuses (a security policy, a verifier that rejects what another
         // kernel takes) is found by loading: a refused optional program is left out and the
         // load tried again without it, once per program at most.
-        let mut tries = 0..=crate::kernel::OPTIONAL_PROGRAMS.len();
+        let mut tries = 0..=crate::kernel::optional_programs();
         let loaded = loop {
             let cpu_slot = cpu_slot && support.sched_switch;
             load_log::clear();
@@ -103,7 +103,7 @@ impl Recorder {
             };
             if support.refuse(&prog, &reason).is_none() {
                 return Err(Error::Refused {
-                    role: crate::kernel::required_role(&prog),
+                    role: program(&prog).map_or("the recording", |p| p.role),
                     prog,
                     reason,
                 });
@@ -122,9 +122,7 @@ impl Recorder {
             cpu_slot,
         } = loaded;
         let ring_err = |e| Error::Bpf(format!("{} ring buffers of {ring_bytes} bytes: {e}", rings.len()));
-        let want_uring = support.io_uring;
         let block = support.block;
-        let completions = block && lose_no_completions();
         for (cpu, ring) in rings.iter().enumerate() {
             let fd = ring.as_fd().as_raw_fd() as u32;
             skel.maps
@@ -148,48 +146,27 @@ impl Recorder {
         let mut prog_fds = Vec::new();
         let (start_ns, early);
         {
-            let p = &skel.progs;
-            let mut progs = vec![
-                (&p.proc_fork, "sched:sched_process_fork"),
-                (&p.proc_exec, "sched:sched_process_exec"),
-                (&p.proc_exit, "sched:sched_process_exit"),
-                (&p.proc_rename, "task:task_rename"),
-                (&p.sys_enter, "raw_syscalls:sys_enter"),
-                (&p.sys_exit, "raw_syscalls:sys_exit"),
-            ];
-            if cpu_slot {
-                // Before sys_enter: a call must never be left in a CPU's slot unspilled.
-                progs.insert(4, (&p.spill_call, "sched:sched_switch"));
-            }
-            if block {
-                progs.push((&p.blk_insert, "block:block_rq_insert"));
-                progs.push((&p.blk_issue, "block:block_rq_issue"));
-                for (prog, name, on) in [
-                    (&p.blk_complete, "block:block_rq_complete", completions),
-                    (&p.blk_start, "block:block_io_start", support.block_io_start),
-                    (&p.blk_merge, "block:block_rq_merge", support.block_rq_merge),
-                    (&p.wb_start, "writeback:writeback_single_inode_start", support.writeback),
-                    (&p.wb_end, "writeback:writeback_single_inode", support.writeback),
-                ] {
-                    if on {
-                        progs.push((prog, name));
-                    }
-                }
-            }
-            if want_uring {
-                progs.push((&p.uring_submit, "io_uring:io_uring_submit_req"));
-                progs.push((&p.uring_complete, "io_uring:io_uring_complete"));
-            }
+            let gates = Gates {
+                support: &support,
+                cpu_slot,
+                completions: lose_no_completions(),
+            };
+            let mut by_name: std::collections::HashMap<&std::ffi::OsStr, libbpf_rs::ProgramMut<'_>> =
+                skel.object().progs_mut().map(|p| (p.name(), p)).collect();
             early = crate::procfs::processes();
             start_ns = procfs::boot_ns();
-            for (prog, name) in progs {
+            for entry in PROGRAMS.iter().filter(|p| gates.on(p.gate)) {
+                let Some(tracepoint) = entry.attach else { continue };
+                let prog = by_name
+                    .remove(std::ffi::OsStr::new(entry.name))
+                    .ok_or_else(|| Error::Bpf(format!("no program {} in the skeleton", entry.name)))?;
                 prog_fds.push(prog.as_fd().as_raw_fd());
                 let link = prog
                     .attach()
-                    .map_err(|e| Error::Bpf(format!("attaching to {name}: {e}")))?;
+                    .map_err(|e| Error::Bpf(format!("attaching to {tracepoint}: {e}")))?;
                 // The programs that claim calls, which userspace detaches before it reads the
                 // calls in flight itself (`in_flight`).
-                if name.starts_with("raw_syscalls:") || name == "sched:sched_switch" {
+                if entry.claims_calls {
                     call_links.push(link);
                 } else {
                     links.push(link);
@@ -440,9 +417,6 @@ fn load(cfg: &Config, support: &Support, cpu_slot: bool) -> Result<Result<Loaded
     // long as the process, so the storage is leaked rather than threaded through lifetimes.
     let storage: &'static mut MaybeUninit<OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
     let mut open = IocapSkelBuilder::default().open(storage).map_err(load_error)?;
-    if !cpu_slot {
-        open.progs.spill_call.set_autoload(false);
-    }
     if let Some(ro) = open.maps.rodata_data.as_mut() {
         ro.self_tgid = std::process::id();
         ro.filter_pids = cfg.filter || !cfg.pids.is_empty();
@@ -518,28 +492,18 @@ fn load(cfg: &Config, support: &Support, cpu_slot: bool) -> Result<Result<Loaded
     if let Some(ro) = open.maps.rodata_data.as_mut() {
         ro.uring_complete_cqe = support.uring_complete_cqe;
     }
-    // Tracepoints newer than the oldest kernels iocap runs on: without block_io_start a
-    // request is created at its first insert or issue (still the submitter, for most),
-    // without the writeback ones writeback has no cause. And what the kernel refused.
-    let (block, want_uring) = (support.block, support.io_uring);
-    let completions = block && lose_no_completions();
-    let p = &mut open.progs;
-    for (prog, on) in [
-        (&mut p.blk_insert, block),
-        (&mut p.blk_issue, block),
-        (&mut p.blk_complete, completions),
-        (&mut p.blk_start, block && support.block_io_start),
-        (&mut p.blk_merge, block && support.block_rq_merge),
-        (&mut p.wb_start, block && support.writeback),
-        (&mut p.wb_end, block && support.writeback),
-        (&mut p.uring_submit, want_uring),
-        (&mut p.uring_complete, want_uring),
-        (&mut p.end_calls, support.end_calls),
-        (&mut p.end_rqs, block && support.end_rqs),
-    ] {
-        if !on {
-            prog.set_autoload(false);
-        }
+    // Tracepoints newer than the oldest kernels iocap runs on (without block_io_start a
+    // request is created at its first insert or issue, still the submitter for most; without
+    // the writeback ones writeback has no cause), and what the kernel refused, are not loaded.
+    let gates = Gates {
+        support,
+        cpu_slot,
+        completions: lose_no_completions(),
+    };
+    for mut prog in open.open_object_mut().progs_mut() {
+        // A program the table does not name is a mistake its test catches; left loaded.
+        let on = program(&prog.name().to_string_lossy()).is_none_or(|p| gates.on(p.gate));
+        prog.set_autoload(on);
     }
     Ok(open.load().map(|skel| Loaded {
         skel,
@@ -769,6 +733,21 @@ mod tests {
         // A failure that names no program (a map the kernel refused) is not a refusal.
         let map = lines(&["libbpf: map 'rings': failed to create: -EPERM"]);
         assert_eq!(refusal_in(&map, &err), None);
+    }
+
+    #[test]
+    fn the_table_of_programs_names_every_program_of_the_skeleton_once() {
+        let storage: &'static mut MaybeUninit<OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
+        let open = IocapSkelBuilder::default().open(storage).expect("the skeleton opens");
+        let mut in_skel: Vec<String> = open
+            .open_object()
+            .progs()
+            .map(|p| p.name().to_string_lossy().into_owned())
+            .collect();
+        let mut in_table: Vec<String> = PROGRAMS.iter().map(|p| p.name.to_owned()).collect();
+        in_skel.sort();
+        in_table.sort();
+        assert_eq!(in_table, in_skel);
     }
 
     #[test]
