@@ -568,6 +568,23 @@ fn all_features() -> impl Iterator<Item = &'static Feature> {
         .chain(OPTIONAL)
 }
 
+/// README's table of what the recorder uses of the kernel, one row a feature, as [`Kernel`]
+/// probes them: what README says is what the recorder does (a test compares the two).
+#[cfg(test)]
+fn readme_table() -> String {
+    let mut t =
+        String::from("| `IOCAP_HIDE` | the kernel lacks | Linux that has it | what it costs |\n|---|---|---|---|\n");
+    for f in all_features() {
+        let since = match f.config {
+            "" => f.since.to_owned(),
+            c => format!("{}, with `{c}`", f.since),
+        };
+        let lost = if f.lost.is_empty() { "no recording" } else { f.lost };
+        t += &format!("| `{}` | {} | {since} | {lost} |\n", f.key, f.name());
+    }
+    t
+}
+
 /// The running kernel, as far as the probes tell.
 pub(crate) struct Kernel {
     btf: KernelBtf,
@@ -862,6 +879,16 @@ mod tests {
                 "sys_enter",
                 "sys_exit"
             ]
+        );
+    }
+
+    #[test]
+    fn readme_lists_every_feature_as_the_probes_know_it() {
+        let readme = include_str!("../../../README.md");
+        let want = readme_table();
+        assert!(
+            readme.contains(&want),
+            "README.md's kernel table is not kernel.rs's; it should read:\n{want}"
         );
     }
 
