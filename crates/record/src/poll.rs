@@ -245,10 +245,10 @@ impl Recorder {
         }
         // Final drain: what the kernel holds now (not what a flood adds while we drain).
         if !writer_gone && pump(all_bytes).0 {
-            let mut ended = self.in_flight().unwrap_or_else(|e| {
-                eprintln!("iocap: the operations in flight at the stop are left out: {e}");
-                Vec::new()
-            });
+            let (mut ended, failed) = self.in_flight();
+            for e in failed {
+                eprintln!("iocap: {e}");
+            }
             // The requests in flight (end_rqs writes them to a ring), and what ended while they
             // were found (each is handed over once: see in_flight).
             let _ = pump(all_bytes);

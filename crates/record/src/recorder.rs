@@ -91,26 +91,29 @@ impl Recorder {
         // kernel takes) is found by loading: a refused optional program is left out and the
         // load tried again without it, once per program at most.
         let mut tries = 0..=crate::kernel::optional_programs();
-        let loaded = loop {
-            let cpu_slot = cpu_slot && support.sched_switch;
-            load_log::clear();
-            let e = match load(cfg, &support, cpu_slot)? {
-                Ok(loaded) => break loaded,
-                Err(e) => e,
-            };
-            let Some((prog, reason)) = load_log::refusal(&e).filter(|_| tries.next().is_some()) else {
-                return Err(load_error(e));
-            };
-            if support.refuse(&prog, &reason).is_none() {
-                return Err(Error::Refused {
-                    role: program(&prog).map_or("the recording", |p| p.role),
-                    prog,
-                    reason,
-                });
+        let loaded = (|| -> Result<Loaded, Error> {
+            loop {
+                let cpu_slot = cpu_slot && support.sched_switch;
+                load_log::clear();
+                let e = match load(cfg, &support, cpu_slot)? {
+                    Ok(loaded) => break Ok(loaded),
+                    Err(e) => e,
+                };
+                let Some((prog, reason)) = load_log::refusal(&e).filter(|_| tries.next().is_some()) else {
+                    return Err(load_error(e));
+                };
+                if support.refuse(&prog, &reason).is_none() {
+                    return Err(Error::Refused {
+                        role: program(&prog).map_or("the recording", |p| p.role),
+                        prog,
+                        reason,
+                    });
+                }
+                kernel.check_classes(cfg, &mut support)?;
             }
-            kernel.check_classes(cfg, &mut support)?;
-        };
+        })();
         load_log::stop();
+        let loaded = loaded?;
         kernel.check_calls_fallback(cfg, &mut support);
         let Loaded {
             mut skel,
@@ -312,31 +315,42 @@ impl Recorder {
     /// size, as a batch carries them). Issued requests the kernel freed without a completion
     /// it traced are counted in [`Recorder::unseen`]. Each is claimed by whichever of these and
     /// its own ending comes first, so none is handed over twice.
-    pub(crate) fn in_flight(&self) -> Result<Vec<u8>, Error> {
+    /// What could not be handed over is said in the second part, a line each.
+    pub(crate) fn in_flight(&self) -> (Vec<u8>, Vec<String>) {
+        let mut failed = Vec::new();
+        if self.end_rqs {
+            if let Err(e) = self.skel.progs.end_rqs.test_run(libbpf_rs::ProgramInput::default()) {
+                failed.push(format!("the block requests in flight at the stop are left out: {e}"));
+            }
+        }
+        (self.calls_in_flight(), failed)
+    }
+
+    /// [`Recorder::in_flight`]'s calls: by the task iterator, or from userspace.
+    fn calls_in_flight(&self) -> Vec<u8> {
         use std::io::Read;
 
-        let err = |what: &str, e: &dyn std::fmt::Display| Error::Bpf(format!("reading the {what} in flight: {e}"));
         let mut out = Vec::new();
-        if self.end_rqs {
-            self.skel
-                .progs
-                .end_rqs
-                .test_run(libbpf_rs::ProgramInput::default())
-                .map_err(|e| err("block requests", &e))?;
-        }
         let Some(ro) = self.skel.maps.rodata_data.as_ref() else {
-            return Ok(out);
+            return out;
         };
         if !ro.want_sys {
-            return Ok(out);
+            return out;
         }
         if self.end_calls {
-            let link = self.skel.progs.end_calls.attach().map_err(|e| err("calls", &e))?;
-            libbpf_rs::Iter::new(&link)
-                .map_err(|e| err("calls", &e))?
-                .read_to_end(&mut out)
-                .map_err(|e| err("calls", &e))?;
-            return Ok(out);
+            // Loaded, the iterator may still be refused its link or its read: then userspace
+            // reads what it has not claimed.
+            let read = self.skel.progs.end_calls.attach().and_then(|link| {
+                libbpf_rs::Iter::new(&link)?
+                    .read_to_end(&mut out)
+                    .map_err(libbpf_rs::Error::from)
+            });
+            match read {
+                Ok(_) => return out,
+                Err(e) => {
+                    eprintln!("iocap: the task iterator failed ({e}): the calls in flight are read from userspace")
+                }
+            }
         }
         let settings = crate::ended::Settings {
             end: self.stop_at(),
@@ -350,7 +364,7 @@ impl Recorder {
             links.clear();
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
-        Ok(crate::ended::calls(&self.skel, &settings))
+        crate::ended::calls(&self.skel, &settings)
     }
 
     /// `stop_at`, as [`stop_recording`] set it (0 before).
