@@ -24,16 +24,19 @@ pub fn escape(bytes: &[u8]) -> String {
 }
 
 /// `s` with what a terminal would act on made visible (control characters, escape sequences,
-/// bidi overrides), as [`escape`] does, but backslashes left alone: for a message that may
+/// bidi overrides), as [`escape`] does, but backslashes, line breaks and tabs left alone: for a message that may
 /// hold a path the user typed or a name escaped already (`\x1b` stays as it reads). Every line
 /// iocap writes to standard error goes through this.
 pub fn controls(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.chars().any(needs_escape) {
+    // Line breaks and tabs are the message's own (a filter's error draws a caret under the
+    // line above): only what acts on the terminal otherwise is escaped.
+    let kept = |c: char| matches!(c, '\\' | '\n' | '\t');
+    if !s.chars().any(|c| !kept(c) && needs_escape(c)) {
         return std::borrow::Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
     for c in s.chars() {
-        if c == '\\' {
+        if kept(c) {
             out.push(c);
         } else {
             push_char(&mut out, c);
@@ -99,6 +102,8 @@ mod tests {
             "iocap: /tmp/\\x1b]0;pwned\\x07.cap"
         );
         assert_eq!(controls("bidi \u{202e}cod.exe"), "bidi \\u{202e}cod.exe");
+        assert_eq!(controls("bad filter\n  proc.nme=x\n  ^"), "bad filter\n  proc.nme=x\n  ^");
+        assert_eq!(controls("a\rb\x07"), "a\\rb\\x07");
     }
 
     #[test]
