@@ -102,7 +102,10 @@ mod tests {
             "iocap: /tmp/\\x1b]0;pwned\\x07.cap"
         );
         assert_eq!(controls("bidi \u{202e}cod.exe"), "bidi \\u{202e}cod.exe");
-        assert_eq!(controls("bad filter\n  proc.nme=x\n  ^"), "bad filter\n  proc.nme=x\n  ^");
+        assert_eq!(
+            controls("bad filter\n  proc.nme=x\n  ^"),
+            "bad filter\n  proc.nme=x\n  ^"
+        );
         assert_eq!(controls("a\rb\x07"), "a\\rb\\x07");
     }
 
