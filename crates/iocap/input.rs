@@ -126,7 +126,7 @@ pub fn open(capture: &Capture, words: &[String], whole: bool) -> anyhow::Result<
     // damaged): on standard error, so the answer itself reads as ever.
     if whole && opened.reader.liveness() == iocap_format::Liveness::Recovered {
         let why = opened.reader.recovery().unwrap_or_default();
-        say(format_args!(
+        crate::say_later(format_args!(
             "iocap: {} was not finished ({why}): read as far as it is whole",
             capture.name()
         ));

@@ -142,7 +142,12 @@ fn main() -> ExitCode {
         Command::Man(args) => packaging::man(args, Cli::command()),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => {
+            for line in std::mem::take(&mut *LATER.lock().unwrap_or_else(|e| e.into_inner())) {
+                say(format_args!("{line}"));
+            }
+            ExitCode::SUCCESS
+        }
         Err(err) => {
             if is_broken_pipe(&err) {
                 return ExitCode::SUCCESS;
@@ -244,6 +249,15 @@ fn one_line(err: &anyhow::Error) -> String {
         line.push_str(&text);
     }
     line
+}
+
+/// Lines said once the command has succeeded ([`say_later`]).
+static LATER: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// A line on stderr about an answer (it is for part of a capture), said after it if the
+/// command succeeds: an error is one line, said alone.
+pub fn say_later(line: std::fmt::Arguments) {
+    LATER.lock().unwrap_or_else(|e| e.into_inner()).push(line.to_string());
 }
 
 /// A line on stderr. Unlike `eprintln!`, a closed stderr (`iocap record ... 2>&1 | grep -m1
