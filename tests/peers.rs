@@ -76,7 +76,12 @@ fn each_read_lies_within_iopings_own_timing() {
 /// µs one tracepoint's programs take to run one after the other.
 #[test]
 fn each_block_request_has_bpftraces_latency() {
-    let Some(_running) = recording() else { return };
+    // Alone: the kernel skips bpftrace's (classic tracepoint) programs on a CPU where another
+    // BPF program or map syscall is active, and the other tests' recorders make many (the
+    // stop's hand-over reads every thread's task storage by pidfd): 56 of 2,000 missed once.
+    let Some(_alone) = crate::record::flooding() else {
+        return;
+    };
     if !tools("each_block_request_has_bpftraces_latency", &["bpftrace", "fio"]) {
         return;
     }
