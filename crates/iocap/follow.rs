@@ -73,7 +73,9 @@ pub fn follow(
     let mut earlier: Vec<Input> = Vec::new();
     let mut done = 0;
     // The files followed so far: a rotation whose headers name its files in a loop (t.cap →
-    // t.cap1 → t.cap → ...) ends at the first file read again, not in printing it again.
+    // t.cap1 → t.cap → ...) ends at the first file read again, not in printing it again. (A
+    // ring's removed file cannot lend its inode to a new one meanwhile: `earlier` keeps every
+    // file followed open.)
     let mut followed: HashSet<(u64, u64)> = path.iter().filter_map(|p| file_id(p)).collect();
     // Which file the path named when it was opened, and whether its replacement was said.
     let mut reading = path.as_deref().and_then(file_id);
