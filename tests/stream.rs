@@ -130,14 +130,7 @@ fn an_endless_stream_of_garbage_is_refused_at_once_by_every_command() {
         &["info", "-"],
         &["export", "-", "--format", "csv", "-o", "-"],
     ] {
-        let mut child = iocap()
-            .args(cmd)
-            .env("TMPDIR", dir.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_piped(cmd, dir.path());
         let mut stdin = child.stdin.take().unwrap();
         let feeder = std::thread::spawn(move || {
             let line = b"y\n".repeat(32 << 10);
