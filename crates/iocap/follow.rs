@@ -20,6 +20,7 @@ use anyhow::bail;
 use iocap_format::{Liveness, Reader};
 
 use crate::input::{Capture, Input};
+use crate::output::FileId;
 use crate::{say, signals};
 
 /// How often the capture is looked at: with the recorder's flushes (at least every 500 ms), an
@@ -76,15 +77,15 @@ pub fn follow(
     // t.cap1 → t.cap → ...) ends at the first file read again, not in printing it again. (A
     // ring's removed file cannot lend its inode to a new one meanwhile: `earlier` keeps every
     // file followed open.)
-    let mut followed: HashSet<(u64, u64)> = path.iter().filter_map(|p| file_id(p)).collect();
+    let mut followed: HashSet<FileId> = path.iter().filter_map(|p| FileId::at(p)).collect();
     // Which file the path named when it was opened, and whether its replacement was said.
-    let mut reading = path.as_deref().and_then(file_id);
+    let mut reading = path.as_deref().and_then(FileId::at);
     let mut replaced_said = false;
     loop {
         let liveness = input.reader.liveness();
         let next = match (liveness, &path) {
             (Liveness::Finished, Some(p)) if !ended => next_file(&input.reader, p)?.filter(|(_, next)| {
-                let new = file_id(next).is_some_and(|id| followed.insert(id));
+                let new = FileId::at(next).is_some_and(|id| followed.insert(id));
                 if !new {
                     say(format_args!(
                         "iocap: {} names {} as the next file, which was read already: the rotation loops; \
@@ -124,7 +125,7 @@ pub fn follow(
                 stream: None,
             });
             name = p.display().to_string();
-            reading = file_id(&p);
+            reading = FileId::at(&p);
             replaced_said = false;
             path = Some(p);
             done = 0;
@@ -139,7 +140,7 @@ pub fn follow(
         // The path now names another file (renamed over, removed): what is read is still the
         // file that was opened, which only its recorder (if any) still writes. Said once.
         if let Some(p) = &path {
-            if !replaced_said && file_id(p) != reading {
+            if !replaced_said && FileId::at(p) != reading {
                 replaced_said = true;
                 say(format_args!(
                     "iocap: {} now names another file, or none: still following the file it named",
@@ -181,12 +182,6 @@ fn next_file(reader: &Reader, path: &Path) -> anyhow::Result<Option<(Reader, Pat
 /// A path as said in a message: escaped (a header names it, and headers are not to be trusted).
 fn shown(path: &Path) -> String {
     iocap_format::escape::escape(path.as_os_str().as_encoded_bytes())
-}
-
-/// Which file `path` is (device, inode), without following a link.
-fn file_id(path: &Path) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::symlink_metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 /// Compile the filter again against the capture's tables as they are now.

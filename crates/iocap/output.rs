@@ -82,6 +82,26 @@ impl Existing {
     }
 }
 
+/// Which file an open file or a path is (device and inode): to tell later whether a path still
+/// names the file it named (`record`'s files at the end, a follower's), or that two paths name
+/// one file (a rotation that loops).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FileId(u64, u64);
+
+impl FileId {
+    /// The file `file` is.
+    pub fn of(file: &File) -> std::io::Result<FileId> {
+        use std::os::unix::fs::MetadataExt;
+        file.metadata().map(|m| FileId(m.dev(), m.ino()))
+    }
+
+    /// The file `path` names, a link not followed; `None` when it names none.
+    pub fn at(path: &Path) -> Option<FileId> {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::symlink_metadata(path).ok().map(|m| FileId(m.dev(), m.ino()))
+    }
+}
+
 /// Refuse, before anything is started, a path a capture must not be written to (`record -w`,
 /// `--save`): anything but nothing or a regular file (which is replaced by a new file, never
 /// opened in place).

@@ -22,6 +22,7 @@ use iocap_filter::Filter;
 use iocap_format::{Meta, Reader, Writer, WriterOptions};
 use iocap_record::{rotation, Output, Progress, Recorder, Request, Rotate};
 
+use crate::output::FileId;
 use crate::{output, signals};
 use crate::{say, UsageError};
 
@@ -123,9 +124,9 @@ const OUT_BUFFER: usize = 64 << 10;
 /// with the header on disk before it gets its name: a recorder killed at any point leaves
 /// either nothing or a file that opens. The caller has [`output::check_capture_target`]ed the path; whatever
 /// is planted there since is replaced by the rename, never followed or written through.
-fn create_capture(path: &Path, meta: &Meta) -> anyhow::Result<(Writer<BufWriter<File>>, Ident)> {
+fn create_capture(path: &Path, meta: &Meta) -> anyhow::Result<(Writer<BufWriter<File>>, FileId)> {
     let (file, mut new) = create_locked(path)?;
-    let ident = Ident::of(&file).with_context(|| format!("{}", path.display()))?;
+    let ident = FileId::of(&file).with_context(|| format!("{}", path.display()))?;
     let writer = Writer::with_encoder(
         BufWriter::with_capacity(OUT_BUFFER, file),
         meta,
@@ -135,25 +136,6 @@ fn create_capture(path: &Path, meta: &Meta) -> anyhow::Result<(Writer<BufWriter<
     .with_context(|| format!("writing {}", path.display()))?;
     new.publish()?;
     Ok((writer, ident))
-}
-
-/// Which file a path named when the recorder made it (device and inode), to tell at the end
-/// whether it still does: a file removed meanwhile (its directory deleted) or replaced (another
-/// program renamed a file over it) holds events no one can read any more.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-struct Ident(u64, u64);
-
-impl Ident {
-    fn of(file: &File) -> std::io::Result<Ident> {
-        use std::os::unix::fs::MetadataExt;
-        file.metadata().map(|m| Ident(m.dev(), m.ino()))
-    }
-
-    /// Whether `path` still names the file this is of (a link is not followed).
-    fn still_at(self, path: &Path) -> bool {
-        use std::os::unix::fs::MetadataExt;
-        std::fs::symlink_metadata(path).is_ok_and(|m| Ident(m.dev(), m.ino()) == self)
-    }
 }
 
 /// The capture written to standard output (`-w -`): a pipe, a socket (ssh), or a file the
@@ -341,7 +323,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     // The files of this recording that still exist, to count what is readable after an error
     // and to check at the end that each is still where it was made.
-    let files: Arc<Mutex<Vec<(PathBuf, Ident)>>> = Arc::new(Mutex::new(first.into_iter().collect()));
+    let files: Arc<Mutex<Vec<(PathBuf, FileId)>>> = Arc::new(Mutex::new(first.into_iter().collect()));
     let rotate = args.file_size.map(|max_bytes| {
         let (base, keep, files) = (args.file.clone(), args.file_count, Arc::clone(&files));
         Rotate {
@@ -359,10 +341,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     }
                 }
                 let path = rotation::path(&base, n);
-                let new_file = || -> anyhow::Result<(File, Ident)> {
+                let new_file = || -> anyhow::Result<(File, FileId)> {
                     output::check_capture_target(&path)?;
                     let (file, mut new) = create_locked(&path)?;
-                    let ident = Ident::of(&file)?;
+                    let ident = FileId::of(&file)?;
                     new.publish()?;
                     Ok((file, ident))
                 };
@@ -500,7 +482,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let kept = files.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let gone: Vec<String> = kept
         .iter()
-        .filter(|(p, ident)| !ident.still_at(p))
+        .filter(|(p, ident)| FileId::at(p) != Some(*ident))
         .map(|(p, _)| p.display().to_string())
         .collect();
     if !gone.is_empty() {
