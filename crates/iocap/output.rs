@@ -89,7 +89,8 @@ impl Existing {
 pub struct FileId(u64, u64);
 
 impl FileId {
-    /// The file `file` is.
+    /// The file `file` is (for `record`, which the viewer-only build has not).
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
     pub fn of(file: &File) -> std::io::Result<FileId> {
         use std::os::unix::fs::MetadataExt;
         file.metadata().map(|m| FileId(m.dev(), m.ino()))
