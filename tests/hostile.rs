@@ -446,8 +446,7 @@ fn a_second_capture_that_is_not_one_is_said_before_the_viewer_opens() {
     let dir = tempfile::tempdir().unwrap();
     let a = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/dd-buffered.cap");
     let fifo = dir.path().join("fifo.cap");
-    let made = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-    assert_eq!(unsafe { libc::mkfifo(made.as_ptr(), 0o600) }, 0);
+    crate::util::mkfifo(&fifo);
     let missing = dir.path().join("missing.cap");
     let a = a.to_str().unwrap();
     for (b, says) in [
@@ -516,9 +515,7 @@ fn a_rotation_named_in_a_loop_or_through_a_link_is_followed_once_and_never_throu
     let link = tempfile::tempdir().unwrap();
     let first = chained(link.path(), "l.cap", "l.cap1", 1_000_000_000);
     let fifo = link.path().join("fifo");
-    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-    // SAFETY: a NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    crate::util::mkfifo(&fifo);
     std::os::unix::fs::symlink(&fifo, link.path().join("l.cap1")).unwrap();
     let started = Instant::now();
     let out = iocap()

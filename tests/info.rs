@@ -100,9 +100,7 @@ fn an_os_error_is_said_once() {
 fn paths_that_are_not_files_are_refused_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("fifo.cap");
-    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    crate::util::mkfifo(&fifo);
     let cases = [
         (fifo.to_str().unwrap(), "it is a FIFO"),
         ("/dev/zero", "it is a device"),

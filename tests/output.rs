@@ -57,9 +57,7 @@ fn a_fifo_is_written_to_in_place() {
     let dir = tempfile::tempdir().unwrap();
     let cap = synthetic_capture(dir.path(), 500);
     let fifo = dir.path().join("pipe");
-    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    crate::util::mkfifo(&fifo);
     let child = export_cmd(&cap, &fifo).stderr(Stdio::piped()).spawn().unwrap();
     let mut text = String::new();
     std::fs::File::open(&fifo).unwrap().read_to_string(&mut text).unwrap();

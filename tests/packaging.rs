@@ -109,9 +109,7 @@ fn man_pages_never_go_through_a_symlink_a_fifo_or_into_dev() {
     );
 
     std::fs::remove_file(&target).unwrap();
-    let fifo = std::ffi::CString::new(page.join("iocap-view.1").to_str().unwrap()).unwrap();
-    // SAFETY: a NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    crate::util::mkfifo(&page.join("iocap-view.1"));
     let (code, _, err) = crate::util::run(&["man", "--dir", page.to_str().unwrap()]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("iocap-view.1 is a FIFO"), "{err}");

@@ -1322,9 +1322,7 @@ fn an_existing_target_is_replaced_by_a_new_file_and_a_fifo_refused() {
     assert!(Reader::open(&cap).unwrap().is_clean());
 
     let fifo = dir.path().join("fifo.cap");
-    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    crate::util::mkfifo(&fifo);
     let mut child = iocap()
         .args(["record", "-d", "2s", "-w"])
         .arg(&fifo)

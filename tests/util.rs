@@ -158,3 +158,15 @@ pub fn synthetic_capture(dir: &Path, n: u64) -> PathBuf {
     w.finish(1_000_000_000 + n * 1_000_000).unwrap();
     path
 }
+
+/// Make a FIFO at `path` (0600).
+pub fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path, which mkfifo only reads.
+    assert_eq!(
+        unsafe { libc::mkfifo(c.as_ptr(), 0o600) },
+        0,
+        "mkfifo {}",
+        path.display()
+    );
+}
