@@ -152,6 +152,21 @@ impl Col {
 /// event, incompressible) under the 64 MiB frame limit. Writers cap their chunks to it.
 pub const MAX_CHUNK_EVENTS: u64 = 1 << 18;
 
+/// Most events a chunk may hold per byte of its frame (header and payload). A constant or
+/// missing column costs no bytes, so without this a chunk of a few dozen bytes could claim
+/// [`MAX_CHUNK_EVENTS`] events, and a small file millions of lines of export. Real recordings
+/// take about a byte per event at their densest (1.08 for `dd bs=1` at 6 M events) and 6 bytes
+/// on average; the writer splits a chunk denser than this (only identical synthetic events
+/// come near it). A reader refuses a chunk that claims more, and an index whose chunks claim
+/// more than the bytes between them hold, so a file of `n` bytes yields at most `128 n` events.
+pub const MAX_EVENTS_PER_BYTE: u64 = 128;
+
+/// Whether a chunk frame of `frame_len` bytes (header and payload) may hold `events` events
+/// ([`MAX_EVENTS_PER_BYTE`]).
+pub fn chunk_holds(frame_len: u64, events: u64) -> bool {
+    frame_len.saturating_mul(MAX_EVENTS_PER_BYTE) >= events
+}
+
 impl Col {
     /// Bits of the widest raw value of the column's type (FORMAT.md): 8 for `u8`, 32 for `u32`
     /// and `i32` (zigzag), 64 for `u64` and `i64` (zigzag).

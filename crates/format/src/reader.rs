@@ -7,7 +7,7 @@ use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::columns::{ColSet, Columns, DecodeError};
+use crate::columns::{chunk_holds, ColSet, Columns, DecodeError, MAX_EVENTS_PER_BYTE};
 use crate::error::{Error, Limit};
 use crate::frame::{self, FrameHeader, Kind, FRAME_HEADER_LEN, PREAMBLE_LEN, TRAILER_LEN};
 use crate::live::{self, Liveness};
@@ -1001,7 +1001,14 @@ impl<S: Source> Reader<S> {
                 _ => &st.notes[..],
             };
             let tail = st.tail.as_ref().filter(|_| !alive);
-            let all: Vec<&str> = notes.iter().chain(tail).map(String::as_str).collect();
+            let mut all: Vec<String> = notes.iter().chain(tail).cloned().collect();
+            // A file of a thousand bad chunks is said in a line, not a thousand.
+            const SAID: usize = 4;
+            if all.len() > SAID + 1 {
+                let more = all.len() - SAID;
+                all.truncate(SAID);
+                all.push(format!("{more} more such notes"));
+            }
             self.recovery = (!all.is_empty()).then(|| all.join("; "));
             self.scan = Some(st);
         }
@@ -1050,6 +1057,10 @@ impl<S: Source> Reader<S> {
                 Some(Kind::Chunk) => {
                     let mut cur = Cursor::new(&dec.payload);
                     match chunk_summary(&mut cur) {
+                        Some(summary) if !chunk_holds(h.frame_len(), summary.events) => st.notes.push(format!(
+                            "chunk at byte {off}: {}: skipped",
+                            too_dense(summary.events, h.frame_len())
+                        )),
                         Some(summary) => {
                             self.chunks.push(ChunkInfo { offset: off, summary });
                             grown.chunks += 1;
@@ -1173,14 +1184,26 @@ impl Index {
         if n > cur.remaining() as u64 {
             return None;
         }
-        let mut chunks = Vec::new();
+        let mut chunks: Vec<ChunkInfo> = Vec::new();
         for _ in 0..n {
             let offset = cur.varint()?;
             let summary = ChunkSummary::decode(&mut cur)?;
-            if offset >= at {
+            // Chunks in file order, each claiming no more than the bytes up to the next one
+            // hold: a file cannot list one small chunk many times, nor chunks a byte apart.
+            if offset >= at
+                || chunks.last().is_some_and(|c| {
+                    !chunk_holds(offset.saturating_sub(c.offset), c.summary.events) || offset <= c.offset
+                })
+            {
                 return None;
             }
             chunks.push(ChunkInfo { offset, summary });
+        }
+        if chunks
+            .last()
+            .is_some_and(|c| !chunk_holds(at - c.offset, c.summary.events))
+        {
+            return None;
         }
         let n = cur.varint()?;
         if n > cur.remaining() as u64 {
@@ -1310,6 +1333,11 @@ fn read_packed_in<'d, S: Source + ?Sized>(
     Some(&dec.body)
 }
 
+/// Why a chunk of `events` events in `bytes` bytes is refused.
+fn too_dense(events: u64, bytes: u64) -> String {
+    format!("a chunk claims {events} events in {bytes} bytes, more than {MAX_EVENTS_PER_BYTE} a byte")
+}
+
 /// Decode a verified chunk payload; `expected` is its summary as the index (or scan) gave it.
 fn decode_chunk(
     payload: &[u8],
@@ -1326,6 +1354,10 @@ fn decode_chunk(
     // describes (an index from another file, or frames moved), so neither can be trusted.
     if own != *expected {
         return Err(Error::corrupt(off, "chunk does not match its index entry"));
+    }
+    let frame_len = (FRAME_HEADER_LEN + payload.len()) as u64;
+    if !chunk_holds(frame_len, own.events) {
+        return Err(Error::corrupt(off, too_dense(own.events, frame_len)));
     }
     // The summary decoded, so `events` is at most MAX_CHUNK_EVENTS and fits a usize.
     let n = own.events as usize;

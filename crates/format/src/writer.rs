@@ -7,9 +7,9 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use crate::columns::{Columns, EncodeBufs, MAX_CHUNK_EVENTS};
+use crate::columns::{chunk_holds, Columns, EncodeBufs, MAX_CHUNK_EVENTS};
 use crate::error::Error;
-use crate::frame::{self, Kind};
+use crate::frame::{self, Kind, FRAME_HEADER_LEN};
 use crate::model::{Device, DropStats, Event, FileEntry, Meta, ProcEntry, StrId};
 use crate::pack::{self, Packer};
 use crate::rollup::Rollup;
@@ -549,8 +549,17 @@ impl<W: Write> Frames<W> {
         varint::put(&mut p, head.len() as u64);
         p.extend_from_slice(&head);
         let pos = self.pos;
-        let r = cols
-            .encode_with(&mut p, Some(&mut self.packer), &mut self.bufs)
+        let encoded = cols.encode_with(&mut p, Some(&mut self.packer), &mut self.bufs);
+        let frame_len = (FRAME_HEADER_LEN + p.len()) as u64;
+        if encoded.is_ok() && !chunk_holds(frame_len, summary.events) {
+            // Denser than a reader takes (identical events, in practice synthetic ones):
+            // written as two chunks of half as many events each.
+            self.chunk = p;
+            let (a, b) = halves(cols);
+            self.chunk(&a, drops)?;
+            return self.chunk(&b, drops);
+        }
+        let r = encoded
             .map_err(Error::from)
             .and_then(|()| self.write_frame(Kind::Chunk, &p));
         self.chunk = p;
@@ -659,4 +668,15 @@ impl<W: Write> Frames<W> {
         self.pos += bytes.len() as u64;
         Ok(())
     }
+}
+
+/// The first and second half of `cols`' events, as two chunks' columns.
+fn halves(cols: &Columns) -> (Columns, Columns) {
+    let (mut a, mut b) = (Columns::default(), Columns::default());
+    let mid = cols.len() / 2;
+    for i in 0..cols.len() {
+        let half = if i < mid { &mut a } else { &mut b };
+        half.push(&cols.event(i));
+    }
+    (a, b)
 }

@@ -84,6 +84,13 @@ impl Crafted {
         self
     }
 
+    /// The last chunk listed `times` more times in the index, at its one offset.
+    pub fn relist(mut self, times: usize) -> Crafted {
+        let last = self.chunks.last().expect("a chunk to list again").clone();
+        self.chunks.extend(std::iter::repeat_n(last, times));
+        self
+    }
+
     /// The index (stop_ts 1 ms), and the trailer.
     pub fn finish(mut self) -> Vec<u8> {
         let mut idx = Vec::new();
@@ -263,6 +270,22 @@ pub fn small_chunk() -> Vec<u8> {
     one_column(1, RAW, 4, &[1, 2, 3, 4])
 }
 
+/// `chunks` chunks of 2^18 events stored in no column at all (every value 0), frames of 35 bytes:
+/// 55 KB claiming a quarter of a billion events, each a line of an export, before chunks were bounded
+/// by their bytes ([`iocap_format::MAX_EVENTS_PER_BYTE`]).
+pub fn dense_chunks(chunks: usize) -> Vec<u8> {
+    let mut f = Crafted::new();
+    for _ in 0..chunks {
+        f = f.chunk(MAX_CHUNK_EVENTS, &[0]);
+    }
+    f.finish()
+}
+
+/// One chunk of 4 events listed 4 000 times in the index: 16 000 events claimed of 4 held.
+pub fn index_repeats() -> Vec<u8> {
+    Crafted::new().chunk(4, &small_chunk()).relist(3_999).finish()
+}
+
 /// A function that makes a fixture's bytes.
 pub type Recipe = fn() -> Vec<u8>;
 
@@ -275,6 +298,8 @@ pub fn recipes() -> Vec<(&'static str, Recipe)> {
         ("column-bomb.cap", || column_bombs(1)),
         ("column-bombs.cap", || column_bombs(8)),
         ("column-at-limit.cap", column_at_limit),
+        ("dense-chunks.cap", || dense_chunks(1_000)),
+        ("index-repeats.cap", index_repeats),
     ]
 }
 
@@ -607,4 +632,46 @@ fn the_writer_cuts_what_readers_would_refuse() {
     );
     let d = r.tables().device_name(7).unwrap();
     assert!(d.len() <= MAX_STRING && d.ends_with("é…"), "{}", d.len());
+}
+
+/// A file claims no more events than its bytes hold: chunks denser than
+/// [`iocap_format::MAX_EVENTS_PER_BYTE`] are skipped and said, and an index listing one chunk
+/// many times is not believed (the file is read by its frames instead).
+#[test]
+fn claims_are_bounded_by_the_bytes_that_make_them() {
+    let r = open_fixture("dense-chunks.cap");
+    assert_eq!((r.chunks().len(), r.event_count()), (0, 0));
+    let notes = r.recovery().unwrap();
+    assert!(
+        notes.contains("a chunk claims 262144 events in 35 bytes, more than 128 a byte"),
+        "{notes}"
+    );
+    let r = open_fixture("index-repeats.cap");
+    assert_eq!((r.chunks().len(), r.event_count()), (1, 4));
+    // The writer never writes what readers refuse: identical events, the densest there are,
+    // go in chunks that each hold no more than their bytes may.
+    let mut w = iocap_format::Writer::new(
+        Vec::new(),
+        &Default::default(),
+        iocap_format::WriterOptions {
+            chunk_events: MAX_CHUNK_EVENTS as usize,
+            level: 3,
+        },
+    )
+    .unwrap();
+    for _ in 0..MAX_CHUNK_EVENTS {
+        w.push(&iocap_format::Event::syscall(5, 0, 1, 1, 0, 0)).unwrap();
+    }
+    let r = iocap_format::Reader::from_bytes(w.finish(10).unwrap()).unwrap();
+    assert!(r.is_clean(), "{:?}", r.recovery());
+    assert_eq!(r.event_count(), MAX_CHUNK_EVENTS);
+    assert!(
+        r.chunks().len() > 1,
+        "one chunk of identical events is denser than a reader takes"
+    );
+    let (mut dec, mut cols) = (iocap_format::ChunkDecoder::new(), iocap_format::Columns::default());
+    for i in 0..r.chunks().len() {
+        r.read_chunk(i, iocap_format::ColSet::ALL, &mut dec, &mut cols).unwrap();
+        assert!(cols.ts.iter().all(|&t| t == 5));
+    }
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use iocap_format::varint::put;
 use iocap_format::{
     ChunkDecoder, ChunkSummary, ColSet, Columns, Error, Event, FdType, ReadOptions, Reader, FORMAT_MAJOR, LOG2_BUCKETS,
-    MAX_CHUNK_EVENTS,
+    MAX_CHUNK_EVENTS, MAX_EVENTS_PER_BYTE,
 };
 
 use crate::bombs::frame;
@@ -132,15 +132,34 @@ fn event_counts_over_the_limit_are_refused() {
         assert_eq!(r.chunks().len(), 0, "{events} events");
         assert!(r.recovery().unwrap().contains("damaged summary"), "{:?}", r.recovery());
     }
-    // At the limit, it decodes.
-    let mut body = Vec::new();
-    put(&mut body, 1);
-    body.extend_from_slice(&[1, 0, 0, 1, 1, 5]);
-    let mut f = start(FORMAT_MAJOR);
-    f.extend(raw_chunk(MAX_CHUNK_EVENTS, &body));
-    let cols = read_first(f).unwrap();
+    // At the limit, in the bytes it needs, it decodes. A column of an id this reader does
+    // not know (a later format's) is skipped, so it pads the chunk to the bytes it needs.
+    let at_limit = |pad: u64| {
+        let mut body = Vec::new();
+        put(&mut body, 2);
+        body.extend_from_slice(&[1, 0, 0, 1, 1]);
+        body.extend_from_slice(&[63, 0, 0]);
+        put(&mut body, pad);
+        put(&mut body, pad);
+        body.push(5);
+        body.extend(std::iter::repeat_n(0, pad as usize));
+        let mut f = start(FORMAT_MAJOR);
+        f.extend(raw_chunk(MAX_CHUNK_EVENTS, &body));
+        f
+    };
+    let needed = MAX_CHUNK_EVENTS / MAX_EVENTS_PER_BYTE;
+    let cols = read_first(at_limit(needed)).unwrap();
     assert_eq!(cols.len() as u64, MAX_CHUNK_EVENTS);
     assert!(cols.ts.iter().all(|&t| t == 5));
+    // The same events in fewer bytes than they need: refused (a file of a few KB cannot
+    // claim billions of events, each a line of an export).
+    let r = Reader::from_bytes(at_limit(needed / 2)).unwrap();
+    assert_eq!(r.chunks().len(), 0);
+    let notes = r.recovery().unwrap();
+    assert!(
+        notes.contains("a chunk claims 262144 events in ") && notes.contains("more than 128 a byte"),
+        "{notes}"
+    );
 }
 
 #[test]
