@@ -24,59 +24,6 @@ use codec::{
     put_planes, ref_codes, unpack_column, varint_len, PlaneBufs,
 };
 
-/// A column of the event table. The discriminant is the on-disk column id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum Col {
-    /// [`Event::class`], as its code.
-    Class = 0,
-    /// [`Event::ts`]; the one column that may be stored as gaps (`GAP`, `GAP_VBYTE`).
-    Ts = 1,
-    /// [`Event::latency`].
-    Latency = 2,
-    /// [`Event::pid`].
-    Pid = 3,
-    /// [`Event::tid`].
-    Tid = 4,
-    /// [`Event::proc`].
-    Proc = 5,
-    /// [`Event::nr`].
-    Nr = 6,
-    /// [`Event::ret`], stored as `ret - bytes` (zero whenever a call returns its byte count);
-    /// decoding it decodes [`Col::Bytes`] too.
-    Ret = 7,
-    /// [`Event::fd`].
-    Fd = 8,
-    /// [`Event::file`].
-    File = 9,
-    /// [`Event::bytes`].
-    Bytes = 10,
-    /// [`Event::dev`].
-    Dev = 11,
-    /// [`Event::sector`].
-    Sector = 12,
-    /// [`Event::queue`].
-    Queue = 13,
-    /// [`Event::op`].
-    Op = 14,
-    /// [`Event::flags`].
-    Flags = 15,
-    /// [`Event::cause`] (since 1.3).
-    Cause = 16,
-    /// [`Event::link`] (since 1.3).
-    Link = 17,
-    /// [`Event::disk_reqs`] (since 1.3).
-    DiskReqs = 18,
-    /// [`Event::disk_bytes`] (since 1.3).
-    DiskBytes = 19,
-    /// [`Event::disk_time`] (since 1.3).
-    DiskTime = 20,
-    /// [`Event::cpu`] (since 1.5).
-    Cpu = 21,
-    /// [`Event::offset`] (since 1.5).
-    Offset = 22,
-}
-
 /// A set of columns, for decoding only what a filter or an aggregation reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ColSet(pub u32);
@@ -114,37 +61,6 @@ impl FromIterator<Col> for ColSet {
     }
 }
 
-const NCOLS: u32 = 23;
-
-impl Col {
-    /// Every column, by on-disk id (`Col::ALL[id]` is the column with that id).
-    pub const ALL: [Col; NCOLS as usize] = [
-        Col::Class,
-        Col::Ts,
-        Col::Latency,
-        Col::Pid,
-        Col::Tid,
-        Col::Proc,
-        Col::Nr,
-        Col::Ret,
-        Col::Fd,
-        Col::File,
-        Col::Bytes,
-        Col::Dev,
-        Col::Sector,
-        Col::Queue,
-        Col::Op,
-        Col::Flags,
-        Col::Cause,
-        Col::Link,
-        Col::DiskReqs,
-        Col::DiskBytes,
-        Col::DiskTime,
-        Col::Cpu,
-        Col::Offset,
-    ];
-}
-
 /// Most events one chunk may hold. A reader refuses a chunk summary claiming more, because a
 /// constant or missing column expands to `events` values from no bytes at all: this cap is
 /// what bounds the memory a hostile chunk can make a reader allocate (about 80 bytes per event
@@ -165,27 +81,6 @@ pub const MAX_EVENTS_PER_BYTE: u64 = 128;
 /// ([`MAX_EVENTS_PER_BYTE`]).
 pub fn chunk_holds(frame_len: u64, events: u64) -> bool {
     frame_len.saturating_mul(MAX_EVENTS_PER_BYTE) >= events
-}
-
-impl Col {
-    /// Bits of the widest raw value of the column's type (FORMAT.md): 8 for `u8`, 32 for `u32`
-    /// and `i32` (zigzag), 64 for `u64` and `i64` (zigzag).
-    pub(crate) const fn raw_bits(self) -> u32 {
-        match self {
-            Col::Class | Col::Op | Col::Cause => 8,
-            Col::Ts
-            | Col::Latency
-            | Col::Ret
-            | Col::Bytes
-            | Col::Sector
-            | Col::Queue
-            | Col::Link
-            | Col::DiskBytes
-            | Col::DiskTime
-            | Col::Offset => 64,
-            _ => 32,
-        }
-    }
 }
 
 /// The most bytes a column of `n` values of `col`'s type can take in `encoding`, its varints
@@ -474,34 +369,18 @@ struct Shape {
     trial: bool,
 }
 
-/// The columns the recorder writes for block requests only, and those it writes for the other
-/// events only: each is stored [`enc::MASKED`] when a chunk has both kinds of events. Masked,
-/// a chunk's interleaving of block requests and calls is stored once (in `class`), not again
-/// in every such column's zeros (fio 4 KiB randread, a third of its events block requests:
-/// dev, flags and cause each cost 0.07 bytes/event unmasked).
-const BLOCK_ONLY: ColSet = ColSet::NONE
-    .with(Col::Dev)
-    .with(Col::Sector)
-    .with(Col::Queue)
-    .with(Col::Op)
-    .with(Col::Flags)
-    .with(Col::Cause)
-    .with(Col::Link);
-/// See [`BLOCK_ONLY`].
-const OTHERS_ONLY: ColSet = ColSet::NONE
-    .with(Col::DiskReqs)
-    .with(Col::DiskBytes)
-    .with(Col::DiskTime)
-    .with(Col::Offset);
-
 /// The [`enc::MASKED`] selector the writer tries for `col`, if any.
+///
+/// A column for one side of the block/other split ([`Col::holds`]) is
+/// stored [`enc::MASKED`] when a chunk has both kinds of events. Masked, a chunk's interleaving
+/// of block requests and calls is stored once (in `class`), not again in every such column's
+/// zeros (fio 4 KiB randread, a third of its events block requests: dev, flags and cause each
+/// cost 0.07 bytes/event unmasked).
 fn mask_of(col: Col) -> Option<u8> {
-    if BLOCK_ONLY.contains(col) {
-        Some(enc::MASK_BLOCKS)
-    } else if OTHERS_ONLY.contains(col) {
-        Some(enc::MASK_OTHERS)
-    } else {
-        None
+    match col.holds() {
+        Holds::Blocks => Some(enc::MASK_BLOCKS),
+        Holds::Others => Some(enc::MASK_OTHERS),
+        Holds::All => None,
     }
 }
 
@@ -581,7 +460,7 @@ fn put_column(
     let prefix = prefix.as_ref().map_or(&[][..], |p| &p[..]);
     out.scratch.clear();
     // A full chunk between trials whose column took planes last time: planes straight away.
-    if packer.is_some() && !trial && PLANES_TRIED.contains(col) && *form == Form::Planes {
+    if packer.is_some() && !trial && col.planes_tried() && *form == Form::Planes {
         return out.planes(col, planes_encoding, prefix, get, n);
     }
     if let Some(m) = mask {
@@ -602,7 +481,7 @@ fn put_column(
         None => inner,
     };
     // Wide values (ns, sectors) may also be stored as byte planes.
-    let planes_tried = PLANES_TRIED.contains(col) && !matches!(inner, enc::CONST | enc::DICT | enc::PACKED_DICT);
+    let planes_tried = col.planes_tried() && !matches!(inner, enc::CONST | enc::DICT | enc::PACKED_DICT);
     let planes_of = planes_tried.then_some((planes_encoding, get));
     out.store(col, encoding, planes_of, prefix, n, packer, form, trial)
 }
@@ -611,20 +490,11 @@ fn put_column(
 /// would eat the gain.
 const MIN_COMPRESS: usize = 64;
 
-/// The columns whose [`enc::PLANES`] form the writer compares with their usual one: times
-/// in ns, sectors and offsets, whose low bytes are near-random (elsewhere it seldom wins and
-/// would cost a second compression).
-const PLANES_TRIED: ColSet = ColSet::NONE
-    .with(Col::Ts)
-    .with(Col::Latency)
-    .with(Col::Sector)
-    .with(Col::Queue)
-    .with(Col::Link)
-    .with(Col::DiskTime)
-    .with(Col::Offset);
-
 /// A value stored in a column: mapped to and from the u64 that is varint-encoded.
 pub trait ColValue: Copy + Default {
+    /// Bits of the widest raw value of the type (FORMAT.md): 8 for `u8`, 32 for `u32` and
+    /// `i32` (zigzag), 64 for `u64` and `i64` (zigzag).
+    const BITS: u32;
     /// The u64 the column stores: the value widened, a signed one zigzag-mapped first.
     fn to_raw(self) -> u64;
     /// Values out of range (only in a hostile file) are truncated, never a panic.
@@ -634,6 +504,7 @@ pub trait ColValue: Copy + Default {
 macro_rules! unsigned_col_value {
     ($($t:ty),*) => {$(
         impl ColValue for $t {
+            const BITS: u32 = <$t>::BITS;
             #[inline]
             fn to_raw(self) -> u64 { self as u64 }
             #[inline]
@@ -644,6 +515,7 @@ macro_rules! unsigned_col_value {
 unsigned_col_value!(u8, u32, u64);
 
 impl ColValue for i64 {
+    const BITS: u32 = 64;
     #[inline]
     fn to_raw(self) -> u64 {
         varint::zigzag(self)
@@ -655,6 +527,7 @@ impl ColValue for i64 {
 }
 
 impl ColValue for i32 {
+    const BITS: u32 = 32;
     #[inline]
     fn to_raw(self) -> u64 {
         varint::zigzag(i64::from(self))
@@ -691,8 +564,129 @@ impl From<BodyError> for DecodeError {
     }
 }
 
+/// Which events a column is for. A column for one side of the block/other split has 0 for
+/// the other side's events, as a rule: the writer then stores it for its side alone
+/// ([`enc::MASKED`]), and stores it whole for a chunk where an event of the other side has a
+/// value (the `unfinished` flag, which any event may carry). A field of one side never reads
+/// a column of the other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Holds {
+    /// Every event.
+    All,
+    /// Block requests ([`Class::Block`]).
+    Blocks,
+    /// Every event but block requests: syscalls and io_uring requests.
+    Others,
+}
+
+/// One column of a [`Columns`], typed: what [`Columns::get`] gives.
+#[derive(Clone, Copy, Debug)]
+#[allow(missing_docs)]
+pub enum ColSlice<'a> {
+    U8(&'a [u8]),
+    U32(&'a [u32]),
+    U64(&'a [u64]),
+    I32(&'a [i32]),
+    I64(&'a [i64]),
+}
+
+/// The [`ColSlice`] variant of a column's type.
+trait Sliced: Sized {
+    fn sliced(v: &[Self]) -> ColSlice<'_>;
+}
+
+macro_rules! sliced {
+    ($($t:ty => $v:ident),*) => {$(
+        impl Sliced for $t {
+            fn sliced(v: &[$t]) -> ColSlice<'_> {
+                ColSlice::$v(v)
+            }
+        }
+    )*};
+}
+sliced!(u8 => U8, u32 => U32, u64 => U64, i32 => I32, i64 => I64);
+
+impl ColSlice<'_> {
+    /// Number of values (0 for a column that was not decoded).
+    pub fn len(&self) -> usize {
+        match self {
+            ColSlice::U8(v) => v.len(),
+            ColSlice::U32(v) => v.len(),
+            ColSlice::U64(v) => v.len(),
+            ColSlice::I32(v) => v.len(),
+            ColSlice::I64(v) => v.len(),
+        }
+    }
+
+    /// Whether there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Value `i` as an i128 (every column type fits), 0 past the end.
+    #[inline]
+    pub fn wide(&self, i: usize) -> i128 {
+        match self {
+            ColSlice::U8(v) => v.get(i).map_or(0, |&x| i128::from(x)),
+            ColSlice::U32(v) => v.get(i).map_or(0, |&x| i128::from(x)),
+            ColSlice::U64(v) => v.get(i).map_or(0, |&x| i128::from(x)),
+            ColSlice::I32(v) => v.get(i).map_or(0, |&x| i128::from(x)),
+            ColSlice::I64(v) => v.get(i).map_or(0, |&x| i128::from(x)),
+        }
+    }
+}
+
+/// The event table's columns, declared once: for each, its field of [`Columns`] and type, its
+/// [`Col`] and on-disk id, which events it [`Holds`] values for, whether its `DELTA` form is
+/// tried, and whether its [`enc::PLANES`] form is compared with its usual one (times in ns,
+/// sectors and offsets, whose low bytes are near-random; elsewhere planes seldom win and
+/// would cost a second compression). Everything else about a column (its width, the class
+/// masks, the list of all of them) is derived from this one table.
 macro_rules! columns {
-    ($( $(#[$doc:meta])* $field:ident : $ty:ty = $col:ident, $delta:expr; )*) => {
+    ($( $(#[$doc:meta])* $field:ident : $ty:ty = $col:ident($id:literal), $holds:ident, delta: $delta:literal, planes: $planes:literal; )*) => {
+        /// A column of the event table. The discriminant is the on-disk column id.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(u8)]
+        pub enum Col {
+            $( $(#[$doc])* $col = $id, )*
+        }
+
+        /// How many columns this version knows.
+        const NCOLS: u32 = [$( Col::$col ),*].len() as u32;
+
+        impl Col {
+            /// Every column, by on-disk id (`Col::ALL[id]` is the column with that id).
+            pub const ALL: [Col; NCOLS as usize] = [$( Col::$col ),*];
+
+            /// Bits of the widest raw value of the column's type ([`ColValue::BITS`]).
+            pub const fn raw_bits(self) -> u32 {
+                match self {
+                    $( Col::$col => <$ty as ColValue>::BITS, )*
+                }
+            }
+
+            /// Which events the column holds values for.
+            pub const fn holds(self) -> Holds {
+                match self {
+                    $( Col::$col => Holds::$holds, )*
+                }
+            }
+
+            /// The column's name: its field of [`Columns`] and of [`Event`].
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $( Col::$col => stringify!($field), )*
+                }
+            }
+
+            /// Whether the writer compares the column's byte planes with its usual form.
+            const fn planes_tried(self) -> bool {
+                match self {
+                    $( Col::$col => $planes, )*
+                }
+            }
+        }
+
         /// Events as parallel vectors, one per column. Columns that were not decoded are empty;
         /// `len` is the number of events either way.
         #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -704,6 +698,13 @@ macro_rules! columns {
         }
 
         impl Columns {
+            /// Column `c`, typed.
+            pub fn get(&self, c: Col) -> ColSlice<'_> {
+                match c {
+                    $( Col::$col => Sliced::sliced(&self.$field), )*
+                }
+            }
+
             /// Append one event (every column). Inline: the recorder's writer calls it for
             /// every event, and each column's push is a few instructions.
             #[inline]
@@ -977,51 +978,51 @@ macro_rules! columns {
 
 columns! {
     /// [`Class`] code.
-    class: u8 = Class, false;
+    class: u8 = Class(0), All, delta: false, planes: false;
     /// [`Event::ts`], ns since boot.
-    ts: u64 = Ts, true;
+    ts: u64 = Ts(1), All, delta: true, planes: true;
     /// [`Event::latency`], ns.
-    latency: u64 = Latency, false;
+    latency: u64 = Latency(2), All, delta: false, planes: true;
     /// [`Event::pid`].
-    pid: u32 = Pid, false;
+    pid: u32 = Pid(3), All, delta: false, planes: false;
     /// [`Event::tid`].
-    tid: u32 = Tid, false;
+    tid: u32 = Tid(4), All, delta: false, planes: false;
     /// [`Event::proc`]: a process table id, 0 when unknown.
-    proc: u32 = Proc, false;
+    proc: u32 = Proc(5), All, delta: false, planes: false;
     /// [`Event::nr`]: the syscall number.
-    nr: u32 = Nr, false;
+    nr: u32 = Nr(6), All, delta: false, planes: false;
     /// [`Event::ret`].
-    ret: i64 = Ret, false;
+    ret: i64 = Ret(7), All, delta: false, planes: false;
     /// [`Event::fd`], -1 for none.
-    fd: i32 = Fd, false;
+    fd: i32 = Fd(8), All, delta: false, planes: false;
     /// [`Event::file`]: a file table id, 0 when none.
-    file: u32 = File, false;
+    file: u32 = File(9), All, delta: false, planes: false;
     /// [`Event::bytes`].
-    bytes: u64 = Bytes, false;
+    bytes: u64 = Bytes(10), All, delta: false, planes: false;
     /// [`Event::dev`] (block), a kernel `dev_t`.
-    dev: u32 = Dev, false;
+    dev: u32 = Dev(11), Blocks, delta: false, planes: false;
     /// [`Event::sector`] (block), 512-byte units.
-    sector: u64 = Sector, true;
+    sector: u64 = Sector(12), Blocks, delta: true, planes: true;
     /// [`Event::queue`] (block), ns.
-    queue: u64 = Queue, false;
+    queue: u64 = Queue(13), Blocks, delta: false, planes: true;
     /// [`Event::op`] (block), a [`BlockOp`](crate::BlockOp) code.
-    op: u8 = Op, false;
+    op: u8 = Op(14), Blocks, delta: false, planes: false;
     /// [`Event::flags`] (block), [`blk_flags`](crate::blk_flags) bits.
-    flags: u32 = Flags, false;
-    /// [`Event::cause`] (block), a [`Cause`](crate::Cause) code.
-    cause: u8 = Cause, false;
-    /// [`Event::link`] (block): how long before `ts` the linked syscall started.
-    link: u64 = Link, false;
-    /// [`Event::disk_reqs`] (syscall).
-    disk_reqs: u32 = DiskReqs, false;
-    /// [`Event::disk_bytes`] (syscall).
-    disk_bytes: u64 = DiskBytes, false;
-    /// [`Event::disk_time`] (syscall), ns.
-    disk_time: u64 = DiskTime, false;
-    /// [`Event::cpu`].
-    cpu: u32 = Cpu, false;
-    /// [`Event::offset`] (positional I/O syscalls), bytes.
-    offset: u64 = Offset, false;
+    flags: u32 = Flags(15), Blocks, delta: false, planes: false;
+    /// [`Event::cause`] (block), a [`Cause`](crate::Cause) code. Since 1.3.
+    cause: u8 = Cause(16), Blocks, delta: false, planes: false;
+    /// [`Event::link`] (block): how long before `ts` the linked syscall started. Since 1.3.
+    link: u64 = Link(17), Blocks, delta: false, planes: true;
+    /// [`Event::disk_reqs`] (syscall). Since 1.3.
+    disk_reqs: u32 = DiskReqs(18), Others, delta: false, planes: false;
+    /// [`Event::disk_bytes`] (syscall). Since 1.3.
+    disk_bytes: u64 = DiskBytes(19), Others, delta: false, planes: false;
+    /// [`Event::disk_time`] (syscall), ns. Since 1.3.
+    disk_time: u64 = DiskTime(20), Others, delta: false, planes: true;
+    /// [`Event::cpu`]. Since 1.5.
+    cpu: u32 = Cpu(21), All, delta: false, planes: false;
+    /// [`Event::offset`] (positional I/O syscalls), bytes. Since 1.5.
+    offset: u64 = Offset(22), Others, delta: false, planes: true;
 }
 
 impl Columns {
@@ -1047,6 +1048,52 @@ mod tests {
     use super::*;
     use crate::pack::Packer;
     use proptest::strategy::Strategy;
+
+    /// The table of columns in FORMAT.md, the one a reader in another language is written
+    /// from, says of every column what `columns!` declares: its id, name, type (so its width)
+    /// and which events it is for ("block: …" or a syscall's). A column declared with another
+    /// width or class than the document gives, or not documented, fails here.
+    #[test]
+    fn every_column_is_declared_as_format_md_documents_it() {
+        let doc = include_str!("../../../FORMAT.md");
+        let table = doc
+            .split("**Column ids and raw values.**")
+            .nth(1)
+            .expect("FORMAT.md's column table");
+        let rows: Vec<Vec<&str>> = table
+            .lines()
+            .skip_while(|l| !l.starts_with("| id |"))
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| l.split('|').map(str::trim).skip(1).collect())
+            .collect();
+        assert_eq!(rows.len(), Col::ALL.len(), "FORMAT.md documents every column, and no other");
+        for (row, &col) in rows.iter().zip(&Col::ALL) {
+            let (id, name, ty, raw) = (row[0], row[1], row[2], row[3]);
+            assert_eq!(id, (col as u8).to_string(), "{name}: ids in order");
+            assert_eq!(name, col.name());
+            let bits: u32 = ty[1..].parse().unwrap();
+            assert_eq!(bits, col.raw_bits(), "{name}: width of {ty}");
+            let signed = ty.starts_with('i');
+            let holds = if raw.starts_with("block") {
+                Holds::Blocks
+            } else if raw.starts_with("syscall:") || raw.starts_with("syscall (") || raw.contains(", syscalls ") {
+                Holds::Others
+            } else {
+                Holds::All
+            };
+            assert_eq!(holds, col.holds(), "{name}: {raw}");
+            let empty = Columns::default();
+            let typed = match empty.get(col) {
+                ColSlice::U8(_) => (8, false),
+                ColSlice::U32(_) => (32, false),
+                ColSlice::U64(_) => (64, false),
+                ColSlice::I32(_) => (32, true),
+                ColSlice::I64(_) => (64, true),
+            };
+            assert_eq!(typed, (bits, signed), "{name}: Columns::get's type");
+        }
+    }
 
     fn sample(n: usize) -> Vec<Event> {
         (0..n)

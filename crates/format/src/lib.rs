@@ -47,7 +47,9 @@ pub mod uring;
 pub mod varint;
 mod writer;
 
-pub use columns::{chunk_holds, Col, ColSet, ColValue, Columns, MAX_CHUNK_EVENTS, MAX_EVENTS_PER_BYTE};
+pub use columns::{
+    chunk_holds, Col, ColSet, ColSlice, ColValue, Columns, Holds, MAX_CHUNK_EVENTS, MAX_EVENTS_PER_BYTE,
+};
 pub use error::{Error, Limit};
 pub use frame::{opening_len, FORMAT_MAJOR, FORMAT_MINOR, OPENING_PEEK};
 pub use hash::{IdHasher, IdMap};
