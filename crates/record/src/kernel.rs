@@ -884,11 +884,11 @@ mod tests {
 
     #[test]
     fn readme_lists_every_feature_as_the_probes_know_it() {
-        let readme = include_str!("../../../README.md");
+        let readme = include_str!("../../../GUIDE.md");
         let want = readme_table();
         assert!(
             readme.contains(&want),
-            "README.md's kernel table is not kernel.rs's; it should read:\n{want}"
+            "GUIDE.md's kernel table is not kernel.rs's; it should read:\n{want}"
         );
     }
 
