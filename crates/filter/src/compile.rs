@@ -7,11 +7,11 @@
 //! form means exactly what `fields::value` says. Evaluation is then integer scans: a range test
 //! on a column, or a bit test of an id in a precomputed set, 64 events to a word.
 
-use iocap_format::{Cause, ChunkSummary, Class, Col, ColSet, Columns, Event, Meta, Tables};
+use iocap_format::{Cause, ChunkSummary, Class, Col, ColSet, ColSlice, Columns, Event, Holds, Meta, Tables};
 
 use crate::bitmap::Bitmap;
 use crate::check::{Node, Pred, Test};
-use crate::fields::{self, FieldId, Value};
+use crate::fields::{self, FieldId, FieldType, Read, Value};
 
 /// A filter ready to run over the chunks of one capture. `Send + Sync`: share it between the
 /// threads that decode and filter chunks.
@@ -33,24 +33,13 @@ pub(crate) enum CNode {
 /// A column an integer test reads, and how a value becomes the u64 key the ranges are over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum NumSrc {
-    Latency,
-    Ts,
-    Pid,
-    Tid,
-    /// Signed: key is the value with its sign bit flipped (order-preserving).
-    Ret,
+    /// A column ([`fields::Read::Column`]); `signed` (a field of type int): the key is the
+    /// value as an i64 with its sign bit flipped (order-preserving).
+    Col { col: Col, signed: bool },
+    /// The saturating sum of two columns ([`fields::Read::Sum`]).
+    Sum(Col, Col),
+    /// `fd.num`: the fd column, signed, present only when not negative.
     Fd,
-    Bytes,
-    Sector,
-    Queue,
-    /// `queue + latency`, saturating.
-    QueueLatency,
-    DiskReqs,
-    DiskBytes,
-    DiskTime,
-    Cpu,
-    /// Signed, as `Ret`.
-    Offset,
 }
 
 /// A column whose values are ids tested against an [`IdSet`].
@@ -453,7 +442,8 @@ fn signed_key(x: i64) -> u64 {
 
 fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables, origin: u64) -> Kernel {
     let num = |src: NumSrc, class: Option<u8>| {
-        let (ranges, negate) = key_ranges(&p.test, matches!(src, NumSrc::Ret | NumSrc::Fd | NumSrc::Offset));
+        let signed = matches!(src, NumSrc::Col { signed: true, .. } | NumSrc::Fd);
+        let (ranges, negate) = key_ranges(&p.test, signed);
         Kernel::Num {
             src,
             class,
@@ -498,10 +488,36 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables, origin: u64) -> Kernel {
             urings: nr_set(Class::IoUring, 256, beyond(Class::IoUring)),
         }))
     };
+    // The events a field is for, as the class a kernel tests.
+    let class_of = |of: Holds| match of {
+        Holds::All => None,
+        Holds::Blocks => Some(BLOCK),
+        Holds::Others => Some(SYSCALL),
+    };
+    match info.read {
+        Read::Column { col, of } => {
+            let signed = info.ty == FieldType::Int;
+            return num(NumSrc::Col { col, signed }, class_of(of));
+        }
+        Read::Sum { cols: (a, b), of } => return num(NumSrc::Sum(a, b), class_of(of)),
+        Read::Other { .. } => {}
+    }
     match p.field {
-        FieldId::ProcPid => num(NumSrc::Pid, None),
-        FieldId::ThreadTid => num(NumSrc::Tid, None),
-        FieldId::EvtRes => num(NumSrc::Ret, None),
+        // Read from their columns, above.
+        FieldId::ProcPid
+        | FieldId::ThreadTid
+        | FieldId::EvtRes
+        | FieldId::Latency
+        | FieldId::IoBytes
+        | FieldId::BlkSector
+        | FieldId::BlkBytes
+        | FieldId::BlkQueue
+        | FieldId::BlkLatency
+        | FieldId::BlkTotal
+        | FieldId::DiskRequests
+        | FieldId::DiskBytes
+        | FieldId::DiskTime
+        | FieldId::EvtCpu => unreachable!("{:?} is read from columns", p.field),
         FieldId::EvtFailed => {
             // true ⇔ ret < 0: map the {0, 1} test onto ranges of ret.
             let t = |b: bool| test_value(&p.test, &Value::Bool(b));
@@ -513,7 +529,10 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables, origin: u64) -> Kernel {
                 ranges.push((signed_key(0), signed_key(i64::MAX)));
             }
             Kernel::Num {
-                src: NumSrc::Ret,
+                src: NumSrc::Col {
+                    col: Col::Ret,
+                    signed: true,
+                },
                 class: None,
                 ranges,
                 negate: false,
@@ -531,26 +550,24 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables, origin: u64) -> Kernel {
                 })
                 .collect();
             Kernel::Num {
-                src: NumSrc::Ts,
+                src: NumSrc::Col {
+                    col: Col::Ts,
+                    signed: false,
+                },
                 class: None,
                 ranges,
                 negate,
             }
         }
-        FieldId::Latency => num(NumSrc::Latency, None),
         FieldId::FdNum => num(NumSrc::Fd, Some(SYSCALL)),
-        FieldId::IoBytes => num(NumSrc::Bytes, None),
-        FieldId::BlkSector => num(NumSrc::Sector, Some(BLOCK)),
-        FieldId::BlkBytes => num(NumSrc::Bytes, Some(BLOCK)),
-        FieldId::BlkQueue => num(NumSrc::Queue, Some(BLOCK)),
-        FieldId::BlkLatency => num(NumSrc::Latency, Some(BLOCK)),
-        FieldId::BlkTotal => num(NumSrc::QueueLatency, Some(BLOCK)),
-        FieldId::DiskRequests => num(NumSrc::DiskReqs, Some(SYSCALL)),
-        FieldId::DiskBytes => num(NumSrc::DiskBytes, Some(SYSCALL)),
-        FieldId::DiskTime => num(NumSrc::DiskTime, Some(SYSCALL)),
-        FieldId::EvtCpu => num(NumSrc::Cpu, None),
         // Only on the positional calls: `compile_node` adds that half.
-        FieldId::IoOffset => num(NumSrc::Offset, Some(SYSCALL)),
+        FieldId::IoOffset => num(
+            NumSrc::Col {
+                col: Col::Offset,
+                signed: true,
+            },
+            Some(SYSCALL),
+        ),
         FieldId::BlkCause => {
             let ids = (0..256u64).map(|c| {
                 let e = Event {
@@ -746,22 +763,10 @@ impl Kernel {
         };
         match self {
             Kernel::Num { src, class: c, .. } => {
-                let cols = match src {
-                    NumSrc::Latency => ColSet::NONE.with(Col::Latency),
-                    NumSrc::Ts => ColSet::NONE.with(Col::Ts),
-                    NumSrc::Pid => ColSet::NONE.with(Col::Pid),
-                    NumSrc::Tid => ColSet::NONE.with(Col::Tid),
-                    NumSrc::Ret => ColSet::NONE.with(Col::Ret),
+                let cols = match *src {
+                    NumSrc::Col { col, .. } => ColSet::NONE.with(col),
+                    NumSrc::Sum(a, b) => ColSet::NONE.with(a).with(b),
                     NumSrc::Fd => ColSet::NONE.with(Col::Fd),
-                    NumSrc::Bytes => ColSet::NONE.with(Col::Bytes),
-                    NumSrc::Sector => ColSet::NONE.with(Col::Sector),
-                    NumSrc::Queue => ColSet::NONE.with(Col::Queue),
-                    NumSrc::QueueLatency => ColSet::NONE.with(Col::Queue).with(Col::Latency),
-                    NumSrc::DiskReqs => ColSet::NONE.with(Col::DiskReqs),
-                    NumSrc::DiskBytes => ColSet::NONE.with(Col::DiskBytes),
-                    NumSrc::DiskTime => ColSet::NONE.with(Col::DiskTime),
-                    NumSrc::Cpu => ColSet::NONE.with(Col::Cpu),
-                    NumSrc::Offset => ColSet::NONE.with(Col::Offset),
                 };
                 cols.union(class(c))
             }
@@ -801,8 +806,8 @@ impl Kernel {
                     return (false, false);
                 }
                 let (lo, hi) = match src {
-                    NumSrc::Latency => (s.min_latency, s.max_latency),
-                    NumSrc::Ts => (s.min_ts, s.max_ts),
+                    NumSrc::Col { col: Col::Latency, .. } => (s.min_latency, s.max_latency),
+                    NumSrc::Col { col: Col::Ts, .. } => (s.min_ts, s.max_ts),
                     _ => return (true, false),
                 };
                 let meets = ranges.iter().any(|&(a, b)| a <= hi && lo <= b);
@@ -960,20 +965,17 @@ impl Kernel {
                         scan_num(&col($v, n), cl, $key, always, test, words, mode)
                     };
                 }
-                match src {
-                    NumSrc::Latency => plain!(&cols.latency, |x| x),
-                    NumSrc::Ts => plain!(&cols.ts, |x| x),
-                    NumSrc::Bytes => plain!(&cols.bytes, |x| x),
-                    NumSrc::Sector => plain!(&cols.sector, |x| x),
-                    NumSrc::Queue => plain!(&cols.queue, |x| x),
-                    NumSrc::DiskTime => plain!(&cols.disk_time, |x| x),
-                    NumSrc::DiskBytes => plain!(&cols.disk_bytes, |x| x),
-                    NumSrc::Pid => plain!(&cols.pid, u64::from),
-                    NumSrc::Tid => plain!(&cols.tid, u64::from),
-                    NumSrc::DiskReqs => plain!(&cols.disk_reqs, u64::from),
-                    NumSrc::Cpu => plain!(&cols.cpu, u64::from),
-                    NumSrc::Offset => plain!(&cols.offset, |x| signed_key(x as i64)),
-                    NumSrc::Ret => plain!(&cols.ret, signed_key),
+                match *src {
+                    NumSrc::Col { col: c, signed } => match cols.get(c) {
+                        ColSlice::U8(v) if signed => plain!(v, |x| signed_key(i64::from(x))),
+                        ColSlice::U8(v) => plain!(v, u64::from),
+                        ColSlice::U32(v) if signed => plain!(v, |x| signed_key(i64::from(x))),
+                        ColSlice::U32(v) => plain!(v, u64::from),
+                        ColSlice::U64(v) if signed => plain!(v, |x| signed_key(x as i64)),
+                        ColSlice::U64(v) => plain!(v, |x| x),
+                        ColSlice::I32(v) => plain!(v, |x| signed_key(i64::from(x))),
+                        ColSlice::I64(v) => plain!(v, signed_key),
+                    },
                     NumSrc::Fd => scan_num(
                         &col(&cols.fd, n),
                         cl,
@@ -983,9 +985,20 @@ impl Kernel {
                         words,
                         mode,
                     ),
-                    NumSrc::QueueLatency => {
-                        let (q, l) = (col(&cols.queue, n), col(&cols.latency, n));
-                        let sums: Vec<u64> = q.iter().zip(l.iter()).map(|(a, b)| a.saturating_add(*b)).collect();
+                    NumSrc::Sum(a, b) => {
+                        let sums: Vec<u64> = match (cols.get(a), cols.get(b)) {
+                            // Two u64 columns (times in ns): the sum, without widening.
+                            (ColSlice::U64(x), ColSlice::U64(y)) => {
+                                let (x, y) = (col(x, n), col(y, n));
+                                x.iter().zip(y.iter()).map(|(p, q)| p.saturating_add(*q)).collect()
+                            }
+                            (x, y) => (0..n)
+                                .map(|i| {
+                                    let v = |c: ColSlice<'_>| c.wide(i).clamp(0, i128::from(u64::MAX)) as u64;
+                                    v(x).saturating_add(v(y))
+                                })
+                                .collect(),
+                        };
                         scan_num(&sums, cl, |x| x, always, test, words, mode)
                     }
                 }

@@ -8,7 +8,9 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use iocap_format::{blk_flags, dev_parts, syscalls, uring, BlockOp, Cause, Class, Event, FdType, Meta, Tables};
+use iocap_format::{
+    blk_flags, dev_parts, syscalls, uring, BlockOp, Cause, Class, Col, Event, FdType, Holds, Meta, Tables,
+};
 
 use crate::lookup::Lookup;
 
@@ -58,7 +60,6 @@ impl fmt::Display for FieldType {
 /// Each variant is named by the field it backs; [`info`] gives the field's type and what it
 /// means (the description `iocap fields` prints), kept in one place.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum FieldId {
     /// `proc.name`.
     ProcName,
@@ -164,6 +165,63 @@ impl FieldId {
     }
 }
 
+/// How a field's value is read from an event. The filter's compiler, group keys, exports and
+/// the Parquet schema derive their fast paths from this; [`value_in`] is written by hand and
+/// is what tests check them against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Read {
+    /// A column's value as a number of the field's type, for the events `of` (absent for the
+    /// others). The column must be one for those events ([`Col::holds`]).
+    Column {
+        /// The column.
+        col: Col,
+        /// The events that have the field.
+        of: Holds,
+    },
+    /// The saturating sum of two columns, for the events `of`.
+    Sum {
+        /// The columns.
+        cols: (Col, Col),
+        /// The events that have the field.
+        of: Holds,
+    },
+    /// Anything else (a table entry, a code's name, a flag, a value from the header), which
+    /// each consumer reads by the field's [`FieldId`].
+    Other {
+        /// Whether every event has a value (the Parquet column is then required).
+        always: bool,
+    },
+}
+
+impl Read {
+    /// Whether every event has a value.
+    pub fn always(self) -> bool {
+        match self {
+            Read::Column { of, .. } | Read::Sum { of, .. } => of == Holds::All,
+            Read::Other { always } => always,
+        }
+    }
+
+    /// The columns a value is read from, for a column or a sum.
+    pub fn columns(self) -> Option<iocap_format::ColSet> {
+        use iocap_format::ColSet;
+        match self {
+            Read::Column { col, .. } => Some(ColSet::NONE.with(col)),
+            Read::Sum { cols: (a, b), .. } => Some(ColSet::NONE.with(a).with(b)),
+            Read::Other { .. } => None,
+        }
+    }
+}
+
+/// Whether an event of `class` is one of the events `of`.
+pub fn holds_for(of: Holds, class: Class) -> bool {
+    match of {
+        Holds::All => true,
+        Holds::Blocks => class == Class::Block,
+        Holds::Others => class != Class::Block,
+    }
+}
+
 /// One field as `iocap fields` lists it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FieldInfo {
@@ -175,16 +233,41 @@ pub struct FieldInfo {
     pub description: &'static str,
     /// The value it reads: an alias has its field's id.
     pub id: FieldId,
+    /// How its value is read.
+    pub read: Read,
+    /// Whether a breakdown may group by it: false for a value per event (a result, an
+    /// offset, a sector) and for yes/no views of a field offered whole. Durations, aliases
+    /// and the header's fields are never grouped by either.
+    pub group: bool,
 }
 
-const fn f(name: &'static str, ty: FieldType, id: FieldId, description: &'static str) -> FieldInfo {
+const fn f(name: &'static str, ty: FieldType, id: FieldId, read: Read, description: &'static str) -> FieldInfo {
     FieldInfo {
         name,
         ty,
         description,
         id,
+        read,
+        group: true,
     }
 }
+
+impl FieldInfo {
+    /// This field, not offered to group by ([`FieldInfo::group`]).
+    const fn ungrouped(self) -> FieldInfo {
+        FieldInfo { group: false, ..self }
+    }
+}
+
+/// A field read from column `col` for the events `of`.
+const fn col(col: Col, of: Holds) -> Read {
+    Read::Column { col, of }
+}
+
+/// A field read by its id, present for every event.
+const ALWAYS: Read = Read::Other { always: true };
+/// A field read by its id, absent for some events.
+const SOME: Read = Read::Other { always: false };
 
 use FieldType as T;
 
@@ -193,228 +276,336 @@ static FIELDS: &[FieldInfo] = &[
         "proc.name",
         T::Str,
         FieldId::ProcName,
+        SOME,
         "process name (comm); for a block request, the task that queued it",
     ),
-    f("proc.pid", T::UInt, FieldId::ProcPid, "process id (thread group id)"),
-    f("proc.ppid", T::UInt, FieldId::ProcPpid, "parent process id"),
-    f("proc.exe", T::Str, FieldId::ProcExe, "executable path"),
+    f(
+        "proc.pid",
+        T::UInt,
+        FieldId::ProcPid,
+        col(Col::Pid, Holds::All),
+        "process id (thread group id)",
+    ),
+    f(
+        "proc.ppid",
+        T::UInt,
+        FieldId::ProcPpid,
+        SOME,
+        "parent process id",
+    ),
+    f(
+        "proc.exe",
+        T::Str,
+        FieldId::ProcExe,
+        SOME,
+        "executable path",
+    ),
     f(
         "proc.cmdline",
         T::Str,
         FieldId::ProcCmdline,
+        SOME,
         "command line, arguments joined by spaces",
     ),
     f(
         "proc.cgroup",
         T::Str,
         FieldId::ProcCgroup,
+        SOME,
         "cgroup (v2) path of the process: /system.slice/x.service, a container's scope",
     ),
-    f("user.uid", T::UInt, FieldId::UserUid, "effective uid of the process"),
+    f(
+        "user.uid",
+        T::UInt,
+        FieldId::UserUid,
+        SOME,
+        "effective uid of the process",
+    ),
     f(
         "user.name",
         T::Str,
         FieldId::UserName,
+        SOME,
         "name of user.uid on the recording host",
     ),
-    f("thread.tid", T::UInt, FieldId::ThreadTid, "thread id"),
-    f("proc.tid", T::UInt, FieldId::ThreadTid, "alias of thread.tid"),
+    f(
+        "thread.tid",
+        T::UInt,
+        FieldId::ThreadTid,
+        col(Col::Tid, Holds::All),
+        "thread id",
+    ),
+    f(
+        "proc.tid",
+        T::UInt,
+        FieldId::ThreadTid,
+        col(Col::Tid, Holds::All),
+        "alias of thread.tid",
+    ),
     f(
         "evt.type",
         T::Str,
         FieldId::EvtType,
+        ALWAYS,
         "syscall name (read, openat, fsync...), `block` for a block request, io_uring opcode (read, readv, fsync...)",
     ),
-    f("evt.class", T::Str, FieldId::EvtClass, "syscall, block or io_uring"),
+    f(
+        "evt.class",
+        T::Str,
+        FieldId::EvtClass,
+        ALWAYS,
+        "syscall, block or io_uring",
+    ),
     f(
         "evt.cpu",
         T::UInt,
         FieldId::EvtCpu,
+        col(Col::Cpu, Holds::All),
         "CPU the event ended on (a syscall's exit, a block request's completion interrupt)",
     ),
     f(
         "evt.res",
         T::Int,
         FieldId::EvtRes,
+        col(Col::Ret, Holds::All),
         "return value; io_uring: the completion's result; block: 0, or a negative errno on error",
-    ),
+    ).ungrouped(),
     f(
         "evt.failed",
         T::Bool,
         FieldId::EvtFailed,
+        ALWAYS,
         "the return value is negative (an error)",
-    ),
+    ).ungrouped(),
     f(
         "evt.unfinished",
         T::Bool,
         FieldId::EvtUnfinished,
+        ALWAYS,
         "still in flight when the recording stopped: latency runs to the stop (a lower bound), a syscall's evt.res is unknown (0)",
-    ),
+    ).ungrouped(),
     f(
         "evt.errno",
         T::Str,
         FieldId::EvtErrno,
+        SOME,
         "error name (ENOENT, EAGAIN...) of a failed event; absent otherwise",
     ),
     f(
         "evt.time",
         T::Duration,
         FieldId::EvtTime,
+        ALWAYS,
         "start of the event, as time since the capture started (of several captures, the earliest, by wall clock)",
     ),
     f(
         "latency",
         T::Duration,
         FieldId::Latency,
+        col(Col::Latency, Holds::All),
         "syscall: enter to exit; block: issue to completion (device time); io_uring: submission to completion",
     ),
-    f("evt.latency", T::Duration, FieldId::Latency, "alias of latency"),
+    f(
+        "evt.latency",
+        T::Duration,
+        FieldId::Latency,
+        col(Col::Latency, Holds::All),
+        "alias of latency",
+    ),
     f(
         "fd.num",
         T::Int,
         FieldId::FdNum,
+        SOME,
         "the fd the syscall (io_uring request) operated on; absent when it takes none",
     ),
     f(
         "fd.type",
         T::Str,
         FieldId::FdType,
+        SOME,
         "file, directory, ipv4, ipv6, unix, pipe, event, memfd, device...",
     ),
     f(
         "fd.name",
         T::Str,
         FieldId::FdName,
+        SOME,
         "path, or laddr:lport->raddr:rport for a socket, pipe:[ino]...",
     ),
     f(
         "fd.directory",
         T::Str,
         FieldId::FdDirectory,
+        SOME,
         "directory part of a path fd.name (/var/lib for /var/lib/x.db)",
     ),
     f(
         "fd.filename",
         T::Str,
         FieldId::FdFilename,
+        SOME,
         "last component of a path fd.name (x.db for /var/lib/x.db)",
     ),
     f(
         "fd.dev",
         T::Str,
         FieldId::FdDev,
+        SOME,
         "block device of the file's filesystem (vda, nvme0n1, or major:minor)",
     ),
     f(
         "io.bytes",
         T::Bytes,
         FieldId::IoBytes,
+        col(Col::Bytes, Holds::All),
         "bytes transferred: by an I/O syscall, or by a block request",
     ),
     f(
         "io.dir",
         T::Str,
         FieldId::IoDir,
+        ALWAYS,
         "read, write or none: by syscall (read, pwritev...) or block op",
     ),
     f(
         "io.offset",
         T::Int,
         FieldId::IoOffset,
+        SOME,
         "file offset given to pread64, pwrite64, preadv, pwritev, preadv2, pwritev2 (-1: the file's position)",
-    ),
-    f("evt.is_io_read", T::Bool, FieldId::IsIoRead, "io.dir is read"),
-    f("evt.is_io_write", T::Bool, FieldId::IsIoWrite, "io.dir is write"),
+    ).ungrouped(),
+    f(
+        "evt.is_io_read",
+        T::Bool,
+        FieldId::IsIoRead,
+        ALWAYS,
+        "io.dir is read",
+    ).ungrouped(),
+    f(
+        "evt.is_io_write",
+        T::Bool,
+        FieldId::IsIoWrite,
+        ALWAYS,
+        "io.dir is write",
+    ).ungrouped(),
     f(
         "blk.dev",
         T::Str,
         FieldId::BlkDev,
+        SOME,
         "disk of a block request (vda, sdb, nvme0n1, or major:minor)",
     ),
-    f("blk.op", T::Str, FieldId::BlkOp, "read, write, flush, discard or other"),
+    f(
+        "blk.op",
+        T::Str,
+        FieldId::BlkOp,
+        SOME,
+        "read, write, flush, discard or other",
+    ),
     f(
         "blk.sector",
         T::UInt,
         FieldId::BlkSector,
+        col(Col::Sector, Holds::Blocks),
         "first sector of a block request (512-byte units)",
+    ).ungrouped(),
+    f(
+        "blk.bytes",
+        T::Bytes,
+        FieldId::BlkBytes,
+        col(Col::Bytes, Holds::Blocks),
+        "size of a block request",
     ),
-    f("blk.bytes", T::Bytes, FieldId::BlkBytes, "size of a block request"),
     f(
         "blk.queue",
         T::Duration,
         FieldId::BlkQueue,
+        col(Col::Queue, Holds::Blocks),
         "time a block request waited before issue: from its making (the kernel's start, which /proc/diskstats times waits from) to its issue",
     ),
     f(
         "blk.flags",
         T::Str,
         FieldId::BlkFlags,
+        SOME,
         "flags of a block request, comma-separated: sync,meta,fua,preflush...",
     ),
     f(
         "blk.queued",
         T::Bool,
         FieldId::BlkQueued,
+        SOME,
         "a block request was inserted into a queue before issue (rather than sent straight to the driver)",
     ),
     f(
         "blk.pattern",
         T::Str,
         FieldId::BlkPattern,
+        SOME,
         "sequential (starts where the disk's previous request ended) or random; absent for a disk's first",
     ),
     f(
         "blk.latency",
         T::Duration,
         FieldId::BlkLatency,
+        col(Col::Latency, Holds::Blocks),
         "device time of a block request (issue to completion)",
     ),
     f(
         "blk.total",
         T::Duration,
         FieldId::BlkTotal,
+        Read::Sum { cols: (Col::Queue, Col::Latency), of: Holds::Blocks },
         "blk.queue + blk.latency: making to completion, the wait iostat's await averages",
     ),
     f(
         "blk.cause",
         T::Str,
         FieldId::BlkCause,
+        SOME,
         "what issued a block request: syscall, io_uring, writeback (a flusher thread) or none",
     ),
     f(
         "blk.syscall",
         T::Str,
         FieldId::BlkSyscall,
+        SOME,
         "type of the syscall that issued a block request (pread64, fsync...)",
     ),
     f(
         "disk.requests",
         T::UInt,
         FieldId::DiskRequests,
+        col(Col::DiskReqs, Holds::Others),
         "block requests a syscall (io_uring request) issued",
     ),
     f(
         "disk.bytes",
         T::Bytes,
         FieldId::DiskBytes,
+        col(Col::DiskBytes, Holds::Others),
         "bytes of the block requests a syscall (io_uring request) issued",
     ),
     f(
         "disk.time",
         T::Duration,
         FieldId::DiskTime,
+        col(Col::DiskTime, Holds::Others),
         "part of a syscall's (io_uring request's) latency with one of its block requests in flight",
     ),
     f(
         "host",
         T::Str,
         FieldId::Host,
+        ALWAYS,
         "host name of the traced machine, from the capture's header (one value per capture)",
     ),
     f(
         "capture.id",
         T::Str,
         FieldId::CaptureId,
+        ALWAYS,
         "id of the recording (16 hex digits of its host, clock and start): which of several captures read together",
     ),
 ];
@@ -811,6 +1002,107 @@ pub(crate) fn is_numbered_name(id: FieldId, v: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Events of every class with every column random (xorshift), some values 0 or negative.
+    fn varied_events(n: usize) -> Vec<Event> {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            match x % 5 {
+                0 => 0,
+                1 => x % 100,
+                _ => x,
+            }
+        };
+        (0..n)
+            .map(|i| Event {
+                class: [Class::Syscall, Class::Block, Class::IoUring][i % 3],
+                ts: next(),
+                latency: next(),
+                pid: next() as u32,
+                tid: next() as u32,
+                nr: next() as u32 % 600,
+                ret: next() as i64,
+                fd: next() as i32,
+                bytes: next(),
+                dev: next() as u32,
+                sector: next(),
+                queue: next(),
+                op: next() as u8 % 6,
+                flags: next() as u32,
+                cause: next() as u8 % 5,
+                link: next(),
+                disk_reqs: next() as u32,
+                disk_bytes: next(),
+                disk_time: next(),
+                cpu: next() as u32,
+                offset: next(),
+                ..Event::default()
+            })
+            .collect()
+    }
+
+    /// What a descriptor says a field's value is, read as the fast paths read it: from the
+    /// event's columns, by the field's type.
+    fn read_by_descriptor(field: &FieldInfo, e: &Event) -> Option<Value<'static>> {
+        let mut cols = iocap_format::Columns::default();
+        cols.push(e);
+        let (cols_read, of) = match field.read {
+            Read::Column { col, of } => (vec![col], of),
+            Read::Sum { cols: (a, b), of } => (vec![a, b], of),
+            Read::Other { .. } => return None,
+        };
+        if !holds_for(of, e.class) {
+            return Some(Value::Absent);
+        }
+        let wide = cols_read.iter().map(|&c| cols.get(c).wide(0));
+        let v = wide.fold(0i128, |a, b| (a + b).min(i128::from(u64::MAX)));
+        Some(match field.ty {
+            FieldType::UInt => Value::UInt(v as u64),
+            FieldType::Duration => Value::Duration(v as u64),
+            FieldType::Bytes => Value::Bytes(v as u64),
+            FieldType::Int => Value::Int(v as i64),
+            ty => panic!("{}: a {ty} field read from a column", field.name),
+        })
+    }
+
+    /// Every field read from columns says so truly: on events of every class, the descriptor
+    /// gives what `value_in` (the hand-written oracle) gives. A field of block requests
+    /// naming a column of the calls' (or the other way round) fails here, and so does a
+    /// field said to be present for every event that is sometimes absent.
+    #[test]
+    fn descriptors_agree_with_the_oracle() {
+        let (meta, tables) = (Meta::default(), Tables::default());
+        for field in all() {
+            let (cols, of) = match field.read {
+                Read::Column { col, of } => (vec![col], of),
+                Read::Sum { cols: (a, b), of } => (vec![a, b], of),
+                Read::Other { .. } => continue,
+            };
+            for col in cols {
+                assert!(
+                    col.holds() == Holds::All || col.holds() == of,
+                    "{}: a field of {of:?} reads {}, a column of {:?}",
+                    field.name,
+                    col.name(),
+                    col.holds()
+                );
+            }
+        }
+        for e in varied_events(3_000) {
+            for field in all() {
+                let oracle = value_in(field, &e, &meta, &tables);
+                if let Some(v) = read_by_descriptor(field, &e) {
+                    assert_eq!(v, oracle, "{} of {e:?}", field.name);
+                }
+                if field.read.always() {
+                    assert!(!oracle.is_absent(), "{} is said always present: {e:?}", field.name);
+                }
+            }
+        }
+    }
 
     #[test]
     fn names_are_unique_and_described() {

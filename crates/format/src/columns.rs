@@ -1067,7 +1067,11 @@ mod tests {
             .take_while(|l| l.starts_with('|'))
             .map(|l| l.split('|').map(str::trim).skip(1).collect())
             .collect();
-        assert_eq!(rows.len(), Col::ALL.len(), "FORMAT.md documents every column, and no other");
+        assert_eq!(
+            rows.len(),
+            Col::ALL.len(),
+            "FORMAT.md documents every column, and no other"
+        );
         for (row, &col) in rows.iter().zip(&Col::ALL) {
             let (id, name, ty, raw) = (row[0], row[1], row[2], row[3]);
             assert_eq!(id, (col as u8).to_string(), "{name}: ids in order");

@@ -15,9 +15,9 @@ use std::hash::BuildHasherDefault;
 
 use iocap_analysis::group::key::{IdCol, KeyOf};
 use iocap_analysis::group::IdHasher;
-use iocap_filter::fields::{FieldId, FieldInfo, Value};
+use iocap_filter::fields::{holds_for, FieldId, FieldInfo, FieldType, Read, Value};
 use iocap_filter::{fields, Bitmap};
-use iocap_format::{Class, Columns, Meta, Tables};
+use iocap_format::{Class, Col, ColSlice, Columns, Holds, Meta, Tables};
 
 /// One field's value for one row, its text (a string's) in the output's form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,22 +57,15 @@ enum Source {
 /// The fields read per event from their columns, each as [`fields::value`] defines it.
 #[derive(Clone, Copy, Debug)]
 enum Num {
-    Pid,
-    Tid,
-    Cpu,
-    Ret,
+    /// A column ([`Read::Column`]) for the events `of`; `signed` for a field of type int.
+    Col { col: Col, of: Holds, signed: bool },
+    /// The saturating sum of two columns ([`Read::Sum`]) for the events `of`.
+    Sum(Col, Col, Holds),
+    /// `evt.failed`.
     Failed,
-    IoBytes,
+    /// `evt.time`.
     Time,
-    Latency,
-    Sector,
-    BlkBytes,
-    Queue,
-    BlkLatency,
-    BlkTotal,
-    DiskReqs,
-    DiskBytes,
-    DiskTime,
+    /// `fd.num`.
     Fd,
     /// `io.offset`: present when the event type's group (`.0`, field `.1`) says it is.
     Offset(usize, usize),
@@ -184,29 +177,22 @@ impl<'a> Cells<'a> {
         let mut sources = Vec::with_capacity(fields.len());
         for (k, f) in fields.iter().enumerate() {
             use FieldId::*;
-            let num = match f.id {
-                ProcPid => Num::Pid,
-                ThreadTid => Num::Tid,
-                EvtCpu => Num::Cpu,
-                EvtRes => Num::Ret,
-                EvtFailed => Num::Failed,
-                IoBytes => Num::IoBytes,
-                EvtTime => Num::Time,
-                Latency => Num::Latency,
-                BlkSector => Num::Sector,
-                BlkBytes => Num::BlkBytes,
-                BlkQueue => Num::Queue,
-                BlkLatency => Num::BlkLatency,
-                BlkTotal => Num::BlkTotal,
-                DiskRequests => Num::DiskReqs,
-                DiskBytes => Num::DiskBytes,
-                DiskTime => Num::DiskTime,
-                FdNum => Num::Fd,
-                IoOffset => {
+            let num = match (f.read, f.id) {
+                (Read::Column { col, of }, _) => Num::Col {
+                    col,
+                    of,
+                    signed: f.ty == FieldType::Int,
+                },
+                (Read::Sum { cols: (a, b), of }, _) => Num::Sum(a, b, of),
+                (_, EvtFailed) => Num::Failed,
+                (_, EvtTime) => Num::Time,
+                (_, FdNum) => Num::Fd,
+                (_, IoOffset) => {
                     // Whether an event has one is the event type's (a positional call).
                     let (g, j) = group_of(KeyOf::of(fields::info(EvtType)), k);
                     Num::Offset(g, j)
                 }
+                // Every other field is decided by its key.
                 _ => {
                     let (g, j) = group_of(KeyOf::of(f), k);
                     sources.push(Source::Keyed(g, j));
@@ -399,23 +385,67 @@ impl<'a> Cells<'a> {
         present: Option<&mut Vec<u8>>,
     ) {
         let u64_at = |v: &[u64], i: u32| v.get(i as usize).copied().unwrap_or(0);
-        let u32_at = |v: &[u32], i: u32| v.get(i as usize).copied().map_or(0, i64::from);
         let int = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        let class = |i: u32| {
+            c.class
+                .get(i as usize)
+                .copied()
+                .map_or(Class::Syscall, |k| Class::from_code(u64::from(k)).unwrap_or_default())
+        };
         let block = |i: u32| c.class.get(i as usize).copied() == Some(Class::Block as u8);
         let ret = |i: u32| c.ret.get(i as usize).copied().unwrap_or(0);
-        // Block requests' fields, and syscalls' (io_uring requests').
-        macro_rules! blk {
-            ($col:expr) => {
-                rows.clone().map(|i| block(i).then(|| int(u64_at($col, i))))
-            };
-        }
         match num {
-            Num::Pid => every(values, present, rows.clone().map(|i| u32_at(&c.pid, i))),
-            Num::Tid => every(values, present, rows.clone().map(|i| u32_at(&c.tid, i))),
-            Num::Cpu => every(values, present, rows.clone().map(|i| u32_at(&c.cpu, i))),
-            Num::Ret => every(values, present, rows.clone().map(ret)),
+            Num::Col {
+                col,
+                of: Holds::All,
+                signed,
+            } => match c.get(col) {
+                ColSlice::U8(v) => every(values, present, rows.clone().map(|i| number(v, i, signed))),
+                ColSlice::U32(v) => every(values, present, rows.clone().map(|i| number(v, i, signed))),
+                ColSlice::U64(v) => every(values, present, rows.clone().map(|i| number(v, i, signed))),
+                ColSlice::I32(v) => every(values, present, rows.clone().map(|i| number(v, i, signed))),
+                ColSlice::I64(v) => every(values, present, rows.clone().map(|i| number(v, i, signed))),
+            },
+            Num::Col { col, of, signed } => {
+                let has = |i: u32| holds_for(of, class(i));
+                match c.get(col) {
+                    ColSlice::U8(v) => some(
+                        values,
+                        present,
+                        rows.clone().map(|i| has(i).then(|| number(v, i, signed))),
+                    ),
+                    ColSlice::U32(v) => some(
+                        values,
+                        present,
+                        rows.clone().map(|i| has(i).then(|| number(v, i, signed))),
+                    ),
+                    ColSlice::U64(v) => some(
+                        values,
+                        present,
+                        rows.clone().map(|i| has(i).then(|| number(v, i, signed))),
+                    ),
+                    ColSlice::I32(v) => some(
+                        values,
+                        present,
+                        rows.clone().map(|i| has(i).then(|| number(v, i, signed))),
+                    ),
+                    ColSlice::I64(v) => some(
+                        values,
+                        present,
+                        rows.clone().map(|i| has(i).then(|| number(v, i, signed))),
+                    ),
+                }
+            }
+            Num::Sum(a, b, of) => {
+                let (a, b) = (c.get(a), c.get(b));
+                some(
+                    values,
+                    present,
+                    rows.clone()
+                        .map(|i| holds_for(of, class(i)).then(|| int(sum(a, b, i as usize)))),
+                )
+            }
             Num::Failed => every(values, present, rows.clone().map(|i| i64::from(ret(i) < 0))),
-            Num::IoBytes => every(values, present, rows.clone().map(|i| int(u64_at(&c.bytes, i)))),
             Num::Time => {
                 let start = self.meta.start_ts;
                 every(
@@ -424,32 +454,6 @@ impl<'a> Cells<'a> {
                     rows.clone().map(|i| int(u64_at(&c.ts, i).saturating_sub(start))),
                 )
             }
-            Num::Latency => every(values, present, rows.clone().map(|i| int(u64_at(&c.latency, i)))),
-            Num::Sector => some(values, present, blk!(&c.sector)),
-            Num::BlkBytes => some(values, present, blk!(&c.bytes)),
-            Num::Queue => some(values, present, blk!(&c.queue)),
-            Num::BlkLatency => some(values, present, blk!(&c.latency)),
-            Num::BlkTotal => some(
-                values,
-                present,
-                rows.clone()
-                    .map(|i| block(i).then(|| int(u64_at(&c.queue, i).saturating_add(u64_at(&c.latency, i))))),
-            ),
-            Num::DiskReqs => some(
-                values,
-                present,
-                rows.clone().map(|i| (!block(i)).then(|| u32_at(&c.disk_reqs, i))),
-            ),
-            Num::DiskBytes => some(
-                values,
-                present,
-                rows.clone().map(|i| (!block(i)).then(|| int(u64_at(&c.disk_bytes, i)))),
-            ),
-            Num::DiskTime => some(
-                values,
-                present,
-                rows.clone().map(|i| (!block(i)).then(|| int(u64_at(&c.disk_time, i)))),
-            ),
             Num::Fd => some(
                 values,
                 present,
@@ -480,28 +484,26 @@ impl<'a> Cells<'a> {
     fn num_cell(&self, c: &Columns, num: Num, row: usize) -> Cell {
         let i = self.rows[row] as usize;
         let u64_at = |v: &Vec<u64>| v.get(i).copied().unwrap_or(0);
-        let u32_at = |v: &Vec<u32>| v.get(i).copied().map_or(0, u64::from);
-        let block = c.class.get(i).copied() == Some(Class::Block as u8);
-        let blk = |v: u64| if block { Cell::UInt(v) } else { Cell::Absent };
-        let sys = |v: u64| if block { Cell::Absent } else { Cell::UInt(v) };
+        let class = c
+            .class
+            .get(i)
+            .copied()
+            .map_or(Class::Syscall, |k| Class::from_code(u64::from(k)).unwrap_or_default());
+        let block = class == Class::Block;
         let ret = || c.ret.get(i).copied().unwrap_or(0);
         match num {
-            Num::Pid => Cell::UInt(u32_at(&c.pid)),
-            Num::Tid => Cell::UInt(u32_at(&c.tid)),
-            Num::Cpu => Cell::UInt(u32_at(&c.cpu)),
-            Num::Ret => Cell::Int(ret()),
+            Num::Col { col, of, signed } if holds_for(of, class) => {
+                let v = c.get(col).wide(i);
+                if signed {
+                    Cell::Int(v as i64)
+                } else {
+                    Cell::UInt(v as u64)
+                }
+            }
+            Num::Sum(a, b, of) if holds_for(of, class) => Cell::UInt(sum(c.get(a), c.get(b), i)),
+            Num::Col { .. } | Num::Sum(..) => Cell::Absent,
             Num::Failed => Cell::Bool(ret() < 0),
-            Num::IoBytes => Cell::UInt(u64_at(&c.bytes)),
             Num::Time => Cell::UInt(u64_at(&c.ts).saturating_sub(self.meta.start_ts)),
-            Num::Latency => Cell::UInt(u64_at(&c.latency)),
-            Num::Sector => blk(u64_at(&c.sector)),
-            Num::BlkBytes => blk(u64_at(&c.bytes)),
-            Num::Queue => blk(u64_at(&c.queue)),
-            Num::BlkLatency => blk(u64_at(&c.latency)),
-            Num::BlkTotal => blk(u64_at(&c.queue).saturating_add(u64_at(&c.latency))),
-            Num::DiskReqs => sys(u32_at(&c.disk_reqs)),
-            Num::DiskBytes => sys(u64_at(&c.disk_bytes)),
-            Num::DiskTime => sys(u64_at(&c.disk_time)),
             Num::Fd => match c.fd.get(i).copied().unwrap_or(0) {
                 fd if fd >= 0 && !block => Cell::Int(i64::from(fd)),
                 _ => Cell::Absent,
@@ -512,6 +514,25 @@ impl<'a> Cells<'a> {
             },
         }
     }
+}
+
+/// Value `i` of column `v` as the i64 an export stores: a field of type int as the value
+/// is (an i64, or a u64 taken as one: a file offset), any other clamped to `i64::MAX`.
+#[inline(always)]
+fn number<T: Copy + Into<i128>>(v: &[T], i: u32, signed: bool) -> i64 {
+    let x: i128 = v.get(i as usize).map_or(0, |&x| x.into());
+    if signed {
+        x as i64
+    } else {
+        x.clamp(0, i128::from(i64::MAX)) as i64
+    }
+}
+
+/// The saturating sum of columns `a` and `b` at row `i`.
+#[inline(always)]
+fn sum(a: ColSlice<'_>, b: ColSlice<'_>, i: usize) -> u64 {
+    let wide = |v: ColSlice<'_>| v.wide(i).clamp(0, i128::from(u64::MAX)) as u64;
+    wide(a).saturating_add(wide(b))
 }
 
 /// A value for every row: appended, and each row marked present.

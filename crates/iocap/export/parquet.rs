@@ -18,7 +18,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use bytes::Bytes;
 use iocap_analysis::scan;
-use iocap_filter::fields::{FieldId, FieldInfo, FieldType};
+use iocap_filter::fields::{FieldInfo, FieldType};
 use iocap_format::{ColSet, Columns, Meta};
 use parquet::basic::{Compression, Encoding, LogicalType, Repetition, TimeUnit, Type as PhysicalType, ZstdLevel};
 use parquet::column::page::{CompressedPage, Page, PageWriter};
@@ -44,30 +44,6 @@ pub fn column_name(f: &FieldInfo) -> String {
     f.name.replace('.', "_")
 }
 
-/// Whether a field has a value for every event (its column is `REQUIRED`).
-fn always_present(id: FieldId) -> bool {
-    use FieldId::*;
-    matches!(
-        id,
-        ProcPid
-            | ThreadTid
-            | EvtType
-            | EvtClass
-            | EvtRes
-            | EvtFailed
-            | EvtUnfinished
-            | EvtTime
-            | Latency
-            | IoBytes
-            | IoDir
-            | IsIoRead
-            | IsIoWrite
-            | EvtCpu
-            | Host
-            | CaptureId
-    )
-}
-
 /// The file's schema: the fields' columns (which hold the capture's host and id), then the
 /// event's start as a timestamp (`ts`), the capture's kernel and its span (`capture_ns`: ns from
 /// its start to its stop, what rates are over).
@@ -79,7 +55,7 @@ fn schema(keys: &[&'static FieldInfo]) -> anyhow::Result<TypePtr> {
             FieldType::Bool => (PhysicalType::BOOLEAN, None),
             FieldType::Int | FieldType::UInt | FieldType::Duration | FieldType::Bytes => (PhysicalType::INT64, None),
         };
-        let repetition = if always_present(f.id) {
+        let repetition = if f.read.always() {
             Repetition::REQUIRED
         } else {
             Repetition::OPTIONAL

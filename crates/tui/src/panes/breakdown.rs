@@ -6,7 +6,7 @@ pub mod render;
 
 use std::sync::OnceLock;
 
-use iocap_filter::fields::{self, FieldId, FieldInfo, FieldType};
+use iocap_filter::fields::{self, FieldInfo, FieldType};
 use iocap_filter::literal;
 
 use crate::action::Action;
@@ -27,21 +27,13 @@ const FIRST: [&str; 8] = [
 ];
 
 /// Whether the breakdown offers `field`: every field of the schema whose values are few enough
-/// to group, which is all but those holding a value per event (latencies and times, a result
-/// such as an address, a file offset, a sector) and the yes/no views of a field offered whole
-/// (`evt.failed` of `evt.errno`, `evt.is_io_read` and `evt.is_io_write` of `io.dir`), the
-/// mark `evt.unfinished` (a handful of events at a recording's end), and the fields of the
-/// capture's header (`host`, `capture.id`: one value in a viewer of one capture).
-/// Aliases are offered once, under their field's name.
+/// to group, which is all but those the schema marks ([`FieldInfo::group`]: a value per event
+/// such as a result, a file offset, a sector; the yes/no views of a field offered whole, such
+/// as `evt.failed` of `evt.errno`), durations, and the fields of the capture's header (`host`,
+/// `capture.id`: one value in a viewer of one capture). Aliases are offered once, under their
+/// field's name.
 pub fn groupable(field: &FieldInfo) -> bool {
-    use FieldId::*;
-    !field.is_alias()
-        && !field.id.is_per_capture()
-        && field.ty != FieldType::Duration
-        && !matches!(
-            field.id,
-            EvtRes | IoOffset | BlkSector | EvtFailed | EvtUnfinished | IsIoRead | IsIoWrite
-        )
+    field.group && !field.is_alias() && !field.id.is_per_capture() && field.ty != FieldType::Duration
 }
 
 /// The fields the breakdown groups by, in the order `f` cycles through them: [`FIRST`], then
