@@ -2141,7 +2141,17 @@ static __always_inline __u32 blk_flags(__u32 f)
  * plug the plug's clock, read once for the requests of one submission, before any is
  * inserted or issued), else from the insert, else nothing.
  */
-static __always_inline void fill_blk(struct rec_blk *r, struct rq_info *i, __u64 cmd_flags, __u64 sector, __u64 born)
+/*
+ * A request's I/O priority, as the block tracepoints give it (req_get_ioprio): its first bio's,
+ * 0 without one. Read at completion, which the kernel traces before it ends the bios.
+ */
+static __always_inline __u16 rq_ioprio(struct request *rq)
+{
+	return BPF_CORE_READ(rq, bio, bi_ioprio);
+}
+
+static __always_inline void fill_blk(struct rec_blk *r, struct rq_info *i, __u64 cmd_flags, __u64 sector, __u64 born,
+				     __u16 ioprio)
 {
 	__u64 from = i->insert && i->insert <= i->issue ? i->insert : i->issue;
 
@@ -2165,6 +2175,8 @@ static __always_inline void fill_blk(struct rec_blk *r, struct rq_info *i, __u64
 	r->ino_dev = i->ino_dev;
 	r->link = i->link;
 	r->ino = i->ino;
+	r->ioprio = ioprio;
+	__builtin_memset(r->pad2, 0, sizeof(r->pad2));
 }
 
 /* A request completes after stop_at: claimed, it goes to the ring as it stood at stop_at. */
@@ -2182,7 +2194,7 @@ static __noinline int end_rq_complete(struct request *rq, struct rq_info *i)
 		count_drop();
 		return 0;
 	}
-	fill_blk(r, i, rq->cmd_flags, rq->__sector, rq->start_time_ns);
+	fill_blk(r, i, rq->cmd_flags, rq->__sector, rq->start_time_ns, rq_ioprio(rq));
 	r->kind = REC_END_BLK;
 	r->lat = end - i->issue;
 	r->error = 0;
@@ -2220,7 +2232,7 @@ int BPF_PROG(blk_complete, struct request *rq, blk_status_t error, unsigned int 
 		return 0;
 	}
 	r->kind = ev_kind(REC_BLK);
-	fill_blk(r, i, rq->cmd_flags, rq->__sector, rq->start_time_ns);
+	fill_blk(r, i, rq->cmd_flags, rq->__sector, rq->start_time_ns, rq_ioprio(rq));
 	r->lat = now - i->issue;
 	r->error = error;
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
@@ -2245,6 +2257,7 @@ static __always_inline void end_rq(__u64 key, struct rq_info *i)
 	__u64 end = stop_at, cmd_flags, sector, born;
 	struct rec_blk *r;
 	bool issued, alive;
+	__u16 ioprio;
 
 	issued = i->issue && i->issue < end;
 	if (!end || !(issued || (!i->issue && i->insert && i->insert < end)))
@@ -2268,12 +2281,13 @@ static __always_inline void end_rq(__u64 key, struct rq_info *i)
 	cmd_flags = BPF_CORE_READ(rq, cmd_flags);
 	sector = BPF_CORE_READ(rq, __sector);
 	born = BPF_CORE_READ(rq, start_time_ns);
+	ioprio = rq_ioprio(rq);
 	r = ring_reserve(sizeof(*r));
 	if (!r) {
 		count_drop();
 		return;
 	}
-	fill_blk(r, i, cmd_flags, sector, born);
+	fill_blk(r, i, cmd_flags, sector, born, ioprio);
 	r->kind = REC_END_BLK;
 	r->lat = end - i->issue;
 	r->error = 0;

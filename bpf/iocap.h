@@ -146,6 +146,8 @@ struct rec_blk {
 	__u64 link;    /* cause CAUSE_SYSCALL: its enter time, CLOCK_MONOTONIC as rec_sys.ts;
 			  CAUSE_IO_URING: the request's submission, as rec_uring.ts */
 	__u64 ino;     /* ... and inode number (the written-back inode, or the pages' owner) */
+	__u16 ioprio;  /* the request's I/O priority: class << 13 | hint << 3 | level */
+	__u8 pad2[6];
 };
 
 /*

@@ -259,7 +259,8 @@ fn cold_reads_carry_the_file_and_warm_rereads_issue_none() {
 /// Issue #14 named `blk.dev=loop2 and fd.type=file` among the filters that can match nothing:
 /// it can, since a block request carries the file its call was on. As a record-time filter it
 /// keeps exactly the file's requests (the filter is applied as events are written, against
-/// tables still being built).
+/// tables still being built). Each request has the I/O priority its task was given, as the
+/// kernel's block_rq_issue tracepoint shows it (`ionice -c2 -n3`: best-effort 3, 2 << 13 | 3).
 #[test]
 fn a_record_filter_on_a_disk_and_a_file_type_keeps_the_files_requests() {
     let Some(_running) = recording() else { return };
@@ -267,9 +268,9 @@ fn a_record_filter_on_a_disk_and_a_file_type_keeps_the_files_requests() {
     let fs = Ext4::new(dir.path());
     let path = fs.mnt.join("direct");
     let cap = dir.path().join("f.cap");
-    let filter = format!("blk.dev={} and fd.type=file", fs.name());
+    let filter = format!("blk.dev={} and fd.type=file and blk.prio=16387", fs.name());
     let cmd = format!(
-        "dd if=/dev/zero of={} bs=64k count=32 oflag=direct status=none",
+        "ionice -c2 -n3 dd if=/dev/zero of={} bs=64k count=32 oflag=direct status=none",
         path.display()
     );
     let out = iocap()
@@ -292,7 +293,10 @@ fn a_record_filter_on_a_disk_and_a_file_type_keeps_the_files_requests() {
         evs.len()
     );
     for e in &evs {
-        assert!(e.class == Class::Block && e.dev == disk, "{e:?}");
+        assert!(
+            e.class == Class::Block && e.dev == disk && e.prio == 2 << 13 | 3,
+            "{e:?}"
+        );
         let f = r
             .tables()
             .file(e.file)

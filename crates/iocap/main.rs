@@ -31,7 +31,7 @@ mod text;
 mod version;
 mod view;
 
-/// What `record --help` says of the kernel features the recorder can go without (README.md's
+/// What `record --help` says of the kernel features the recorder can go without (GUIDE.md's
 /// "Kernel support" has the table).
 #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
 const RECORD_KERNELS: &str = "\

@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use iocap_format::{bits, Col, ColSet, ColValue, Columns};
+use iocap_format::{bits, Col, ColSet, ColValue, ColVecMut, Columns};
 
 /// Values minus `base`, at the narrowest width that holds them: none for a constant, 1, 2 or
 /// 4 bits (event classes, syscall numbers and processes of a chunk are often a handful of
@@ -192,99 +192,12 @@ impl Narrow {
 /// Apply `$body` to column `$col` of `$cols` as `$v` (a `Vec` of the column's type).
 macro_rules! with_col {
     ($cols:expr, $col:expr, |$v:ident| $body:expr) => {
-        match $col {
-            Col::Class => {
-                let $v = &mut $cols.class;
-                $body
-            }
-            Col::Ts => {
-                let $v = &mut $cols.ts;
-                $body
-            }
-            Col::Latency => {
-                let $v = &mut $cols.latency;
-                $body
-            }
-            Col::Pid => {
-                let $v = &mut $cols.pid;
-                $body
-            }
-            Col::Tid => {
-                let $v = &mut $cols.tid;
-                $body
-            }
-            Col::Proc => {
-                let $v = &mut $cols.proc;
-                $body
-            }
-            Col::Nr => {
-                let $v = &mut $cols.nr;
-                $body
-            }
-            Col::Ret => {
-                let $v = &mut $cols.ret;
-                $body
-            }
-            Col::Fd => {
-                let $v = &mut $cols.fd;
-                $body
-            }
-            Col::File => {
-                let $v = &mut $cols.file;
-                $body
-            }
-            Col::Bytes => {
-                let $v = &mut $cols.bytes;
-                $body
-            }
-            Col::Dev => {
-                let $v = &mut $cols.dev;
-                $body
-            }
-            Col::Sector => {
-                let $v = &mut $cols.sector;
-                $body
-            }
-            Col::Queue => {
-                let $v = &mut $cols.queue;
-                $body
-            }
-            Col::Op => {
-                let $v = &mut $cols.op;
-                $body
-            }
-            Col::Flags => {
-                let $v = &mut $cols.flags;
-                $body
-            }
-            Col::Cause => {
-                let $v = &mut $cols.cause;
-                $body
-            }
-            Col::Link => {
-                let $v = &mut $cols.link;
-                $body
-            }
-            Col::DiskReqs => {
-                let $v = &mut $cols.disk_reqs;
-                $body
-            }
-            Col::DiskBytes => {
-                let $v = &mut $cols.disk_bytes;
-                $body
-            }
-            Col::DiskTime => {
-                let $v = &mut $cols.disk_time;
-                $body
-            }
-            Col::Cpu => {
-                let $v = &mut $cols.cpu;
-                $body
-            }
-            Col::Offset => {
-                let $v = &mut $cols.offset;
-                $body
-            }
+        match $cols.get_mut($col) {
+            ColVecMut::U8($v) => $body,
+            ColVecMut::U32($v) => $body,
+            ColVecMut::U64($v) => $body,
+            ColVecMut::I32($v) => $body,
+            ColVecMut::I64($v) => $body,
         }
     };
 }

@@ -517,7 +517,8 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables, origin: u64) -> Kernel {
         | FieldId::DiskRequests
         | FieldId::DiskBytes
         | FieldId::DiskTime
-        | FieldId::EvtCpu => unreachable!("{:?} is read from columns", p.field),
+        | FieldId::EvtCpu
+        | FieldId::BlkPrio => unreachable!("{:?} is read from columns", p.field),
         FieldId::EvtFailed => {
             // true ⇔ ret < 0: map the {0, 1} test onto ranges of ret.
             let t = |b: bool| test_value(&p.test, &Value::Bool(b));

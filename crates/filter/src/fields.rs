@@ -150,6 +150,8 @@ pub enum FieldId {
     BlkPattern,
     /// `blk.queued`.
     BlkQueued,
+    /// `blk.prio`.
+    BlkPrio,
     /// `host`: the capture's, one value for all its events ([`FieldId::is_per_capture`]).
     Host,
     /// `capture.id`: [`Meta::capture_id`], one value for all a capture's events.
@@ -539,6 +541,13 @@ static FIELDS: &[FieldInfo] = &[
         "a block request was inserted into a queue before issue (rather than sent straight to the driver)",
     ),
     f(
+        "blk.prio",
+        T::UInt,
+        FieldId::BlkPrio,
+        col(Col::Prio, Holds::Blocks),
+        "I/O priority of a block request as the kernel keeps it: class << 13 | level (0: none, the default; 16384 + n: best-effort level n)",
+    ),
+    f(
         "blk.pattern",
         T::Str,
         FieldId::BlkPattern,
@@ -765,6 +774,7 @@ pub fn value_in<'a, L: Lookup + ?Sized>(field: &FieldInfo, e: &Event, meta: &Met
             _ => Value::Absent,
         },
         FieldId::BlkQueued => blk(Value::Bool(e.flags & blk_flags::QUEUED != 0)),
+        FieldId::BlkPrio => blk(Value::UInt(u64::from(e.prio))),
         FieldId::Host => Value::Str(Cow::Owned(meta.host.clone())),
         FieldId::CaptureId => Value::Str(Cow::Owned(meta.capture_id())),
     }
@@ -1039,6 +1049,7 @@ mod tests {
                 disk_time: next(),
                 cpu: next() as u32,
                 offset: next(),
+                prio: next() as u32,
                 ..Event::default()
             })
             .collect()

@@ -590,9 +590,21 @@ pub enum ColSlice<'a> {
     I64(&'a [i64]),
 }
 
-/// The [`ColSlice`] variant of a column's type.
+/// One column of a [`Columns`], typed and mutable: what [`Columns::get_mut`] gives.
+#[derive(Debug)]
+#[allow(missing_docs)]
+pub enum ColVecMut<'a> {
+    U8(&'a mut Vec<u8>),
+    U32(&'a mut Vec<u32>),
+    U64(&'a mut Vec<u64>),
+    I32(&'a mut Vec<i32>),
+    I64(&'a mut Vec<i64>),
+}
+
+/// The [`ColSlice`] and [`ColVecMut`] variants of a column's type.
 trait Sliced: Sized {
     fn sliced(v: &[Self]) -> ColSlice<'_>;
+    fn sliced_mut(v: &mut Vec<Self>) -> ColVecMut<'_>;
 }
 
 macro_rules! sliced {
@@ -600,6 +612,9 @@ macro_rules! sliced {
         impl Sliced for $t {
             fn sliced(v: &[$t]) -> ColSlice<'_> {
                 ColSlice::$v(v)
+            }
+            fn sliced_mut(v: &mut Vec<$t>) -> ColVecMut<'_> {
+                ColVecMut::$v(v)
             }
         }
     )*};
@@ -702,6 +717,14 @@ macro_rules! columns {
             pub fn get(&self, c: Col) -> ColSlice<'_> {
                 match c {
                     $( Col::$col => Sliced::sliced(&self.$field), )*
+                }
+            }
+
+            /// Column `c`, typed, to change: whoever changes its length keeps the columns
+            /// of a [`Columns`] equally long (or empty, not decoded).
+            pub fn get_mut(&mut self, c: Col) -> ColVecMut<'_> {
+                match c {
+                    $( Col::$col => Sliced::sliced_mut(&mut self.$field), )*
                 }
             }
 
@@ -1023,6 +1046,8 @@ columns! {
     cpu: u32 = Cpu(21), All, delta: false, planes: false;
     /// [`Event::offset`] (positional I/O syscalls), bytes. Since 1.5.
     offset: u64 = Offset(22), Others, delta: false, planes: true;
+    /// [`Event::prio`] (block). Since 1.18.
+    prio: u32 = Prio(23), Blocks, delta: false, planes: false;
 }
 
 impl Columns {
@@ -1125,6 +1150,7 @@ mod tests {
                 disk_time: if i % 13 == 0 { 40_000 + i as u64 } else { 0 },
                 cpu: (i % 2) as u32,
                 offset: if i % 5 == 0 { i as u64 * 4096 } else { 0 },
+                prio: if i % 7 == 0 { 2 << 13 | (i % 8) as u32 } else { 0 },
             })
             .collect()
     }

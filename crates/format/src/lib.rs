@@ -48,7 +48,7 @@ pub mod varint;
 mod writer;
 
 pub use columns::{
-    chunk_holds, Col, ColSet, ColSlice, ColValue, Columns, Holds, MAX_CHUNK_EVENTS, MAX_EVENTS_PER_BYTE,
+    chunk_holds, Col, ColSet, ColSlice, ColValue, ColVecMut, Columns, Holds, MAX_CHUNK_EVENTS, MAX_EVENTS_PER_BYTE,
 };
 pub use error::{Error, Limit};
 pub use frame::{opening_len, FORMAT_MAJOR, FORMAT_MINOR, OPENING_PEEK};

@@ -192,6 +192,9 @@ pub struct Event {
     /// `pwritev2`): the file offset they were given; 0 otherwise (since 1.5). `preadv2`'s
     /// offset -1 (the file's position) is stored as `u64::MAX`.
     pub offset: u64,
+    /// Block: the request's I/O priority as the kernel keeps it (`class << 13 | hint << 3 |
+    /// level`, see ioprio_set(2)); 0 is none, the device's default (since 1.18).
+    pub prio: u32,
 }
 
 /// Why a block request was issued: the span its submitting thread was inside when the request

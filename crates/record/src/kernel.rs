@@ -568,8 +568,8 @@ fn all_features() -> impl Iterator<Item = &'static Feature> {
         .chain(OPTIONAL)
 }
 
-/// README's table of what the recorder uses of the kernel, one row a feature, as [`Kernel`]
-/// probes them: what README says is what the recorder does (a test compares the two).
+/// GUIDE.md's table of what the recorder uses of the kernel, one row a feature, as [`Kernel`]
+/// probes them: what GUIDE.md says is what the recorder does (a test compares the two).
 #[cfg(test)]
 fn readme_table() -> String {
     let mut t =

@@ -765,6 +765,7 @@ impl<W: Write> Tracker<W> {
                 | if unfinished { blk_flags::UNFINISHED } else { 0 },
             cause: cause as u8,
             cpu: abi::cpu(b.kind),
+            prio: u32::from(b.ioprio),
             ..Event::default()
         };
         // The file: the fd of the syscall that issued it, else the inode whose pages move.

@@ -179,6 +179,7 @@ fn breakdown_offers_every_field_with_few_values() {
             "blk.bytes",
             "blk.flags",
             "blk.queued",
+            "blk.prio",
             "blk.pattern",
             "blk.cause",
             "blk.syscall",
