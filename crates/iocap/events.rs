@@ -15,12 +15,7 @@ use crate::{follow, text, UsageError};
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    capture: input::Capture,
-    /// More captures (files, directories, quoted patterns: `'caps/*.cap'`), then the filter, as
-    /// words joined by spaces: `fd.type=file and latency>1ms`.
-    filter: Vec<String>,
-    #[command(flatten)]
-    ring: input::Ring,
+    sel: input::Selection,
     /// Stop after this many events.
     #[arg(long, value_name = "N")]
     limit: Option<u64>,
@@ -34,7 +29,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let fleet = input::open_fleet(&args.capture, &args.filter, &args.ring, !args.follow)?;
+    let fleet = args.sel.open(!args.follow)?;
     if fleet.is_several() {
         if args.follow {
             return Err(UsageError("-f follows one capture (with -C, the files of its rotation)".into()).into());
@@ -46,7 +41,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .into_iter()
         .next()
         .ok_or_else(|| anyhow::anyhow!("no capture"))?;
-    let keys = canonical_fields();
+    let keys: Vec<_> = fields::canonical().collect();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if !args.json {
         write_header(&mut out, false)?;
@@ -96,7 +91,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         })
     };
     if args.follow {
-        follow::follow(&mut input, &args.capture, |look| print(look.input, look.new))?;
+        follow::follow(&mut input, &args.sel.capture, |look| print(look.input, look.new))?;
     } else {
         let all = 0..input.reader.chunks().len();
         let _stopped_at_the_limit = print(&input, all)?;
@@ -179,7 +174,7 @@ fn wall_end(e: &Event, to_wall: i64) -> i128 {
 /// `events` of several captures: their matching events merged in the order they completed by
 /// wall clock (each capture's own in file order), times from the earliest capture's start.
 fn several(fleet: &input::Fleet, args: &Args) -> anyhow::Result<()> {
-    let keys = canonical_fields();
+    let keys: Vec<_> = fields::canonical().collect();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let hosts = fleet.hosts().len() > 1;
     if !args.json {
@@ -218,21 +213,6 @@ fn several(fleet: &input::Fleet, args: &Args) -> anyhow::Result<()> {
     }
     out.flush()?;
     Ok(())
-}
-
-/// Every field once: aliases (which read the same value as a field listed before them) left out.
-pub fn canonical_fields() -> Vec<&'static FieldInfo> {
-    let mut seen = Vec::new();
-    fields::all()
-        .iter()
-        .filter(|f| {
-            if seen.contains(&f.id) {
-                return false;
-            }
-            seen.push(f.id);
-            true
-        })
-        .collect()
 }
 
 /// A field value as JSON: strings, numbers, booleans; `null` when the event has none.

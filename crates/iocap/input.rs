@@ -220,6 +220,27 @@ pub fn threads(r: &Reader) -> usize {
     scan::default_threads(r.chunks().len())
 }
 
+/// What a reading command reads (`report`, `events`, `iostat`, `spectrogram`): a capture,
+/// more captures, the filter, and `--ring`.
+#[derive(clap::Args, Debug)]
+pub struct Selection {
+    #[command(flatten)]
+    pub capture: Capture,
+    /// More captures (files, directories, quoted patterns: `'caps/*.cap'`), then the filter, as
+    /// words joined by spaces: `proc.name=dd and latency>1ms`.
+    pub filter: Vec<String>,
+    #[command(flatten)]
+    pub ring: Ring,
+}
+
+impl Selection {
+    /// The captures and the filter opened ([`open_fleet`]); `whole`: each read whole now, not
+    /// followed.
+    pub fn open(&self, whole: bool) -> anyhow::Result<Fleet> {
+        open_fleet(&self.capture, &self.filter, &self.ring, whole)
+    }
+}
+
 /// `--ring`, for the commands that read several captures.
 #[derive(clap::Args, Debug, Default)]
 pub struct Ring {

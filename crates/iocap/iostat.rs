@@ -21,12 +21,7 @@ use crate::UsageError;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    capture: input::Capture,
-    /// More captures (files, directories, quoted patterns: `'caps/*.cap'`), then the filter, as
-    /// words joined by spaces (block requests only count): `blk.dev=vda`.
-    filter: Vec<String>,
-    #[command(flatten)]
-    ring: input::Ring,
+    sel: input::Selection,
     /// Length of each interval: `1s`, `500ms`, `10s`.
     #[arg(long, default_value = "1s", value_name = "DURATION")]
     interval: String,
@@ -190,7 +185,7 @@ pub const SETTLE: Duration = Duration::from_secs(2);
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let interval = parse_duration(&args.interval).map_err(|e| UsageError(format!("--interval: {e}")))?;
-    let fleet = input::open_fleet(&args.capture, &args.filter, &args.ring, !args.follow)?;
+    let fleet = args.sel.open(!args.follow)?;
     if fleet.is_several() {
         if args.follow {
             return Err(UsageError("-f follows one capture (with -C, the files of its rotation)".into()).into());
@@ -218,7 +213,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if args.follow {
         let mut live = Live::new(layout)?;
-        follow::follow(&mut input, &args.capture, |look| {
+        follow::follow(&mut input, &args.sel.capture, |look| {
             live.step(look, args.json, &mut out)?;
             out.flush()?;
             Ok(std::ops::ControlFlow::Continue(()))

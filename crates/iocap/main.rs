@@ -82,7 +82,8 @@ enum Command {
     Compare(compare::Args),
     /// The matching events, one per line (or JSON lines keyed by field names).
     Events(events::Args),
-    /// Per-disk r/s, w/s, kB/s, await, aqu-sz and %util per interval, from block events.
+    /// Per-disk r/s, w/s, kB/s, await, aqu-sz and %util per interval, from the block requests the
+    /// filter keeps.
     Iostat(iostat::Args),
     /// sysdig's latency spectrogram: one row per interval, ten columns per decade of latency.
     Spectrogram(spectrogram::Args),

@@ -19,12 +19,7 @@ use crate::text;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    capture: input::Capture,
-    /// More captures (files, directories, quoted patterns: `'caps/*.cap'`), then the filter, as
-    /// words joined by spaces: `proc.name=dd and latency>1ms`.
-    filter: Vec<String>,
-    #[command(flatten)]
-    ring: input::Ring,
+    sel: input::Selection,
     /// Split the matching events by this field and show the top groups.
     #[arg(long, value_name = "FIELD")]
     by: Option<String>,
@@ -131,7 +126,7 @@ impl<F: FnMut(usize, &mut LatencyHist, &mut u64)> Feed for RollupGroups<'_, F> {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let by = args.by.as_deref().map(input::field_arg).transpose()?;
-    let fleet = input::open_fleet(&args.capture, &args.filter, &args.ring, true)?;
+    let fleet = args.sel.open(true)?;
     // Saturating: each file's counts are what it claims.
     let unseen = fleet
         .inputs
@@ -267,53 +262,45 @@ fn scan_tally_with(
     // it can, reads only the rollup's keys, and so does the field), taken from it; the others
     // scanned. A chunk the summary rules out is left to the scan, which skips it.
     let all: Vec<usize> = (0..r.chunks().len()).collect();
-    let (planned, mut rest) = match use_rollups && by.is_none_or(|f| rollups::within_keys(FieldGroups::columns(f))) {
-        true => rollups::plan(&all, |i| {
-            let s = &r.chunks().get(i)?.summary;
-            // The listing says the rollup's keys lack the field (the file, without a file
-            // rollup): the columns answer.
-            if !by.is_none_or(|f| r.rollup_may_hold(i, FieldGroups::columns(f))) {
-                return None;
-            }
-            match RollupFilter::of_chunk(Some(&input.filter), r, i)? {
-                f @ (RollupFilter::Keys(_) | RollupFilter::Cells(_)) if !f.may_match(s) => None,
-                f => Some(f),
-            }
-        }),
-        false => (Vec::new(), all),
-    };
-    let (mut acc, rolled) = match planned.is_empty() {
-        true => (init(), 0),
-        false => {
-            let (folded, failed) = rollups::over(
-                r,
-                &planned,
-                threads,
-                &|| false,
-                &|| (init(), 0u64),
-                |(acc, n), _, f, rollup, bits| {
-                    // A 1.12 rollup has no bytes, one before 1.16 no pids to group by: its
-                    // chunk's columns answer.
-                    if !rollup.with_bytes || !by.is_none_or(|f| rollup.holds(FieldGroups::columns(f))) {
-                        return false;
-                    }
-                    let Some(kept) = f.apply(rollup, bits) else {
-                        return false;
-                    };
-                    *n += fold_rollup(acc, &kept, bits);
-                    true
-                },
-                |(a, n), (b, m)| {
-                    merge(a, b);
-                    *n += m;
-                },
-            )
-            .ok_or_else(|| anyhow::anyhow!("reading the rollups was cancelled"))?;
-            rest.extend(failed);
-            rest.sort_unstable();
-            folded
+    let rollups_answer = use_rollups && by.is_none_or(|f| rollups::within_keys(FieldGroups::columns(f)));
+    let plan = |i: usize| {
+        let s = &r.chunks().get(i)?.summary;
+        // The listing says the rollup's keys lack the field (the file, without a file
+        // rollup): the columns answer.
+        if !rollups_answer || !by.is_none_or(|f| r.rollup_may_hold(i, FieldGroups::columns(f))) {
+            return None;
+        }
+        match RollupFilter::of_chunk(Some(&input.filter), r, i)? {
+            f @ (RollupFilter::Keys(_) | RollupFilter::Cells(_)) if !f.may_match(s) => None,
+            f => Some(f),
         }
     };
+    let (folded, rest) = rollups::fold_then_rest(
+        r,
+        &all,
+        plan,
+        threads,
+        &|| false,
+        &|| (init(), 0u64),
+        |(acc, n), _, f, rollup, bits| {
+            // A 1.12 rollup has no bytes, one before 1.16 no pids to group by: its
+            // chunk's columns answer.
+            if !rollup.with_bytes || !by.is_none_or(|f| rollup.holds(FieldGroups::columns(f))) {
+                return false;
+            }
+            let Some(kept) = f.apply(rollup, bits) else {
+                return false;
+            };
+            *n += fold_rollup(acc, &kept, bits);
+            true
+        },
+        |(a, n), (b, m)| {
+            merge(a, b);
+            *n += m;
+        },
+    )
+    .ok_or_else(|| anyhow::anyhow!("reading the rollups was cancelled"))?;
+    let (mut acc, rolled) = folded.unwrap_or_else(|| (init(), 0));
     let (scanned, mut stats) = Scan::new(r, Some(&input.filter))
         .columns(want)
         .threads(threads)

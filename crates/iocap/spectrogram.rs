@@ -31,12 +31,7 @@ pub enum Color {
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    capture: input::Capture,
-    /// More captures (files, directories, quoted patterns: `'caps/*.cap'`), then the filter, as
-    /// words joined by spaces: `proc.name=postgres and fd.type=file`.
-    filter: Vec<String>,
-    #[command(flatten)]
-    ring: input::Ring,
+    sel: input::Selection,
     /// Length of each row.
     #[arg(long, default_value = "500ms", value_name = "DURATION")]
     interval: String,
@@ -47,7 +42,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let interval = parse_duration(&args.interval).map_err(|e| UsageError(format!("--interval: {e}")))?;
-    let fleet = input::open_fleet(&args.capture, &args.filter, &args.ring, true)?;
+    let fleet = args.sel.open(true)?;
     // Several captures: rows of wall-clock time (ns since the epoch) from the earliest start.
     let (start, end) = if fleet.is_several() {
         let wall = |t: i128| u64::try_from(t.max(0)).unwrap_or(u64::MAX);

@@ -329,6 +329,32 @@ pub fn over<A: Send, T: Plan + Sync, S: Source>(
     Some((acc, failed))
 }
 
+/// The rollups-then-scan sequence every reader of a capture runs: the chunks of `chunks` that
+/// `plan` finds a rollup can answer are folded from their rollups ([`over`], on up to
+/// `threads` threads); returns what they added up to (`None` when no chunk was planned) and
+/// the chunks left for a scan of their columns (the unplanned, and those whose rollup could not
+/// be used), in order; `None` when `stale` says the question was superseded.
+#[allow(clippy::too_many_arguments)]
+pub fn fold_then_rest<A: Send, T: Plan + Sync, S: Source>(
+    reader: &Reader<S>,
+    chunks: &[usize],
+    plan: impl Fn(usize) -> Option<T>,
+    threads: usize,
+    stale: &(dyn Fn() -> bool + Sync),
+    init: &(dyn Fn() -> A + Sync),
+    each: impl Fn(&mut A, usize, &T, &Rollup, &mut Bitmap) -> bool + Sync,
+    merge: impl Fn(&mut A, A),
+) -> Option<(Option<A>, Vec<usize>)> {
+    let (planned, mut rest) = self::plan(chunks, plan);
+    if planned.is_empty() {
+        return Some((None, rest));
+    }
+    let (acc, failed) = over(reader, &planned, threads, stale, init, each, merge)?;
+    rest.extend(failed);
+    rest.sort_unstable();
+    Some((Some(acc), rest))
+}
+
 #[cfg(test)]
 mod tests {
     use iocap_filter::Filter;

@@ -30,7 +30,6 @@ use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedW
 use parquet::schema::types::{ColumnDescPtr, SchemaDescriptor, Type, TypePtr};
 
 use super::cells::{Cell, Cells, Flavor, Keyed};
-use crate::events::canonical_fields;
 use crate::input::Input;
 
 mod encode;
@@ -465,7 +464,7 @@ pub fn write<W: Write + Send>(out: W, input: &Input) -> anyhow::Result<W> {
 fn write_with<W: Write + Send>(out: W, input: &Input, limits: Limits) -> anyhow::Result<W> {
     let r = &input.reader;
     let meta = r.meta();
-    let keys = canonical_fields();
+    let keys = iocap_filter::fields::canonical().collect::<Vec<_>>();
     let schema = schema(&keys)?;
     let descr = SchemaDescriptor::new(schema.clone());
     let mut file = SerializedFileWriter::new(out, schema, properties())?;
@@ -621,7 +620,7 @@ mod tests {
             .filter(|l| l.starts_with("| `"))
             .map(|l| l.split(" | ").collect())
             .collect();
-        let schema = schema(&canonical_fields()).unwrap();
+        let schema = schema(&iocap_filter::fields::canonical().collect::<Vec<_>>()).unwrap();
         let cols = schema.get_fields();
         assert_eq!(rows.len(), cols.len());
         for (row, col) in rows.iter().zip(cols) {
@@ -652,7 +651,7 @@ mod tests {
 
         let dir = tempfile::tempdir().unwrap();
         let path = crate::export::tests::varied_capture(dir.path());
-        let keys = canonical_fields();
+        let keys = iocap_filter::fields::canonical().collect::<Vec<_>>();
         for (filter, limits) in [
             ("", Limits { page: 100, group: 1000 }),
             ("", Limits { page: 7, group: 64 }),

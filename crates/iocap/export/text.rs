@@ -11,7 +11,6 @@ use iocap_filter::fields::FieldInfo;
 use iocap_format::ColSet;
 
 use super::cells::{push_i64, push_u64, Cell, Cells, Flavor};
-use crate::events::canonical_fields;
 use crate::input::Input;
 
 /// A CSV field, quoted when it holds a comma, quote or line break (RFC 4180).
@@ -50,7 +49,7 @@ fn push_cell(line: &mut Vec<u8>, cells: &Cells, cell: Cell, absent: &[u8]) {
 
 /// Every field as CSV, a header line of the field names first.
 pub(super) fn write_csv(out: &mut dyn Write, input: &Input) -> anyhow::Result<()> {
-    let keys = canonical_fields();
+    let keys = iocap_filter::fields::canonical().collect::<Vec<_>>();
     let header: Vec<&str> = keys.iter().map(|f| f.name).collect();
     writeln!(out, "{}", header.join(","))?;
     write_rows(out, input, &keys, Flavor::Csv, |line, cells, c, row| {
@@ -66,7 +65,7 @@ pub(super) fn write_csv(out: &mut dyn Write, input: &Input) -> anyhow::Result<()
 /// Every field as a JSON object a line, keyed by field name in the order `serde_json` keeps
 /// an object's keys (sorted), absent values as `null`.
 pub(super) fn write_jsonl(out: &mut dyn Write, input: &Input) -> anyhow::Result<()> {
-    let mut keys = canonical_fields();
+    let mut keys = iocap_filter::fields::canonical().collect::<Vec<_>>();
     keys.sort_by_key(|f| f.name);
     // `{"name":` and `,"name":`: field names are plain ASCII, quoted as they are.
     let prefixes: Vec<Vec<u8>> = keys
@@ -135,7 +134,7 @@ pub(crate) mod tests {
     /// The old CSV: `fields::value` and `Display` per cell.
     fn slow_csv(input: &Input) -> Vec<u8> {
         let r = &input.reader;
-        let keys = canonical_fields();
+        let keys = iocap_filter::fields::canonical().collect::<Vec<_>>();
         let mut out = keys.iter().map(|f| f.name).collect::<Vec<_>>().join(",");
         out.push('\n');
         scan::for_each_match(r, &input.filter, ColSet::ALL, |cols, i| {
@@ -159,7 +158,7 @@ pub(crate) mod tests {
     /// The old JSON lines: a `serde_json::Value` per event.
     fn slow_jsonl(input: &Input) -> Vec<u8> {
         let r = &input.reader;
-        let keys = canonical_fields();
+        let keys = iocap_filter::fields::canonical().collect::<Vec<_>>();
         let mut out = String::new();
         scan::for_each_match(r, &input.filter, ColSet::ALL, |cols, i| {
             out.push_str(&event_json(&keys, &cols.event(i), r.meta(), r.tables()).to_string());

@@ -369,13 +369,10 @@ fn fold_rollups<'r>(
         }
         RollupFilter::of_chunk(q.filter.as_deref(), reader, i).map(|f| (row, f))
     };
-    let (planned, mut rest) = rollups::plan(chunks, plan);
-    if planned.is_empty() {
-        return Some((rest, None));
-    }
-    let (acc, failed) = rollups::over(
+    let (acc, rest) = rollups::fold_then_rest(
         reader,
-        &planned,
+        chunks,
+        plan,
         ROLLUP_THREADS,
         stale,
         make,
@@ -392,9 +389,7 @@ fn fold_rollups<'r>(
         },
         Acc::merge,
     )?;
-    rest.extend(failed);
-    rest.sort_unstable();
-    Some((rest, Some(acc)))
+    Some((rest, acc))
 }
 
 /// The per-event loop of [`Acc::feed`] over one chunk: each matching row in the view into the
@@ -691,10 +686,10 @@ fn count_rollups(q: &Query, chunks: &[usize], stale: &(dyn Fn() -> bool + Sync))
             _ => None,
         }
     };
-    let (planned, mut rest) = rollups::plan(chunks, plan);
-    let (total, failed) = rollups::over(
+    let (total, rest) = rollups::fold_then_rest(
         reader,
-        &planned,
+        chunks,
+        plan,
         ROLLUP_THREADS,
         stale,
         &|| 0u64,
@@ -707,9 +702,7 @@ fn count_rollups(q: &Query, chunks: &[usize], stale: &(dyn Fn() -> bool + Sync))
         },
         |a, b| *a += b,
     )?;
-    rest.extend(failed);
-    rest.sort_unstable();
-    Some((total, rest))
+    Some((total.unwrap_or(0), rest))
 }
 
 /// (Tests and the bench: the worker counts through [`count_whole`].) Events matching `q`'s

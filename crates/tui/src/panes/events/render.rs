@@ -224,14 +224,12 @@ pub fn render_detail(app: &App, f: &mut Frame) {
             units::offset(e.ts.saturating_sub(app.cap.start))
         ),
     )];
-    let mut seen = Vec::new();
-    for fi in fields::all() {
-        // Aliases share a value with the field before them; the header's fields (`host`,
-        // `capture.id`) are the capture's, the same for every event of the one viewed.
-        if seen.contains(&fi.id) || fi.id.is_per_capture() {
+    for fi in fields::canonical() {
+        // The header's fields (`host`, `capture.id`) are the capture's, the same for every
+        // event of the one viewed.
+        if fi.id.is_per_capture() {
             continue;
         }
-        seen.push(fi.id);
         let v = fields::value(fi, e, meta, tables);
         // Absent fields, empty strings and false flags say nothing; nor do the disk figures of
         // a call that issued no block request.
