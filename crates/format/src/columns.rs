@@ -566,7 +566,7 @@ impl From<BodyError> for DecodeError {
 
 /// Which events a column is for. A column for one side of the block/other split has 0 for
 /// the other side's events, as a rule: the writer then stores it for its side alone
-/// ([`enc::MASKED`]), and stores it whole for a chunk where an event of the other side has a
+/// (masked), and stores it whole for a chunk where an event of the other side has a
 /// value (the `unfinished` flag, which any event may carry). A field of one side never reads
 /// a column of the other.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -694,6 +694,13 @@ macro_rules! columns {
                 }
             }
 
+            /// Whether the writer tries the column's `DELTA` form.
+            const fn delta(self) -> bool {
+                match self {
+                    $( Col::$col => $delta, )*
+                }
+            }
+
             /// Whether the writer compares the column's byte planes with its usual form.
             const fn planes_tried(self) -> bool {
                 match self {
@@ -767,232 +774,8 @@ macro_rules! columns {
                 }
             }
 
-            /// Append the chunk body encoding of these events to `out`, every column stored
-            /// raw (uncompressed).
-            pub fn encode(&self, out: &mut Vec<u8>) {
-                // Without a packer nothing does I/O, so this cannot fail.
-                let _ = self.encode_with(out, None, &mut EncodeBufs::default());
-            }
-
-            /// Append the chunk body to `out`, compressing columns with `packer` when given.
-            pub(crate) fn encode_with(
-                &self,
-                out: &mut Vec<u8>,
-                mut packer: Option<&mut Packer>,
-                bufs: &mut EncodeBufs,
-            ) -> std::io::Result<()> {
-                let EncodeBufs { col: scratch, dir, data, gaps, masked, plane_bufs, forms, full_chunks } = bufs;
-                let trial = self.len < FORM_TRIAL_ABOVE || *full_chunks % FORM_TRIAL_EVERY == 0;
-                if self.len >= FORM_TRIAL_ABOVE {
-                    *full_chunks = full_chunks.wrapping_add(1);
-                }
-                dir.clear();
-                data.clear();
-                let mut ncols = 0u64;
-                // Masks only where both sides have events (most chunks of a syscall workload
-                // have no block request: no column pays a pass to find that out).
-                let blocks = self.class.iter().filter(|&&c| c == Class::Block as u8).count();
-                let mixed = blocks > 0 && blocks < self.len;
-                $(
-                    let form = &mut forms[Col::$col as usize];
-                    let to = ColumnOut { scratch: &mut *scratch, plane_bufs: &mut *plane_bufs, dir: &mut *dir, data: &mut *data };
-                    let written = if Col::$col == Col::Ts {
-                        put_ts(self, gaps, trial, packer.as_deref_mut(), form, to)?
-                    } else if Col::$col == Col::File {
-                        put_file(self, masked, trial, packer.as_deref_mut(), form, to)?
-                    } else {
-                        let raw = columns!(@raw self, $field);
-                        // A column only one side of the block/other split has values for is
-                        // stored for that side alone, when the chunk has both.
-                        let mask = mask_of(Col::$col).filter(|&m| mixed && codec::gather(&self.class, m, raw, self.len, masked));
-                        let shape = Shape { col: Col::$col, delta: $delta, mask, trial };
-                        match mask {
-                            Some(_) => put_column(shape, |i| masked[i], masked.len(), packer.as_deref_mut(), form, to)?,
-                            None => put_column(shape, raw, self.len, packer.as_deref_mut(), form, to)?,
-                        }
-                    };
-                    ncols += u64::from(written);
-                )*
-                varint::put(out, ncols);
-                out.extend_from_slice(dir);
-                out.extend_from_slice(data);
-                Ok(())
-            }
-
-            /// Decode `n` events from a chunk body, only the columns in `want`.
-            pub fn decode(&mut self, body: &[u8], n: usize, want: ColSet) -> Result<(), BodyError> {
-                let mut unpacker = None;
-                self.decode_with(body, n, want, &mut unpacker, &mut Vec::new())
-                    .map_err(|e| match e {
-                        DecodeError::Body(e) => e,
-                        DecodeError::TooLarge { .. } => BodyError("column larger than its events need"),
-                    })
-            }
-
-            /// [`Columns::decode`] with reusable decompression state (created on first need)
-            /// and scratch space.
-            pub(crate) fn decode_with(
-                &mut self,
-                body: &[u8],
-                n: usize,
-                want: ColSet,
-                unpacker: &mut Option<Unpacker>,
-                scratch: &mut Vec<u8>,
-            ) -> Result<(), DecodeError> {
-                self.clear();
-                if n as u64 > MAX_CHUNK_EVENTS {
-                    return Err(BodyError("more events than a chunk may hold").into());
-                }
-                // ret is stored relative to bytes (see `@raw`): decoding it needs both.
-                let inner = if want.contains(Col::Ret) { want.with(Col::Bytes) } else { want };
-                let mut cur = Cursor::new(body);
-                let ncols = cur.varint().ok_or(BodyError("column directory cut short"))?;
-                if ncols > 64 {
-                    return Err(BodyError("column directory too long").into());
-                }
-                let mut dir = [(0u64, 0u8, 0u8, 0u64, 0u64); 64];
-                let dir = &mut dir[..ncols as usize];
-                for entry in dir.iter_mut() {
-                    let short = || BodyError("column directory cut short");
-                    let id = cur.varint().ok_or_else(short)?;
-                    let encoding = cur.u8().ok_or_else(short)?;
-                    let codec = cur.u8().ok_or_else(short)?;
-                    let raw_len = cur.varint().ok_or_else(short)?;
-                    let stored_len = cur.varint().ok_or_else(short)?;
-                    *entry = (id, encoding, codec, raw_len, stored_len);
-                }
-                // A gap-encoded ts is rebuilt from the class, tid and latency of each event.
-                let gap = dir.iter().any(|e| e.0 == Col::Ts as u64 && enc::is_gap(e.1));
-                let inner = if gap && inner.contains(Col::Ts) {
-                    inner.with(Col::Class).with(Col::Tid).with(Col::Latency)
-                } else {
-                    inner
-                };
-                // A REF file column is rebuilt from the tid of each event.
-                let file_ref = inner.contains(Col::File) && dir.iter().any(|e| e.0 == Col::File as u64 && e.1 == enc::REF);
-                let inner = if file_ref { inner.with(Col::Tid) } else { inner };
-                // A masked column's values are placed by each event's class.
-                let masked = |e: &(u64, u8, u8, u64, u64)| {
-                    e.1 == enc::MASKED && e.0 < u64::from(NCOLS) && inner.contains(Col::ALL[e.0 as usize])
-                };
-                let any_masked = dir.iter().any(masked);
-                let inner = if any_masked { inner.with(Col::Class) } else { inner };
-                let mut seen = 0u64;
-                let mut stored = [&body[..0]; 64];
-                for (&(id, encoding, _, _, stored_len), stored) in dir.iter().zip(stored.iter_mut()) {
-                    *stored = cur.bytes(stored_len).ok_or(BodyError("column longer than the chunk"))?;
-                    if enc::is_gap(encoding) && id != Col::Ts as u64 {
-                        return Err(BodyError("gap encoding on a column other than ts").into());
-                    }
-                    if encoding == enc::REF && id != Col::File as u64 {
-                        return Err(BodyError("REF encoding on a column other than file").into());
-                    }
-                    if encoding == enc::MASKED && id == Col::Class as u64 {
-                        return Err(BodyError("masked class column").into());
-                    }
-                    if id < 64 {
-                        if seen & (1 << id) != 0 {
-                            return Err(BodyError("column stored twice").into());
-                        }
-                        seen |= 1 << id;
-                    }
-                }
-                if !cur.is_empty() {
-                    return Err(BodyError("bytes after the last column").into());
-                }
-                // A gap-encoded ts is decoded last, its starts rebuilt as its values are read.
-                let ts_gap = gap && inner.contains(Col::Ts);
-                for (&(id, encoding, codec, raw_len, _), stored) in dir.iter().zip(stored) {
-                    if id >= u64::from(NCOLS) || !inner.contains(Col::ALL[id as usize]) {
-                        // Not wanted, or a column from a newer writer: skipped undecoded.
-                        continue;
-                    }
-                    if (ts_gap && id == Col::Ts as u64) || encoding == enc::MASKED || encoding == enc::REF {
-                        // Decoded below, once what they are rebuilt from is.
-                        continue;
-                    }
-                    check_column_size(Col::ALL[id as usize], encoding, raw_len, n)?;
-                    let data = unpack_column(codec, raw_len, stored, unpacker, scratch)?;
-                    $(
-                        if id == Col::$col as u64 {
-                            if encoding == enc::PLANES {
-                                decode_planes(data, n, unpacker, &mut self.$field, <$ty>::from_raw)?;
-                            } else {
-                                decode_column(data, encoding, n, &mut self.$field)?;
-                            }
-                        }
-                    )*
-                }
-                $(
-                    if inner.contains(Col::$col) && seen & (1 << Col::$col as u64) == 0 {
-                        self.$field.resize(n, <$ty>::default());
-                    }
-                )*
-                if any_masked {
-                    // Out of `self` while the others are filled (a masked class is refused above).
-                    let class = std::mem::take(&mut self.class);
-                    for (e, stored) in dir.iter().zip(stored).filter(|(e, _)| masked(e)) {
-                        let &(id, encoding, codec, raw_len, _) = e;
-                        check_column_size(Col::ALL[id as usize], encoding, raw_len, n)?;
-                        let data = unpack_column(codec, raw_len, stored, unpacker, scratch)?;
-                        $(
-                            if id == Col::$col as u64 {
-                                codec::decode_masked(data, &class, unpacker, &mut self.$field)?;
-                            }
-                        )*
-                    }
-                    self.class = class;
-                }
-                if ts_gap {
-                    let at = dir.iter().position(|e| e.0 == Col::Ts as u64);
-                    if let Some(k) = at {
-                        let (_, encoding, codec, raw_len, _) = dir[k];
-                        check_column_size(Col::Ts, encoding, raw_len, n)?;
-                        let data = unpack_column(codec, raw_len, stored[k], unpacker, scratch)?;
-                        decode_gap_ts(data, encoding, n, unpacker, &mut self.ts, (&self.class, &self.tid, &self.latency))?;
-                    }
-                    if !want.contains(Col::Latency) {
-                        self.latency.clear();
-                    }
-                }
-                if file_ref {
-                    if let Some(k) = dir.iter().position(|e| e.0 == Col::File as u64) {
-                        let (_, encoding, codec, raw_len, _) = dir[k];
-                        check_column_size(Col::File, encoding, raw_len, n)?;
-                        let data = unpack_column(codec, raw_len, stored[k], unpacker, scratch)?;
-                        decode_ref(data, n, &mut self.file, &self.tid)?;
-                    }
-                }
-                if (ts_gap || file_ref) && !want.contains(Col::Tid) {
-                    self.tid.clear();
-                }
-                if !want.contains(Col::Class) {
-                    self.class.clear();
-                }
-                if want.contains(Col::Ret) {
-                    for (r, &b) in self.ret.iter_mut().zip(&self.bytes) {
-                        *r = r.wrapping_add(b as i64);
-                    }
-                    if !want.contains(Col::Bytes) {
-                        self.bytes.clear();
-                    }
-                }
-                self.len = n;
-                self.decoded = want.0 & ColSet::ALL.0;
-                Ok(())
-            }
         }
     };
-    // The raw u64s a column stores. `ret` is stored as `ret - bytes`: an I/O syscall returns
-    // the bytes it moved, so the difference is mostly 0 and the column nearly free.
-    (@raw $s:ident, ret) => {
-        |i: usize| {
-            let (r, b) = ($s.ret.get(i).copied().unwrap_or(0), $s.bytes.get(i).copied().unwrap_or(0));
-            varint::zigzag(r.wrapping_sub(b as i64))
-        }
-    };
-    // `get`, not indexing: the fields are public, and a short one reads as zeros, not a panic.
-    (@raw $s:ident, $field:ident) => { |i: usize| $s.$field.get(i).map_or(0, |v| v.to_raw()) };
     (@get $e:ident, class) => { $e.class as u8 };
     (@get $e:ident, $field:ident) => { $e.$field };
     (@set $v:expr, class) => { Class::from_code(u64::from($v)).unwrap_or_default() };
@@ -1048,6 +831,321 @@ columns! {
     offset: u64 = Offset(22), Others, delta: false, planes: true;
     /// [`Event::prio`] (block). Since 1.18.
     prio: u32 = Prio(23), Blocks, delta: false, planes: false;
+}
+
+impl Columns {
+    /// Append the chunk body encoding of these events to `out`, every column stored
+    /// raw (uncompressed).
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        // Without a packer nothing does I/O, so this cannot fail.
+        let _ = self.encode_with(out, None, &mut EncodeBufs::default());
+    }
+
+    /// Append the chunk body to `out`, compressing columns with `packer` when given.
+    pub(crate) fn encode_with(
+        &self,
+        out: &mut Vec<u8>,
+        mut packer: Option<&mut Packer>,
+        bufs: &mut EncodeBufs,
+    ) -> std::io::Result<()> {
+        let EncodeBufs {
+            col: scratch,
+            dir,
+            data,
+            gaps,
+            masked,
+            plane_bufs,
+            forms,
+            full_chunks,
+        } = bufs;
+        let trial = self.len < FORM_TRIAL_ABOVE || *full_chunks % FORM_TRIAL_EVERY == 0;
+        if self.len >= FORM_TRIAL_ABOVE {
+            *full_chunks = full_chunks.wrapping_add(1);
+        }
+        dir.clear();
+        data.clear();
+        let mut ncols = 0u64;
+        // Masks only where both sides have events (most chunks of a syscall workload
+        // have no block request: no column pays a pass to find that out).
+        let blocks = self.class.iter().filter(|&&c| c == Class::Block as u8).count();
+        let mixed = blocks > 0 && blocks < self.len;
+        for col in Col::ALL {
+            let form = &mut forms[col as usize];
+            let to = ColumnOut {
+                scratch: &mut *scratch,
+                plane_bufs: &mut *plane_bufs,
+                dir: &mut *dir,
+                data: &mut *data,
+            };
+            let packer = packer.as_deref_mut();
+            // `get`, not indexing: the fields are public, and a short one reads as zeros.
+            macro_rules! plain {
+                ($v:expr) => {{
+                    let v = $v;
+                    self.put_plain(
+                        col,
+                        |i| v.get(i).map_or(0, |x| x.to_raw()),
+                        mixed,
+                        trial,
+                        masked,
+                        packer,
+                        form,
+                        to,
+                    )?
+                }};
+            }
+            let written = match (col, self.get(col)) {
+                (Col::Ts, _) => put_ts(self, gaps, trial, packer, form, to)?,
+                (Col::File, _) => put_file(self, masked, trial, packer, form, to)?,
+                // `ret` is stored as `ret - bytes`: an I/O syscall returns the bytes it moved,
+                // so the difference is mostly 0 and the column nearly free.
+                (Col::Ret, _) => {
+                    let raw = |i: usize| {
+                        let (r, b) = (
+                            self.ret.get(i).copied().unwrap_or(0),
+                            self.bytes.get(i).copied().unwrap_or(0),
+                        );
+                        varint::zigzag(r.wrapping_sub(b as i64))
+                    };
+                    self.put_plain(col, raw, mixed, trial, masked, packer, form, to)?
+                }
+                (_, ColSlice::U8(v)) => plain!(v),
+                (_, ColSlice::U32(v)) => plain!(v),
+                (_, ColSlice::U64(v)) => plain!(v),
+                (_, ColSlice::I32(v)) => plain!(v),
+                (_, ColSlice::I64(v)) => plain!(v),
+            };
+            ncols += u64::from(written);
+        }
+        varint::put(out, ncols);
+        out.extend_from_slice(dir);
+        out.extend_from_slice(data);
+        Ok(())
+    }
+
+    /// Decode `n` events from a chunk body, only the columns in `want`.
+    pub fn decode(&mut self, body: &[u8], n: usize, want: ColSet) -> Result<(), BodyError> {
+        let mut unpacker = None;
+        self.decode_with(body, n, want, &mut unpacker, &mut Vec::new())
+            .map_err(|e| match e {
+                DecodeError::Body(e) => e,
+                DecodeError::TooLarge { .. } => BodyError("column larger than its events need"),
+            })
+    }
+
+    /// [`Columns::decode`] with reusable decompression state (created on first need)
+    /// and scratch space.
+    pub(crate) fn decode_with(
+        &mut self,
+        body: &[u8],
+        n: usize,
+        want: ColSet,
+        unpacker: &mut Option<Unpacker>,
+        scratch: &mut Vec<u8>,
+    ) -> Result<(), DecodeError> {
+        self.clear();
+        if n as u64 > MAX_CHUNK_EVENTS {
+            return Err(BodyError("more events than a chunk may hold").into());
+        }
+        // ret is stored relative to bytes (see `encode_with`): decoding it needs both.
+        let inner = if want.contains(Col::Ret) {
+            want.with(Col::Bytes)
+        } else {
+            want
+        };
+        let mut cur = Cursor::new(body);
+        let ncols = cur.varint().ok_or(BodyError("column directory cut short"))?;
+        if ncols > 64 {
+            return Err(BodyError("column directory too long").into());
+        }
+        let mut dir = [(0u64, 0u8, 0u8, 0u64, 0u64); 64];
+        let dir = &mut dir[..ncols as usize];
+        for entry in dir.iter_mut() {
+            let short = || BodyError("column directory cut short");
+            let id = cur.varint().ok_or_else(short)?;
+            let encoding = cur.u8().ok_or_else(short)?;
+            let codec = cur.u8().ok_or_else(short)?;
+            let raw_len = cur.varint().ok_or_else(short)?;
+            let stored_len = cur.varint().ok_or_else(short)?;
+            *entry = (id, encoding, codec, raw_len, stored_len);
+        }
+        // A gap-encoded ts is rebuilt from the class, tid and latency of each event.
+        let gap = dir.iter().any(|e| e.0 == Col::Ts as u64 && enc::is_gap(e.1));
+        let inner = if gap && inner.contains(Col::Ts) {
+            inner.with(Col::Class).with(Col::Tid).with(Col::Latency)
+        } else {
+            inner
+        };
+        // A REF file column is rebuilt from the tid of each event.
+        let file_ref = inner.contains(Col::File) && dir.iter().any(|e| e.0 == Col::File as u64 && e.1 == enc::REF);
+        let inner = if file_ref { inner.with(Col::Tid) } else { inner };
+        // A masked column's values are placed by each event's class.
+        let masked = |e: &(u64, u8, u8, u64, u64)| {
+            e.1 == enc::MASKED && e.0 < u64::from(NCOLS) && inner.contains(Col::ALL[e.0 as usize])
+        };
+        let any_masked = dir.iter().any(masked);
+        let inner = if any_masked { inner.with(Col::Class) } else { inner };
+        let mut seen = 0u64;
+        let mut stored = [&body[..0]; 64];
+        for (&(id, encoding, _, _, stored_len), stored) in dir.iter().zip(stored.iter_mut()) {
+            *stored = cur.bytes(stored_len).ok_or(BodyError("column longer than the chunk"))?;
+            if enc::is_gap(encoding) && id != Col::Ts as u64 {
+                return Err(BodyError("gap encoding on a column other than ts").into());
+            }
+            if encoding == enc::REF && id != Col::File as u64 {
+                return Err(BodyError("REF encoding on a column other than file").into());
+            }
+            if encoding == enc::MASKED && id == Col::Class as u64 {
+                return Err(BodyError("masked class column").into());
+            }
+            if id < 64 {
+                if seen & (1 << id) != 0 {
+                    return Err(BodyError("column stored twice").into());
+                }
+                seen |= 1 << id;
+            }
+        }
+        if !cur.is_empty() {
+            return Err(BodyError("bytes after the last column").into());
+        }
+        // A gap-encoded ts is decoded last, its starts rebuilt as its values are read.
+        let ts_gap = gap && inner.contains(Col::Ts);
+        for (&(id, encoding, codec, raw_len, _), stored) in dir.iter().zip(stored) {
+            if id >= u64::from(NCOLS) || !inner.contains(Col::ALL[id as usize]) {
+                // Not wanted, or a column from a newer writer: skipped undecoded.
+                continue;
+            }
+            if (ts_gap && id == Col::Ts as u64) || encoding == enc::MASKED || encoding == enc::REF {
+                // Decoded below, once what they are rebuilt from is.
+                continue;
+            }
+            check_column_size(Col::ALL[id as usize], encoding, raw_len, n)?;
+            let data = unpack_column(codec, raw_len, stored, unpacker, scratch)?;
+            match self.get_mut(Col::ALL[id as usize]) {
+                ColVecMut::U8(v) => decode_any(data, encoding, n, unpacker, v)?,
+                ColVecMut::U32(v) => decode_any(data, encoding, n, unpacker, v)?,
+                ColVecMut::U64(v) => decode_any(data, encoding, n, unpacker, v)?,
+                ColVecMut::I32(v) => decode_any(data, encoding, n, unpacker, v)?,
+                ColVecMut::I64(v) => decode_any(data, encoding, n, unpacker, v)?,
+            }
+        }
+        for col in Col::ALL {
+            if inner.contains(col) && seen & (1 << col as u64) == 0 {
+                match self.get_mut(col) {
+                    ColVecMut::U8(v) => v.resize(n, 0),
+                    ColVecMut::U32(v) => v.resize(n, 0),
+                    ColVecMut::U64(v) => v.resize(n, 0),
+                    ColVecMut::I32(v) => v.resize(n, 0),
+                    ColVecMut::I64(v) => v.resize(n, 0),
+                }
+            }
+        }
+        if any_masked {
+            // Out of `self` while the others are filled (a masked class is refused above).
+            let class = std::mem::take(&mut self.class);
+            for (e, stored) in dir.iter().zip(stored).filter(|(e, _)| masked(e)) {
+                let &(id, encoding, codec, raw_len, _) = e;
+                check_column_size(Col::ALL[id as usize], encoding, raw_len, n)?;
+                let data = unpack_column(codec, raw_len, stored, unpacker, scratch)?;
+                match self.get_mut(Col::ALL[id as usize]) {
+                    ColVecMut::U8(v) => codec::decode_masked(data, &class, unpacker, v)?,
+                    ColVecMut::U32(v) => codec::decode_masked(data, &class, unpacker, v)?,
+                    ColVecMut::U64(v) => codec::decode_masked(data, &class, unpacker, v)?,
+                    ColVecMut::I32(v) => codec::decode_masked(data, &class, unpacker, v)?,
+                    ColVecMut::I64(v) => codec::decode_masked(data, &class, unpacker, v)?,
+                }
+            }
+            self.class = class;
+        }
+        if ts_gap {
+            let at = dir.iter().position(|e| e.0 == Col::Ts as u64);
+            if let Some(k) = at {
+                let (_, encoding, codec, raw_len, _) = dir[k];
+                check_column_size(Col::Ts, encoding, raw_len, n)?;
+                let data = unpack_column(codec, raw_len, stored[k], unpacker, scratch)?;
+                decode_gap_ts(
+                    data,
+                    encoding,
+                    n,
+                    unpacker,
+                    &mut self.ts,
+                    (&self.class, &self.tid, &self.latency),
+                )?;
+            }
+            if !want.contains(Col::Latency) {
+                self.latency.clear();
+            }
+        }
+        if file_ref {
+            if let Some(k) = dir.iter().position(|e| e.0 == Col::File as u64) {
+                let (_, encoding, codec, raw_len, _) = dir[k];
+                check_column_size(Col::File, encoding, raw_len, n)?;
+                let data = unpack_column(codec, raw_len, stored[k], unpacker, scratch)?;
+                decode_ref(data, n, &mut self.file, &self.tid)?;
+            }
+        }
+        if (ts_gap || file_ref) && !want.contains(Col::Tid) {
+            self.tid.clear();
+        }
+        if !want.contains(Col::Class) {
+            self.class.clear();
+        }
+        if want.contains(Col::Ret) {
+            for (r, &b) in self.ret.iter_mut().zip(&self.bytes) {
+                *r = r.wrapping_add(b as i64);
+            }
+            if !want.contains(Col::Bytes) {
+                self.bytes.clear();
+            }
+        }
+        self.len = n;
+        self.decoded = want.0 & ColSet::ALL.0;
+        Ok(())
+    }
+
+    /// Write column `col`, whose raw values are `raw`: for one side of the block/other split
+    /// alone ([`enc::MASKED`]) when the chunk has both and the other side's are all 0.
+    #[allow(clippy::too_many_arguments)]
+    fn put_plain(
+        &self,
+        col: Col,
+        raw: impl Fn(usize) -> u64 + Copy,
+        mixed: bool,
+        trial: bool,
+        masked: &mut Vec<u64>,
+        packer: Option<&mut Packer>,
+        form: &mut Form,
+        to: ColumnOut,
+    ) -> std::io::Result<bool> {
+        // A column only one side of the block/other split has values for is stored for that
+        // side alone, when the chunk has both.
+        let mask = mask_of(col).filter(|&m| mixed && codec::gather(&self.class, m, raw, self.len, masked));
+        let shape = Shape {
+            col,
+            delta: col.delta(),
+            mask,
+            trial,
+        };
+        match mask {
+            Some(_) => put_column(shape, |i| masked[i], masked.len(), packer, form, to),
+            None => put_column(shape, raw, self.len, packer, form, to),
+        }
+    }
+}
+
+/// Decode a column's values (any encoding but the ones rebuilt from other columns) into `out`.
+fn decode_any<T: ColValue>(
+    data: &[u8],
+    encoding: u8,
+    n: usize,
+    unpacker: &mut Option<Unpacker>,
+    out: &mut Vec<T>,
+) -> Result<(), BodyError> {
+    if encoding == enc::PLANES {
+        decode_planes(data, n, unpacker, out, T::from_raw)
+    } else {
+        decode_column(data, encoding, n, out)
+    }
 }
 
 impl Columns {
