@@ -38,6 +38,8 @@ const volatile bool uring_complete_cqe = true;
  * thread could take the CPU between two stores. Otherwise everything goes through task storage.
  */
 const volatile bool cpu_slot = false;
+/* Time a call's thread spends off the CPU, by why (see struct anat): --no-anatomy clears it. */
+const volatile bool want_anatomy = false;
 /* Record-time filter pushdown: only these syscall numbers (a bitmap indexed by nr) ... */
 const volatile bool filter_nrs = false;
 const volatile __u64 allow_nrs[8] = {};
@@ -217,9 +219,32 @@ struct {
 	__type(value, struct inflight);
 } cpu_call SEC(".maps");
 
+/*
+ * Per thread, the anatomy of the call it is in (`call`, its enter time), from its first switch
+ * out: the time since then is on the CPU, in the run queue (preempted, or woken and not yet
+ * running) or blocked (asleep until a waking). A waking while the task is still on its way
+ * out of __schedule (still RUNNING) counts as run queue, and a waking with no sleep after it
+ * is no sleep: only a waking of a task switched out asleep ends a sleep. So the parts are
+ * never negative, and the time on the CPU is the call's latency less the others.
+ */
+struct anat {
+	__u64 call;
+	__u64 since;   /* when `state` began */
+	__u64 runq;
+	__u64 wait;
+	__u64 longest; /* the longest sleep */
+	__u32 waker;   /* the tid that woke it */
+	__u16 sleeps;
+	__u8 state;    /* ANAT_RUN, ANAT_RUNQ, ANAT_ASLEEP */
+	__u8 pad;
+};
+
+enum { ANAT_RUN = 0, ANAT_RUNQ = 1, ANAT_ASLEEP = 2 };
+
 /* Per thread: the call it was switched out in, and whether it is traced. */
 struct tctx {
 	struct inflight call;
+	struct anat anat;
 	__u32 gen; /* with filter_pids: pids_gen + 1 when `traced` was decided (0: never) */
 	__u8 traced;
 	__u8 pad[3];
@@ -1171,6 +1196,10 @@ struct sys_done {
 	__u32 nr;
 	__u16 io;   /* it created block requests: their sums are in call_slots */
 	__u16 lane; /* it may leave through a lane: it changed no fd (see sys_exit) */
+	__u64 runq; /* its anatomy (struct anat), when it left the CPU */
+	__u64 wait;
+	__u32 waker;
+	__u32 sleeps;
 };
 
 static __noinline int emit_sys_io(struct sys_done *d)
@@ -1190,6 +1219,10 @@ static __noinline int emit_sys_io(struct sys_done *d)
 	e->bytes = sum.bytes;
 	e->disk = sum.disk;
 	e->offset = d->offset;
+	e->runq = d->runq;
+	e->wait = d->wait;
+	e->waker = d->waker;
+	e->sleeps = d->sleeps;
 	call_submit(e, cur);
 	return 0;
 }
@@ -1226,6 +1259,10 @@ static __always_inline bool fill_end_call(struct rec_sysio *e, struct task_struc
 	e->bytes = sum.bytes;
 	e->disk = sum.disk;
 	e->offset = is_pos(nr) ? c->arg3 : 0;
+	e->runq = 0;
+	e->wait = 0;
+	e->waker = 0;
+	e->sleeps = 0;
 	return true;
 }
 
@@ -1345,7 +1382,8 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	struct lane_cursor *cur = NULL;
 	struct rec_sys32 *e;
 	__u32 zero = 0, nr;
-	__u64 ts, lat;
+	__u64 ts, lat, runq = 0, wait = 0;
+	__u32 waker = 0, sleeps = 0;
 	bool pos, fd_call;
 
 	if (stop_at)
@@ -1365,6 +1403,14 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 			return 0;
 		call = t->call;
 		t->call.ts = 0;
+		/* It left the CPU during the call: what it did off it. */
+		if (want_anatomy && t->anat.call == call.ts) {
+			runq = t->anat.runq;
+			wait = t->anat.wait;
+			waker = t->anat.waker;
+			sleeps = t->anat.sleeps;
+			t->anat.call = 0;
+		}
 	}
 	if (filter_pids)
 		now = bpf_ktime_get_ns();
@@ -1388,7 +1434,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		return 0;
 	/* Values, not &call: a pointer would keep the whole copy on the stack for every call. */
 	pos = is_pos(nr);
-	if (call.io || pos) {
+	if (call.io || pos || runq || wait) {
 		struct sys_done d = {
 			.ts = ts,
 			.now = now,
@@ -1398,6 +1444,10 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 			.nr = nr,
 			.io = call.io,
 			.lane = !fd_call,
+			.runq = runq,
+			.wait = wait,
+			.waker = waker,
+			.sleeps = sleeps,
 		};
 
 		return emit_sys_io(&d);
@@ -1423,21 +1473,98 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
  * A thread leaving the CPU in the middle of a call takes the call along: the slot is
  * the next thread's now, and the call may end on another CPU.
  */
+/* A task's state as it leaves the CPU (`__state` since 5.14, `state` before). */
+struct task_struct___old {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline bool still_running(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state) == 0;
+	return BPF_CORE_READ((struct task_struct___old *)t, state) == 0;
+}
+
+/* Thread `prev`, in call `t->call`, leaves the CPU at `now`: preempted or asleep. */
+static __always_inline void anat_out(struct tctx *t, struct task_struct *prev, bool preempt, __u64 now)
+{
+	if (t->anat.call != t->call.ts) {
+		__builtin_memset(&t->anat, 0, sizeof(t->anat));
+		t->anat.call = t->call.ts;
+	}
+	t->anat.state = preempt || still_running(prev) ? ANAT_RUNQ : ANAT_ASLEEP;
+	t->anat.since = now;
+}
+
+/* Thread `next` comes back on the CPU at `now`: its wait for one ends. */
+static __always_inline void anat_in(struct task_struct *next, __u64 now)
+{
+	struct tctx *t = bpf_task_storage_get(&tstore, next, 0, 0);
+
+	if (!t || !t->call.ts || t->anat.call != t->call.ts || t->anat.state == ANAT_RUN)
+		return;
+	if (now > t->anat.since) {
+		/* Asleep with no waking seen (it came after the thread's switch out began, or
+		 * was not traced): the whole time off the CPU counts as a sleep. */
+		if (t->anat.state == ANAT_ASLEEP) {
+			t->anat.wait += now - t->anat.since;
+			t->anat.sleeps++;
+		} else {
+			t->anat.runq += now - t->anat.since;
+		}
+	}
+	t->anat.state = ANAT_RUN;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(spill_call, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	__u32 zero = 0;
-	struct inflight *c = bpf_map_lookup_elem(&cpu_call, &zero);
-	struct tctx *t;
+	struct inflight *c = cpu_slot ? bpf_map_lookup_elem(&cpu_call, &zero) : NULL;
+	struct tctx *t = NULL;
+	__u64 now;
 
-	if (!cpu_slot || !c || !c->ts || c->tid != prev->pid)
+	if (c && c->ts && c->tid == prev->pid) {
+		t = bpf_task_storage_get(&tstore, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (t)
+			t->call = *c;
+		else
+			count_drop(); /* the call's event is lost: say so */
+		c->ts = 0;
+	} else if (want_anatomy) {
+		/* Its call went to task storage at an earlier switch. */
+		t = bpf_task_storage_get(&tstore, prev, 0, 0);
+		if (t && !t->call.ts)
+			t = NULL;
+	}
+	if (!want_anatomy)
 		return 0;
-	t = bpf_task_storage_get(&tstore, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	now = bpf_ktime_get_ns();
 	if (t)
-		t->call = *c;
-	else
-		count_drop(); /* the call's event is lost: say so */
-	c->ts = 0;
+		anat_out(t, prev, preempt, now);
+	anat_in(next, now);
+	return 0;
+}
+
+/* A thread asleep in a call is woken by the current task: its sleep ends, its wait for a CPU begins. */
+SEC("tp_btf/sched_waking")
+int BPF_PROG(anat_waking, struct task_struct *p)
+{
+	struct tctx *t = bpf_task_storage_get(&tstore, p, 0, 0);
+	__u64 now, slept;
+
+	if (!t || !t->call.ts || t->anat.call != t->call.ts || t->anat.state != ANAT_ASLEEP)
+		return 0;
+	now = bpf_ktime_get_ns();
+	slept = now > t->anat.since ? now - t->anat.since : 0;
+	t->anat.wait += slept;
+	t->anat.sleeps++;
+	if (slept >= t->anat.longest) {
+		t->anat.longest = slept;
+		t->anat.waker = (__u32)bpf_get_current_pid_tgid();
+	}
+	t->anat.state = ANAT_RUNQ;
+	t->anat.since = now;
 	return 0;
 }
 

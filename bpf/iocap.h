@@ -94,6 +94,11 @@ struct rec_sysio {
 	__u64 bytes; /* their bytes, as issued */
 	__u64 disk;  /* ns of its latency with at least one of them in flight */
 	__u64 offset; /* a positional call's offset (its fourth argument), else 0 */
+	/* The call's anatomy (see struct anat), when it left the CPU: else 0. */
+	__u64 runq;   /* ns runnable and not running: preempted, or woken and waiting for a CPU */
+	__u64 wait;   /* ns blocked (asleep), from its switch out to the waking */
+	__u32 waker;  /* tid of the task that woke its longest sleep, 0 for none */
+	__u32 sleeps; /* how many times it blocked */
 };
 
 /*

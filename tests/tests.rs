@@ -3,6 +3,8 @@
 mod util;
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
+mod anatomy;
+#[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
 mod cause;
 mod compare;
 mod compare_svg;

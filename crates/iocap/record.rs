@@ -48,6 +48,10 @@ pub struct Args {
     /// Do not record block requests.
     #[arg(long)]
     no_block: bool,
+    /// Do not time calls off the CPU (run queue, blocked, who woke them): saves the work the
+    /// kernel does at every context switch.
+    #[arg(long)]
+    no_anatomy: bool,
     /// Keep only operations at least this slow (decided in the kernel): 1ms, 200us.
     #[arg(long, value_parser = parse_duration, value_name = "TIME")]
     min_latency: Option<Duration>,
@@ -275,6 +279,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         command: args.command.is_some(),
         syscalls: !args.no_syscalls,
         block: !args.no_block,
+        anatomy: !args.no_anatomy,
         min_latency_ns: args.min_latency.map_or(0, |d| d.as_nanos() as u64),
         ring_bytes: args.ring_mib << 20,
     };

@@ -38,6 +38,8 @@ pub(crate) enum NumSrc {
     Col { col: Col, signed: bool },
     /// The saturating sum of two columns ([`fields::Read::Sum`]).
     Sum(Col, Col),
+    /// A column less two others, saturating at 0 ([`fields::Read::Rest`]).
+    Rest(Col, Col, Col),
     /// `fd.num`: the fd column, signed, present only when not negative.
     Fd,
 }
@@ -500,6 +502,11 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables, origin: u64) -> Kernel {
             return num(NumSrc::Col { col, signed }, class_of(of));
         }
         Read::Sum { cols: (a, b), of } => return num(NumSrc::Sum(a, b), class_of(of)),
+        Read::Rest {
+            from,
+            minus: (a, b),
+            of,
+        } => return num(NumSrc::Rest(from, a, b), class_of(of)),
         Read::Other { .. } => {}
     }
     match p.field {
@@ -518,7 +525,12 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables, origin: u64) -> Kernel {
         | FieldId::DiskBytes
         | FieldId::DiskTime
         | FieldId::EvtCpu
-        | FieldId::BlkPrio => unreachable!("{:?} is read from columns", p.field),
+        | FieldId::BlkPrio
+        | FieldId::CpuTime
+        | FieldId::RunqTime
+        | FieldId::WaitTime
+        | FieldId::WaitCount
+        | FieldId::WakerTid => unreachable!("{:?} is read from columns", p.field),
         FieldId::EvtFailed => {
             // true ⇔ ret < 0: map the {0, 1} test onto ranges of ret.
             let t = |b: bool| test_value(&p.test, &Value::Bool(b));
@@ -767,6 +779,7 @@ impl Kernel {
                 let cols = match *src {
                     NumSrc::Col { col, .. } => ColSet::NONE.with(col),
                     NumSrc::Sum(a, b) => ColSet::NONE.with(a).with(b),
+                    NumSrc::Rest(f, a, b) => ColSet::NONE.with(f).with(a).with(b),
                     NumSrc::Fd => ColSet::NONE.with(Col::Fd),
                 };
                 cols.union(class(c))
@@ -1001,6 +1014,13 @@ impl Kernel {
                                 .collect(),
                         };
                         scan_num(&sums, cl, |x| x, always, test, words, mode)
+                    }
+                    NumSrc::Rest(f, a, b) => {
+                        let (f, a, b) = (cols.get(f), cols.get(a), cols.get(b));
+                        let rests: Vec<u64> = (0..n)
+                            .map(|i| (f.wide(i) - a.wide(i) - b.wide(i)).clamp(0, i128::from(u64::MAX)) as u64)
+                            .collect();
+                        scan_num(&rests, cl, |x| x, always, test, words, mode)
                     }
                 }
             }

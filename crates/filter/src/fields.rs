@@ -152,6 +152,16 @@ pub enum FieldId {
     BlkQueued,
     /// `blk.prio`.
     BlkPrio,
+    /// `cpu.time`: a call's latency less `runq.time` and `wait.time`.
+    CpuTime,
+    /// `runq.time`.
+    RunqTime,
+    /// `wait.time`.
+    WaitTime,
+    /// `wait.count`.
+    WaitCount,
+    /// `waker.tid`.
+    WakerTid,
     /// `host`: the capture's, one value for all its events ([`FieldId::is_per_capture`]).
     Host,
     /// `capture.id`: [`Meta::capture_id`], one value for all a capture's events.
@@ -187,6 +197,16 @@ pub enum Read {
         /// The events that have the field.
         of: Holds,
     },
+    /// What is left of one column less two others (saturating at 0), for the events `of`:
+    /// the part of a call's latency its thread spent on a CPU.
+    Rest {
+        /// The column taken from.
+        from: Col,
+        /// The columns taken away.
+        minus: (Col, Col),
+        /// The events that have the field.
+        of: Holds,
+    },
     /// Anything else (a table entry, a code's name, a flag, a value from the header), which
     /// each consumer reads by the field's [`FieldId`].
     Other {
@@ -199,7 +219,7 @@ impl Read {
     /// Whether every event has a value.
     pub fn always(self) -> bool {
         match self {
-            Read::Column { of, .. } | Read::Sum { of, .. } => of == Holds::All,
+            Read::Column { of, .. } | Read::Sum { of, .. } | Read::Rest { of, .. } => of == Holds::All,
             Read::Other { always } => always,
         }
     }
@@ -210,6 +230,9 @@ impl Read {
         match self {
             Read::Column { col, .. } => Some(ColSet::NONE.with(col)),
             Read::Sum { cols: (a, b), .. } => Some(ColSet::NONE.with(a).with(b)),
+            Read::Rest {
+                from, minus: (a, b), ..
+            } => Some(ColSet::NONE.with(from).with(a).with(b)),
             Read::Other { .. } => None,
         }
     }
@@ -604,6 +627,45 @@ static FIELDS: &[FieldInfo] = &[
         "part of a syscall's (io_uring request's) latency with one of its block requests in flight",
     ),
     f(
+        "cpu.time",
+        T::Duration,
+        FieldId::CpuTime,
+        Read::Rest {
+            from: Col::Latency,
+            minus: (Col::Runq, Col::Wait),
+            of: Holds::Others,
+        },
+        "part of a syscall's latency its thread was on a CPU: latency - runq.time - wait.time",
+    ),
+    f(
+        "runq.time",
+        T::Duration,
+        FieldId::RunqTime,
+        col(Col::Runq, Holds::Others),
+        "part of a syscall's latency its thread was runnable and not running: preempted, or woken and waiting for a CPU",
+    ),
+    f(
+        "wait.time",
+        T::Duration,
+        FieldId::WaitTime,
+        col(Col::Wait, Holds::Others),
+        "part of a syscall's latency its thread was blocked (asleep until woken): locks, throttling, its own I/O...",
+    ),
+    f(
+        "wait.count",
+        T::UInt,
+        FieldId::WaitCount,
+        col(Col::Sleeps, Holds::Others),
+        "how many times a syscall's thread blocked during it",
+    ),
+    f(
+        "waker.tid",
+        T::UInt,
+        FieldId::WakerTid,
+        col(Col::Waker, Holds::Others),
+        "thread that woke a syscall's longest sleep (0: it never blocked)",
+    ),
+    f(
         "host",
         T::Str,
         FieldId::Host,
@@ -775,6 +837,11 @@ pub fn value_in<'a, L: Lookup + ?Sized>(field: &FieldInfo, e: &Event, meta: &Met
         },
         FieldId::BlkQueued => blk(Value::Bool(e.flags & blk_flags::QUEUED != 0)),
         FieldId::BlkPrio => blk(Value::UInt(u64::from(e.prio))),
+        FieldId::CpuTime => sys(Value::Duration(e.latency.saturating_sub(e.runq).saturating_sub(e.wait))),
+        FieldId::RunqTime => sys(Value::Duration(e.runq)),
+        FieldId::WaitTime => sys(Value::Duration(e.wait)),
+        FieldId::WaitCount => sys(Value::UInt(u64::from(e.sleeps))),
+        FieldId::WakerTid => sys(Value::UInt(u64::from(e.waker))),
         FieldId::Host => Value::Str(Cow::Owned(meta.host.clone())),
         FieldId::CaptureId => Value::Str(Cow::Owned(meta.capture_id())),
     }
@@ -1050,6 +1117,10 @@ mod tests {
                 cpu: next() as u32,
                 offset: next(),
                 prio: next() as u32,
+                runq: next(),
+                wait: next(),
+                sleeps: next() as u32,
+                waker: next() as u32,
                 ..Event::default()
             })
             .collect()
@@ -1063,6 +1134,18 @@ mod tests {
         let (cols_read, of) = match field.read {
             Read::Column { col, of } => (vec![col], of),
             Read::Sum { cols: (a, b), of } => (vec![a, b], of),
+            Read::Rest {
+                from,
+                minus: (a, b),
+                of,
+            } => {
+                if !holds_for(of, e.class) {
+                    return Some(Value::Absent);
+                }
+                let w = |c: Col| cols.get(c).wide(0);
+                let v = (w(from) - w(a) - w(b)).max(0);
+                return Some(Value::Duration(v as u64));
+            }
             Read::Other { .. } => return None,
         };
         if !holds_for(of, e.class) {
@@ -1090,6 +1173,11 @@ mod tests {
             let (cols, of) = match field.read {
                 Read::Column { col, of } => (vec![col], of),
                 Read::Sum { cols: (a, b), of } => (vec![a, b], of),
+                Read::Rest {
+                    from,
+                    minus: (a, b),
+                    of,
+                } => (vec![from, a, b], of),
                 Read::Other { .. } => continue,
             };
             for col in cols {

@@ -831,6 +831,14 @@ columns! {
     offset: u64 = Offset(22), Others, delta: false, planes: true;
     /// [`Event::prio`] (block). Since 1.18.
     prio: u32 = Prio(23), Blocks, delta: false, planes: false;
+    /// [`Event::runq`] (syscall), ns. Since 1.19.
+    runq: u64 = Runq(24), Others, delta: false, planes: false;
+    /// [`Event::wait`] (syscall), ns. Since 1.19.
+    wait: u64 = Wait(25), Others, delta: false, planes: false;
+    /// [`Event::sleeps`] (syscall). Since 1.19.
+    sleeps: u32 = Sleeps(26), Others, delta: false, planes: false;
+    /// [`Event::waker`] (syscall), a tid. Since 1.19.
+    waker: u32 = Waker(27), Others, delta: false, planes: false;
 }
 
 impl Columns {
@@ -1249,6 +1257,10 @@ mod tests {
                 cpu: (i % 2) as u32,
                 offset: if i % 5 == 0 { i as u64 * 4096 } else { 0 },
                 prio: if i % 7 == 0 { 2 << 13 | (i % 8) as u32 } else { 0 },
+                runq: if i % 9 == 0 { i as u64 * 11 } else { 0 },
+                wait: if i % 9 == 0 { i as u64 * 101 } else { 0 },
+                sleeps: if i % 9 == 0 { (i % 3) as u32 } else { 0 },
+                waker: if i % 9 == 0 { 300 + (i % 4) as u32 } else { 0 },
             })
             .collect()
     }

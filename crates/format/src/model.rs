@@ -195,6 +195,15 @@ pub struct Event {
     /// Block: the request's I/O priority as the kernel keeps it (`class << 13 | hint << 3 |
     /// level`, see ioprio_set(2)); 0 is none, the device's default (since 1.18).
     pub prio: u32,
+    /// Syscall: ns of its latency its thread was runnable and not running (preempted, or
+    /// woken and waiting for a CPU) (since 1.19; 0 when not recorded).
+    pub runq: u64,
+    /// Syscall: ns of its latency its thread was blocked (asleep until woken) (since 1.19).
+    pub wait: u64,
+    /// Syscall: how many times its thread blocked (since 1.19).
+    pub sleeps: u32,
+    /// Syscall: the thread that woke its longest sleep, 0 for none (since 1.19).
+    pub waker: u32,
 }
 
 /// Why a block request was issued: the span its submitting thread was inside when the request

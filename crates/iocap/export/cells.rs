@@ -61,6 +61,8 @@ enum Num {
     Col { col: Col, of: Holds, signed: bool },
     /// The saturating sum of two columns ([`Read::Sum`]) for the events `of`.
     Sum(Col, Col, Holds),
+    /// A column less two others ([`Read::Rest`]) for the events `of`.
+    Rest(Col, Col, Col, Holds),
     /// `evt.failed`.
     Failed,
     /// `evt.time`.
@@ -184,6 +186,14 @@ impl<'a> Cells<'a> {
                     signed: f.ty == FieldType::Int,
                 },
                 (Read::Sum { cols: (a, b), of }, _) => Num::Sum(a, b, of),
+                (
+                    Read::Rest {
+                        from,
+                        minus: (a, b),
+                        of,
+                    },
+                    _,
+                ) => Num::Rest(from, a, b, of),
                 (_, EvtFailed) => Num::Failed,
                 (_, EvtTime) => Num::Time,
                 (_, FdNum) => Num::Fd,
@@ -445,6 +455,15 @@ impl<'a> Cells<'a> {
                         .map(|i| holds_for(of, class(i)).then(|| int(sum(a, b, i as usize)))),
                 )
             }
+            Num::Rest(f, a, b, of) => {
+                let (f, a, b) = (c.get(f), c.get(a), c.get(b));
+                some(
+                    values,
+                    present,
+                    rows.clone()
+                        .map(|i| holds_for(of, class(i)).then(|| int(rest(f, a, b, i as usize)))),
+                )
+            }
             Num::Failed => every(values, present, rows.clone().map(|i| i64::from(ret(i) < 0))),
             Num::Time => {
                 let start = self.meta.start_ts;
@@ -501,7 +520,8 @@ impl<'a> Cells<'a> {
                 }
             }
             Num::Sum(a, b, of) if holds_for(of, class) => Cell::UInt(sum(c.get(a), c.get(b), i)),
-            Num::Col { .. } | Num::Sum(..) => Cell::Absent,
+            Num::Rest(f, a, b, of) if holds_for(of, class) => Cell::UInt(rest(c.get(f), c.get(a), c.get(b), i)),
+            Num::Col { .. } | Num::Sum(..) | Num::Rest(..) => Cell::Absent,
             Num::Failed => Cell::Bool(ret() < 0),
             Num::Time => Cell::UInt(u64_at(&c.ts).saturating_sub(self.meta.start_ts)),
             Num::Fd => match c.fd.get(i).copied().unwrap_or(0) {
@@ -526,6 +546,12 @@ fn number<T: Copy + Into<i128>>(v: &[T], i: u32, signed: bool) -> i64 {
     } else {
         x.clamp(0, i128::from(i64::MAX)) as i64
     }
+}
+
+/// Column `f` less columns `a` and `b` at row `i`, saturating at 0.
+#[inline(always)]
+fn rest(f: ColSlice<'_>, a: ColSlice<'_>, b: ColSlice<'_>, i: usize) -> u64 {
+    (f.wide(i) - a.wide(i) - b.wide(i)).clamp(0, i128::from(u64::MAX)) as u64
 }
 
 /// The saturating sum of columns `a` and `b` at row `i`.

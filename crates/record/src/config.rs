@@ -34,6 +34,9 @@ pub struct Config {
     /// syscalls (`None`: all). Up to 8 names of at most 15 bytes; more or longer are left
     /// to the writer thread's filter.
     pub names: Option<Vec<String>>,
+    /// Time each call's thread spends off the CPU, by why: in the run queue, blocked, and who
+    /// woke it (`--no-anatomy` clears it).
+    pub anatomy: bool,
 }
 
 impl Default for Config {
@@ -49,6 +52,7 @@ impl Default for Config {
             filter: false,
             syscall_nrs: None,
             names: None,
+            anatomy: true,
         }
     }
 }

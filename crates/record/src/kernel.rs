@@ -238,8 +238,16 @@ const SCHED_SWITCH: Feature = tracepoint(
     "sched_switch",
     "sched:sched_switch",
     "5.5",
-    "per-CPU call slots",
-    "every call goes through task storage (a little slower)",
+    "per-CPU call slots; the anatomy of calls",
+    "every call goes through task storage (a little slower), and calls have no anatomy \
+     (runq.time, wait.time, wait.count, waker.tid)",
+);
+const SCHED_WAKING: Feature = tracepoint(
+    "sched_waking",
+    "sched:sched_waking",
+    "5.5",
+    "the anatomy of calls: who woke a blocked call",
+    "calls have no anatomy (runq.time, wait.time, wait.count, waker.tid)",
 );
 
 /// What is lost without the `end_calls` iterator.
@@ -300,8 +308,10 @@ pub(crate) const REFUSES: &str = "this kernel refuses";
 pub(crate) enum Gate {
     /// Every recording.
     Always,
-    /// Per-CPU call slots are used (`cpu_slot`).
-    CpuSlot,
+    /// Per-CPU call slots are used (`cpu_slot`), or the anatomy of calls is recorded.
+    Switch,
+    /// The anatomy of calls is recorded.
+    Anatomy,
     /// Block requests are recorded.
     Block,
     /// ... and their completions traced (not with `IOCAP_LOSE_COMPLETIONS=1`).
@@ -334,7 +344,8 @@ impl Gates<'_> {
         let s = self.support;
         match gate {
             Gate::Always => true,
-            Gate::CpuSlot => self.cpu_slot,
+            Gate::Switch => self.cpu_slot || s.anatomy,
+            Gate::Anatomy => s.anatomy,
             Gate::Block => s.block,
             Gate::BlockCompletions => s.block && self.completions,
             Gate::BlockIoStart => s.block && s.block_io_start,
@@ -389,7 +400,7 @@ const fn claiming(mut p: Program) -> Program {
 /// Every program, in the order they attach (sched_switch before sys_enter: a call must never
 /// be left in a CPU's slot unspilled). The one table autoload, attach and the refusals read;
 /// a test checks it names every program of the skeleton.
-pub(crate) const PROGRAMS: [Program; 18] = [
+pub(crate) const PROGRAMS: [Program; 19] = [
     prog(
         "proc_fork",
         Some("sched:sched_process_fork"),
@@ -421,10 +432,17 @@ pub(crate) const PROGRAMS: [Program; 18] = [
     claiming(prog(
         "spill_call",
         Some("sched:sched_switch"),
-        Gate::CpuSlot,
-        "per-CPU call slots",
+        Gate::Switch,
+        "per-CPU call slots; the anatomy of calls",
         Some(&SCHED_SWITCH),
     )),
+    prog(
+        "anat_waking",
+        Some("sched:sched_waking"),
+        Gate::Anatomy,
+        "the anatomy of calls",
+        Some(&SCHED_WAKING),
+    ),
     claiming(prog(
         "sys_enter",
         Some("raw_syscalls:sys_enter"),
@@ -551,10 +569,11 @@ const fn tracepoint(
 
 /// Every feature probed, for `IOCAP_HIDE`'s check of its names.
 fn all_features() -> impl Iterator<Item = &'static Feature> {
-    const OPTIONAL: [&Feature; 7] = [
+    const OPTIONAL: [&Feature; 8] = [
         &BLOCK_IO_START,
         &BLOCK_RQ_MERGE,
         &SCHED_SWITCH,
+        &SCHED_WAKING,
         &END_CALLS,
         &ITER_TASK,
         &PIDFD_THREAD,
@@ -607,8 +626,11 @@ pub(crate) struct Support {
     pub writeback: bool,
     /// io_uring requests are recorded.
     pub io_uring: bool,
-    /// `sched_switch` spills per-CPU call slots (it is asked only when the slots are wanted).
+    /// `sched_switch` spills per-CPU call slots (it is asked only when the slots or the
+    /// anatomy are wanted).
     pub sched_switch: bool,
+    /// `sched_switch` and `sched_waking` time calls off the CPU, by why.
+    pub anatomy: bool,
     /// `io_uring_complete` passes `(ctx, req, cqe)` (older kernels pass the cqe's fields).
     pub uring_complete_cqe: bool,
     /// The `end_calls` iterator hands over the calls in flight at the end (it looks through
@@ -649,6 +671,9 @@ impl Support {
             self.io_uring = false;
         } else if std::ptr::eq(f, &SCHED_SWITCH) {
             self.sched_switch = false;
+            self.anatomy = false;
+        } else if std::ptr::eq(f, &SCHED_WAKING) {
+            self.anatomy = false;
         } else if std::ptr::eq(f, &ITER_TASK) {
             self.end_calls = false;
         } else if std::ptr::eq(f, &END_RQS) {
@@ -799,10 +824,17 @@ impl Kernel {
                 }
             }
         }
-        if cpu_slot {
+        let anatomy = cfg.anatomy && cfg.syscalls;
+        if cpu_slot || anatomy {
             s.sched_switch = self.has(&SCHED_SWITCH);
             if !s.sched_switch {
                 s.leave_out(&SCHED_SWITCH);
+            }
+        }
+        if anatomy && s.sched_switch {
+            s.anatomy = self.has(&SCHED_WAKING);
+            if !s.anatomy {
+                s.leave_out(&SCHED_WAKING);
             }
         }
         if cfg.syscalls {
@@ -862,7 +894,10 @@ mod tests {
                 }
             }
         }
-        assert_eq!(checked, 10, "the block, writeback, io_uring and sched_switch programs");
+        assert_eq!(
+            checked, 11,
+            "the block, writeback, io_uring, sched_switch and sched_waking programs"
+        );
         // Exactly the programs the recording cannot go without are required.
         let required: Vec<&str> = PROGRAMS
             .iter()

@@ -19,6 +19,8 @@ pub struct Request {
     pub syscalls: bool,
     /// Record block requests (not `--no-block`).
     pub block: bool,
+    /// Time calls off the CPU, by why (`--no-anatomy` clears it).
+    pub anatomy: bool,
     /// `--min-latency`, ns.
     pub min_latency_ns: u64,
     /// Ring buffer bytes.
@@ -147,6 +149,7 @@ pub fn plan(req: &Request, filter: &Filter) -> Result<Config, PlanError> {
         filter: req.command,
         syscall_nrs: push.syscall_nrs.clone(),
         names: push.names.clone(),
+        anatomy: req.anatomy,
     };
     // The filter's pids, in the kernel: alone, or as the part of -p they allow. Not with -c,
     // whose pids are not known yet (the writer thread still applies the whole filter).
@@ -171,6 +174,7 @@ mod tests {
             command: false,
             syscalls: true,
             block: true,
+            anatomy: true,
             min_latency_ns: 0,
             ring_bytes: 1 << 20,
         }

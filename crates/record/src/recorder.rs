@@ -439,6 +439,7 @@ fn load(cfg: &Config, support: &Support, cpu_slot: bool) -> Result<Result<Loaded
         ro.want_blk = support.block;
         ro.min_latency = cfg.min_latency_ns;
         ro.cpu_slot = cpu_slot;
+        ro.want_anatomy = support.anatomy;
         ro.refuse_progs = refused_in_tests()?;
         // IOCAP_FEW_SLOTS=1: one slot for every block request, none for calls, so that
         // tests see requests and calls kept in the maps a taken slot sends them to.

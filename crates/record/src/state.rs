@@ -655,6 +655,10 @@ impl<W: Write> Tracker<W> {
             e.disk_bytes = io.bytes;
             e.disk_time = io.disk;
             e.offset = io.offset;
+            e.runq = io.runq;
+            e.wait = io.wait;
+            e.sleeps = io.sleeps;
+            e.waker = io.waker;
         }
         e.proc = self.proc_id(s.pid, None);
         if flags & FD_RET != 0 && s.ret >= 0 && flags & DUP == 0 {

@@ -927,8 +927,12 @@ fn detail_popup_fits_80x24() {
             let v = iocap_filter::fields::value(fi, &e, meta, tables);
             // The popup's rule: a call that issued no block request has no disk figures.
             let no_disk = e.disk_reqs == 0 && fi.name.starts_with("disk.");
+            // Nor one that never left the CPU any anatomy.
+            let anatomy = ["cpu.time", "runq.time", "wait.time", "wait.count", "waker.tid"];
+            let no_anatomy = e.runq == 0 && e.wait == 0 && anatomy.contains(&fi.name);
             // Nor the header's fields, one value for the whole capture.
             let shown = !(no_disk
+                || no_anatomy
                 || fi.id.is_per_capture()
                 || v.is_absent()
                 || v == iocap_filter::fields::Value::Bool(false)

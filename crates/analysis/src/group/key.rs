@@ -56,6 +56,9 @@ impl KeyOf {
             Read::Column { col, .. } if col.raw_bits() <= 32 => return KeyOf::ClassAnd(col),
             Read::Column { col, .. } => return KeyOf::Printed(class_and(ColSet::NONE.with(col))),
             Read::Sum { cols: (a, b), .. } => return KeyOf::Printed(class_and(ColSet::NONE.with(a).with(b))),
+            Read::Rest {
+                from, minus: (a, b), ..
+            } => return KeyOf::Printed(class_and(ColSet::NONE.with(from).with(a).with(b))),
             Read::Other { .. } => {}
         }
         match field.id {

@@ -81,6 +81,10 @@ fn event() -> impl Strategy<Value = Event> {
                 offset,
                 // Proptest's tuples stop at 12: a value of its own, made from another's bits.
                 prio: cpu.rotate_left(13) ^ disk_reqs,
+                runq: disk_time.rotate_left(17),
+                wait: link.rotate_left(29),
+                sleeps: disk_reqs.rotate_left(5),
+                waker: cpu.rotate_left(23),
             },
         )
 }

@@ -185,6 +185,8 @@ fn breakdown_offers_every_field_with_few_values() {
             "blk.syscall",
             "disk.requests",
             "disk.bytes",
+            "wait.count",
+            "waker.tid",
         ]
     );
     let (_dir, mut app) = open(80, 24, "");

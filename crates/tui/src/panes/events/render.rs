@@ -238,9 +238,21 @@ pub fn render_detail(app: &App, f: &mut Frame) {
                 fi.id,
                 fields::FieldId::DiskRequests | fields::FieldId::DiskBytes | fields::FieldId::DiskTime
             );
+        // Nor does the anatomy of a call that never left the CPU (or was not timed).
+        let no_anatomy = e.runq == 0
+            && e.wait == 0
+            && matches!(
+                fi.id,
+                fields::FieldId::CpuTime
+                    | fields::FieldId::RunqTime
+                    | fields::FieldId::WaitTime
+                    | fields::FieldId::WaitCount
+                    | fields::FieldId::WakerTid
+            );
         // An operation still in flight at the recording's end has no result yet.
         let no_res = e.unfinished() && fi.id == fields::FieldId::EvtRes;
         if no_disk
+            || no_anatomy
             || no_res
             || v.is_absent()
             || v == fields::Value::Bool(false)

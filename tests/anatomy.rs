@@ -1,0 +1,146 @@
+//! The anatomy of a call (#44): the part of its latency its thread spent on a CPU, in the run
+//! queue and blocked, and who woke it, checked against what the kernel says of the thread
+//! (`/proc/thread-self/schedstat`'s run delay) and against a sleep of known length.
+
+use std::path::Path;
+
+use iocap_format::{Class, Event, Reader};
+
+use crate::record::{build_c, events, nr, recording};
+use crate::util::iocap;
+
+/// Sleeps 30 ms; then, pinned to CPU 0 beside two threads spinning there, reads 32 MiB of
+/// /dev/zero five times (each read is CPU work the spinners take turns with), printing the
+/// kernel's run delay of the thread (schedstat's second field, ns) before the reads and after.
+const CROWDED: &str = r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+static volatile int stop;
+static void pin(void) {
+    cpu_set_t s;
+    CPU_ZERO(&s);
+    CPU_SET(0, &s);
+    sched_setaffinity(0, sizeof s, &s);
+}
+static void *spin(void *a) { pin(); while (!stop) ; return a; }
+static unsigned long long run_delay(void) {
+    char b[128] = {0};
+    int fd = open("/proc/thread-self/schedstat", O_RDONLY);
+    if (fd < 0 || read(fd, b, sizeof b - 1) <= 0) exit(3);
+    close(fd);
+    unsigned long long on, delay;
+    if (sscanf(b, "%llu %llu", &on, &delay) != 2) exit(4);
+    return delay;
+}
+int main(void) {
+    struct timespec t = {0, 30000000};
+    nanosleep(&t, 0);
+    pin();
+    size_t len = 32 << 20;
+    char *buf = malloc(len);
+    memset(buf, 1, len);
+    int z = open("/dev/zero", O_RDONLY);
+    pthread_t a, b;
+    pthread_create(&a, 0, spin, 0);
+    pthread_create(&b, 0, spin, 0);
+    usleep(20000);
+    unsigned long long d0 = run_delay();
+    for (int i = 0; i < 5; i++)
+        if (read(z, buf, len) != (ssize_t)len) return 2;
+    unsigned long long d1 = run_delay();
+    stop = 1;
+    pthread_join(a, 0);
+    pthread_join(b, 0);
+    printf("%llu %llu\n", d0, d1);
+    return 0;
+}
+"#;
+
+fn record(cap: &Path, cmd: &str) -> (Vec<Event>, Reader<std::fs::File>, String) {
+    let out = iocap()
+        .args(["record", "--no-block", "-w"])
+        .arg(cap)
+        .args(["-c", cmd])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = Reader::open(cap).unwrap();
+    (events(&r), r, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn a_sleep_is_waiting_and_a_crowded_cpu_is_the_run_queue() {
+    let Some(_running) = recording() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build_c(dir.path(), "crowded", CROWDED);
+    let cap = dir.path().join("a.cap");
+    let (evs, _r, out) = record(&cap, &bin.display().to_string());
+    let sleeps = [nr("nanosleep"), nr("clock_nanosleep")];
+    let main_tid = evs
+        .iter()
+        .find(|e| e.class == Class::Syscall && sleeps.contains(&e.nr) && e.latency >= 30_000_000)
+        .map(|e| e.tid)
+        .expect("the sleep is recorded");
+    for e in evs.iter().filter(|e| e.class == Class::Syscall) {
+        assert!(e.runq + e.wait <= e.latency, "the parts exceed the latency: {e:?}");
+        if e.sleeps == 0 {
+            assert_eq!(e.wait, 0, "{e:?}");
+        }
+    }
+    // The sleep: blocked for its 30 ms, once, woken by someone; a little run queue at most.
+    let sleep = evs
+        .iter()
+        .find(|e| e.tid == main_tid && e.latency >= 30_000_000)
+        .expect("a call of 30 ms");
+    assert_eq!(sleep.sleeps, 1, "{sleep:?}");
+    assert!(sleep.wait >= 29_000_000 && sleep.wait <= sleep.latency, "{sleep:?}");
+    assert_ne!(sleep.waker, 0, "{sleep:?}");
+    // The reads: CPU work sharing CPU 0 with two spinners spends most of its time waiting
+    // for the CPU, never asleep.
+    let read = nr("read");
+    let reads: Vec<&Event> = evs
+        .iter()
+        .filter(|e| e.tid == main_tid && e.nr == read && e.bytes == 32 << 20)
+        .collect();
+    assert_eq!(reads.len(), 5, "the five reads of 32 MiB");
+    assert!(reads.iter().all(|e| e.sleeps == 0), "{reads:?}");
+    let (runq, latency) = reads.iter().fold((0, 0), |(q, l), e| (q + e.runq, l + e.latency));
+    assert!(runq * 2 > latency, "a third of a CPU: mostly the run queue: {runq} of {latency} ns");
+    // Against the kernel: the thread's run delay over the reads is theirs (and the few
+    // microseconds of user code between them): within 5 % or 200 us.
+    let delay: Vec<u64> = out.split_whitespace().map(|w| w.parse().unwrap()).collect();
+    let kernel = delay[1] - delay[0];
+    let ours: u64 = reads.iter().map(|e| e.runq).sum();
+    let off = kernel.abs_diff(ours);
+    eprintln!(
+        "reads: run queue {ours} ns by iocap, run delay {kernel} ns by the kernel; sleep: wait {} of {} ns, woken by {}",
+        sleep.wait, sleep.latency, sleep.waker
+    );
+    assert!(
+        off <= (kernel / 20).max(200_000),
+        "run queue of the reads {ours} ns, the kernel's run delay over them {kernel} ns"
+    );
+    // The fields: a filter on them, and the rest is the time on a CPU.
+    let out = iocap()
+        .args(["events", "--json"])
+        .arg(&cap)
+        .arg(format!(
+            "thread.tid={main_tid} and runq.time>1ms and wait.count=0 and cpu.time>0"
+        ))
+        .output()
+        .unwrap();
+    let lines = String::from_utf8_lossy(&out.stdout);
+    assert!(lines.lines().count() >= 5, "{lines}");
+    for line in lines.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let n = |k: &str| v[k].as_u64().unwrap();
+        assert_eq!(n("cpu.time") + n("runq.time") + n("wait.time"), n("latency"), "{line}");
+    }
+}
