@@ -230,6 +230,7 @@ struct {
 struct anat {
 	__u64 call;
 	__u64 since;   /* when `state` began */
+	__u64 woken;   /* a waking seen while it was still running: it may be on its way out */
 	__u64 runq;
 	__u64 wait;
 	__u64 longest; /* the longest sleep */
@@ -240,6 +241,9 @@ struct anat {
 };
 
 enum { ANAT_RUN = 0, ANAT_RUNQ = 1, ANAT_ASLEEP = 2 };
+
+/* How long before its switch out a waking of a running thread is taken for one on its way out. */
+#define ANAT_WAY_OUT_NS 50000ULL
 
 /* Per thread: the call it was switched out in, and whether it is traced. */
 struct tctx {
@@ -1488,11 +1492,21 @@ static __always_inline bool still_running(struct task_struct *t)
 /* Thread `prev`, in call `t->call`, leaves the CPU at `now`: preempted or asleep. */
 static __always_inline void anat_out(struct tctx *t, struct task_struct *prev, bool preempt, __u64 now)
 {
+	__u64 woken_at = t->anat.woken;
+	bool woken;
+
 	if (t->anat.call != t->call.ts) {
 		__builtin_memset(&t->anat, 0, sizeof(t->anat));
 		t->anat.call = t->call.ts;
 	}
-	t->anat.state = preempt || still_running(prev) ? ANAT_RUNQ : ANAT_ASLEEP;
+	/*
+	 * Woken on its way out of __schedule (the waker saw it still running, and the kernel
+	 * sets it running only once the switch is done): no sleep, a wait for a CPU. A waking
+	 * longer ago was a stale one, followed by no sleep.
+	 */
+	woken = woken_at && now - woken_at < ANAT_WAY_OUT_NS;
+	t->anat.woken = 0;
+	t->anat.state = preempt || woken || still_running(prev) ? ANAT_RUNQ : ANAT_ASLEEP;
 	t->anat.since = now;
 }
 
@@ -1514,6 +1528,7 @@ static __always_inline void anat_in(struct task_struct *next, __u64 now)
 		}
 	}
 	t->anat.state = ANAT_RUN;
+	t->anat.woken = 0;
 }
 
 SEC("tp_btf/sched_switch")
@@ -1553,9 +1568,17 @@ int BPF_PROG(anat_waking, struct task_struct *p)
 	struct tctx *t = bpf_task_storage_get(&tstore, p, 0, 0);
 	__u64 now, slept;
 
-	if (!t || !t->call.ts || t->anat.call != t->call.ts || t->anat.state != ANAT_ASLEEP)
+	if (!t)
 		return 0;
 	now = bpf_ktime_get_ns();
+	if (!t->call.ts || t->anat.call != t->call.ts || t->anat.state == ANAT_RUN) {
+		/* Still running, maybe on its way out (its call may still be in its CPU's slot):
+		 * anat_out decides. */
+		t->anat.woken = now;
+		return 0;
+	}
+	if (t->anat.state != ANAT_ASLEEP)
+		return 0;
 	slept = now > t->anat.since ? now - t->anat.since : 0;
 	t->anat.wait += slept;
 	t->anat.sleeps++;
