@@ -663,7 +663,7 @@ static FIELDS: &[FieldInfo] = &[
         T::UInt,
         FieldId::WakerTid,
         col(Col::Waker, Holds::Others),
-        "thread that woke a syscall's longest sleep (0: it never blocked)",
+        "thread that woke a syscall's longest sleep: 0 when it never blocked, or when an interrupt on an idle CPU (a timer, a device) woke it",
     ),
     f(
         "host",

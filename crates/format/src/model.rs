@@ -202,7 +202,8 @@ pub struct Event {
     pub wait: u64,
     /// Syscall: how many times its thread blocked (since 1.19).
     pub sleeps: u32,
-    /// Syscall: the thread that woke its longest sleep, 0 for none (since 1.19).
+    /// Syscall: the thread that woke its longest sleep (since 1.19): 0 for none, or for the
+    /// idle task (an interrupt on an idle CPU: a timer, a device).
     pub waker: u32,
 }
 
