@@ -1,5 +1,5 @@
 //! The hot path's per-CPU lanes (`lanes` and `lanes_io` in bpf/iocap.bpf.c): each CPU's
-//! completed calls' records of one size (32-byte `rec_sys32`, or 72-byte `rec_sysio`), written
+//! completed calls' records of one size (32-byte `rec_sys32`, or 96-byte `rec_sysio`), written
 //! by `sys_exit` into a circle of slots in an array this process maps, with no ring buffer's
 //! reserve and submit. Each CPU's cursor counts the records
 //! written (`head`, moved by the program after a record's stores) and taken (`tail`, moved

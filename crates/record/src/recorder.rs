@@ -38,7 +38,7 @@ pub struct Recorder {
     /// The rings, one per possible CPU (index = CPU), as the programs' `rings` holds them.
     pub(crate) rings: Vec<MapHandle>,
     /// The per-CPU lanes of the calls' records, when the programs use them (lanes.rs): of
-    /// 32-byte records, then of 72-byte ones.
+    /// 32-byte records, then of 96-byte ones.
     pub(crate) lanes: Vec<Lanes>,
     /// Only some processes are traced (`-p`, `-c`): the writeback the kernel hands over is
     /// everyone's, and the writer keeps only that of files they opened.
