@@ -367,9 +367,11 @@ EOF
 /iocap record -w /tmp/t.cap -c 'sh /tmp/work.sh' > /tmp/rec 2>&1; say record_exit $?
 say record_took "$t0 $(cut -d' ' -f1 /proc/uptime)"
 out record cat /tmp/rec
-say progs "$(cat /tmp/progs)"
+say progs_anatomy "$(cat /tmp/progs)"
 echo 'ls -l /proc/$(pidof iocap)/fd | grep -c bpf-prog > /tmp/progs' > /tmp/count.sh
-IOCAP_CPU_SLOT=0 /iocap record -w /tmp/off.cap -c 'sh /tmp/count.sh' > /tmp/rec-off 2>&1 || out record_off cat /tmp/rec-off
+/iocap record --no-anatomy -w /tmp/on.cap -c 'sh /tmp/count.sh' > /tmp/rec-on 2>&1 || out record_on cat /tmp/rec-on
+say progs "$(cat /tmp/progs)"
+IOCAP_CPU_SLOT=0 /iocap record --no-anatomy -w /tmp/off.cap -c 'sh /tmp/count.sh' > /tmp/rec-off 2>&1 || out record_off cat /tmp/rec-off
 say progs_slot_off "$(cat /tmp/progs)"
 W=$(cat /tmp/pid-w); R=$(cat /tmp/pid-r)
 out dd_w cat /tmp/dd-w
@@ -491,6 +493,18 @@ pub fn check(boot: &Boot) -> Result<String, String> {
     };
     if slot != if want_slot { "on" } else { "off" } {
         errors.push(format!("per-CPU slot {slot} with preemption {model}"));
+    }
+    // The anatomy of calls (the main recording's): sched_waking's program, and sched_switch's
+    // when the slot did not load it already.
+    let anatomy = match (progs("progs_anatomy"), progs("progs")) {
+        (Some(a), Some(p)) => a.checked_sub(p),
+        _ => None,
+    };
+    let want_anatomy = if slot == "on" { 1 } else { 2 };
+    if anatomy != Some(want_anatomy) {
+        errors.push(format!(
+            "the anatomy loaded {anatomy:?} programs more, not {want_anatomy}"
+        ));
     }
     let took = out
         .get("record_took")
