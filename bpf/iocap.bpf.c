@@ -1473,10 +1473,6 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	return 0;
 }
 
-/*
- * A thread leaving the CPU in the middle of a call takes the call along: the slot is
- * the next thread's now, and the call may end on another CPU.
- */
 /* A task's state as it leaves the CPU (`__state` since 5.14, `state` before). */
 struct task_struct___old {
 	long state;
@@ -1531,6 +1527,11 @@ static __always_inline void anat_in(struct task_struct *next, __u64 now)
 	t->anat.woken = 0;
 }
 
+/*
+ * A thread leaving the CPU in the middle of a call takes the call along: the slot is
+ * the next thread's now, and the call may end on another CPU. With the anatomy on, the
+ * thread leaving and the one coming back are timed too (anat_out, anat_in).
+ */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(spill_call, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
