@@ -224,7 +224,15 @@ impl Read {
         }
     }
 
-    /// The columns a value is read from, for a column or a sum.
+    /// The events that have the field, for one read from columns.
+    pub fn of(self) -> Option<Holds> {
+        match self {
+            Read::Column { of, .. } | Read::Sum { of, .. } | Read::Rest { of, .. } => Some(of),
+            Read::Other { .. } => None,
+        }
+    }
+
+    /// The columns a value is read from, for one read from columns.
     pub fn columns(self) -> Option<iocap_format::ColSet> {
         use iocap_format::ColSet;
         match self {
@@ -1129,30 +1137,20 @@ mod tests {
     /// What a descriptor says a field's value is, read as the fast paths read it: from the
     /// event's columns, by the field's type.
     fn read_by_descriptor(field: &FieldInfo, e: &Event) -> Option<Value<'static>> {
-        let mut cols = iocap_format::Columns::default();
-        cols.push(e);
-        let (cols_read, of) = match field.read {
-            Read::Column { col, of } => (vec![col], of),
-            Read::Sum { cols: (a, b), of } => (vec![a, b], of),
-            Read::Rest {
-                from,
-                minus: (a, b),
-                of,
-            } => {
-                if !holds_for(of, e.class) {
-                    return Some(Value::Absent);
-                }
-                let w = |c: Col| cols.get(c).wide(0);
-                let v = (w(from) - w(a) - w(b)).max(0);
-                return Some(Value::Duration(v as u64));
-            }
-            Read::Other { .. } => return None,
-        };
-        if !holds_for(of, e.class) {
+        if !holds_for(field.read.of()?, e.class) {
             return Some(Value::Absent);
         }
-        let wide = cols_read.iter().map(|&c| cols.get(c).wide(0));
-        let v = wide.fold(0i128, |a, b| (a + b).min(i128::from(u64::MAX)));
+        let mut cols = iocap_format::Columns::default();
+        cols.push(e);
+        let w = |c: Col| cols.get(c).wide(0);
+        let v = match field.read {
+            Read::Column { col, .. } => w(col),
+            Read::Sum { cols: (a, b), .. } => (w(a) + w(b)).min(i128::from(u64::MAX)),
+            Read::Rest {
+                from, minus: (a, b), ..
+            } => (w(from) - w(a) - w(b)).max(0),
+            Read::Other { .. } => return None,
+        };
         Some(match field.ty {
             FieldType::UInt => Value::UInt(v as u64),
             FieldType::Duration => Value::Duration(v as u64),
@@ -1170,17 +1168,10 @@ mod tests {
     fn descriptors_agree_with_the_oracle() {
         let (meta, tables) = (Meta::default(), Tables::default());
         for field in all() {
-            let (cols, of) = match field.read {
-                Read::Column { col, of } => (vec![col], of),
-                Read::Sum { cols: (a, b), of } => (vec![a, b], of),
-                Read::Rest {
-                    from,
-                    minus: (a, b),
-                    of,
-                } => (vec![from, a, b], of),
-                Read::Other { .. } => continue,
+            let (Some(cols), Some(of)) = (field.read.columns(), field.read.of()) else {
+                continue;
             };
-            for col in cols {
+            for col in cols.cols() {
                 assert!(
                     col.holds() == Holds::All || col.holds() == of,
                     "{}: a field of {of:?} reads {}, a column of {:?}",
