@@ -82,7 +82,10 @@ fn each_block_request_has_bpftraces_latency() {
     let Some(_alone) = crate::record::flooding() else {
         return;
     };
-    if !tools("each_block_request_has_bpftraces_latency", &["bpftrace", "fio"]) {
+    if !tools(
+        "each_block_request_has_bpftraces_latency",
+        &["bpftrace", "bpftool", "fio"],
+    ) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -140,6 +143,7 @@ fn each_block_request_has_bpftraces_latency() {
         .unwrap();
     assert!(rec.status.success(), "{}", String::from_utf8_lossy(&rec.stderr));
     let unseen = unseen_requests(&rec.stderr);
+    let skipped = bpftrace_block_misses();
     bt.stop();
     let theirs: HashMap<u64, i64> = std::fs::read_to_string(&bt_out)
         .unwrap()
@@ -167,14 +171,21 @@ fn each_block_request_has_bpftraces_latency() {
     only_ours.sort_unstable();
     only_theirs.sort_unstable();
     assert!(only_theirs.is_empty(), "sectors only bpftrace has: {only_theirs:?}");
-    // The kernel skips a classic tracepoint's program while it finds another BPF program or
-    // BPF map syscall active on that CPU (bpf_prog_active; another test's recorder updating
-    // its maps, in the parallel suite), where iocap's tp_btf programs still run: bpftrace may
-    // miss a few requests (10 of 2,000 once in the suite; none in runs alone).
+    // The kernel skips a classic tracepoint's program (bpftrace's) while it finds another BPF
+    // program or a BPF map syscall active on that CPU, and counts each skip in the program's
+    // recursion misses; iocap's tp_btf programs still run. Under load bpftrace misses requests
+    // (12 of 2,000 beside two CPU hogs, 35 beside two system-wide recorders, 76 in a CI run),
+    // each one a skip the kernel counted: no more may be missing from bpftrace's side.
+    eprintln!("bpftrace's block programs skipped {skipped} times");
     assert!(
-        only_ours.len() <= N / 50,
-        "sectors only iocap has: {} {only_ours:?}",
+        only_ours.len() as u64 <= skipped,
+        "sectors only iocap has: {} (bpftrace's programs skipped {skipped} times) {only_ours:?}",
         only_ours.len()
+    );
+    assert!(
+        theirs.len() >= N / 2,
+        "bpftrace saw too few requests to compare: {}",
+        theirs.len()
     );
     let mut diffs: Vec<i64> = theirs.iter().map(|(s, &l)| ours[s] - l).collect();
     diffs.sort_unstable_by_key(|d| d.abs());
@@ -190,6 +201,29 @@ fn each_block_request_has_bpftraces_latency() {
     assert!(median <= 2_000, "median difference {median} ns");
     // An interrupt may land between two programs of one tracepoint: rare, and tens of µs.
     assert!(p99 <= 50_000, "p99 difference {p99} ns");
+}
+
+/// How many times the kernel skipped a run of a classic tracepoint program on `block_rq_*`
+/// (bpftrace's: iocap's are tp_btf, of type `tracing`), by `bpftool`'s count of their
+/// recursion misses (absent when none).
+fn bpftrace_block_misses() -> u64 {
+    let out = Command::new("bpftool")
+        .args(["prog", "show", "--json"])
+        .output()
+        .expect("run bpftool");
+    assert!(
+        out.status.success(),
+        "bpftool: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let progs: serde_json::Value = serde_json::from_slice(&out.stdout).expect("bpftool's JSON");
+    progs
+        .as_array()
+        .expect("a list of programs")
+        .iter()
+        .filter(|p| p["type"] == "tracepoint" && p["name"].as_str().is_some_and(|n| n.starts_with("block_rq_")))
+        .map(|p| p["recursion_misses"].as_u64().unwrap_or(0))
+        .sum()
 }
 
 /// A tracer run beside a recording, stopped (SIGINT, as a user would) and reaped whatever
