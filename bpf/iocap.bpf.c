@@ -234,10 +234,11 @@ struct anat {
 	__u64 runq;
 	__u64 wait;
 	__u64 longest; /* the longest sleep */
+	__u64 by[WHY_N]; /* of `wait`, by why (enum why): WHY_OTHER's is the rest */
 	__u32 waker;   /* the tid that woke it */
 	__u16 sleeps;
 	__u8 state;    /* ANAT_RUN, ANAT_RUNQ, ANAT_ASLEEP */
-	__u8 pad;
+	__u8 why;      /* asleep: why, when the thread said as it went (else WHY_OTHER) */
 };
 
 enum { ANAT_RUN = 0, ANAT_RUNQ = 1, ANAT_ASLEEP = 2 };
@@ -245,13 +246,48 @@ enum { ANAT_RUN = 0, ANAT_RUNQ = 1, ANAT_ASLEEP = 2 };
 /* How long before its switch out a waking of a running thread is taken for one on its way out. */
 #define ANAT_WAY_OUT_NS 50000ULL
 
+/* Spans of a thread's own (it may block) and of a flusher's (what it wakes, it wakes for writeback). */
+enum { WHY_SPAN_LOCK = 1, WHY_SPAN_RECLAIM = 2, WHY_SPAN_FLUSH = 4 };
+
+/* How long before its sleep begins a thread's `why_next` is taken for that sleep's. */
+#define WHY_NEXT_NS 100000ULL
+
+/* A waking this soon after a block request's completion, by the task that ran it, is its. */
+#define WHY_DONE_NS 50000ULL
+
+/*
+ * Per CPU, what the current task is running on behalf of, for who woke a thread (see enum
+ * why): timer callbacks under way, and the last block request completion (when, and the task
+ * current then: in an interrupt, whichever task it interrupted).
+ */
+struct cpu_ctx {
+	__u64 done;
+	__u32 done_pid;
+	__u32 timers;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cpu_ctx);
+} cpu_ctx SEC(".maps");
+
 /* Per thread: the call it was switched out in, and whether it is traced. */
 struct tctx {
 	struct inflight call;
 	struct anat anat;
 	__u32 gen; /* with filter_pids: pids_gen + 1 when `traced` was decided (0: never) */
 	__u8 traced;
-	__u8 pad[3];
+	/*
+	 * What the thread is doing that it may block in (see enum why), set by the tracepoints
+	 * that say so: spans (WHY_SPAN_LOCK, WHY_SPAN_RECLAIM bits, from their begin to their
+	 * end) and one sleep about to begin (`why_next`, said at `why_at`).
+	 */
+	__u8 why_spans;
+	__u8 why_next;
+	__u8 pad;
+	__u64 why_at;
 	/* A flusher thread: the inode it is writing back (writeback_single_inode), else 0. */
 	__u64 wb_ino;
 	__u32 wb_dev;
@@ -1204,6 +1240,7 @@ struct sys_done {
 	__u64 wait;
 	__u32 waker;
 	__u32 sleeps;
+	struct anat *anat; /* ... and its wait by why; NULL when it did not leave the CPU */
 };
 
 static __noinline int emit_sys_io(struct sys_done *d)
@@ -1227,6 +1264,8 @@ static __noinline int emit_sys_io(struct sys_done *d)
 	e->wait = d->wait;
 	e->waker = d->waker;
 	e->sleeps = d->sleeps;
+	for (int i = 0; i < WHY_N; i++)
+		e->why[i] = d->anat ? d->anat->by[i] : 0;
 	call_submit(e, cur);
 	return 0;
 }
@@ -1267,6 +1306,7 @@ static __always_inline bool fill_end_call(struct rec_sysio *e, struct task_struc
 	e->wait = 0;
 	e->waker = 0;
 	e->sleeps = 0;
+	__builtin_memset(e->why, 0, sizeof(e->why));
 	return true;
 }
 
@@ -1388,6 +1428,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	__u32 zero = 0, nr;
 	__u64 ts, lat, runq = 0, wait = 0;
 	__u32 waker = 0, sleeps = 0;
+	struct anat *anat = NULL;
 	bool pos, fd_call;
 
 	if (stop_at)
@@ -1413,6 +1454,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 			wait = t->anat.wait;
 			waker = t->anat.waker;
 			sleeps = t->anat.sleeps;
+			anat = &t->anat;
 			t->anat.call = 0;
 		}
 	}
@@ -1452,6 +1494,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 			.wait = wait,
 			.waker = waker,
 			.sleeps = sleeps,
+			.anat = anat,
 		};
 
 		return emit_sys_io(&d);
@@ -1485,6 +1528,56 @@ static __always_inline bool still_running(struct task_struct *t)
 	return BPF_CORE_READ((struct task_struct___old *)t, state) == 0;
 }
 
+/* Why the thread of `t` goes to sleep at `now`, as far as it said (else WHY_OTHER). */
+static __always_inline __u8 why_going(struct tctx *t, __u64 now)
+{
+	__u8 next = t->why_next;
+
+	t->why_next = 0;
+	if (t->why_spans & WHY_SPAN_LOCK)
+		return WHY_LOCK;
+	if (t->why_spans & WHY_SPAN_RECLAIM)
+		return WHY_RECLAIM;
+	if (next && now - t->why_at < WHY_NEXT_NS)
+		return next;
+	return WHY_OTHER;
+}
+
+/* Why the current task wakes a thread at `now`: what it is running on behalf of. */
+static __always_inline __u8 why_woken(__u64 now)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 zero = 0, pid = task->pid;
+	struct cpu_ctx *c = bpf_map_lookup_elem(&cpu_ctx, &zero);
+	struct inflight *slot;
+	struct tctx *w;
+	char comm[5];
+
+	if (c && c->timers)
+		return WHY_TIMER;
+	if (c && c->done && c->done_pid == pid && now - c->done < WHY_DONE_NS)
+		return WHY_DISK;
+	bpf_get_current_comm(comm, sizeof(comm));
+	if (comm[0] == 'j' && comm[1] == 'b' && comm[2] == 'd' && comm[3] == '2' && comm[4] == '/')
+		return WHY_JOURNAL;
+	w = bpf_task_storage_get(&tstore, task, 0, 0);
+	if (w && (w->wb_ino || (w->why_spans & WHY_SPAN_FLUSH)))
+		return WHY_WRITEBACK;
+	slot = cpu_slot ? bpf_map_lookup_elem(&cpu_call, &zero) : NULL;
+	if ((slot && slot->ts && slot->tid == pid) || (w && w->call.ts))
+		return WHY_CALL;
+	return WHY_OTHER;
+}
+
+/* A sleep of `ns` for `why` ends. */
+static __always_inline void add_sleep(struct tctx *t, __u64 ns, __u8 why)
+{
+	t->anat.wait += ns;
+	t->anat.sleeps++;
+	if (why < WHY_N)
+		t->anat.by[why] += ns;
+}
+
 /* Thread `prev`, in call `t->call`, leaves the CPU at `now`: preempted or asleep. */
 static __always_inline void anat_out(struct tctx *t, struct task_struct *prev, bool preempt, __u64 now)
 {
@@ -1504,6 +1597,8 @@ static __always_inline void anat_out(struct tctx *t, struct task_struct *prev, b
 	t->anat.woken = 0;
 	t->anat.state = preempt || woken || still_running(prev) ? ANAT_RUNQ : ANAT_ASLEEP;
 	t->anat.since = now;
+	if (t->anat.state == ANAT_ASLEEP)
+		t->anat.why = why_going(t, now);
 }
 
 /* Thread `next` comes back on the CPU at `now`: its wait for one ends. */
@@ -1517,8 +1612,7 @@ static __always_inline void anat_in(struct task_struct *next, __u64 now)
 		/* Asleep with no waking seen (it came after the thread's switch out began, or
 		 * was not traced): the whole time off the CPU counts as a sleep. */
 		if (t->anat.state == ANAT_ASLEEP) {
-			t->anat.wait += now - t->anat.since;
-			t->anat.sleeps++;
+			add_sleep(t, now - t->anat.since, t->anat.why);
 		} else {
 			t->anat.runq += now - t->anat.since;
 		}
@@ -1581,14 +1675,164 @@ int BPF_PROG(anat_waking, struct task_struct *p)
 	if (t->anat.state != ANAT_ASLEEP)
 		return 0;
 	slept = now > t->anat.since ? now - t->anat.since : 0;
-	t->anat.wait += slept;
-	t->anat.sleeps++;
+	add_sleep(t, slept, t->anat.why != WHY_OTHER ? t->anat.why : why_woken(now));
 	if (slept >= t->anat.longest) {
 		t->anat.longest = slept;
 		t->anat.waker = (__u32)bpf_get_current_pid_tgid();
 	}
 	t->anat.state = ANAT_RUNQ;
 	t->anat.since = now;
+	return 0;
+}
+
+/*
+ * What a thread is doing that it may block in, said by the tracepoints of dirty throttling,
+ * folio writeback waits, lock contention and direct reclaim: kept in its task storage while it
+ * is inside a call (see why_going). Timer callbacks are counted per CPU (see why_woken).
+ */
+static __always_inline struct tctx *why_task(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 zero = 0;
+	struct inflight *slot = cpu_slot ? bpf_map_lookup_elem(&cpu_call, &zero) : NULL;
+	struct tctx *t;
+
+	if (!want_anatomy)
+		return NULL;
+	if (slot && slot->ts && slot->tid == task->pid)
+		return bpf_task_storage_get(&tstore, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	t = bpf_task_storage_get(&tstore, task, 0, 0);
+	return t && t->call.ts ? t : NULL;
+}
+
+static __always_inline void why_next(__u8 why)
+{
+	struct tctx *t = why_task();
+
+	if (t) {
+		t->why_next = why;
+		t->why_at = bpf_ktime_get_ns();
+	}
+}
+
+/* Spans end outside calls too: a flag must never outlive its span. */
+static __always_inline void why_span(__u8 span, bool on)
+{
+	struct tctx *t;
+
+	if (on) {
+		t = why_task();
+		if (t)
+			t->why_spans |= span;
+	} else if (want_anatomy) {
+		t = bpf_task_storage_get(&tstore, bpf_get_current_task_btf(), 0, 0);
+		if (t)
+			t->why_spans &= ~span;
+	}
+}
+
+SEC("tp_btf/balance_dirty_pages")
+int BPF_PROG(why_throttle)
+{
+	why_next(WHY_THROTTLE);
+	return 0;
+}
+
+SEC("tp_btf/folio_wait_writeback")
+int BPF_PROG(why_wb_wait)
+{
+	why_next(WHY_WRITEBACK);
+	return 0;
+}
+
+SEC("tp_btf/contention_begin")
+int BPF_PROG(why_lock_in)
+{
+	why_span(WHY_SPAN_LOCK, true);
+	return 0;
+}
+
+SEC("tp_btf/contention_end")
+int BPF_PROG(why_lock_out)
+{
+	why_span(WHY_SPAN_LOCK, false);
+	return 0;
+}
+
+SEC("tp_btf/mm_vmscan_direct_reclaim_begin")
+int BPF_PROG(why_reclaim_in)
+{
+	why_span(WHY_SPAN_RECLAIM, true);
+	return 0;
+}
+
+SEC("tp_btf/mm_vmscan_direct_reclaim_end")
+int BPF_PROG(why_reclaim_out)
+{
+	why_span(WHY_SPAN_RECLAIM, false);
+	return 0;
+}
+
+/*
+ * A flusher runs a writeback work (writeback_exec) to the end of its round
+ * (writeback_pages_written), waking those who waited for the work (sync, fsync of a
+ * flushed inode) as it finishes each: the span covers the wakings.
+ */
+SEC("tp_btf/writeback_exec")
+int BPF_PROG(why_flush_in)
+{
+	struct tctx *t;
+
+	if (!want_anatomy)
+		return 0;
+	t = bpf_task_storage_get(&tstore, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (t)
+		t->why_spans |= WHY_SPAN_FLUSH;
+	return 0;
+}
+
+SEC("tp_btf/writeback_pages_written")
+int BPF_PROG(why_flush_out)
+{
+	why_span(WHY_SPAN_FLUSH, false);
+	return 0;
+}
+
+static __always_inline void timers(int by)
+{
+	__u32 zero = 0;
+	struct cpu_ctx *c = bpf_map_lookup_elem(&cpu_ctx, &zero);
+
+	/* An exit whose entry came before the attach finds 0. */
+	if (c && (by > 0 || c->timers))
+		c->timers += by;
+}
+
+SEC("tp_btf/timer_expire_entry")
+int BPF_PROG(why_timer_in)
+{
+	timers(1);
+	return 0;
+}
+
+SEC("tp_btf/timer_expire_exit")
+int BPF_PROG(why_timer_out)
+{
+	timers(-1);
+	return 0;
+}
+
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(why_hrtimer_in)
+{
+	timers(1);
+	return 0;
+}
+
+SEC("tp_btf/hrtimer_expire_exit")
+int BPF_PROG(why_hrtimer_out)
+{
+	timers(-1);
 	return 0;
 }
 
@@ -2362,6 +2606,15 @@ int BPF_PROG(blk_complete, struct request *rq, blk_status_t error, unsigned int 
 
 	if (!want_blk)
 		return 0;
+	if (want_anatomy) {
+		__u32 zero = 0;
+		struct cpu_ctx *c = bpf_map_lookup_elem(&cpu_ctx, &zero);
+
+		if (c) {
+			c->done = now;
+			c->done_pid = (__u32)bpf_get_current_pid_tgid();
+		}
+	}
 	i = rq_find(key);
 	if (!i)
 		return 0;

@@ -83,6 +83,26 @@ struct rec_sys {
 };
 
 /*
+ * Why a call's thread blocked, each sleep by the first that holds: what the thread was doing
+ * as it went to sleep (throttled for its dirty pages, waiting on a folio's writeback, in lock
+ * contention, in direct reclaim), else who woke it (a timer, a block request's completion,
+ * the journal thread jbd2, a flusher writing an inode back, another thread inside a call).
+ * WHY_OTHER (anything else, or a sleep with no waking seen) is not sent: it is the rest.
+ */
+enum why {
+	WHY_DISK = 0,
+	WHY_THROTTLE = 1,
+	WHY_WRITEBACK = 2,
+	WHY_JOURNAL = 3,
+	WHY_LOCK = 4,
+	WHY_RECLAIM = 5,
+	WHY_TIMER = 6,
+	WHY_CALL = 7,
+	WHY_N = 8,
+	WHY_OTHER = WHY_N,
+};
+
+/*
  * A completed syscall that issued block requests (rare: a read that missed the page cache, an
  * fsync, an O_DIRECT call, io_submit), or a positional one (pread64, pwritev2, ...): rec_sys,
  * what its requests did, and the offset it was given.
@@ -99,6 +119,8 @@ struct rec_sysio {
 	__u64 wait;   /* ns blocked (asleep), from its switch out to the waking */
 	__u32 waker;  /* tid of the task that woke its longest sleep, 0 for none */
 	__u32 sleeps; /* how many times it blocked */
+	/* Of `wait`, ns by why it blocked (enum why); the rest is WHY_OTHER's. */
+	__u64 why[WHY_N];
 };
 
 /*

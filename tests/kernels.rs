@@ -494,13 +494,15 @@ pub fn check(boot: &Boot) -> Result<String, String> {
     if slot != if want_slot { "on" } else { "off" } {
         errors.push(format!("per-CPU slot {slot} with preemption {model}"));
     }
-    // The anatomy of calls (the main recording's): sched_waking's program, and sched_switch's
-    // when the slot did not load it already.
+    // The anatomy of calls (the main recording's): sched_waking's program, the twelve that
+    // say why a call blocked (every kernel of the matrix has their tracepoints: the newest
+    // of them, lock contention's, came in 5.19), and sched_switch's when the slot did not load
+    // it already.
     let anatomy = match (progs("progs_anatomy"), progs("progs")) {
         (Some(a), Some(p)) => a.checked_sub(p),
         _ => None,
     };
-    let want_anatomy = if slot == "on" { 1 } else { 2 };
+    let want_anatomy = if slot == "on" { 13 } else { 14 };
     if anatomy != Some(want_anatomy) {
         errors.push(format!(
             "the anatomy loaded {anatomy:?} programs more, not {want_anatomy}"

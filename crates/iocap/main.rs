@@ -45,6 +45,7 @@ header, which `iocap info` shows):
   block:block_rq_merge (5.11)            disk.time of calls whose request was merged
   writeback tracepoints (5.5)            blk.cause of writeback
   sched:sched_switch, sched_waking (5.5) a call's anatomy: runq.time, wait.time, waker.tid
+  writeback, lock, vmscan, timer tps      why it blocked: wait.throttle, wait.lock... (lock: 5.19)
   BPF task iterators (5.8)               calls in flight at the stop: read from userspace instead
   PIDFD_THREAD (6.9), without them       ... then only each process's main thread's
   raw_tp run, for_each_map_elem (5.13)   block requests in flight at the stop";

@@ -238,7 +238,7 @@ struct Inner {
     scan: u64,
     /// What the current scan reads: its chunks (increasing) and columns. Never evicted by it.
     chunks: Vec<usize>,
-    want: u32,
+    want: u64,
     /// Whether an entry from an earlier scan may still be held (else eviction has nothing to do).
     stale: bool,
     hits: u64,
@@ -278,7 +278,7 @@ impl ColumnCache {
         g.stale = g.map.keys().any(|k| Self::evictable(&g.chunks, g.want, k));
     }
 
-    fn evictable(chunks: &[usize], want: u32, &(chunk, c): &(usize, Col)) -> bool {
+    fn evictable(chunks: &[usize], want: u64, &(chunk, c): &(usize, Col)) -> bool {
         !ColSet(want).contains(c) || chunks.binary_search(&chunk).is_err()
     }
 

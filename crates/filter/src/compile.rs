@@ -56,6 +56,8 @@ pub(crate) enum IdSrc {
     Dev,
     /// A block request's [`iocap_format::Cause`] code.
     Cause,
+    /// A call's [`iocap_format::Reason`] code.
+    Reason,
     /// The syscall number of a block request (its linked syscall's).
     Nr,
 }
@@ -530,7 +532,16 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables, origin: u64) -> Kernel {
         | FieldId::RunqTime
         | FieldId::WaitTime
         | FieldId::WaitCount
-        | FieldId::WakerTid => unreachable!("{:?} is read from columns", p.field),
+        | FieldId::WakerTid
+        | FieldId::WaitDisk
+        | FieldId::WaitThrottle
+        | FieldId::WaitWriteback
+        | FieldId::WaitJournal
+        | FieldId::WaitLock
+        | FieldId::WaitReclaim
+        | FieldId::WaitTimer
+        | FieldId::WaitCall
+        | FieldId::WaitOther => unreachable!("{:?} is read from columns", p.field),
         FieldId::EvtFailed => {
             // true ⇔ ret < 0: map the {0, 1} test onto ranges of ret.
             let t = |b: bool| test_value(&p.test, &Value::Bool(b));
@@ -593,6 +604,21 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables, origin: u64) -> Kernel {
             Kernel::Ids {
                 src: IdSrc::Cause,
                 class: Some(BLOCK),
+                set: IdSet::build(ids, 256, Beyond::Const(false)),
+            }
+        }
+        FieldId::WaitReason => {
+            let ids = (0..256u64).map(|c| {
+                let e = Event {
+                    class: Class::Syscall,
+                    reason: c as u8,
+                    ..Event::default()
+                };
+                (c, passes(&e))
+            });
+            Kernel::Ids {
+                src: IdSrc::Reason,
+                class: Some(SYSCALL),
                 set: IdSet::build(ids, 256, Beyond::Const(false)),
             }
         }
@@ -792,6 +818,7 @@ impl Kernel {
                     IdSrc::Flags => Col::Flags,
                     IdSrc::Dev => Col::Dev,
                     IdSrc::Cause => Col::Cause,
+                    IdSrc::Reason => Col::Reason,
                     IdSrc::Nr => Col::Nr,
                 };
                 ColSet::NONE.with(col).union(class(c))
@@ -1056,6 +1083,7 @@ impl Kernel {
                         }
                     }
                     IdSrc::Cause => scan_ids(&col(&cols.cause, n), cl, u64::from, set, words, mode),
+                    IdSrc::Reason => scan_ids(&col(&cols.reason, n), cl, u64::from, set, words, mode),
                     IdSrc::Nr => scan_table_ids(&col(&cols.nr, n), cl, set, words, mode),
                     IdSrc::Errno => {
                         let rets = col(&cols.ret, n);

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use iocap_format::{
-    blk_flags, dev_parts, syscalls, uring, BlockOp, Cause, Class, Col, Event, FdType, Holds, Meta, Tables,
+    blk_flags, dev_parts, syscalls, uring, BlockOp, Cause, Class, Col, Event, FdType, Holds, Meta, Reason, Tables,
 };
 
 use crate::lookup::Lookup;
@@ -162,6 +162,26 @@ pub enum FieldId {
     WaitCount,
     /// `waker.tid`.
     WakerTid,
+    /// `wait.disk`.
+    WaitDisk,
+    /// `wait.throttle`.
+    WaitThrottle,
+    /// `wait.writeback`.
+    WaitWriteback,
+    /// `wait.journal`.
+    WaitJournal,
+    /// `wait.lock`.
+    WaitLock,
+    /// `wait.reclaim`.
+    WaitReclaim,
+    /// `wait.timer`.
+    WaitTimer,
+    /// `wait.call`.
+    WaitCall,
+    /// `wait.other`.
+    WaitOther,
+    /// `wait.reason`.
+    WaitReason,
     /// `host`: the capture's, one value for all its events ([`FieldId::is_per_capture`]).
     Host,
     /// `capture.id`: [`Meta::capture_id`], one value for all a capture's events.
@@ -674,6 +694,76 @@ static FIELDS: &[FieldInfo] = &[
         "thread that woke a syscall's longest sleep: 0 when it never blocked, or when an interrupt on an idle CPU (a timer, a device) woke it",
     ),
     f(
+        "wait.disk",
+        T::Duration,
+        FieldId::WaitDisk,
+        col(Col::WaitDisk, Holds::Others),
+        "part of wait.time its thread blocked on a block request's completion (any request's: its own, the journal's, a flusher's)",
+    ),
+    f(
+        "wait.throttle",
+        T::Duration,
+        FieldId::WaitThrottle,
+        col(Col::WaitThrottle, Holds::Others),
+        "part of wait.time its thread blocked on dirty page throttling (balance_dirty_pages)",
+    ),
+    f(
+        "wait.writeback",
+        T::Duration,
+        FieldId::WaitWriteback,
+        col(Col::WaitWriteback, Holds::Others),
+        "part of wait.time its thread blocked on a folio's writeback, or woken by a flusher thread writing an inode back",
+    ),
+    f(
+        "wait.journal",
+        T::Duration,
+        FieldId::WaitJournal,
+        col(Col::WaitJournal, Holds::Others),
+        "part of wait.time its thread blocked on woken by the journal thread (jbd2)",
+    ),
+    f(
+        "wait.lock",
+        T::Duration,
+        FieldId::WaitLock,
+        col(Col::WaitLock, Holds::Others),
+        "part of wait.time its thread blocked on lock contention",
+    ),
+    f(
+        "wait.reclaim",
+        T::Duration,
+        FieldId::WaitReclaim,
+        col(Col::WaitReclaim, Holds::Others),
+        "part of wait.time its thread blocked on direct reclaim",
+    ),
+    f(
+        "wait.timer",
+        T::Duration,
+        FieldId::WaitTimer,
+        col(Col::WaitTimer, Holds::Others),
+        "part of wait.time its thread blocked on woken by a timer (a sleep, a timeout)",
+    ),
+    f(
+        "wait.call",
+        T::Duration,
+        FieldId::WaitCall,
+        col(Col::WaitCall, Holds::Others),
+        "part of wait.time its thread blocked on woken by another thread inside a call (a pipe, a futex, a socket)",
+    ),
+    f(
+        "wait.other",
+        T::Duration,
+        FieldId::WaitOther,
+        col(Col::WaitOther, Holds::Others),
+        "part of wait.time its thread blocked on anything else: woken by a thread outside any call, or no waking seen",
+    ),
+    f(
+        "wait.reason",
+        T::Str,
+        FieldId::WaitReason,
+        SOME,
+        "why a syscall's thread blocked the most (the wait.* part with the most time): disk, throttle, writeback, journal, lock, reclaim, timer, call, other, or none",
+    ),
+    f(
         "host",
         T::Str,
         FieldId::Host,
@@ -850,6 +940,16 @@ pub fn value_in<'a, L: Lookup + ?Sized>(field: &FieldInfo, e: &Event, meta: &Met
         FieldId::WaitTime => sys(Value::Duration(e.wait)),
         FieldId::WaitCount => sys(Value::UInt(u64::from(e.sleeps))),
         FieldId::WakerTid => sys(Value::UInt(u64::from(e.waker))),
+        FieldId::WaitDisk => sys(Value::Duration(e.wait_disk)),
+        FieldId::WaitThrottle => sys(Value::Duration(e.wait_throttle)),
+        FieldId::WaitWriteback => sys(Value::Duration(e.wait_writeback)),
+        FieldId::WaitJournal => sys(Value::Duration(e.wait_journal)),
+        FieldId::WaitLock => sys(Value::Duration(e.wait_lock)),
+        FieldId::WaitReclaim => sys(Value::Duration(e.wait_reclaim)),
+        FieldId::WaitTimer => sys(Value::Duration(e.wait_timer)),
+        FieldId::WaitCall => sys(Value::Duration(e.wait_call)),
+        FieldId::WaitOther => sys(Value::Duration(e.wait_other)),
+        FieldId::WaitReason => sys(s(Reason::from_code(e.reason).name())),
         FieldId::Host => Value::Str(Cow::Owned(meta.host.clone())),
         FieldId::CaptureId => Value::Str(Cow::Owned(meta.capture_id())),
     }
@@ -1056,6 +1156,7 @@ pub(crate) fn vocabulary(id: FieldId) -> Option<Vec<&'static str>> {
         FieldId::IoDir => vec!["read", "write", "none"],
         FieldId::BlkOp => vec!["read", "write", "flush", "discard", "other"],
         FieldId::BlkCause => Cause::ALL.iter().map(|c| c.name()).collect(),
+        FieldId::WaitReason => Reason::ALL.iter().map(|r| r.name()).collect(),
         FieldId::BlkPattern => vec!["sequential", "random"],
         FieldId::BlkSyscall => syscalls::names("x86_64").collect(),
         FieldId::EvtType => {

@@ -26,7 +26,7 @@ use codec::{
 
 /// A set of columns, for decoding only what a filter or an aggregation reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ColSet(pub u32);
+pub struct ColSet(pub u64);
 
 impl ColSet {
     /// No column: reading a chunk with it gives the event count and nothing else.
@@ -36,7 +36,7 @@ impl ColSet {
 
     /// This set with `c` added.
     pub const fn with(self, c: Col) -> ColSet {
-        ColSet(self.0 | 1 << c as u32)
+        ColSet(self.0 | 1 << c as u64)
     }
 
     /// The columns in either set.
@@ -46,7 +46,7 @@ impl ColSet {
 
     /// Whether `c` is in the set.
     pub fn contains(self, c: Col) -> bool {
-        self.0 & (1 << c as u32) != 0
+        self.0 & (1 << c as u64) != 0
     }
 
     /// The columns of the set, by on-disk id.
@@ -189,7 +189,7 @@ pub(crate) mod enc {
 }
 
 /// Reusable buffers for encoding a chunk body.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct EncodeBufs {
     col: Vec<u8>,
     dir: Vec<u8>,
@@ -203,6 +203,21 @@ pub(crate) struct EncodeBufs {
     forms: [Form; NCOLS as usize],
     /// Full chunks encoded so far, for the trials' rhythm.
     full_chunks: u32,
+}
+
+impl Default for EncodeBufs {
+    fn default() -> Self {
+        EncodeBufs {
+            col: Vec::new(),
+            dir: Vec::new(),
+            data: Vec::new(),
+            gaps: Vec::new(),
+            masked: Vec::new(),
+            plane_bufs: PlaneBufs::default(),
+            forms: [Form::Unknown; NCOLS as usize],
+            full_chunks: 0,
+        }
+    }
 }
 
 /// Which of its two forms a column that may be stored as byte planes took in the last chunk
@@ -715,7 +730,7 @@ macro_rules! columns {
         pub struct Columns {
             len: usize,
             /// Which columns hold values (all of them for a `Columns` built by `push`).
-            decoded: u32,
+            decoded: u64,
             $( $(#[$doc])* pub $field: Vec<$ty>, )*
         }
 
@@ -753,7 +768,7 @@ macro_rules! columns {
                 }
                 debug_assert_eq!(self.len, other.len, "columns of two chunks");
                 $(
-                    if take & (1 << Col::$col as u32) != 0 {
+                    if take & (1 << Col::$col as u64) != 0 {
                         std::mem::swap(&mut self.$field, &mut other.$field);
                     }
                 )*
@@ -839,6 +854,26 @@ columns! {
     sleeps: u32 = Sleeps(26), Others, delta: false, planes: false;
     /// [`Event::waker`] (syscall), a tid. Since 1.19.
     waker: u32 = Waker(27), Others, delta: false, planes: false;
+    /// [`Event::wait_disk`] (syscall), ns. Since 1.19.
+    wait_disk: u64 = WaitDisk(28), Others, delta: false, planes: false;
+    /// [`Event::wait_throttle`] (syscall), ns. Since 1.19.
+    wait_throttle: u64 = WaitThrottle(29), Others, delta: false, planes: false;
+    /// [`Event::wait_writeback`] (syscall), ns. Since 1.19.
+    wait_writeback: u64 = WaitWriteback(30), Others, delta: false, planes: false;
+    /// [`Event::wait_journal`] (syscall), ns. Since 1.19.
+    wait_journal: u64 = WaitJournal(31), Others, delta: false, planes: false;
+    /// [`Event::wait_lock`] (syscall), ns. Since 1.19.
+    wait_lock: u64 = WaitLock(32), Others, delta: false, planes: false;
+    /// [`Event::wait_reclaim`] (syscall), ns. Since 1.19.
+    wait_reclaim: u64 = WaitReclaim(33), Others, delta: false, planes: false;
+    /// [`Event::wait_timer`] (syscall), ns. Since 1.19.
+    wait_timer: u64 = WaitTimer(34), Others, delta: false, planes: false;
+    /// [`Event::wait_call`] (syscall), ns. Since 1.19.
+    wait_call: u64 = WaitCall(35), Others, delta: false, planes: false;
+    /// [`Event::wait_other`] (syscall), ns. Since 1.19.
+    wait_other: u64 = WaitOther(36), Others, delta: false, planes: false;
+    /// [`Event::reason`] (syscall), a [`Reason`](crate::Reason) code. Since 1.19.
+    reason: u8 = Reason(37), Others, delta: false, planes: false;
 }
 
 impl Columns {
@@ -1261,6 +1296,10 @@ mod tests {
                 wait: if i % 9 == 0 { i as u64 * 101 } else { 0 },
                 sleeps: if i % 9 == 0 { (i % 3) as u32 } else { 0 },
                 waker: if i % 9 == 0 { 300 + (i % 4) as u32 } else { 0 },
+                wait_disk: if i % 9 == 0 { i as u64 * 7 } else { 0 },
+                wait_timer: if i % 18 == 0 { i as u64 * 3 } else { 0 },
+                reason: if i % 9 == 0 { 1 } else { 0 },
+                ..Event::default()
             })
             .collect()
     }

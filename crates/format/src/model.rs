@@ -205,6 +205,120 @@ pub struct Event {
     /// Syscall: the thread that woke its longest sleep (since 1.19): 0 for none, or for the
     /// idle task (an interrupt on an idle CPU: a timer, a device).
     pub waker: u32,
+    /// Syscall: ns of `wait` its thread blocked on a block request's completion (any request's: its own, the journal's, a flusher's) (since 1.19).
+    pub wait_disk: u64,
+    /// Syscall: ns of `wait` its thread blocked on dirty page throttling (`balance_dirty_pages`) (since 1.19).
+    pub wait_throttle: u64,
+    /// Syscall: ns of `wait` its thread blocked on a folio's writeback, or a flusher thread writing an inode back (since 1.19).
+    pub wait_writeback: u64,
+    /// Syscall: ns of `wait` its thread blocked on the journal thread (jbd2) (since 1.19).
+    pub wait_journal: u64,
+    /// Syscall: ns of `wait` its thread blocked on lock contention (since 1.19).
+    pub wait_lock: u64,
+    /// Syscall: ns of `wait` its thread blocked on direct reclaim (since 1.19).
+    pub wait_reclaim: u64,
+    /// Syscall: ns of `wait` its thread blocked on a timer (a sleep, a timeout) (since 1.19).
+    pub wait_timer: u64,
+    /// Syscall: ns of `wait` its thread blocked on another thread inside a call (a pipe, a futex, a socket) (since 1.19).
+    pub wait_call: u64,
+    /// Syscall: ns of `wait` its thread blocked on anything else: a thread outside any call, or a sleep with no waking seen (since 1.19).
+    pub wait_other: u64,
+    /// Syscall: why its thread blocked the most, a [`Reason`] code (since 1.19).
+    pub reason: u8,
+}
+
+/// Why a call's thread blocked: each sleep by what the thread said it was doing as it went to
+/// sleep, else by who woke it ([`Event::reason`] is the one with the most of its `wait`; since
+/// format 1.19). Each has its own time in the event (`wait_disk` ...).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Reason {
+    /// It never blocked (or the recorder did not time it).
+    #[default]
+    None = 0,
+    /// Woken by a block request's completion.
+    Disk = 1,
+    /// Dirty page throttling.
+    Throttle = 2,
+    /// Waiting on a folio's writeback, or woken by a flusher thread writing an inode back.
+    Writeback = 3,
+    /// Woken by the journal thread (jbd2).
+    Journal = 4,
+    /// Lock contention.
+    Lock = 5,
+    /// Direct reclaim.
+    Reclaim = 6,
+    /// Woken by a timer.
+    Timer = 7,
+    /// Woken by another thread inside a call.
+    Call = 8,
+    /// Anything else.
+    Other = 9,
+}
+
+impl Reason {
+    /// Every reason, by on-disk code.
+    pub const ALL: [Reason; 10] = [
+        Reason::None,
+        Reason::Disk,
+        Reason::Throttle,
+        Reason::Writeback,
+        Reason::Journal,
+        Reason::Lock,
+        Reason::Reclaim,
+        Reason::Timer,
+        Reason::Call,
+        Reason::Other,
+    ];
+
+    /// The reason with this on-disk code; unknown codes read as [`Reason::Other`].
+    pub fn from_code(code: u8) -> Reason {
+        Reason::ALL.get(usize::from(code)).copied().unwrap_or(Reason::Other)
+    }
+
+    /// The name used by the filter language (`wait.reason`), and the suffix of its time's
+    /// field (`wait.disk` ...): `none`, `disk`, `throttle`, `writeback`, `journal`, `lock`,
+    /// `reclaim`, `timer`, `call`, `other`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reason::None => "none",
+            Reason::Disk => "disk",
+            Reason::Throttle => "throttle",
+            Reason::Writeback => "writeback",
+            Reason::Journal => "journal",
+            Reason::Lock => "lock",
+            Reason::Reclaim => "reclaim",
+            Reason::Timer => "timer",
+            Reason::Call => "call",
+            Reason::Other => "other",
+        }
+    }
+}
+
+impl Event {
+    /// Of `wait`, the time of each reason but [`Reason::None`], in code order.
+    pub fn wait_by(&self) -> [u64; 9] {
+        [
+            self.wait_disk,
+            self.wait_throttle,
+            self.wait_writeback,
+            self.wait_journal,
+            self.wait_lock,
+            self.wait_reclaim,
+            self.wait_timer,
+            self.wait_call,
+            self.wait_other,
+        ]
+    }
+
+    /// The reason with the most of `wait` (the first of equals), [`Reason::None`] when it is 0.
+    pub fn main_reason(&self) -> Reason {
+        let by = self.wait_by();
+        match by.iter().enumerate().rev().max_by_key(|&(_, t)| *t) {
+            Some((i, &t)) if t > 0 => Reason::ALL[i + 1],
+            _ => Reason::None,
+        }
+    }
 }
 
 /// Why a block request was issued: the span its submitting thread was inside when the request

@@ -38,6 +38,22 @@ pub const REC_COMM: u16 = 6;
 pub const REC_FD: u16 = 7;
 pub const REC_DUP: u16 = 8;
 pub const REC_SYS32: u16 = 9;
+/// A call's `wait` by why (rec_sysio's `why`, in the order of the BPF `enum why`): each into
+/// its field, the rest of `wait` into `wait_other`, and the reason with the most.
+pub fn set_wait_by(e: &mut iocap_format::Event, why: &[u64; 8]) {
+    let [disk, throttle, writeback, journal, lock, reclaim, timer, call] = *why;
+    e.wait_disk = disk;
+    e.wait_throttle = throttle;
+    e.wait_writeback = writeback;
+    e.wait_journal = journal;
+    e.wait_lock = lock;
+    e.wait_reclaim = reclaim;
+    e.wait_timer = timer;
+    e.wait_call = call;
+    e.wait_other = e.wait.saturating_sub(why.iter().sum());
+    e.reason = e.main_reason() as u8;
+}
+
 pub const REC_SYSIO: u16 = 10;
 pub const REC_URING: u16 = 11;
 pub const REC_END_SYS: u16 = 12;

@@ -250,6 +250,113 @@ const SCHED_WAKING: Feature = tracepoint(
     "calls have no anatomy (runq.time, wait.time, wait.count, waker.tid)",
 );
 
+/// The tracepoints that say why a call blocked (`wait.throttle` ...), in groups that go
+/// together (a span's begin and end), each group's programs behind [`Gate::Why`] of its index.
+const WHY: [&[Feature]; 6] = [
+    &WHY_THROTTLE,
+    &WHY_WB_WAIT,
+    &WHY_LOCK,
+    &WHY_RECLAIM,
+    &WHY_TIMERS,
+    &WHY_FLUSH,
+];
+const WHY_THROTTLE: [Feature; 1] = [tracepoint(
+    "balance_dirty_pages",
+    "writeback:balance_dirty_pages",
+    "5.5",
+    "why calls blocked: dirty page throttling",
+    "a call throttled for its dirty pages is counted as waiting for what ended its pause, not in wait.throttle",
+)];
+const WHY_WB_WAIT: [Feature; 1] = [tracepoint(
+    "folio_wait_writeback",
+    "writeback:folio_wait_writeback",
+    "5.16",
+    "why calls blocked: waits on a folio's writeback",
+    "a call waiting on a folio's writeback is counted by who woke it",
+)];
+const NO_WHY_LOCK: &str = "a call blocked in lock contention is counted by who woke it, not in wait.lock";
+const WHY_LOCK: [Feature; 2] = [
+    tracepoint(
+        "contention_begin",
+        "lock:contention_begin",
+        "5.19",
+        "why calls blocked: lock contention",
+        NO_WHY_LOCK,
+    ),
+    tracepoint(
+        "contention_end",
+        "lock:contention_end",
+        "5.19",
+        "why calls blocked: lock contention",
+        NO_WHY_LOCK,
+    ),
+];
+const NO_WHY_RECLAIM: &str = "a call blocked in direct reclaim is counted by who woke it, not in wait.reclaim";
+const WHY_RECLAIM: [Feature; 2] = [
+    tracepoint(
+        "mm_vmscan_direct_reclaim_begin",
+        "vmscan:mm_vmscan_direct_reclaim_begin",
+        "5.5",
+        "why calls blocked: direct reclaim",
+        NO_WHY_RECLAIM,
+    ),
+    tracepoint(
+        "mm_vmscan_direct_reclaim_end",
+        "vmscan:mm_vmscan_direct_reclaim_end",
+        "5.5",
+        "why calls blocked: direct reclaim",
+        NO_WHY_RECLAIM,
+    ),
+];
+const NO_WHY_FLUSH: &str = "a call waiting for a flusher's work (sync) is counted in wait.other, not in wait.writeback";
+const WHY_FLUSH: [Feature; 2] = [
+    tracepoint(
+        "writeback_pages_written",
+        "writeback:writeback_pages_written",
+        "5.5",
+        "why calls blocked: a flusher's work",
+        NO_WHY_FLUSH,
+    ),
+    tracepoint(
+        "writeback_exec",
+        "writeback:writeback_exec",
+        "5.5",
+        "why calls blocked: a flusher's work",
+        NO_WHY_FLUSH,
+    ),
+];
+const NO_WHY_TIMER: &str = "a call woken by a timer is counted in wait.other, not in wait.timer";
+const WHY_TIMERS: [Feature; 4] = [
+    tracepoint(
+        "timer_expire_exit",
+        "timer:timer_expire_exit",
+        "5.5",
+        "why calls blocked: timers",
+        NO_WHY_TIMER,
+    ),
+    tracepoint(
+        "timer_expire_entry",
+        "timer:timer_expire_entry",
+        "5.5",
+        "why calls blocked: timers",
+        NO_WHY_TIMER,
+    ),
+    tracepoint(
+        "hrtimer_expire_exit",
+        "timer:hrtimer_expire_exit",
+        "5.5",
+        "why calls blocked: timers",
+        NO_WHY_TIMER,
+    ),
+    tracepoint(
+        "hrtimer_expire_entry",
+        "timer:hrtimer_expire_entry",
+        "5.5",
+        "why calls blocked: timers",
+        NO_WHY_TIMER,
+    ),
+];
+
 /// What is lost without the `end_calls` iterator.
 const CALLS_FROM_USERSPACE: &str = "calls in flight when the recording stops are read from userspace instead \
      (each thread's task storage, by pidfd)";
@@ -312,6 +419,8 @@ pub(crate) enum Gate {
     Switch,
     /// The anatomy of calls is recorded.
     Anatomy,
+    /// ... and the tracepoints of [`WHY`]'s group of this index are there.
+    Why(usize),
     /// Block requests are recorded.
     Block,
     /// ... and their completions traced (not with `IOCAP_LOSE_COMPLETIONS=1`).
@@ -346,6 +455,7 @@ impl Gates<'_> {
             Gate::Always => true,
             Gate::Switch => self.cpu_slot || s.anatomy,
             Gate::Anatomy => s.anatomy,
+            Gate::Why(i) => s.anatomy && s.why.get(i).copied().unwrap_or(false),
             Gate::Block => s.block,
             Gate::BlockCompletions => s.block && self.completions,
             Gate::BlockIoStart => s.block && s.block_io_start,
@@ -400,7 +510,7 @@ const fn claiming(mut p: Program) -> Program {
 /// Every program, in the order they attach (sched_switch before sys_enter: a call must never
 /// be left in a CPU's slot unspilled). The one table autoload, attach and the refusals read;
 /// a test checks it names every program of the skeleton.
-pub(crate) const PROGRAMS: [Program; 19] = [
+pub(crate) const PROGRAMS: [Program; 31] = [
     prog(
         "proc_fork",
         Some("sched:sched_process_fork"),
@@ -442,6 +552,91 @@ pub(crate) const PROGRAMS: [Program; 19] = [
         Gate::Anatomy,
         "the anatomy of calls",
         Some(&SCHED_WAKING),
+    ),
+    // A span's end attaches before its begin: a flag set is always cleared.
+    prog(
+        "why_throttle",
+        Some("writeback:balance_dirty_pages"),
+        Gate::Why(0),
+        "why calls blocked",
+        Some(&WHY_THROTTLE[0]),
+    ),
+    prog(
+        "why_wb_wait",
+        Some("writeback:folio_wait_writeback"),
+        Gate::Why(1),
+        "why calls blocked",
+        Some(&WHY_WB_WAIT[0]),
+    ),
+    prog(
+        "why_lock_out",
+        Some("lock:contention_end"),
+        Gate::Why(2),
+        "why calls blocked",
+        Some(&WHY_LOCK[1]),
+    ),
+    prog(
+        "why_lock_in",
+        Some("lock:contention_begin"),
+        Gate::Why(2),
+        "why calls blocked",
+        Some(&WHY_LOCK[0]),
+    ),
+    prog(
+        "why_reclaim_out",
+        Some("vmscan:mm_vmscan_direct_reclaim_end"),
+        Gate::Why(3),
+        "why calls blocked",
+        Some(&WHY_RECLAIM[1]),
+    ),
+    prog(
+        "why_reclaim_in",
+        Some("vmscan:mm_vmscan_direct_reclaim_begin"),
+        Gate::Why(3),
+        "why calls blocked",
+        Some(&WHY_RECLAIM[0]),
+    ),
+    prog(
+        "why_flush_out",
+        Some("writeback:writeback_pages_written"),
+        Gate::Why(5),
+        "why calls blocked",
+        Some(&WHY_FLUSH[0]),
+    ),
+    prog(
+        "why_flush_in",
+        Some("writeback:writeback_exec"),
+        Gate::Why(5),
+        "why calls blocked",
+        Some(&WHY_FLUSH[1]),
+    ),
+    prog(
+        "why_timer_out",
+        Some("timer:timer_expire_exit"),
+        Gate::Why(4),
+        "why calls blocked",
+        Some(&WHY_TIMERS[0]),
+    ),
+    prog(
+        "why_timer_in",
+        Some("timer:timer_expire_entry"),
+        Gate::Why(4),
+        "why calls blocked",
+        Some(&WHY_TIMERS[1]),
+    ),
+    prog(
+        "why_hrtimer_out",
+        Some("timer:hrtimer_expire_exit"),
+        Gate::Why(4),
+        "why calls blocked",
+        Some(&WHY_TIMERS[2]),
+    ),
+    prog(
+        "why_hrtimer_in",
+        Some("timer:hrtimer_expire_entry"),
+        Gate::Why(4),
+        "why calls blocked",
+        Some(&WHY_TIMERS[3]),
     ),
     claiming(prog(
         "sys_enter",
@@ -585,6 +780,7 @@ fn all_features() -> impl Iterator<Item = &'static Feature> {
         .chain(&WRITEBACK)
         .chain(&IO_URING)
         .chain(OPTIONAL)
+        .chain(WHY.into_iter().flatten())
 }
 
 /// GUIDE.md's table of what the recorder uses of the kernel, one row a feature, as [`Kernel`]
@@ -631,6 +827,8 @@ pub(crate) struct Support {
     pub sched_switch: bool,
     /// `sched_switch` and `sched_waking` time calls off the CPU, by why.
     pub anatomy: bool,
+    /// Of [`WHY`]'s groups, those whose tracepoints say why calls blocked.
+    pub why: [bool; WHY.len()],
     /// `io_uring_complete` passes `(ctx, req, cqe)` (older kernels pass the cqe's fields).
     pub uring_complete_cqe: bool,
     /// The `end_calls` iterator hands over the calls in flight at the end (it looks through
@@ -674,6 +872,8 @@ impl Support {
             self.anatomy = false;
         } else if std::ptr::eq(f, &SCHED_WAKING) {
             self.anatomy = false;
+        } else if let Some(i) = WHY.iter().position(|g| g.iter().any(|w| std::ptr::eq(w, f))) {
+            self.why[i] = false;
         } else if std::ptr::eq(f, &ITER_TASK) {
             self.end_calls = false;
         } else if std::ptr::eq(f, &END_RQS) {
@@ -837,6 +1037,14 @@ impl Kernel {
                 s.leave_out(&SCHED_WAKING);
             }
         }
+        if s.anatomy {
+            for (i, group) in WHY.iter().enumerate() {
+                match self.lacks(group) {
+                    Some(f) => s.leave_out(f),
+                    None => s.why[i] = true,
+                }
+            }
+        }
         if cfg.syscalls {
             s.end_calls = true;
             for f in [&END_CALLS, &ITER_TASK] {
@@ -895,8 +1103,8 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 11,
-            "the block, writeback, io_uring, sched_switch and sched_waking programs"
+            checked, 23,
+            "the block, writeback, io_uring, sched_switch, sched_waking and why programs"
         );
         // Exactly the programs the recording cannot go without are required.
         let required: Vec<&str> = PROGRAMS

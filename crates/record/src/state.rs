@@ -659,6 +659,7 @@ impl<W: Write> Tracker<W> {
             e.wait = io.wait;
             e.sleeps = io.sleeps;
             e.waker = io.waker;
+            abi::set_wait_by(&mut e, &io.why);
         }
         e.proc = self.proc_id(s.pid, None);
         if flags & FD_RET != 0 && s.ret >= 0 && flags & DUP == 0 {

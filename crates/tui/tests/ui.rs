@@ -928,11 +928,33 @@ fn detail_popup_fits_80x24() {
             // The popup's rule: a call that issued no block request has no disk figures.
             let no_disk = e.disk_reqs == 0 && fi.name.starts_with("disk.");
             // Nor one that never left the CPU any anatomy.
-            let anatomy = ["cpu.time", "runq.time", "wait.time", "wait.count", "waker.tid"];
+            let anatomy = [
+                "cpu.time",
+                "runq.time",
+                "wait.time",
+                "wait.count",
+                "waker.tid",
+                "wait.reason",
+            ];
             let no_anatomy = e.runq == 0 && e.wait == 0 && anatomy.contains(&fi.name);
+            // Nor the parts of its wait it did not have.
+            let parts = [
+                "disk",
+                "throttle",
+                "writeback",
+                "journal",
+                "lock",
+                "reclaim",
+                "timer",
+                "call",
+                "other",
+            ];
+            let no_part = fi.name.strip_prefix("wait.").is_some_and(|p| parts.contains(&p))
+                && v == iocap_filter::fields::Value::Duration(0);
             // Nor the header's fields, one value for the whole capture.
             let shown = !(no_disk
                 || no_anatomy
+                || no_part
                 || fi.id.is_per_capture()
                 || v.is_absent()
                 || v == iocap_filter::fields::Value::Bool(false)

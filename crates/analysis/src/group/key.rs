@@ -69,6 +69,7 @@ impl KeyOf {
             BlkOp => KeyOf::ClassAnd(Col::Op),
             BlkFlags | BlkPattern | BlkQueued | EvtUnfinished => KeyOf::ClassAnd(Col::Flags),
             BlkCause => KeyOf::ClassAnd(Col::Cause),
+            WaitReason => KeyOf::ClassAnd(Col::Reason),
             BlkSyscall => KeyOf::ClassCauseNr,
             EvtType | EvtClass | IoDir | IsIoRead | IsIoWrite => KeyOf::EventType,
             EvtErrno | EvtFailed => KeyOf::Error,

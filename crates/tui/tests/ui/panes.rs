@@ -187,6 +187,7 @@ fn breakdown_offers_every_field_with_few_values() {
             "disk.bytes",
             "wait.count",
             "waker.tid",
+            "wait.reason",
         ]
     );
     let (_dir, mut app) = open(80, 24, "");

@@ -3,7 +3,7 @@
 
 use iocap_analysis::units::{self, Style::Terminal as TERM};
 use iocap_filter::fields;
-use iocap_format::{BlockOp, Cause, Class, Event};
+use iocap_format::{BlockOp, Cause, Class, Col, Event, Reason};
 use ratatui::layout::{Constraint, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::{Cell, Clear, Paragraph, Row, Table};
@@ -248,11 +248,16 @@ pub fn render_detail(app: &App, f: &mut Frame) {
                     | fields::FieldId::WaitTime
                     | fields::FieldId::WaitCount
                     | fields::FieldId::WakerTid
+                    | fields::FieldId::WaitReason
             );
+        // Of the wait's parts by reason, those it had (the anatomy line sums them up).
+        let no_part = matches!(fi.read, fields::Read::Column { col, .. } if WAIT_PARTS.contains(&col))
+            && v == fields::Value::Duration(0);
         // An operation still in flight at the recording's end has no result yet.
         let no_res = e.unfinished() && fi.id == fields::FieldId::EvtRes;
         if no_disk
             || no_anatomy
+            || no_part
             || no_res
             || v.is_absent()
             || v == fields::Value::Bool(false)
@@ -265,6 +270,9 @@ pub fn render_detail(app: &App, f: &mut Frame) {
             other => other.to_string(),
         };
         entries.push((fi.name, text));
+    }
+    if let Some(line) = anatomy(e) {
+        entries.push(("anatomy", line));
     }
     let found = app.list.links_of(e);
     entries.extend(issued_by(app, e, found));
@@ -286,6 +294,38 @@ pub fn render_detail(app: &App, f: &mut Frame) {
         Paragraph::new(lines).block(block(app, " Event (Esc closes) ".into(), true)),
         area,
     );
+}
+
+/// The columns of a call's wait by reason, in [`Reason`] code order from `disk`.
+const WAIT_PARTS: [Col; 9] = [
+    Col::WaitDisk,
+    Col::WaitThrottle,
+    Col::WaitWriteback,
+    Col::WaitJournal,
+    Col::WaitLock,
+    Col::WaitReclaim,
+    Col::WaitTimer,
+    Col::WaitCall,
+    Col::WaitOther,
+];
+
+/// A call's latency as its parts, largest first, each with its share: `throttle 34.8ms 99%,
+/// runq 140us 0%, cpu 120us 0%`; `None` for a call that never left the CPU (or untimed).
+fn anatomy(e: &Event) -> Option<String> {
+    if e.class == Class::Block || (e.runq == 0 && e.wait == 0) {
+        return None;
+    }
+    let cpu = e.latency.saturating_sub(e.runq).saturating_sub(e.wait);
+    let mut parts = vec![("cpu", cpu), ("runq", e.runq)];
+    parts.extend(Reason::ALL[1..].iter().map(|r| r.name()).zip(e.wait_by()));
+    parts.retain(|&(_, ns)| ns > 0);
+    parts.sort_by_key(|&(_, ns)| std::cmp::Reverse(ns));
+    let total = e.latency.max(1);
+    let text: Vec<String> = parts
+        .iter()
+        .map(|&(name, ns)| format!("{name} {} {}%", units::duration(ns, TERM), ns * 100 / total))
+        .collect();
+    Some(text.join(", "))
 }
 
 /// A call's or block request's type as the list shows it (`pread64`, `uring read`, `blk write`).
@@ -623,5 +663,26 @@ mod tests {
         let lines = text(&detail_lines(&entries[..5], 78, 22));
         assert_eq!(lines.len(), 5);
         assert!(lines[0].starts_with("      evt.errno  v0"), "{lines:#?}");
+    }
+
+    /// The prototype's throttled write: its parts, largest first, with their shares of the
+    /// latency; none for a call that never left the CPU, nor for a block request.
+    #[test]
+    fn anatomy_lists_a_calls_parts_largest_first() {
+        let mut e = Event::syscall(0, 35_100_000, 1, 1, 1, 1024);
+        e.runq = 140_000;
+        e.wait = 34_840_000;
+        e.wait_throttle = 34_800_000;
+        e.wait_other = 40_000;
+        assert_eq!(
+            anatomy(&e).unwrap(),
+            "throttle 34.8ms 99%, runq 140µs 0%, cpu 120µs 0%, other 40.0µs 0%"
+        );
+        e.runq = 0;
+        e.wait = 0;
+        assert_eq!(anatomy(&e), None);
+        e.class = Class::Block;
+        e.runq = 1;
+        assert_eq!(anatomy(&e), None);
     }
 }
