@@ -236,6 +236,7 @@ struct anat {
 	__u64 longest; /* the longest sleep */
 	__u64 by[WHY_N]; /* of `wait`, by why (enum why): WHY_OTHER's is the rest */
 	__u32 waker;   /* the tid that woke it */
+	__u32 waker_pid; /* and its process */
 	__u16 sleeps;
 	__u8 state;    /* ANAT_RUN, ANAT_RUNQ, ANAT_ASLEEP */
 	__u8 why;      /* asleep: why, when the thread said as it went (else WHY_OTHER) */
@@ -1264,6 +1265,8 @@ static __noinline int emit_sys_io(struct sys_done *d)
 	e->wait = d->wait;
 	e->waker = d->waker;
 	e->sleeps = d->sleeps;
+	e->waker_pid = d->anat ? d->anat->waker_pid : 0;
+	e->pad2 = 0;
 	for (int i = 0; i < WHY_N; i++)
 		e->why[i] = d->anat ? d->anat->by[i] : 0;
 	call_submit(e, cur);
@@ -1306,6 +1309,8 @@ static __always_inline bool fill_end_call(struct rec_sysio *e, struct task_struc
 	e->wait = 0;
 	e->waker = 0;
 	e->sleeps = 0;
+	e->waker_pid = 0;
+	e->pad2 = 0;
 	__builtin_memset(e->why, 0, sizeof(e->why));
 	return true;
 }
@@ -1551,7 +1556,7 @@ static __always_inline __u8 why_woken(__u64 now)
 	struct cpu_ctx *c = bpf_map_lookup_elem(&cpu_ctx, &zero);
 	struct inflight *slot;
 	struct tctx *w;
-	char comm[5];
+	char comm[TASK_COMM_LEN];
 
 	if (c && c->timers)
 		return WHY_TIMER;
@@ -1677,8 +1682,11 @@ int BPF_PROG(anat_waking, struct task_struct *p)
 	slept = now > t->anat.since ? now - t->anat.since : 0;
 	add_sleep(t, slept, t->anat.why != WHY_OTHER ? t->anat.why : why_woken(now));
 	if (slept >= t->anat.longest) {
+		__u64 id = bpf_get_current_pid_tgid();
+
 		t->anat.longest = slept;
-		t->anat.waker = (__u32)bpf_get_current_pid_tgid();
+		t->anat.waker = (__u32)id;
+		t->anat.waker_pid = id >> 32;
 	}
 	t->anat.state = ANAT_RUNQ;
 	t->anat.since = now;

@@ -119,6 +119,8 @@ struct rec_sysio {
 	__u64 wait;   /* ns blocked (asleep), from its switch out to the waking */
 	__u32 waker;  /* tid of the task that woke its longest sleep, 0 for none */
 	__u32 sleeps; /* how many times it blocked */
+	__u32 waker_pid; /* the process (tgid) of `waker` */
+	__u32 pad2;
 	/* Of `wait`, ns by why it blocked (enum why); the rest is WHY_OTHER's. */
 	__u64 why[WHY_N];
 };

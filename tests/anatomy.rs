@@ -302,3 +302,90 @@ fn dirty_throttling_the_disk_and_writeback_are_named() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["groups"][0]["key"], "throttle", "{v}");
 }
+
+/// `argv[2]` appends of 1 KiB to a new file `argv[1]`, O_SYNC | O_DIRECT.
+const SYNC_APPENDS: &str = r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC | O_SYNC | O_DIRECT, 0600);
+    if (fd < 0) return 2;
+    void *b;
+    if (posix_memalign(&b, 4096, 1024)) return 3;
+    memset(b, 'x', 1024);
+    for (int i = 0; i < atoi(argv[2]); i++)
+        if (write(fd, b, 1024) != 1024) return 1;
+    return 0;
+}
+"#;
+
+/// O_SYNC | O_DIRECT appends on a journaled ext4: each write waits for its own request and
+/// then for the journal's commit of the file's new size, which jbd2 ends: the wait is named
+/// (wait.journal, wait.disk), nearly none of it other.
+#[test]
+fn a_sync_append_waits_for_the_journal() {
+    let Some(_running) = recording() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let _fs = crate::cause::Ext4::new(dir.path());
+    let bin = build_c(dir.path(), "appends", SYNC_APPENDS);
+    let cmd = format!("{} {}/mnt/log 200", bin.display(), dir.path().display());
+    let cap = dir.path().join("j.cap");
+    let (evs, r, _) = record_with(&cap, &["-c", &cmd]);
+    let writes: Vec<&Event> = evs
+        .iter()
+        .filter(|e| e.class == Class::Syscall && e.nr == nr("write") && e.bytes == 1024)
+        .collect();
+    assert_eq!(writes.len(), 200);
+    let sum = |f: fn(&Event) -> u64| writes.iter().map(|e| f(e)).sum::<u64>();
+    let (latency, journal, disk, other) = (
+        sum(|e| e.latency),
+        sum(|e| e.wait_journal),
+        sum(|e| e.wait_disk),
+        sum(|e| e.wait_other),
+    );
+    eprintln!("200 appends: {latency} ns, of which journal {journal}, disk {disk}, other {other}");
+    assert!(journal * 2 > latency, "most of it waits for the journal");
+    assert!(disk > 0, "and some for its own request");
+    assert!(other * 20 <= latency, "at least 95 % named");
+    // Who woke them, by name, and the view of where their time went.
+    let out = iocap()
+        .args(["report", "--json", "--why"])
+        .arg(&cap)
+        .arg("evt.type=write and io.bytes=1024")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let why = &v["why"];
+    assert_eq!(why["calls"], 200, "{why}");
+    assert_eq!(why["latency"], latency, "{why}");
+    assert_eq!(why["parts"][0]["part"], "journal", "{why}");
+    assert_eq!(why["parts"][0]["time"], journal, "{why}");
+    let chain = &why["chains"][0];
+    assert_eq!(
+        (&chain["call"], &chain["reason"]),
+        (&"write".into(), &"journal".into()),
+        "{why}"
+    );
+    assert!(chain["waker"].as_str().unwrap().starts_with("jbd2/"), "{why}");
+    let tables = r.tables();
+    let by_jbd2 = writes
+        .iter()
+        .filter(|e| {
+            let p = tables.procs().iter().find(|p| p.id == e.waker_proc);
+            p.is_some_and(|p| tables.string(p.name).starts_with("jbd2/"))
+        })
+        .count();
+    assert!(by_jbd2 >= 100, "jbd2 woke most: {by_jbd2}");
+    let out = iocap()
+        .args(["report", "--json"])
+        .arg(&cap)
+        .arg("evt.type=write and io.bytes=1024 and waker.proc.name startswith jbd2/")
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["matched"], by_jbd2, "{v}");
+}

@@ -30,6 +30,7 @@ mod stream;
 mod text;
 mod version;
 mod view;
+mod why;
 
 /// What `record --help` says of the kernel features the recorder can go without (GUIDE.md's
 /// "Kernel support" has the table).

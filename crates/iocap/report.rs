@@ -32,6 +32,10 @@ pub struct Args {
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// Also say where the matching calls' latency went: on a CPU, in the run queue, blocked by
+    /// reason (wait.disk, wait.journal ...), who woke them, and the chains (call, reason, waker).
+    #[arg(long)]
+    why: bool,
 }
 
 /// What `report` accumulates per thread.
@@ -178,12 +182,28 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             )
         }),
     };
+    let why = if args.why {
+        let mut all = crate::why::Why::default();
+        for input in &fleet.inputs {
+            all.merge(crate::why::Why::scan(input)?);
+        }
+        Some(all)
+    } else {
+        None
+    };
     let mut out = std::io::stdout().lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &report.to_json())?;
+        let mut v = report.to_json();
+        if let Some(why) = &why {
+            v["why"] = why.to_json(args.top);
+        }
+        serde_json::to_writer_pretty(&mut out, &v)?;
         writeln!(out)?;
     } else {
         report.write_text(&mut out)?;
+        if let Some(why) = &why {
+            why.write_text(&mut out, args.top)?;
+        }
     }
     Ok(())
 }

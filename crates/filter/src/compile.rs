@@ -58,6 +58,8 @@ pub(crate) enum IdSrc {
     Cause,
     /// A call's [`iocap_format::Reason`] code.
     Reason,
+    /// The process table id of a call's waker.
+    WakerProc,
     /// The syscall number of a block request (its linked syscall's).
     Nr,
 }
@@ -640,6 +642,25 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables, origin: u64) -> Kernel {
                 set: IdSet::build(ids, 1024, eval_beyond()),
             }
         }
+        FieldId::WakerProcName => {
+            // As the process fields, over the waker's process.
+            // Id 0 (no waker, or unknown) too: a negated test passes it.
+            let ids = std::iter::once(0)
+                .chain(tables.procs().iter().map(|pr| pr.id))
+                .map(|id| {
+                    let e = Event {
+                        class: Class::Syscall,
+                        waker_proc: id,
+                        ..Event::default()
+                    };
+                    (u64::from(id), passes(&e))
+                });
+            Kernel::Ids {
+                src: IdSrc::WakerProc,
+                class: Some(SYSCALL),
+                set: IdSet::build(ids, 0, Beyond::Const(false)),
+            }
+        }
         process_fields!() => {
             let ids = tables.procs().iter().map(|pr| {
                 let e = Event {
@@ -819,6 +840,7 @@ impl Kernel {
                     IdSrc::Dev => Col::Dev,
                     IdSrc::Cause => Col::Cause,
                     IdSrc::Reason => Col::Reason,
+                    IdSrc::WakerProc => Col::WakerProc,
                     IdSrc::Nr => Col::Nr,
                 };
                 ColSet::NONE.with(col).union(class(c))
@@ -1084,6 +1106,7 @@ impl Kernel {
                     }
                     IdSrc::Cause => scan_ids(&col(&cols.cause, n), cl, u64::from, set, words, mode),
                     IdSrc::Reason => scan_ids(&col(&cols.reason, n), cl, u64::from, set, words, mode),
+                    IdSrc::WakerProc => scan_table_ids(&col(&cols.waker_proc, n), cl, set, words, mode),
                     IdSrc::Nr => scan_table_ids(&col(&cols.nr, n), cl, set, words, mode),
                     IdSrc::Errno => {
                         let rets = col(&cols.ret, n);

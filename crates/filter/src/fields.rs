@@ -182,6 +182,8 @@ pub enum FieldId {
     WaitOther,
     /// `wait.reason`.
     WaitReason,
+    /// `waker.proc.name`.
+    WakerProcName,
     /// `host`: the capture's, one value for all its events ([`FieldId::is_per_capture`]).
     Host,
     /// `capture.id`: [`Meta::capture_id`], one value for all a capture's events.
@@ -694,6 +696,13 @@ static FIELDS: &[FieldInfo] = &[
         "thread that woke a syscall's longest sleep: 0 when it never blocked, or when an interrupt on an idle CPU (a timer, a device) woke it",
     ),
     f(
+        "waker.proc.name",
+        T::Str,
+        FieldId::WakerProcName,
+        SOME,
+        "name of the process of waker.tid (jbd2/sda1-8, a kworker, postgres...); absent when it never blocked or the idle task woke it",
+    ),
+    f(
         "wait.disk",
         T::Duration,
         FieldId::WaitDisk,
@@ -950,6 +959,10 @@ pub fn value_in<'a, L: Lookup + ?Sized>(field: &FieldInfo, e: &Event, meta: &Met
         FieldId::WaitCall => sys(Value::Duration(e.wait_call)),
         FieldId::WaitOther => sys(Value::Duration(e.wait_other)),
         FieldId::WaitReason => sys(s(Reason::from_code(e.reason).name())),
+        FieldId::WakerProcName => match tables.lookup_proc(e.waker_proc) {
+            Some(p) if !block && e.waker_proc != 0 => s(p.name),
+            _ => Value::Absent,
+        },
         FieldId::Host => Value::Str(Cow::Owned(meta.host.clone())),
         FieldId::CaptureId => Value::Str(Cow::Owned(meta.capture_id())),
     }

@@ -874,6 +874,8 @@ columns! {
     wait_other: u64 = WaitOther(36), Others, delta: false, planes: false;
     /// [`Event::reason`] (syscall), a [`Reason`](crate::Reason) code. Since 1.19.
     reason: u8 = Reason(37), Others, delta: false, planes: false;
+    /// [`Event::waker_proc`] (syscall), a process table id. Since 1.19.
+    waker_proc: u32 = WakerProc(38), Others, delta: false, planes: false;
 }
 
 impl Columns {

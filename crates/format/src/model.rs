@@ -225,6 +225,9 @@ pub struct Event {
     pub wait_other: u64,
     /// Syscall: why its thread blocked the most, a [`Reason`] code (since 1.19).
     pub reason: u8,
+    /// Syscall: the process of `waker`, an id in the process table (0: none or unknown)
+    /// (since 1.19).
+    pub waker_proc: u32,
 }
 
 /// Why a call's thread blocked: each sleep by what the thread said it was doing as it went to

@@ -660,6 +660,9 @@ impl<W: Write> Tracker<W> {
             e.sleeps = io.sleeps;
             e.waker = io.waker;
             abi::set_wait_by(&mut e, &io.why);
+            if io.waker_pid != 0 {
+                e.waker_proc = self.proc_id(io.waker_pid, None);
+            }
         }
         e.proc = self.proc_id(s.pid, None);
         if flags & FD_RET != 0 && s.ret >= 0 && flags & DUP == 0 {

@@ -70,6 +70,7 @@ impl KeyOf {
             BlkFlags | BlkPattern | BlkQueued | EvtUnfinished => KeyOf::ClassAnd(Col::Flags),
             BlkCause => KeyOf::ClassAnd(Col::Cause),
             WaitReason => KeyOf::ClassAnd(Col::Reason),
+            WakerProcName => KeyOf::ClassAnd(Col::WakerProc),
             BlkSyscall => KeyOf::ClassCauseNr,
             EvtType | EvtClass | IoDir | IsIoRead | IsIoWrite => KeyOf::EventType,
             EvtErrno | EvtFailed => KeyOf::Error,

@@ -95,6 +95,7 @@ fn event() -> impl Strategy<Value = Event> {
                 wait_call: latency.rotate_left(41),
                 wait_other: ts.rotate_left(43),
                 reason: op ^ cause,
+                waker_proc: proc.rotate_left(3),
             },
         )
 }

@@ -187,6 +187,7 @@ fn breakdown_offers_every_field_with_few_values() {
             "disk.bytes",
             "wait.count",
             "waker.tid",
+            "waker.proc.name",
             "wait.reason",
         ]
     );
