@@ -48,6 +48,13 @@ pub struct DiskSplit {
     pub latency: u64,
     /// Their `disk.time` summed, ns (saturating), each at most its call's latency.
     pub disk: u64,
+    /// Their `runq.time` summed, ns (saturating), when the caller adds the anatomy.
+    pub runq: u64,
+    /// Their `wait.time` by reason (`wait.disk` ... `wait.other`, as [`Event::wait_by`]
+    /// orders them), summed.
+    ///
+    /// [`Event::wait_by`]: iocap_format::Event::wait_by
+    pub wait: [u64; 9],
 }
 
 impl DiskSplit {
@@ -60,6 +67,29 @@ impl DiskSplit {
         self.disk = self.disk.saturating_add(disk_time.min(latency));
     }
 
+    /// Add the anatomy of a call added ([`DiskSplit::add`]): its run queue time and its wait by
+    /// reason.
+    #[inline]
+    pub fn add_anatomy(&mut self, runq: u64, wait: [u64; 9]) {
+        self.runq = self.runq.saturating_add(runq);
+        for (sum, w) in self.wait.iter_mut().zip(wait) {
+            *sum = sum.saturating_add(w);
+        }
+    }
+
+    /// The part of the calls' summed latency that is the largest: on a CPU (`cpu`), in the run
+    /// queue (`runq`) or blocked for a reason (`journal` ...), and its time; `None` without
+    /// calls.
+    pub fn main_part(&self) -> Option<(&'static str, u64)> {
+        let waited: u64 = self.wait.iter().fold(0, |a, &w| a.saturating_add(w));
+        let cpu = self.latency.saturating_sub(self.runq).saturating_sub(waited);
+        let reasons = iocap_format::Reason::ALL[1..].iter().map(|r| r.name()).zip(self.wait);
+        let parts = [("cpu", cpu), ("runq", self.runq)].into_iter().chain(reasons);
+        // The first of equals: the latest `max_by_key` keeps is the first of the reversed.
+        let best = parts.collect::<Vec<_>>().into_iter().rev().max_by_key(|&(_, t)| t);
+        best.filter(|_| self.calls > 0)
+    }
+
     /// The calls' latency outside disk time, ns.
     pub fn other(&self) -> u64 {
         self.latency.saturating_sub(self.disk)
@@ -70,6 +100,7 @@ impl DiskSplit {
         self.calls = self.calls.saturating_add(other.calls);
         self.latency = self.latency.saturating_add(other.latency);
         self.disk = self.disk.saturating_add(other.disk);
+        self.add_anatomy(other.runq, other.wait);
     }
 }
 
@@ -539,5 +570,27 @@ mod tests {
         h.merge(&g);
         h.merge(&g);
         assert_eq!((h.disk.latency, h.disk.disk, h.disk.other()), (20, 8, 12));
+    }
+
+    /// The largest part of the calls' summed latency: a wait's reason, the run queue or the
+    /// CPU (the rest), the first of equals; merged sums give the same.
+    #[test]
+    fn main_part_is_the_largest_of_cpu_runq_and_each_reason() {
+        let mut d = DiskSplit::default();
+        assert_eq!(d.main_part(), None);
+        d.add(10_000, 0);
+        d.add_anatomy(1_000, [0, 0, 0, 6_000, 0, 0, 0, 0, 500]);
+        assert_eq!(d.main_part(), Some(("journal", 6_000)));
+        let mut e = DiskSplit::default();
+        e.add(10_000, 0);
+        e.add_anatomy(9_000, [0; 9]);
+        d.merge(&e);
+        assert_eq!((d.runq, d.wait[3]), (10_000, 6_000));
+        assert_eq!(d.main_part(), Some(("runq", 10_000)));
+        // cpu 3,500 of 20,000 against runq 10,000; equal parts: the first named.
+        let mut f = DiskSplit::default();
+        f.add(2_000, 0);
+        f.add_anatomy(1_000, [0; 9]);
+        assert_eq!(f.main_part(), Some(("cpu", 1_000)));
     }
 }

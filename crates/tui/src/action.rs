@@ -155,7 +155,8 @@ pub enum Action {
     NextField,
     /// Breakdown: group by the previous field.
     PrevField,
-    /// Breakdown: show or hide each group's calls' latency split into disk time and the rest.
+    /// Breakdown: go round the groups' figures: share and p99, their calls' latency split into
+    /// disk time and the rest, the largest part of their latency.
     DiskSplit,
     /// Show iostat's figures for the view's block requests in place of the event list, or the
     /// list again.

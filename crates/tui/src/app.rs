@@ -830,7 +830,7 @@ impl App {
             rows,
             measure: v.measure,
             group: self.breakdown.field(),
-            split: self.breakdown.split,
+            split: self.breakdown.split.is_on(),
             slowest: self.list.slowest_wanted(),
             whole,
             iostat: self.iostat,

@@ -18,6 +18,7 @@ use iocap_tui::app::Effects;
 use iocap_tui::capture::Capture;
 use iocap_tui::history::History;
 use iocap_tui::layout::{Orientation, Pane};
+use iocap_tui::panes::breakdown::Split;
 use iocap_tui::panes::events::Sort;
 use iocap_tui::theme::Palette;
 use iocap_tui::worker::links;
@@ -1608,10 +1609,10 @@ fn breakdown_splits_calls_latency_into_disk_and_other() {
     for filter in ["", "evt.type=pread64 or evt.class=block"] {
         let (mut app, fx) = app_on(&path, 80, 24, filter);
         settle(&mut app, fx);
-        assert!(!app.breakdown.split);
+        assert_eq!(app.breakdown.split, Split::Off);
         assert!(app.groups().iter().all(|g| g.disk == Default::default()));
         press(&mut app, KeyCode::Char('d'));
-        assert!(app.breakdown.split);
+        assert_eq!(app.breakdown.split, Split::Disk);
         let reader = &app.cap.reader;
         let compiled = iocap_tui::panes::filter_bar::compile(filter, reader).unwrap();
         let mut want: std::collections::HashMap<String, (u64, u64, u64)> = Default::default();
@@ -1647,7 +1648,17 @@ fn breakdown_splits_calls_latency_into_disk_and_other() {
             assert!(pane.contains("1     -      -"), "{pane}");
             insta::assert_snapshot!("breakdown_split_80x24", pane);
         }
+        // `d` again: the largest part of each group's calls' latency. This capture has no
+        // anatomy: all of it is on a CPU.
         press(&mut app, KeyCode::Char('d'));
+        assert_eq!(app.breakdown.split, Split::Why);
+        if filter.is_empty() {
+            let pane = snap_pane(&app, app.layout.breakdown);
+            assert!(pane.contains("postgres      207   cpu       100%"), "{pane}");
+            assert!(pane.contains("1     -         -"), "{pane}");
+        }
+        press(&mut app, KeyCode::Char('d'));
+        assert_eq!(app.breakdown.split, Split::Off);
         assert!(app.groups().iter().all(|g| g.disk == Default::default()));
     }
 }

@@ -59,8 +59,29 @@ pub struct Breakdown {
     pub field: usize,
     /// Selected row.
     pub sel: usize,
-    /// Each group's calls' latency split into disk time and the rest, instead of its p99.
-    pub split: bool,
+    /// What each group shows besides its count: its share and p99, its calls' latency split
+    /// into disk time and the rest, or the part of their latency that is the largest.
+    pub split: Split,
+}
+
+/// What the breakdown's figures are (`d` goes round them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Split {
+    /// Each group's share of the events and its p99.
+    #[default]
+    Off,
+    /// Its calls' disk time and the rest.
+    Disk,
+    /// The largest part of its calls' summed latency (`journal`, `cpu`, `runq` ...) and its
+    /// share.
+    Why,
+}
+
+impl Split {
+    /// Whether the groups' calls' latency is split (the worker sums the parts).
+    pub fn is_on(self) -> bool {
+        self != Split::Off
+    }
 }
 
 /// Whether an update changed the grouped field or what the groups show: a new question.
@@ -93,7 +114,11 @@ impl Breakdown {
             }
             // Another question: the split is only computed when shown.
             Action::DiskSplit => {
-                self.split = !self.split;
+                self.split = match self.split {
+                    Split::Off => Split::Disk,
+                    Split::Disk => Split::Why,
+                    Split::Why => Split::Off,
+                };
                 Regrouped::Yes
             }
             Action::Move(m) => {

@@ -441,6 +441,8 @@ impl Feed for ViewRows<'_> {
                 g.hist.add_in_bucket(b, lat);
                 if split && class_col.get(i).is_some_and(|&c| c != Class::Block as u8) {
                     g.disk.add(lat, disk_col.get(i).copied().unwrap_or(0));
+                    let runq = cols.runq.get(i).copied().unwrap_or(0);
+                    g.disk.add_anatomy(runq, WAIT_COLS.map(|c| cols.get(c).wide(i) as u64));
                 }
                 if keep_slowest {
                     slowest.push(Slow {
@@ -586,13 +588,28 @@ where
         .cancel(stale)
 }
 
+/// A call's wait by reason, in [`iocap_format::Event::wait_by`]'s order.
+const WAIT_COLS: [Col; 9] = [
+    Col::WaitDisk,
+    Col::WaitThrottle,
+    Col::WaitWriteback,
+    Col::WaitJournal,
+    Col::WaitLock,
+    Col::WaitReclaim,
+    Col::WaitTimer,
+    Col::WaitCall,
+    Col::WaitOther,
+];
+
 /// The columns every chunk of `q`'s scan needs besides the filter's: latency (and the
 /// measure's), the grouped field's key, the class and disk time when the breakdown splits
 /// calls' latency, and what iostat reads of a block request when it is shown.
 fn columns(q: &Query) -> ColSet {
     let mut want = q.measure.columns().union(FieldGroups::columns(q.group));
     if q.split {
-        want = want.with(Col::Class).with(Col::DiskTime);
+        want = WAIT_COLS
+            .into_iter()
+            .fold(want.with(Col::Class).with(Col::DiskTime).with(Col::Runq), ColSet::with);
     }
     if q.iostat {
         let block = [Col::Class, Col::Ts, Col::Dev, Col::Op, Col::Bytes, Col::Queue, Col::Latency];

@@ -12,6 +12,7 @@ use ratatui::Frame;
 
 use crate::app::App;
 use crate::layout::Pane;
+use crate::panes::breakdown::Split;
 use crate::panes::{block, cut, fit_title};
 
 /// Draw the breakdown pane in `area`.
@@ -25,8 +26,9 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         false => "in view",
     };
     let hint = match app.breakdown.split {
-        false => " f:field",
-        true => " disk/other",
+        Split::Off => " f:field",
+        Split::Disk => " disk/other",
+        Split::Why => " most time in",
     };
     let title = match &app.answer {
         Some(_) => fit_title(
@@ -55,8 +57,10 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         (true, _) => ([5, 5, 6], ["value", "A", "B", "Δ"]),
         // Counts take 5 cells (`10.0k`), shares 4 (`100%`), durations 6 (`7.00ms`): the value
         // keeps the rest, its names cut in the middle so that those of one directory differ.
-        (false, false) => ([5, 4, 6], ["value", "count", "%", "p99"]),
-        (false, true) => ([5, 6, 6], ["value", "count", "disk", "other"]),
+        (false, Split::Off) => ([5, 4, 6], ["value", "count", "%", "p99"]),
+        (false, Split::Disk) => ([5, 6, 6], ["value", "count", "disk", "other"]),
+        // The longest part's name is `writeback`.
+        (false, Split::Why) => ([5, 9, 4], ["value", "count", "most in", "%"]),
     };
     let value_w = usize::from(inner.width.saturating_sub(widths.iter().sum::<u16>() + 3));
     let rows = app.groups().iter().enumerate().skip(top).take(visible).map(|(i, g)| {
@@ -78,15 +82,22 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
                 let waiting = ["…".into(), units::short_count(g.count), "…".into()];
                 return row(app, focused && i == app.breakdown.sel, value, waiting);
             }
-            (None, false) => [
+            (None, Split::Off) => [
                 format!("{:.0}%", g.count as f64 * 100.0 / total as f64),
                 units::duration(g.p99, TERM),
             ],
-            (None, true) if g.disk.calls == 0 => ["-".into(), "-".into()],
-            (None, true) => [
+            (None, _) if g.disk.calls == 0 => ["-".into(), "-".into()],
+            (None, Split::Disk) => [
                 units::duration(g.disk.disk, TERM),
                 units::duration(g.disk.other(), TERM),
             ],
+            (None, Split::Why) => match g.disk.main_part() {
+                Some((name, t)) => [
+                    name.to_owned(),
+                    format!("{:.0}%", t as f64 * 100.0 / g.disk.latency.max(1) as f64),
+                ],
+                None => ["-".into(), "-".into()],
+            },
         };
         let [a, b] = figures;
         row(app, focused && i == app.breakdown.sel, value, [units::short_count(g.count), a, b])
