@@ -173,10 +173,15 @@ impl Recorder {
             // initial limit is what that time may use.
             let ready = shared.ready.load(Ordering::Relaxed);
             if ready {
-                discard_before.set(match backlog.max_age(now) {
+                let max_age = backlog.max_age(now);
+                discard_before.set(match max_age {
                     Some(age) => procfs::boot_ns().saturating_sub(age.as_nanos() as u64),
                     None => 0,
                 });
+                // The writer holds what it takes to the same age (see `write_loop`).
+                shared
+                    .max_age
+                    .store(max_age.map_or(0, |age| age.as_nanos() as u64), Ordering::Relaxed);
                 let limit = cpu_limit(backlog.limit(), rings, self.ring_bytes);
                 if limit != limit_set {
                     set_backlog_max(&mut self.skel, limit);
