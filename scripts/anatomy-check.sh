@@ -2,7 +2,8 @@
 # An independent check of iocap's anatomy of calls against bpftrace (scripts/anatomy-check.bt):
 # a writer of 1 KiB every millisecond (buffered) beside a neighbour's dd + sync on one ext4 loop
 # device, and a thread crowded onto a CPU by two spinners; both record the writer's calls slower
-# than 1 ms for 4 s, and the calls are matched by thread and latency (within 3 us). Prints the
+# than 1 ms for 4 s, and the calls are matched by thread and latency (within 50 us: bpftrace's
+# printf runs inside iocap's clock reads). Prints the
 # calls matched and how many agree on run-queue and blocked time within 50 us or 5 %.
 # As root, from the workspace, with a release build:  sh scripts/anatomy-check.sh
 set -eu
@@ -39,6 +40,13 @@ B=$!
 R=$!
 sleep 5
 wait $R || true
+# The kernel skips a classic tracepoint's program (bpftrace's) while another BPF program or map
+# syscall is active on its CPU, and counts each skip: a missed sched_waking makes bpftrace count
+# the thread's wait for a CPU as blocked.
+bpftool prog show --json | python3 -c '
+import json, sys
+skips = {p["name"]: p.get("recursion_misses", 0) for p in json.load(sys.stdin) if p["type"] == "tracepoint"}
+print("bpftrace programs skipped by the kernel:", skips)'
 kill -INT $B; wait $B 2>/dev/null || true
 "$IOCAP" events --json "$T/a.cap" "proc.pid=$W and latency>1ms" > "$T/ic"
 python3 - "$T/bt" "$T/ic" <<'PY'
@@ -46,15 +54,15 @@ import json, sys
 bt = []
 for line in open(sys.argv[1]):
     p = line.split()
-    if len(p) == 4 and all(x.isdigit() for x in p):
-        bt.append(tuple(int(x) for x in p))
+    if len(p) == 5 and all(x.isdigit() for x in p):
+        bt.append(tuple(int(x) for x in p[:4]))
 ic = [json.loads(l) for l in open(sys.argv[2])]
 used, matched, rq_ok, bl_ok, bad, sum_ok = set(), 0, 0, 0, 0, 0
 for e in ic:
     tid, lat = e["thread.tid"], e["latency"]
     best = None
     for k, (t, l, rq, bl) in enumerate(bt):
-        if k not in used and t == tid and abs(l - lat) < 3000 and (best is None or abs(l - lat) < abs(bt[best][1] - lat)):
+        if k not in used and t == tid and abs(l - lat) < 50000 and (best is None or abs(l - lat) < abs(bt[best][1] - lat)):
             best = k
     if best is None:
         continue

@@ -2,6 +2,7 @@
 //! ioping, fio and bpftrace from scripts/setup.sh): ioping's timing of each of its reads, and
 //! bpftrace's of each block request.
 
+use iocap_format::{Class, Event, Reader};
 use std::collections::HashMap;
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
@@ -207,6 +208,11 @@ fn each_block_request_has_bpftraces_latency() {
 /// (bpftrace's: iocap's are tp_btf, of type `tracing`), by `bpftool`'s count of their
 /// recursion misses (absent when none).
 fn bpftrace_block_misses() -> u64 {
+    bpftrace_misses("block_rq_")
+}
+
+/// The same, of the classic tracepoint programs whose name begins with `name`.
+fn bpftrace_misses(name: &str) -> u64 {
     let out = Command::new("bpftool")
         .args(["prog", "show", "--json"])
         .output()
@@ -221,7 +227,7 @@ fn bpftrace_block_misses() -> u64 {
         .as_array()
         .expect("a list of programs")
         .iter()
-        .filter(|p| p["type"] == "tracepoint" && p["name"].as_str().is_some_and(|n| n.starts_with("block_rq_")))
+        .filter(|p| p["type"] == "tracepoint" && p["name"].as_str().is_some_and(|n| n.starts_with(name)))
         .map(|p| p["recursion_misses"].as_u64().unwrap_or(0))
         .sum()
 }
@@ -244,4 +250,161 @@ impl Drop for Tracer {
             self.stop();
         }
     }
+}
+
+/// A thread pinned to CPU 0 beside two spinners that sleeps 1 ms and writes 1 KiB, over and
+/// over for 2 s, once a byte on its standard input says the tracers are there.
+const CROWDED_SLEEPER: &str = r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+#include <unistd.h>
+static void pin(void) {
+    cpu_set_t s;
+    CPU_ZERO(&s);
+    CPU_SET(0, &s);
+    sched_setaffinity(0, sizeof s, &s);
+}
+static void *spin(void *a) { pin(); for (;;) ; return a; }
+int main(int argc, char **argv) {
+    struct timespec ms = {0, 1000000}, now, end;
+    char go;
+    if (read(0, &go, 1) != 1) return 2;
+    int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    char b[1024] = {0};
+    pin();
+    pthread_t t;
+    pthread_create(&t, 0, spin, 0);
+    pthread_create(&t, 0, spin, 0);
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    end.tv_sec += 2;
+    do {
+        nanosleep(&ms, 0);
+        if (write(fd, b, sizeof b) != sizeof b) return 1;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while (now.tv_sec < end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec));
+    return 0;
+}
+"#;
+
+/// The anatomy of calls beside an independent one: scripts/anatomy-check.bt, a bpftrace script
+/// over sched_switch and sched_waking alone (tids and times no iocap code computed), on the
+/// same run. A crowded thread's calls over 1 ms (sleeps of 1 ms, then a wait for the CPU
+/// behind two spinners) are matched by thread and latency, and agree on run-queue and blocked
+/// time within 50 us or 5 %, but for those whose waking the kernel skipped bpftrace's program
+/// for (counted in its recursion misses: bpftrace then counts the wait for a CPU as blocked).
+#[test]
+fn the_anatomy_agrees_with_a_bpftrace_script_of_the_scheduler() {
+    let Some(_alone) = crate::record::flooding() else {
+        return;
+    };
+    if !tools(
+        "the_anatomy_agrees_with_a_bpftrace_script_of_the_scheduler",
+        &["bpftrace", "bpftool"],
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = crate::record::build_c(dir.path(), "crowded", CROWDED_SLEEPER);
+    let mut work = Tracer(
+        Command::new(&bin)
+            .arg(dir.path().join("out"))
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = work.0.id().to_string();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/anatomy-check.bt");
+    let bt_out = dir.path().join("bt.txt");
+    let mut bt = Tracer(
+        Command::new("bpftrace")
+            .arg(&script)
+            .args([&pid, "1000000"])
+            .stdout(std::fs::File::create(&bt_out).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run bpftrace"),
+    );
+    let started = Instant::now();
+    while !std::fs::read_to_string(&bt_out).unwrap().contains("Attaching") {
+        assert!(started.elapsed() < Duration::from_secs(60), "bpftrace never attached");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let cap = dir.path().join("a.cap");
+    let mut rec = iocap()
+        .args(["record", "--no-block", "-d", "4s", "-p", &pid, "-w"])
+        .arg(&cap)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The recorder says so once it is attached.
+    let mut err = std::io::BufReader::new(rec.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+    assert!(line.starts_with("recording to"), "{line}");
+    std::io::Write::write_all(work.0.stdin.as_mut().unwrap(), b"g").unwrap();
+    assert!(work.0.wait().unwrap().success());
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    assert!(rec.wait().unwrap().success(), "{rest}");
+    let skipped = bpftrace_misses("sched_waking");
+    bt.stop();
+    // `tid latency runq blocked exit`, a line a call, the exit time on CLOCK_MONOTONIC;
+    // the capture's times are on CLOCK_BOOTTIME, this far ahead (the time suspended).
+    let theirs: Vec<[u64; 5]> = std::fs::read_to_string(&bt_out)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let v: Vec<u64> = l.split(' ').map(|w| w.parse().ok()).collect::<Option<_>>()?;
+            v.try_into().ok()
+        })
+        .collect();
+    let clock = |id| {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: ts is a valid timespec for clock_gettime to fill.
+        assert_eq!(unsafe { libc::clock_gettime(id, &mut ts) }, 0);
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    };
+    let mono = clock(libc::CLOCK_MONOTONIC);
+    let boot_ahead = clock(libc::CLOCK_BOOTTIME).saturating_sub(mono);
+    let r = Reader::open(&cap).unwrap();
+    let ours: Vec<Event> = crate::record::events(&r)
+        .into_iter()
+        .filter(|e| e.class == Class::Syscall && e.latency > 1_000_000)
+        .collect();
+    // A call is the same in both when it ended at the same time in the same thread (within
+    // 50 µs: bpftrace's and iocap's programs on one tracepoint run one after the other).
+    let pairs: Vec<(&Event, [u64; 5])> = theirs
+        .iter()
+        .filter_map(|t| {
+            let e = ours
+                .iter()
+                .find(|e| u64::from(e.tid) == t[0] && (e.ts + e.latency).abs_diff(t[4] + boot_ahead) <= 50_000)?;
+            Some((e, *t))
+        })
+        .collect();
+    let mut differ = Vec::new();
+    for (e, [_, _, rq, bl, _]) in &pairs {
+        let near = |a: u64, b: u64| a.abs_diff(b) <= 50_000.max(a.max(b) / 20);
+        // Off the CPU, both see the same time, however they split it.
+        assert!(near(e.runq + e.wait, rq + bl), "{e:?} against {rq} {bl}");
+        if !(near(e.runq, *rq) && near(e.wait, *bl)) {
+            differ.push(format!("{e:?} against runq {rq} blocked {bl}"));
+        }
+    }
+    let matched = pairs.len();
+    eprintln!(
+        "{} calls over 1 ms, {matched} matched with bpftrace's {}; {} differ; bpftrace's sched_waking skipped {skipped} times",
+        ours.len(),
+        theirs.len(),
+        differ.len()
+    );
+    assert!(
+        ours.len() >= 200 && matched * 10 >= ours.len() * 9,
+        "{} calls, {matched} matched",
+        ours.len()
+    );
+    assert!(differ.len() as u64 <= skipped, "{differ:#?}");
 }
