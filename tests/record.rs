@@ -1379,9 +1379,25 @@ fn killed_under_overload_the_file_reaches_the_last_second() {
             .arg(env!("CARGO_BIN_EXE_iocap"))
             .args(["record", "--no-block", "-w"])
             .arg(&cap)
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        // When the recorder says it is recording: loading and attaching its programs at nice
+        // 10 against four floods takes a while, which is not what this measures.
+        let spawned = std::time::Instant::now();
+        let err = rec.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = std::io::BufRead::lines(std::io::BufReader::new(err));
+            if lines
+                .next()
+                .is_some_and(|l| l.is_ok_and(|l| l.starts_with("recording to")))
+            {
+                let _ = tx.send(std::time::Instant::now());
+            }
+            lines.for_each(drop);
+        });
+        let attached = rx.recv_timeout(Duration::from_secs(60)).expect("the recorder starts");
         std::thread::sleep(Duration::from_millis(6000));
         let killed_at = boottime_ns();
         rec.kill().unwrap();
@@ -1394,7 +1410,8 @@ fn killed_under_overload_the_file_reaches_the_last_second() {
         let last = r.chunks().iter().map(|c| c.summary.max_ts).max().unwrap_or(0);
         let behind = killed_at.saturating_sub(last);
         report.push(format!(
-            "round {round}: {} events, {} drops, last event {:.2} s before the kill",
+            "round {round}: started in {:.2} s, {} events, {} drops, last event {:.2} s before the kill",
+            attached.duration_since(spawned).as_secs_f64(),
             r.event_count(),
             r.drops(),
             behind as f64 / 1e9

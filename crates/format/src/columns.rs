@@ -1162,6 +1162,12 @@ impl Columns {
         form: &mut Form,
         to: ColumnOut,
     ) -> std::io::Result<bool> {
+        // An all-zero column is left out (it reads as zeros), as `encode_column` would decide
+        // after its passes: one pass here first, as most chunks leave a dozen columns all zero
+        // (the block ones in a chunk of calls, the anatomy's of calls that never left the CPU).
+        if (0..self.len).all(|i| raw(i) == 0) {
+            return Ok(false);
+        }
         // A column only one side of the block/other split has values for is stored for that
         // side alone, when the chunk has both.
         let mask = mask_of(col).filter(|&m| mixed && codec::gather(&self.class, m, raw, self.len, masked));
