@@ -1091,6 +1091,29 @@ mod tests {
         assert!(s.block && s.io_uring && s.sched_switch, "{s:?}");
     }
 
+    /// A refused program of a why group turns that group off, and only it, with a note.
+    #[test]
+    fn a_refused_why_program_leaves_its_group_out() {
+        let mut s = Support {
+            anatomy: true,
+            why: [true; WHY.len()],
+            ..Support::default()
+        };
+        let note = s.refuse("why_lock_in", "EPERM").expect("optional");
+        assert!(
+            note.contains("lock:contention_begin") && note.contains("wait.lock"),
+            "{note}"
+        );
+        let gates = Gates {
+            support: &s,
+            cpu_slot: true,
+            completions: true,
+        };
+        for p in PROGRAMS.iter().filter(|p| p.name.starts_with("why_")) {
+            assert_eq!(gates.on(p.gate), !p.name.starts_with("why_lock"), "{}", p.name);
+        }
+    }
+
     #[test]
     fn an_optional_program_on_a_tracepoint_attaches_to_the_one_its_feature_probes() {
         let mut checked = 0;
