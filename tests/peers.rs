@@ -237,9 +237,23 @@ fn bpftrace_misses(name: &str) -> u64 {
 struct Tracer(Child);
 
 impl Tracer {
-    /// SIGINT, then wait: bpftrace prints what it holds and detaches.
+    /// SIGINT, then wait: bpftrace prints what it holds and detaches. Sent again after 5 s
+    /// without an exit (a CI run once waited 11 minutes on a bpftrace that a second SIGINT
+    /// ended at once), and after three, SIGKILL: a test never hangs on its tracer.
     fn stop(&mut self) {
-        let _ = Command::new("kill").args(["-INT", &self.0.id().to_string()]).status();
+        let pid = self.0.id() as libc::pid_t;
+        for _ in 0..3 {
+            // SAFETY: kill has no memory preconditions; `pid` is this child's, not yet reaped
+            // (`try_wait` below reaps it only once it has exited).
+            unsafe { libc::kill(pid, libc::SIGINT) };
+            for _ in 0..50 {
+                if let Ok(Some(_)) = self.0.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        let _ = self.0.kill();
         let _ = self.0.wait();
     }
 }
