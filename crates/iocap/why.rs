@@ -8,23 +8,10 @@ use std::collections::HashMap;
 use iocap_analysis::units::fmt_ns;
 use iocap_analysis::Scan;
 use iocap_filter::fields;
-use iocap_format::{Class, Col, ColSet, Event, Reason};
+use iocap_format::{Class, Col, ColSet, Event, Reason, WAIT_COLS};
 use serde_json::json;
 
 use crate::input;
-
-/// The columns the view reads.
-const PARTS: [Col; 9] = [
-    Col::WaitDisk,
-    Col::WaitThrottle,
-    Col::WaitWriteback,
-    Col::WaitJournal,
-    Col::WaitLock,
-    Col::WaitReclaim,
-    Col::WaitTimer,
-    Col::WaitCall,
-    Col::WaitOther,
-];
 
 /// The matching calls' time, part by part, and by waker and chain.
 #[derive(Default)]
@@ -64,7 +51,7 @@ impl Why {
     pub fn scan(input: &input::Input) -> anyhow::Result<Why> {
         let r = &input.reader;
         let (meta, tables) = (r.meta(), r.tables());
-        let want = PARTS.iter().fold(
+        let want = WAIT_COLS.iter().fold(
             ColSet::NONE
                 .with(Col::Class)
                 .with(Col::Latency)

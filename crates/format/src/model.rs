@@ -298,8 +298,25 @@ impl Reason {
     }
 }
 
+/// The columns of [`Event::wait_by`], in its order.
+pub const WAIT_COLS: [crate::Col; 9] = {
+    use crate::Col;
+    [
+        Col::WaitDisk,
+        Col::WaitThrottle,
+        Col::WaitWriteback,
+        Col::WaitJournal,
+        Col::WaitLock,
+        Col::WaitReclaim,
+        Col::WaitTimer,
+        Col::WaitCall,
+        Col::WaitOther,
+    ]
+};
+
 impl Event {
-    /// Of `wait`, the time of each reason but [`Reason::None`], in code order.
+    /// Of `wait`, the time of each reason but [`Reason::None`], in code order
+    /// (their columns: [`WAIT_COLS`]).
     pub fn wait_by(&self) -> [u64; 9] {
         [
             self.wait_disk,

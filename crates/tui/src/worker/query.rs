@@ -41,7 +41,7 @@ use iocap_filter::fields::{self, FieldId, FieldInfo, Value};
 use iocap_filter::{Bitmap, Compiled};
 use iocap_format::{
     cell_parts, BlockOp, ChunkInfo, ChunkSummary, Class, Col, ColSet, Columns, Event, Liveness,
-    Meta, Reader, Rollup, Tables,
+    Meta, Reader, Rollup, Tables, WAIT_COLS,
 };
 
 pub use iocap_analysis::slowest::Slow;
@@ -588,18 +588,6 @@ where
         .cancel(stale)
 }
 
-/// A call's wait by reason, in [`iocap_format::Event::wait_by`]'s order.
-const WAIT_COLS: [Col; 9] = [
-    Col::WaitDisk,
-    Col::WaitThrottle,
-    Col::WaitWriteback,
-    Col::WaitJournal,
-    Col::WaitLock,
-    Col::WaitReclaim,
-    Col::WaitTimer,
-    Col::WaitCall,
-    Col::WaitOther,
-];
 
 /// The columns every chunk of `q`'s scan needs besides the filter's: latency (and the
 /// measure's), the grouped field's key, the class and disk time when the breakdown splits

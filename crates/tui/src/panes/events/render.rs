@@ -3,7 +3,7 @@
 
 use iocap_analysis::units::{self, Style::Terminal as TERM};
 use iocap_filter::fields;
-use iocap_format::{BlockOp, Cause, Class, Col, Event, Reason};
+use iocap_format::{BlockOp, Cause, Class, Event, Reason, WAIT_COLS};
 use ratatui::layout::{Constraint, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::{Cell, Clear, Paragraph, Row, Table};
@@ -251,7 +251,7 @@ pub fn render_detail(app: &App, f: &mut Frame) {
                     | fields::FieldId::WaitReason
             );
         // Of the wait's parts by reason, those it had (the anatomy line sums them up).
-        let no_part = matches!(fi.read, fields::Read::Column { col, .. } if WAIT_PARTS.contains(&col))
+        let no_part = matches!(fi.read, fields::Read::Column { col, .. } if WAIT_COLS.contains(&col))
             && v == fields::Value::Duration(0);
         // An operation still in flight at the recording's end has no result yet.
         let no_res = e.unfinished() && fi.id == fields::FieldId::EvtRes;
@@ -296,18 +296,6 @@ pub fn render_detail(app: &App, f: &mut Frame) {
     );
 }
 
-/// The columns of a call's wait by reason, in [`Reason`] code order from `disk`.
-const WAIT_PARTS: [Col; 9] = [
-    Col::WaitDisk,
-    Col::WaitThrottle,
-    Col::WaitWriteback,
-    Col::WaitJournal,
-    Col::WaitLock,
-    Col::WaitReclaim,
-    Col::WaitTimer,
-    Col::WaitCall,
-    Col::WaitOther,
-];
 
 /// A call's latency as its parts, largest first, each with its share: `throttle 34.8ms 99%,
 /// runq 140us 0%, cpu 120us 0%`; `None` for a call that never left the CPU (or untimed).
