@@ -9,6 +9,11 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || exit 1
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
+# A run builds everything once: no incremental caches, and debug info of line tables only (enough
+# for a panic's backtrace). Full debug info and the caches took 4 of a fresh clone's 6 GB, and a
+# CI machine's disk once ran out mid-build. The space left is printed so a log says it.
+export CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DEBUG=line-tables-only
+df -h . | tail -n 1 >&2
 failed=()
 check() {
     echo "== $*" >&2
