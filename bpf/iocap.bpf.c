@@ -293,6 +293,13 @@ struct tctx {
 	__u64 wb_ino;
 	__u32 wb_dev;
 	/*
+	 * A jbd2 thread inside a commit (jbd2_start_commit ... jbd2_end_commit): its start (0:
+	 * none), the transaction and its filesystem's dev_t.
+	 */
+	__u32 jr_tx;
+	__u64 jr_ts;
+	__u32 jr_dev;
+	/*
 	 * The io_uring request this thread submitted last (see uring_current): its key in
 	 * `urings`, submission time, fd and opcode, and the enter time of the call it was
 	 * submitted in (0: none, the SQPOLL thread).
@@ -368,6 +375,20 @@ struct rq_info {
 	/* Handed over as in flight at the recording's end (see stop_at): by one program only. */
 	__u64 taken;
 };
+
+/*
+ * Who asked for each device's next cache flush (keyed by rq_info.dev): the span of the first
+ * request carrying REQ_PREFLUSH made inside one (a call's fsync, a journal commit's block)
+ * since that device's last flush request. The block layer makes the flush a request of its own
+ * (its flush queue's), from kblockd's work or a completion, where nothing says whose it is; one
+ * flush serves every asker pending at its issue, and is put down to the first.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct rq_info);
+} flush_askers SEC(".maps");
 
 /*
  * A request's entry lives in a slot of a direct-mapped table, picked by hashing its address:
@@ -2190,7 +2211,8 @@ static __noinline int rq_new(struct request *rq, __u64 now)
 	struct inflight *c;
 	struct tctx *t;
 	struct bio *bio;
-	struct rq_info *old;
+	struct rq_info *old, *asker, flush_asker = {};
+	__u32 dev, op;
 	__u64 req;
 
 	/*
@@ -2209,17 +2231,28 @@ static __noinline int rq_new(struct request *rq, __u64 now)
 		rq_forget(key);
 	}
 	t = bpf_task_storage_get(&tstore, task, 0, 0);
+	dev = disk_dev(rq->q->disk);
+	op = rq->cmd_flags & 0xff; /* REQ_OP_MASK */
+	if (op == REQ_OP_FLUSH) {
+		asker = bpf_map_lookup_elem(&flush_askers, &dev);
+		if (asker) {
+			flush_asker = *asker;
+			bpf_map_delete_elem(&flush_askers, &dev);
+		}
+	}
 	/*
 	 * With a pid filter a flusher is not traced, but the writeback of a traced process's
-	 * files is part of its I/O: userspace keeps the requests for inodes it opened.
+	 * files is part of its I/O: userspace keeps the requests for inodes it opened. A journal
+	 * commit's requests are kept (a traced call may wait on any commit; there are few), and
+	 * a flush is kept when what asked for it was.
 	 */
-	if (!traced(task->tgid) && !(filter_pids && t && t->wb_ino))
+	if (!traced(task->tgid) && !(filter_pids && t && (t->wb_ino || t->jr_ts)) && !flush_asker.cause)
 		return 0;
 	n.pid = task->tgid;
 	n.tid = tid;
 	n.fd = -1;
 	n.bytes = rq->__data_len;
-	n.dev = disk_dev(rq->q->disk);
+	n.dev = dev;
 	bpf_get_current_comm(n.comm, sizeof(n.comm));
 	c = call_in_flight(t, tid);
 	if (t && uring_current(t, c)) {
@@ -2251,7 +2284,23 @@ static __noinline int rq_new(struct request *rq, __u64 now)
 		n.cause = CAUSE_WRITEBACK;
 		n.ino = t->wb_ino;
 		n.ino_dev = t->wb_dev;
+	} else if (t && t->jr_ts) {
+		n.cause = CAUSE_JOURNAL;
+		n.fd = t->jr_tx;
+		n.link = t->jr_ts;
+		n.ino_dev = t->jr_dev;
+	} else if (flush_asker.cause) {
+		/* Made by the block layer: the asker's, as if it had issued it. */
+		n = flush_asker;
+		n.bytes = rq->__data_len;
+		n.dev = dev;
+		n.in_slot = false;
+		if (n.cause == CAUSE_SYSCALL || n.cause == CAUSE_IO_URING)
+			n.in_slot = call_io_add(n.tid, n.link, now, n.bytes, false);
 	}
+	if (n.cause && op != REQ_OP_FLUSH &&
+	    (rq->cmd_flags & (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH))))
+		bpf_map_update_elem(&flush_askers, &dev, &n, BPF_NOEXIST);
 	if (!n.ino) {
 		/*
 		 * Pointers the kernel hands over are read directly (the verifier guards the loads):
@@ -2385,6 +2434,39 @@ int BPF_PROG(wb_end, struct inode *inode, struct writeback_control *wbc, unsigne
 	t = bpf_task_storage_get(&tstore, bpf_get_current_task_btf(), 0, 0);
 	if (t)
 		t->wb_ino = 0;
+	return 0;
+}
+
+/*
+ * A jbd2 thread commits a transaction of a filesystem's journal: requests it creates until the
+ * end are the commit's (the journal's blocks, the commit block and its flush).
+ */
+SEC("tp_btf/jbd2_start_commit")
+int BPF_PROG(jr_start, journal_t *journal, transaction_t *tx)
+{
+	struct tctx *t;
+
+	if (!want_blk)
+		return 0;
+	t = bpf_task_storage_get(&tstore, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (t) {
+		t->jr_tx = tx->t_tid;
+		t->jr_dev = journal->j_fs_dev->bd_dev;
+		t->jr_ts = bpf_ktime_get_ns();
+	}
+	return 0;
+}
+
+SEC("tp_btf/jbd2_end_commit")
+int BPF_PROG(jr_end, journal_t *journal, transaction_t *tx)
+{
+	struct tctx *t;
+
+	if (!want_blk)
+		return 0;
+	t = bpf_task_storage_get(&tstore, bpf_get_current_task_btf(), 0, 0);
+	if (t)
+		t->jr_ts = 0;
 	return 0;
 }
 

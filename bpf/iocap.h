@@ -44,6 +44,7 @@ enum blk_cause {
 	CAUSE_SYSCALL = 1,
 	CAUSE_WRITEBACK = 2,
 	CAUSE_IO_URING = 3,
+	CAUSE_JOURNAL = 4,
 };
 
 #define COMM_LEN 16
@@ -148,8 +149,10 @@ struct rec_uring {
 
 /*
  * One completed block request; pid/tid/comm are of the task that created it, and the cause is
- * the span that task was inside then: a syscall (named by tid and link, its enter time) or the
- * writeback of one inode.
+ * the span that task was inside then: a syscall (named by tid and link, its enter time), the
+ * writeback of one inode, or a journal commit (named by tid, the jbd2 thread's, and link, the
+ * commit's start). A device's cache flush, which the block layer makes on its own, is the
+ * request of the first span that asked for it since the last one (see flush_askers).
  */
 struct rec_blk {
 	__u16 kind;
@@ -170,10 +173,11 @@ struct rec_blk {
 	__u8 cause;    /* enum blk_cause */
 	__u8 pad;
 	__s32 fd;      /* cause CAUSE_SYSCALL: the syscall's first argument (its fd, for most);
-			  CAUSE_IO_URING: the request's fd */
+			  CAUSE_IO_URING: the request's fd; CAUSE_JOURNAL: the transaction */
 	__u32 ino_dev; /* the file whose pages move, when known: its superblock's dev_t ... */
 	__u64 link;    /* cause CAUSE_SYSCALL: its enter time, CLOCK_MONOTONIC as rec_sys.ts;
-			  CAUSE_IO_URING: the request's submission, as rec_uring.ts */
+			  CAUSE_IO_URING: the request's submission, as rec_uring.ts;
+			  CAUSE_JOURNAL: the commit's start, as rec_sys.ts */
 	__u64 ino;     /* ... and inode number (the written-back inode, or the pages' owner) */
 	__u16 ioprio;  /* the request's I/O priority: class << 13 | hint << 3 | level */
 	__u8 pad2[6];

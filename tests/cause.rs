@@ -34,6 +34,11 @@ impl Ext4 {
         Ext4 { disk, mnt, img }
     }
 
+    /// The loop device's name (`loop3`), as the capture's table of devices names it.
+    pub(crate) fn disk_name(&self) -> &str {
+        self.disk.path.trim_start_matches("/dev/")
+    }
+
     /// Drops the disk image's clean pages from the host's page cache (call it after an fsync),
     /// so that the loop device's next reads go to the disk under the image, tens of µs each,
     /// rather than being copied from memory in a few µs. Returns the image's bytes still cached:

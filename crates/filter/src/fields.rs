@@ -626,7 +626,7 @@ static FIELDS: &[FieldInfo] = &[
         T::Str,
         FieldId::BlkCause,
         SOME,
-        "what issued a block request: syscall, io_uring, writeback (a flusher thread) or none",
+        "what issued a block request: syscall, io_uring, writeback (a flusher thread), journal (a commit) or none",
     ),
     f(
         "blk.syscall",

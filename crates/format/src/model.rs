@@ -147,7 +147,8 @@ pub struct Event {
     /// Id in the process table ([`ProcEntry::id`]); 0 when unknown.
     pub proc: u32,
     /// Syscall number (architecture in [`Meta::arch`]); io_uring: the opcode
-    /// (`IORING_OP_*`, named by [`crate::uring::op_name`]); 0 for block events.
+    /// (`IORING_OP_*`, named by [`crate::uring::op_name`]); block: its cause's (the syscall's
+    /// number, the io_uring opcode, the journal transaction), else 0.
     pub nr: u32,
     /// Syscall return value, io_uring completion result; block: 0 on success, a negative
     /// errno on error.
@@ -176,7 +177,8 @@ pub struct Event {
     /// Block with cause [`Cause::Syscall`] or [`Cause::IoUring`]: how long before this
     /// request's `ts` that syscall (io_uring request) started, so its event is the syscall
     /// (io_uring request) of the same `tid` (the submitting thread) at `ts - link`. Kept as
-    /// an offset, which is small and compresses. 0 otherwise.
+    /// an offset, which is small and compresses. [`Cause::Journal`]: how long before `ts` the
+    /// commit began. 0 otherwise.
     pub link: u64,
     /// Syscall, io_uring: block requests it issued (created while it was in flight). Block: 0.
     pub disk_reqs: u32,
@@ -346,8 +348,8 @@ impl Event {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum Cause {
-    /// Outside any traced span: a page fault, readahead from a kernel thread, a journal, or a
-    /// capture older than 1.3.
+    /// Outside any traced span: a page fault, readahead from a kernel thread, a journal before
+    /// format 1.19, or a capture older than 1.3.
     #[default]
     None = 0,
     /// A syscall of the submitting thread, which [`Event::link`] and `tid` name.
@@ -357,11 +359,20 @@ pub enum Cause {
     /// An io_uring request submitted by the submitting thread, which [`Event::link`] and `tid`
     /// name (since format 1.4).
     IoUring = 3,
+    /// A journal commit (jbd2's, from `jbd2_start_commit` to `jbd2_end_commit`): `tid` is the
+    /// journal thread's, [`Event::link`] the commit's start, `nr` the transaction (since 1.19).
+    Journal = 4,
 }
 
 impl Cause {
     /// Every cause, by on-disk code.
-    pub const ALL: [Cause; 4] = [Cause::None, Cause::Syscall, Cause::Writeback, Cause::IoUring];
+    pub const ALL: [Cause; 5] = [
+        Cause::None,
+        Cause::Syscall,
+        Cause::Writeback,
+        Cause::IoUring,
+        Cause::Journal,
+    ];
 
     /// The cause with this on-disk code; unknown codes read as [`Cause::None`].
     pub fn from_code(code: u8) -> Cause {
@@ -369,13 +380,14 @@ impl Cause {
     }
 
     /// The name used by the filter language (`blk.cause`): `none`, `syscall`, `writeback`,
-    /// `io_uring`.
+    /// `io_uring`, `journal`.
     pub fn name(self) -> &'static str {
         match self {
             Cause::None => "none",
             Cause::Syscall => "syscall",
             Cause::Writeback => "writeback",
             Cause::IoUring => "io_uring",
+            Cause::Journal => "journal",
         }
     }
 }

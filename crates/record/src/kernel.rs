@@ -216,6 +216,24 @@ const WRITEBACK: [Feature; 2] = [
         NO_WRITEBACK,
     ),
 ];
+/// What is lost without any of [`JOURNAL`].
+const NO_JOURNAL: &str = "a journal commit's requests have blk.cause none";
+const JOURNAL: [Feature; 2] = [
+    tracepoint(
+        "jbd2_start_commit",
+        "jbd2:jbd2_start_commit",
+        "5.5",
+        "the cause of a journal's requests",
+        NO_JOURNAL,
+    ),
+    tracepoint(
+        "jbd2_end_commit",
+        "jbd2:jbd2_end_commit",
+        "5.5",
+        "the cause of a journal's requests",
+        NO_JOURNAL,
+    ),
+];
 /// What is lost without any of [`IO_URING`].
 const NO_URING: &str = "io_uring requests are not recorded";
 const IO_URING: [Feature; 2] = [
@@ -431,6 +449,8 @@ pub(crate) enum Gate {
     BlockMerge,
     /// ... and the writeback tracepoints are there.
     Writeback,
+    /// ... and the journal's (jbd2) tracepoints are there.
+    Journal,
     /// io_uring requests are recorded.
     IoUring,
     /// The calls in flight at the stop are handed over by the task iterator.
@@ -461,6 +481,7 @@ impl Gates<'_> {
             Gate::BlockIoStart => s.block && s.block_io_start,
             Gate::BlockMerge => s.block && s.block_rq_merge,
             Gate::Writeback => s.block && s.writeback,
+            Gate::Journal => s.block && s.journal,
             Gate::IoUring => s.io_uring,
             Gate::EndCalls => s.end_calls,
             Gate::EndRqs => s.block && s.end_rqs,
@@ -510,7 +531,7 @@ const fn claiming(mut p: Program) -> Program {
 /// Every program, in the order they attach (sched_switch before sys_enter: a call must never
 /// be left in a CPU's slot unspilled). The one table autoload, attach and the refusals read;
 /// a test checks it names every program of the skeleton.
-pub(crate) const PROGRAMS: [Program; 31] = [
+pub(crate) const PROGRAMS: [Program; 33] = [
     prog(
         "proc_fork",
         Some("sched:sched_process_fork"),
@@ -702,6 +723,20 @@ pub(crate) const PROGRAMS: [Program; 31] = [
         Some(&WRITEBACK[1]),
     ),
     prog(
+        "jr_end",
+        Some("jbd2:jbd2_end_commit"),
+        Gate::Journal,
+        "the cause of a journal's requests",
+        Some(&JOURNAL[1]),
+    ),
+    prog(
+        "jr_start",
+        Some("jbd2:jbd2_start_commit"),
+        Gate::Journal,
+        "the cause of a journal's requests",
+        Some(&JOURNAL[0]),
+    ),
+    prog(
         "uring_submit",
         Some("io_uring:io_uring_submit_req"),
         Gate::IoUring,
@@ -778,6 +813,7 @@ fn all_features() -> impl Iterator<Item = &'static Feature> {
         .iter()
         .chain(&BLOCK)
         .chain(&WRITEBACK)
+        .chain(&JOURNAL)
         .chain(&IO_URING)
         .chain(OPTIONAL)
         .chain(WHY.into_iter().flatten())
@@ -820,6 +856,8 @@ pub(crate) struct Support {
     pub block_rq_merge: bool,
     /// The writeback tracepoints give flushers' requests their cause.
     pub writeback: bool,
+    /// The jbd2 tracepoints give a journal commit's requests their cause.
+    pub journal: bool,
     /// io_uring requests are recorded.
     pub io_uring: bool,
     /// `sched_switch` spills per-CPU call slots (it is asked only when the slots or the
@@ -858,6 +896,7 @@ impl Support {
             self.block_io_start = false;
             self.block_rq_merge = false;
             self.writeback = false;
+            self.journal = false;
             self.end_rqs = false;
         } else if std::ptr::eq(f, &BLOCK_IO_START) {
             self.block_io_start = false;
@@ -865,6 +904,8 @@ impl Support {
             self.block_rq_merge = false;
         } else if WRITEBACK.iter().any(|w| std::ptr::eq(w, f)) {
             self.writeback = false;
+        } else if JOURNAL.iter().any(|j| std::ptr::eq(j, f)) {
+            self.journal = false;
         } else if IO_URING.iter().any(|u| std::ptr::eq(u, f)) {
             self.io_uring = false;
         } else if std::ptr::eq(f, &SCHED_SWITCH) {
@@ -1000,10 +1041,13 @@ impl Kernel {
                     s.block_rq_merge = self.has(&BLOCK_RQ_MERGE);
                     let writeback = self.lacks(&WRITEBACK);
                     s.writeback = writeback.is_none();
+                    let journal = self.lacks(&JOURNAL);
+                    s.journal = journal.is_none();
                     for f in [
                         (!s.block_io_start).then_some(&BLOCK_IO_START),
                         (!s.block_rq_merge).then_some(&BLOCK_RQ_MERGE),
                         writeback,
+                        journal,
                     ]
                     .into_iter()
                     .flatten()
@@ -1126,8 +1170,8 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 23,
-            "the block, writeback, io_uring, sched_switch, sched_waking and why programs"
+            checked, 25,
+            "the block, writeback, journal, io_uring, sched_switch, sched_waking and why programs"
         );
         // Exactly the programs the recording cannot go without are required.
         let required: Vec<&str> = PROGRAMS

@@ -796,6 +796,10 @@ impl<W: Write> Tracker<W> {
                     file = self.files.get(b.pid, b.fd);
                 }
             }
+            Cause::Journal => {
+                e.nr = b.fd as u32;
+                e.link = b.ts.saturating_sub(b.link);
+            }
             Cause::None | Cause::Writeback => {}
         }
         if file.is_none() && b.ino != 0 {

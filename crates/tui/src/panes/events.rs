@@ -263,6 +263,7 @@ impl List {
             Class::Block => match Cause::from_code(e.cause) {
                 Cause::None => return Err("this block request was issued outside any traced call".into()),
                 Cause::Writeback => return Err("a flusher wrote this back: there is no call to go to".into()),
+                Cause::Journal => return Err("a journal commit wrote this: there is no call to go to".into()),
                 Cause::Syscall | Cause::IoUring if e.link > e.ts => {
                     return Err("this block request's link is damaged (before boot)".into())
                 }

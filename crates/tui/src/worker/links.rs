@@ -113,7 +113,7 @@ pub fn issuer_class(cause: Cause) -> Option<Class> {
     match cause {
         Cause::Syscall => Some(Class::Syscall),
         Cause::IoUring => Some(Class::IoUring),
-        Cause::None | Cause::Writeback => None,
+        Cause::None | Cause::Writeback | Cause::Journal => None,
     }
 }
 

@@ -334,8 +334,8 @@ fn field_text(app: &App, name: &str, e: &Event) -> String {
 }
 
 /// What issued block request `e`, for its detail: the linked call once `found` by the lookup
-/// (its type and time, how long before the request it began, its latency, its fd and file), or the
-/// writeback of its file. Nothing for other events and for a request of cause none
+/// (its type and time, how long before the request it began, its latency, its fd and file), the
+/// writeback of its file, or the journal commit. Nothing for other events and for a request of cause none
 /// (`blk.cause` says so already).
 fn issued_by(app: &App, e: &Event, found: Option<&Links>) -> Vec<(&'static str, String)> {
     const BY: &str = "issued by";
@@ -352,6 +352,16 @@ fn issued_by(app: &App, e: &Event, found: Option<&Links>) -> Vec<(&'static str, 
             } else {
                 format!("writeback of {file}")
             },
+        )];
+    }
+    if cause == Cause::Journal {
+        return vec![(
+            BY,
+            format!(
+                "the journal's commit of transaction {}, begun {} before",
+                e.nr,
+                units::duration(e.link, TERM)
+            ),
         )];
     }
     if links::issuer_class(cause).is_none() {
