@@ -285,7 +285,7 @@ pub static BINDINGS: &[Binding] = &[
     // One line for the list's keys: with the comparison's, the help is as long as 80×24 shows.
     Binding {
         keys: "s; g",
-        help: "events: sort time/latency; g: request ↔ call, again: next",
+        help: "events: sort time/latency; g: request ↔ call ↔ waker",
         when: When::In(Pane::Events),
         actions: &[(char('s'), Action::Sort), (char('g'), Action::Jump)],
     },

@@ -1542,7 +1542,7 @@ fn g_jumps_between_a_call_and_its_block_requests() {
             "its call is not in the capture (dropped, or before it began)",
         ),
         (HOSTILE_TS, "this block request's link is damaged (before boot)"),
-        (T0 + 50_000, "this call issued no block request"),
+        (T0 + 50_000, "this call issued no block request and never slept"),
     ] {
         select(&mut app, |e| e.ts == ts);
         let sel = app.list.sel;
@@ -1597,6 +1597,90 @@ fn g_jumps_between_a_call_and_its_block_requests() {
         let want = format!("block request {n} of 2 is hidden by the filter");
         assert_eq!(app.note.as_deref(), Some(want.as_str()));
     }
+}
+
+/// A call woken by the journal thread: its detail names the waker and the request of the
+/// commit it was finishing, and `g` goes there; a call whose waker has no event says so.
+#[test]
+fn g_goes_from_a_call_to_what_its_waker_was_doing() {
+    use iocap_format::Cause;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("woken.cap");
+    let t0 = START + 1_000_000;
+    let mut w = iocap_testkit::create(&path, &iocap_testkit::meta(START), 4, 1);
+    let app_proc = add_proc(&mut w, 300, 1, b"app");
+    let jbd2 = add_proc(&mut w, 400, 2, b"jbd2/vda1-8");
+    // The app's write, 10 ms blocked on the journal; the commit's flush ends 1 ms before it.
+    let write = Event {
+        proc: app_proc,
+        wait: 9_000_000,
+        wait_journal: 9_000_000,
+        sleeps: 1,
+        waker: 400,
+        waker_proc: jbd2,
+        ..Event::syscall(t0, 10_000_000, 300, 300, 1, 1024)
+    };
+    let commit_req = Event {
+        tid: 400,
+        cause: Cause::Journal as u8,
+        nr: 57,
+        link: 2_000_000,
+        ..block(t0 + 5_000_000, 4_000_000, 400, jbd2, VDA, 0)
+    };
+    // Another write, woken by a thread with no event in the capture.
+    let lonely = Event {
+        proc: app_proc,
+        wait: 1_000_000,
+        sleeps: 1,
+        waker: 999,
+        ..Event::syscall(t0 + 20_000_000, 2_000_000, 300, 300, 1, 1024)
+    };
+    let mut events = vec![write, commit_req, lonely];
+    for i in 0..50 {
+        events.push(Event::syscall(t0 + i * 500_000, 100, 300, 301, 39, 300));
+    }
+    events.sort_by_key(|e| (e.end(), e.ts));
+    for e in &events {
+        w.push(e).unwrap();
+    }
+    w.finish(t0 + 30_000_000).unwrap();
+
+    let (mut app, fx) = app_on(&path, 100, 30, "");
+    settle(&mut app, fx);
+    app.focus = Pane::Events;
+    select(&mut app, |e| e.ts == t0 && e.tid == 300);
+    let fx = app.update(Action::Activate);
+    assert!(fx.links.is_some(), "the waker's event is looked up");
+    settle(&mut app, fx);
+    let popup = popup_text(&full(&app));
+    // Wrapped across two lines at 100 columns.
+    assert!(
+        popup.contains("woken by  jbd2/vda1-8 (thread 400): blk read of the journal's commit")
+            && popup.contains("of transaction 57, ended 1.00ms before the call"),
+        "{popup}"
+    );
+    press(&mut app, KeyCode::Esc);
+    press(&mut app, KeyCode::Char('g'));
+    let at = app.list.selected().unwrap();
+    assert_eq!((at.ts, at.tid), (t0 + 5_000_000, 400), "{:?}", app.note);
+    assert_eq!(app.note.as_deref(), Some("went to its waker's block request"));
+    // The journal's request says whose it is.
+    press(&mut app, KeyCode::Enter);
+    let popup = popup_text(&full(&app));
+    assert!(
+        popup.contains("issued by  the journal's commit of transaction 57, begun 2.00ms before"),
+        "{popup}"
+    );
+    press(&mut app, KeyCode::Esc);
+    // A waker with no event: said, the selection stays.
+    select(&mut app, |e| e.ts == t0 + 20_000_000 && e.tid == 300);
+    let sel = app.list.sel;
+    press(&mut app, KeyCode::Char('g'));
+    assert_eq!(app.list.sel, sel);
+    assert_eq!(
+        app.note.as_deref(),
+        Some("thread 999, which woke it, has no event during the call in the capture")
+    );
 }
 
 /// `d` splits each group's calls' latency into disk time and the rest, against a plain sum over

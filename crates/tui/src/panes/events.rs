@@ -269,9 +269,15 @@ impl List {
                 }
                 Cause::Syscall | Cause::IoUring => 0,
             },
-            Class::Syscall | Class::IoUring if e.disk_reqs == 0 => {
-                return Err("this call issued no block request".into())
+            Class::Syscall | Class::IoUring if e.disk_reqs == 0 && e.waker == 0 => {
+                return Err(if e.wait > 0 {
+                    "this call issued no block request, and an interrupt or an idle CPU woke it".into()
+                } else {
+                    "this call issued no block request and never slept".into()
+                })
             }
+            // A call that issued no request: what its waker was doing.
+            Class::Syscall | Class::IoUring if e.disk_reqs == 0 => 0,
             Class::Syscall | Class::IoUring => match &self.jumped_from {
                 Some((from, k)) if *from == e => k.saturating_add(1),
                 _ => 0,
@@ -285,6 +291,7 @@ impl List {
         let from = &l.of;
         let what = |t: &Target| match from.class {
             Class::Block => format!("its {}", kind(&t.linked.event, arch)),
+            _ if from.disk_reqs == 0 => format!("its waker's {}", kind(&t.linked.event, arch)),
             _ => format!("block request {} of {}", t.nth + 1, l.found),
         };
         let Some(t) = &l.target else {
@@ -292,10 +299,13 @@ impl List {
                 (Some(e), _) => format!("cannot look: {e}"),
                 (None, Class::Block) if !l.complete => "its call was not found in the chunks searched".into(),
                 (None, Class::Block) => "its call is not in the capture (dropped, or before it began)".into(),
+                (None, _) if from.disk_reqs == 0 => {
+                    format!("thread {}, which woke it, has no event during the call in the capture", from.waker)
+                }
                 (None, _) => "its block requests are not in the capture".into(),
             });
         };
-        if from.class != Class::Block {
+        if from.class != Class::Block && from.disk_reqs > 0 {
             // Pressed again, the jump goes on to the next request, even past one not listed.
             self.jumped_from = Some((from.clone(), t.nth));
         }
@@ -355,6 +365,7 @@ impl List {
                 Ok(()) => {
                     let to = links.target.as_ref().map(|t| match links.of.class {
                         Class::Block => format!("went to the {} that issued it", kind(&t.linked.event, arch)),
+                        _ if links.of.disk_reqs == 0 => format!("went to its waker's {}", kind(&t.linked.event, arch)),
                         _ => format!("went to block request {} of {}", t.nth + 1, links.found),
                     });
                     (Listed::Scrolled, to)

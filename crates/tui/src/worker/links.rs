@@ -1,5 +1,6 @@
 //! What an event is linked to, looked up in the capture off the UI thread: a syscall's (an
-//! io_uring request's) block requests, and a block request's syscall (io_uring request).
+//! io_uring request's) block requests, a block request's syscall (io_uring request), and the
+//! event of the thread that woke a call ([`waker`]).
 //!
 //! The link is the recorder's (see [`iocap_format::Event::link`]): a block request of cause
 //! syscall (io_uring) belongs to the event of class syscall (io_uring) of the same `tid` that
@@ -24,6 +25,8 @@ use super::rows;
 
 /// How long after a call's end its block requests are looked for, ns.
 pub const AFTER: u64 = 1_000_000_000;
+/// How long before a call's start an event of its waker may have started, ns.
+pub const WAKER_BEFORE: u64 = 100_000_000;
 /// Chunks searched at most for one lookup.
 pub const MAX_CHUNKS: usize = 64;
 /// A call's block requests kept at most (the rest are counted).
@@ -102,6 +105,8 @@ pub struct Links {
     pub complete: bool,
     /// A block request's syscall (io_uring request), when found.
     pub issuer: Option<Linked>,
+    /// A call's waker's event during the call ([`waker`]), when it has one.
+    pub waker: Option<Linked>,
     /// A jump's target, when there is one.
     pub target: Option<Target>,
     /// A chunk that could not be read (what was found elsewhere is still given).
@@ -126,11 +131,11 @@ fn cause_of(class: Class) -> Option<Cause> {
     }
 }
 
-/// Whether a lookup on `e` can find anything: a call that issued block requests, or a block
-/// request of cause syscall or io_uring.
+/// Whether a lookup on `e` can find anything: a call that issued block requests or that a
+/// thread woke, or a block request of cause syscall or io_uring.
 pub fn has_links(e: &Event) -> bool {
     match e.class {
-        Class::Syscall | Class::IoUring => e.disk_reqs > 0,
+        Class::Syscall | Class::IoUring => e.disk_reqs > 0 || e.waker != 0,
         Class::Block => issuer_class(Cause::from_code(e.cause)).is_some(),
     }
 }
@@ -175,6 +180,7 @@ pub fn find(q: &LinksQuery) -> Links {
         found: 0,
         complete: true,
         issuer: None,
+        waker: None,
         target: None,
         error: None,
     };
@@ -182,7 +188,19 @@ pub fn find(q: &LinksQuery) -> Links {
     let mut cols = Columns::default();
     let e = &q.event;
     let result = match e.class {
-        Class::Syscall | Class::IoUring => requests(reader, e, &mut dec, &mut cols, &mut out),
+        Class::Syscall | Class::IoUring => {
+            let r = if e.disk_reqs > 0 {
+                requests(reader, e, &mut dec, &mut cols, &mut out)
+            } else {
+                Ok(())
+            };
+            let w = if e.waker != 0 {
+                waker(reader, e, &mut dec, &mut cols, &mut out)
+            } else {
+                Ok(())
+            };
+            r.and(w)
+        }
         Class::Block => issuer(reader, e, &mut dec, &mut cols, &mut out),
     };
     if let Err(err) = result {
@@ -192,6 +210,8 @@ pub fn find(q: &LinksQuery) -> Links {
     if let Want::Jump(k) = q.want {
         let (nth, linked) = match e.class {
             Class::Block => (0, out.issuer.clone()),
+            // A call that issued no request goes to what woke it.
+            _ if e.disk_reqs == 0 => (0, out.waker.clone()),
             _ if out.requests.is_empty() => (0, None),
             _ => {
                 let nth = k % out.requests.len();
@@ -297,6 +317,49 @@ fn issuer(
                 return Ok(());
             }
         }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// The event of the thread that woke `call` (its `waker`), into `out`: of that thread's events
+/// that overlap the call, the last to end inside it (what the waker was doing as it woke it: a
+/// journal commit's last request, a flusher's writeback, the writer's `write` to a pipe), else
+/// the first to end after it. Events that started up to [`WAKER_BEFORE`] before the call are
+/// looked at; none found is no waker event (a thread iocap did not trace, an interrupt's).
+fn waker(reader: &Reader, call: &Event, dec: &mut ChunkDecoder, cols: &mut Columns, out: &mut Links) -> Result<(), String> {
+    let (from, end) = (call.ts.saturating_sub(WAKER_BEFORE), call.end());
+    let chunks: Vec<usize> = reader.chunks_in(from, end.saturating_add(1)).collect();
+    out.complete &= chunks.len() <= MAX_CHUNKS;
+    let want: ColSet = [Col::Ts, Col::Latency, Col::Tid].into_iter().collect();
+    // (ends after the call, its end, chunk, row): the smallest is the one wanted.
+    let mut best: Option<(bool, u64, usize, usize)> = None;
+    let mut first_error = None;
+    for &ci in chunks.iter().take(MAX_CHUNKS) {
+        if let Err(e) = read(reader, ci, want, dec, cols) {
+            first_error.get_or_insert(e);
+            continue;
+        }
+        for i in 0..cols.len() {
+            let (Some(&tid), Some(&ts), Some(&lat)) = (cols.tid.get(i), cols.ts.get(i), cols.latency.get(i)) else {
+                continue;
+            };
+            let e_end = ts.saturating_add(lat);
+            if tid != call.waker || ts > end || e_end < call.ts || ts < from {
+                continue;
+            }
+            // Inside: the latest end first (reversed); after: the earliest.
+            let key = if e_end <= end { (false, u64::MAX - e_end, ci, i) } else { (true, e_end, ci, i) };
+            if best.is_none_or(|b| key < b) {
+                best = Some(key);
+            }
+        }
+    }
+    if let Some((_, _, chunk, row)) = best {
+        read(reader, chunk, ColSet::ALL, dec, cols)?;
+        out.waker = Some(Linked { chunk, row, event: cols.event(row) });
     }
     match first_error {
         Some(e) => Err(e),

@@ -276,6 +276,7 @@ pub fn render_detail(app: &App, f: &mut Frame) {
     }
     let found = app.list.links_of(e);
     entries.extend(issued_by(app, e, found));
+    entries.extend(woken_by(app, e, found));
     let outer = app.layout.area;
     let width = outer.width.min(78);
     let (w, h) = (
@@ -296,6 +297,42 @@ pub fn render_detail(app: &App, f: &mut Frame) {
     );
 }
 
+
+/// Who woke a call's longest sleep and what it was doing then, for its detail: the waker's
+/// process and thread, and its event during the call once `found` by the lookup (`g` goes
+/// there). Nothing for a block request, or a call no thread woke.
+fn woken_by(app: &App, e: &Event, found: Option<&Links>) -> Vec<(&'static str, String)> {
+    const BY: &str = "woken by";
+    if e.class == Class::Block || e.waker == 0 {
+        return Vec::new();
+    }
+    let who = format!("{} (thread {})", field_text(app, "waker.proc.name", e), e.waker);
+    let Some(found) = found else {
+        return vec![(BY, format!("{who}, searching…"))];
+    };
+    let Some(w) = &found.waker else {
+        let why = match &found.error {
+            Some(err) => format!("not found ({err})"),
+            None => "no event of its during the call".into(),
+        };
+        return vec![(BY, format!("{who}: {why}"))];
+    };
+    let w = &w.event;
+    let mut what = type_name(app, w);
+    match Cause::from_code(w.cause) {
+        _ if w.class != Class::Block => {}
+        Cause::Journal => what += &format!(" of the journal's commit of transaction {}", w.nr),
+        Cause::Writeback => what += &format!(" writing back {}", field_text(app, "fd.name", w)),
+        _ => {}
+    }
+    let (w_end, end) = (w.end(), e.end());
+    let when = if w_end <= end {
+        format!("ended {} before the call", units::duration(end - w_end, TERM))
+    } else {
+        format!("ended {} after the call", units::duration(w_end - end, TERM))
+    };
+    vec![(BY, format!("{who}: {what}, {when}"))]
+}
 
 /// A call's latency as its parts, largest first, each with its share: `throttle 34.8ms 99%,
 /// runq 140us 0%, cpu 120us 0%`; `None` for a call that never left the CPU (or untimed).
