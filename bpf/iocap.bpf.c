@@ -1549,8 +1549,9 @@ struct task_struct___old {
 
 static __always_inline bool still_running(struct task_struct *t)
 {
+	/* A direct load, not a probe read: this runs at every switch of a thread in a call. */
 	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state) == 0;
+		return t->__state == 0;
 	return BPF_CORE_READ((struct task_struct___old *)t, state) == 0;
 }
 
@@ -1569,6 +1570,19 @@ static __always_inline __u8 why_going(struct tctx *t, __u64 now)
 	return WHY_OTHER;
 }
 
+/*
+ * Whether `t` may have task storage: the kernel's own pointer to it, read directly (no helper),
+ * is NULL for the threads iocap never stored anything for (kernel threads, the idle task,
+ * threads that never made a traced call). The sched programs run at every context switch and
+ * waking of the machine: this spares most of them the storage helper.
+ */
+static __always_inline bool may_have_storage(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->bpf_storage))
+		return t->bpf_storage != NULL;
+	return true;
+}
+
 /* Why the current task wakes a thread at `now`: what it is running on behalf of. */
 static __always_inline __u8 why_woken(__u64 now)
 {
@@ -1583,14 +1597,22 @@ static __always_inline __u8 why_woken(__u64 now)
 		return WHY_TIMER;
 	if (c && c->done && c->done_pid == pid && now - c->done < WHY_DONE_NS)
 		return WHY_DISK;
+	/*
+	 * A thread inside a call (the commonest waker: a pipe's writer, a futex's owner) is no
+	 * journal or flusher thread (kernel threads make no syscalls): asked first, it spares
+	 * the name and the storage lookups below. Its call is in this CPU's slot, else in its
+	 * task storage (after the checks that need that storage).
+	 */
+	slot = cpu_slot ? bpf_map_lookup_elem(&cpu_call, &zero) : NULL;
+	if (slot && slot->ts && slot->tid == pid)
+		return WHY_CALL;
 	bpf_get_current_comm(comm, sizeof(comm));
 	if (comm[0] == 'j' && comm[1] == 'b' && comm[2] == 'd' && comm[3] == '2' && comm[4] == '/')
 		return WHY_JOURNAL;
-	w = bpf_task_storage_get(&tstore, task, 0, 0);
+	w = may_have_storage(task) ? bpf_task_storage_get(&tstore, task, 0, 0) : NULL;
 	if (w && (w->wb_ino || (w->why_spans & WHY_SPAN_FLUSH)))
 		return WHY_WRITEBACK;
-	slot = cpu_slot ? bpf_map_lookup_elem(&cpu_call, &zero) : NULL;
-	if ((slot && slot->ts && slot->tid == pid) || (w && w->call.ts))
+	if (w && w->call.ts)
 		return WHY_CALL;
 	return WHY_OTHER;
 }
@@ -1630,8 +1652,11 @@ static __always_inline void anat_out(struct tctx *t, struct task_struct *prev, b
 /* Thread `next` comes back on the CPU at `now`: its wait for one ends. */
 static __always_inline void anat_in(struct task_struct *next, __u64 now)
 {
-	struct tctx *t = bpf_task_storage_get(&tstore, next, 0, 0);
+	struct tctx *t;
 
+	if (!may_have_storage(next))
+		return;
+	t = bpf_task_storage_get(&tstore, next, 0, 0);
 	if (!t || !t->call.ts || t->anat.call != t->call.ts || t->anat.state == ANAT_RUN)
 		return;
 	if (now > t->anat.since) {
@@ -1667,7 +1692,7 @@ int BPF_PROG(spill_call, bool preempt, struct task_struct *prev, struct task_str
 		else
 			count_drop(); /* the call's event is lost: say so */
 		c->ts = 0;
-	} else if (want_anatomy) {
+	} else if (want_anatomy && may_have_storage(prev)) {
 		/* Its call went to task storage at an earlier switch. */
 		t = bpf_task_storage_get(&tstore, prev, 0, 0);
 		if (t && !t->call.ts)
@@ -1686,9 +1711,12 @@ int BPF_PROG(spill_call, bool preempt, struct task_struct *prev, struct task_str
 SEC("tp_btf/sched_waking")
 int BPF_PROG(anat_waking, struct task_struct *p)
 {
-	struct tctx *t = bpf_task_storage_get(&tstore, p, 0, 0);
+	struct tctx *t;
 	__u64 now, slept;
 
+	if (!may_have_storage(p))
+		return 0;
+	t = bpf_task_storage_get(&tstore, p, 0, 0);
 	if (!t)
 		return 0;
 	now = bpf_ktime_get_ns();

@@ -432,6 +432,13 @@ pub fn check(boot: &Boot) -> Result<String, String> {
     {
         errors.push(format!("iocap record: {left}"));
     }
+    // Every program the kernel has the tracepoints for loads: none refused by its verifier.
+    if let Some(refused) = out
+        .get("record")
+        .and_then(|t| t.lines().find(|l| l.contains("this kernel refuses")))
+    {
+        errors.push(format!("iocap record: {refused}"));
+    }
     let info: serde_json::Value = out
         .get("info")
         .and_then(|t| serde_json::from_str(t).ok())
