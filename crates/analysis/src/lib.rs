@@ -11,8 +11,8 @@
 //! - [`FieldGroups`] and [`GroupBy`]: events split by a field's value (told apart per event by
 //!   a table id or a syscall number, printed once per key), top groups by count; a group can
 //!   also split its calls' latency into disk time and the rest ([`DiskSplit`]).
-//! - [`Measure`]: what a latency axis plots for block requests (device time, queue time or
-//!   both); calls always plot their latency.
+//! - [`Measure`]: what a latency axis plots (every event's latency; block requests' queue time or
+//!   both; calls' run queue, wait or CPU time); the events a part is not of plot their latency.
 //! - [`slowest`]: the K slowest events of a scan, in bounded memory.
 //! - [`IoStat`]: per-device, per-interval iostat figures from block events.
 //! - [`Scan`] (and its common case [`scan()`]): runs a compiled filter over a capture's chunks

@@ -20,6 +20,9 @@
 # the floors are run interleaved, R rounds of each once):
 #   untraced read 1 B              the loop alone
 #   iocap record -c                iocap tracing the loop's process only (every other call filtered)
+#   iocap record -c --no-anatomy   the same without the anatomy of calls (sched_switch's timing
+#                                  and sched_waking's program): a call that never blocks should
+#                                  cost the same
 #   iocap record (system-wide)     iocap tracing every process
 #   floor: empty progs             two empty tp_btf programs on sys_enter/sys_exit, every process
 #   floor: + 2 clock reads         the same with one bpf_ktime_get_ns() in each
@@ -36,6 +39,11 @@
 #   iocap added / floor added      (iocap - untraced) / (floor with clock reads - untraced), for -c
 #                                  and system-wide: what iocap's own work costs above the floor
 #   bpftrace, perf, strace         peers on the same loop (strace on N/100 calls: it is that slow)
+#   sched pipe                     context switches: `perf bench sched pipe -l P` (two processes
+#                                  passing a byte, every call blocks) untraced, under `record -c
+#                                  --no-anatomy` and `record -c`, ns per round trip (wall time,
+#                                  the median of R interleaved rounds), and what the anatomy adds
+#                                  per round trip
 #   sustained                      S reads under `iocap record -c`: events/s, then the recorder's
 #                                  CPU per 1 M events/s, split: its BPF programs (charged to the
 #                                  traced thread: the loop's ns over untraced) and its own threads
@@ -49,6 +57,7 @@ set -eu
 N=${N:-3000000}
 R=${R:-3}
 S=${S:-20000000}
+P=${P:-200000}
 IOCAP=${IOCAP:-target/release/iocap}
 T=$(mktemp -d)
 fp=
@@ -103,6 +112,7 @@ median() {
 }
 row() { awk -v n="$1" -v ns="$2" -v b="$3" 'BEGIN { printf "%-34s %9.1f ns/syscall %6.2fx\n", n, ns, ns / b }'; }
 iocap_c() { "$IOCAP" record -w "$T/c.cap" -c "$T/loop $*" 2>"$T/err"; }
+iocap_c_noanat() { "$IOCAP" record --no-anatomy -w "$T/n.cap" -c "$T/loop $*" 2>"$T/err"; }
 iocap_c_rings() { IOCAP_LANES=0 "$IOCAP" record -w "$T/r.cap" -c "$T/loop $*" 2>"$T/err"; }
 # A system-wide recording around one loop run: the loop starts only once every probe is attached.
 iocap_all() {
@@ -152,7 +162,7 @@ added() { awk -v i="$1" -v f="$2" -v b="$base" 'BEGIN { printf "%.2fx", (i - b) 
 # goal's ratio is also taken round by round (each round's iocap, floor and untraced) and its
 # median printed beside.
 floor=; build_floor 2>"$T/fberr" && floor=1
-variants="base c rings all"
+variants="base c noanat rings all"
 [ -z "$floor" ] || variants="$variants floor0 floor1 floor2 floor3 floor4"
 # One run of variant $1, appending its ns/syscall to $T/v.$1 (in this shell: floor_on's
 # process must be one the EXIT trap can stop).
@@ -160,6 +170,7 @@ one() {
     case $1 in
         base) "$T/loop" r "$N" ;;
         c) iocap_c r "$N" ;;
+        noanat) iocap_c_noanat r "$N" ;;
         rings) iocap_c_rings r "$N" ;;
         all) iocap_all r "$N" ;;
         floor*) floor_on "$T/floor-${1#floor}.o"; "$T/loop" r "$N"; floor_off ;;
@@ -184,6 +195,7 @@ row "untraced read 1 B" "$base" "$base"
 c_ns=$(med c)
 row "iocap record -c" "$c_ns" "$base"
 facts "$T/c.cap"
+row "iocap record -c --no-anatomy" "$(med noanat)" "$base"
 r_ns=$(med rings)
 row "iocap record -c, rings only" "$r_ns" "$base"
 a_ns=$(med all)
@@ -246,6 +258,27 @@ pbase=$(median "$T/loop" p "$N" "$T/data")
 row "untraced pread 4 KiB" "$pbase" "$pbase"
 row "iocap record -c, pread 4 KiB" "$(median iocap_c p "$N" "$T/data")" "$pbase"
 facts "$T/c.cap"
+if command -v perf >/dev/null; then
+    # Every call of the benchmark blocks: the anatomy's programs run at each switch and waking.
+    # ns per round trip (perf's usecs/op), interleaved rounds as above.
+    bench="perf bench sched pipe -l $P"
+    ns_op() { awk '/usecs\/op/ { print $1 * 1000 }'; }
+    : > "$T/p.base"; : > "$T/p.noanat"; : > "$T/p.c"
+    i=0
+    while [ $i -lt "$R" ]; do
+        $bench 2>/dev/null | ns_op >> "$T/p.base"
+        "$IOCAP" record --no-anatomy -w "$T/s.cap" -c "$bench" 2>/dev/null | ns_op >> "$T/p.noanat"
+        "$IOCAP" record -w "$T/s.cap" -c "$bench" 2>/dev/null | ns_op >> "$T/p.c"
+        i=$((i + 1))
+    done
+    pmed() { sort -n "$T/p.$1" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+    pb=$(pmed base); pn=$(pmed noanat); pc=$(pmed c)
+    prow() { awk -v n="$1" -v ns="$2" -v b="$pb" 'BEGIN { printf "%-34s %9.0f ns/round trip %6.2fx\n", n, ns, ns / b }'; }
+    prow "sched pipe untraced" "$pb"
+    prow "sched pipe, record -c --no-anatomy" "$pn"
+    prow "sched pipe, record -c" "$pc"
+    awk -v n="$pn" -v c="$pc" 'BEGIN { printf "    the anatomy adds %.0f ns a round trip (the median rounds'"'"' difference)\n", c - n }'
+fi
 # bytes/event of a mixed real workload (metadata walk, buffered writes with fsync, reads back).
 "$IOCAP" record -w "$T/w.cap" -c "find /usr/share -maxdepth 3 >/dev/null; dd if=/dev/zero of=$T/f bs=64k count=300 conv=fsync status=none; cat $T/f >/dev/null" 2>/dev/null
 echo "real workload (find, dd, cat):"

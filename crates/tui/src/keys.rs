@@ -255,7 +255,7 @@ pub static BINDINGS: &[Binding] = &[
     },
     Binding {
         keys: "m",
-        help: "spectrogram+histogram: blk latency / blk.queue / blk.total",
+        help: "plot: latency / blk queue, total / call runq, wait, cpu",
         when: When::Always,
         actions: &[(char('m'), Action::CycleMeasure)],
     },

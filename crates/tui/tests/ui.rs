@@ -1770,8 +1770,11 @@ fn m_measures_block_requests_by_queue_or_queue_plus_device() {
         all
     };
     for (m, label) in [
-        (Measure::Queue, Some("queue")),
-        (Measure::Total, Some("q+dev")),
+        (Measure::Queue, Some(("blk", "queue"))),
+        (Measure::Total, Some(("blk", "q+dev"))),
+        (Measure::Runq, Some(("calls", "runq"))),
+        (Measure::Wait, Some(("calls", "wait"))),
+        (Measure::Cpu, Some(("calls", "cpu"))),
         (Measure::Latency, None),
     ] {
         let fx = app.update(Action::CycleMeasure);
@@ -1790,11 +1793,11 @@ fn m_measures_block_requests_by_queue_or_queue_plus_device() {
         let screen = full(&app);
         let titles = screen.lines().nth(1).unwrap();
         match label {
-            Some(l) => {
-                assert!(titles.contains(&format!("latency → (blk: {l})")), "{titles}");
-                assert!(titles.contains(&format!("Latency, blk {l}, 208")), "{titles}");
+            Some((who, l)) => {
+                assert!(titles.contains(&format!("latency → ({who}: {l})")), "{titles}");
+                assert!(titles.contains(&format!("Latency, {who} {l}, 208")), "{titles}");
             }
-            None => assert!(!titles.contains("blk"), "{titles}"),
+            None => assert!(!titles.contains("blk") && !titles.contains("calls"), "{titles}"),
         }
         if m == Measure::Queue {
             insta::assert_snapshot!("measure_queue_80x24", screen);
@@ -1807,8 +1810,9 @@ fn m_measures_block_requests_by_queue_or_queue_plus_device() {
     let lat: Vec<u64> = app.answer.as_ref().unwrap().slowest.iter().map(|s| s.latency).collect();
     assert_eq!(&lat[..3], [5_000_000, 4_000_000, 3_000_000]);
 
-    // A region over the queue column of the requests, all rows: exactly those plotted there.
-    for m in [Measure::Queue, Measure::Total] {
+    // A region over the column of the requests, all rows: exactly those plotted there (by a
+    // part of theirs, or by their latency beside the calls' parts).
+    for m in [Measure::Queue, Measure::Total, Measure::Runq] {
         let (mut app, fx) = app_on(&path, 80, 24, "");
         settle(&mut app, fx);
         while app.view.measure != m {
@@ -1825,9 +1829,14 @@ fn m_measures_block_requests_by_queue_or_queue_plus_device() {
         app.view.release(rows - 1, cell);
         app.focus = Pane::Spectrogram;
         act(&mut app, Action::Activate);
-        let field = m.block_field();
+        let field = m.field();
+        let others = if m.of_calls() {
+            "evt.class=block"
+        } else {
+            "evt.class!=block"
+        };
         assert!(
-            app.filter.applied.contains("((evt.class!=block and latency>="),
+            app.filter.applied.contains(&format!("(({others} and latency>=")),
             "{}",
             app.filter.applied
         );

@@ -113,10 +113,10 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     f.render_widget(Paragraph::new(lines), inner);
 }
 
-/// What the pane plots: latency, and block requests by their measure when not latency.
+/// What the pane plots: latency, and block requests or calls by their measure when not latency.
 fn what(app: &App) -> String {
     match measure_label(app.view.measure) {
-        Some(m) => format!("Latency, blk {m}"),
+        Some((who, m)) => format!("Latency, {who} {m}"),
         None => "Latency".into(),
     }
 }

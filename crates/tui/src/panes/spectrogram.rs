@@ -314,12 +314,11 @@ impl View {
         };
         let latency = range("latency");
         if !latency.is_empty() {
+            // The events measured by a part are selected by it, the others by their latency.
             parts.push(match self.measure {
                 Measure::Latency => latency,
-                m => format!(
-                    "((evt.class!=block and {latency}) or ({}))",
-                    range(m.block_field())
-                ),
+                m if m.of_calls() => format!("((evt.class=block and {latency}) or ({}))", range(m.field())),
+                m => format!("((evt.class!=block and {latency}) or ({}))", range(m.field())),
             });
         }
         (!parts.is_empty()).then(|| parts.join(" and "))

@@ -39,7 +39,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         Some(_) => "B−A ",
     };
     let blk = match measure_label(app.view.measure) {
-        Some(m) => format!(" (blk: {m})"),
+        Some((who, m)) => format!(" ({who}: {m})"),
         None => String::new(),
     };
     // A narrow pane (80 columns) drops the name rather than what is plotted.
@@ -59,12 +59,16 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     draw(app, geo, f.buffer_mut());
 }
 
-/// How a pane title names what block requests are plotted by, when not their latency.
-pub fn measure_label(m: Measure) -> Option<&'static str> {
+/// How a pane title names what is plotted, when not every event's latency: the events
+/// measured by a part of theirs (`blk`, `calls`) and the part.
+pub fn measure_label(m: Measure) -> Option<(&'static str, &'static str)> {
     match m {
         Measure::Latency => None,
-        Measure::Queue => Some("queue"),
-        Measure::Total => Some("q+dev"),
+        Measure::Queue => Some(("blk", "queue")),
+        Measure::Total => Some(("blk", "q+dev")),
+        Measure::Runq => Some(("calls", "runq")),
+        Measure::Wait => Some(("calls", "wait")),
+        Measure::Cpu => Some(("calls", "cpu")),
     }
 }
 
