@@ -256,15 +256,19 @@ enum { WHY_SPAN_LOCK = 1, WHY_SPAN_RECLAIM = 2, WHY_SPAN_FLUSH = 4 };
 /* A waking this soon after a block request's completion, by the task that ran it, is its. */
 #define WHY_DONE_NS 50000ULL
 
+
 /*
  * Per CPU, what the current task is running on behalf of, for who woke a thread (see enum
- * why): timer callbacks under way, and the last block request completion (when, and the task
- * current then: in an interrupt, whichever task it interrupted).
+ * why): timer callbacks and the network's receive softirq under way, and the last block
+ * request completion (when, and the task current then: in an interrupt, whichever task it
+ * interrupted).
  */
 struct cpu_ctx {
 	__u64 done;
 	__u32 done_pid;
 	__u32 timers;
+	__u32 net_rx;
+	__u32 pad;
 };
 
 struct {
@@ -1584,7 +1588,7 @@ static __always_inline bool may_have_storage(struct task_struct *t)
 }
 
 /* Why the current task wakes a thread at `now`: what it is running on behalf of. */
-static __always_inline __u8 why_woken(__u64 now)
+static __always_inline __u8 why_woken(struct task_struct *woken, __u64 now)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 zero = 0, pid = task->pid;
@@ -1597,6 +1601,17 @@ static __always_inline __u8 why_woken(__u64 now)
 		return WHY_TIMER;
 	if (c && c->done && c->done_pid == pid && now - c->done < WHY_DONE_NS)
 		return WHY_DISK;
+	/*
+	 * A signal for it: the kernel adds it to the thread's or its process's pending set
+	 * before it wakes the thread (the tracepoint signal_generate comes after the waking;
+	 * TIF_SIGPENDING's bit differs between architectures and releases). A signal it
+	 * blocks does not wake it. The first 64 signals, every one Linux has on x86 and arm64.
+	 */
+	if ((woken->pending.signal.sig[0] | woken->signal->shared_pending.signal.sig[0]) & ~woken->blocked.sig[0])
+		return WHY_SIGNAL;
+	/* A packet's arrival: on loopback the receive softirq runs in the sender's call. */
+	if (c && c->net_rx)
+		return WHY_NET;
 	/*
 	 * A thread inside a call (the commonest waker: a pipe's writer, a futex's owner) is no
 	 * journal or flusher thread (kernel threads make no syscalls): asked first, it spares
@@ -1729,7 +1744,7 @@ int BPF_PROG(anat_waking, struct task_struct *p)
 	if (t->anat.state != ANAT_ASLEEP)
 		return 0;
 	slept = now > t->anat.since ? now - t->anat.since : 0;
-	add_sleep(t, slept, t->anat.why != WHY_OTHER ? t->anat.why : why_woken(now));
+	add_sleep(t, slept, t->anat.why != WHY_OTHER ? t->anat.why : why_woken(p, now));
 	if (slept >= t->anat.longest) {
 		__u64 id = bpf_get_current_pid_tgid();
 
@@ -1890,6 +1905,34 @@ SEC("tp_btf/hrtimer_expire_exit")
 int BPF_PROG(why_hrtimer_out)
 {
 	timers(-1);
+	return 0;
+}
+
+/* The network's receive softirq runs on this CPU from its entry to its exit. */
+static __always_inline void net_rx(unsigned int vec, int by)
+{
+	__u32 zero = 0;
+	struct cpu_ctx *c;
+
+	if (vec != NET_RX_SOFTIRQ)
+		return;
+	c = bpf_map_lookup_elem(&cpu_ctx, &zero);
+	/* An exit whose entry came before the attach finds 0. */
+	if (c && (by > 0 || c->net_rx))
+		c->net_rx += by;
+}
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(why_net_in, unsigned int vec)
+{
+	net_rx(vec, 1);
+	return 0;
+}
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(why_net_out, unsigned int vec)
+{
+	net_rx(vec, -1);
 	return 0;
 }
 

@@ -86,8 +86,9 @@ struct rec_sys {
 /*
  * Why a call's thread blocked, each sleep by the first that holds: what the thread was doing
  * as it went to sleep (throttled for its dirty pages, waiting on a folio's writeback, in lock
- * contention, in direct reclaim), else who woke it (a timer, a block request's completion,
- * the journal thread jbd2, a flusher writing an inode back, another thread inside a call).
+ * contention, in direct reclaim), else who woke it (a timer, a block request's completion, a
+ * signal sent to its process, the network's receive softirq, the journal thread jbd2, a
+ * flusher writing an inode back, another thread inside a call).
  * WHY_OTHER (anything else, or a sleep with no waking seen) is not sent: it is the rest.
  */
 enum why {
@@ -99,7 +100,9 @@ enum why {
 	WHY_RECLAIM = 5,
 	WHY_TIMER = 6,
 	WHY_CALL = 7,
-	WHY_N = 8,
+	WHY_NET = 8,
+	WHY_SIGNAL = 9,
+	WHY_N = 10,
 	WHY_OTHER = WHY_N,
 };
 

@@ -431,3 +431,71 @@ fn a_sync_append_waits_for_the_journal() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains(" by journal commit "), "{text}");
 }
+
+/// Receives a datagram on loopback, then pauses until a signal: a child sends both, each
+/// after 20 ms.
+const PACKET_THEN_SIGNAL: &str = r#"
+#include <arpa/inet.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+static void on_usr1(int s) { (void)s; }
+int main(void) {
+    int s = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t l = sizeof a;
+    if (bind(s, (void *)&a, sizeof a) || getsockname(s, (void *)&a, &l)) return 2;
+    signal(SIGUSR1, on_usr1);
+    pid_t parent = getpid(), c = fork();
+    if (c == 0) {
+        struct timespec t = {0, 20000000};
+        nanosleep(&t, 0);
+        int o = socket(AF_INET, SOCK_DGRAM, 0);
+        sendto(o, "x", 1, 0, (void *)&a, sizeof a);
+        nanosleep(&t, 0);
+        kill(parent, SIGUSR1);
+        _exit(0);
+    }
+    char b[8];
+    if (recv(s, b, sizeof b, 0) != 1) return 3;
+    pause();
+    waitpid(c, 0, 0);
+    return 0;
+}
+"#;
+
+/// A call woken by a packet's arrival waited on the network (the receive softirq ran in the
+/// sender's `sendto`, which would otherwise be `call`), and one woken by a signal on the
+/// signal (the sender's `kill` is a call too).
+#[test]
+fn a_packet_and_a_signal_are_named() {
+    let Some(_running) = recording() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build_c(dir.path(), "netsig", PACKET_THEN_SIGNAL);
+    let cap = dir.path().join("n.cap");
+    let (evs, _r, _) = record(&cap, &bin.display().to_string());
+    for (call, part, reason) in [
+        ("recvfrom", (|e: &Event| e.wait_net) as fn(&Event) -> u64, "net"),
+        ("pause", |e: &Event| e.wait_signal, "signal"),
+    ] {
+        let e = evs
+            .iter()
+            .find(|e| e.class == Class::Syscall && e.nr == nr(call))
+            .unwrap_or_else(|| panic!("the {call} is recorded"));
+        eprintln!(
+            "{call}: latency {} wait {} {reason} {} other {} by {:?}",
+            e.latency,
+            e.wait,
+            part(e),
+            e.wait_other,
+            e.wait_by()
+        );
+        assert!(e.wait >= 15_000_000, "{call} slept: {e:?}");
+        assert!(part(e) * 10 >= e.wait * 9, "{call} woken by the {reason}: {e:?}");
+        assert_eq!(iocap_format::Reason::from_code(e.reason).name(), reason);
+    }
+}

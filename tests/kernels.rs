@@ -501,7 +501,7 @@ pub fn check(boot: &Boot) -> Result<String, String> {
     if slot != if want_slot { "on" } else { "off" } {
         errors.push(format!("per-CPU slot {slot} with preemption {model}"));
     }
-    // The anatomy of calls (the main recording's): sched_waking's program, the twelve that
+    // The anatomy of calls (the main recording's): sched_waking's program, the fourteen that
     // say why a call blocked (every kernel of the matrix has their tracepoints: the newest
     // of them, lock contention's, came in 5.19), and sched_switch's when the slot did not load
     // it already.
@@ -509,7 +509,7 @@ pub fn check(boot: &Boot) -> Result<String, String> {
         (Some(a), Some(p)) => a.checked_sub(p),
         _ => None,
     };
-    let want_anatomy = if slot == "on" { 13 } else { 14 };
+    let want_anatomy = if slot == "on" { 15 } else { 16 };
     if anatomy != Some(want_anatomy) {
         errors.push(format!(
             "the anatomy loaded {anatomy:?} programs more, not {want_anatomy}"

@@ -20,7 +20,7 @@ pub struct Why {
     latency: u64,
     runq: u64,
     /// By reason, in [`Reason`] code order from `disk`.
-    wait: [u64; 9],
+    wait: [u64; iocap_format::WAIT_COLS.len()],
     /// Calls that left the CPU (the others have only `cpu.time`).
     timed: u64,
     /// Calls and their wait, by the name of the thread that woke their longest sleep.

@@ -54,7 +54,7 @@ pub struct DiskSplit {
     /// orders them), summed.
     ///
     /// [`Event::wait_by`]: iocap_format::Event::wait_by
-    pub wait: [u64; 9],
+    pub wait: [u64; iocap_format::WAIT_COLS.len()],
 }
 
 impl DiskSplit {
@@ -70,7 +70,7 @@ impl DiskSplit {
     /// Add the anatomy of a call added ([`DiskSplit::add`]): its run queue time and its wait by
     /// reason.
     #[inline]
-    pub fn add_anatomy(&mut self, runq: u64, wait: [u64; 9]) {
+    pub fn add_anatomy(&mut self, runq: u64, wait: [u64; iocap_format::WAIT_COLS.len()]) {
         self.runq = self.runq.saturating_add(runq);
         for (sum, w) in self.wait.iter_mut().zip(wait) {
             *sum = sum.saturating_add(w);
@@ -579,18 +579,18 @@ mod tests {
         let mut d = DiskSplit::default();
         assert_eq!(d.main_part(), None);
         d.add(10_000, 0);
-        d.add_anatomy(1_000, [0, 0, 0, 6_000, 0, 0, 0, 0, 500]);
+        d.add_anatomy(1_000, [0, 0, 0, 6_000, 0, 0, 0, 0, 0, 0, 500]);
         assert_eq!(d.main_part(), Some(("journal", 6_000)));
         let mut e = DiskSplit::default();
         e.add(10_000, 0);
-        e.add_anatomy(9_000, [0; 9]);
+        e.add_anatomy(9_000, [0; 11]);
         d.merge(&e);
         assert_eq!((d.runq, d.wait[3]), (10_000, 6_000));
         assert_eq!(d.main_part(), Some(("runq", 10_000)));
         // cpu 3,500 of 20,000 against runq 10,000; equal parts: the first named.
         let mut f = DiskSplit::default();
         f.add(2_000, 0);
-        f.add_anatomy(1_000, [0; 9]);
+        f.add_anatomy(1_000, [0; 11]);
         assert_eq!(f.main_part(), Some(("cpu", 1_000)));
     }
 }

@@ -543,6 +543,8 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables, origin: u64) -> Kernel {
         | FieldId::WaitReclaim
         | FieldId::WaitTimer
         | FieldId::WaitCall
+        | FieldId::WaitNet
+        | FieldId::WaitSignal
         | FieldId::WaitOther => unreachable!("{:?} is read from columns", p.field),
         FieldId::EvtFailed => {
             // true ⇔ ret < 0: map the {0, 1} test onto ranges of ret.

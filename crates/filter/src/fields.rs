@@ -178,6 +178,10 @@ pub enum FieldId {
     WaitTimer,
     /// `wait.call`.
     WaitCall,
+    /// `wait.net`.
+    WaitNet,
+    /// `wait.signal`.
+    WaitSignal,
     /// `wait.other`.
     WaitOther,
     /// `wait.reason`.
@@ -759,6 +763,20 @@ static FIELDS: &[FieldInfo] = &[
         "part of wait.time its thread blocked on woken by another thread inside a call (a pipe, a futex, a socket)",
     ),
     f(
+        "wait.net",
+        T::Duration,
+        FieldId::WaitNet,
+        col(Col::WaitNet, Holds::Others),
+        "part of wait.time its thread blocked on woken by the network's receive softirq (a packet's arrival)",
+    ),
+    f(
+        "wait.signal",
+        T::Duration,
+        FieldId::WaitSignal,
+        col(Col::WaitSignal, Holds::Others),
+        "part of wait.time its thread blocked on woken by a signal sent to its process",
+    ),
+    f(
         "wait.other",
         T::Duration,
         FieldId::WaitOther,
@@ -770,7 +788,7 @@ static FIELDS: &[FieldInfo] = &[
         T::Str,
         FieldId::WaitReason,
         SOME,
-        "why a syscall's thread blocked the most (the wait.* part with the most time): disk, throttle, writeback, journal, lock, reclaim, timer, call, other, or none",
+        "why a syscall's thread blocked the most (the wait.* part with the most time): disk, throttle, writeback, journal, lock, reclaim, timer, call, net, signal, other, or none",
     ),
     f(
         "host",
@@ -957,6 +975,8 @@ pub fn value_in<'a, L: Lookup + ?Sized>(field: &FieldInfo, e: &Event, meta: &Met
         FieldId::WaitReclaim => sys(Value::Duration(e.wait_reclaim)),
         FieldId::WaitTimer => sys(Value::Duration(e.wait_timer)),
         FieldId::WaitCall => sys(Value::Duration(e.wait_call)),
+        FieldId::WaitNet => sys(Value::Duration(e.wait_net)),
+        FieldId::WaitSignal => sys(Value::Duration(e.wait_signal)),
         FieldId::WaitOther => sys(Value::Duration(e.wait_other)),
         FieldId::WaitReason => sys(s(Reason::from_code(e.reason).name())),
         FieldId::WakerProcName => match tables.lookup_proc(e.waker_proc) {

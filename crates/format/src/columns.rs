@@ -876,6 +876,10 @@ columns! {
     reason: u8 = Reason(37), Others, delta: false, planes: false;
     /// [`Event::waker_proc`] (syscall), a process table id. Since 1.19.
     waker_proc: u32 = WakerProc(38), Others, delta: false, planes: false;
+    /// [`Event::wait_net`] (syscall), ns. Since 1.19.
+    wait_net: u64 = WaitNet(39), Others, delta: false, planes: false;
+    /// [`Event::wait_signal`] (syscall), ns. Since 1.19.
+    wait_signal: u64 = WaitSignal(40), Others, delta: false, planes: false;
 }
 
 impl Columns {

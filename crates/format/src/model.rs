@@ -223,6 +223,10 @@ pub struct Event {
     pub wait_timer: u64,
     /// Syscall: ns of `wait` its thread blocked on another thread inside a call (a pipe, a futex, a socket) (since 1.19).
     pub wait_call: u64,
+    /// Syscall: ns of `wait` its thread blocked on the network: woken by the receive softirq (since 1.19).
+    pub wait_net: u64,
+    /// Syscall: ns of `wait` its thread blocked until a signal woke it (since 1.19).
+    pub wait_signal: u64,
     /// Syscall: ns of `wait` its thread blocked on anything else: a thread outside any call, or a sleep with no waking seen (since 1.19).
     pub wait_other: u64,
     /// Syscall: why its thread blocked the most, a [`Reason`] code (since 1.19).
@@ -257,13 +261,17 @@ pub enum Reason {
     Timer = 7,
     /// Woken by another thread inside a call.
     Call = 8,
+    /// Woken by the network's receive softirq (a packet's arrival).
+    Net = 9,
+    /// Woken by a signal sent to its process.
+    Signal = 10,
     /// Anything else.
-    Other = 9,
+    Other = 11,
 }
 
 impl Reason {
     /// Every reason, by on-disk code.
-    pub const ALL: [Reason; 10] = [
+    pub const ALL: [Reason; 12] = [
         Reason::None,
         Reason::Disk,
         Reason::Throttle,
@@ -273,6 +281,8 @@ impl Reason {
         Reason::Reclaim,
         Reason::Timer,
         Reason::Call,
+        Reason::Net,
+        Reason::Signal,
         Reason::Other,
     ];
 
@@ -283,7 +293,7 @@ impl Reason {
 
     /// The name used by the filter language (`wait.reason`), and the suffix of its time's
     /// field (`wait.disk` ...): `none`, `disk`, `throttle`, `writeback`, `journal`, `lock`,
-    /// `reclaim`, `timer`, `call`, `other`.
+    /// `reclaim`, `timer`, `call`, `net`, `signal`, `other`.
     pub fn name(self) -> &'static str {
         match self {
             Reason::None => "none",
@@ -295,13 +305,15 @@ impl Reason {
             Reason::Reclaim => "reclaim",
             Reason::Timer => "timer",
             Reason::Call => "call",
+            Reason::Net => "net",
+            Reason::Signal => "signal",
             Reason::Other => "other",
         }
     }
 }
 
 /// The columns of [`Event::wait_by`], in its order.
-pub const WAIT_COLS: [crate::Col; 9] = {
+pub const WAIT_COLS: [crate::Col; 11] = {
     use crate::Col;
     [
         Col::WaitDisk,
@@ -312,6 +324,8 @@ pub const WAIT_COLS: [crate::Col; 9] = {
         Col::WaitReclaim,
         Col::WaitTimer,
         Col::WaitCall,
+        Col::WaitNet,
+        Col::WaitSignal,
         Col::WaitOther,
     ]
 };
@@ -319,7 +333,7 @@ pub const WAIT_COLS: [crate::Col; 9] = {
 impl Event {
     /// Of `wait`, the time of each reason but [`Reason::None`], in code order
     /// (their columns: [`WAIT_COLS`]).
-    pub fn wait_by(&self) -> [u64; 9] {
+    pub fn wait_by(&self) -> [u64; 11] {
         [
             self.wait_disk,
             self.wait_throttle,
@@ -329,6 +343,8 @@ impl Event {
             self.wait_reclaim,
             self.wait_timer,
             self.wait_call,
+            self.wait_net,
+            self.wait_signal,
             self.wait_other,
         ]
     }

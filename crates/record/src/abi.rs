@@ -40,8 +40,8 @@ pub const REC_DUP: u16 = 8;
 pub const REC_SYS32: u16 = 9;
 /// A call's `wait` by why (rec_sysio's `why`, in the order of the BPF `enum why`): each into
 /// its field, the rest of `wait` into `wait_other`, and the reason with the most.
-pub fn set_wait_by(e: &mut iocap_format::Event, why: &[u64; 8]) {
-    let [disk, throttle, writeback, journal, lock, reclaim, timer, call] = *why;
+pub fn set_wait_by(e: &mut iocap_format::Event, why: &[u64; 10]) {
+    let [disk, throttle, writeback, journal, lock, reclaim, timer, call, net, signal] = *why;
     e.wait_disk = disk;
     e.wait_throttle = throttle;
     e.wait_writeback = writeback;
@@ -50,6 +50,8 @@ pub fn set_wait_by(e: &mut iocap_format::Event, why: &[u64; 8]) {
     e.wait_reclaim = reclaim;
     e.wait_timer = timer;
     e.wait_call = call;
+    e.wait_net = net;
+    e.wait_signal = signal;
     e.wait_other = e.wait.saturating_sub(why.iter().sum());
     e.reason = e.main_reason() as u8;
 }

@@ -270,13 +270,14 @@ const SCHED_WAKING: Feature = tracepoint(
 
 /// The tracepoints that say why a call blocked (`wait.throttle` ...), in groups that go
 /// together (a span's begin and end), each group's programs behind [`Gate::Why`] of its index.
-const WHY: [&[Feature]; 6] = [
+const WHY: [&[Feature]; 7] = [
     &WHY_THROTTLE,
     &WHY_WB_WAIT,
     &WHY_LOCK,
     &WHY_RECLAIM,
     &WHY_TIMERS,
     &WHY_FLUSH,
+    &WHY_NET,
 ];
 const WHY_THROTTLE: [Feature; 1] = [tracepoint(
     "balance_dirty_pages",
@@ -324,6 +325,23 @@ const WHY_RECLAIM: [Feature; 2] = [
         "5.5",
         "why calls blocked: direct reclaim",
         NO_WHY_RECLAIM,
+    ),
+];
+const NO_WHY_NET: &str = "a call woken by a packet's arrival is counted by who the softirq ran in, not in wait.net";
+const WHY_NET: [Feature; 2] = [
+    tracepoint(
+        "softirq_exit",
+        "irq:softirq_exit",
+        "5.5",
+        "why calls blocked: the network",
+        NO_WHY_NET,
+    ),
+    tracepoint(
+        "softirq_entry",
+        "irq:softirq_entry",
+        "5.5",
+        "why calls blocked: the network",
+        NO_WHY_NET,
     ),
 ];
 const NO_WHY_FLUSH: &str = "a call waiting for a flusher's work (sync) is counted in wait.other, not in wait.writeback";
@@ -531,7 +549,7 @@ const fn claiming(mut p: Program) -> Program {
 /// Every program, in the order they attach (sched_switch before sys_enter: a call must never
 /// be left in a CPU's slot unspilled). The one table autoload, attach and the refusals read;
 /// a test checks it names every program of the skeleton.
-pub(crate) const PROGRAMS: [Program; 33] = [
+pub(crate) const PROGRAMS: [Program; 35] = [
     prog(
         "proc_fork",
         Some("sched:sched_process_fork"),
@@ -658,6 +676,20 @@ pub(crate) const PROGRAMS: [Program; 33] = [
         Gate::Why(4),
         "why calls blocked",
         Some(&WHY_TIMERS[3]),
+    ),
+    prog(
+        "why_net_out",
+        Some("irq:softirq_exit"),
+        Gate::Why(6),
+        "why calls blocked",
+        Some(&WHY_NET[0]),
+    ),
+    prog(
+        "why_net_in",
+        Some("irq:softirq_entry"),
+        Gate::Why(6),
+        "why calls blocked",
+        Some(&WHY_NET[1]),
     ),
     claiming(prog(
         "sys_enter",
@@ -1170,7 +1202,7 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 25,
+            checked, 27,
             "the block, writeback, journal, io_uring, sched_switch, sched_waking and why programs"
         );
         // Exactly the programs the recording cannot go without are required.

@@ -93,6 +93,8 @@ fn event() -> impl Strategy<Value = Event> {
                 wait_reclaim: offset.rotate_left(31),
                 wait_timer: disk_bytes.rotate_left(37),
                 wait_call: latency.rotate_left(41),
+                wait_net: sector.rotate_left(47),
+                wait_signal: queue.rotate_left(53),
                 wait_other: ts.rotate_left(43),
                 reason: op ^ cause,
                 waker_proc: proc.rotate_left(3),
