@@ -160,6 +160,35 @@ impl Theme {
         }
     }
 
+    /// The `i`-th part of a bar split into parts (a call's anatomy): colours that tell
+    /// neighbours apart (the colour-blind palette's from Okabe and Ito's), the label in black;
+    /// without colour, reversed and plain by turns.
+    pub fn part(&self, i: usize) -> Style {
+        const CLASSIC: [Color; 6] = [
+            Color::Cyan,
+            Color::Yellow,
+            Color::Magenta,
+            Color::Green,
+            Color::LightBlue,
+            Color::LightRed,
+        ];
+        const COLOR_BLIND: [Color; 6] = [
+            Color::Indexed(214),
+            Color::Indexed(74),
+            Color::Indexed(35),
+            Color::Indexed(227),
+            Color::Indexed(32),
+            Color::Indexed(167),
+        ];
+        let bg = match self.palette {
+            Palette::Mono if i % 2 == 0 => return Style::default().add_modifier(Modifier::REVERSED),
+            Palette::Mono => return Style::default().add_modifier(Modifier::UNDERLINED),
+            Palette::Classic => CLASSIC[i % CLASSIC.len()],
+            Palette::ColorBlind => COLOR_BLIND[i % COLOR_BLIND.len()],
+        };
+        Style::default().bg(bg).fg(Color::Black)
+    }
+
     /// Histogram bars.
     pub fn bar(&self) -> Style {
         match self.palette {

@@ -939,18 +939,10 @@ fn detail_popup_fits_80x24() {
             ];
             let no_anatomy = e.runq == 0 && e.wait == 0 && anatomy.contains(&fi.name);
             // Nor the parts of its wait it did not have.
-            let parts = [
-                "disk",
-                "throttle",
-                "writeback",
-                "journal",
-                "lock",
-                "reclaim",
-                "timer",
-                "call",
-                "other",
-            ];
-            let no_part = fi.name.strip_prefix("wait.").is_some_and(|p| parts.contains(&p))
+            let no_part = fi
+                .name
+                .strip_prefix("wait.")
+                .is_some_and(|p| iocap_format::Reason::ALL[1..].iter().any(|r| r.name() == p))
                 && v == iocap_filter::fields::Value::Duration(0);
             // Nor the header's fields, one value for the whole capture.
             let shown = !(no_disk
@@ -1653,6 +1645,9 @@ fn g_goes_from_a_call_to_what_its_waker_was_doing() {
     assert!(fx.links.is_some(), "the waker's event is looked up");
     settle(&mut app, fx);
     let popup = popup_text(&full(&app));
+    // The anatomy's bar, under its figures: journal 90% and cpu 10% of 59 cells.
+    let bar = format!("{:17}journal{:46}cpu   ", "", "");
+    assert!(popup.lines().any(|l| l.contains(&bar)), "{popup}");
     // Wrapped across two lines at 100 columns.
     assert!(
         popup.contains("woken by  jbd2/vda1-8 (thread 400): blk read of the journal's commit")

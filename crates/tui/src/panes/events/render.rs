@@ -287,7 +287,19 @@ pub fn render_detail(app: &App, f: &mut Frame) {
     // names, five rows and the count of the rest); the requests the rest.
     let fields_need = detail_lines(&entries, w, h).len();
     let requests = requests_lines(app, e, found, w, h.saturating_sub(fields_need).max(8.min(h / 2)));
-    let mut lines = detail_lines(&entries, w, h.saturating_sub(requests.len()));
+    let bar = anatomy_bar(app, e, w);
+    let bar_h = usize::from(bar.is_some());
+    let mut lines = detail_lines(&entries, w, h.saturating_sub(requests.len() + bar_h));
+    if let Some(bar) = bar {
+        // Under the anatomy's figures (and their wrapped rest), else last.
+        let key = format!("{:>KEY$}  ", "anatomy");
+        let blank = " ".repeat(KEY + 2);
+        let text = |l: &Line| l.spans.iter().map(|s| s.content.as_ref()).collect::<String>();
+        let at = lines.iter().position(|l| text(l).starts_with(&key)).map_or(lines.len(), |i| {
+            i + 1 + lines[i + 1..].iter().take_while(|l| text(l).starts_with(&blank)).count()
+        });
+        lines.insert(at, bar);
+    }
     lines.extend(requests);
     let area = crate::layout::popup(outer, width, lines.len() as u16 + 2);
     f.render_widget(Clear, area);
@@ -334,17 +346,62 @@ fn woken_by(app: &App, e: &Event, found: Option<&Links>) -> Vec<(&'static str, S
     vec![(BY, format!("{who}: {what}, {when}"))]
 }
 
-/// A call's latency as its parts, largest first, each with its share: `throttle 34.8ms 99%,
-/// runq 140us 0%, cpu 120us 0%`; `None` for a call that never left the CPU (or untimed).
-fn anatomy(e: &Event) -> Option<String> {
+/// A call's latency as its parts that are not 0 (`cpu`, `runq`, each wait's reason), largest
+/// first; empty for a call that never left the CPU (or untimed), and for a block request.
+fn parts(e: &Event) -> Vec<(&'static str, u64)> {
     if e.class == Class::Block || (e.runq == 0 && e.wait == 0) {
-        return None;
+        return Vec::new();
     }
     let cpu = e.latency.saturating_sub(e.runq).saturating_sub(e.wait);
     let mut parts = vec![("cpu", cpu), ("runq", e.runq)];
     parts.extend(Reason::ALL[1..].iter().map(|r| r.name()).zip(e.wait_by()));
     parts.retain(|&(_, ns)| ns > 0);
     parts.sort_by_key(|&(_, ns)| std::cmp::Reverse(ns));
+    parts
+}
+
+/// A call's anatomy as one bar `w` cells wide under its figures: each part a run of cells as
+/// long as its share of the latency (by largest remainder, so the runs fill the bar), named
+/// inside as far as it fits, in the theme's colours (alternately reversed without colour). A
+/// part too small for a cell is only in the figures. `None` without an anatomy.
+pub(crate) fn anatomy_bar(app: &App, e: &Event, w: usize) -> Option<Line<'static>> {
+    let parts = parts(e);
+    let bar_w = w.saturating_sub(KEY + 2);
+    if parts.is_empty() || bar_w == 0 {
+        return None;
+    }
+    let cells = bar_cells(&parts, bar_w);
+    let mut spans = vec![ratatui::text::Span::raw(format!("{:>KEY$}  ", ""))];
+    for (i, (&(name, _), &n)) in parts.iter().zip(&cells).enumerate().filter(|(_, (_, &n))| n > 0) {
+        let label: String = name.chars().take(n).collect();
+        let text = format!("{label:<n$}");
+        spans.push(ratatui::text::Span::styled(text, app.theme.part(i)));
+    }
+    Some(Line::from(spans))
+}
+
+/// How many of `w` cells each of `parts` (name, ns) takes: its share, rounded by largest
+/// remainder (the first of equal remainders first), so that they sum to `w`.
+fn bar_cells(parts: &[(&str, u64)], w: usize) -> Vec<usize> {
+    let total: u128 = parts.iter().map(|&(_, ns)| u128::from(ns)).sum::<u128>().max(1);
+    let exact: Vec<u128> = parts.iter().map(|&(_, ns)| u128::from(ns) * w as u128).collect();
+    let mut cells: Vec<usize> = exact.iter().map(|x| (x / total) as usize).collect();
+    let mut order: Vec<usize> = (0..parts.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(exact[i] % total));
+    let short = w.saturating_sub(cells.iter().sum());
+    for &i in order.iter().take(short) {
+        cells[i] += 1;
+    }
+    cells
+}
+
+/// A call's latency as its parts, largest first, each with its share: `throttle 34.8ms 99%,
+/// runq 140us 0%, cpu 120us 0%`; `None` for a call that never left the CPU (or untimed).
+fn anatomy(e: &Event) -> Option<String> {
+    let parts = parts(e);
+    if parts.is_empty() {
+        return None;
+    }
     let total = e.latency.max(1);
     let text: Vec<String> = parts
         .iter()
@@ -702,6 +759,13 @@ mod tests {
 
     /// The prototype's throttled write: its parts, largest first, with their shares of the
     /// latency; none for a call that never left the CPU, nor for a block request.
+    #[test]
+    fn a_bar_gives_each_part_its_share_of_the_cells() {
+        assert_eq!(bar_cells(&[("journal", 92), ("cpu", 4), ("disk", 3), ("runq", 1)], 50), [46, 2, 2, 0]);
+        assert_eq!(bar_cells(&[("a", 1), ("b", 1), ("c", 1)], 10), [4, 3, 3]);
+        assert_eq!(bar_cells(&[("a", u64::MAX), ("b", u64::MAX)], 61).iter().sum::<usize>(), 61);
+    }
+
     #[test]
     fn anatomy_lists_a_calls_parts_largest_first() {
         let mut e = Event::syscall(0, 35_100_000, 1, 1, 1, 1024);
