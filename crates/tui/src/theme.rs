@@ -181,7 +181,7 @@ impl Theme {
             Color::Indexed(167),
         ];
         let bg = match self.palette {
-            Palette::Mono if i % 2 == 0 => return Style::default().add_modifier(Modifier::REVERSED),
+            Palette::Mono if i.is_multiple_of(2) => return Style::default().add_modifier(Modifier::REVERSED),
             Palette::Mono => return Style::default().add_modifier(Modifier::UNDERLINED),
             Palette::Classic => CLASSIC[i % CLASSIC.len()],
             Palette::ColorBlind => COLOR_BLIND[i % COLOR_BLIND.len()],
