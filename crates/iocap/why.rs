@@ -88,18 +88,14 @@ impl Why {
                         }
                         if e.wait > 0 {
                             let typed = e.nr | (e.class as u32) << 24;
-                            let w = woken.entry((e.waker, e.waker_proc, typed, e.reason)).or_default();
-                            w.0 += 1;
-                            w.1 = w.1.saturating_add(e.wait);
+                            add(woken, (e.waker, e.waker_proc, typed, e.reason), (1, e.wait));
                         }
                     }
                 },
                 |(a, wa): &mut Acc, (b, wb): Acc| {
                     a.merge(b);
-                    for (k, (n, t)) in wb {
-                        let w = wa.entry(k).or_default();
-                        w.0 += n;
-                        w.1 = w.1.saturating_add(t);
+                    for (k, v) in wb {
+                        add(wa, k, v);
                     }
                 },
             )?
@@ -113,15 +109,12 @@ impl Why {
                 Class::Syscall
             };
             let kind = fields::evt_type(&meta.arch, class, typed & 0xff_ffff).into_owned();
-            let w = why.wakers.entry(name.clone()).or_default();
-            w.0 += n;
-            w.1 = w.1.saturating_add(wait);
-            let c = why
-                .chains
-                .entry((kind, Reason::from_code(reason).name(), name))
-                .or_default();
-            c.0 += n;
-            c.1 = c.1.saturating_add(wait);
+            add(&mut why.wakers, name.clone(), (n, wait));
+            add(
+                &mut why.chains,
+                (kind, Reason::from_code(reason).name(), name),
+                (n, wait),
+            );
         }
         Ok(why)
     }
@@ -135,15 +128,11 @@ impl Why {
             *x = x.saturating_add(y);
         }
         self.timed += o.timed;
-        for (k, (n, t)) in o.wakers {
-            let w = self.wakers.entry(k).or_default();
-            w.0 += n;
-            w.1 = w.1.saturating_add(t);
+        for (k, v) in o.wakers {
+            add(&mut self.wakers, k, v);
         }
-        for (k, (n, t)) in o.chains {
-            let c = self.chains.entry(k).or_default();
-            c.0 += n;
-            c.1 = c.1.saturating_add(t);
+        for (k, v) in o.chains {
+            add(&mut self.chains, k, v);
         }
     }
 
@@ -233,4 +222,11 @@ impl Why {
         }
         Ok(())
     }
+}
+
+/// Add `(calls, time)` to `key`'s in `map` (the time saturating).
+fn add<K: std::hash::Hash + Eq>(map: &mut HashMap<K, (u64, u64)>, key: K, (n, t): (u64, u64)) {
+    let v = map.entry(key).or_default();
+    v.0 += n;
+    v.1 = v.1.saturating_add(t);
 }
