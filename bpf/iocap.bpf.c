@@ -267,6 +267,7 @@ struct cpu_ctx {
 	__u64 done;
 	__u32 done_pid;
 	__u32 timers;
+	/* The network's receive softirq under way: the task it runs in, + 1 (0: none). */
 	__u32 net_rx;
 	__u32 pad;
 };
@@ -1610,7 +1611,7 @@ static __always_inline __u8 why_woken(struct task_struct *woken, __u64 now)
 	if ((woken->pending.signal.sig[0] | woken->signal->shared_pending.signal.sig[0]) & ~woken->blocked.sig[0])
 		return WHY_SIGNAL;
 	/* A packet's arrival: on loopback the receive softirq runs in the sender's call. */
-	if (c && c->net_rx)
+	if (c && c->net_rx == pid + 1)
 		return WHY_NET;
 	/*
 	 * A thread inside a call (the commonest waker: a pipe's writer, a futex's owner) is no
@@ -1908,31 +1909,39 @@ int BPF_PROG(why_hrtimer_out)
 	return 0;
 }
 
-/* The network's receive softirq runs on this CPU from its entry to its exit. */
-static __always_inline void net_rx(unsigned int vec, int by)
+/*
+ * The network's receive softirq runs on this CPU from its entry to its exit, in the task
+ * current then (the interrupted one, ksoftirqd, or on PREEMPT_RT a softirq thread that another
+ * may preempt): kept with that task, so that an exit the kernel skipped (a recursion miss)
+ * leaves its mark on that task only, until its next exit.
+ */
+static __always_inline void net_rx(unsigned int vec, bool in)
 {
-	__u32 zero = 0;
+	__u32 zero = 0, pid = bpf_get_current_pid_tgid();
 	struct cpu_ctx *c;
 
 	if (vec != NET_RX_SOFTIRQ)
 		return;
 	c = bpf_map_lookup_elem(&cpu_ctx, &zero);
-	/* An exit whose entry came before the attach finds 0. */
-	if (c && (by > 0 || c->net_rx))
-		c->net_rx += by;
+	if (!c)
+		return;
+	if (in)
+		c->net_rx = pid + 1;
+	else if (c->net_rx == pid + 1)
+		c->net_rx = 0;
 }
 
 SEC("tp_btf/softirq_entry")
 int BPF_PROG(why_net_in, unsigned int vec)
 {
-	net_rx(vec, 1);
+	net_rx(vec, true);
 	return 0;
 }
 
 SEC("tp_btf/softirq_exit")
 int BPF_PROG(why_net_out, unsigned int vec)
 {
-	net_rx(vec, -1);
+	net_rx(vec, false);
 	return 0;
 }
 

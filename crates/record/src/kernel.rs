@@ -541,6 +541,17 @@ const fn prog(
     }
 }
 
+impl Program {
+    /// Whether a run of it the kernel skips (a recursion miss) loses an event, and so counts
+    /// among the drops. The anatomy's timing of a waking (sched_waking) and the programs that
+    /// say why a call blocked make a call's parts less exact when skipped, but lose no event:
+    /// on a PREEMPT_RT kernel, where programs run preemptible, the softirq ones are skipped
+    /// now and then (a softirq thread preempting another's in the same program).
+    pub fn misses_lose_events(&self) -> bool {
+        !matches!(self.gate, Gate::Why(_) | Gate::Anatomy)
+    }
+}
+
 const fn claiming(mut p: Program) -> Program {
     p.claims_calls = true;
     p

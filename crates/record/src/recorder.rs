@@ -26,8 +26,8 @@ pub struct Recorder {
     /// The links of the programs that claim calls (sys_enter, sys_exit, sched_switch), kept
     /// apart to be detached first at the end when userspace hands the calls over.
     call_links: std::sync::Mutex<Vec<Link>>,
-    /// The attached programs' fds (the skeleton keeps them open): their recursion misses are
-    /// drops too.
+    /// The fds of the attached programs whose recursion misses lose events (the skeleton
+    /// keeps them open): those misses are drops too.
     prog_fds: Vec<i32>,
     pub(crate) started: Instant,
     /// CLOCK_BOOTTIME ns just before the first program was attached: no recorded event began
@@ -163,7 +163,9 @@ impl Recorder {
                 let prog = by_name
                     .remove(std::ffi::OsStr::new(entry.name))
                     .ok_or_else(|| Error::Bpf(format!("no program {} in the skeleton", entry.name)))?;
-                prog_fds.push(prog.as_fd().as_raw_fd());
+                if entry.misses_lose_events() {
+                    prog_fds.push(prog.as_fd().as_raw_fd());
+                }
                 let link = prog
                     .attach()
                     .map_err(|e| Error::Bpf(format!("attaching to {tracepoint}: {e}")))?;
@@ -255,10 +257,11 @@ impl Recorder {
             .map_err(err)
     }
 
-    /// Calls of the recorder's programs the kernel skipped: a program runs once at a time on
-    /// a CPU, and a tracepoint firing in an interrupt while that program runs there (a disk's
-    /// completion in a hard interrupt, during another's in a soft one) is not handed to it.
-    /// The kernel counts them (`recursion_misses`, Linux 5.12; 0 before).
+    /// Calls of the recorder's programs the kernel skipped, of those whose skipped run loses
+    /// an event ([`crate::kernel::Program::misses_lose_events`]): a program runs once at a
+    /// time on a CPU, and a tracepoint firing in an interrupt while that program runs there (a
+    /// disk's completion in a hard interrupt, during another's in a soft one) is not handed to
+    /// it. The kernel counts them (`recursion_misses`, Linux 5.12; 0 before).
     fn recursion_misses(&self) -> u64 {
         use libbpf_rs::libbpf_sys::{bpf_prog_get_info_by_fd, bpf_prog_info};
         self.prog_fds
