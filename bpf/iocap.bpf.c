@@ -1552,13 +1552,22 @@ struct task_struct___old {
 	long state;
 } __attribute__((preserve_access_index));
 
+/* The task's state (TASK_RUNNING 0, TASK_INTERRUPTIBLE 1, ...), by a direct load. */
+static __always_inline long task_state(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return t->__state;
+	return BPF_CORE_READ((struct task_struct___old *)t, state);
+}
+
+/* A direct load, not a probe read: this runs at every switch of a thread in a call. */
 static __always_inline bool still_running(struct task_struct *t)
 {
-	/* A direct load, not a probe read: this runs at every switch of a thread in a call. */
-	if (bpf_core_field_exists(t->__state))
-		return t->__state == 0;
-	return BPF_CORE_READ((struct task_struct___old *)t, state) == 0;
+	return task_state(t) == 0;
 }
+
+/* Sleep states a signal ends: TASK_INTERRUPTIBLE, and TASK_WAKEKILL's for a fatal one. */
+#define SIGNAL_SLEEPS (0x1 | 0x100)
 
 /* Why the thread of `t` goes to sleep at `now`, as far as it said (else WHY_OTHER). */
 static __always_inline __u8 why_going(struct tctx *t, __u64 now)
@@ -1606,9 +1615,12 @@ static __always_inline __u8 why_woken(struct task_struct *woken, __u64 now)
 	 * A signal for it: the kernel adds it to the thread's or its process's pending set
 	 * before it wakes the thread (the tracepoint signal_generate comes after the waking;
 	 * TIF_SIGPENDING's bit differs between architectures and releases). A signal it
-	 * blocks does not wake it. The first 64 signals, every one Linux has on x86 and arm64.
+	 * blocks does not wake it, nor does any end a sleep it cannot interrupt (a disk wait
+	 * with a signal pending is woken by the disk). The first 64 signals, every one Linux
+	 * has on x86 and arm64. Its state is still the sleep's at sched_waking.
 	 */
-	if ((woken->pending.signal.sig[0] | woken->signal->shared_pending.signal.sig[0]) & ~woken->blocked.sig[0])
+	if ((task_state(woken) & SIGNAL_SLEEPS) &&
+	    ((woken->pending.signal.sig[0] | woken->signal->shared_pending.signal.sig[0]) & ~woken->blocked.sig[0]))
 		return WHY_SIGNAL;
 	/* A packet's arrival: on loopback the receive softirq runs in the sender's call. */
 	if (c && c->net_rx == pid + 1)
