@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::record::recording;
-use crate::util::{iocap, run, tools, unseen_requests, LoopDev};
+use crate::util::{clock_ns, iocap, run, tools, unseen_requests, LoopDev};
 
 /// `iocap events --json` of `cap` under `filter`, as values.
 fn events(cap: &str, filter: &str) -> Vec<serde_json::Value> {
@@ -375,14 +375,8 @@ fn the_anatomy_agrees_with_a_bpftrace_script_of_the_scheduler() {
             v.try_into().ok()
         })
         .collect();
-    let clock = |id| {
-        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-        // SAFETY: ts is a valid timespec for clock_gettime to fill.
-        assert_eq!(unsafe { libc::clock_gettime(id, &mut ts) }, 0);
-        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-    };
-    let mono = clock(libc::CLOCK_MONOTONIC);
-    let boot_ahead = clock(libc::CLOCK_BOOTTIME).saturating_sub(mono);
+    let mono = clock_ns(libc::CLOCK_MONOTONIC);
+    let boot_ahead = clock_ns(libc::CLOCK_BOOTTIME).saturating_sub(mono);
     let r = Reader::open(&cap).unwrap();
     let ours: Vec<Event> = crate::record::events(&r)
         .into_iter()

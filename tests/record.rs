@@ -8,7 +8,7 @@ use std::time::Duration;
 use iocap_format::{blk_flags, Class, Event, FdType, Liveness, ReadOptions, Reader};
 use serde_json::json;
 
-use crate::util::{iocap, machine_alone, machine_shared, root_skip_reason, LoopDev};
+use crate::util::{clock_ns, iocap, machine_alone, machine_shared, root_skip_reason, LoopDev};
 
 fn can_record() -> bool {
     if let Some(why) = root_skip_reason() {
@@ -1345,14 +1345,6 @@ fn an_existing_target_is_replaced_by_a_new_file_and_a_fifo_refused() {
     assert!(!err.contains("recording"), "refused before attaching: {err}");
 }
 
-/// CLOCK_BOOTTIME now, in ns: the clock of every timestamp in a capture.
-fn boottime_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: ts is a valid timespec for clock_gettime to fill.
-    assert_eq!(unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) }, 0);
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 const FLOOD: &str = r#"
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -1399,7 +1391,7 @@ fn killed_under_overload_the_file_reaches_the_last_second() {
         });
         let attached = rx.recv_timeout(Duration::from_secs(60)).expect("the recorder starts");
         std::thread::sleep(Duration::from_millis(6000));
-        let killed_at = boottime_ns();
+        let killed_at = clock_ns(libc::CLOCK_BOOTTIME);
         rec.kill().unwrap();
         rec.wait().unwrap();
         for f in &mut floods {

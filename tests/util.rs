@@ -160,6 +160,14 @@ pub fn synthetic_capture(dir: &Path, n: u64) -> PathBuf {
 }
 
 /// Make a FIFO at `path` (0600).
+/// Clock `id` now, in ns (CLOCK_BOOTTIME is the clock of every timestamp in a capture).
+pub fn clock_ns(id: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid timespec for clock_gettime to fill.
+    assert_eq!(unsafe { libc::clock_gettime(id, &mut ts) }, 0);
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 pub fn mkfifo(path: &Path) {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
     // SAFETY: a NUL-terminated path, which mkfifo only reads.
