@@ -415,7 +415,7 @@ fn a_sync_append_waits_for_the_journal() {
     assert!(jbd2.len() >= 100, "the commits' requests are kept: {}", jbd2.len());
     assert!(jbd2
         .iter()
-        .all(|e| e.cause == Cause::Journal as u8 && e.link > 0 && e.nr > 0));
+        .all(|e| e.cause == Cause::Journal as u8 && e.link > 0 && e.offset > 0 && e.nr == 0));
     assert!(!flushes.is_empty(), "the device was flushed");
     assert!(
         flushes.iter().all(|e| e.cause != Cause::None as u8),

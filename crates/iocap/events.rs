@@ -305,7 +305,7 @@ fn write_line(
             _ if Cause::from_code(e.cause) == Cause::IoUring => {
                 format!("io_uring {}", fields::evt_type(&meta.arch, Class::IoUring, e.nr))
             }
-            _ if Cause::from_code(e.cause) == Cause::Journal => format!("journal commit {}", e.nr),
+            _ if Cause::from_code(e.cause) == Cause::Journal => format!("journal commit {}", e.offset),
             call if call.is_empty() => field_text(FieldId::BlkCause, e, meta, tables),
             call => call,
         };

@@ -148,7 +148,7 @@ pub struct Event {
     pub proc: u32,
     /// Syscall number (architecture in [`Meta::arch`]); io_uring: the opcode
     /// (`IORING_OP_*`, named by [`crate::uring::op_name`]); block: its cause's (the syscall's
-    /// number, the io_uring opcode, the journal transaction), else 0.
+    /// number, the io_uring opcode), else 0.
     pub nr: u32,
     /// Syscall return value, io_uring completion result; block: 0 on success, a negative
     /// errno on error.
@@ -192,7 +192,8 @@ pub struct Event {
     pub cpu: u32,
     /// Positional I/O syscalls (`pread64`, `pwrite64`, `preadv`, `pwritev`, `preadv2`,
     /// `pwritev2`): the file offset they were given; 0 otherwise (since 1.5). `preadv2`'s
-    /// offset -1 (the file's position) is stored as `u64::MAX`.
+    /// offset -1 (the file's position) is stored as `u64::MAX`. A block request of cause
+    /// [`Cause::Journal`]: the journal transaction (since 1.19).
     pub offset: u64,
     /// Block: the request's I/O priority as the kernel keeps it (`class << 13 | hint << 3 |
     /// level`, see ioprio_set(2)); 0 is none, the device's default (since 1.18).
@@ -376,7 +377,8 @@ pub enum Cause {
     /// name (since format 1.4).
     IoUring = 3,
     /// A journal commit (jbd2's, from `jbd2_start_commit` to `jbd2_end_commit`): `tid` is the
-    /// journal thread's, [`Event::link`] the commit's start, `nr` the transaction (since 1.19).
+    /// journal thread's, [`Event::link`] the commit's start, [`Event::offset`] the transaction
+    /// (since 1.19).
     Journal = 4,
 }
 

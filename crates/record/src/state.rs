@@ -797,7 +797,9 @@ impl<W: Write> Tracker<W> {
                 }
             }
             Cause::Journal => {
-                e.nr = b.fd as u32;
+                // The transaction: in `offset`, which no block request's field reads (in
+                // `nr`, a commit each, it would split the chunks' rollups and type keys).
+                e.offset = u64::from(b.fd as u32);
                 e.link = b.ts.saturating_sub(b.link);
             }
             Cause::None | Cause::Writeback => {}

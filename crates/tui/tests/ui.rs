@@ -1615,7 +1615,7 @@ fn g_goes_from_a_call_to_what_its_waker_was_doing() {
     let commit_req = Event {
         tid: 400,
         cause: Cause::Journal as u8,
-        nr: 57,
+        offset: 57,
         link: 2_000_000,
         ..block(t0 + 5_000_000, 4_000_000, 400, jbd2, VDA, 0)
     };

@@ -333,7 +333,7 @@ fn woken_by(app: &App, e: &Event, found: Option<&Links>) -> Vec<(&'static str, S
     let mut what = type_name(app, w);
     match Cause::from_code(w.cause) {
         _ if w.class != Class::Block => {}
-        Cause::Journal => what += &format!(" of the journal's commit of transaction {}", w.nr),
+        Cause::Journal => what += &format!(" of the journal's commit of transaction {}", w.offset),
         Cause::Writeback => what += &format!(" writing back {}", field_text(app, "fd.name", w)),
         _ => {}
     }
@@ -453,7 +453,7 @@ fn issued_by(app: &App, e: &Event, found: Option<&Links>) -> Vec<(&'static str, 
             BY,
             format!(
                 "the journal's commit of transaction {}, begun {} before",
-                e.nr,
+                e.offset,
                 units::duration(e.link, TERM)
             ),
         )];
