@@ -364,7 +364,7 @@ fn parts(e: &Event) -> Vec<(&'static str, u64)> {
 /// long as its share of the latency (by largest remainder, so the runs fill the bar), named
 /// inside as far as it fits, in the theme's colours (alternately reversed without colour). A
 /// part too small for a cell is only in the figures. `None` without an anatomy.
-pub(crate) fn anatomy_bar(app: &App, e: &Event, w: usize) -> Option<Line<'static>> {
+fn anatomy_bar(app: &App, e: &Event, w: usize) -> Option<Line<'static>> {
     let parts = parts(e);
     let bar_w = w.saturating_sub(KEY + 2);
     if parts.is_empty() || bar_w == 0 {
