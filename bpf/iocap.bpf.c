@@ -2381,13 +2381,14 @@ static __noinline int rq_new(struct request *rq, __u64 now)
 		n.fd = t->jr_tx;
 		n.link = t->jr_ts;
 		n.ino_dev = t->jr_dev;
+		n.in_slot = call_io_add(tid, t->jr_ts, now, n.bytes, false);
 	} else if (flush_asker.cause) {
 		/* Made by the block layer: the asker's, as if it had issued it. */
 		n = flush_asker;
 		n.bytes = rq->__data_len;
 		n.dev = dev;
 		n.in_slot = false;
-		if (n.cause == CAUSE_SYSCALL || n.cause == CAUSE_IO_URING)
+		if (n.cause == CAUSE_SYSCALL || n.cause == CAUSE_IO_URING || n.cause == CAUSE_JOURNAL)
 			n.in_slot = call_io_add(n.tid, n.link, now, n.bytes, false);
 	}
 	if (n.cause && op != REQ_OP_FLUSH &&
@@ -2417,7 +2418,7 @@ static __always_inline struct call_io *rq_call(struct rq_info *i)
 	struct call_key ck = { .tid = i->tid, .ts = i->link };
 	struct call_slot *s;
 
-	if (i->cause != CAUSE_SYSCALL && i->cause != CAUSE_IO_URING)
+	if (i->cause != CAUSE_SYSCALL && i->cause != CAUSE_IO_URING && i->cause != CAUSE_JOURNAL)
 		return NULL;
 	if (!i->in_slot)
 		return bpf_map_lookup_elem(&callio, &ck);
@@ -2549,16 +2550,43 @@ int BPF_PROG(jr_start, journal_t *journal, transaction_t *tx)
 	return 0;
 }
 
+/* The commit ends: its event, with its requests' sums (keyed as a call's: the thread, its start). */
 SEC("tp_btf/jbd2_end_commit")
 int BPF_PROG(jr_end, journal_t *journal, transaction_t *tx)
 {
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 now = bpf_ktime_get_ns(), ts;
+	struct rec_journal *e;
+	struct io_sum sum;
 	struct tctx *t;
 
 	if (!want_blk)
 		return 0;
-	t = bpf_task_storage_get(&tstore, bpf_get_current_task_btf(), 0, 0);
-	if (t)
-		t->jr_ts = 0;
+	t = bpf_task_storage_get(&tstore, task, 0, 0);
+	if (!t || !t->jr_ts)
+		return 0;
+	ts = t->jr_ts;
+	t->jr_ts = 0;
+	sum = call_io_take(task->pid, ts, now);
+	if (stop_at || now - ts < min_latency || shed())
+		return 0;
+	e = ring_reserve(sizeof(*e));
+	if (!e) {
+		count_drop();
+		return 0;
+	}
+	e->kind = ev_kind(REC_JOURNAL);
+	e->pad = 0;
+	e->tid = task->pid;
+	e->pid = task->tgid;
+	e->tx = t->jr_tx;
+	e->ts = ts;
+	e->lat = now - ts;
+	e->reqs = sum.reqs;
+	e->dev = t->jr_dev;
+	e->bytes = sum.bytes;
+	e->disk = sum.disk;
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	return 0;
 }
 
@@ -2928,6 +2956,7 @@ struct rec_sys _rec_sys = {};
 struct rec_sys32 _rec_sys32 = {};
 struct rec_sysio _rec_sysio = {};
 struct rec_uring _rec_uring = {};
+struct rec_journal _rec_journal = {};
 struct rec_blk _rec_blk = {};
 struct rec_fork _rec_fork = {};
 struct rec_exec _rec_exec = {};

@@ -29,6 +29,7 @@ enum rec_kind {
 	REC_URING = 11,
 	REC_END_SYS = 12,
 	REC_END_BLK = 13,
+	REC_JOURNAL = 14,
 };
 
 #define KIND_BITS 5
@@ -184,6 +185,25 @@ struct rec_blk {
 	__u64 ino;     /* ... and inode number (the written-back inode, or the pages' owner) */
 	__u16 ioprio;  /* the request's I/O priority: class << 13 | hint << 3 | level */
 	__u8 pad2[6];
+};
+
+/*
+ * A journal commit ended: jbd2's thread `tid` committed transaction `tx` of the journal on
+ * `dev`, from jbd2_start_commit (ts) to jbd2_end_commit, with what its block requests (those
+ * of cause CAUSE_JOURNAL linked to it, and the flushes it asked for) did.
+ */
+struct rec_journal {
+	__u16 kind; /* REC_JOURNAL */
+	__u16 pad;
+	__u32 tid;
+	__u32 pid;
+	__u32 tx;
+	__u64 ts;   /* jbd2_start_commit, CLOCK_MONOTONIC as rec_sys.ts */
+	__u64 lat;  /* jbd2_end_commit - ts */
+	__u32 reqs; /* its block requests */
+	__u32 dev;  /* the journal's device, as rec_blk.dev */
+	__u64 bytes; /* their bytes, as issued */
+	__u64 disk;  /* ns of the commit with at least one of them in flight */
 };
 
 /*

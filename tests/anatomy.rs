@@ -430,6 +430,55 @@ fn a_sync_append_waits_for_the_journal() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains(" by journal commit "), "{text}");
+    // Each commit is an event of its own (class journal): its requests link to it, it counts
+    // them, and the writes jbd2 woke find it as what their waker was doing.
+    let commits: Vec<&Event> = evs.iter().filter(|e| e.class == Class::Journal).collect();
+    let mut linked = 0;
+    for c in &commits {
+        let its: Vec<&&Event> = on_disk
+            .iter()
+            .filter(|b| b.cause == Cause::Journal as u8 && b.tid == c.tid && b.ts - b.link == c.ts)
+            .collect();
+        assert!(its.iter().all(|b| b.offset == c.offset), "one transaction");
+        assert!(c.disk_time <= c.latency);
+        linked += its.len();
+        if its.is_empty() {
+            continue; // a commit of another filesystem's journal
+        }
+        assert_eq!(c.disk_reqs as usize, its.len(), "commit {c:?}: {its:?}");
+    }
+    let journal_reqs = on_disk.iter().filter(|b| b.cause == Cause::Journal as u8).count();
+    assert_eq!(linked, journal_reqs, "every journal request links to its commit");
+    let waited = writes
+        .iter()
+        .filter(|w| w.wait_journal > 0)
+        .filter(|w| {
+            commits
+                .iter()
+                .any(|c| c.tid == w.waker && c.end() >= w.ts && c.end() <= w.end())
+        })
+        .count();
+    eprintln!(
+        "{} commits; {waited} of {by_jbd2} writes jbd2 woke waited for one that ended inside them",
+        commits.len()
+    );
+    assert!(waited * 10 >= by_jbd2 * 9, "{waited} of {by_jbd2}");
+    let out = iocap()
+        .args(["events", "--limit", "1"])
+        .arg(&cap)
+        .arg("evt.class=journal and disk.requests>0")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("jbd2 commit") && text.contains("transaction "), "{text}");
+    // And the header says what `-c` kept of other threads.
+    let out = iocap().arg("info").arg(&cap).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("also kept    every journal commit and its requests")
+            && text.contains("also kept    the device cache flushes"),
+        "{text}"
+    );
 }
 
 /// Receives a datagram on loopback, then pauses until a signal: a child sends both, each

@@ -278,9 +278,11 @@ fn write_line(
     }
     let proc = text::truncate(&field_text(FieldId::ProcName, e, meta, tables), 16);
     let mut kind = field_text(FieldId::EvtType, e, meta, tables);
-    if e.class == Class::IoUring {
+    match e.class {
         // `read` alone would read as the syscall.
-        kind = format!("uring {kind}");
+        Class::IoUring => kind = format!("uring {kind}"),
+        Class::Journal => kind = "jbd2 commit".into(),
+        Class::Syscall | Class::Block => {}
     }
     let mut res = field_text(FieldId::EvtRes, e, meta, tables);
     let errno = field_text(FieldId::EvtErrno, e, meta, tables);
@@ -317,6 +319,8 @@ fn write_line(
             s.push_str(&format!(" {file}"));
         }
         s
+    } else if e.class == Class::Journal {
+        format!("transaction {}, {} requests", e.offset, e.disk_reqs)
     } else {
         let n = field_text(FieldId::FdName, e, meta, tables);
         match (n.is_empty(), e.fd) {

@@ -244,6 +244,7 @@ impl Summary {
             "command_line": self.meta.command_line,
             "filter": self.meta.filter,
             "missing": self.meta.missing,
+            "kept": self.meta.kept,
             "processes": self.procs,
             "files": self.files,
             "devices": self.devices,
@@ -301,6 +302,10 @@ impl Summary {
         // What the recording's kernel lacked, and so what the capture lacks.
         for what in &m.missing {
             writeln!(out, "missing      {what}")?;
+        }
+        // What a recording narrowed to some processes kept of others, and why.
+        for what in &m.kept {
+            writeln!(out, "also kept    {what}")?;
         }
         writeln!(
             out,

@@ -313,6 +313,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // The origin of every time in the capture: before the first event, not after the attach.
     meta.start_ts = recorder.start_ns();
     meta.missing = recorder.missing().to_vec();
+    meta.kept = recorder.kept();
     let recording = format!(
         "recording to {target} (syscalls: {}, block: {}); Ctrl-C stops",
         if cfg.syscalls { "on" } else { "off" },

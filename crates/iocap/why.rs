@@ -73,7 +73,8 @@ impl Why {
                 || -> Acc { Default::default() },
                 |(why, woken): &mut Acc, _, cols, bits| {
                     for i in bits.iter_ones() {
-                        if cols.class[i] == Class::Block as u8 {
+                        // Calls only: block requests and journal commits have no anatomy.
+                        if cols.class[i] == Class::Block as u8 || cols.class[i] == Class::Journal as u8 {
                             continue;
                         }
                         let e = cols.event(i);

@@ -92,12 +92,14 @@ impl Measure {
     #[inline(always)]
     fn value(self, class: u8, l: u64, q: u64, r: u64, w: u64) -> u64 {
         let block = class == Class::Block as u8;
+        // Calls: a journal commit has no anatomy either.
+        let call = !block && class != Class::Journal as u8;
         match self {
             Measure::Queue if block => q,
             Measure::Total if block => q.saturating_add(l),
-            Measure::Runq if !block => r,
-            Measure::Wait if !block => w,
-            Measure::Cpu if !block => l.saturating_sub(r).saturating_sub(w),
+            Measure::Runq if call => r,
+            Measure::Wait if call => w,
+            Measure::Cpu if call => l.saturating_sub(r).saturating_sub(w),
             _ => l,
         }
     }

@@ -85,12 +85,13 @@ pub(crate) enum Kernel {
 }
 
 /// Which events pass, per class: syscalls by number, block requests by op, io_uring requests
-/// by opcode (in the `nr` column).
+/// by opcode (in the `nr` column), journal commits all or none.
 #[derive(Clone, Debug)]
 pub(crate) struct ByClass {
     pub(crate) nrs: IdSet,
     pub(crate) ops: IdSet,
     pub(crate) urings: IdSet,
+    pub(crate) journal: bool,
 }
 
 /// Which ids satisfy a predicate: a bitset over `0..dense_len`, a sorted list of larger known
@@ -304,6 +305,7 @@ pub(crate) fn test_value(test: &Test, v: &Value<'_>) -> bool {
 const SYSCALL: u8 = Class::Syscall as u8;
 pub(crate) const BLOCK: u8 = Class::Block as u8;
 const IO_URING: u8 = Class::IoUring as u8;
+const JOURNAL: u8 = Class::Journal as u8;
 
 /// Whether class code `code` is class `want`. A code other than block (only in a hostile file)
 /// is a syscall, as `Columns::event` and the chunk summary count it.
@@ -357,6 +359,7 @@ pub(crate) fn compile_node(node: &Node, meta: &Meta, tables: &Tables, origin: u6
                 nrs: IdSet::build(positional, 1024, Beyond::Const(false)),
                 ops: IdSet::build(std::iter::empty(), 0, Beyond::Const(false)),
                 urings: IdSet::build(std::iter::empty(), 0, Beyond::Const(false)),
+                journal: false,
             }));
             CNode::And(vec![
                 CNode::Leaf(calls),
@@ -492,6 +495,10 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables, origin: u64) -> Kernel {
             nrs: nr_set(Class::Syscall, 1024, beyond(Class::Syscall)),
             ops: IdSet::build(ops, 256, Beyond::Const(false)),
             urings: nr_set(Class::IoUring, 256, beyond(Class::IoUring)),
+            journal: passes(&Event {
+                class: Class::Journal,
+                ..Event::default()
+            }),
         }))
     };
     // The events a field is for, as the class a kernel tests.
@@ -886,9 +893,15 @@ impl Kernel {
             }
             Kernel::Ids { class, set, .. } => (class_may(class) && set.maybe_any(), false),
             Kernel::Split(by) => {
-                let ByClass { nrs, ops, urings } = &**by;
-                // The summary counts io_uring requests among the syscalls (the non-block events).
-                let syscall_may = s.syscalls > 0 && (nrs.maybe_any() || urings.maybe_any());
+                let ByClass {
+                    nrs,
+                    ops,
+                    urings,
+                    journal,
+                } = &**by;
+                // The summary counts io_uring requests and journal commits among the syscalls
+                // (the non-block events).
+                let syscall_may = s.syscalls > 0 && (nrs.maybe_any() || urings.maybe_any() || *journal);
                 (syscall_may || (s.blocks > 0 && ops.maybe_any()), false)
             }
         }
@@ -1117,7 +1130,12 @@ impl Kernel {
                 }
             }
             Kernel::Split(by) => {
-                let ByClass { nrs, ops, urings } = &**by;
+                let ByClass {
+                    nrs,
+                    ops,
+                    urings,
+                    journal,
+                } = &**by;
                 let (nr, op) = (col(&cols.nr, n), col(&cols.op, n));
                 let cls = &classes[..];
                 for (((w, c), nr), op) in words
@@ -1134,6 +1152,7 @@ impl Kernel {
                         let m = match c {
                             BLOCK => ops.contains(u64::from(op)),
                             IO_URING => urings.contains(u64::from(nr)),
+                            JOURNAL => *journal,
                             _ => nrs.contains(u64::from(nr)),
                         };
                         bits |= u64::from(m) << j;

@@ -406,14 +406,14 @@ static FIELDS: &[FieldInfo] = &[
         T::Str,
         FieldId::EvtType,
         ALWAYS,
-        "syscall name (read, openat, fsync...), `block` for a block request, io_uring opcode (read, readv, fsync...)",
+        "syscall name (read, openat, fsync...), `block` for a block request, io_uring opcode (read, readv, fsync...), `commit` for a journal commit",
     ),
     f(
         "evt.class",
         T::Str,
         FieldId::EvtClass,
         ALWAYS,
-        "syscall, block or io_uring",
+        "syscall, block, io_uring or journal (a journal commit, jbd2's)",
     ),
     f(
         "evt.cpu",
@@ -1003,11 +1003,12 @@ pub(crate) fn is_positional(arch: &str, nr: u32) -> bool {
     syscalls::name(arch, nr).is_some_and(|n| POSITIONAL_CALLS.contains(&n))
 }
 
-/// `evt.type`: the syscall's name, `block`, the io_uring opcode's name, or `sys_NNN`
-/// (`uring_NNN`) for a number iocap does not know.
+/// `evt.type`: the syscall's name, `block`, the io_uring opcode's name, `commit` (a journal's),
+/// or `sys_NNN` (`uring_NNN`) for a number iocap does not know.
 pub fn evt_type(arch: &str, class: Class, nr: u32) -> Cow<'static, str> {
     match class {
         Class::Block => Cow::Borrowed("block"),
+        Class::Journal => Cow::Borrowed("commit"),
         Class::Syscall => syscall_name(arch, nr),
         Class::IoUring => uring_op_name(nr),
     }
@@ -1073,6 +1074,7 @@ pub(crate) fn io_dir(arch: &str, class: Class, nr: u32, op: u8) -> IoDir {
         Class::Syscall => syscalls::name(arch, nr).map_or(IoDir::None, syscall_dir),
         Class::IoUring => uring::op_name(nr).map_or(IoDir::None, uring_dir),
         Class::Block => block_dir(op),
+        Class::Journal => IoDir::None,
     }
 }
 
@@ -1184,7 +1186,7 @@ pub(crate) static ERRNOS: &[&str] = &[
 /// used to reject `fd.type=fiel` with a suggestion instead of silently matching nothing.
 pub(crate) fn vocabulary(id: FieldId) -> Option<Vec<&'static str>> {
     Some(match id {
-        FieldId::EvtClass => vec!["syscall", "block", "io_uring"],
+        FieldId::EvtClass => Class::ALL.iter().map(|c| c.name()).collect(),
         FieldId::FdType => FdType::ALL.iter().map(|t| t.name()).collect(),
         FieldId::IoDir => vec!["read", "write", "none"],
         FieldId::BlkOp => vec!["read", "write", "flush", "discard", "other"],
@@ -1194,7 +1196,7 @@ pub(crate) fn vocabulary(id: FieldId) -> Option<Vec<&'static str>> {
         FieldId::BlkSyscall => syscalls::names("x86_64").collect(),
         FieldId::EvtType => {
             let mut v: Vec<&str> = syscalls::names("x86_64")
-                .chain(["block"])
+                .chain(["block", "commit"])
                 .chain(uring::op_names())
                 .collect();
             v.sort_unstable();

@@ -30,6 +30,9 @@ pub struct Pushdown {
     pub block: bool,
     /// Whether io_uring requests can match (not when `evt.class=block`, `evt.type=pread64`).
     pub io_uring: bool,
+    /// Whether journal commits can match (not when `evt.class=block`, `evt.type=fsync`). The
+    /// recorder times them with the block programs.
+    pub journal: bool,
     /// Only these syscall numbers (from `evt.type=...`), sorted; `None`: any.
     pub syscall_nrs: Option<Vec<u32>>,
     /// Every matching event is at least this slow (`latency>=X`, `latency>X`), ns.
@@ -49,6 +52,7 @@ impl Pushdown {
             syscalls: true,
             block: true,
             io_uring: true,
+            journal: true,
             syscall_nrs: None,
             min_latency: 0,
             names: None,
@@ -56,12 +60,13 @@ impl Pushdown {
     }
 }
 
-/// Whether `pred` may hold for syscalls, block requests and io_uring requests, as far as the
-/// kernel's class and syscall tests tell (`evt.type=pread64` names a syscall only).
-pub(crate) fn pred_classes(pred: &Pred, arch: &str) -> [bool; 3] {
+/// Whether `pred` may hold for syscalls, block requests, io_uring requests and journal commits
+/// (in [`crate::reach::CLASSES`] order), as far as the kernel's class and syscall tests tell
+/// (`evt.type=pread64` names a syscall only).
+pub(crate) fn pred_classes(pred: &Pred, arch: &str) -> [bool; 4] {
     let mut p = Pushdown::anything();
     push_pred(&mut p, pred, arch);
-    [p.syscalls, p.block, p.io_uring]
+    [p.syscalls, p.block, p.io_uring, p.journal]
 }
 
 /// The longest process name the kernel keeps (`TASK_COMM_LEN` - 1).
@@ -178,6 +183,7 @@ fn push_pred(p: &mut Pushdown, pred: &Pred, arch: &str) {
             p.syscalls &= vs.iter().any(|v| v == "syscall");
             p.block &= vs.iter().any(|v| v == "block");
             p.io_uring &= vs.iter().any(|v| v == "io_uring");
+            p.journal &= vs.iter().any(|v| v == "journal");
         }
         (
             FieldId::EvtType,
@@ -187,6 +193,7 @@ fn push_pred(p: &mut Pushdown, pred: &Pred, arch: &str) {
             },
         ) => {
             p.block &= vs.iter().any(|v| v == "block");
+            p.journal &= vs.iter().any(|v| v == "commit");
             p.io_uring &= vs.iter().any(|v| {
                 uring::op_number(v)
                     .or_else(|| v.strip_prefix("uring_")?.parse().ok())

@@ -21,13 +21,13 @@ use crate::live::pred_classes;
 use crate::Filter;
 
 /// The classes of event, in the order [`Reach`] keeps them.
-pub const CLASSES: [Class; 3] = [Class::Syscall, Class::Block, Class::IoUring];
+pub const CLASSES: [Class; 4] = [Class::Syscall, Class::Block, Class::IoUring, Class::Journal];
 
 /// Which classes of event a filter can match ([`Filter::reach`]), and why not the others.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reach {
     /// Per class of [`CLASSES`]: `None` when the filter may match events of it.
-    why_not: [Option<Why>; 3],
+    why_not: [Option<Why>; 4],
 }
 
 /// Why a class is ruled out, in the filter's own words.
@@ -45,6 +45,7 @@ pub fn class_noun(class: Class) -> &'static str {
         Class::Syscall => "syscalls",
         Class::Block => "block requests",
         Class::IoUring => "io_uring requests",
+        Class::Journal => "journal commits",
     }
 }
 
@@ -111,6 +112,7 @@ fn class_index(class: Class) -> usize {
         Class::Syscall => 0,
         Class::Block => 1,
         Class::IoUring => 2,
+        Class::Journal => 3,
     }
 }
 
@@ -122,7 +124,7 @@ impl Filter {
     /// use iocap_filter::Filter;
     /// use iocap_format::Class;
     /// let reach = |src: &str| Filter::parse(src).unwrap().reach("x86_64");
-    /// assert!(reach("latency>1ms").classes().len() == 3);
+    /// assert!(reach("latency>1ms").classes().len() == 4);
     /// assert_eq!(reach("blk.dev=vda").classes(), [Class::Block]);
     /// let none = reach("latency>1ms and latency<1us");
     /// assert!(none.none());
@@ -144,18 +146,18 @@ impl Filter {
             Node::And(a, b) => Some((&**a, &**b)),
             _ => None,
         });
-        let parts: Vec<(String, CNode, [bool; 3])> = exprs
+        let parts: Vec<(String, CNode, [bool; 4])> = exprs
             .into_iter()
             .zip(nodes)
             .map(|(e, n)| {
                 let pushed = match n {
                     Node::Pred(p) => pred_classes(p, arch),
-                    _ => [true; 3],
+                    _ => [true; 4],
                 };
                 (e.to_string(), compile_node(n, &meta, &tables, meta.start_ts), pushed)
             })
             .collect();
-        let mut why_not: [Option<Why>; 3] = Default::default();
+        let mut why_not: [Option<Why>; 4] = Default::default();
         for (class, why) in CLASSES.into_iter().zip(&mut why_not) {
             *why = parts
                 .iter()
@@ -239,6 +241,7 @@ fn kernel_may(k: &Kernel, class: Class) -> bool {
             Class::Syscall => by.nrs.maybe_any(),
             Class::Block => by.ops.maybe_any(),
             Class::IoUring => by.urings.maybe_any(),
+            Class::Journal => by.journal,
         },
     }
 }
@@ -323,8 +326,12 @@ mod tests {
             [Block],
             "absent is not unequal"
         );
-        assert_eq!(reach("fd.num=3").classes(), [Syscall, IoUring]);
-        assert_eq!(reach("disk.time>1ms").classes(), [Syscall, IoUring]);
+        // A journal commit has no fd: the kernel of fd.num tests non-block rows, and commits
+        // are left possible (an over-estimate, which only a message reads).
+        assert_eq!(reach("fd.num=3").classes(), [Syscall, IoUring, Journal]);
+        assert_eq!(reach("disk.time>1ms").classes(), [Syscall, IoUring, Journal]);
+        assert_eq!(reach("evt.class=journal").classes(), [Journal]);
+        assert_eq!(reach("evt.type=commit").classes(), [Journal]);
         assert_eq!(reach("evt.class=io_uring").classes(), [IoUring]);
         assert_eq!(reach("evt.type=pread64").classes(), [Syscall]);
         assert_eq!(reach("blk.syscall=pread64").classes(), [Block]);
@@ -333,21 +340,21 @@ mod tests {
             [Block],
             "block requests have files"
         );
-        assert_eq!(reach("not blk.dev=vda").classes(), [Syscall, Block, IoUring]);
-        assert_eq!(reach("blk.dev=vda or fd.num=3").classes(), [Syscall, Block, IoUring]);
+        assert_eq!(reach("not blk.dev=vda").classes(), [Syscall, Block, IoUring, Journal]);
+        assert_eq!(reach("blk.dev=vda or fd.num=3").classes(), [Syscall, Block, IoUring, Journal]);
         assert_eq!(
             reach("proc.name=nothing_like_it").classes().len(),
-            3,
+            4,
             "tables are not known"
         );
-        assert_eq!(reach("").classes().len(), 3);
+        assert_eq!(reach("").classes().len(), 4);
         assert_eq!(
             why("blk.dev=loop2 and fd.num=3"),
-            "`blk.dev=loop2` rules out syscalls and io_uring requests; `fd.num=3` rules out block requests"
+            "`blk.dev=loop2` rules out syscalls, io_uring requests and journal commits; `fd.num=3` rules out block requests"
         );
         assert_eq!(
             why("evt.class=block and evt.type=read"),
-            "`evt.class=block` rules out syscalls and io_uring requests; `evt.type=read` rules out block requests"
+            "`evt.class=block` rules out syscalls, io_uring requests and journal commits; `evt.type=read` rules out block requests"
         );
     }
 
@@ -368,12 +375,12 @@ mod tests {
         );
         assert_eq!(
             why("latency<0"),
-            "`latency<0` rules out syscalls, block requests and io_uring requests"
+            "`latency<0` rules out syscalls, block requests, io_uring requests and journal commits"
         );
         // Block requests: blk.latency is their latency; calls: it is absent.
         assert_eq!(
             why("blk.latency>1ms and latency<1ms"),
-            "`blk.latency>1ms` rules out syscalls and io_uring requests; `blk.latency>1ms` and `latency<1ms` cannot both hold"
+            "`blk.latency>1ms` rules out syscalls, io_uring requests and journal commits; `blk.latency>1ms` and `latency<1ms` cannot both hold"
         );
         assert_eq!(
             why("proc.pid=1 and (latency>1ms and latency<1us)"),
@@ -381,7 +388,7 @@ mod tests {
         );
         assert_eq!(
             why("proc.pid=1 and (latency>1ms and latency<1us or latency<0)"),
-            "`latency>1ms and latency<1us or latency<0` rules out syscalls, block requests and io_uring requests",
+            "`latency>1ms and latency<1us or latency<0` rules out syscalls, block requests, io_uring requests and journal commits",
             "within a conjunct too"
         );
         // What may match: ranges that meet, a negated range, different values.

@@ -13,7 +13,7 @@ pub const FILE_MAGIC: &[u8; 8] = b"IOCAP\x00\r\n";
 /// Format major version: a reader refuses a file with a newer major.
 pub const FORMAT_MAJOR: u16 = 1;
 /// Format minor version: additions a reader of the same major can skip.
-pub const FORMAT_MINOR: u16 = 19;
+pub const FORMAT_MINOR: u16 = 20;
 pub const PREAMBLE_LEN: usize = 16;
 
 pub const FRAME_MAGIC: &[u8; 4] = b"IOFR";

@@ -18,25 +18,34 @@ pub enum Class {
     Block = 1,
     /// An io_uring request, timed from its submission to its completion (since format 1.4).
     IoUring = 2,
+    /// A journal commit, timed from jbd2's `jbd2_start_commit` to its `jbd2_end_commit`, with
+    /// its block requests' sums as a call's (since format 1.20).
+    Journal = 3,
 }
 
 impl Class {
+    /// Every class, by on-disk code.
+    pub const ALL: [Class; 4] = [Class::Syscall, Class::Block, Class::IoUring, Class::Journal];
+
     /// The class with this on-disk code, if any.
     pub fn from_code(code: u64) -> Option<Class> {
         match code {
             0 => Some(Class::Syscall),
             1 => Some(Class::Block),
             2 => Some(Class::IoUring),
+            3 => Some(Class::Journal),
             _ => None,
         }
     }
 
-    /// The name used by the filter language and the CLI (`syscall`, `block`, `io_uring`).
+    /// The name used by the filter language and the CLI (`syscall`, `block`, `io_uring`,
+    /// `journal`).
     pub fn name(self) -> &'static str {
         match self {
             Class::Syscall => "syscall",
             Class::Block => "block",
             Class::IoUring => "io_uring",
+            Class::Journal => "journal",
         }
     }
 }
@@ -681,6 +690,11 @@ pub struct Meta {
     /// the missing feature, the oldest Linux that has it and what was left out (since 1.6;
     /// empty: nothing was missing, or an older recorder did not say).
     pub missing: Vec<String>,
+    /// Of a recording narrowed to some processes (`record -p`, `-c`): what it also kept of
+    /// other threads' events because the traced calls' chains reach them (the writeback of
+    /// their files, the journal's commits, the flushes they asked for), a line each (since
+    /// 1.20; empty: not narrowed, or an older recorder did not say).
+    pub kept: Vec<String>,
 }
 
 impl Meta {

@@ -27,6 +27,8 @@ pub enum Rec {
     EndSys(types::rec_sysio),
     /// A block request still in flight when the recording stopped, as [`Rec::EndSys`].
     EndBlk(types::rec_blk),
+    /// A journal commit, with what its block requests did.
+    Journal(types::rec_journal),
 }
 
 pub const REC_SYS: u16 = 1;
@@ -60,6 +62,7 @@ pub const REC_SYSIO: u16 = 10;
 pub const REC_URING: u16 = 11;
 pub const REC_END_SYS: u16 = 12;
 pub const REC_END_BLK: u16 = 13;
+pub const REC_JOURNAL: u16 = 14;
 
 /// Bits of a record's `kind` that hold its kind; an event record's CPU is above them (see
 /// bpf/iocap.h).
@@ -92,6 +95,8 @@ unsafe impl Pod for types::rec_sysio {}
 unsafe impl Pod for types::rec_blk {}
 // SAFETY: as above.
 unsafe impl Pod for types::rec_uring {}
+// SAFETY: as above.
+unsafe impl Pod for types::rec_journal {}
 // SAFETY: as above.
 unsafe impl Pod for types::rec_fork {}
 // SAFETY: as above.
@@ -158,6 +163,7 @@ pub fn decode(b: &[u8]) -> Option<Rec> {
         REC_DUP => read(b).map(Rec::Dup),
         REC_END_SYS => read(b).map(Rec::EndSys),
         REC_END_BLK => read(b).map(Rec::EndBlk),
+        REC_JOURNAL => read(b).map(Rec::Journal),
         _ => None,
     }
 }
@@ -185,6 +191,7 @@ pub fn to_boottime(rec: &mut [u8], offset: u64) {
         REC_EXEC => &[std::mem::offset_of!(types::rec_exec, ts)],
         REC_EXIT | REC_COMM => &[std::mem::offset_of!(types::rec_comm, ts)],
         REC_URING => &[std::mem::offset_of!(types::rec_uring, ts)],
+        REC_JOURNAL => &[std::mem::offset_of!(types::rec_journal, ts)],
         REC_BLK | REC_END_BLK => &[
             std::mem::offset_of!(types::rec_blk, ts),
             std::mem::offset_of!(types::rec_blk, link),
@@ -230,6 +237,10 @@ pub fn event_end(rec: &[u8]) -> Option<u64> {
         REC_URING => (
             u64_at(std::mem::offset_of!(types::rec_uring, ts))?,
             u64_at(std::mem::offset_of!(types::rec_uring, lat))?,
+        ),
+        REC_JOURNAL => (
+            u64_at(std::mem::offset_of!(types::rec_journal, ts))?,
+            u64_at(std::mem::offset_of!(types::rec_journal, lat))?,
         ),
         _ => return None,
     };
@@ -328,6 +339,7 @@ mod tests {
             ("REC_URING", REC_URING),
             ("REC_END_SYS", REC_END_SYS),
             ("REC_END_BLK", REC_END_BLK),
+            ("REC_JOURNAL", REC_JOURNAL),
         ];
         assert_eq!(c, rust, "bpf/iocap.h and abi.rs disagree");
         assert!(
@@ -587,6 +599,21 @@ mod tests {
         assert_eq!(event_end(&b), Some(965));
         match decode(&b) {
             Some(Rec::Uring(r)) => assert_eq!((r.ts, r.lat, r.fd), (905, 60, 4)),
+            other => panic!("decoded {other:?}"),
+        }
+        // A journal commit moves with its requests' links to it.
+        let jr = types::rec_journal {
+            kind: REC_JOURNAL,
+            ts: 900,
+            lat: 70,
+            tx: 12,
+            ..Default::default()
+        };
+        let mut b = bytes_of(&jr).to_vec();
+        to_boottime(&mut b, 5);
+        assert_eq!(event_end(&b), Some(975));
+        match decode(&b) {
+            Some(Rec::Journal(r)) => assert_eq!((r.ts, r.lat, r.tx), (905, 70, 12)),
             other => panic!("decoded {other:?}"),
         }
         // Too short to hold the time: no panic, no change.

@@ -217,7 +217,7 @@ const WRITEBACK: [Feature; 2] = [
     ),
 ];
 /// What is lost without any of [`JOURNAL`].
-const NO_JOURNAL: &str = "a journal commit's requests have blk.cause none";
+const NO_JOURNAL: &str = "a journal commit's requests have blk.cause none, and commits are no events";
 const JOURNAL: [Feature; 2] = [
     tracepoint(
         "jbd2_start_commit",

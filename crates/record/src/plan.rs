@@ -127,7 +127,7 @@ pub fn plan(req: &Request, filter: &Filter) -> Result<Config, PlanError> {
         return Err(PlanError::NothingToRecord);
     }
     let recorded = |class: Class| match class {
-        Class::Block => req.block,
+        Class::Block | Class::Journal => req.block,
         Class::Syscall | Class::IoUring => req.syscalls,
     };
     if !reach.classes().into_iter().any(recorded) {
@@ -142,7 +142,8 @@ pub fn plan(req: &Request, filter: &Filter) -> Result<Config, PlanError> {
         pids: req.pids.clone(),
         follow_forks: req.command,
         syscalls: req.syscalls && push.syscalls,
-        block: req.block && push.block,
+        // Journal commits are timed by the block programs.
+        block: req.block && (push.block || push.journal),
         io_uring: req.syscalls && push.io_uring,
         min_latency_ns: req.min_latency_ns.max(push.min_latency),
         ring_bytes: req.ring_bytes,
@@ -240,8 +241,8 @@ mod tests {
         );
         assert_eq!(
             nothing(req(), "blk.dev=loop2 and fd.num=3"),
-            "the filter `blk.dev=loop2 and fd.num=3` can match no event: `blk.dev=loop2` rules out syscalls and \
-             io_uring requests; `fd.num=3` rules out block requests"
+            "the filter `blk.dev=loop2 and fd.num=3` can match no event: `blk.dev=loop2` rules out syscalls, \
+             io_uring requests and journal commits; `fd.num=3` rules out block requests"
         );
         assert_eq!(
             nothing(req(), "proc.name=fio and proc.name=dd"),
@@ -260,10 +261,12 @@ mod tests {
         };
         assert!(nothing(no_sys.clone(), "evt.class=io_uring").contains("no event that is recorded"));
         assert_eq!(
-            nothing(no_sys, "disk.time>1ms"),
-            "the filter `disk.time>1ms` can match no event that is recorded: it matches only syscalls and \
-             io_uring requests, which --no-syscalls leaves out"
+            nothing(no_sys.clone(), "evt.type=pread64 or evt.class=io_uring"),
+            "the filter `evt.type=pread64 or evt.class=io_uring` can match no event that is recorded: it \
+             matches only syscalls and io_uring requests, which --no-syscalls leaves out"
         );
+        // Journal commits have disk figures too, and are recorded with the block requests.
+        assert!(plan(&no_sys, &f("disk.time>1ms")).is_ok_and(|c| c.block));
         let slow = Request {
             min_latency_ns: 1_000_000,
             ..req()

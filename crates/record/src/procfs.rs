@@ -367,6 +367,8 @@ pub fn meta(command_line: Vec<String>, iocap_version: &str, filter: Option<Strin
         next_file: None,
         // Set by the caller from what the recorder found missing.
         missing: Vec::new(),
+        // Set by the caller from what the recorder keeps of untraced threads.
+        kept: Vec::new(),
     }
 }
 

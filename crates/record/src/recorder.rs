@@ -53,6 +53,8 @@ pub struct Recorder {
     end_calls: bool,
     /// The `end_rqs` program hands over the block requests in flight at the end.
     end_rqs: bool,
+    /// The jbd2 tracepoints are attached: journal commits are events.
+    journal: bool,
     /// What was asked for and this kernel cannot record, one line each ([`Recorder::missing`]).
     missing: Vec<String>,
     /// The nice value of the recorder's own threads ([`Recorder::set_nice`]).
@@ -193,6 +195,7 @@ impl Recorder {
             block,
             end_calls: support.end_calls,
             end_rqs: block && support.end_rqs,
+            journal: block && support.journal,
             missing: support.missing,
             nice: None,
         };
@@ -221,6 +224,21 @@ impl Recorder {
     /// ([`iocap_format::Meta::missing`]).
     pub fn missing(&self) -> &[String] {
         &self.missing
+    }
+
+    /// Of a recording narrowed to some processes, what it also keeps of other threads'
+    /// events, a line each: for the capture's header ([`iocap_format::Meta::kept`]).
+    pub fn kept(&self) -> Vec<String> {
+        let mut kept = Vec::new();
+        if !self.pid_filtered || !self.block {
+            return kept;
+        }
+        kept.push("the writeback of the traced processes' files: blk.cause=writeback".into());
+        if self.journal {
+            kept.push("every journal commit and its requests, which a traced call may wait for: evt.class=journal, blk.cause=journal".into());
+        }
+        kept.push("the device cache flushes a traced call or a kept commit asked for: blk.op=flush".into());
+        kept
     }
 
     /// [`Recorder::missing`] as sentences to say once: "this kernel lacks the tracepoint

@@ -463,6 +463,7 @@ impl<W: Write> Tracker<W> {
             Rec::EndSys(s) => self.sys_event(&s.sys, Some(&s), true),
             Rec::EndBlk(b) => self.blk_event(&b, true),
             Rec::Uring(u) => self.uring_event(&u),
+            Rec::Journal(j) => self.journal_event(&j),
             Rec::Fork(f) => {
                 let (exe, cmdline) = match self.procs.get(&f.ppid) {
                     Some(p) => (p.info.exe.clone(), p.info.cmdline.clone()),
@@ -717,6 +718,28 @@ impl<W: Write> Tracker<W> {
             e.bytes = u.res as u64;
         }
         let keep = self.keep(&e, file);
+        self.push(&e, keep)
+    }
+
+    /// A journal commit: jbd2's thread, the transaction in `offset` (as its requests have it),
+    /// its requests' sums as a call's.
+    fn journal_event(&mut self, j: &types::rec_journal) -> Result<(), iocap_format::Error> {
+        let mut e = Event {
+            class: Class::Journal,
+            ts: j.ts,
+            latency: j.lat,
+            pid: j.pid,
+            tid: j.tid,
+            fd: -1,
+            offset: u64::from(j.tx),
+            disk_reqs: j.reqs,
+            disk_bytes: j.bytes,
+            disk_time: j.disk,
+            cpu: abi::cpu(j.kind),
+            ..Event::default()
+        };
+        e.proc = self.proc_id(j.pid, None);
+        let keep = self.keep(&e, None);
         self.push(&e, keep)
     }
 

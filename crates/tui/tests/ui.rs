@@ -1826,7 +1826,7 @@ fn m_measures_block_requests_by_queue_or_queue_plus_device() {
         act(&mut app, Action::Activate);
         let field = m.field();
         let others = if m.of_calls() {
-            "evt.class=block"
+            "evt.class in (block, journal)"
         } else {
             "evt.class!=block"
         };

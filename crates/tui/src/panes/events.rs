@@ -263,12 +263,12 @@ impl List {
             Class::Block => match Cause::from_code(e.cause) {
                 Cause::None => return Err("this block request was issued outside any traced call".into()),
                 Cause::Writeback => return Err("a flusher wrote this back: there is no call to go to".into()),
-                Cause::Journal => return Err("a journal commit wrote this: there is no call to go to".into()),
-                Cause::Syscall | Cause::IoUring if e.link > e.ts => {
+                Cause::Syscall | Cause::IoUring | Cause::Journal if e.link > e.ts => {
                     return Err("this block request's link is damaged (before boot)".into())
                 }
-                Cause::Syscall | Cause::IoUring => 0,
+                Cause::Syscall | Cause::IoUring | Cause::Journal => 0,
             },
+            Class::Journal if e.disk_reqs == 0 => return Err("this journal commit issued no block request".into()),
             Class::Syscall | Class::IoUring if e.disk_reqs == 0 && e.waker == 0 => {
                 return Err(if e.wait > 0 {
                     "this call issued no block request, and an interrupt or an idle CPU woke it".into()
@@ -278,7 +278,7 @@ impl List {
             }
             // A call that issued no request: what its waker was doing.
             Class::Syscall | Class::IoUring if e.disk_reqs == 0 => 0,
-            Class::Syscall | Class::IoUring => match &self.jumped_from {
+            Class::Syscall | Class::IoUring | Class::Journal => match &self.jumped_from {
                 Some((from, k)) if *from == e => k.saturating_add(1),
                 _ => 0,
             },
@@ -449,5 +449,6 @@ fn kind(e: &Event, arch: &str) -> String {
         Class::Syscall => iocap_filter::fields::evt_type(arch, e.class, e.nr).into_owned(),
         Class::IoUring => format!("io_uring {}", iocap_filter::fields::evt_type(arch, e.class, e.nr)),
         Class::Block => "block request".into(),
+        Class::Journal => "journal commit".into(),
     }
 }

@@ -317,7 +317,10 @@ impl View {
             // The events measured by a part are selected by it, the others by their latency.
             parts.push(match self.measure {
                 Measure::Latency => latency,
-                m if m.of_calls() => format!("((evt.class=block and {latency}) or ({}))", range(m.field())),
+                m if m.of_calls() => format!(
+                    "((evt.class in (block, journal) and {latency}) or ({}))",
+                    range(m.field())
+                ),
                 m => format!("((evt.class!=block and {latency}) or ({}))", range(m.field())),
             });
         }

@@ -118,7 +118,8 @@ pub fn issuer_class(cause: Cause) -> Option<Class> {
     match cause {
         Cause::Syscall => Some(Class::Syscall),
         Cause::IoUring => Some(Class::IoUring),
-        Cause::None | Cause::Writeback | Cause::Journal => None,
+        Cause::Journal => Some(Class::Journal),
+        Cause::None | Cause::Writeback => None,
     }
 }
 
@@ -127,15 +128,16 @@ fn cause_of(class: Class) -> Option<Cause> {
     match class {
         Class::Syscall => Some(Cause::Syscall),
         Class::IoUring => Some(Cause::IoUring),
+        Class::Journal => Some(Cause::Journal),
         Class::Block => None,
     }
 }
 
-/// Whether a lookup on `e` can find anything: a call that issued block requests or that a
-/// thread woke, or a block request of cause syscall or io_uring.
+/// Whether a lookup on `e` can find anything: a call (or journal commit) that issued block
+/// requests or that a thread woke, or a block request of cause syscall, io_uring or journal.
 pub fn has_links(e: &Event) -> bool {
     match e.class {
-        Class::Syscall | Class::IoUring => e.disk_reqs > 0 || e.waker != 0,
+        Class::Syscall | Class::IoUring | Class::Journal => e.disk_reqs > 0 || e.waker != 0,
         Class::Block => issuer_class(Cause::from_code(e.cause)).is_some(),
     }
 }
@@ -188,7 +190,7 @@ pub fn find(q: &LinksQuery) -> Links {
     let mut cols = Columns::default();
     let e = &q.event;
     let result = match e.class {
-        Class::Syscall | Class::IoUring => {
+        Class::Syscall | Class::IoUring | Class::Journal => {
             let r = if e.disk_reqs > 0 {
                 requests(reader, e, &mut dec, &mut cols, &mut out)
             } else {

@@ -65,7 +65,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
                 c[3] = cut(&c[3], usize::from(type_w));
                 c[4] = match e.class {
                     Class::Block => disk_and_file(&c[4], &field_text(app, "fd.name", e), file_w),
-                    Class::Syscall | Class::IoUring => cut(&c[4], file_w),
+                    Class::Syscall | Class::IoUring | Class::Journal => cut(&c[4], file_w),
                 };
                 c[7] = res_cell(e, arch, usize::from(res_w));
                 Row::new(c.into_iter().map(Cell::from))
@@ -185,6 +185,7 @@ fn columns(app: &App, e: &Event) -> [String; 8] {
     let target = match e.class {
         Class::Syscall | Class::IoUring => get("fd.name").unwrap_or_default(),
         Class::Block => get("blk.dev").unwrap_or_default(),
+        Class::Journal => format!("transaction {}", e.offset),
     };
     [
         units::offset(e.ts.saturating_sub(app.cap.start)),
@@ -417,6 +418,7 @@ fn type_name(app: &App, e: &Event) -> String {
         Class::Syscall => fields::evt_type(arch, e.class, e.nr).into_owned(),
         Class::IoUring => format!("uring {}", fields::evt_type(arch, e.class, e.nr)),
         Class::Block => format!("blk {}", BlockOp::from_code(e.op).name()),
+        Class::Journal => "journal commit".into(),
     }
 }
 
