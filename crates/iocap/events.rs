@@ -298,11 +298,14 @@ fn write_line(
     // then what issued them and their file when the capture knows.
     let name = if e.class == Class::Block {
         let mut s = format!(
-            "{} {} sector {}",
+            "{} {}",
             field_text(FieldId::BlkDev, e, meta, tables),
             field_text(FieldId::BlkOp, e, meta, tables),
-            field_text(FieldId::BlkSector, e, meta, tables)
         );
+        // A flush has no sector: the kernel gives all ones.
+        if e.sector != u64::MAX {
+            s.push_str(&format!(" sector {}", e.sector));
+        }
         let by = match field_text(FieldId::BlkSyscall, e, meta, tables) {
             _ if Cause::from_code(e.cause) == Cause::IoUring => {
                 format!("io_uring {}", fields::evt_type(&meta.arch, Class::IoUring, e.nr))

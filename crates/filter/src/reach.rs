@@ -341,7 +341,10 @@ mod tests {
             "block requests have files"
         );
         assert_eq!(reach("not blk.dev=vda").classes(), [Syscall, Block, IoUring, Journal]);
-        assert_eq!(reach("blk.dev=vda or fd.num=3").classes(), [Syscall, Block, IoUring, Journal]);
+        assert_eq!(
+            reach("blk.dev=vda or fd.num=3").classes(),
+            [Syscall, Block, IoUring, Journal]
+        );
         assert_eq!(
             reach("proc.name=nothing_like_it").classes().len(),
             4,

@@ -177,6 +177,7 @@ fn meta() -> Meta {
         }],
         next_file: None,
         missing: Vec::new(),
+        kept: Vec::new(),
     }
 }
 

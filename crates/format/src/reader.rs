@@ -1154,6 +1154,7 @@ fn escape_meta(mut m: Meta) -> Meta {
     esc(&mut m.arch);
     m.command_line.iter_mut().for_each(esc);
     m.missing.iter_mut().for_each(esc);
+    m.kept.iter_mut().for_each(esc);
     if let Some(f) = m.filter.as_mut() {
         esc(f);
     }

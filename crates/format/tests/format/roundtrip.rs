@@ -145,10 +145,11 @@ fn meta() -> impl Strategy<Value = Meta> {
             prop::collection::vec((any::<u32>(), any::<String>()), 0..3),
             prop::option::of(any::<String>()),
             prop::collection::vec(any::<String>(), 0..3),
+            prop::collection::vec(any::<String>(), 0..3),
         ),
     )
         .prop_map(
-            |((v, host, kernel, arch, b2w, start), (cmd, filter, cpus, devs, next_file, missing))| Meta {
+            |((v, host, kernel, arch, b2w, start), (cmd, filter, cpus, devs, next_file, missing, kept))| Meta {
                 iocap_version: v,
                 host,
                 kernel,
@@ -161,6 +162,7 @@ fn meta() -> impl Strategy<Value = Meta> {
                 devices: devs.into_iter().map(|(dev, name)| Device { dev, name }).collect(),
                 next_file,
                 missing,
+                kept,
             },
         )
 }

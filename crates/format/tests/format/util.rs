@@ -135,6 +135,7 @@ pub fn escaped_meta(meta: &Meta) -> Meta {
         filter: meta.filter.as_ref().map(esc),
         next_file: meta.next_file.as_ref().map(esc),
         missing: meta.missing.iter().map(esc).collect(),
+        kept: meta.kept.iter().map(esc).collect(),
         devices: meta
             .devices
             .iter()
@@ -183,6 +184,7 @@ pub fn small_capture() -> (Vec<u8>, Expected) {
         }],
         next_file: Some("trace.cap\x1b1".into()),
         missing: vec!["the tracepoint io_uring:x\x1b[2J (Linux 9.9 and later): nothing".into()],
+        kept: vec!["the writeback\x1b[2J of the traced processes' files".into()],
     };
     let mut ops = Vec::new();
     let mut ts = 1_000u64;

@@ -275,6 +275,9 @@ pub fn render_detail(app: &App, f: &mut Frame) {
     if let Some(line) = anatomy(e) {
         entries.push(("anatomy", line));
     }
+    if e.class == Class::Journal {
+        entries.push(("transaction", e.offset.to_string()));
+    }
     let found = app.list.links_of(e);
     entries.extend(issued_by(app, e, found));
     entries.extend(woken_by(app, e, found));
@@ -333,6 +336,7 @@ fn woken_by(app: &App, e: &Event, found: Option<&Links>) -> Vec<(&'static str, S
     let w = &w.event;
     let mut what = type_name(app, w);
     match Cause::from_code(w.cause) {
+        _ if w.class == Class::Journal => what += &format!(" of transaction {}", w.offset),
         _ if w.class != Class::Block => {}
         Cause::Journal => what += &format!(" of the journal's commit of transaction {}", w.offset),
         Cause::Writeback => what += &format!(" writing back {}", field_text(app, "fd.name", w)),
@@ -340,9 +344,9 @@ fn woken_by(app: &App, e: &Event, found: Option<&Links>) -> Vec<(&'static str, S
     }
     let (w_end, end) = (w.end(), e.end());
     let when = if w_end <= end {
-        format!("ended {} before the call", units::duration(end - w_end, TERM))
+        format!("ended {} before the call did", units::duration(end - w_end, TERM))
     } else {
-        format!("ended {} after the call", units::duration(w_end - end, TERM))
+        format!("ended {} after the call did", units::duration(w_end - end, TERM))
     };
     vec![(BY, format!("{who}: {what}, {when}"))]
 }
@@ -550,7 +554,8 @@ fn requests_lines(app: &App, e: &Event, found: Option<&Links>, w: usize, max: us
         lines.push(row(
             &format!("+{}", units::duration(b.ts.saturating_sub(e.ts), TERM)),
             &cut(&field_text(app, "blk.dev", b), 10),
-            &b.sector.to_string(),
+            // A flush has no sector: the kernel gives all ones.
+            &if b.sector == u64::MAX { "-".into() } else { b.sector.to_string() },
             &units::bytes(b.bytes, TERM),
             &units::duration(b.queue, TERM),
             &units::duration(b.latency, TERM),
