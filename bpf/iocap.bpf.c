@@ -234,6 +234,7 @@ struct anat {
 	__u64 runq;
 	__u64 wait;
 	__u64 longest; /* the longest sleep */
+	__u64 woke;    /* when the waking that ended it came */
 	__u64 by[WHY_N]; /* of `wait`, by why (enum why): WHY_OTHER's is the rest */
 	__u32 waker;   /* the tid that woke it */
 	__u32 waker_pid; /* and its process */
@@ -1295,6 +1296,7 @@ static __noinline int emit_sys_io(struct sys_done *d)
 	e->pad2 = 0;
 	for (int i = 0; i < WHY_N; i++)
 		e->why[i] = d->anat ? d->anat->by[i] : 0;
+	e->woken = d->anat && d->waker && d->anat->woke > d->ts ? d->anat->woke - d->ts : 0;
 	call_submit(e, cur);
 	return 0;
 }
@@ -1338,6 +1340,7 @@ static __always_inline bool fill_end_call(struct rec_sysio *e, struct task_struc
 	e->waker_pid = 0;
 	e->pad2 = 0;
 	__builtin_memset(e->why, 0, sizeof(e->why));
+	e->woken = 0;
 	return true;
 }
 
@@ -1762,6 +1765,7 @@ int BPF_PROG(anat_waking, struct task_struct *p)
 		__u64 id = bpf_get_current_pid_tgid();
 
 		t->anat.longest = slept;
+		t->anat.woke = now;
 		t->anat.waker = (__u32)id;
 		t->anat.waker_pid = id >> 32;
 	}

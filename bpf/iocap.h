@@ -128,6 +128,7 @@ struct rec_sysio {
 	__u32 pad2;
 	/* Of `wait`, ns by why it blocked (enum why); the rest is WHY_OTHER's. */
 	__u64 why[WHY_N];
+	__u64 woken; /* ns after `sys.ts` at which the waking that ended its longest sleep came; 0: none */
 };
 
 /*

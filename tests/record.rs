@@ -1577,7 +1577,7 @@ fn requests_that_record_nothing_exit_2_and_create_nothing() {
         ),
         (
             vec!["blk.dev=loop2 and disk.time>0"],
-            "`blk.dev=loop2` rules out syscalls and io_uring requests; `disk.time>0` rules out block requests",
+            "`blk.dev=loop2` rules out syscalls, io_uring requests and journal commits; `disk.time>0` rules out block requests",
         ),
         (
             vec!["--min-latency", "1ms", "latency<1us"],

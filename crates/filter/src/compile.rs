@@ -542,6 +542,7 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables, origin: u64) -> Kernel {
         | FieldId::WaitTime
         | FieldId::WaitCount
         | FieldId::WakerTid
+        | FieldId::WakerAfter
         | FieldId::WaitDisk
         | FieldId::WaitThrottle
         | FieldId::WaitWriteback

@@ -162,6 +162,8 @@ pub enum FieldId {
     WaitCount,
     /// `waker.tid`.
     WakerTid,
+    /// `waker.after`.
+    WakerAfter,
     /// `wait.disk`.
     WaitDisk,
     /// `wait.throttle`.
@@ -707,6 +709,13 @@ static FIELDS: &[FieldInfo] = &[
         "name of the process of waker.tid (jbd2/sda1-8, a kworker, postgres...); absent when it never blocked or the idle task woke it",
     ),
     f(
+        "waker.after",
+        T::Duration,
+        FieldId::WakerAfter,
+        col(Col::Woken, Holds::Others),
+        "how long after a syscall's start waker.tid woke its longest sleep (0 when no thread did)",
+    ),
+    f(
         "wait.disk",
         T::Duration,
         FieldId::WaitDisk,
@@ -967,6 +976,7 @@ pub fn value_in<'a, L: Lookup + ?Sized>(field: &FieldInfo, e: &Event, meta: &Met
         FieldId::WaitTime => sys(Value::Duration(e.wait)),
         FieldId::WaitCount => sys(Value::UInt(u64::from(e.sleeps))),
         FieldId::WakerTid => sys(Value::UInt(u64::from(e.waker))),
+        FieldId::WakerAfter => sys(Value::Duration(e.woken)),
         FieldId::WaitDisk => sys(Value::Duration(e.wait_disk)),
         FieldId::WaitThrottle => sys(Value::Duration(e.wait_throttle)),
         FieldId::WaitWriteback => sys(Value::Duration(e.wait_writeback)),

@@ -880,6 +880,8 @@ columns! {
     wait_net: u64 = WaitNet(39), Others, delta: false, planes: false;
     /// [`Event::wait_signal`] (syscall), ns. Since 1.19.
     wait_signal: u64 = WaitSignal(40), Others, delta: false, planes: false;
+    /// [`Event::woken`] (syscall), ns. Since 1.20.
+    woken: u64 = Woken(41), Others, delta: false, planes: false;
 }
 
 impl Columns {

@@ -241,6 +241,10 @@ pub struct Event {
     pub wait_other: u64,
     /// Syscall: why its thread blocked the most, a [`Reason`] code (since 1.19).
     pub reason: u8,
+    /// Syscall: ns after `ts` at which `waker` woke its longest sleep (0: none): what the
+    /// waker was doing then is its event that holds that instant, else the last to end
+    /// before it (since 1.20).
+    pub woken: u64,
     /// Syscall: the process of `waker`, an id in the process table (0: none or unknown)
     /// (since 1.19).
     pub waker_proc: u32,

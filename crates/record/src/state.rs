@@ -660,6 +660,7 @@ impl<W: Write> Tracker<W> {
             e.wait = io.wait;
             e.sleeps = io.sleeps;
             e.waker = io.waker;
+            e.woken = io.woken;
             abi::set_wait_by(&mut e, &io.why);
             if io.waker_pid != 0 {
                 e.waker_proc = self.proc_id(io.waker_pid, None);

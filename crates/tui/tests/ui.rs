@@ -938,6 +938,8 @@ fn detail_popup_fits_80x24() {
                 "wait.reason",
             ];
             let no_anatomy = e.runq == 0 && e.wait == 0 && anatomy.contains(&fi.name);
+            // Nor when its waker woke it, unless one did and the recorder said when.
+            let no_woken = e.woken == 0 && fi.name == "waker.after";
             // Nor the parts of its wait it did not have.
             let no_part = fi
                 .name
@@ -946,6 +948,7 @@ fn detail_popup_fits_80x24() {
                 && v == iocap_filter::fields::Value::Duration(0);
             // Nor the header's fields, one value for the whole capture.
             let shown = !(no_disk
+                || no_woken
                 || no_anatomy
                 || no_part
                 || fi.id.is_per_capture()
@@ -1591,18 +1594,22 @@ fn g_jumps_between_a_call_and_its_block_requests() {
     }
 }
 
-/// A call woken by the journal thread: its detail names the waker and the request of the
-/// commit it was finishing, and `g` goes there; a call whose waker has no event says so.
+/// A call woken by the journal thread: its detail names the waker and the commit it had just
+/// ended when it woke the call, and `g` goes there, then on to the commit's request; a call
+/// woken during its waker's call is put down to that call, not to a later one; a call whose
+/// waker has no event says so.
 #[test]
 fn g_goes_from_a_call_to_what_its_waker_was_doing() {
-    use iocap_format::Cause;
+    use iocap_format::{Cause, Class};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("woken.cap");
     let t0 = START + 1_000_000;
     let mut w = iocap_testkit::create(&path, &iocap_testkit::meta(START), 4, 1);
     let app_proc = add_proc(&mut w, 300, 1, b"app");
     let jbd2 = add_proc(&mut w, 400, 2, b"jbd2/vda1-8");
-    // The app's write, 10 ms blocked on the journal; the commit's flush ends 1 ms before it.
+    let peer = add_proc(&mut w, 500, 1, b"peer");
+    // The app's write, 10 ms, 9 of them blocked on the journal: woken at +9.6 ms, just after
+    // the commit (+3 ms to +9.5 ms) whose request (+5 ms to +9 ms) it waited for.
     let write = Event {
         proc: app_proc,
         wait: 9_000_000,
@@ -1610,7 +1617,18 @@ fn g_goes_from_a_call_to_what_its_waker_was_doing() {
         sleeps: 1,
         waker: 400,
         waker_proc: jbd2,
+        woken: 9_600_000,
         ..Event::syscall(t0, 10_000_000, 300, 300, 1, 1024)
+    };
+    let commit = Event {
+        class: Class::Journal,
+        proc: jbd2,
+        offset: 57,
+        disk_reqs: 1,
+        disk_bytes: 4096,
+        disk_time: 4_000_000,
+        fd: -1,
+        ..Event::syscall(t0 + 3_000_000, 6_500_000, 400, 400, 0, 0)
     };
     let commit_req = Event {
         tid: 400,
@@ -1627,7 +1645,27 @@ fn g_goes_from_a_call_to_what_its_waker_was_doing() {
         waker: 999,
         ..Event::syscall(t0 + 20_000_000, 2_000_000, 300, 300, 1, 1024)
     };
-    let mut events = vec![write, commit_req, lonely];
+    // A read woken at +1 ms by the peer's write (+0.5 ms to +1.5 ms); the peer's next call
+    // ends later inside the read, but it did not wake it.
+    let read = Event {
+        proc: app_proc,
+        wait: 900_000,
+        wait_call: 900_000,
+        sleeps: 1,
+        waker: 500,
+        waker_proc: peer,
+        woken: 1_000_000,
+        ..Event::syscall(t0 + 23_000_000, 3_000_000, 300, 302, 0, 10)
+    };
+    let peer_write = Event {
+        proc: peer,
+        ..Event::syscall(t0 + 23_500_000, 1_000_000, 500, 500, 1, 10)
+    };
+    let peer_later = Event {
+        proc: peer,
+        ..Event::syscall(t0 + 25_000_000, 500_000, 500, 500, 39, 500)
+    };
+    let mut events = vec![write, commit, commit_req, lonely, read, peer_write, peer_later];
     for i in 0..50 {
         events.push(Event::syscall(t0 + i * 500_000, 100, 300, 301, 39, 300));
     }
@@ -1650,16 +1688,35 @@ fn g_goes_from_a_call_to_what_its_waker_was_doing() {
     assert!(popup.lines().any(|l| l.contains(&bar)), "{popup}");
     // Wrapped across two lines at 100 columns.
     assert!(
-        popup.contains("woken by  jbd2/vda1-8 (thread 400): blk read of the journal's commit")
-            && popup.contains("of transaction 57, ended 1.00ms before the call"),
+        popup.contains("woken by  jbd2/vda1-8 (thread 400): journal commit of transaction 57,")
+            && popup.contains("which ended 100µs before it woke the call at +9.60ms"),
         "{popup}"
     );
+    assert!(popup.contains("waker.after  9.60ms"), "{popup}");
     press(&mut app, KeyCode::Esc);
     press(&mut app, KeyCode::Char('g'));
     let at = app.list.selected().unwrap();
-    assert_eq!((at.ts, at.tid), (t0 + 5_000_000, 400), "{:?}", app.note);
-    assert_eq!(app.note.as_deref(), Some("went to its waker's block request"));
-    // The journal's request says whose it is.
+    assert_eq!(
+        (at.class, at.ts, at.tid),
+        (Class::Journal, t0 + 3_000_000, 400),
+        "{:?}",
+        app.note
+    );
+    assert_eq!(app.note.as_deref(), Some("went to its waker's journal commit"));
+    // The commit says its transaction, and `g` goes on to its request.
+    press(&mut app, KeyCode::Enter);
+    let popup = popup_text(&full(&app));
+    assert!(popup.contains("transaction  57"), "{popup}");
+    press(&mut app, KeyCode::Esc);
+    press(&mut app, KeyCode::Char('g'));
+    let at = app.list.selected().unwrap();
+    assert_eq!(
+        (at.class, at.ts, at.tid),
+        (Class::Block, t0 + 5_000_000, 400),
+        "{:?}",
+        app.note
+    );
+    // The journal's request says whose it is, and `g` goes back to the commit.
     press(&mut app, KeyCode::Enter);
     let popup = popup_text(&full(&app));
     assert!(
@@ -1667,6 +1724,14 @@ fn g_goes_from_a_call_to_what_its_waker_was_doing() {
         "{popup}"
     );
     press(&mut app, KeyCode::Esc);
+    press(&mut app, KeyCode::Char('g'));
+    let at = app.list.selected().unwrap();
+    assert_eq!((at.class, at.ts), (Class::Journal, t0 + 3_000_000), "{:?}", app.note);
+    // Woken during the peer's write: that write, not the peer's later call.
+    select(&mut app, |e| e.ts == t0 + 23_000_000 && e.tid == 302);
+    press(&mut app, KeyCode::Char('g'));
+    let at = app.list.selected().unwrap();
+    assert_eq!((at.ts, at.tid), (t0 + 23_500_000, 500), "{:?}", app.note);
     // A waker with no event: said, the selection stays.
     select(&mut app, |e| e.ts == t0 + 20_000_000 && e.tid == 300);
     let sel = app.list.sel;

@@ -21,7 +21,7 @@ fn u32_extreme() -> impl Strategy<Value = u32> {
 fn event() -> impl Strategy<Value = Event> {
     (
         (
-            any::<bool>(),
+            0..4usize,
             u64_extreme(),
             u64_extreme(),
             u32_extreme(),
@@ -52,11 +52,11 @@ fn event() -> impl Strategy<Value = Event> {
     )
         .prop_map(
             |(
-                (block, ts, latency, pid, tid, proc, nr),
+                (class, ts, latency, pid, tid, proc, nr),
                 (ret, fd, file, bytes, dev, sector, queue, op, flags),
                 (cause, link, disk_reqs, disk_bytes, disk_time, cpu, offset),
             )| Event {
-                class: if block { Class::Block } else { Class::Syscall },
+                class: Class::ALL[class],
                 ts,
                 latency,
                 pid,
@@ -98,6 +98,7 @@ fn event() -> impl Strategy<Value = Event> {
                 wait_other: ts.rotate_left(43),
                 reason: op ^ cause,
                 waker_proc: proc.rotate_left(3),
+                woken: ts.rotate_left(59),
             },
         )
 }

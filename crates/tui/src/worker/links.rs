@@ -326,18 +326,22 @@ fn issuer(
     }
 }
 
-/// The event of the thread that woke `call` (its `waker`), into `out`: of that thread's events
-/// that overlap the call, the last to end inside it (what the waker was doing as it woke it: a
-/// journal commit's last request, a flusher's writeback, the writer's `write` to a pipe), else
-/// the first to end after it. Events that started up to [`WAKER_BEFORE`] before the call are
-/// looked at; none found is no waker event (a thread iocap did not trace, an interrupt's).
+/// The event of the thread that woke `call` (its `waker`), into `out`: what that thread was
+/// doing as it woke the call. With the waking's time (`woken`, since 1.20), its event that
+/// holds that instant (a call before a block request, which runs on its own; of several, the
+/// latest begun), else the last to end before it (a journal commit wakes its waiters as it
+/// ends). Without it (older captures), of its events that overlap the call, the last to end
+/// inside it, else the first to end after it. Events that started up to [`WAKER_BEFORE`]
+/// before the call are looked at; none found is no waker event (a thread iocap did not trace,
+/// an interrupt's).
 fn waker(reader: &Reader, call: &Event, dec: &mut ChunkDecoder, cols: &mut Columns, out: &mut Links) -> Result<(), String> {
     let (from, end) = (call.ts.saturating_sub(WAKER_BEFORE), call.end());
+    let woke = (call.woken > 0).then(|| call.ts.saturating_add(call.woken));
     let chunks: Vec<usize> = reader.chunks_in(from, end.saturating_add(1)).collect();
     out.complete &= chunks.len() <= MAX_CHUNKS;
-    let want: ColSet = [Col::Ts, Col::Latency, Col::Tid].into_iter().collect();
-    // (ends after the call, its end, chunk, row): the smallest is the one wanted.
-    let mut best: Option<(bool, u64, usize, usize)> = None;
+    let want: ColSet = [Col::Class, Col::Ts, Col::Latency, Col::Tid].into_iter().collect();
+    // The smallest key is the one wanted, then (chunk, row).
+    let mut best: Option<((u8, u64), usize, usize)> = None;
     let mut first_error = None;
     for &ci in chunks.iter().take(MAX_CHUNKS) {
         if let Err(e) = read(reader, ci, want, dec, cols) {
@@ -352,14 +356,23 @@ fn waker(reader: &Reader, call: &Event, dec: &mut ChunkDecoder, cols: &mut Colum
             if tid != call.waker || ts > end || e_end < call.ts || ts < from {
                 continue;
             }
-            // Inside: the latest end first (reversed); after: the earliest.
-            let key = if e_end <= end { (false, u64::MAX - e_end, ci, i) } else { (true, e_end, ci, i) };
-            if best.is_none_or(|b| key < b) {
-                best = Some(key);
+            let key = match woke {
+                Some(w) if ts <= w && w <= e_end => {
+                    let block = cols.class.get(i) == Some(&(Class::Block as u8));
+                    (u8::from(block), u64::MAX - ts)
+                }
+                Some(w) if e_end <= w => (2, w - e_end),
+                Some(_) => continue,
+                // Inside: the latest end first; after: the earliest.
+                None if e_end <= end => (0, u64::MAX - e_end),
+                None => (1, e_end),
+            };
+            if best.is_none_or(|b| (key, ci, i) < b) {
+                best = Some((key, ci, i));
             }
         }
     }
-    if let Some((_, _, chunk, row)) = best {
+    if let Some((_, chunk, row)) = best {
         read(reader, chunk, ColSet::ALL, dec, cols)?;
         out.waker = Some(Linked { chunk, row, event: cols.event(row) });
     }

@@ -256,10 +256,13 @@ pub fn render_detail(app: &App, f: &mut Frame) {
             && v == fields::Value::Duration(0);
         // An operation still in flight at the recording's end has no result yet.
         let no_res = e.unfinished() && fi.id == fields::FieldId::EvtRes;
+        // When the waker woke it: only when a thread did, and the recorder said when.
+        let no_woken = e.woken == 0 && fi.id == fields::FieldId::WakerAfter;
         if no_disk
             || no_anatomy
             || no_part
             || no_res
+            || no_woken
             || v.is_absent()
             || v == fields::Value::Bool(false)
             || v == fields::Value::Str("".into())
@@ -343,12 +346,25 @@ fn woken_by(app: &App, e: &Event, found: Option<&Links>) -> Vec<(&'static str, S
         _ => {}
     }
     let (w_end, end) = (w.end(), e.end());
-    let when = if w_end <= end {
-        format!("ended {} before the call did", units::duration(end - w_end, TERM))
-    } else {
-        format!("ended {} after the call did", units::duration(w_end - end, TERM))
+    let woke = e.ts.saturating_add(e.woken);
+    let at = units::duration(e.woken, TERM);
+    let text = match e.woken {
+        // When the waking came is known (since 1.20): during the event, or after it ended.
+        1.. if w.ts <= woke && woke <= w_end => format!("{who}: during its {what}, at +{at} into the call"),
+        1.. if w_end <= woke => format!(
+            "{who}: {what}, which ended {} before it woke the call at +{at}",
+            units::duration(woke - w_end, TERM)
+        ),
+        _ if w_end <= end => format!(
+            "{who}: {what}, ended {} before the call did",
+            units::duration(end - w_end, TERM)
+        ),
+        _ => format!(
+            "{who}: {what}, ended {} after the call did",
+            units::duration(w_end - end, TERM)
+        ),
     };
-    vec![(BY, format!("{who}: {what}, {when}"))]
+    vec![(BY, text)]
 }
 
 /// A call's latency as its parts that are not 0 (`cpu`, `runq`, each wait's reason), largest
