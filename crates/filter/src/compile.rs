@@ -1071,20 +1071,13 @@ impl Kernel {
                                 let (x, y) = (col(x, n), col(y, n));
                                 x.iter().zip(y.iter()).map(|(p, q)| p.saturating_add(*q)).collect()
                             }
-                            (x, y) => (0..n)
-                                .map(|i| {
-                                    let v = |c: ColSlice<'_>| c.wide(i).clamp(0, i128::from(u64::MAX)) as u64;
-                                    v(x).saturating_add(v(y))
-                                })
-                                .collect(),
+                            (x, y) => (0..n).map(|i| fields::sum_at(x, y, i)).collect(),
                         };
                         scan_num(&sums, cl, |x| x, always, test, words, mode)
                     }
                     NumSrc::Rest(f, a, b) => {
                         let (f, a, b) = (cols.get(f), cols.get(a), cols.get(b));
-                        let rests: Vec<u64> = (0..n)
-                            .map(|i| (f.wide(i) - a.wide(i) - b.wide(i)).clamp(0, i128::from(u64::MAX)) as u64)
-                            .collect();
+                        let rests: Vec<u64> = (0..n).map(|i| fields::rest_at(f, a, b, i)).collect();
                         scan_num(&rests, cl, |x| x, always, test, words, mode)
                     }
                 }

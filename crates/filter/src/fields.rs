@@ -9,7 +9,8 @@ use std::borrow::Cow;
 use std::fmt;
 
 use iocap_format::{
-    blk_flags, dev_parts, syscalls, uring, BlockOp, Cause, Class, Col, Event, FdType, Holds, Meta, Reason, Tables,
+    blk_flags, dev_parts, syscalls, uring, BlockOp, Cause, Class, Col, ColSlice, Event, FdType, Holds, Meta, Reason,
+    Tables,
 };
 
 use crate::lookup::Lookup;
@@ -241,6 +242,21 @@ pub enum Read {
         /// Whether every event has a value (the Parquet column is then required).
         always: bool,
     },
+}
+
+/// Row `i` of a [`Read::Sum`]: the saturating sum of columns `a` and `b` (a negative value
+/// counts as 0). The filter's scans and the exports both read sums through this.
+#[inline(always)]
+pub fn sum_at(a: ColSlice<'_>, b: ColSlice<'_>, i: usize) -> u64 {
+    let wide = |v: ColSlice<'_>| v.wide(i).clamp(0, i128::from(u64::MAX)) as u64;
+    wide(a).saturating_add(wide(b))
+}
+
+/// Row `i` of a [`Read::Rest`]: column `from` less columns `a` and `b`, saturating at 0. The
+/// filter's scans and the exports both read rests through this.
+#[inline(always)]
+pub fn rest_at(from: ColSlice<'_>, a: ColSlice<'_>, b: ColSlice<'_>, i: usize) -> u64 {
+    (from.wide(i) - a.wide(i) - b.wide(i)).clamp(0, i128::from(u64::MAX)) as u64
 }
 
 impl Read {

@@ -452,7 +452,7 @@ impl<'a> Cells<'a> {
                     values,
                     present,
                     rows.clone()
-                        .map(|i| holds_for(of, class(i)).then(|| int(sum(a, b, i as usize)))),
+                        .map(|i| holds_for(of, class(i)).then(|| int(fields::sum_at(a, b, i as usize)))),
                 )
             }
             Num::Rest(f, a, b, of) => {
@@ -461,7 +461,7 @@ impl<'a> Cells<'a> {
                     values,
                     present,
                     rows.clone()
-                        .map(|i| holds_for(of, class(i)).then(|| int(rest(f, a, b, i as usize)))),
+                        .map(|i| holds_for(of, class(i)).then(|| int(fields::rest_at(f, a, b, i as usize)))),
                 )
             }
             Num::Failed => every(values, present, rows.clone().map(|i| i64::from(ret(i) < 0))),
@@ -519,8 +519,10 @@ impl<'a> Cells<'a> {
                     Cell::UInt(v as u64)
                 }
             }
-            Num::Sum(a, b, of) if holds_for(of, class) => Cell::UInt(sum(c.get(a), c.get(b), i)),
-            Num::Rest(f, a, b, of) if holds_for(of, class) => Cell::UInt(rest(c.get(f), c.get(a), c.get(b), i)),
+            Num::Sum(a, b, of) if holds_for(of, class) => Cell::UInt(fields::sum_at(c.get(a), c.get(b), i)),
+            Num::Rest(f, a, b, of) if holds_for(of, class) => {
+                Cell::UInt(fields::rest_at(c.get(f), c.get(a), c.get(b), i))
+            }
             Num::Col { .. } | Num::Sum(..) | Num::Rest(..) => Cell::Absent,
             Num::Failed => Cell::Bool(ret() < 0),
             Num::Time => Cell::UInt(u64_at(&c.ts).saturating_sub(self.meta.start_ts)),
@@ -546,19 +548,6 @@ fn number<T: Copy + Into<i128>>(v: &[T], i: u32, signed: bool) -> i64 {
     } else {
         x.clamp(0, i128::from(i64::MAX)) as i64
     }
-}
-
-/// Column `f` less columns `a` and `b` at row `i`, saturating at 0.
-#[inline(always)]
-fn rest(f: ColSlice<'_>, a: ColSlice<'_>, b: ColSlice<'_>, i: usize) -> u64 {
-    (f.wide(i) - a.wide(i) - b.wide(i)).clamp(0, i128::from(u64::MAX)) as u64
-}
-
-/// The saturating sum of columns `a` and `b` at row `i`.
-#[inline(always)]
-fn sum(a: ColSlice<'_>, b: ColSlice<'_>, i: usize) -> u64 {
-    let wide = |v: ColSlice<'_>| v.wide(i).clamp(0, i128::from(u64::MAX)) as u64;
-    wide(a).saturating_add(wide(b))
 }
 
 /// A value for every row: appended, and each row marked present.
