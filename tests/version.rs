@@ -34,3 +34,21 @@ fn version_names_the_commit_and_the_recorder() {
     let sub = run(&["info", "--version"]).1;
     assert_eq!(sub.trim().strip_prefix("iocap-info"), line.strip_prefix("iocap"));
 }
+
+/// No crate's modules use one another in a cycle: each crate's module graph points one way
+/// (the viewer's panes know nothing of the app that holds them and draws them).
+#[test]
+fn no_crate_has_a_module_cycle() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for src in [
+        "crates/iocap",
+        "crates/tui/src",
+        "crates/format/src",
+        "crates/filter/src",
+        "crates/analysis/src",
+        "crates/record/src",
+    ] {
+        let cycles = iocap_testkit::module_cycles(&root.join(src));
+        assert!(cycles.is_empty(), "{src}: modules in a cycle: {cycles:?}");
+    }
+}

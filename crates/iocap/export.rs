@@ -83,7 +83,7 @@ enum Export {
 
 impl Export {
     /// Open what `args` names. The second word is capture B when it names one
-    /// ([`sides::names_a_capture`]): a filter word does not, and `iocap export x.cap
+    /// ([`input::names_a_capture`]): a filter word does not, and `iocap export x.cap
     /// proc.name=dd` keeps its meaning. A comparison is only drawn: with CSV or JSON lines it
     /// is a usage error.
     fn open(args: &Args) -> anyhow::Result<Export> {
@@ -105,7 +105,7 @@ impl Export {
         if args.ring.ring {
             return Err(UsageError("--ring: only --format parquet exports several captures".into()).into());
         }
-        let b = args.filter.first().filter(|w| sides::names_a_capture(w)).map(Path::new);
+        let b = args.filter.first().filter(|w| input::names_a_capture(w)).map(Path::new);
         if b.is_none() && args.own.is_empty() {
             return Ok(Export::One(input::open(&args.capture, &args.filter, true)?));
         }

@@ -6,7 +6,7 @@
 //!
 //! `report`, `events`, `iostat`, `spectrogram` and `info` read several captures as one
 //! ([`open_fleet`]): the words before the filter that name captures (by the rule `view` and
-//! `export` tell a second capture with, [`sides::names_a_capture`], or a pattern with `*` or
+//! `export` tell a second capture with, [`names_a_capture`], or a pattern with `*` or
 //! `?`), each a file, a directory (its `*.cap` and `*.capN` files) or a pattern over the file
 //! names of one directory, and with `--ring` the files each one's recording went on in. Their
 //! times are laid on one timeline by wall clock ([`Fleet`]).
@@ -22,7 +22,7 @@ use iocap_format::Reader;
 
 #[cfg(unix)]
 use crate::stream::{self, Stream};
-use crate::{say, sides, UsageError};
+use crate::{say, UsageError};
 
 mod recording;
 
@@ -311,12 +311,20 @@ impl Fleet {
     }
 }
 
-/// A word before the filter that names captures: one by [`sides::names_a_capture`]'s rule, or
+/// Whether `word`, after a capture on the command line of `view` or `export`, names a second
+/// capture rather than beginning a filter: it names something that exists (a FIFO or a device
+/// there is then refused as no capture, clearly), or it is a `.cap` file's name with none of the
+/// filter language's operators (a missing file is then said as such). No filter word is either.
+pub fn names_a_capture(word: &str) -> bool {
+    Path::new(word).exists() || (word.ends_with(".cap") && !word.contains(['=', '<', '>', '!', '(', ')', ' ']))
+}
+
+/// A word before the filter that names captures: one by [`names_a_capture`]'s rule, or
 /// a pattern (`*`, `?`) with none of the filter language's operators (`caps/*.cap*`), or `-`
 /// (refused beside others).
 pub fn names_captures(word: &str) -> bool {
     word == "-"
-        || sides::names_a_capture(word)
+        || names_a_capture(word)
         || (word.contains(['*', '?']) && !word.contains(['=', '<', '>', '!', '(', ')', ' ', '\'', '"']))
 }
 

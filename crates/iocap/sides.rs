@@ -6,14 +6,6 @@ use std::path::{Path, PathBuf};
 
 use crate::{input, UsageError};
 
-/// Whether `word`, after a capture on the command line of `view` or `export`, names a second
-/// capture rather than beginning a filter: it names something that exists (a FIFO or a device
-/// there is then refused as no capture, clearly), or it is a `.cap` file's name with none of the
-/// filter language's operators (a missing file is then said as such). No filter word is either.
-pub fn names_a_capture(word: &str) -> bool {
-    Path::new(word).exists() || (word.ends_with(".cap") && !word.contains(['=', '<', '>', '!', '(', ')', ' ']))
-}
-
 /// Each side's own filter, flattened into the commands that compare.
 #[derive(clap::Args, Debug, Default)]
 pub struct SideFilters {

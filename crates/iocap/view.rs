@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use iocap_format::{Liveness, Reader};
 
-use crate::{input, sides, signals, UsageError};
+use crate::{input, signals, UsageError};
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -39,7 +39,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     signals::install_for_viewer();
     let quit = signals::flag();
     if let Some(rec) = input::open_recording(&args.capture, &args.ring)? {
-        if args.filter.first().is_some_and(|w| sides::names_a_capture(w)) {
+        if args.filter.first().is_some_and(|w| input::names_a_capture(w)) {
             return Err(UsageError("a recording of several files is viewed alone, not compared".into()).into());
         }
         if args.follow {
@@ -58,7 +58,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // A second capture, compared with the first: a word after it that names something that
     // exists, or a `.cap` name (no filter word is either).
     let (b, words) = match args.filter.split_first() {
-        Some((first, rest)) if sides::names_a_capture(first) => (Some(PathBuf::from(first)), rest),
+        Some((first, rest)) if input::names_a_capture(first) => (Some(PathBuf::from(first)), rest),
         _ => (None, &args.filter[..]),
     };
     let filter = words.join(" ");

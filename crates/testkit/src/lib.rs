@@ -41,7 +41,9 @@
 #![warn(clippy::unwrap_used)]
 
 mod capture;
+mod modules;
 mod rng;
 
 pub use capture::{add_file, add_proc, bare_meta, block, create, meta, two_disks, SDB, VDA};
+pub use modules::module_cycles;
 pub use rng::Rng;

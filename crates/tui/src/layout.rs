@@ -10,13 +10,14 @@
 //! histogram) give way to what each pane needs to say anything at 80×24: the histogram its
 //! percentiles and [`histogram::MIN_BARS`] bars, the breakdown and the list a few rows each.
 
+pub mod histogram;
+
 use std::ops::Range;
 
 use iocap_analysis::spectro::COLS;
 use ratatui::layout::{Constraint, Layout as Split, Position, Rect};
 use ratatui::widgets::{Block, Borders};
 
-use crate::panes::histogram;
 
 /// The panes that can have the keyboard.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,7 +2,6 @@
 //! row into a filter clause. Drawn by [`render`]; the groups themselves are the worker's
 //! answer.
 
-pub mod render;
 
 use std::sync::OnceLock;
 

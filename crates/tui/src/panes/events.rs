@@ -8,7 +8,6 @@
 //! event is linked to (a syscall's block requests, a block request's syscall), which the detail
 //! popup shows, is looked up the same way ([`List::want_links`], [`crate::worker::links`]).
 
-pub mod render;
 
 use std::sync::Arc;
 

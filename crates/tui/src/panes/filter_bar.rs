@@ -4,7 +4,6 @@
 //! ([`line::window`]). Drawn by [`render`].
 
 pub mod line;
-pub mod render;
 
 use std::sync::Arc;
 

@@ -14,7 +14,6 @@
 //! downward as sysdig draws it. Otherwise the view stays where the user put it.
 
 pub mod grid;
-pub mod render;
 
 use iocap_analysis::spectro::{self, COLS};
 use iocap_analysis::Measure;

@@ -14,7 +14,8 @@ use ratatui::Frame;
 
 use crate::app::App;
 use crate::layout::Pane;
-use crate::panes::{block, cut, fit_title};
+use super::block;
+use crate::panes::{cut, fit_title};
 
 /// The headings after the disk's, and the widths of their figures: 80×24 leaves 76 cells, of
 /// which the disk keeps 9.

@@ -22,7 +22,8 @@ use crate::app::App;
 use crate::layout::{self, Layout, Orientation, Pane, LAT_LABEL, TIME_LABEL};
 use crate::panes::spectrogram::grid::Grid;
 use crate::theme::{Side, Theme, DIFF_LEVELS, HEAT_GLYPHS};
-use crate::panes::{block, fit_title};
+use super::block;
+use crate::panes::fit_title;
 
 /// Draw the spectrogram pane in `area`.
 pub fn render(app: &App, f: &mut Frame, area: Rect) {

@@ -13,7 +13,8 @@ use ratatui::Frame;
 use crate::app::App;
 use crate::layout::Pane;
 use crate::panes::breakdown::Split;
-use crate::panes::{block, cut, fit_title};
+use super::block;
+use crate::panes::{cut, fit_title};
 
 /// Draw the breakdown pane in `area`.
 pub fn render(app: &App, f: &mut Frame, area: Rect) {

@@ -12,7 +12,8 @@ use ratatui::Frame;
 use crate::app::App;
 use crate::layout::Pane;
 use crate::panes::events::Sort;
-use crate::panes::{block, counted, cut, fit_title, width};
+use super::{block, counted};
+use crate::panes::{cut, fit_title, width};
 use crate::worker::links::{self, Links, AFTER, MAX_CHUNKS};
 
 /// Draw the event list pane in `area`.

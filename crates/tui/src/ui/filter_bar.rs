@@ -11,8 +11,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use super::line::{self, Window};
-use super::{Input, PROMPT};
+use crate::panes::filter_bar::line::{self, Window};
+use crate::panes::filter_bar::{Input, PROMPT};
 use crate::app::App;
 use crate::theme::Theme;
 
