@@ -391,7 +391,13 @@ mod tests {
                 1 => 9_999,
                 _ => proc,
             };
-            let class = *rng.pick(&[Class::Syscall, Class::Syscall, Class::Block, Class::IoUring]);
+            let class = *rng.pick(&[
+                Class::Syscall,
+                Class::Syscall,
+                Class::Block,
+                Class::IoUring,
+                Class::Journal,
+            ]);
             let e = match class {
                 Class::Block => Event {
                     op: rng.below(6) as u8,

@@ -1265,7 +1265,7 @@ mod tests {
         };
         (0..n)
             .map(|i| Event {
-                class: [Class::Syscall, Class::Block, Class::IoUring][i % 3],
+                class: Class::ALL[i % 4],
                 ts: next(),
                 latency: next(),
                 pid: next() as u32,

@@ -140,6 +140,20 @@ fn capture(seed: u64, n: usize) -> Reader<Vec<u8>> {
                 nr: op,
                 ..e
             }
+        } else if !is_block && i % 11 == 5 {
+            // Some are journal commits (1.20): jbd2's thread, a transaction, its requests' sums.
+            Event {
+                class: Class::Journal,
+                nr: 0,
+                ret: 0,
+                fd: -1,
+                file: 0,
+                bytes: 0,
+                disk_reqs: 3,
+                disk_bytes: 6144,
+                disk_time: latency / 2,
+                ..e
+            }
         } else {
             e
         };
@@ -252,7 +266,7 @@ fn atom(kind: u8, k: u8) -> Atom {
         5 => {
             let set: &[&str] = [
                 &["read"][..],
-                &["read", "write", "block"],
+                &["read", "write", "block", "commit"],
                 &["sys_999", "fsync"],
                 &["uring_300", "write_fixed", "pread64"],
             ][k % 4];
@@ -288,7 +302,8 @@ fn atom(kind: u8, k: u8) -> Atom {
                 ("evt.time", "100ms", 100_000_000),
                 ("io.bytes", "4KiB", 4096),
                 ("blk.bytes", "1MiB", 1 << 20),
-            ][k % 6];
+                ("disk.time", "1ms", 1_000_000),
+            ][k % 7];
             numeric(field, t.into(), x)
         }
         11 => numeric("fd.num", "4".into(), 4),
@@ -328,7 +343,8 @@ fn atom(kind: u8, k: u8) -> Atom {
                 ("proc.cgroup", "/system.slice/pg.service"),
                 ("blk.pattern", "random"),
                 ("blk.pattern", "sequential"),
-            ][k % 4];
+                ("evt.class", "journal"),
+            ][k % 5];
             strpred(field, format!("{field}={v}"), Box::new(move |s| s == v))
         }
         18 => {
@@ -486,7 +502,14 @@ fn absent_fields_are_false_and_not_inverts() {
     // io_uring requests have the syscall fields, never the block ones.
     let urings = count(&r, "evt.class=io_uring");
     assert!(urings > 0);
-    assert_eq!(count(&r, "evt.class=syscall") + urings + blocks as usize, total);
+    let commits = count(&r, "evt.class=journal");
+    assert!(commits > 0);
+    assert_eq!(
+        count(&r, "evt.class=syscall") + urings + commits + blocks as usize,
+        total
+    );
+    assert_eq!(count(&r, "evt.type=commit"), commits);
+    assert_eq!(count(&r, "evt.class=journal and (fd.num exists or blk.op exists)"), 0);
     assert_eq!(count(&r, "evt.class=io_uring and blk.op exists"), 0);
     assert_eq!(
         count(
