@@ -114,6 +114,8 @@ EXAMPLES (from real investigations)
 
   Which syscalls of the benchmark are slow (sysdig's spectrogram question):
     proc.name=fio and fd.type=file and latency>1ms
+  The slow calls, but not those made to wait (sleeps, polls, futexes, wait4, pipe reads):
+    latency>10ms and not evt.waits
   Periodic flush stalls: fsyncs that block the database for tens of milliseconds:
     evt.type in (fsync, fdatasync, sync_file_range) and latency>=10ms
   A bimodal read latency (page cache hit or miss): only the misses:

@@ -352,6 +352,19 @@ pub(crate) fn compile_node(node: &Node, meta: &Meta, tables: &Tables, origin: u6
             CNode::Not(inner) => *inner,
             c => CNode::Not(Box::new(c)),
         },
+        Node::Pred(p) if p.field == FieldId::EvtWaits => {
+            // Compiled as the filter it stands for, that or its negation as the test says.
+            static WAITS: std::sync::OnceLock<crate::Filter> = std::sync::OnceLock::new();
+            let waits = WAITS
+                .get_or_init(|| crate::Filter::parse(&fields::waits_filter()).expect("evt.waits's filter is a filter"));
+            let holds = |b: bool| test_value(&p.test, &Value::Bool(b));
+            match (holds(true), holds(false)) {
+                (true, true) => CNode::Const(true),
+                (false, false) => CNode::Const(false),
+                (true, false) => compile_node(&waits.checked, meta, tables, origin),
+                (false, true) => CNode::Not(Box::new(compile_node(&waits.checked, meta, tables, origin))),
+            }
+        }
         Node::Pred(p) if p.field == FieldId::IoOffset => {
             // io.offset is absent but on the positional calls: their numbers and the offset.
             let positional = (0..1024u64).map(|nr| (nr, fields::is_positional(&meta.arch, nr as u32)));
@@ -554,6 +567,7 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables, origin: u64) -> Kernel {
         | FieldId::WaitNet
         | FieldId::WaitSignal
         | FieldId::WaitOther => unreachable!("{:?} is read from columns", p.field),
+        FieldId::EvtWaits => unreachable!("evt.waits is compiled as its filter by compile_node"),
         FieldId::EvtFailed => {
             // true ⇔ ret < 0: map the {0, 1} test onto ranges of ret.
             let t = |b: bool| test_value(&p.test, &Value::Bool(b));

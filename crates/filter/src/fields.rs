@@ -111,6 +111,8 @@ pub enum FieldId {
     IsIoRead,
     /// `evt.is_io_write`.
     IsIoWrite,
+    /// `evt.waits`.
+    EvtWaits,
     /// `blk.dev`.
     BlkDev,
     /// `blk.op`.
@@ -567,6 +569,13 @@ static FIELDS: &[FieldInfo] = &[
         "io.dir is write",
     ).ungrouped(),
     f(
+        "evt.waits",
+        T::Bool,
+        FieldId::EvtWaits,
+        ALWAYS,
+        "a syscall made to wait, slow by design: sleeps, waits for a child, a signal, a poll or a futex, accept, and reads of a pipe, eventfd, signalfd, timerfd or inotify",
+    ).ungrouped(),
+    f(
         "blk.dev",
         T::Str,
         FieldId::BlkDev,
@@ -950,6 +959,7 @@ pub fn value_in<'a, L: Lookup + ?Sized>(field: &FieldInfo, e: &Event, meta: &Met
         FieldId::IoDir => s(io_dir(&meta.arch, e.class, e.nr, e.op).name()),
         FieldId::IsIoRead => Value::Bool(io_dir(&meta.arch, e.class, e.nr, e.op) == IoDir::Read),
         FieldId::IsIoWrite => Value::Bool(io_dir(&meta.arch, e.class, e.nr, e.op) == IoDir::Write),
+        FieldId::EvtWaits => Value::Bool(waits(&meta.arch, e.class, e.nr, || file().map(|f| f.kind))),
         FieldId::BlkDev => blk(Value::Str(device_name_in(e.dev, tables))),
         FieldId::BlkOp => blk(s(BlockOp::from_code(e.op).name())),
         FieldId::BlkSector => blk(Value::UInt(e.sector)),
@@ -1019,6 +1029,64 @@ pub fn value_in<'a, L: Lookup + ?Sized>(field: &FieldInfo, e: &Event, meta: &Met
 pub fn returns_address(arch: &str, class: Class, nr: u32) -> bool {
     class == Class::Syscall
         && syscalls::name(arch, nr).is_some_and(|n| matches!(n, "mmap" | "mmap2" | "mremap" | "brk" | "shmat"))
+}
+
+/// The syscalls made to wait (`evt.waits`), whatever their fd.
+pub(crate) const WAIT_CALLS: &[&str] = &[
+    "wait4",
+    "waitid",
+    "nanosleep",
+    "clock_nanosleep",
+    "pause",
+    "rt_sigsuspend",
+    "rt_sigtimedwait",
+    "poll",
+    "ppoll",
+    "select",
+    "pselect6",
+    "epoll_wait",
+    "epoll_pwait",
+    "epoll_pwait2",
+    "futex",
+    "futex_waitv",
+    "io_getevents",
+    "io_pgetevents",
+    "semtimedop",
+    "msgrcv",
+    "mq_timedreceive",
+    "accept",
+    "accept4",
+];
+
+/// The reads made to wait (`evt.waits`) when their fd is of one of [`WAIT_FDS`]' types.
+pub(crate) const WAIT_READS: &[&str] = &["read", "readv"];
+
+/// The fds a read of waits on another thread or the clock, not on I/O.
+pub(crate) const WAIT_FDS: &[FdType] = &[
+    FdType::Pipe,
+    FdType::Event,
+    FdType::Signalfd,
+    FdType::Timerfd,
+    FdType::Inotify,
+];
+
+/// `evt.waits` of a syscall `nr` of `arch` whose fd is of type `kind()` (asked only of reads).
+fn waits(arch: &str, class: Class, nr: u32, kind: impl FnOnce() -> Option<FdType>) -> bool {
+    let Some(name) = syscalls::name(arch, nr).filter(|_| class == Class::Syscall) else {
+        return false;
+    };
+    WAIT_CALLS.contains(&name) || (WAIT_READS.contains(&name) && kind().is_some_and(|k| WAIT_FDS.contains(&k)))
+}
+
+/// `evt.waits` as a filter of other fields, which the compiler compiles in its place.
+pub(crate) fn waits_filter() -> String {
+    let fds: Vec<&str> = WAIT_FDS.iter().map(|t| t.name()).collect();
+    format!(
+        "evt.class=syscall and (evt.type in ({}) or (evt.type in ({}) and fd.type in ({})))",
+        WAIT_CALLS.join(", "),
+        WAIT_READS.join(", "),
+        fds.join(", ")
+    )
 }
 
 /// The syscalls given a file offset, which `io.offset` reads.

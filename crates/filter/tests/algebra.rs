@@ -17,6 +17,7 @@ const PATHS: &[&str] = &[
     "/tmp/fio-w.dat",
     "1.2.3.4:5->6.7.8.9:80",
     "/x",
+    "pipe:[4026]",
 ];
 const LATENCIES: &[u64] = &[
     0,
@@ -71,14 +72,16 @@ fn capture(seed: u64, n: usize) -> Reader<Vec<u8>> {
         .map(|(i, path)| {
             let kind = if path.starts_with('/') {
                 FdType::File
+            } else if path.starts_with("pipe:") {
+                FdType::Pipe
             } else {
                 FdType::Ipv4
             };
             add_file(&mut w, 100, 3 + i as i32, kind, path.as_bytes(), mkdev(253, 0))
         })
         .collect();
-    // Syscalls: read, write, openat, fsync, pread64, an unknown number.
-    let nrs = [0u32, 1, 257, 74, 17, 999];
+    // Syscalls: read, write, openat, fsync, pread64, an unknown number, wait4, epoll_wait.
+    let nrs = [0u32, 1, 257, 74, 17, 999, 61, 232];
     let devs = [mkdev(253, 0), mkdev(259, 1), mkdev(8, 16)];
     // Runs of one class and time ranges per chunk vary, so some chunks can be skipped.
     let mut ts = START - 5_000;
@@ -131,7 +134,7 @@ fn capture(seed: u64, n: usize) -> Reader<Vec<u8>> {
             let op = match e.nr {
                 0 => 22,
                 1 => 23,
-                74 => 3,
+                74 | 61 | 232 => 3,
                 999 => 300,
                 n => n % 63,
             };
@@ -278,9 +281,22 @@ fn atom(kind: u8, k: u8) -> Atom {
             )
         }
         6 => Atom {
-            text: ["evt.failed", "evt.failed=false", "evt.is_io_read", "evt.is_io_write"][k % 4].into(),
-            field: ["evt.failed", "evt.failed", "evt.is_io_read", "evt.is_io_write"][k % 4],
-            pred: Box::new(move |v| *v == Value::Bool(k % 4 != 1)),
+            text: [
+                "evt.failed",
+                "evt.failed=false",
+                "evt.is_io_read",
+                "evt.is_io_write",
+                "evt.waits",
+            ][k % 5]
+                .into(),
+            field: [
+                "evt.failed",
+                "evt.failed",
+                "evt.is_io_read",
+                "evt.is_io_write",
+                "evt.waits",
+            ][k % 5],
+            pred: Box::new(move |v| *v == Value::Bool(k % 5 != 1)),
         },
         7 => {
             let e = ["ENOENT", "EAGAIN", "errno_5000", "EHWPOISON"][k % 4];
@@ -509,6 +525,18 @@ fn absent_fields_are_false_and_not_inverts() {
         total
     );
     assert_eq!(count(&r, "evt.type=commit"), commits);
+    // evt.waits: the waiting calls, and reads of a pipe; every event is one or not.
+    let waits = count(&r, "evt.waits");
+    assert!(waits > 0);
+    assert_eq!(waits + count(&r, "not evt.waits"), total);
+    assert_eq!(count(&r, "evt.waits=false"), total - waits);
+    assert_eq!(
+        waits,
+        count(
+            &r,
+            "evt.class=syscall and (evt.type in (wait4, epoll_wait) or (evt.type=read and fd.type=pipe))"
+        )
+    );
     assert_eq!(count(&r, "evt.class=journal and (fd.num exists or blk.op exists)"), 0);
     assert_eq!(count(&r, "evt.class=io_uring and blk.op exists"), 0);
     assert_eq!(

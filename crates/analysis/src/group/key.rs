@@ -34,6 +34,8 @@ pub enum KeyOf {
     ClassCauseNr,
     /// Class, syscall number and op: `evt.type`, `evt.class`, `io.dir` and its flags.
     EventType,
+    /// Class, syscall number and file: `evt.waits` (a read waits or not by its file's type).
+    TypeFile,
     /// The return value when negative, else 0: `evt.errno`, `evt.failed`.
     Error,
     /// Nothing: a field with one value per capture (`host`, `capture.id`), printed from the
@@ -76,6 +78,7 @@ impl KeyOf {
             EvtErrno | EvtFailed => KeyOf::Error,
             Host | CaptureId => KeyOf::Capture,
             EvtTime | IoOffset => KeyOf::Printed(ColSet::ALL),
+            EvtWaits => KeyOf::TypeFile,
             // Read from their columns, above; a field read otherwise that is not named here
             // is printed from every column (right, and slow: a test fails on it).
             _ => KeyOf::Printed(ColSet::ALL),
@@ -93,6 +96,7 @@ impl KeyOf {
             KeyOf::ClassAnd(c) => return ColSet::NONE.with(Class).with(c),
             KeyOf::ClassCauseNr => &[Class, Cause, Nr],
             KeyOf::EventType => &[Class, Nr, Op],
+            KeyOf::TypeFile => &[Class, Nr, File],
             KeyOf::Error => &[Ret],
             KeyOf::Printed(cols) => return cols,
             KeyOf::Capture => &[],
@@ -115,6 +119,7 @@ impl KeyOf {
             KeyOf::ClassCauseNr => class << 40 | byte(&c.cause) << 32 | g(&c.nr),
             KeyOf::Error => c.ret.get(i).copied().unwrap_or(0).min(0) as u64,
             KeyOf::Capture => 0,
+            KeyOf::TypeFile => (class & 0xff) << 56 | (g(&c.nr) & 0xff_ffff) << 32 | g(&c.file),
             KeyOf::EventType | KeyOf::Printed(_) => {
                 let (nr, op) = (g(&c.nr), c.op.get(i).copied().map_or(0, u64::from));
                 // Small keys are counted in a table rather than hashed: syscall numbers and
