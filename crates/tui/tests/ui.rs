@@ -2321,3 +2321,31 @@ fn a_terminal_too_small_for_the_plot_still_lists_the_events() {
         "{text}"
     );
 }
+
+/// A group of the events a field does not apply to reads `<NA>` in the breakdown, as in
+/// `report --by` (it read `(none)`), and Enter on it keeps those events.
+#[test]
+fn the_breakdown_says_na_as_report_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = linked_capture(dir.path());
+    let (mut app, fx) = app_on(&path, 100, 30, "");
+    settle(&mut app, fx);
+    app.focus = Pane::Breakdown;
+    while app.breakdown.field().name != "blk.dev" {
+        press(&mut app, KeyCode::Char('f'));
+    }
+    let absent = app
+        .groups()
+        .iter()
+        .position(|g| g.value.is_empty())
+        .expect("the calls have no blk.dev");
+    let screen = full(&app);
+    assert!(screen.contains("<NA>") && !screen.contains("(none)"), "{screen}");
+    app.breakdown.sel = absent;
+    press(&mut app, KeyCode::Enter);
+    assert!(
+        app.filter.applied.ends_with("not blk.dev exists"),
+        "{}",
+        app.filter.applied
+    );
+}

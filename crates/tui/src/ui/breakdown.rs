@@ -66,7 +66,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let value_w = usize::from(inner.width.saturating_sub(widths.iter().sum::<u16>() + 3));
     let rows = app.groups().iter().enumerate().skip(top).take(visible).map(|(i, g)| {
         let value = match g.label.is_empty() {
-            true => "(none)".to_owned(),
+            true => "<NA>".to_owned(),
             false => cut(&g.label, value_w),
         };
         let figures = match (compared, split) {

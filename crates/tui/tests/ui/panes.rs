@@ -228,7 +228,7 @@ fn breakdown_offers_every_field_with_few_values() {
     let sizes: Vec<&str> = app.groups().iter().map(|g| g.label.as_str()).collect();
     assert_eq!(sizes, ["", "128K", "4.0K", "64.0K", "8.0K"]);
     let by_size = pane(&app);
-    assert!(by_size.contains("128K") && by_size.contains("(none)"), "{by_size}");
+    assert!(by_size.contains("128K") && by_size.contains("<NA>"), "{by_size}");
     app.focus = Pane::Breakdown;
     press(&mut app, KeyCode::Down);
     press(&mut app, KeyCode::Enter);
