@@ -2587,7 +2587,7 @@ int BPF_PROG(jr_end, journal_t *journal, transaction_t *tx)
 	e->ts = ts;
 	e->lat = now - ts;
 	e->reqs = sum.reqs;
-	e->dev = t->jr_dev;
+	e->pad2 = 0;
 	e->bytes = sum.bytes;
 	e->disk = sum.disk;
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);

@@ -189,9 +189,9 @@ struct rec_blk {
 };
 
 /*
- * A journal commit ended: jbd2's thread `tid` committed transaction `tx` of the journal on
- * `dev`, from jbd2_start_commit (ts) to jbd2_end_commit, with what its block requests (those
- * of cause CAUSE_JOURNAL linked to it, and the flushes it asked for) did.
+ * A journal commit ended: jbd2's thread `tid` (named for its journal's device, `jbd2/sda1-8`)
+ * committed transaction `tx`, from jbd2_start_commit (ts) to jbd2_end_commit, with what its
+ * block requests (those of cause CAUSE_JOURNAL linked to it, and the flushes it asked for) did.
  */
 struct rec_journal {
 	__u16 kind; /* REC_JOURNAL */
@@ -202,7 +202,7 @@ struct rec_journal {
 	__u64 ts;   /* jbd2_start_commit, CLOCK_MONOTONIC as rec_sys.ts */
 	__u64 lat;  /* jbd2_end_commit - ts */
 	__u32 reqs; /* its block requests */
-	__u32 dev;  /* the journal's device, as rec_blk.dev */
+	__u32 pad2;
 	__u64 bytes; /* their bytes, as issued */
 	__u64 disk;  /* ns of the commit with at least one of them in flight */
 };
