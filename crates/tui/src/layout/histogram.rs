@@ -6,7 +6,7 @@
 pub const FIGURES: [&str; 5] = ["p50", "p90", "p99", "p99.9", "max"];
 /// The percentiles the first figures are.
 pub const QUANTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
-/// The widest duration [`units::duration`] writes (`20.0ms`, `1234s`).
+/// The widest duration [`iocap_analysis::units::duration`] writes (`20.0ms`, `1234s`).
 pub const VALUE_W: usize = 6;
 /// Bars the pane keeps at any terminal size (the layout gives it the room): five rows of a
 /// latency range of up to 2^20 (1 µs to 1 s) put two modes a decade apart in rows with one

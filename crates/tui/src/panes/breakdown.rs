@@ -1,5 +1,5 @@
 //! The breakdown pane: which field the view is split by and the selected row; Enter turns the
-//! row into a filter clause. Drawn by [`render`]; the groups themselves are the worker's
+//! row into a filter clause. Drawn by [`crate::ui::breakdown`]; the groups themselves are the worker's
 //! answer.
 
 

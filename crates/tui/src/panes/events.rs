@@ -1,5 +1,5 @@
 //! The event list pane: its order, scroll position and selection, the rows on screen once
-//! decoded, and the detail popup of the selected event. Drawn by [`render`].
+//! decoded, and the detail popup of the selected event. Drawn by [`crate::ui::events`].
 //!
 //! The list is virtual: its length comes from the worker's answer (matching events per chunk,
 //! or the slowest events), and only the rows on screen are decoded, off the UI thread: the

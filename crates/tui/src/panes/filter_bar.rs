@@ -1,7 +1,7 @@
 //! The filter bar: the filter in force and the ones before it (for undo), and while `/` has it
 //! open the text being typed, parsed and checked on every edit (compiled only on Enter), with the history under ↑/↓ and
 //! readline's editing keys. A line wider than the bar scrolls to keep the caret in view
-//! ([`line::window`]). Drawn by [`render`].
+//! ([`line::window`]). Drawn by [`crate::ui::filter_bar`].
 
 pub mod line;
 

@@ -1,5 +1,5 @@
 //! The spectrogram pane: the view (which rows of time, how fine, drawn which way), its cursor
-//! and the region being selected, and the picture it shows. Drawn by [`render`].
+//! and the region being selected, and the picture it shows. Drawn by [`crate::ui::spectrogram`].
 //!
 //! The view's rows are the question's time range: whenever they move or change size the
 //! update says so and the app asks the worker again. They lie within the capture's span

@@ -1,5 +1,5 @@
 //! Drawing the event list (columns as biosnoop/sysdig print them) and the detail popup of the
-//! selected event. A row not decoded yet ([`super::List::rows`]) shows as `…`.
+//! selected event. A row not decoded yet ([`crate::panes::events::List::rows`]) shows as `…`.
 
 use iocap_analysis::units::{self, Style::Terminal as TERM};
 use iocap_filter::fields;
