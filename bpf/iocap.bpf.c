@@ -40,6 +40,8 @@ const volatile bool uring_complete_cqe = true;
 const volatile bool cpu_slot = false;
 /* Time a call's thread spends off the CPU, by why (see struct anat): --no-anatomy clears it. */
 const volatile bool want_anatomy = false;
+/* --stacks: a call at least this slow has its stacks sent (see rec_stack); 0: none are taken. */
+const volatile __u64 stack_min = 0;
 /* Record-time filter pushdown: only these syscall numbers (a bitmap indexed by nr) ... */
 const volatile bool filter_nrs = false;
 const volatile __u64 allow_nrs[8] = {};
@@ -241,6 +243,7 @@ struct anat {
 	__u16 sleeps;
 	__u8 state;    /* ANAT_RUN, ANAT_RUNQ, ANAT_ASLEEP */
 	__u8 why;      /* asleep: why, when the thread said as it went (else WHY_OTHER) */
+	__u8 stack_due; /* --stacks: its longest sleep, long enough, ended: take its stack at switch in */
 };
 
 enum { ANAT_RUN = 0, ANAT_RUNQ = 1, ANAT_ASLEEP = 2 };
@@ -324,6 +327,25 @@ struct {
 	__type(key, int);
 	__type(value, struct tctx);
 } tstore SEC(".maps");
+
+/*
+ * --stacks: per thread, the kernel stack of its call's longest sleep of at least stack_min,
+ * taken when the thread came back on a CPU (so where it slept). Created at the first such
+ * sleep: most threads never have one.
+ */
+struct sleep_stack {
+	__u64 call; /* the call's enter time; 0: none */
+	__u32 n;    /* frames */
+	__u32 pad;
+	__u64 ips[STACK_DEPTH];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sleep_stack);
+} sleep_stacks SEC(".maps");
 
 /* Per thread, only while an open-family call is in flight: the path it was given. */
 struct open_arg {
@@ -1445,6 +1467,40 @@ int end_calls(struct bpf_iter__task *ctx)
 	return 0;
 }
 
+/*
+ * --stacks: the stacks of the current thread's slow call entered at `ts`, ended at `now`, to
+ * the ring (see rec_stack). A full ring loses the stacks, not the call: not counted as a drop.
+ */
+static __noinline int emit_stack(void *ctx, __u64 ts, __u64 now)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct sleep_stack *s;
+	struct rec_stack *r;
+	long n;
+
+	r = ring_reserve(sizeof(*r));
+	if (!r)
+		return 0;
+	r->kind = REC_STACK;
+	r->tid = task->pid;
+	r->pid = task->tgid;
+	r->pad = 0;
+	r->ts = ts;
+	r->end = now;
+	/* Build IDs and offsets: the process may be gone before userspace reads its maps. */
+	n = bpf_get_stack(ctx, r->user, sizeof(r->user), BPF_F_USER_STACK | BPF_F_USER_BUILD_ID);
+	r->user_n = n > 0 ? (__u64)n / sizeof(r->user[0]) : 0;
+	r->kernel_n = 0;
+	s = want_anatomy ? bpf_task_storage_get(&sleep_stacks, task, 0, 0) : NULL;
+	if (s && s->call == ts && s->n) {
+		__builtin_memcpy(r->kernel, s->ips, sizeof(r->kernel));
+		r->kernel_n = s->n < STACK_DEPTH ? s->n : STACK_DEPTH;
+		s->call = 0;
+	}
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}
+
 SEC("tp_btf/sys_exit")
 int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 {
@@ -1463,7 +1519,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	__u64 ts, lat, runq = 0, wait = 0;
 	__u32 waker = 0, sleeps = 0;
 	struct anat *anat = NULL;
-	bool pos, fd_call;
+	bool pos, fd_call, lane;
 
 	if (stop_at)
 		return end_call_exit(task);
@@ -1512,6 +1568,12 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	/* Other calls were judged at enter; these may have changed the name since (see always_followed). */
 	if ((filter_nrs || n_comms) && always_followed(nr) && !wanted(task, nr))
 		return 0;
+	/* A call with stacks follows them through the ring, which keeps their order. */
+	lane = !fd_call;
+	if (stack_min && lat >= stack_min) {
+		emit_stack(ctx, ts, now);
+		lane = false;
+	}
 	/* Values, not &call: a pointer would keep the whole copy on the stack for every call. */
 	pos = is_pos(nr);
 	if (call.io || pos || runq || wait) {
@@ -1523,7 +1585,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 			.offset = pos ? call.arg3 : 0,
 			.nr = nr,
 			.io = call.io,
-			.lane = !fd_call,
+			.lane = lane,
 			.runq = runq,
 			.wait = wait,
 			.waker = waker,
@@ -1535,7 +1597,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	}
 	if (lat >> 32 || ret != (__s32)ret)
 		return emit_sys_wide(nr, call.arg0, ts, lat, ret);
-	e = call_reserve(!fd_call, &lane_cursors, &lanes, lane_slots, sizeof(*e), &cur);
+	e = call_reserve(lane, &lane_cursors, &lanes, lane_slots, sizeof(*e), &cur);
 	if (!e)
 		return 0;
 	e->kind = ev_kind(REC_SYS32);
@@ -1701,6 +1763,18 @@ static __always_inline void anat_in(struct task_struct *next, __u64 now)
 	}
 	t->anat.state = ANAT_RUN;
 	t->anat.woken = 0;
+	if (t->anat.stack_due) {
+		/* Not running yet: its saved stack is where it slept. */
+		struct sleep_stack *s = bpf_task_storage_get(&sleep_stacks, next, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		long n;
+
+		t->anat.stack_due = 0;
+		if (s) {
+			n = bpf_get_task_stack(next, s->ips, sizeof(s->ips), 0);
+			s->n = n > 0 ? (__u64)n / 8 : 0;
+			s->call = t->anat.call;
+		}
+	}
 }
 
 /*
@@ -1768,6 +1842,7 @@ int BPF_PROG(anat_waking, struct task_struct *p)
 		t->anat.woke = now;
 		t->anat.waker = (__u32)id;
 		t->anat.waker_pid = id >> 32;
+		t->anat.stack_due = stack_min && slept >= stack_min;
 	}
 	t->anat.state = ANAT_RUNQ;
 	t->anat.since = now;
@@ -2961,6 +3036,7 @@ struct rec_sys32 _rec_sys32 = {};
 struct rec_sysio _rec_sysio = {};
 struct rec_uring _rec_uring = {};
 struct rec_journal _rec_journal = {};
+struct rec_stack _rec_stack = {};
 struct rec_blk _rec_blk = {};
 struct rec_fork _rec_fork = {};
 struct rec_exec _rec_exec = {};

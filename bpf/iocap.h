@@ -30,6 +30,7 @@ enum rec_kind {
 	REC_END_SYS = 12,
 	REC_END_BLK = 13,
 	REC_JOURNAL = 14,
+	REC_STACK = 15,
 };
 
 #define KIND_BITS 5
@@ -205,6 +206,43 @@ struct rec_journal {
 	__u32 pad2;
 	__u64 bytes; /* their bytes, as issued */
 	__u64 disk;  /* ns of the commit with at least one of them in flight */
+};
+
+/* The most frames a stack record holds of each stack (bcc's and perf's default is 127). */
+#define STACK_DEPTH 64
+
+/*
+ * A user frame as the kernel gives it with BPF_F_USER_BUILD_ID (its struct bpf_stack_build_id):
+ * the build ID of the file it is in and its offset there (status USER_FRAME_FILE), which stay
+ * true after the process is gone, or its bare address (USER_FRAME_IP: the file had no build ID,
+ * or the kernel could not read it then).
+ */
+struct user_frame {
+	__s32 status;
+	__u8 build_id[20];
+	__u64 at; /* the offset in the file, or the address */
+};
+
+enum { USER_FRAME_NONE = 0, USER_FRAME_FILE = 1, USER_FRAME_IP = 2 };
+
+/*
+ * --stacks: the stacks of a slow call (its latency at least the threshold), sent just before
+ * the call's own record, which then goes through the ring too: its user stack as it returned,
+ * and the kernel stack of its longest sleep, taken as that sleep ended (at the thread's switch
+ * back in, so where it slept). The call is named by tid and its enter time. A count of 0 is
+ * no stack (a kernel thread's user stack, a call that did not sleep long, a failure).
+ */
+struct rec_stack {
+	__u16 kind; /* REC_STACK */
+	__u8 user_n;   /* frames in `user` */
+	__u8 kernel_n; /* frames in `kernel` */
+	__u32 tid;
+	__u32 pid;
+	__u32 pad;
+	__u64 ts;  /* the call's enter, as rec_sys.ts */
+	__u64 end; /* the call's end: the record's time in the merge (abi::merge_key) */
+	struct user_frame user[STACK_DEPTH]; /* innermost first */
+	__u64 kernel[STACK_DEPTH]; /* innermost first */
 };
 
 /*

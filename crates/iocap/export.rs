@@ -171,6 +171,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         _ => &args.output,
     };
+    write_to(path, &write)
+}
+
+/// Write `path` with `write`: a new file (0600) put in place once whole, or a character device
+/// or FIFO written as it is (`-o /dev/null`, `-o /dev/stdout`); a directory, block device or
+/// socket refused.
+pub(crate) fn write_to(
+    path: &Path,
+    write: &dyn Fn(&mut (dyn Write + Send)) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
     let in_place = |follow: bool| -> anyhow::Result<()> {
         let mut out = BufWriter::new(output::open_in_place(path, follow)?);
         write(&mut out)?;
@@ -186,7 +196,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             path,
             "an export is written to a file, a character device or a FIFO (or `-o -`; with --format parquet, into a directory's dataset)",
         )),
-        Existing::Nothing | Existing::Regular | Existing::Symlink => write_whole(path, &write),
+        Existing::Nothing | Existing::Regular | Existing::Symlink => write_whole(path, write),
     }
 }
 

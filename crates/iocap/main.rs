@@ -12,6 +12,7 @@ mod compare;
 mod events;
 mod export;
 mod fields;
+mod flame;
 mod follow;
 mod info;
 mod input;
@@ -90,6 +91,9 @@ enum Command {
     Iostat(iostat::Args),
     /// sysdig's latency spectrogram: one row per interval, ten columns per decade of latency.
     Spectrogram(spectrogram::Args),
+    /// The latency flame graph of the matching calls, from the stacks `record --stacks` kept:
+    /// folded stacks, or an SVG with `-o FILE.svg`.
+    Flame(flame::Args),
     /// Write the matching events as CSV or JSON lines, or a latency heatmap (or two sides compared) as SVG.
     Export(export::Args),
     /// The terminal viewer: scrub a latency spectrogram, read histograms, narrow with filters.
@@ -139,6 +143,7 @@ fn main() -> ExitCode {
         Command::Iostat(args) => iostat::run(args),
         Command::Spectrogram(args) => spectrogram::run(args),
         Command::Export(args) => export::run(args),
+        Command::Flame(args) => flame::run(args),
         Command::View(args) => view::run(args),
         Command::Fields(args) => fields::run(args),
         Command::Help(args) => fields::help(args),

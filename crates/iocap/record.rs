@@ -52,6 +52,13 @@ pub struct Args {
     /// kernel does at every context switch.
     #[arg(long)]
     no_anatomy: bool,
+    /// Keep the stacks of calls at least this slow (bare `--stacks`: 1ms): the user stack the
+    /// call returned to and the kernel stack of its longest sleep, named on this host as the
+    /// recording runs (`iocap flame` draws them). Costs the slow calls only: taking a stack
+    /// on every context switch would double the cost of a switch.
+    #[arg(long, value_parser = parse_duration, value_name = "TIME", num_args = 0..=1,
+          require_equals = true, default_missing_value = "1ms")]
+    stacks: Option<Duration>,
     /// Keep only operations at least this slow (decided in the kernel): 1ms, 200us.
     #[arg(long, value_parser = parse_duration, value_name = "TIME")]
     min_latency: Option<Duration>,
@@ -280,6 +287,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         syscalls: !args.no_syscalls,
         block: !args.no_block,
         anatomy: !args.no_anatomy,
+        stacks_ns: args.stacks.map(|d| d.as_nanos() as u64),
         min_latency_ns: args.min_latency.map_or(0, |d| d.as_nanos() as u64),
         ring_bytes: args.ring_mib << 20,
     };

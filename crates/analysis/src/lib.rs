@@ -58,6 +58,7 @@
 pub mod cache;
 pub mod compare;
 pub mod drops;
+pub mod flame;
 pub mod group;
 pub mod hist;
 pub mod iostat;
@@ -69,6 +70,7 @@ pub mod spectro;
 pub mod units;
 
 pub use cache::{CacheStats, ColumnCache};
+pub use flame::Flame;
 pub use group::{DiskSplit, FieldGroups, Group, GroupBy};
 pub use hist::LatencyHist;
 pub use iostat::{DeviceInterval, IoStat, IoStatError};

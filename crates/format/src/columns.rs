@@ -882,6 +882,10 @@ columns! {
     wait_signal: u64 = WaitSignal(40), Others, delta: false, planes: false;
     /// [`Event::woken`] (syscall), ns. Since 1.20.
     woken: u64 = Woken(41), Others, delta: false, planes: false;
+    /// [`Event::stack_user`] (syscall), a stack table id. Since 1.21.
+    stack_user: u32 = StackUser(42), Others, delta: false, planes: false;
+    /// [`Event::stack_kernel`] (syscall), a stack table id. Since 1.21.
+    stack_kernel: u32 = StackKernel(43), Others, delta: false, planes: false;
 }
 
 impl Columns {

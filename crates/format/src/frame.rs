@@ -13,7 +13,7 @@ pub const FILE_MAGIC: &[u8; 8] = b"IOCAP\x00\r\n";
 /// Format major version: a reader refuses a file with a newer major.
 pub const FORMAT_MAJOR: u16 = 1;
 /// Format minor version: additions a reader of the same major can skip.
-pub const FORMAT_MINOR: u16 = 20;
+pub const FORMAT_MINOR: u16 = 21;
 pub const PREAMBLE_LEN: usize = 16;
 
 pub const FRAME_MAGIC: &[u8; 4] = b"IOFR";
@@ -55,6 +55,8 @@ pub enum Kind {
     /// A chunk's rollup whose keys hold each event's file too, in place of its `Rollup`: the
     /// same entries, then each key's file (1.17).
     FileRollup = 16,
+    /// Stacks of calls, each a kind and frames (1.21).
+    Stacks = 17,
 }
 
 impl Kind {
@@ -76,6 +78,7 @@ impl Kind {
             14 => Kind::CellTotals,
             15 => Kind::UnseenDisks,
             16 => Kind::FileRollup,
+            17 => Kind::Stacks,
             _ => return None,
         })
     }

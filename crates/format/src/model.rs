@@ -248,6 +248,12 @@ pub struct Event {
     /// Syscall: the process of `waker`, an id in the process table (0: none or unknown)
     /// (since 1.19).
     pub waker_proc: u32,
+    /// Syscall: its user stack as it returned, an id in the stack table (0: none; recorded
+    /// with `--stacks`, since 1.21).
+    pub stack_user: u32,
+    /// Syscall: the kernel stack of its longest sleep, where it slept, an id in the stack
+    /// table (0: none; since 1.21).
+    pub stack_kernel: u32,
 }
 
 /// Why a call's thread blocked: each sleep by what the thread said it was doing as it went to
@@ -638,6 +644,41 @@ pub struct FdTarget {
     pub name: StrId,
     /// Device of the file's filesystem (kernel `dev_t`), 0 when none.
     pub dev: u32,
+}
+
+/// Which side of the kernel a stack of the stack table is of.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum StackKind {
+    /// A process's own code, as a call returned to it.
+    #[default]
+    User = 0,
+    /// The kernel's, where a call's thread slept.
+    Kernel = 1,
+}
+
+/// One frame of a stack: where, and what it is when the recorder could name it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct StackFrame {
+    /// A user frame: its offset in `module`'s file when the recorder found the file (the same
+    /// in every run of that binary), else its virtual address; a kernel frame: its address.
+    pub addr: u64,
+    /// The function's name, a string id (0: not named).
+    pub sym: StrId,
+    /// The file it is in, a string id: a binary or library's path, `[kernel]`, or a kernel
+    /// module's `[name]` (0: unknown).
+    pub module: StrId,
+}
+
+/// A stack of the stack table (since 1.21): its frames innermost first, as the kernel gives
+/// them. Events refer to it by id ([`Event::stack_user`], [`Event::stack_kernel`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Stack {
+    /// User or kernel.
+    pub kind: StackKind,
+    /// Innermost first: a user stack starts in the function that made the call (libc's
+    /// wrapper), a kernel stack in `__schedule`.
+    pub frames: Vec<StackFrame>,
 }
 
 /// A block device the capture may mention.

@@ -876,7 +876,8 @@ impl<S: Source> Reader<S> {
                 | Kind::Devices
                 | Kind::PrefixStrings
                 | Kind::ColumnFiles
-                | Kind::ProcOwners),
+                | Kind::ProcOwners
+                | Kind::Stacks),
             ) => {
                 let mut cur = Cursor::new(&dec.payload);
                 let cut = || Error::corrupt(off, "payload cut short");

@@ -1,4 +1,4 @@
-//! The tables events refer to (strings, processes, files, devices) and their frames.
+//! The tables events refer to (strings, processes, files, devices, stacks) and their frames.
 //!
 //! Table frames are appended as entries appear, always before the first chunk that refers to
 //! them. A reader merges every table frame into one [`Tables`]. Strings are escaped here, once,
@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use crate::error::Limit;
 use crate::escape::escape;
-use crate::model::{Device, FdTarget, FdType, FileEntry, ProcEntry, StrId};
+use crate::model::{Device, FdTarget, FdType, FileEntry, ProcEntry, Stack, StackFrame, StackKind, StrId};
 use crate::varint::{self, Cursor};
 
 /// The longest string a table may hold, in bytes before escaping. Strings are process names
@@ -54,6 +54,33 @@ const STRING_COST: u64 = 64;
 /// What a process, file or device entry costs in the budget: the entry, its slot in the
 /// vector (which may have doubled) and in the index (as [`STRING_COST`], an older figure).
 const ENTRY_COST: u64 = 96;
+/// What a stack's frame costs in the budget, on top of the stack's [`ENTRY_COST`].
+const FRAME_COST: u64 = 24;
+
+/// The most frames a stack table entry may hold (the recorder keeps 64; the kernel's own
+/// limit, `kernel.perf_event_max_stack`, is 127 by default).
+pub const MAX_STACK_FRAMES: usize = 1024;
+
+/// The largest string, process, file and stack ids of [`Tables`] (0 where none): the shift a
+/// joined reader gives the next file's ids.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct MaxIds {
+    pub strings: u32,
+    pub procs: u32,
+    pub files: u32,
+    pub stacks: u32,
+}
+
+impl MaxIds {
+    /// Whether every id of `other`, moved up by these, still fits a u32.
+    pub(crate) fn fit(&self, other: &MaxIds) -> bool {
+        let fits = |by: u32, max: u32| by.checked_add(max).is_some();
+        fits(self.strings, other.strings)
+            && fits(self.procs, other.procs)
+            && fits(self.files, other.files)
+            && fits(self.stacks, other.stacks)
+    }
+}
 
 /// The budget of decoded tables for a file of `file_len` bytes: [`TABLE_BUDGET_FLOOR`] and
 /// [`TABLE_BYTES_PER_FILE_BYTE`] per byte, at most [`MAX_TABLE_BYTES`].
@@ -82,6 +109,8 @@ pub struct Tables {
     files: Files,
     devices: Vec<Device>,
     device_index: HashMap<u32, usize>,
+    stacks: Vec<(u32, Stack)>,
+    stack_index: Ids<u32>,
     /// Bytes of decoded tables allowed, and counted so far (never given back when an entry is
     /// replaced: a file that rewrites one id over and over uses its budget up too).
     budget: u64,
@@ -104,6 +133,8 @@ impl Tables {
             files: Files::default(),
             devices: Vec::new(),
             device_index: HashMap::new(),
+            stacks: Vec::new(),
+            stack_index: Ids::default(),
             budget,
             used: 0,
         }
@@ -261,21 +292,34 @@ impl Tables {
         self.strings.len()
     }
 
-    /// The largest string, process and file ids in use (0 where none).
-    pub(crate) fn max_ids(&self) -> (u32, u32, u32) {
-        (
-            self.strings.max_id(),
-            self.procs.iter().map(|p| p.id).max().unwrap_or(0),
-            self.files.max_id,
-        )
+    /// The stack with this id ([`Event::stack_user`](crate::Event::stack_user)); `None` for
+    /// 0 or an id the file never defined.
+    pub fn stack(&self, id: u32) -> Option<&Stack> {
+        let i = self.stack_index.get(id)?;
+        self.stacks.get(i as usize).map(|(_, s)| s)
+    }
+
+    /// Every stack, with its id, in the order the file defined them.
+    pub fn stacks(&self) -> impl Iterator<Item = (u32, &Stack)> + '_ {
+        self.stacks.iter().map(|(id, s)| (*id, s))
+    }
+
+    /// The largest ids in use (0 where none).
+    pub(crate) fn max_ids(&self) -> MaxIds {
+        MaxIds {
+            strings: self.strings.max_id(),
+            procs: self.procs.iter().map(|p| p.id).max().unwrap_or(0),
+            files: self.files.max_id,
+            stacks: self.stacks.iter().map(|(id, _)| *id).max().unwrap_or(0),
+        }
     }
 
     /// Add every entry of `other` with its ids moved up by `shift` (strings, processes,
-    /// files), so they clash with none of these; devices are merged by number (one host's).
-    /// The caller checks that the moved ids fit ([`Tables::max_ids`]). What `other` used and
-    /// may use is added to the budget.
-    pub(crate) fn add_shifted(&mut self, other: &Tables, shift: (u32, u32, u32)) {
-        let (s, p, f) = shift;
+    /// files, stacks), so they clash with none of these; devices are merged by number (one
+    /// host's). The caller checks that the moved ids fit ([`MaxIds::fit`]). What `other` used
+    /// and may use is added to the budget.
+    pub(crate) fn add_shifted(&mut self, other: &Tables, shift: MaxIds) {
+        let (s, p, f) = (shift.strings, shift.procs, shift.files);
         // A reference past `other`'s strings (a damaged or hostile file's) stays past every
         // string, at most `u32::MAX`: it names none, as in its file.
         let moved = |id: StrId| if id == 0 { 0 } else { id.saturating_add(s) };
@@ -305,6 +349,18 @@ impl Tables {
             if self.device_name(d.dev).is_none() {
                 self.add_device(d.clone());
             }
+        }
+        for (id, st) in &other.stacks {
+            let frames = st
+                .frames
+                .iter()
+                .map(|fr| StackFrame {
+                    sym: moved(fr.sym),
+                    module: moved(fr.module),
+                    ..*fr
+                })
+                .collect();
+            self.add_stack(id.saturating_add(shift.stacks), Stack { kind: st.kind, frames });
         }
         self.budget = self.budget.saturating_add(other.budget);
         self.used = self.used.saturating_add(other.used);
@@ -344,6 +400,17 @@ impl Tables {
         }
     }
 
+    /// Add (or replace) stack `id`.
+    pub(crate) fn add_stack(&mut self, id: u32, s: Stack) {
+        match self.stack_index.get(id) {
+            Some(i) => self.stacks[i as usize] = (id, s),
+            None => {
+                self.stack_index.insert(id, position(self.stacks.len()));
+                self.stacks.push((id, s));
+            }
+        }
+    }
+
     pub(crate) fn add_file(&mut self, f: FileEntry) {
         self.files.add(f.id, f.target(), Some((f.pid, f.fd, f.open_ts)));
     }
@@ -362,6 +429,7 @@ impl Tables {
             Kind::PrefixStrings => return self.apply_prefix_strings(cur, count),
             Kind::ColumnFiles => return self.apply_column_files(cur, count),
             Kind::ProcOwners => return self.apply_proc_owners(cur, count),
+            Kind::Stacks => return self.apply_stacks(cur, count),
             _ => {}
         }
         let mut long = LeftOut::default();
@@ -663,6 +731,40 @@ impl Tables {
 
     /// Entries of a [`crate::frame::Kind::ProcOwners`] frame (see `encode_proc_owner`), each
     /// set on the process entry of its id; an id no `Procs` frame defined is skipped.
+    /// Entries of a [`crate::frame::Kind::Stacks`] frame: `id kind n (addr sym module)*n`,
+    /// kind 0 user, 1 kernel.
+    fn apply_stacks(&mut self, mut cur: Cursor, count: u64) -> Result<(), TableError> {
+        let corrupt = TableError::Corrupt;
+        let id32 = |v: Option<u64>| v.and_then(|v| u32::try_from(v).ok()).ok_or(corrupt);
+        for _ in 0..count {
+            let id = id32(cur.varint())?;
+            let kind = match cur.u8().ok_or(corrupt)? {
+                0 => StackKind::User,
+                1 => StackKind::Kernel,
+                _ => return Err(corrupt),
+            };
+            let n = usize::try_from(cur.varint().ok_or(corrupt)?).map_err(|_| corrupt)?;
+            // Each frame takes at least three bytes.
+            if n > MAX_STACK_FRAMES || n > cur.remaining() / 3 {
+                return Err(corrupt);
+            }
+            self.charge(ENTRY_COST + FRAME_COST * n as u64)?;
+            let mut frames = Vec::with_capacity(n);
+            for _ in 0..n {
+                frames.push(StackFrame {
+                    addr: cur.varint().ok_or(corrupt)?,
+                    sym: id32(cur.varint())?,
+                    module: id32(cur.varint())?,
+                });
+            }
+            self.add_stack(id, Stack { kind, frames });
+        }
+        if !cur.is_empty() {
+            return Err(corrupt);
+        }
+        Ok(())
+    }
+
     fn apply_proc_owners(&mut self, mut cur: Cursor, count: u64) -> Result<(), TableError> {
         let corrupt = TableError::Corrupt;
         for _ in 0..count {
@@ -844,6 +946,19 @@ pub(crate) fn encode_files(files: &[FileEntry]) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// A [`crate::frame::Kind::Stacks`] entry (see `Tables::apply_stacks`).
+pub(crate) fn encode_stack(p: &mut Pending, id: u32, s: &Stack) {
+    p.count += 1;
+    varint::put(&mut p.bytes, u64::from(id));
+    p.bytes.push(s.kind as u8);
+    varint::put(&mut p.bytes, s.frames.len() as u64);
+    for f in &s.frames {
+        varint::put(&mut p.bytes, f.addr);
+        varint::put(&mut p.bytes, u64::from(f.sym));
+        varint::put(&mut p.bytes, u64::from(f.module));
+    }
+}
+
 pub(crate) fn encode_device(p: &mut Pending, d: &Device) {
     p.count += 1;
     varint::put(&mut p.bytes, u64::from(d.dev));
@@ -895,7 +1010,7 @@ mod tests {
             (t.string(1), t.string(7), t.string(u32::MAX), t.string(2)),
             ("postgres", "", "far", "")
         );
-        assert_eq!((t.string_count(), t.max_ids().0), (3, u32::MAX));
+        assert_eq!((t.string_count(), t.max_ids().strings), (3, u32::MAX));
         let mut all: Vec<(StrId, &str)> = t.strings.iter().collect();
         all.sort();
         assert_eq!(all, vec![(1, "postgres"), (7, ""), (u32::MAX, "far")]);
@@ -958,7 +1073,13 @@ mod tests {
         // Moved into joined tables that keep them too.
         let mut joined = Tables::default();
         joined.keep_file_details();
-        joined.add_shifted(&whole, (0, 0, 5));
+        joined.add_shifted(
+            &whole,
+            MaxIds {
+                files: 5,
+                ..MaxIds::default()
+            },
+        );
         let moved = joined.file_entries().unwrap();
         assert_eq!(
             moved.iter().map(|f| (f.id, f.fd, f.open_ts)).collect::<Vec<_>>(),
@@ -980,7 +1101,14 @@ mod tests {
         });
         let mut joined = Tables::default();
         joined.strings.insert(1, "sh");
-        joined.add_shifted(&other, (1, 1, 0));
+        joined.add_shifted(
+            &other,
+            MaxIds {
+                strings: 1,
+                procs: 1,
+                ..MaxIds::default()
+            },
+        );
         let p = joined.proc(2).expect("the moved process");
         assert_eq!(joined.string(p.name), "fio");
         assert_eq!(p.exe, u32::MAX);

@@ -10,7 +10,7 @@ use std::thread::JoinHandle;
 use crate::columns::{chunk_holds, Columns, EncodeBufs, MAX_CHUNK_EVENTS};
 use crate::error::Error;
 use crate::frame::{self, Kind, FRAME_HEADER_LEN};
-use crate::model::{Device, DropStats, Event, FileEntry, Meta, ProcEntry, StrId};
+use crate::model::{Device, DropStats, Event, FileEntry, Meta, ProcEntry, Stack, StrId};
 use crate::pack::{self, Packer};
 use crate::rollup::Rollup;
 use crate::summary::ChunkSummary;
@@ -71,6 +71,9 @@ pub struct Writer<W: Write> {
     pending_owners: Pending,
     pending_files: Vec<FileEntry>,
     pending_devices: Pending,
+    /// Each distinct stack's id, and those not yet written.
+    stacks: HashMap<Stack, u32>,
+    pending_stacks: Pending,
     drops: u64,
 }
 
@@ -108,6 +111,8 @@ impl<W: Write> Writer<W> {
             pending_owners: Pending::default(),
             pending_files: Vec::new(),
             pending_devices: Pending::default(),
+            stacks: HashMap::new(),
+            pending_stacks: Pending::default(),
             drops: 0,
         };
         w.strings.insert(Vec::new(), 0);
@@ -165,6 +170,21 @@ impl<W: Write> Writer<W> {
             return;
         }
         tables::encode_device(&mut self.pending_devices, d);
+    }
+
+    /// The id of `stack` in the stack table, adding it if it is new (ids from 1). Its frames'
+    /// strings must have been [`Writer::intern`]ed by this writer. A stack of more than
+    /// [`crate::tables::MAX_STACK_FRAMES`] frames (no kernel gives one) keeps its innermost.
+    pub fn add_stack(&mut self, stack: &Stack) -> u32 {
+        if let Some(&id) = self.stacks.get(stack) {
+            return id;
+        }
+        let mut stack = stack.clone();
+        stack.frames.truncate(crate::tables::MAX_STACK_FRAMES);
+        let id = self.stacks.len() as u32 + 1;
+        tables::encode_stack(&mut self.pending_stacks, id, &stack);
+        self.stacks.insert(stack, id);
+        id
     }
 
     /// Buffer one event; closes and writes the chunk when it is full.
@@ -259,6 +279,7 @@ impl<W: Write> Writer<W> {
             Kind::Procs,
             Kind::ProcOwners,
             Kind::ColumnFiles,
+            Kind::Stacks,
         ];
         for kind in kinds {
             let raw = match kind {
@@ -266,6 +287,7 @@ impl<W: Write> Writer<W> {
                 Kind::Devices => self.pending_devices.take_payload(),
                 Kind::Procs => self.pending_procs.take_payload(),
                 Kind::ProcOwners => self.pending_owners.take_payload(),
+                Kind::Stacks => self.pending_stacks.take_payload(),
                 _ => tables::encode_files(&std::mem::take(&mut self.pending_files)),
             };
             if let Some(raw) = raw {

@@ -29,6 +29,8 @@ pub enum Rec {
     EndBlk(types::rec_blk),
     /// A journal commit, with what its block requests did.
     Journal(types::rec_journal),
+    /// The stacks of the slow call that follows it (`--stacks`).
+    Stack(Box<types::rec_stack>),
 }
 
 pub const REC_SYS: u16 = 1;
@@ -63,6 +65,7 @@ pub const REC_URING: u16 = 11;
 pub const REC_END_SYS: u16 = 12;
 pub const REC_END_BLK: u16 = 13;
 pub const REC_JOURNAL: u16 = 14;
+pub const REC_STACK: u16 = 15;
 
 /// Bits of a record's `kind` that hold its kind; an event record's CPU is above them (see
 /// bpf/iocap.h).
@@ -97,6 +100,8 @@ unsafe impl Pod for types::rec_blk {}
 unsafe impl Pod for types::rec_uring {}
 // SAFETY: as above.
 unsafe impl Pod for types::rec_journal {}
+// SAFETY: as above.
+unsafe impl Pod for types::rec_stack {}
 // SAFETY: as above.
 unsafe impl Pod for types::rec_fork {}
 // SAFETY: as above.
@@ -164,6 +169,7 @@ pub fn decode(b: &[u8]) -> Option<Rec> {
         REC_END_SYS => read(b).map(Rec::EndSys),
         REC_END_BLK => read(b).map(Rec::EndBlk),
         REC_JOURNAL => read(b).map(Rec::Journal),
+        REC_STACK => read(b).map(|r| Rec::Stack(Box::new(r))),
         _ => None,
     }
 }
@@ -192,6 +198,10 @@ pub fn to_boottime(rec: &mut [u8], offset: u64) {
         REC_EXIT | REC_COMM => &[std::mem::offset_of!(types::rec_comm, ts)],
         REC_URING => &[std::mem::offset_of!(types::rec_uring, ts)],
         REC_JOURNAL => &[std::mem::offset_of!(types::rec_journal, ts)],
+        REC_STACK => &[
+            std::mem::offset_of!(types::rec_stack, ts),
+            std::mem::offset_of!(types::rec_stack, end),
+        ],
         REC_BLK | REC_END_BLK => &[
             std::mem::offset_of!(types::rec_blk, ts),
             std::mem::offset_of!(types::rec_blk, link),
@@ -261,6 +271,7 @@ pub fn merge_key(rec: &[u8]) -> u64 {
     match kind_of(rec) {
         Some(REC_FD) => u64_at(std::mem::offset_of!(types::rec_fd, end)),
         Some(REC_DUP) => u64_at(std::mem::offset_of!(types::rec_dup, end)),
+        Some(REC_STACK) => u64_at(std::mem::offset_of!(types::rec_stack, end)),
         Some(REC_FORK) => u64_at(std::mem::offset_of!(types::rec_fork, ts)),
         Some(REC_EXEC) => u64_at(std::mem::offset_of!(types::rec_exec, ts)),
         Some(REC_EXIT | REC_COMM) => u64_at(std::mem::offset_of!(types::rec_comm, ts)),
@@ -340,6 +351,7 @@ mod tests {
             ("REC_END_SYS", REC_END_SYS),
             ("REC_END_BLK", REC_END_BLK),
             ("REC_JOURNAL", REC_JOURNAL),
+            ("REC_STACK", REC_STACK),
         ];
         assert_eq!(c, rust, "bpf/iocap.h and abi.rs disagree");
         assert!(

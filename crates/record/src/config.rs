@@ -37,6 +37,9 @@ pub struct Config {
     /// Time each call's thread spends off the CPU, by why: in the run queue, blocked, and who
     /// woke it (`--no-anatomy` clears it).
     pub anatomy: bool,
+    /// `--stacks`: a call at least this slow (ns) keeps its user stack and the kernel stack of
+    /// its longest sleep; `None`: no stacks are taken.
+    pub stacks_ns: Option<u64>,
 }
 
 impl Default for Config {
@@ -53,6 +56,7 @@ impl Default for Config {
             syscall_nrs: None,
             names: None,
             anatomy: true,
+            stacks_ns: None,
         }
     }
 }

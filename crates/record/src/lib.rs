@@ -45,6 +45,7 @@ mod probe;
 mod procfs;
 mod recorder;
 pub mod rotation;
+mod stacks;
 mod state;
 mod sysinfo;
 mod writer;

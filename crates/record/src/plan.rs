@@ -21,6 +21,8 @@ pub struct Request {
     pub block: bool,
     /// Time calls off the CPU, by why (`--no-anatomy` clears it).
     pub anatomy: bool,
+    /// `--stacks`: the latency (ns) from which a call keeps its stacks; `None`: none.
+    pub stacks_ns: Option<u64>,
     /// `--min-latency`, ns.
     pub min_latency_ns: u64,
     /// Ring buffer bytes.
@@ -151,6 +153,7 @@ pub fn plan(req: &Request, filter: &Filter) -> Result<Config, PlanError> {
         syscall_nrs: push.syscall_nrs.clone(),
         names: push.names.clone(),
         anatomy: req.anatomy,
+        stacks_ns: req.stacks_ns,
     };
     // The filter's pids, in the kernel: alone, or as the part of -p they allow. Not with -c,
     // whose pids are not known yet (the writer thread still applies the whole filter).
@@ -176,6 +179,7 @@ mod tests {
             syscalls: true,
             block: true,
             anatomy: true,
+            stacks_ns: None,
             min_latency_ns: 0,
             ring_bytes: 1 << 20,
         }

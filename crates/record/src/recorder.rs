@@ -461,6 +461,8 @@ fn load(cfg: &Config, support: &Support, cpu_slot: bool) -> Result<Result<Loaded
         ro.min_latency = cfg.min_latency_ns;
         ro.cpu_slot = cpu_slot;
         ro.want_anatomy = support.anatomy;
+        // A threshold of 0 would be "off" to the kernel: 1 ns keeps every call's.
+        ro.stack_min = cfg.stacks_ns.map_or(0, |ns| ns.max(1));
         ro.refuse_progs = refused_in_tests()?;
         // IOCAP_FEW_SLOTS=1: one slot for every block request, none for calls, so that
         // tests see requests and calls kept in the maps a taken slot sends them to.

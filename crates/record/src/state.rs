@@ -15,13 +15,15 @@ use std::io::Write;
 use iocap_filter::{FileView, Filter, Lookup, ProcView};
 use iocap_format::escape::escape;
 use iocap_format::{
-    blk_flags, uring, BlockOp, Cause, Class, Device, Event, FdType, FileEntry, Meta, ProcEntry, Writer,
+    blk_flags, uring, BlockOp, Cause, Class, Device, Event, FdType, FileEntry, Meta, ProcEntry, Stack, StackFrame,
+    StackKind, Writer,
 };
 
 use crate::abi::{self, cstr, Rec};
 use crate::classify;
 use crate::procfs;
 use crate::skel::types;
+use crate::stacks::{Named, UserFrame};
 use crate::sysinfo::{SysInfo, BYTES, CLOSE, DUP, FD_ARG0, FD_RET};
 
 const AT_FDCWD: i32 = -100;
@@ -95,6 +97,14 @@ struct Opened {
 
 /// Most inodes [`Tracker`] remembers the names of.
 const MAX_INODES: usize = 1 << 16;
+
+/// Stacks waiting for their call's record: a stack and its call leave through one ring, so the
+/// call follows soon; this many waiting means records were lost, and they are let go.
+const MAX_PENDING_STACKS: usize = 1 << 12;
+
+/// `struct user_frame`'s status (bpf/iocap.h): a build ID and offset, or a bare address.
+const USER_FRAME_FILE: i32 = 1;
+const USER_FRAME_IP: i32 = 2;
 
 /// A record-time filter and what its fields are relative to (`arch`, `start_ts`).
 pub struct LiveFilter {
@@ -187,6 +197,9 @@ pub struct Tracker<W: Write> {
     /// Per block device, where its last completed request ended (sector + size): whether the
     /// next one is sequential, as biopattern decides.
     last_end: IdMap<u32, u64>,
+    /// `--stacks`: the named stacks of each call whose record is still to come, by (tid,
+    /// enter time): (user, kernel).
+    stacks: HashMap<(u32, u64), (Vec<Named>, Vec<Named>)>,
     /// Events pushed so far.
     pub events: u64,
     /// Events the filter left out.
@@ -216,6 +229,7 @@ impl<W: Write> Tracker<W> {
             cgroups: HashMap::new(),
             cgroups_read: None,
             last_end: IdMap::default(),
+            stacks: HashMap::new(),
             events: 0,
             filtered: 0,
         }
@@ -464,6 +478,10 @@ impl<W: Write> Tracker<W> {
             Rec::EndBlk(b) => self.blk_event(&b, true),
             Rec::Uring(u) => self.uring_event(&u),
             Rec::Journal(j) => self.journal_event(&j),
+            Rec::Stack(s) => {
+                self.stack_record(&s);
+                Ok(())
+            }
             Rec::Fork(f) => {
                 let (exe, cmdline) = match self.procs.get(&f.ppid) {
                     Some(p) => (p.info.exe.clone(), p.info.cmdline.clone()),
@@ -667,6 +685,10 @@ impl<W: Write> Tracker<W> {
             }
         }
         e.proc = self.proc_id(s.pid, None);
+        if let Some((user, kernel)) = self.stacks.remove(&(s.tid, s.ts)) {
+            e.stack_user = self.add_stack(StackKind::User, &user);
+            e.stack_kernel = self.add_stack(StackKind::Kernel, &kernel);
+        }
         if flags & FD_RET != 0 && s.ret >= 0 && flags & DUP == 0 {
             e.fd = s.ret as i32;
         } else if flags & FD_ARG0 != 0 || flags & DUP != 0 {
@@ -689,6 +711,52 @@ impl<W: Write> Tracker<W> {
             self.changed_dir(s.pid, nr, s.arg0);
         }
         self.push(&e, keep)
+    }
+
+    /// The stacks of a slow call, named now (its process may be gone by the next record), kept
+    /// for the call's record, which follows.
+    fn stack_record(&mut self, s: &types::rec_stack) {
+        // Calls whose record never came (a record lost to a full lane) are not kept forever.
+        if self.stacks.len() >= MAX_PENDING_STACKS {
+            self.stacks.clear();
+        }
+        let user_n = usize::from(s.user_n).min(s.user.len());
+        let kernel_n = usize::from(s.kernel_n).min(s.kernel.len());
+        let user: Vec<UserFrame> = s.user[..user_n]
+            .iter()
+            .filter_map(|f| match f.status {
+                USER_FRAME_FILE => Some(UserFrame::File(f.build_id, f.at)),
+                USER_FRAME_IP => Some(UserFrame::Ip(f.at)),
+                _ => None,
+            })
+            .collect();
+        let exe = self.procs.get(&s.pid).map_or(&[][..], |p| p.info.exe.as_slice());
+        let named = crate::stacks::with_namer(|namer| {
+            let user = if user.is_empty() {
+                Vec::new()
+            } else {
+                namer.user(s.pid, exe, &user)
+            };
+            (user, namer.kernel(&s.kernel[..kernel_n]))
+        });
+        self.stacks.insert((s.tid, s.ts), named);
+    }
+
+    /// The id of a named stack in the capture's table; 0 for an empty one.
+    fn add_stack(&mut self, kind: StackKind, frames: &[Named]) -> u32 {
+        if frames.is_empty() {
+            return 0;
+        }
+        let w = &mut self.w;
+        let frames = frames
+            .iter()
+            .map(|f| StackFrame {
+                addr: f.addr,
+                sym: f.sym.as_ref().map_or(0, |s| w.intern(s.as_bytes())),
+                module: f.module.as_ref().map_or(0, |m| w.intern(m)),
+            })
+            .collect();
+        w.add_stack(&Stack { kind, frames })
     }
 
     /// A completion of an io_uring request: its file by the fd it was submitted with, else

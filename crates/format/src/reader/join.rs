@@ -20,6 +20,7 @@ use crate::error::Error;
 use crate::live::Liveness;
 use crate::model::DropStats;
 use crate::summary::ChunkSummary;
+use crate::tables::MaxIds;
 
 /// How far apart two files' boot-to-wall offsets may be and still be of one boot: a recorder
 /// copies its offset into every file of a rotation, separate recordings of one boot read it
@@ -40,6 +41,8 @@ pub(crate) struct Part<S> {
     proc_shift: u32,
     /// Added to every nonzero file id of its chunks.
     file_shift: u32,
+    /// Added to every nonzero stack id of its chunks.
+    stack_shift: u32,
     /// Drops counted in the files before it, added to its chunks' summaries (which count
     /// from its own start).
     drops_before: u64,
@@ -51,6 +54,15 @@ impl<S> Part<S> {
         let decoded = cols.decoded();
         if self.proc_shift > 0 && decoded.contains(Col::Proc) {
             shift(&mut cols.proc, self.proc_shift);
+        }
+        if self.proc_shift > 0 && decoded.contains(Col::WakerProc) {
+            shift(&mut cols.waker_proc, self.proc_shift);
+        }
+        if self.stack_shift > 0 && decoded.contains(Col::StackUser) {
+            shift(&mut cols.stack_user, self.stack_shift);
+        }
+        if self.stack_shift > 0 && decoded.contains(Col::StackKernel) {
+            shift(&mut cols.stack_kernel, self.stack_shift);
         }
         if self.file_shift > 0 && decoded.contains(Col::File) {
             shift(&mut cols.file, self.file_shift);
@@ -214,10 +226,12 @@ impl<S: Source> Reader<S> {
             .reserve_exact(files.iter().map(|(_, r)| r.chunks.len()).sum());
         for (k, (name, mut r)) in files.into_iter().enumerate() {
             let base = joined.file_len;
-            let shift = if k == 0 { (0, 0, 0) } else { joined.tables.max_ids() };
-            let (s, p, f) = r.tables.max_ids();
-            let fits = |by: u32, max: u32| by.checked_add(max).is_some();
-            if !(fits(shift.0, s) && fits(shift.1, p) && fits(shift.2, f)) {
+            let shift = if k == 0 {
+                MaxIds::default()
+            } else {
+                joined.tables.max_ids()
+            };
+            if !shift.fit(&r.tables.max_ids()) {
                 return Err(Error::NotOneRecording(format!(
                     "{name}: the recording's files hold more table entries than one capture can number"
                 )));
@@ -262,8 +276,9 @@ impl<S: Source> Reader<S> {
                 base,
                 len: r.file_len,
                 src: r.src,
-                proc_shift: shift.1,
-                file_shift: shift.2,
+                proc_shift: shift.procs,
+                file_shift: shift.files,
+                stack_shift: shift.stacks,
                 drops_before: part_drops_before,
             });
         }

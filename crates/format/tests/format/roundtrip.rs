@@ -99,6 +99,8 @@ fn event() -> impl Strategy<Value = Event> {
                 reason: op ^ cause,
                 waker_proc: proc.rotate_left(3),
                 woken: ts.rotate_left(59),
+                stack_user: file.rotate_left(7),
+                stack_kernel: dev.rotate_left(11),
             },
         )
 }

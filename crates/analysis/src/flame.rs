@@ -1,0 +1,259 @@
+//! Latency flame graphs: the matching calls' stacks (`record --stacks`), each weighted by the
+//! calls' summed latency (or their count, or their time asleep), folded as flamegraph.pl reads
+//! them: `frame;frame;... weight`, root first.
+//!
+//! The root frame is the process's name (as bcc's `offcputime -f`); then the user stack the
+//! call returned to, outermost first, down to the call; then, for `--by kernel` or `both`, the
+//! kernel stack of its longest sleep, from the syscall's entry down to `__schedule`. A call
+//! with none of the stacks asked for is left out and counted ([`Flame::without`]).
+
+use std::collections::HashMap;
+
+use iocap_format::{Class, Columns, StackKind, Tables};
+
+use crate::hist::LatencyHist;
+
+/// Which of a call's stacks its frames come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum By {
+    /// The user stack the call returned to: which code path made the slow call.
+    #[default]
+    User,
+    /// The kernel stack of its longest sleep: where in the kernel it waited.
+    Kernel,
+    /// The user stack, then the kernel stack under it.
+    Both,
+}
+
+/// What a frame's width counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Weight {
+    /// The calls' summed latency, ns.
+    #[default]
+    Latency,
+    /// The calls.
+    Count,
+    /// The calls' summed time asleep (`wait.time`), ns.
+    Wait,
+}
+
+impl Weight {
+    /// What the unit of a width is called: flamegraph.pl's `--countname`.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Weight::Latency | Weight::Wait => "ns",
+            Weight::Count => "calls",
+        }
+    }
+}
+
+/// The sums of the calls that share a process and both stacks.
+#[derive(Clone, Copy, Debug, Default)]
+struct Sums {
+    calls: u64,
+    latency: u64,
+    wait: u64,
+}
+
+/// The matching calls by (process, user stack, kernel stack), as a scan's threads gather them.
+#[derive(Clone, Debug, Default)]
+pub struct Flame {
+    by: By,
+    stacks: HashMap<(u32, u32, u32), Sums>,
+    /// The latency of the calls that have the stacks asked for: the graph's title's figures.
+    pub hist: LatencyHist,
+    /// Calls (and block requests, commits) that matched with none of the stacks asked for.
+    pub without: u64,
+}
+
+impl Flame {
+    /// An empty graph of the stacks `by` names.
+    pub fn new(by: By) -> Flame {
+        Flame { by, ..Flame::default() }
+    }
+
+    /// The columns [`Flame::add`] reads.
+    pub const COLUMNS: [iocap_format::Col; 6] = [
+        iocap_format::Col::Class,
+        iocap_format::Col::Proc,
+        iocap_format::Col::Latency,
+        iocap_format::Col::Wait,
+        iocap_format::Col::StackUser,
+        iocap_format::Col::StackKernel,
+    ];
+
+    /// Add row `i` of a chunk's columns.
+    pub fn add(&mut self, cols: &Columns, i: usize) {
+        let syscall = cols.class[i] == Class::Syscall as u8;
+        let (user, kernel) = if syscall {
+            (cols.stack_user[i], cols.stack_kernel[i])
+        } else {
+            (0, 0)
+        };
+        let has = match self.by {
+            By::User => user != 0,
+            By::Kernel => kernel != 0,
+            By::Both => user != 0 || kernel != 0,
+        };
+        if !has {
+            self.without += 1;
+            return;
+        }
+        let key = match self.by {
+            By::User => (cols.proc[i], user, 0),
+            By::Kernel => (cols.proc[i], 0, kernel),
+            By::Both => (cols.proc[i], user, kernel),
+        };
+        let s = self.stacks.entry(key).or_default();
+        s.calls += 1;
+        s.latency = s.latency.saturating_add(cols.latency[i]);
+        s.wait = s.wait.saturating_add(cols.wait[i]);
+        self.hist.add(cols.latency[i]);
+    }
+
+    /// Add what another thread gathered.
+    pub fn merge(&mut self, other: Flame) {
+        for (k, o) in other.stacks {
+            let s = self.stacks.entry(k).or_default();
+            s.calls += o.calls;
+            s.latency = s.latency.saturating_add(o.latency);
+            s.wait = s.wait.saturating_add(o.wait);
+        }
+        self.hist.merge(&other.hist);
+        self.without += other.without;
+    }
+
+    /// Calls with the stacks asked for.
+    pub fn calls(&self) -> u64 {
+        self.hist.count()
+    }
+
+    /// The folded lines, `frames weight`, one per distinct path, sorted by path (as
+    /// flamegraph.pl sorts them); paths of weight 0 are left out.
+    pub fn folded(&self, tables: &Tables, weight: Weight) -> Vec<(String, u64)> {
+        let mut by_path: HashMap<String, u64> = HashMap::new();
+        let mut path = String::new();
+        for (&(proc, user, kernel), s) in &self.stacks {
+            let w = match weight {
+                Weight::Latency => s.latency,
+                Weight::Count => s.calls,
+                Weight::Wait => s.wait,
+            };
+            if w == 0 {
+                continue;
+            }
+            path.clear();
+            let name = tables.proc(proc).map_or("", |p| tables.string(p.name));
+            push_frame(&mut path, if name.is_empty() { "[unknown]" } else { name });
+            for id in [user, kernel] {
+                let Some(st) = tables.stack(id).filter(|_| id != 0) else {
+                    continue;
+                };
+                for f in st.frames.iter().rev() {
+                    let sym = tables.string(f.sym);
+                    if !sym.is_empty() {
+                        push_frame(&mut path, sym);
+                        continue;
+                    }
+                    let module = tables.string(f.module);
+                    let file = module.rsplit('/').next().unwrap_or(module);
+                    match (st.kind, file.is_empty()) {
+                        (_, false) if file.starts_with('[') => push_frame(&mut path, file),
+                        (_, false) => push_frame(&mut path, &format!("[{file}]")),
+                        (StackKind::Kernel, true) => push_frame(&mut path, "[kernel]"),
+                        (StackKind::User, true) => push_frame(&mut path, "[unknown]"),
+                    }
+                }
+            }
+            let sum = by_path.entry(path.clone()).or_default();
+            *sum = sum.saturating_add(w);
+        }
+        let mut lines: Vec<(String, u64)> = by_path.into_iter().collect();
+        lines.sort_unstable();
+        lines
+    }
+}
+
+/// Append one frame to a folded path: `;` separates frames, so a name's own becomes `:`;
+/// names come escaped from the tables (no control characters, no line breaks).
+fn push_frame(path: &mut String, name: &str) {
+    if !path.is_empty() {
+        path.push(';');
+    }
+    path.extend(name.chars().map(|c| if c == ';' { ':' } else { c }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iocap_format::{Event, Meta, ProcEntry, Reader, Stack, StackFrame, Writer, WriterOptions};
+
+    /// A capture of three calls of one process: two with both stacks, one with none.
+    fn capture() -> Reader<Vec<u8>> {
+        let mut w = Writer::new(Vec::new(), &Meta::default(), WriterOptions::default()).unwrap();
+        let name = w.intern(b"db;x");
+        let proc = w.add_proc(ProcEntry {
+            pid: 7,
+            name,
+            ..ProcEntry::default()
+        });
+        let frame = |w: &mut Writer<Vec<u8>>, sym: &[u8], module: &[u8], addr| StackFrame {
+            addr,
+            sym: if sym.is_empty() { 0 } else { w.intern(sym) },
+            module: w.intern(module),
+        };
+        let user = Stack {
+            kind: StackKind::User,
+            frames: vec![
+                frame(&mut w, b"fsync", b"/lib/libc.so.6", 1),
+                frame(&mut w, b"", b"/opt/db/bin/db", 2),
+                frame(&mut w, b"main", b"/opt/db/bin/db", 3),
+            ],
+        };
+        let kernel = Stack {
+            kind: StackKind::Kernel,
+            frames: vec![
+                frame(&mut w, b"__schedule", b"[kernel]", 10),
+                frame(&mut w, b"jbd2_log_wait_commit", b"[jbd2]", 11),
+            ],
+        };
+        let (u, k) = (w.add_stack(&user), w.add_stack(&kernel));
+        assert_eq!(w.add_stack(&user), u, "a stack is kept once");
+        for (lat, su, sk) in [(3_000_000, u, k), (1_000_000, u, k), (5_000, 0, 0)] {
+            let mut e = Event::syscall(1_000, lat, 7, 7, 74, 0);
+            (e.proc, e.stack_user, e.stack_kernel, e.wait) = (proc, su, sk, lat / 2);
+            w.push(&e).unwrap();
+        }
+        Reader::from_bytes(w.finish(10_000_000).unwrap()).unwrap()
+    }
+
+    fn fold(by: By, weight: Weight) -> (Vec<(String, u64)>, u64) {
+        let r = capture();
+        let mut f = Flame::new(by);
+        let (mut dec, mut cols) = (iocap_format::ChunkDecoder::default(), Columns::default());
+        for c in 0..r.chunks().len() {
+            r.read_chunk(c, iocap_format::ColSet::ALL, &mut dec, &mut cols).unwrap();
+            (0..cols.len()).for_each(|i| f.add(&cols, i));
+        }
+        (f.folded(r.tables(), weight), f.without)
+    }
+
+    #[test]
+    fn calls_fold_root_first_weighted_by_what_was_asked() {
+        assert_eq!(
+            fold(By::User, Weight::Latency),
+            (vec![("db:x;main;[db];fsync".to_owned(), 4_000_000)], 1)
+        );
+        assert_eq!(
+            fold(By::Kernel, Weight::Count),
+            (vec![("db:x;jbd2_log_wait_commit;__schedule".to_owned(), 2)], 1)
+        );
+        assert_eq!(
+            fold(By::Both, Weight::Wait).0,
+            vec![(
+                "db:x;main;[db];fsync;jbd2_log_wait_commit;__schedule".to_owned(),
+                2_000_000
+            )]
+        );
+    }
+}

@@ -1,0 +1,154 @@
+//! `iocap flame`: the latency flame graph of the matching calls, from the stacks `record
+//! --stacks` kept: folded stacks (flamegraph.pl's and inferno's input) on standard output, or
+//! an SVG drawn by inferno with `-o FILE.svg`.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+
+use iocap_analysis::flame::{By, Flame, Weight};
+use iocap_analysis::units::fmt_ns;
+use iocap_analysis::Scan;
+use iocap_format::ColSet;
+
+use crate::input;
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ByArg {
+    /// The user stack the call returned to: which code path made it.
+    User,
+    /// The kernel stack of its longest sleep: where it waited.
+    Kernel,
+    /// The user stack, then the kernel stack under it.
+    Both,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WeightArg {
+    /// The calls' summed latency (ns).
+    Latency,
+    /// How many calls.
+    Count,
+    /// The calls' summed time asleep, `wait.time` (ns).
+    Wait,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    sel: input::Selection,
+    /// Which stacks make the frames.
+    #[arg(long, value_enum, default_value_t = ByArg::User)]
+    by: ByArg,
+    /// What a frame's width counts.
+    #[arg(long, value_enum, default_value_t = WeightArg::Latency)]
+    weight: WeightArg,
+    /// Write the graph here: an SVG when the name ends in `.svg`, else the folded stacks (a new
+    /// file, 0600; `-` or no -o: folded stacks on standard output).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let by = match args.by {
+        ByArg::User => By::User,
+        ByArg::Kernel => By::Kernel,
+        ByArg::Both => By::Both,
+    };
+    let weight = match args.weight {
+        WeightArg::Latency => Weight::Latency,
+        WeightArg::Count => Weight::Count,
+        WeightArg::Wait => Weight::Wait,
+    };
+    let fleet = args.sel.open(true)?;
+    // Each capture's stacks are named by its own tables: folded one by one, summed by path.
+    let (mut lines, mut total) = (BTreeMap::<String, u64>::new(), Flame::new(by));
+    let mut stacks_kept = false;
+    for input in &fleet.inputs {
+        let r = &input.reader;
+        stacks_kept |= r.tables().stacks().next().is_some();
+        let want = Flame::COLUMNS.iter().fold(ColSet::NONE, |s, &c| s.with(c));
+        let (flame, _) = Scan::new(r, Some(&input.filter))
+            .columns(want)
+            .threads(input::threads(r))
+            .run(
+                || Flame::new(by),
+                |f, _, cols, bits| bits.iter_ones().for_each(|i| f.add(cols, i)),
+                |a, b| a.merge(b),
+            )?
+            .ok_or_else(|| anyhow::anyhow!("the scan was cancelled"))?;
+        for (path, w) in flame.folded(r.tables(), weight) {
+            let sum = lines.entry(path).or_default();
+            *sum = sum.saturating_add(w);
+        }
+        total.merge(flame);
+    }
+    if !stacks_kept {
+        anyhow::bail!(
+            "{} has no stacks: record with --stacks (the calls at least as slow as its threshold keep theirs)",
+            if fleet.is_several() {
+                "none of these captures".to_owned()
+            } else {
+                args.sel.capture.name()
+            }
+        );
+    }
+    if lines.is_empty() {
+        crate::say(format_args!(
+            "no matching call has {} stack ({} matched without one)",
+            match by {
+                By::User => "a user",
+                By::Kernel => "a kernel",
+                By::Both => "a",
+            },
+            total.without
+        ));
+        return Ok(());
+    }
+    let title = title(&total, by, &args.sel.capture.short_name());
+    let svg = args
+        .output
+        .as_ref()
+        .is_some_and(|p| p.extension().is_some_and(|e| e == "svg"));
+    let write = |out: &mut (dyn Write + Send)| -> anyhow::Result<()> {
+        if svg {
+            let mut opts = inferno::flamegraph::Options::default();
+            opts.title = title.clone();
+            opts.count_name = weight.unit().to_owned();
+            opts.deterministic = true;
+            let folded: Vec<String> = lines.iter().map(|(p, w)| format!("{p} {w}")).collect();
+            inferno::flamegraph::from_lines(&mut opts, folded.iter().map(String::as_str), out)?;
+        } else {
+            for (path, w) in &lines {
+                writeln!(out, "{path} {w}")?;
+            }
+        }
+        Ok(())
+    };
+    match &args.output {
+        Some(path) if path.as_os_str() != "-" => crate::export::write_to(path, &write),
+        _ => {
+            let mut out = std::io::BufWriter::new(std::io::stdout());
+            write(&mut out)?;
+            out.flush()?;
+            Ok(())
+        }
+    }
+}
+
+/// The graph's title: what it is of, and the calls' count and percentiles.
+fn title(f: &Flame, by: By, capture: &str) -> String {
+    let h = &f.hist;
+    format!(
+        "{capture}: {} calls by {} stack, p50 {} p99 {} max {}",
+        h.count(),
+        match by {
+            By::User => "user",
+            By::Kernel => "kernel",
+            By::Both => "user and kernel",
+        },
+        fmt_ns(h.percentile(50.0)),
+        fmt_ns(h.percentile(99.0)),
+        fmt_ns(h.max()),
+    )
+}

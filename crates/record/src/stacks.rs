@@ -1,0 +1,321 @@
+//! `--stacks`: naming the frames of the stacks the kernel sent (`rec_stack`), on the traced
+//! host while the recording runs, since only it has the binaries and the processes' maps.
+//!
+//! A user address goes through its process's maps to the file it is in and its offset there
+//! (blazesym's normalization): that offset is what the capture keeps, the same in every run of
+//! the binary whatever the process's layout, with the file's path. The file's symbol table then
+//! names it. A kernel address is named from `/proc/kallsyms`. An address that cannot be named
+//! (a process gone before its stack was read, a stripped binary, JIT code) keeps what is known:
+//! its file and offset, or its bare address.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use blazesym::normalize::{Normalizer, UserMeta};
+use blazesym::symbolize::source::{Elf, Kernel, Source};
+use blazesym::symbolize::{Input, Symbolized, Symbolizer};
+use blazesym::{MaybeDefault, Pid};
+
+/// A frame as found on this host: its address (a user frame's file offset when its file was
+/// found, else the address as the kernel gave it), its function's name and its file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Named {
+    pub addr: u64,
+    pub sym: Option<String>,
+    pub module: Option<Vec<u8>>,
+}
+
+/// What `[kernel]` frames' module is called in the capture (a kernel module's own name, in
+/// brackets, when kallsyms gives one).
+pub const KERNEL_MODULE: &[u8] = b"[kernel]";
+
+thread_local! {
+    /// The writer thread's [`Namer`], made at its first stack: blazesym's caches are not
+    /// `Send`, so they live on the thread that uses them rather than in the tracker.
+    static NAMER: RefCell<Option<Namer>> = const { RefCell::new(None) };
+}
+
+/// Run `f` with this thread's [`Namer`].
+pub fn with_namer<T>(f: impl FnOnce(&mut Namer) -> T) -> T {
+    NAMER.with(|n| f(n.borrow_mut().get_or_insert_with(Namer::default)))
+}
+
+/// Names frames, with what it learnt kept for the next stacks: each file's symbols
+/// (blazesym's caches) and each kernel address's name.
+pub struct Namer {
+    symbolizer: Symbolizer,
+    normalizer: Normalizer,
+    kernel: HashMap<u64, Named>,
+    /// Files by build ID (`None`: looked for and not found).
+    files: HashMap<[u8; 20], Option<CodeFile>>,
+    /// The (process when it has a root of its own, path) pairs whose build ID was read.
+    seen_paths: HashSet<(Option<u32>, Vec<u8>)>,
+    /// When every process's maps were last searched ([`RESCAN`]).
+    scanned: Option<Instant>,
+    /// This process's root (`/proc/self/root`), to tell a container's processes.
+    own_root: Option<PathBuf>,
+    /// Frames named, and of those, with a function's name: for `info`.
+    pub frames: u64,
+    pub named: u64,
+}
+
+impl Default for Namer {
+    fn default() -> Self {
+        Namer {
+            symbolizer: Symbolizer::new(),
+            normalizer: Normalizer::new(),
+            kernel: HashMap::new(),
+            files: HashMap::new(),
+            seen_paths: HashSet::new(),
+            scanned: None,
+            own_root: std::fs::read_link("/proc/self/root").ok(),
+            frames: 0,
+            named: 0,
+        }
+    }
+}
+
+/// A user frame as the kernel gave it (`struct user_frame` in bpf/iocap.h).
+#[derive(Clone, Copy, Debug)]
+pub enum UserFrame {
+    /// In the file with this build ID (as the kernel pads it, to 20 bytes), at this offset.
+    File([u8; 20], u64),
+    /// At this address of the process.
+    Ip(u64),
+}
+
+/// A file that holds code: its path as the traced process sees it, and where this host opens it.
+#[derive(Clone, Debug)]
+struct CodeFile {
+    shown: Vec<u8>,
+    open: PathBuf,
+}
+
+/// How long after a search of every process's maps for a build ID another may be made.
+const RESCAN: Duration = Duration::from_secs(10);
+
+impl Namer {
+    /// The frames of a user stack of process `pid` (whose executable, as exec named it, is
+    /// `exe`), innermost first.
+    pub fn user(&mut self, pid: u32, exe: &[u8], frames: &[UserFrame]) -> Vec<Named> {
+        let unknown = |files: &HashMap<[u8; 20], Option<CodeFile>>| {
+            frames
+                .iter()
+                .any(|f| matches!(f, UserFrame::File(id, _) if !files.contains_key(id)))
+        };
+        if unknown(&self.files) {
+            self.learn_process(pid, exe);
+        }
+        if unknown(&self.files) {
+            self.learn_everywhere();
+        }
+        let mut out = Vec::with_capacity(frames.len());
+        let mut bare = Vec::new();
+        for f in frames {
+            match *f {
+                UserFrame::File(id, offset) => match self.files.get(&id).cloned().flatten() {
+                    Some(file) => out.push(Named {
+                        addr: offset,
+                        sym: self.elf_name(&file.open, offset),
+                        module: Some(file.shown),
+                    }),
+                    // Its build ID, so that a host with the file can name it later.
+                    None => out.push(Named {
+                        addr: offset,
+                        sym: None,
+                        module: Some(format!("build-id:{}", hex(trimmed(&id))).into_bytes()),
+                    }),
+                },
+                UserFrame::Ip(ip) => {
+                    bare.push((out.len(), ip));
+                    out.push(Named {
+                        addr: ip,
+                        ..Named::default()
+                    });
+                }
+            }
+        }
+        // Bare addresses through the process's maps, while it lives.
+        if !bare.is_empty() {
+            let ips: Vec<u64> = bare.iter().map(|&(_, ip)| ip).collect();
+            if let Ok(norm) = self.normalizer.normalize_user_addrs(Pid::from(pid), &ips) {
+                for (&(i, _), (offset, meta)) in bare.iter().zip(&norm.outputs) {
+                    if let Some(UserMeta::Elf(elf)) = norm.meta.get(*meta) {
+                        out[i] = Named {
+                            addr: *offset,
+                            sym: self.elf_name(&elf.path, *offset),
+                            module: Some(path_bytes(&elf.path)),
+                        };
+                    }
+                }
+            }
+        }
+        self.count(&out);
+        out
+    }
+
+    /// Learn the build IDs of the files process `pid` has mapped, while it lives, and of its
+    /// executable, which outlives it.
+    fn learn_process(&mut self, pid: u32, exe: &[u8]) {
+        if let Ok(maps) = std::fs::read(format!("/proc/{pid}/maps")) {
+            for path in mapped_files(&maps) {
+                self.learn_file(Some(pid), path);
+            }
+        }
+        if exe.starts_with(b"/") {
+            self.learn_file(None, exe);
+        }
+    }
+
+    /// A build ID still unknown: look through every live process's maps (a library the
+    /// traced process had is likely mapped by another), at most once per [`RESCAN`].
+    fn learn_everywhere(&mut self) {
+        if self.scanned.is_some_and(|t| t.elapsed() < RESCAN) {
+            return;
+        }
+        self.scanned = Some(Instant::now());
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        for pid in dir
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        {
+            if let Ok(maps) = std::fs::read(format!("/proc/{pid}/maps")) {
+                for path in mapped_files(&maps) {
+                    self.learn_file(Some(pid), path);
+                }
+            }
+        }
+    }
+
+    /// Read the build ID of `path` (as process `pid` sees it, when given) once.
+    fn learn_file(&mut self, pid: Option<u32>, path: &[u8]) {
+        use std::os::unix::ffi::OsStrExt;
+        if !self
+            .seen_paths
+            .insert((pid.filter(|_| self.in_container(pid)), path.to_vec()))
+        {
+            return;
+        }
+        let host = PathBuf::from(std::ffi::OsStr::from_bytes(path));
+        // The host's file of that name first; else, for a process in another mount namespace,
+        // the file through its root.
+        let mut tries = vec![host];
+        if let Some(pid) = pid {
+            let mut inside = format!("/proc/{pid}/root").into_bytes();
+            inside.extend_from_slice(path);
+            tries.push(PathBuf::from(std::ffi::OsStr::from_bytes(&inside)));
+        }
+        for open in tries {
+            if let Ok(Some(id)) = blazesym::helper::read_elf_build_id(&open) {
+                let mut key = [0u8; 20];
+                let n = id.len().min(20);
+                key[..n].copy_from_slice(&id[..n]);
+                self.files.entry(key).or_insert(Some(CodeFile {
+                    shown: path.to_vec(),
+                    open,
+                }));
+            }
+        }
+    }
+
+    /// Whether process `pid` has a root of its own (a container): its paths are its own.
+    fn in_container(&self, pid: Option<u32>) -> bool {
+        let Some(pid) = pid else { return false };
+        match (std::fs::read_link(format!("/proc/{pid}/root")), &self.own_root) {
+            (Ok(root), Some(own)) => &root != own,
+            _ => false,
+        }
+    }
+
+    /// The frames of a kernel stack, innermost first.
+    pub fn kernel(&mut self, addrs: &[u64]) -> Vec<Named> {
+        let missing: Vec<u64> = addrs.iter().copied().filter(|a| !self.kernel.contains_key(a)).collect();
+        if !missing.is_empty() {
+            let src = Source::Kernel(Kernel {
+                kallsyms: MaybeDefault::Default,
+                // No vmlinux image is looked for: kallsyms names every function, and a search
+                // of the usual places for one would be slower than the names are worth.
+                vmlinux: MaybeDefault::None,
+                ..Kernel::default()
+            });
+            let found = self.symbolizer.symbolize(&src, Input::AbsAddr(&missing)).ok();
+            for (i, &addr) in missing.iter().enumerate() {
+                let mut n = Named {
+                    addr,
+                    sym: None,
+                    module: Some(KERNEL_MODULE.to_vec()),
+                };
+                if let Some(Symbolized::Sym(s)) = found.as_ref().and_then(|f| f.get(i)) {
+                    n.sym = Some(s.name.to_string());
+                    if let Some(m) = s.module.as_ref().map(|m| m.to_string_lossy()).filter(|m| !m.is_empty()) {
+                        n.module = Some(format!("[{m}]").into_bytes());
+                    }
+                }
+                self.kernel.insert(addr, n);
+            }
+        }
+        let out: Vec<Named> = addrs
+            .iter()
+            .map(|a| self.kernel.get(a).cloned().unwrap_or_default())
+            .collect();
+        self.count(&out);
+        out
+    }
+
+    /// The name of the function at `offset` of file `path`.
+    fn elf_name(&self, path: &Path, offset: u64) -> Option<String> {
+        // The symbol table only: a function's name is what a flame graph shows, and debug
+        // files' DWARF would cost the recording host a parse per library.
+        let src = Source::Elf(Elf {
+            debug_syms: false,
+            ..Elf::new(path)
+        });
+        match self.symbolizer.symbolize_single(&src, Input::FileOffset(offset)) {
+            Ok(Symbolized::Sym(s)) => Some(s.name.to_string()),
+            _ => None,
+        }
+    }
+
+    fn count(&mut self, frames: &[Named]) {
+        self.frames += frames.len() as u64;
+        self.named += frames.iter().filter(|f| f.sym.is_some()).count() as u64;
+    }
+}
+
+/// The files a `/proc/PID/maps` maps (absolute paths, not deleted), each once.
+fn mapped_files(maps: &[u8]) -> Vec<&[u8]> {
+    let mut out: Vec<&[u8]> = Vec::new();
+    for line in maps.split(|&b| b == b'\n') {
+        // address perms offset dev inode path: the path starts at the first `/` after the inode.
+        let Some(at) = line.iter().position(|&b| b == b'/') else {
+            continue;
+        };
+        let path = &line[at..];
+        if path.ends_with(b" (deleted)") || out.last() == Some(&path) {
+            continue;
+        }
+        if !out.contains(&path) {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// A build ID less the zeros the kernel pads it with to 20 bytes (an MD5 one has 16).
+fn trimmed(id: &[u8; 20]) -> &[u8] {
+    let end = id.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+    &id[..end.clamp(16, 20)]
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn path_bytes(p: &Path) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    p.as_os_str().as_bytes().to_vec()
+}
