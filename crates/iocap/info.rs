@@ -184,6 +184,33 @@ struct Summary {
     files: usize,
     /// Every block device the capture names (header and device frames).
     devices: Vec<String>,
+    stacks: Stacks,
+}
+
+/// The stack table (`record --stacks`): its stacks, their frames, and how many were named.
+#[derive(Default)]
+struct Stacks {
+    user: usize,
+    kernel: usize,
+    /// Frames of the stacks, and of those with a function's name, user then kernel.
+    frames: [(usize, usize); 2],
+}
+
+impl Stacks {
+    fn of(t: &iocap_format::Tables) -> Stacks {
+        let mut s = Stacks::default();
+        for (_, st) in t.stacks() {
+            let k = st.kind as usize;
+            if st.kind == iocap_format::StackKind::User {
+                s.user += 1;
+            } else {
+                s.kernel += 1;
+            }
+            s.frames[k].0 += st.frames.len();
+            s.frames[k].1 += st.frames.iter().filter(|f| f.sym != 0).count();
+        }
+        s
+    }
 }
 
 impl Summary {
@@ -211,6 +238,7 @@ impl Summary {
             procs: r.tables().procs().len(),
             files: r.tables().file_count(),
             devices: r.tables().devices().iter().map(|d| d.name.clone()).collect(),
+            stacks: Stacks::of(r.tables()),
         }
     }
 
@@ -245,9 +273,18 @@ impl Summary {
             "filter": self.meta.filter,
             "missing": self.meta.missing,
             "kept": self.meta.kept,
+            "stacks_min_ns": self.meta.stacks_min_ns,
             "processes": self.procs,
             "files": self.files,
             "devices": self.devices,
+            "stacks": {
+                "user": self.stacks.user,
+                "kernel": self.stacks.kernel,
+                "user_frames": self.stacks.frames[0].0,
+                "user_frames_named": self.stacks.frames[0].1,
+                "kernel_frames": self.stacks.frames[1].0,
+                "kernel_frames_named": self.stacks.frames[1].1,
+            },
         })
     }
 
@@ -314,6 +351,28 @@ impl Summary {
             self.files,
             self.devices.len()
         )?;
+        let s = &self.stacks;
+        if let Some(min) = m.stacks_min_ns {
+            writeln!(
+                out,
+                "stacks of   calls at least {} slow: stack.user, stack.kernel, `iocap flame`",
+                iocap_analysis::units::fmt_ns(min)
+            )?;
+        }
+        if s.user + s.kernel > 0 {
+            let named = |(n, named): (usize, usize)| match n {
+                0 => "none".to_owned(),
+                n => format!("{named} of {n} frames named ({:.0}%)", 100.0 * named as f64 / n as f64),
+            };
+            writeln!(
+                out,
+                "stacks       {} user: {}; {} kernel: {}",
+                s.user,
+                named(s.frames[0]),
+                s.kernel,
+                named(s.frames[1])
+            )?;
+        }
         Ok(())
     }
 }

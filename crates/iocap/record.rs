@@ -322,6 +322,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     meta.start_ts = recorder.start_ns();
     meta.missing = recorder.missing().to_vec();
     meta.kept = recorder.kept();
+    meta.stacks_min_ns = request.stacks_ns;
     let recording = format!(
         "recording to {target} (syscalls: {}, block: {}); Ctrl-C stops",
         if cfg.syscalls { "on" } else { "off" },

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use iocap_format::{Class, Columns, StackKind, Tables};
+use iocap_format::{Class, Columns, Tables};
 
 use crate::hist::LatencyHist;
 
@@ -146,23 +146,8 @@ impl Flame {
             let name = tables.proc(proc).map_or("", |p| tables.string(p.name));
             push_frame(&mut path, if name.is_empty() { "[unknown]" } else { name });
             for id in [user, kernel] {
-                let Some(st) = tables.stack(id).filter(|_| id != 0) else {
-                    continue;
-                };
-                for f in st.frames.iter().rev() {
-                    let sym = tables.string(f.sym);
-                    if !sym.is_empty() {
-                        push_frame(&mut path, sym);
-                        continue;
-                    }
-                    let module = tables.string(f.module);
-                    let file = module.rsplit('/').next().unwrap_or(module);
-                    match (st.kind, file.is_empty()) {
-                        (_, false) if file.starts_with('[') => push_frame(&mut path, file),
-                        (_, false) => push_frame(&mut path, &format!("[{file}]")),
-                        (StackKind::Kernel, true) => push_frame(&mut path, "[kernel]"),
-                        (StackKind::User, true) => push_frame(&mut path, "[unknown]"),
-                    }
+                for name in tables.stack_names(id).into_iter().flatten() {
+                    push_frame(&mut path, &name);
                 }
             }
             let sum = by_path.entry(path.clone()).or_default();
@@ -186,7 +171,7 @@ fn push_frame(path: &mut String, name: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use iocap_format::{Event, Meta, ProcEntry, Reader, Stack, StackFrame, Writer, WriterOptions};
+    use iocap_format::{Event, Meta, ProcEntry, Reader, Stack, StackFrame, StackKind, Writer, WriterOptions};
 
     /// A capture of three calls of one process: two with both stacks, one with none.
     fn capture() -> Reader<Vec<u8>> {

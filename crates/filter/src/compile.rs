@@ -62,6 +62,10 @@ pub(crate) enum IdSrc {
     WakerProc,
     /// The syscall number of a block request (its linked syscall's).
     Nr,
+    /// The stack table id of a call's user stack.
+    StackUser,
+    /// The stack table id of the kernel stack of a call's longest sleep.
+    StackKernel,
 }
 
 #[derive(Clone, Debug)]
@@ -685,6 +689,28 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables, origin: u64) -> Kernel {
                 set: IdSet::build(ids, 0, Beyond::Const(false)),
             }
         }
+        FieldId::StackUser | FieldId::StackTop | FieldId::StackKernel => {
+            // Decided once per stack of the table, as the waker's process is per process;
+            // id 0 (no stack) too: a negated test passes it.
+            let kernel = p.field == FieldId::StackKernel;
+            let ids = std::iter::once(0).chain(tables.stacks().map(|(id, _)| id)).map(|id| {
+                let mut e = Event {
+                    class: Class::Syscall,
+                    ..Event::default()
+                };
+                if kernel {
+                    e.stack_kernel = id;
+                } else {
+                    e.stack_user = id;
+                }
+                (u64::from(id), passes(&e))
+            });
+            Kernel::Ids {
+                src: if kernel { IdSrc::StackKernel } else { IdSrc::StackUser },
+                class: Some(SYSCALL),
+                set: IdSet::build(ids, 0, Beyond::Const(false)),
+            }
+        }
         process_fields!() => {
             let ids = tables.procs().iter().map(|pr| {
                 let e = Event {
@@ -866,6 +892,8 @@ impl Kernel {
                     IdSrc::Reason => Col::Reason,
                     IdSrc::WakerProc => Col::WakerProc,
                     IdSrc::Nr => Col::Nr,
+                    IdSrc::StackUser => Col::StackUser,
+                    IdSrc::StackKernel => Col::StackKernel,
                 };
                 ColSet::NONE.with(col).union(class(c))
             }
@@ -1131,6 +1159,8 @@ impl Kernel {
                     IdSrc::Reason => scan_ids(&col(&cols.reason, n), cl, u64::from, set, words, mode),
                     IdSrc::WakerProc => scan_table_ids(&col(&cols.waker_proc, n), cl, set, words, mode),
                     IdSrc::Nr => scan_table_ids(&col(&cols.nr, n), cl, set, words, mode),
+                    IdSrc::StackUser => scan_table_ids(&col(&cols.stack_user, n), cl, set, words, mode),
+                    IdSrc::StackKernel => scan_table_ids(&col(&cols.stack_kernel, n), cl, set, words, mode),
                     IdSrc::Errno => {
                         let rets = col(&cols.ret, n);
                         scan1(&rets, words, mode, |r: i64| r < 0 && set.contains(r.unsigned_abs()))

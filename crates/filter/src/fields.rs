@@ -193,6 +193,12 @@ pub enum FieldId {
     WaitReason,
     /// `waker.proc.name`.
     WakerProcName,
+    /// `stack.user`: a call's user stack, its frames' names joined by `;`, outermost first.
+    StackUser,
+    /// `stack.kernel`: the kernel stack of a call's longest sleep, as `stack.user`.
+    StackKernel,
+    /// `stack.top`: the innermost frame of a call's user stack.
+    StackTop,
     /// `host`: the capture's, one value for all its events ([`FieldId::is_per_capture`]).
     Host,
     /// `capture.id`: [`Meta::capture_id`], one value for all a capture's events.
@@ -734,6 +740,27 @@ static FIELDS: &[FieldInfo] = &[
         "name of the process of waker.tid (jbd2/sda1-8, a kworker, postgres...); absent when it never blocked or the idle task woke it",
     ),
     f(
+        "stack.user",
+        T::Str,
+        FieldId::StackUser,
+        SOME,
+        "a syscall's user stack as it returned, its frames' function names outermost first joined by ; (main;slow_path;fsync): `stack.user contains slow_path`; absent unless recorded with --stacks and the call was at least as slow as its threshold",
+    ),
+    f(
+        "stack.kernel",
+        T::Str,
+        FieldId::StackKernel,
+        SOME,
+        "the kernel stack of a syscall's longest sleep, where it slept, as stack.user (...;ext4_sync_file;jbd2_log_wait_commit); absent when it did not sleep that long",
+    ),
+    f(
+        "stack.top",
+        T::Str,
+        FieldId::StackTop,
+        SOME,
+        "the innermost frame of a syscall's user stack: the function that made the call (often the C library's wrapper, fsync)",
+    ),
+    f(
         "waker.after",
         T::Duration,
         FieldId::WakerAfter,
@@ -1019,6 +1046,19 @@ pub fn value_in<'a, L: Lookup + ?Sized>(field: &FieldInfo, e: &Event, meta: &Met
             Some(p) if !block && e.waker_proc != 0 => s(p.name),
             _ => Value::Absent,
         },
+        FieldId::StackUser | FieldId::StackKernel | FieldId::StackTop => {
+            let id = match field.id {
+                FieldId::StackKernel => e.stack_kernel,
+                _ => e.stack_user,
+            };
+            match tables.lookup_stack(id).filter(|_| !block && id != 0) {
+                Some(names) if field.id == FieldId::StackTop => names
+                    .last()
+                    .map_or(Value::Absent, |n| Value::Str(Cow::Owned(n.to_string()))),
+                Some(names) => Value::Str(Cow::Owned(names.join(";"))),
+                None => Value::Absent,
+            }
+        }
         FieldId::Host => Value::Str(Cow::Owned(meta.host.clone())),
         FieldId::CaptureId => Value::Str(Cow::Owned(meta.capture_id())),
     }

@@ -2,6 +2,8 @@
 //! sees them: [`Lookup`], answered by a capture's [`Tables`] or by the recorder's tables while
 //! they are being built. A leaf of the crate: `fields` asks it, and nothing here asks back.
 
+use std::borrow::Cow;
+
 use iocap_format::{FdType, Tables};
 
 /// A process as a filter sees it: strings already escaped, as a capture's [`Tables`] hold them.
@@ -45,6 +47,11 @@ pub trait Lookup {
     fn lookup_file(&self, id: u32) -> Option<FileView<'_>>;
     /// The block device's name (`vda`); `None` prints it as `major:minor`.
     fn lookup_device(&self, dev: u32) -> Option<&str>;
+    /// The names of stack `id`'s frames, outermost first (`stack.*`); `None` for 0 or an id
+    /// not known. The recorder's tables have none (stacks are named after the filter).
+    fn lookup_stack(&self, _id: u32) -> Option<Vec<Cow<'_, str>>> {
+        None
+    }
 }
 
 impl Lookup for Tables {
@@ -70,5 +77,9 @@ impl Lookup for Tables {
 
     fn lookup_device(&self, dev: u32) -> Option<&str> {
         self.device_name(dev)
+    }
+
+    fn lookup_stack(&self, id: u32) -> Option<Vec<Cow<'_, str>>> {
+        self.stack_names(id)
     }
 }

@@ -740,6 +740,9 @@ pub struct Meta {
     /// their files, the journal's commits, the flushes they asked for), a line each (since
     /// 1.20; empty: not narrowed, or an older recorder did not say).
     pub kept: Vec<String>,
+    /// `record --stacks`: the latency from which a call kept its stacks, ns (since 1.21;
+    /// `None`: no stacks were taken).
+    pub stacks_min_ns: Option<u64>,
 }
 
 impl Meta {

@@ -299,6 +299,32 @@ impl Tables {
         self.stacks.get(i as usize).map(|(_, s)| s)
     }
 
+    /// What a frame of a `kind` stack is called: its function's name, else its file's
+    /// (`[libc.so.6]`, a kernel module's `[ext4]`, `[build-id:…]`), else `[unknown]`
+    /// (`[kernel]` in a kernel stack). Escaped, as every table string.
+    pub fn frame_name(&self, kind: StackKind, f: &StackFrame) -> std::borrow::Cow<'_, str> {
+        use std::borrow::Cow;
+        let sym = self.string(f.sym);
+        if !sym.is_empty() {
+            return Cow::Borrowed(sym);
+        }
+        let module = self.string(f.module);
+        let file = module.rsplit('/').next().unwrap_or(module);
+        match (kind, file) {
+            (StackKind::Kernel, "") => Cow::Borrowed("[kernel]"),
+            (StackKind::User, "") => Cow::Borrowed("[unknown]"),
+            (_, f) if f.starts_with('[') => Cow::Borrowed(f),
+            (_, f) => Cow::Owned(format!("[{f}]")),
+        }
+    }
+
+    /// The names of stack `id`'s frames, outermost first (as a flame graph stacks them);
+    /// `None` for 0 or an id the file never defined.
+    pub fn stack_names(&self, id: u32) -> Option<Vec<std::borrow::Cow<'_, str>>> {
+        let s = self.stack(id)?;
+        Some(s.frames.iter().rev().map(|f| self.frame_name(s.kind, f)).collect())
+    }
+
     /// Every stack, with its id, in the order the file defined them.
     pub fn stacks(&self) -> impl Iterator<Item = (u32, &Stack)> + '_ {
         self.stacks.iter().map(|(id, s)| (*id, s))

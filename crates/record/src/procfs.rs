@@ -369,6 +369,7 @@ pub fn meta(command_line: Vec<String>, iocap_version: &str, filter: Option<Strin
         missing: Vec::new(),
         // Set by the caller from what the recorder keeps of untraced threads.
         kept: Vec::new(),
+        stacks_min_ns: None,
     }
 }
 

@@ -73,6 +73,8 @@ impl KeyOf {
             BlkCause => KeyOf::ClassAnd(Col::Cause),
             WaitReason => KeyOf::ClassAnd(Col::Reason),
             WakerProcName => KeyOf::ClassAnd(Col::WakerProc),
+            StackUser | StackTop => KeyOf::ClassAnd(Col::StackUser),
+            StackKernel => KeyOf::ClassAnd(Col::StackKernel),
             BlkSyscall => KeyOf::ClassCauseNr,
             EvtType | EvtClass | IoDir | IsIoRead | IsIoWrite => KeyOf::EventType,
             EvtErrno | EvtFailed => KeyOf::Error,

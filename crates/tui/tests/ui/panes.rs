@@ -188,6 +188,9 @@ fn breakdown_offers_every_field_with_few_values() {
             "wait.count",
             "waker.tid",
             "waker.proc.name",
+            "stack.user",
+            "stack.kernel",
+            "stack.top",
             "wait.reason",
         ]
     );
