@@ -178,6 +178,7 @@ fn meta() -> Meta {
         next_file: None,
         missing: Vec::new(),
         kept: Vec::new(),
+        stacks_min_ns: None,
     }
 }
 
