@@ -1140,4 +1140,44 @@ mod tests {
         assert_eq!(p.exe, u32::MAX);
         assert_eq!(joined.string(p.exe), "");
     }
+
+    /// Stack entries read back as written; a bad kind, or a frame count over the limit or
+    /// the bytes, refuses the frame rather than allocating for it.
+    #[test]
+    fn stacks_read_back_and_bad_ones_are_refused() {
+        use crate::frame::Kind;
+        let kernel = Stack {
+            kind: StackKind::Kernel,
+            frames: vec![
+                StackFrame {
+                    addr: 0xffff_ffff_8100_0000,
+                    sym: 3,
+                    module: 4,
+                },
+                StackFrame::default(),
+            ],
+        };
+        let mut p = Pending::default();
+        encode_stack(&mut p, 7, &kernel);
+        encode_stack(&mut p, 9, &Stack::default());
+        let mut t = Tables::default();
+        t.apply(Kind::Stacks, &p.take_payload().unwrap()).unwrap();
+        assert_eq!(t.stack(7), Some(&kernel));
+        assert_eq!(t.stack(9), Some(&Stack::default()));
+        assert_eq!((t.stack(0), t.stack(8)), (None, None));
+        assert_eq!(t.stacks().map(|(id, _)| id).collect::<Vec<_>>(), [7, 9]);
+
+        let refused = |entry: &[u8]| {
+            let mut payload = vec![1];
+            payload.extend_from_slice(entry);
+            Tables::default().apply(Kind::Stacks, &payload)
+        };
+        // id 1, kind 2 (neither user nor kernel), no frames.
+        assert_eq!(refused(&[1, 2, 0]), Err(TableError::Corrupt));
+        // 1 025 frames (varint 0x81 0x08): over MAX_STACK_FRAMES, whatever follows.
+        assert_eq!(refused(&[1, 0, 0x81, 0x08, 0, 0, 0]), Err(TableError::Corrupt));
+        // Two frames claimed, one's bytes there.
+        assert_eq!(refused(&[1, 0, 2, 5, 0, 0]), Err(TableError::Corrupt));
+        assert_eq!(refused(&[1, 0, 1, 5, 0, 0]), Ok(()));
+    }
 }

@@ -296,7 +296,7 @@ impl<S: Source> Reader<S> {
 mod tests {
     use super::*;
     use crate::columns::{Col, ColSet, Columns};
-    use crate::model::{Event, FdType, FileEntry, Meta, ProcEntry};
+    use crate::model::{Event, FdType, FileEntry, Meta, ProcEntry, Stack, StackFrame};
     use crate::reader::ChunkDecoder;
     use crate::writer::{Writer, WriterOptions};
 
@@ -328,6 +328,12 @@ mod tests {
             name: n_id,
             ..ProcEntry::default()
         });
+        let stack = |sym| Stack {
+            frames: vec![StackFrame { addr: 1, sym, module: 0 }],
+            ..Stack::default()
+        };
+        w.add_stack(&stack(other));
+        let stack = w.add_stack(&stack(n_id));
         let p_id = w.intern(path.as_bytes());
         let f = w.add_file(FileEntry {
             pid,
@@ -341,6 +347,8 @@ mod tests {
                 proc,
                 file: f,
                 fd: 3,
+                waker_proc: proc,
+                stack_user: stack,
                 ..Event::syscall(start + i * 10, 5, pid, pid, 0, 1)
             })
             .unwrap();
@@ -387,6 +395,26 @@ mod tests {
         assert_eq!(joined.chunks().last().unwrap().summary.drops, 5);
         let ts: Vec<u64> = joined.events().map(|e| e.unwrap().ts).collect();
         assert!(ts.windows(2).all(|w| w[0] < w[1]), "{ts:?}");
+    }
+
+    /// A call's waker and stack name what they named in their own file.
+    #[test]
+    fn wakers_and_stacks_keep_their_meaning_when_joined() {
+        let a = file(1_000, 2_000, "postgres", 10, "/db", 2, 0);
+        let b = file(2_000, 3_000, "nginx", 20, "/www", 2, 0);
+        let joined = Reader::join(vec![("a".into(), a), ("b".into(), b)], Vec::new()).unwrap();
+        let t = joined.tables();
+        let seen: Vec<(String, String)> = joined
+            .events()
+            .map(|e| {
+                let e = e.unwrap();
+                let waker = t.string(t.proc(e.waker_proc).unwrap().name).to_string();
+                let stack = t.stack_names(e.stack_user).unwrap().concat();
+                (waker, stack)
+            })
+            .collect();
+        let pair = |n: &str| (n.to_string(), n.to_string());
+        assert_eq!(seen, [pair("postgres"), pair("postgres"), pair("nginx"), pair("nginx")]);
     }
 
     #[test]

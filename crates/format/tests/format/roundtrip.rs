@@ -166,6 +166,7 @@ fn meta() -> impl Strategy<Value = Meta> {
                 next_file,
                 missing,
                 kept,
+                stacks_min_ns: (cpus % 2 == 1).then_some(start),
             },
         )
 }

@@ -187,6 +187,7 @@ pub fn small_capture() -> (Vec<u8>, Expected) {
         next_file: Some("trace.cap\x1b1".into()),
         missing: vec!["the tracepoint io_uring:x\x1b[2J (Linux 9.9 and later): nothing".into()],
         kept: vec!["the writeback\x1b[2J of the traced processes' files".into()],
+        stacks_min_ns: Some(1_000_000),
     };
     let mut ops = Vec::new();
     let mut ts = 1_000u64;
