@@ -111,24 +111,7 @@ fn each_block_request_has_bpftraces_latency() {
          END {{ clear(@s); }}"
     );
     let bt_out = dir.path().join("bt.txt");
-    let mut bt = Tracer(
-        Command::new("bpftrace")
-            .args(["-B", "line", "-e", &prog])
-            .stdout(std::fs::File::create(&bt_out).unwrap())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run bpftrace"),
-    );
-    let started = Instant::now();
-    while !std::fs::read_to_string(&bt_out).unwrap().contains("Attaching") {
-        if let Ok(Some(st)) = bt.0.try_wait() {
-            let mut err = String::new();
-            bt.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-            panic!("bpftrace ended ({st}): {err}");
-        }
-        assert!(started.elapsed() < Duration::from_secs(60), "bpftrace never attached");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut bt = Tracer::bpftrace(&prog, &bt_out);
     let cap = dir.path().join("blk.cap");
     const N: usize = 2000;
     let cmd = format!(
@@ -234,13 +217,36 @@ fn bpftrace_misses(name: &str) -> u64 {
 
 /// A tracer run beside a recording, stopped (SIGINT, as a user would) and reaped whatever
 /// happens.
-struct Tracer(Child);
+pub(crate) struct Tracer(Child);
 
 impl Tracer {
+    /// bpftrace running `prog` (line-buffered, into `out`), once it says it is attached.
+    pub(crate) fn bpftrace(prog: &str, out: &std::path::Path) -> Tracer {
+        let mut bt = Tracer(
+            Command::new("bpftrace")
+                .args(["-B", "line", "-e", prog])
+                .stdout(std::fs::File::create(out).unwrap())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("run bpftrace"),
+        );
+        let started = Instant::now();
+        while !std::fs::read_to_string(out).unwrap().contains("Attaching") {
+            if let Ok(Some(st)) = bt.0.try_wait() {
+                let mut err = String::new();
+                bt.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+                panic!("bpftrace ended ({st}): {err}");
+            }
+            assert!(started.elapsed() < Duration::from_secs(60), "bpftrace never attached");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        bt
+    }
+
     /// SIGINT, then wait: bpftrace prints what it holds and detaches. Sent again after 5 s
     /// without an exit (a CI run once waited 11 minutes on a bpftrace that a second SIGINT
     /// ended at once), and after three, SIGKILL: a test never hangs on its tracer.
-    fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         let pid = self.0.id() as libc::pid_t;
         for _ in 0..3 {
             // SAFETY: kill has no memory preconditions; `pid` is this child's, not yet reaped

@@ -24,6 +24,8 @@ mod probes;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
 mod record;
 mod reports;
+#[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
+mod stacks;
 mod stream;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
 mod stream_record;

@@ -268,10 +268,10 @@ impl Namer {
 
     /// The name of the function at `offset` of file `path`.
     fn elf_name(&self, path: &Path, offset: u64) -> Option<String> {
-        // The symbol table only: a function's name is what a flame graph shows, and debug
-        // files' DWARF would cost the recording host a parse per library.
+        // With the debug file's symbols when the host has one (libc6-dbg's name the C
+        // library's static functions, `__libc_start_call_main`): a parse per library, once.
         let src = Source::Elf(Elf {
-            debug_syms: false,
+            debug_syms: true,
             ..Elf::new(path)
         });
         match self.symbolizer.symbolize_single(&src, Input::FileOffset(offset)) {

@@ -329,7 +329,11 @@ mod tests {
             ..ProcEntry::default()
         });
         let stack = |sym| Stack {
-            frames: vec![StackFrame { addr: 1, sym, module: 0 }],
+            frames: vec![StackFrame {
+                addr: 1,
+                sym,
+                module: 0,
+            }],
             ..Stack::default()
         };
         w.add_stack(&stack(other));

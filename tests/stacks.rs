@@ -1,0 +1,233 @@
+//! The stacks of slow calls (#45): `record --stacks` and `iocap flame` on a program whose code
+//! paths are known, and against bpftrace's `ustack` and `kstack` taken at the same points.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use iocap_format::{Class, Reader};
+
+use crate::peers::Tracer;
+use crate::record::{events, nr};
+use crate::util::{iocap, tools};
+
+/// `slow_path` writes 1 MiB and fsyncs it (milliseconds on a loop device's ext4), then
+/// `fast_path` reads a page back 20 times from the page cache (microseconds); N rounds, then
+/// it lives on M ms, so that a tool naming frames only once the events are read (bpftrace)
+/// finds the process. The C library's fsync keeps no frame pointer, so a stack walk skips
+/// the frame of the function that calls it: each slow path calls it through a helper of its
+/// own, which is the frame skipped.
+const SLOW_FAST: &str = r#"
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+__attribute__((noinline)) static int sync_a(int fd) { int r = fsync(fd); __asm__ volatile("" ::: "memory"); return r; }
+__attribute__((noinline)) static int sync_b(int fd) { int r = fsync(fd); __asm__ volatile("" ::: "memory"); return r; }
+__attribute__((noinline)) static void slow_path(int fd, int i) {
+    static char buf[1 << 20];
+    memset(buf, i, sizeof buf);
+    if (write(fd, buf, sizeof buf) != sizeof buf || (i % 2 ? sync_a(fd) : sync_b(fd)) != 0) exit(1);
+    __asm__ volatile("" ::: "memory");
+}
+__attribute__((noinline)) static void fast_path(int fd) {
+    char buf[4096];
+    if (pread(fd, buf, sizeof buf, 0) < 0) exit(2);
+    __asm__ volatile("" ::: "memory");
+}
+int main(int argc, char **argv) {
+    int fd = open(argv[1], O_CREAT | O_RDWR | O_TRUNC, 0600);
+    if (fd < 0) return 3;
+    for (int i = 0; i < atoi(argv[2]); i++) {
+        slow_path(fd, i);
+        for (int j = 0; j < 20; j++) fast_path(fd);
+    }
+    usleep(atoi(argv[3]) * 1000);
+    return 0;
+}
+"#;
+
+/// The program, built with frame pointers and symbols.
+fn build(dir: &Path) -> PathBuf {
+    let c = dir.join("slowfast.c");
+    std::fs::write(&c, SLOW_FAST).unwrap();
+    let bin = dir.join("slowfast");
+    let st = Command::new("cc")
+        .args(["-O2", "-g", "-fno-omit-frame-pointer", "-o"])
+        .arg(&bin)
+        .arg(&c)
+        .status()
+        .expect("cc");
+    assert!(st.success(), "cc failed");
+    bin
+}
+
+/// `iocap flame CAP ARGS...`'s folded lines: path and weight.
+fn flame(cap: &Path, args: &[&str]) -> BTreeMap<String, u64> {
+    let out = iocap().arg("flame").arg(cap).args(args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (path, w) = l.rsplit_once(' ').expect("path weight");
+            (path.to_owned(), w.parse().expect("a weight"))
+        })
+        .collect()
+}
+
+/// bpftrace's stacks printed after a line `tag` (`U`, `K`): each frame's function, outermost
+/// first, joined by `;` as a folded path.
+fn bpftrace_stacks(out: &str, tag: &str) -> Vec<String> {
+    let mut stacks = Vec::new();
+    let mut lines = out.lines();
+    while let Some(l) = lines.next() {
+        if l != tag {
+            continue;
+        }
+        // bpftrace's stack starts with an empty line, and ends with one.
+        let mut frames: Vec<&str> = Vec::new();
+        for f in lines.by_ref() {
+            let f = f.trim();
+            if f.is_empty() && frames.is_empty() {
+                continue;
+            }
+            if f.is_empty() {
+                break;
+            }
+            frames.push(f.rsplit_once('+').map_or(f, |(name, _)| name));
+        }
+        frames.reverse();
+        stacks.push(frames.join(";"));
+    }
+    stacks
+}
+
+/// The flame graph of the slow calls holds `slow_path` under `main` with every slow fsync's
+/// latency and nothing of `fast_path`; their sleeps' kernel stacks are fsync's waits; and the
+/// frames are bpftrace's, user and kernel, at the same points.
+#[test]
+fn a_slow_paths_calls_are_under_it_in_the_flame_graph() {
+    // Alone: the kernel skips bpftrace's classic tracepoint programs on a CPU where another
+    // BPF program is running (see the peers tests).
+    let Some(_alone) = crate::record::flooding() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let _fs = crate::cause::Ext4::new(dir.path());
+    let bin = build(dir.path());
+    let with_bpftrace = tools("a_slow_paths_calls_are_under_it_in_the_flame_graph", &["bpftrace"]);
+    // At the same points as the recorder: the user stack as fsync returns, the kernel stack
+    // at each switch out inside it (the recorder keeps the longest sleep's).
+    let prog = "tracepoint:syscalls:sys_enter_fsync /comm == \"slowfast\"/ { @s[tid] = nsecs; }
+         tracepoint:syscalls:sys_exit_fsync /@s[tid]/ {
+             if (nsecs - @s[tid] >= 1000000) { printf(\"U\\n%s\\n\", ustack); } delete(@s[tid]); }
+         tracepoint:sched:sched_switch /@s[args->prev_pid]/ { printf(\"K\\n%s\\n\", kstack); }
+         END { clear(@s); }";
+    let bt_out = dir.path().join("bt.txt");
+    let mut bt = with_bpftrace.then(|| Tracer::bpftrace(prog, &bt_out));
+    let cap = dir.path().join("s.cap");
+    let cmd = format!("{} {}/mnt/f 20 300", bin.display(), dir.path().display());
+    let rec = iocap()
+        .args(["record", "--stacks=1ms", "-w"])
+        .arg(&cap)
+        .args(["-c", &cmd])
+        .output()
+        .unwrap();
+    assert!(rec.status.success(), "{}", String::from_utf8_lossy(&rec.stderr));
+    if let Some(bt) = bt.as_mut() {
+        bt.stop();
+    }
+
+    let r = Reader::open(&cap).unwrap();
+    let t = r.tables();
+    let ours = |pid: u32| t.procs().iter().any(|p| p.pid == pid && t.string(p.name) == "slowfast");
+    let evs = events(&r);
+    let slow: Vec<_> = evs
+        .iter()
+        .filter(|e| e.class == Class::Syscall && e.nr == nr("fsync") && ours(e.pid))
+        .collect();
+    assert_eq!(slow.len(), 20, "every fsync is recorded");
+    assert!(
+        slow.iter().all(|e| e.latency >= 1_000_000),
+        "1 MiB fsyncs take milliseconds"
+    );
+    assert!(
+        slow.iter().all(|e| e.stack_user != 0),
+        "every slow fsync kept its user stack"
+    );
+    let latency: u64 = slow.iter().map(|e| e.latency).sum();
+
+    // By user stack, weighted by latency: slow_path under main holds every slow fsync's.
+    let user = flame(&cap, &["latency>=1ms"]);
+    let under: u64 = (user.iter())
+        .filter(|(p, _)| p.starts_with("slowfast;") && p.contains(";main;slow_path;") && p.ends_with("fsync"))
+        .map(|(_, w)| w)
+        .sum();
+    assert_eq!(under, latency, "{user:#?}");
+    assert!(user.keys().all(|p| !p.contains("fast_path")), "{user:#?}");
+    // The fast calls kept none.
+    let fast = evs.iter().filter(|e| e.nr == nr("pread64") && ours(e.pid));
+    assert!(fast.clone().count() >= 400 && fast.clone().all(|e| e.stack_user == 0));
+
+    // By kernel stack: where they slept, inside fsync.
+    let kernel = flame(&cap, &["--by", "kernel", "--weight", "count", "evt.type=fsync"]);
+    assert!(!kernel.is_empty(), "the fsyncs slept");
+    for path in kernel.keys() {
+        assert!(path.contains(";do_fsync;ext4_sync_file;"), "{path}");
+        let waits = ["jbd2_log_wait_commit", "folio_wait", "blk_mq", "io_schedule", "wait_on"];
+        assert!(waits.iter().any(|w| path.contains(w)), "{path}");
+    }
+
+    // The filter's view of the same stacks.
+    let out = iocap()
+        .args(["report", "--json"])
+        .arg(&cap)
+        .arg("stack.user contains slow_path and stack.kernel contains ext4_sync_file")
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["matched"], kernel.values().sum::<u64>(), "{v}");
+
+    // A process gone by the time its stacks are named (it exits at once after its last
+    // call): its frames are still named, from the build IDs and offsets the kernel gave.
+    let gone = dir.path().join("gone.cap");
+    let cmd = format!("{} {}/mnt/g 4 0", bin.display(), dir.path().display());
+    let rec = iocap()
+        .args(["record", "--stacks=1ms", "-w"])
+        .arg(&gone)
+        .args(["-c", &cmd])
+        .output()
+        .unwrap();
+    assert!(rec.status.success(), "{}", String::from_utf8_lossy(&rec.stderr));
+    let paths = flame(&gone, &["evt.type=fsync", "--weight", "count"]);
+    assert_eq!(
+        (paths.iter())
+            .filter(|(p, _)| p.contains(";main;slow_path;"))
+            .map(|(_, n)| n)
+            .sum::<u64>(),
+        4,
+        "{paths:#?}"
+    );
+
+    let Some(_) = bt else { return };
+    // bpftrace's frames, by the same symbol tables: the user paths of the slow fsyncs are the
+    // same, frame for frame; the kernel stack of each call's longest sleep is one bpftrace saw
+    // at a switch out in a slow fsync, less the scheduler's frames it has below the wait.
+    let out = std::fs::read_to_string(&bt_out).unwrap();
+    let theirs_user: BTreeSet<String> = bpftrace_stacks(&out, "U").into_iter().collect();
+    let ours_user: BTreeSet<String> = flame(&cap, &["evt.type=fsync", "--weight", "count"])
+        .into_keys()
+        .map(|p| p.trim_start_matches("slowfast;").to_owned())
+        .collect();
+    assert!(!theirs_user.is_empty(), "bpftrace printed no user stack: {out}");
+    assert_eq!(ours_user, theirs_user);
+    let theirs_kernel = bpftrace_stacks(&out, "K");
+    for path in kernel.keys() {
+        let ours = path.trim_start_matches("slowfast;");
+        assert!(
+            theirs_kernel.iter().any(|k| k.starts_with(&format!("{ours};"))),
+            "{ours} is not a stack bpftrace saw: {theirs_kernel:#?}"
+        );
+    }
+}
