@@ -159,6 +159,61 @@ impl Flame {
     }
 }
 
+/// A frame of a flame graph with the paths through it: its name, its weight (its paths'
+/// summed) and the frames called from it, widest first.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Node {
+    /// The frame's name; the root's is the graph's.
+    pub name: String,
+    /// The summed weight of the paths through it.
+    pub weight: u64,
+    /// The frames it calls, widest first.
+    pub children: Vec<Node>,
+}
+
+impl Node {
+    /// The tree of folded lines (`frames weight`), under a root named `root`.
+    pub fn tree(root: &str, lines: &[(String, u64)]) -> Node {
+        let mut top = Node {
+            name: root.to_owned(),
+            ..Node::default()
+        };
+        for (path, w) in lines {
+            top.weight = top.weight.saturating_add(*w);
+            let mut at = &mut top;
+            for frame in path.split(';') {
+                let i = match at.children.iter().position(|c| c.name == frame) {
+                    Some(i) => i,
+                    None => {
+                        at.children.push(Node {
+                            name: frame.to_owned(),
+                            ..Node::default()
+                        });
+                        at.children.len() - 1
+                    }
+                };
+                at = &mut at.children[i];
+                at.weight = at.weight.saturating_add(*w);
+            }
+        }
+        top.sort();
+        top
+    }
+
+    /// Widest first, then by name, all the way down.
+    fn sort(&mut self) {
+        self.children
+            .sort_unstable_by(|a, b| b.weight.cmp(&a.weight).then_with(|| a.name.cmp(&b.name)));
+        self.children.iter_mut().for_each(Node::sort);
+    }
+
+    /// The frame reached from here by the names of `path`, each a child of the one before.
+    pub fn at(&self, path: &[String]) -> Option<&Node> {
+        path.iter()
+            .try_fold(self, |n, name| n.children.iter().find(|c| &c.name == name))
+    }
+}
+
 /// Append one frame to a folded path: `;` separates frames, so a name's own becomes `:`;
 /// names come escaped from the tables (no control characters, no line breaks).
 fn push_frame(path: &mut String, name: &str) {

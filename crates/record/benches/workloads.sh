@@ -16,6 +16,7 @@
 # Tools:
 #   none      untraced
 #   iocap     `iocap record -w FILE`, system-wide, every event written
+#   iocap-stacks  the same with `--stacks=1ms`: the stacks of every call of 1 ms or more
 #   bpftrace  a latency histogram of the same events: raw_syscalls sys_enter -> sys_exit per
 #             thread, block_rq_issue -> block_rq_complete per (device, sector)
 #   perf      `perf trace -o /dev/null` (every syscall formatted, like strace)
@@ -37,7 +38,8 @@
 # bpftrace, perf and strace are skipped when missing):
 #   sh crates/record/benches/workloads.sh
 # R (rounds, 3), FIO_SECS (5), SQL_TX (10000 transactions), DISK_DIR (/var/tmp), WORKLOADS (all four:
-# "fio disk tar sqlite") and IOCAP (binary)
+# "fio disk tar sqlite"), TOOLS (those found of "none iocap iocap-stacks bpftrace perf strace")
+# and IOCAP (binary)
 # override the defaults.
 set -eu
 R=${R:-3}
@@ -103,8 +105,9 @@ prepare() {
     sqlite) sql_database "$mnt/db" ;;
     esac
 }
-tools="none iocap"
+tools="none iocap iocap-stacks"
 for t in bpftrace perf strace; do command -v $t >/dev/null && tools="$tools $t"; done
+tools=${TOOLS:-$tools}
 
 # Start a system-wide tracer ("$@", its output to $T/tp) in this shell, so the EXIT trap can stop
 # it; wait for the line $1 says it is attached with.
@@ -132,6 +135,13 @@ under() {
         sh "$T/$2.sh"
         stop
         echo "  $2, round $3: $(facts "$T/$2.cap" | sed 's/^ *//')" >> "$T/iocap-facts"
+        rm -f "$T/$2.cap"
+        ;;
+    iocap-stacks)
+        start '^recording' "$IOCAP" record --stacks=1ms -w "$T/$2.cap"
+        sh "$T/$2.sh"
+        stop
+        echo "  $2 with stacks, round $3: $(facts "$T/$2.cap" | sed 's/^ *//'), $("$IOCAP" info "$T/$2.cap" | grep '^stacks ' | sed 's/  */ /g')" >> "$T/iocap-facts"
         rm -f "$T/$2.cap"
         ;;
     bpftrace) start '^ready' bpftrace -B none -e "$BT"; sh "$T/$2.sh"; stop ;;

@@ -161,6 +161,9 @@ pub enum Action {
     /// Show iostat's figures for the view's block requests in place of the event list, or the
     /// list again.
     ToggleIostat,
+    /// Show the latency flame graph of the view's calls by user stack in place of the event
+    /// list, then by kernel stack, by both, then the list again.
+    CycleFlame,
     /// Open the filter bar.
     EditFilter,
     /// An edit of the open filter bar's text.

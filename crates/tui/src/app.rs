@@ -23,6 +23,7 @@
 
 use std::sync::Arc;
 
+use iocap_analysis::flame::{By, Node};
 use iocap_analysis::units;
 use iocap_analysis::{LatencyHist, Measure};
 #[cfg(feature = "testing")]
@@ -39,6 +40,7 @@ use crate::layout::{Layout, Orientation, Pane, Sides};
 use crate::panes::breakdown::{Breakdown, Regrouped};
 use crate::panes::events::{List, Listed, Sort};
 use crate::panes::filter_bar::{FilterBar, Filtered};
+use crate::panes::flame::FlamePane;
 use crate::panes::spectrogram::grid::Grid;
 use crate::panes::spectrogram::{Moved, View};
 use crate::replay::{Replay, Step};
@@ -132,6 +134,8 @@ pub struct App {
     pub help: bool,
     /// iostat's figures for the view are shown in place of the event list (`i`).
     pub iostat: bool,
+    /// The flame graph of the view's calls is shown in place of the event list (`w`).
+    pub flame: Option<FlamePane>,
     /// A one-line note for the status line (errors, "filter change undone").
     pub note: Option<String>,
     /// The user asked to quit: the event loop ends after this update.
@@ -190,6 +194,7 @@ impl App {
             busy: false,
             help: false,
             iostat: false,
+            flame: None,
             note: None,
             quit: false,
             why_cut: None,
@@ -334,6 +339,12 @@ impl App {
                 }
                 // The list is hidden under iostat's figures: nothing to move.
                 Pane::Events if self.iostat => {}
+                Pane::Events if self.flame.is_some() => {
+                    let tree = self.flame_tree();
+                    if let (Some(p), Some(t)) = (&mut self.flame, tree) {
+                        p.step(&t, m);
+                    }
+                }
                 Pane::Events => {
                     if matches!(m, Move::Up | Move::PageUp | Move::Home) {
                         self.following = false;
@@ -356,6 +367,16 @@ impl App {
             }
             Action::Activate => self.activate(fx),
             Action::Back => {
+                let tree = self.flame_tree();
+                let zoomed_out = match (&mut self.flame, tree) {
+                    (Some(p), Some(t)) if self.focus == Pane::Events && !self.help => p.zoom_out(&t),
+                    _ => false,
+                };
+                // Esc in the flame graph zooms out, and once it shows the whole, goes on as
+                // elsewhere: the help, the detail, the region.
+                if zoomed_out {
+                    return effects;
+                }
                 if self.help {
                     self.help = false;
                 } else if self.list.detail {
@@ -377,7 +398,18 @@ impl App {
                     self.ask_keeping_picture(fx);
                 }
             }
+            Action::CycleFlame => {
+                self.flame = match &self.flame {
+                    None => Some(FlamePane::new(By::User)),
+                    Some(p) => FlamePane::next(p.by).map(FlamePane::new),
+                };
+                self.iostat = false;
+                if self.flame.is_some() {
+                    self.ask_keeping_picture(fx);
+                }
+            }
             Action::ToggleIostat => {
+                self.flame = None;
                 self.iostat = !self.iostat;
                 let known = self.answer.as_ref().is_some_and(|a| a.iostat.is_some());
                 if self.iostat && !known {
@@ -449,6 +481,12 @@ impl App {
             "every change the layout depends on relayouts"
         );
         effects
+    }
+
+    /// The flame graph of the last answer, when it has one.
+    pub fn flame_tree(&self) -> Option<Node> {
+        let (lines, _) = self.answer.as_ref()?.flame.as_ref()?;
+        Some(Node::tree("all", lines))
     }
 
     /// The layout for the terminal size, the filter bar, the comparison and the orientation
@@ -577,6 +615,13 @@ impl App {
                 Some(clause) => (clause, "breakdown"),
                 None => return,
             },
+            Pane::Events if self.flame.is_some() => {
+                let tree = self.flame_tree();
+                if let (Some(p), Some(t)) = (&mut self.flame, tree) {
+                    p.zoom_in(&t);
+                }
+                return;
+            }
             Pane::Events => {
                 // The detail popup opens or closes: at most its links to look up.
                 let _ = self.list.update(&Action::Activate, self.answer.as_ref(), &self.layout);
@@ -834,6 +879,7 @@ impl App {
             slowest: self.list.slowest_wanted(),
             whole,
             iostat: self.iostat,
+            flame: self.flame.as_ref().map(|p| p.by),
         };
         if let Some(c) = &mut self.compare {
             let start = c.a_time(q.start);

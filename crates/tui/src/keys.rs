@@ -276,11 +276,12 @@ pub static BINDINGS: &[Binding] = &[
             (char('d'), Action::DiskSplit),
         ],
     },
+    // One line for both panes in the list's place: the help is as long as 80×24 shows.
     Binding {
-        keys: "i",
-        help: "iostat of the view's block requests / the event list",
+        keys: "i; w",
+        help: "iostat; flame graph by user/kernel/both stacks / the list",
         when: When::Always,
-        actions: &[(char('i'), Action::ToggleIostat)],
+        actions: &[(char('i'), Action::ToggleIostat), (char('w'), Action::CycleFlame)],
     },
     // One line for the list's keys: with the comparison's, the help is as long as 80×24 shows.
     Binding {

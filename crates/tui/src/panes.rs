@@ -11,6 +11,7 @@
 pub mod breakdown;
 pub mod events;
 pub mod filter_bar;
+pub mod flame;
 pub mod spectrogram;
 
 use iocap_analysis::units;

@@ -11,6 +11,7 @@ pub mod events;
 pub mod filter_bar;
 pub mod help;
 pub mod histogram;
+pub mod flame;
 pub mod iostat;
 pub mod sides;
 pub mod spectrogram;
@@ -33,6 +34,8 @@ pub fn render(app: &App, f: &mut Frame) {
     breakdown::render(app, f, a.breakdown);
     if app.iostat {
         iostat::render(app, f, a.events);
+    } else if app.flame.is_some() {
+        flame::render(app, f, a.events);
     } else {
         events::render(app, f, a.events);
     }

@@ -2349,3 +2349,106 @@ fn the_breakdown_says_na_as_report_does() {
         app.filter.applied
     );
 }
+
+/// A capture of a database's calls with stacks (`record --stacks`): fsyncs from two code
+/// paths, each with the kernel stack of its sleep, and reads with none.
+fn stacks_capture(dir: &Path) -> PathBuf {
+    use iocap_format::{Stack, StackFrame, StackKind};
+    let path = dir.join("stacks.cap");
+    let mut w = iocap_testkit::create(&path, &iocap_testkit::meta(START), 1000, 1);
+    let db = add_proc(&mut w, 300, 1, b"db");
+    let stack = |w: &mut iocap_format::Writer<std::fs::File>, kind, names: &[&str]| {
+        let frames = (names.iter().rev())
+            .map(|n| StackFrame {
+                addr: 0x1000,
+                sym: w.intern(n.as_bytes()),
+                module: 0,
+            })
+            .collect();
+        w.add_stack(&Stack { kind, frames })
+    };
+    let commit = stack(&mut w, StackKind::User, &["main", "commit", "fsync"]);
+    let checkpoint = stack(&mut w, StackKind::User, &["main", "checkpoint", "fsync"]);
+    let journal = stack(
+        &mut w,
+        StackKind::Kernel,
+        &["do_fsync", "ext4_sync_file", "jbd2_log_wait_commit"],
+    );
+    for i in 0..300u64 {
+        let mut e = Event::syscall(START + i * 1_000_000, 20_000, 300, 300, 17, 4096);
+        e.proc = db;
+        if i % 3 != 2 {
+            // fsync, 3 ms from commit, 1 ms from checkpoint.
+            e.nr = 74;
+            (e.latency, e.stack_user) = if i % 3 == 0 {
+                (3_000_000, commit)
+            } else {
+                (1_000_000, checkpoint)
+            };
+            (e.wait, e.sleeps, e.stack_kernel) = (e.latency / 2, 1, journal);
+        }
+        w.push(&e).unwrap();
+    }
+    w.finish(START + 400_000_000).unwrap();
+    path
+}
+
+/// `w` shows the flame graph of the view's calls in the list's place, the widest path first;
+/// the arrows select a frame, Enter zooms in on it, Esc zooms out; `w` again goes to the
+/// kernel stacks, then back to the list. A call's detail lists its stacks a frame a line.
+#[test]
+fn the_flame_pane_shows_the_views_stacks_and_zooms() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = stacks_capture(dir.path());
+    let (mut app, fx) = app_on(&path, 100, 30, "");
+    settle(&mut app, fx);
+    act(&mut app, Action::CycleFlame);
+    let fx = app.update(Action::Resize(100, 30));
+    settle(&mut app, fx);
+    let area = app.layout.events;
+    let pane = render_area(&draw(&app), area);
+    assert!(pane.contains("flame graph by user stack"), "{pane}");
+    assert!(pane.contains("200 calls"), "{pane}");
+    // The 100 commits' 300 ms are three times the checkpoints' 100 ms: wider, and first.
+    let row = |pane: &str, name: &str| pane.lines().position(|l| l.contains(name));
+    let (commit, checkpoint) = (pane.find("commit").unwrap(), pane.find("checkpoint").unwrap());
+    assert!(commit < checkpoint, "{pane}");
+    assert_eq!(row(&pane, "commit"), row(&pane, "checkpoint"), "one depth: {pane}");
+    assert!(row(&pane, "db") < row(&pane, "main"), "the root at the top: {pane}");
+    // Select db, main, commit; zoom in: the checkpoints are gone from the picture.
+    app.focus = Pane::Events;
+    for _ in 0..3 {
+        press(&mut app, KeyCode::Down);
+    }
+    let sel = app.flame.as_ref().unwrap().sel.clone();
+    assert_eq!(sel, ["db", "main", "commit"]);
+    press(&mut app, KeyCode::Enter);
+    let zoomed = render_area(&draw(&app), area);
+    assert!(!zoomed.contains("checkpoint"), "{zoomed}");
+    assert!(
+        zoomed.contains("commit: 300ms of latency, 75.0% of the graph's"),
+        "{zoomed}"
+    );
+    press(&mut app, KeyCode::Esc);
+    assert!(render_area(&draw(&app), area).contains("checkpoint"));
+    // The kernel stacks, then the list again.
+    act(&mut app, Action::CycleFlame);
+    let fx = app.update(Action::Resize(100, 30));
+    settle(&mut app, fx);
+    let kernel = render_area(&draw(&app), area);
+    assert!(
+        kernel.contains("by kernel stack") && kernel.contains("jbd2_log_wait_commit"),
+        "{kernel}"
+    );
+    act(&mut app, Action::CycleFlame);
+    act(&mut app, Action::CycleFlame);
+    assert!(app.flame.is_none());
+    // The detail of an fsync: its stacks, innermost first.
+    let fx = app.update(Action::Resize(100, 30));
+    settle(&mut app, fx);
+    press(&mut app, KeyCode::Enter);
+    let detail = full(&app);
+    let at = |s: &str| detail.find(s).unwrap_or_else(|| panic!("{s} missing: {detail}"));
+    assert!(at("user stack  fsync") < at("main"), "{detail}");
+    assert!(at("kernel stack  jbd2_log_wait_commit") < at("do_fsync"), "{detail}");
+}

@@ -259,7 +259,13 @@ pub fn render_detail(app: &App, f: &mut Frame) {
         let no_res = e.unfinished() && fi.id == fields::FieldId::EvtRes;
         // When the waker woke it: only when a thread did, and the recorder said when.
         let no_woken = e.woken == 0 && fi.id == fields::FieldId::WakerAfter;
+        // Stacks are listed a frame a line, below.
+        let stack = matches!(
+            fi.id,
+            fields::FieldId::StackUser | fields::FieldId::StackKernel | fields::FieldId::StackTop
+        );
         if no_disk
+            || stack
             || no_anatomy
             || no_part
             || no_res
@@ -297,7 +303,8 @@ pub fn render_detail(app: &App, f: &mut Frame) {
     let requests = requests_lines(app, e, found, w, h.saturating_sub(fields_need).max(8.min(h / 2)));
     let bar = anatomy_bar(app, e, w);
     let bar_h = usize::from(bar.is_some());
-    let mut lines = detail_lines(&entries, w, h.saturating_sub(requests.len() + bar_h));
+    let stacks = stack_lines(app, e, w);
+    let mut lines = detail_lines(&entries, w, h.saturating_sub(requests.len() + bar_h + stacks.len()));
     if let Some(bar) = bar {
         // Under the anatomy's figures (and their wrapped rest), else last.
         let key = format!("{:>KEY$}  ", "anatomy");
@@ -308,6 +315,7 @@ pub fn render_detail(app: &App, f: &mut Frame) {
         });
         lines.insert(at, bar);
     }
+    lines.extend(stacks);
     lines.extend(requests);
     let area = crate::layout::popup(outer, width, lines.len() as u16 + 2);
     f.render_widget(Clear, area);
@@ -317,6 +325,32 @@ pub fn render_detail(app: &App, f: &mut Frame) {
     );
 }
 
+
+/// The most frames of a stack the detail lists; a count of the rest follows.
+const STACK_FRAMES: usize = 8;
+
+/// A call's stacks for its detail (`record --stacks`), a frame a line, innermost first as a
+/// debugger's backtrace: the user stack it returned to, the kernel stack where it slept.
+fn stack_lines(app: &App, e: &Event, w: usize) -> Vec<Line<'static>> {
+    let tables = app.cap.reader.tables();
+    let mut lines = Vec::new();
+    for (name, id) in [("user stack", e.stack_user), ("kernel stack", e.stack_kernel)] {
+        let Some(mut frames) = tables.stack_names(id).filter(|_| e.class != Class::Block) else {
+            continue;
+        };
+        frames.reverse();
+        let more = frames.len().saturating_sub(STACK_FRAMES);
+        for (i, f) in frames.iter().take(STACK_FRAMES).enumerate() {
+            let key = if i == 0 { name } else { "" };
+            let text = format!("{key:>KEY$}  {f}");
+            lines.push(Line::from(head(&text, w)));
+        }
+        if more > 0 {
+            lines.push(Line::from(format!("{:>KEY$}  … {more} outer frames", "")));
+        }
+    }
+    lines
+}
 
 /// Who woke a call's longest sleep and what it was doing then, for its detail: the waker's
 /// process and thread, and its event during the call once `found` by the lookup (`g` goes

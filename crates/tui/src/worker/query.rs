@@ -31,6 +31,7 @@ use std::sync::Arc;
 use iocap_analysis::group::{Feed, Slots};
 use iocap_analysis::rollups::{self, within_keys, RollupFilter};
 use iocap_analysis::slowest::{self, Slowest};
+use iocap_analysis::flame::{By, Flame, Weight};
 use iocap_analysis::iostat::DeviceInterval;
 use iocap_analysis::{
     hist, spectro, ColumnCache, Damage, DiskSplit, FieldGroups, GroupBy, IoStat, LatencyHist, Measure, Scan,
@@ -99,6 +100,9 @@ pub struct Query {
     /// Also compute iostat's figures for the matching block requests in view
     /// ([`Answer::iostat`]; they cost seven more columns, read only while shown).
     pub iostat: bool,
+    /// Also fold the matching calls' stacks of this kind, weighted by latency
+    /// ([`Answer::flame`]; while the flame graph is shown).
+    pub flame: Option<By>,
 }
 
 impl Query {
@@ -172,6 +176,9 @@ pub struct Answer {
     /// iostat's figures for each disk over the view (up to the capture's end), from the
     /// matching block requests issued in it, when the query asked ([`Query::iostat`]).
     pub iostat: Option<Vec<DeviceInterval>>,
+    /// The matching calls in view by stack, folded and weighted by latency, when the query
+    /// asked ([`Query::flame`]), and how many calls had such a stack.
+    pub flame: Option<(Vec<(String, u64)>, u64)>,
 }
 
 /// Cancellation: a query is stale once the shared generation moved past its own.
@@ -196,6 +203,8 @@ struct Acc<'r> {
     measured: Vec<u64>,
     /// The view's block requests by disk, when asked.
     iostat: Option<IoStat>,
+    /// The view's calls by stack, when asked.
+    flame: Option<Flame>,
 }
 
 /// iostat's statistics for `q`'s view, when it asks: one interval, the whole view (its rates
@@ -218,6 +227,7 @@ impl<'r> Acc<'r> {
             slowest: Slowest::new(q.slowest, slow_floor),
             measured: Vec::new(),
             iostat: view_iostat(q),
+            flame: q.flame.map(Flame::new),
         }
     }
 
@@ -228,6 +238,20 @@ impl<'r> Acc<'r> {
         self.slowest.merge(o.slowest);
         if let (Some(a), Some(b)) = (&mut self.iostat, &o.iostat) {
             a.merge(b);
+        }
+        if let (Some(a), Some(b)) = (&mut self.flame, o.flame) {
+            a.merge(b);
+        }
+    }
+
+    /// The matching calls of a chunk that begin in the view into the flame graph's
+    /// stacks. `one_row`: the chunk lies in the view, its times not decoded.
+    fn flame(&mut self, q: &Query, one_row: bool, cols: &Columns, bits: &Bitmap) {
+        let Some(fl) = &mut self.flame else { return };
+        for i in bits.iter_ones() {
+            if one_row || cols.ts.get(i).is_some_and(|&ts| ts >= q.start && ts < q.end()) {
+                fl.add(cols, i);
+            }
         }
     }
 
@@ -254,6 +278,7 @@ impl<'r> Acc<'r> {
     /// decoded: they would say nothing more).
     fn feed(&mut self, q: &Query, ci: usize, one_row: Option<usize>, cols: &Columns, bits: &Bitmap) {
         self.iostat(q, cols, bits);
+        self.flame(q, one_row.is_some(), cols, bits);
         let Acc {
             spectro,
             groups,
@@ -261,6 +286,7 @@ impl<'r> Acc<'r> {
             slowest,
             measured,
             iostat: _,
+            flame: _,
         } = self;
         let rows = ViewRows {
             q,
@@ -338,6 +364,7 @@ fn rollup_answers(q: &Query) -> bool {
     q.measure == Measure::Latency
         && !q.split
         && !q.iostat
+        && q.flame.is_none()
         && q.slowest == 0
         && within_keys(FieldGroups::columns(q.group))
 }
@@ -603,6 +630,9 @@ fn columns(q: &Query) -> ColSet {
         let block = [Col::Class, Col::Ts, Col::Dev, Col::Op, Col::Bytes, Col::Queue, Col::Latency];
         want = want.union(block.into_iter().collect());
     }
+    if q.flame.is_some() {
+        want = want.union(Flame::COLUMNS.into_iter().collect());
+    }
     want
 }
 
@@ -738,6 +768,7 @@ pub struct Totals {
     /// Chunks taken from their rollups.
     rolled: usize,
     iostat: Option<IoStat>,
+    flame: Option<Flame>,
 }
 
 impl Totals {
@@ -753,6 +784,7 @@ impl Totals {
             damaged: Vec::new(),
             rolled: 0,
             iostat: view_iostat(q),
+            flame: q.flame.map(Flame::new),
         }
     }
 
@@ -827,6 +859,9 @@ impl Totals {
         if let (Some(a), Some(b)) = (&mut self.iostat, &acc.iostat) {
             a.merge(b);
         }
+        if let (Some(a), Some(b)) = (&mut self.flame, acc.flame) {
+            a.merge(b);
+        }
         Ok(true)
     }
 
@@ -858,6 +893,7 @@ impl Totals {
             damaged: self.damaged.clone(),
             rolled: self.rolled,
             iostat: self.iostat.as_ref().map(|st| st.totals_until(iostat_end)),
+            flame: (self.flame.as_ref()).map(|fl| (fl.folded(q.reader.tables(), Weight::Latency), fl.calls())),
         }
     }
 }
@@ -874,6 +910,7 @@ struct Shape {
     split: bool,
     slowest: usize,
     iostat: bool,
+    flame: Option<By>,
 }
 
 impl Shape {
@@ -887,6 +924,7 @@ impl Shape {
             split: q.split,
             slowest: q.slowest,
             iostat: q.iostat,
+            flame: q.flame,
         }
     }
 }
