@@ -9,6 +9,7 @@ mod cause;
 mod compare;
 mod compare_svg;
 mod filter;
+mod flame;
 mod fleet;
 mod hostile;
 mod info;

@@ -35,6 +35,11 @@ pub enum Format {
     Svg,
     /// Every field a typed column (PARQUET.md); `-o DIR/` writes a Hive partition of a dataset.
     Parquet,
+    /// The matching calls' user stacks (`record --stacks`) folded for a flame graph, weighted
+    /// by latency: `iocap flame`'s default.
+    Folded,
+    /// The same drawn as an SVG flame graph.
+    SvgFlame,
 }
 
 #[derive(clap::Args, Debug)]
@@ -43,6 +48,7 @@ A heatmap:                       iocap export trace.cap evt.type=fsync --format 
 Two captures compared (SVG):     iocap export before.cap after.cap evt.type=fsync --format svg -o cmp.svg
 One capture, two filters (SVG):  iocap export trace.cap --a proc.name=pg --b proc.name=mysqld --format svg -o cmp.svg
 Into a fleet's Parquet dataset:  iocap export trace.cap --format parquet -o fleet/   (PARQUET.md)
+A latency flame graph:           iocap export trace.cap 'latency>1ms' --format svg-flame -o slow.svg  (iocap flame has more)
 Several captures into one:       iocap export db1.cap db2.cap caps/ --format parquet -o fleet/
 The second word is capture B when it names an existing file, else the first filter word.")]
 pub struct Args {
@@ -140,12 +146,27 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .transpose()
         .map_err(|e| UsageError(format!("--interval: {e}")))?;
     let export = Export::open(&args)?;
+    let graph = match (&export, args.format) {
+        (Export::One(input), Format::Folded | Format::SvgFlame) => Some(crate::flame::Graph::of(
+            std::slice::from_ref(input),
+            iocap_analysis::flame::By::User,
+            &args.capture,
+        )?),
+        _ => None,
+    };
     let write = |out: &mut (dyn Write + Send)| -> anyhow::Result<()> {
         match (&export, args.format) {
             (Export::One(input), Format::Csv) => text::write_csv(out, input),
             (Export::One(input), Format::Jsonl) => text::write_jsonl(out, input),
             (Export::One(input), Format::Parquet) => parquet::write(out, input).map(drop),
             (Export::One(input), Format::Svg) => write_svg(out, input, interval, &args.capture.short_name()),
+            (Export::One(_), Format::Folded | Format::SvgFlame) => graph.as_ref().map_or(Ok(()), |g| {
+                g.write(
+                    out,
+                    iocap_analysis::flame::Weight::Latency,
+                    args.format == Format::SvgFlame,
+                )
+            }),
             (Export::Two(sides), _) => write_comparison(out, sides, interval),
             (Export::Dataset(_), _) => unreachable!("a dataset is written file by file, below"),
         }

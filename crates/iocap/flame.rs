@@ -61,59 +61,107 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         WeightArg::Wait => Weight::Wait,
     };
     let fleet = args.sel.open(true)?;
-    // Each capture's stacks are named by its own tables: folded one by one, summed by path.
-    let (mut lines, mut total) = (BTreeMap::<String, u64>::new(), Flame::new(by));
-    let mut stacks_kept = false;
-    for input in &fleet.inputs {
-        let r = &input.reader;
-        stacks_kept |= r.tables().stacks().next().is_some();
-        let want = Flame::COLUMNS.iter().fold(ColSet::NONE, |s, &c| s.with(c));
-        let (flame, _) = Scan::new(r, Some(&input.filter))
-            .columns(want)
-            .threads(input::threads(r))
-            .run(
-                || Flame::new(by),
-                |f, _, cols, bits| bits.iter_ones().for_each(|i| f.add(cols, i)),
-                |a, b| a.merge(b),
-            )?
-            .ok_or_else(|| anyhow::anyhow!("the scan was cancelled"))?;
-        for (path, w) in flame.folded(r.tables(), weight) {
-            let sum = lines.entry(path).or_default();
-            *sum = sum.saturating_add(w);
-        }
-        total.merge(flame);
-    }
-    if !stacks_kept {
-        anyhow::bail!(
-            "{} has no stacks: record with --stacks (the calls at least as slow as its threshold keep theirs)",
-            if fleet.is_several() {
-                "none of these captures".to_owned()
-            } else {
-                args.sel.capture.name()
-            }
-        );
-    }
-    if lines.is_empty() {
-        crate::say(format_args!(
-            "no matching call has {} stack ({} matched without one)",
-            match by {
-                By::User => "a user",
-                By::Kernel => "a kernel",
-                By::Both => "a",
-            },
-            total.without
-        ));
-        return Ok(());
-    }
-    let title = title(&total, by, &args.sel.capture.short_name());
+    let graph = Graph::of(&fleet.inputs, by, &args.sel.capture)?;
     let svg = args
         .output
         .as_ref()
         .is_some_and(|p| p.extension().is_some_and(|e| e == "svg"));
-    let write = |out: &mut (dyn Write + Send)| -> anyhow::Result<()> {
+    let write = |out: &mut (dyn Write + Send)| graph.write(out, weight, svg);
+    match &args.output {
+        Some(path) if path.as_os_str() != "-" => crate::export::write_to(path, &write),
+        _ => {
+            let mut out = std::io::BufWriter::new(std::io::stdout());
+            write(&mut out)?;
+            out.flush()?;
+            Ok(())
+        }
+    }
+}
+
+/// The matching calls of some captures by stack, ready to be written in any weight.
+pub struct Graph {
+    flame: Flame,
+    /// Each capture's folded lines, by weight: its stacks are named by its own tables.
+    lines: Vec<[Vec<(String, u64)>; 3]>,
+    by: By,
+    name: String,
+}
+
+impl Graph {
+    /// Scan `inputs` (one capture's name is `capture`'s) for the matching calls' `by` stacks.
+    /// A capture without stacks is an error that says how to record them.
+    pub fn of(inputs: &[input::Input], by: By, capture: &input::Capture) -> anyhow::Result<Graph> {
+        if inputs.iter().all(|i| i.reader.tables().stacks().next().is_none()) {
+            anyhow::bail!(
+                "{} no stacks: record with --stacks (the calls at least as slow as its threshold keep theirs)",
+                if inputs.len() > 1 {
+                    "these captures have".to_owned()
+                } else {
+                    format!("{} has", capture.name())
+                }
+            );
+        }
+        let mut graph = Graph {
+            flame: Flame::new(by),
+            lines: Vec::new(),
+            by,
+            name: capture.short_name(),
+        };
+        for input in inputs {
+            let r = &input.reader;
+            let want = Flame::COLUMNS.iter().fold(ColSet::NONE, |s, &c| s.with(c));
+            let (flame, _) = Scan::new(r, Some(&input.filter))
+                .columns(want)
+                .threads(input::threads(r))
+                .run(
+                    || Flame::new(by),
+                    |f, _, cols, bits| bits.iter_ones().for_each(|i| f.add(cols, i)),
+                    |a, b| a.merge(b),
+                )?
+                .ok_or_else(|| anyhow::anyhow!("the scan was cancelled"))?;
+            let t = r.tables();
+            graph.lines.push([
+                flame.folded(t, Weight::Latency),
+                flame.folded(t, Weight::Count),
+                flame.folded(t, Weight::Wait),
+            ]);
+            graph.flame.merge(flame);
+        }
+        Ok(graph)
+    }
+
+    /// Write the folded stacks weighted by `weight`, or with `svg` inferno's SVG of them.
+    /// Nothing to draw is said on stderr (folded) or an error (an SVG would be empty).
+    pub fn write(&self, out: &mut (dyn Write + Send), weight: Weight, svg: bool) -> anyhow::Result<()> {
+        let k = match weight {
+            Weight::Latency => 0,
+            Weight::Count => 1,
+            Weight::Wait => 2,
+        };
+        let mut lines = BTreeMap::<&str, u64>::new();
+        for (path, w) in self.lines.iter().flat_map(|l| &l[k]) {
+            let sum = lines.entry(path).or_default();
+            *sum = sum.saturating_add(*w);
+        }
+        if lines.is_empty() {
+            let what = match self.by {
+                By::User => "a user",
+                By::Kernel => "a kernel",
+                By::Both => "a",
+            };
+            let none = format!(
+                "no matching call has {what} stack ({} matched without one)",
+                self.flame.without
+            );
+            if svg {
+                anyhow::bail!("{none}: there is no flame graph to draw");
+            }
+            crate::say(format_args!("{none}"));
+            return Ok(());
+        }
         if svg {
             let mut opts = inferno::flamegraph::Options::default();
-            opts.title = title.clone();
+            opts.title = title(&self.flame, self.by, &self.name);
             opts.count_name = weight.unit().to_owned();
             opts.deterministic = true;
             let folded: Vec<String> = lines.iter().map(|(p, w)| format!("{p} {w}")).collect();
@@ -124,15 +172,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
         }
         Ok(())
-    };
-    match &args.output {
-        Some(path) if path.as_os_str() != "-" => crate::export::write_to(path, &write),
-        _ => {
-            let mut out = std::io::BufWriter::new(std::io::stdout());
-            write(&mut out)?;
-            out.flush()?;
-            Ok(())
-        }
     }
 }
 

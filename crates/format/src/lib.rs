@@ -61,5 +61,7 @@ pub use model::{
 pub use reader::{ChunkDecoder, ChunkInfo, Growth, ReadOptions, Reader, Source};
 pub use rollup::{cell, cell_parts, cell_range, key_cols, CellTotals, KeyTotals, Rollup};
 pub use summary::{log2_bucket, log2_bucket_range, ChunkSummary, LOG2_BUCKETS};
-pub use tables::{table_budget, Tables, MAX_STRING, MAX_TABLE_BYTES, TABLE_BUDGET_FLOOR, TABLE_BYTES_PER_FILE_BYTE};
+pub use tables::{
+    table_budget, Tables, MAX_STACK_FRAMES, MAX_STRING, MAX_TABLE_BYTES, TABLE_BUDGET_FLOOR, TABLE_BYTES_PER_FILE_BYTE,
+};
 pub use writer::{Writer, WriterOptions};

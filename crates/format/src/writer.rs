@@ -174,7 +174,7 @@ impl<W: Write> Writer<W> {
 
     /// The id of `stack` in the stack table, adding it if it is new (ids from 1). Its frames'
     /// strings must have been [`Writer::intern`]ed by this writer. A stack of more than
-    /// [`crate::tables::MAX_STACK_FRAMES`] frames (no kernel gives one) keeps its innermost.
+    /// [`crate::MAX_STACK_FRAMES`] frames (no kernel gives one) keeps its innermost.
     pub fn add_stack(&mut self, stack: &Stack) -> u32 {
         if let Some(&id) = self.stacks.get(stack) {
             return id;

@@ -52,8 +52,10 @@ pub struct Namer {
     files: HashMap<[u8; 20], Option<CodeFile>>,
     /// The (process when it has a root of its own, path) pairs whose build ID was read.
     seen_paths: HashSet<(Option<u32>, Vec<u8>)>,
-    /// When every process's maps were last searched ([`RESCAN`]).
+    /// When a search of every process's maps last began ([`RESCAN`]), and the processes it
+    /// has still to look at.
     scanned: Option<Instant>,
+    to_scan: Vec<u32>,
     /// This process's root (`/proc/self/root`), to tell a container's processes.
     own_root: Option<PathBuf>,
     /// Frames named, and of those, with a function's name: for `info`.
@@ -70,6 +72,7 @@ impl Default for Namer {
             files: HashMap::new(),
             seen_paths: HashSet::new(),
             scanned: None,
+            to_scan: Vec::new(),
             own_root: std::fs::read_link("/proc/self/root").ok(),
             frames: 0,
             named: 0,
@@ -95,6 +98,9 @@ struct CodeFile {
 
 /// How long after a search of every process's maps for a build ID another may be made.
 const RESCAN: Duration = Duration::from_secs(10);
+
+/// The longest a stack's naming spends on that search; the next stack goes on with it.
+const SCAN_SLICE: Duration = Duration::from_millis(10);
 
 impl Namer {
     /// The frames of a user stack of process `pid` (whose executable, as exec named it, is
@@ -170,23 +176,31 @@ impl Namer {
     }
 
     /// A build ID still unknown: look through every live process's maps (a library the
-    /// traced process had is likely mapped by another), at most once per [`RESCAN`].
+    /// traced process had is likely mapped by another), a round at most once per [`RESCAN`],
+    /// each call for at most [`SCAN_SLICE`]: the writer thread must not stall on a host of
+    /// thousands of processes (a stall fills the rings).
     fn learn_everywhere(&mut self) {
-        if self.scanned.is_some_and(|t| t.elapsed() < RESCAN) {
-            return;
+        if self.to_scan.is_empty() {
+            if self.scanned.is_some_and(|t| t.elapsed() < RESCAN) {
+                return;
+            }
+            self.scanned = Some(Instant::now());
+            let Ok(dir) = std::fs::read_dir("/proc") else {
+                return;
+            };
+            self.to_scan = (dir.flatten())
+                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                .collect();
         }
-        self.scanned = Some(Instant::now());
-        let Ok(dir) = std::fs::read_dir("/proc") else {
-            return;
-        };
-        for pid in dir
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        {
+        let started = Instant::now();
+        while let Some(pid) = self.to_scan.pop() {
             if let Ok(maps) = std::fs::read(format!("/proc/{pid}/maps")) {
                 for path in mapped_files(&maps) {
                     self.learn_file(Some(pid), path);
                 }
+            }
+            if started.elapsed() >= SCAN_SLICE {
+                break;
             }
         }
     }
