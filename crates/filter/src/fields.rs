@@ -212,6 +212,12 @@ impl FieldId {
     pub fn is_per_capture(self) -> bool {
         matches!(self, FieldId::Host | FieldId::CaptureId)
     }
+
+    /// Whether the field is known only once the recording is written (`stack.*`: the
+    /// recorder names a stack's frames after its record-time filter has judged the call).
+    pub fn is_named_after_recording(self) -> bool {
+        matches!(self, FieldId::StackUser | FieldId::StackKernel | FieldId::StackTop)
+    }
 }
 
 /// How a field's value is read from an event. The filter's compiler, group keys, exports and

@@ -137,10 +137,21 @@ impl Filter {
     /// `host`, `capture.id`), by name, each once: what a filter of events being recorded has no
     /// use for.
     pub fn per_capture_fields(&self) -> Vec<&'static str> {
+        self.fields_where(fields::FieldId::is_per_capture)
+    }
+
+    /// The fields of the filter known only once a recording is written
+    /// ([`fields::FieldId::is_named_after_recording`]: `stack.*`), by name, each once.
+    pub fn after_recording_fields(&self) -> Vec<&'static str> {
+        self.fields_where(fields::FieldId::is_named_after_recording)
+    }
+
+    /// The fields of the filter `which` picks, by name, each once.
+    fn fields_where(&self, which: fn(fields::FieldId) -> bool) -> Vec<&'static str> {
         let mut out = Vec::new();
         self.checked.visit_preds(&mut |p| {
             let name = fields::info(p.field).name;
-            if p.field.is_per_capture() && !out.contains(&name) {
+            if which(p.field) && !out.contains(&name) {
                 out.push(name);
             }
         });

@@ -72,6 +72,14 @@ pub enum PlanError {
         /// The fields, quoted: `` `host` ``.
         fields: String,
     },
+    /// A filter naming a field the recorder knows only once the call is written (`stack.*`).
+    #[error("the filter `{filter}` names {fields}, which the recorder knows only after it has kept a call: record with --stacks, then filter on it with view, report or flame")]
+    AfterRecordingField {
+        /// The filter, as it reads back.
+        filter: String,
+        /// The fields, quoted: `` `stack.user` ``.
+        fields: String,
+    },
     /// `--no-syscalls --no-block`.
     #[error("--no-syscalls and --no-block together leave nothing to record")]
     NothingToRecord,
@@ -90,6 +98,14 @@ pub fn plan(req: &Request, filter: &Filter) -> Result<Config, PlanError> {
     if !per_capture.is_empty() {
         let quoted: Vec<String> = per_capture.iter().map(|f| format!("`{f}`")).collect();
         return Err(PlanError::CaptureField {
+            filter: src,
+            fields: quoted.join(" and "),
+        });
+    }
+    let after = filter.after_recording_fields();
+    if !after.is_empty() {
+        let quoted: Vec<String> = after.iter().map(|f| format!("`{f}`")).collect();
+        return Err(PlanError::AfterRecordingField {
             filter: src,
             fields: quoted.join(" and "),
         });
@@ -233,6 +249,22 @@ mod tests {
         );
         assert!(err("not (capture.id=abc or host=x)").contains("names `capture.id` and `host`:"));
         assert!(plan(&req(), &f("proc.name=host")).is_ok(), "a value is no field");
+    }
+
+    /// A stack's frames are named after the writer thread's filter has judged its call: a
+    /// record-time filter on them would keep nothing, so it is refused.
+    #[test]
+    fn stack_fields_are_refused_at_record_time() {
+        let err = plan(
+            &req(),
+            &f("latency>1ms and (stack.user contains pg_fsync or stack.top=fsync)"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("names `stack.user` and `stack.top`, which the recorder knows only after"),
+            "{err}"
+        );
     }
 
     #[test]
