@@ -12,7 +12,12 @@ use crate::util::{iocap, run, synthetic_capture};
 /// Two calls of a process named `db<x>\x1b[31m;1` with user stack main → `a<b>&c` → `x;y`,
 /// 3 ms and 1 ms, the second with a kernel stack; a third call with none.
 fn capture(dir: &Path) -> PathBuf {
-    let path = dir.join("stacks.cap");
+    capture_as(dir, "stacks.cap", 1)
+}
+
+/// [`capture`] in file `name`, its calls `k` times as slow.
+fn capture_as(dir: &Path, name: &str, k: u64) -> PathBuf {
+    let path = dir.join(name);
     let mut w = iocap_testkit::create(&path, &iocap_testkit::meta(1_000_000_000), 100, 3);
     let db = add_proc(&mut w, 7, 1, b"db<x>\x1b[31m;1");
     let stack = |w: &mut Writer<std::fs::File>, kind, names: &[&[u8]]| {
@@ -27,12 +32,10 @@ fn capture(dir: &Path) -> PathBuf {
     };
     let user = stack(&mut w, StackKind::User, &[b"main", b"a<b>&c", b"x;y"]);
     let kernel = stack(&mut w, StackKind::Kernel, &[b"do_fsync", b"jbd2_log_wait_commit"]);
-    for (i, (lat, u, k)) in [(3_000_000, user, 0), (1_000_000, user, kernel), (500, 0, 0)]
-        .into_iter()
-        .enumerate()
-    {
-        let mut e = Event::syscall(1_000_000_000 + i as u64 * 10_000_000, lat, 7, 7, 74, 0);
-        (e.proc, e.stack_user, e.stack_kernel) = (db, u, k);
+    let calls = [(3_000_000u64, user, 0), (1_000_000, user, kernel), (500, 0, 0)];
+    for (i, (lat, u, ks)) in calls.into_iter().enumerate() {
+        let mut e = Event::syscall(1_000_000_000 + i as u64 * 10_000_000, lat * k, 7, 7, 74, 0);
+        (e.proc, e.stack_user, e.stack_kernel) = (db, u, ks);
         w.push(&e).unwrap();
     }
     w.finish(1_100_000_000).unwrap();
@@ -64,6 +67,24 @@ fn folded_stacks_name_frames_escaped_and_weighted() {
         err.contains("no matching call has a user stack (1 matched without one)"),
         "{err}"
     );
+}
+
+/// `--diff`: each path with A's weight and B's, flamegraph.pl's differential input.
+#[test]
+fn a_differential_graph_has_both_sides_weights() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (capture(dir.path()), capture_as(dir.path(), "slower.cap", 2));
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let (code, out, err) = run(&["flame", a, b, "--diff", "--by", "both"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out,
+        "db<x>\\x1b[31m:1;main;a<b>&c;x:y 3000000 6000000\n\
+         db<x>\\x1b[31m:1;main;a<b>&c;x:y;do_fsync;jbd2_log_wait_commit 1000000 2000000\n"
+    );
+    let (code, _, err) = run(&["flame", a, "--diff"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--diff compares two captures, A then B: 1 given"), "{err}");
 }
 
 #[test]

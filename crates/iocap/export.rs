@@ -150,7 +150,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         (Export::One(input), Format::Folded | Format::SvgFlame) => Some(crate::flame::Graph::of(
             std::slice::from_ref(input),
             iocap_analysis::flame::By::User,
-            &args.capture,
+            &args.capture.name(),
         )?),
         _ => None,
     };

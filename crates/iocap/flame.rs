@@ -47,6 +47,10 @@ pub struct Args {
     /// file, 0600; `-` or no -o: folded stacks on standard output).
     #[arg(short = 'o', long, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Of two captures, A then B: B's graph, each frame red where B spent more there than A,
+    /// blue where less (flamegraph.pl's differential); folded, each line's A and B weights.
+    #[arg(long)]
+    diff: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -61,12 +65,27 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         WeightArg::Wait => Weight::Wait,
     };
     let fleet = args.sel.open(true)?;
-    let graph = Graph::of(&fleet.inputs, by, &args.sel.capture)?;
     let svg = args
         .output
         .as_ref()
         .is_some_and(|p| p.extension().is_some_and(|e| e == "svg"));
-    let write = |out: &mut (dyn Write + Send)| graph.write(out, weight, svg);
+    let graphs = if args.diff {
+        let [a, b] = &fleet.inputs[..] else {
+            return Err(crate::UsageError(format!(
+                "--diff compares two captures, A then B: {} given",
+                fleet.inputs.len()
+            ))
+            .into());
+        };
+        let g = |i: &input::Input, k: usize| Graph::of(std::slice::from_ref(i), by, &name(&fleet.paths[k]));
+        (g(a, 0)?, Some(g(b, 1)?))
+    } else {
+        (Graph::of(&fleet.inputs, by, &args.sel.capture.name())?, None)
+    };
+    let write = |out: &mut (dyn Write + Send)| match &graphs {
+        (a, Some(b)) => diff(out, a, b, weight, svg),
+        (g, None) => g.write(out, weight, svg),
+    };
     match &args.output {
         Some(path) if path.as_os_str() != "-" => crate::export::write_to(path, &write),
         _ => {
@@ -88,16 +107,16 @@ pub struct Graph {
 }
 
 impl Graph {
-    /// Scan `inputs` (one capture's name is `capture`'s) for the matching calls' `by` stacks.
-    /// A capture without stacks is an error that says how to record them.
-    pub fn of(inputs: &[input::Input], by: By, capture: &input::Capture) -> anyhow::Result<Graph> {
+    /// Scan `inputs` (named `name`, escaped) for the matching calls' `by` stacks. Captures
+    /// without stacks are an error that says how to record them.
+    pub fn of(inputs: &[input::Input], by: By, name: &str) -> anyhow::Result<Graph> {
         if inputs.iter().all(|i| i.reader.tables().stacks().next().is_none()) {
             anyhow::bail!(
                 "{} no stacks: record with --stacks (the calls at least as slow as its threshold keep theirs)",
                 if inputs.len() > 1 {
                     "these captures have".to_owned()
                 } else {
-                    format!("{} has", capture.name())
+                    format!("{name} has")
                 }
             );
         }
@@ -105,7 +124,7 @@ impl Graph {
             flame: Flame::new(by),
             lines: Vec::new(),
             by,
-            name: capture.short_name(),
+            name: name.to_owned(),
         };
         for input in inputs {
             let r = &input.reader;
@@ -130,9 +149,8 @@ impl Graph {
         Ok(graph)
     }
 
-    /// Write the folded stacks weighted by `weight`, or with `svg` inferno's SVG of them.
-    /// Nothing to draw is said on stderr (folded) or an error (an SVG would be empty).
-    pub fn write(&self, out: &mut (dyn Write + Send), weight: Weight, svg: bool) -> anyhow::Result<()> {
+    /// The folded paths weighted by `weight`, summed over the captures.
+    fn paths(&self, weight: Weight) -> BTreeMap<&str, u64> {
         let k = match weight {
             Weight::Latency => 0,
             Weight::Count => 1,
@@ -143,20 +161,31 @@ impl Graph {
             let sum = lines.entry(path).or_default();
             *sum = sum.saturating_add(*w);
         }
+        lines
+    }
+
+    /// That no matching call has the stacks asked for.
+    fn none(&self) -> String {
+        let what = match self.by {
+            By::User => "a user",
+            By::Kernel => "a kernel",
+            By::Both => "a",
+        };
+        format!(
+            "no matching call has {what} stack ({} matched without one)",
+            self.flame.without
+        )
+    }
+
+    /// Write the folded stacks weighted by `weight`, or with `svg` inferno's SVG of them.
+    /// Nothing to draw is said on stderr (folded) or an error (an SVG would be empty).
+    pub fn write(&self, out: &mut (dyn Write + Send), weight: Weight, svg: bool) -> anyhow::Result<()> {
+        let lines = self.paths(weight);
         if lines.is_empty() {
-            let what = match self.by {
-                By::User => "a user",
-                By::Kernel => "a kernel",
-                By::Both => "a",
-            };
-            let none = format!(
-                "no matching call has {what} stack ({} matched without one)",
-                self.flame.without
-            );
             if svg {
-                anyhow::bail!("{none}: there is no flame graph to draw");
+                anyhow::bail!("{}: there is no flame graph to draw", self.none());
             }
-            crate::say(format_args!("{none}"));
+            crate::say(format_args!("{}", self.none()));
             return Ok(());
         }
         if svg {
@@ -173,6 +202,44 @@ impl Graph {
         }
         Ok(())
     }
+}
+
+/// B's graph against A's: each path with A's and B's weights (flamegraph.pl's differential
+/// input), or with `svg` inferno's drawing of it.
+fn diff(out: &mut (dyn Write + Send), a: &Graph, b: &Graph, weight: Weight, svg: bool) -> anyhow::Result<()> {
+    let (pa, pb) = (a.paths(weight), b.paths(weight));
+    let mut both = BTreeMap::<&str, (u64, u64)>::new();
+    for (p, w) in &pa {
+        both.entry(p).or_default().0 = *w;
+    }
+    for (p, w) in &pb {
+        both.entry(p).or_default().1 = *w;
+    }
+    if both.is_empty() {
+        anyhow::bail!("{}, in A nor in B: there is nothing to compare", a.none());
+    }
+    if svg {
+        let mut opts = inferno::flamegraph::Options::default();
+        opts.title = format!(
+            "B − A: {} (red: more in B, blue: less)",
+            title(&b.flame, b.by, &format!("{} → {}", a.name, b.name))
+        );
+        opts.count_name = weight.unit().to_owned();
+        opts.deterministic = true;
+        let folded: Vec<String> = both.iter().map(|(p, (x, y))| format!("{p} {x} {y}")).collect();
+        inferno::flamegraph::from_lines(&mut opts, folded.iter().map(String::as_str), out)?;
+    } else {
+        for (p, (x, y)) in &both {
+            writeln!(out, "{p} {x} {y}")?;
+        }
+    }
+    Ok(())
+}
+
+/// A capture's file name, escaped, as a graph's title names it.
+fn name(path: &std::path::Path) -> String {
+    let file = path.file_name().unwrap_or(path.as_os_str());
+    iocap_format::escape::escape(file.as_encoded_bytes())
 }
 
 /// The graph's title: what it is of, and the calls' count and percentiles.
