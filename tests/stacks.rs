@@ -190,16 +190,16 @@ fn a_slow_paths_calls_are_under_it_in_the_flame_graph() {
     assert_eq!(v["matched"], kernel.values().sum::<u64>(), "{v}");
 
     // A process gone by the time its stacks are named (it exits at once after its last
-    // call): its frames are still named, from the build IDs and offsets the kernel gave.
+    // call): its frames are still named, from the build IDs and offsets the kernel gave. And
+    // streamed (`-w -`), the stack table goes along.
     let gone = dir.path().join("gone.cap");
     let cmd = format!("{} {}/mnt/g 4 0", bin.display(), dir.path().display());
     let rec = iocap()
-        .args(["record", "--stacks=1ms", "-w"])
-        .arg(&gone)
-        .args(["-c", &cmd])
+        .args(["record", "--stacks=1ms", "-w", "-", "-c", &cmd])
         .output()
         .unwrap();
     assert!(rec.status.success(), "{}", String::from_utf8_lossy(&rec.stderr));
+    std::fs::write(&gone, &rec.stdout).unwrap();
     let paths = flame(&gone, &["evt.type=fsync", "--weight", "count"]);
     assert_eq!(
         (paths.iter())

@@ -4,8 +4,9 @@
 //! Each refilter is timed cold (nothing cached, as the viewer's first question: every chunk
 //! decoded) and warm (the same question again once the column cache is filled, as the viewer's
 //! worker does while idle; the fill is timed too). Then what a view of part of the capture
-//! costs besides: the count of a filter's matches in the whole capture, and a query with
-//! iostat's figures against one without.
+//! costs besides: the count of a filter's matches in the whole capture, a query with
+//! iostat's figures against one without, and the flame graph of a region's calls (the slowest
+//! 1 % have stacks, as `record --stacks=1ms` keeps them) against the region without it.
 //!
 //! `cargo bench -p iocap-tui --bench view -- [EVENTS] [PATH]` (default 10^7 events, written to
 //! a temp file unless PATH exists already, in which case it is reused). Environment:
@@ -38,6 +39,23 @@ fn generate(path: &Path, n: u64) {
         .map(|(pid, name)| add_proc(&mut w, pid, 0, name.as_bytes()))
         .collect();
     let file = add_file(&mut w, 100, 3, FdType::File, b"/data/db", 0);
+    // 64 user stacks of 12 frames and 16 kernel stacks of 8, for the calls of 1 ms or more.
+    let frames = |w: &mut Writer<std::fs::File>, kind, n: usize, k: usize| {
+        let frames = (0..n)
+            .map(|f| iocap_format::StackFrame {
+                addr: (k * 64 + f) as u64,
+                sym: w.intern(format!("fn_{}_{}", f, k % (f + 1)).as_bytes()),
+                module: 0,
+            })
+            .collect();
+        w.add_stack(&iocap_format::Stack { kind, frames })
+    };
+    let users: Vec<u32> = (0..64)
+        .map(|k| frames(&mut w, iocap_format::StackKind::User, 12, k))
+        .collect();
+    let kernels: Vec<u32> = (0..16)
+        .map(|k| frames(&mut w, iocap_format::StackKind::Kernel, 8, k))
+        .collect();
     // 1 M events/s of capture time; a xorshift keeps latencies varied but reproducible.
     let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
     for i in 0..n {
@@ -60,6 +78,16 @@ fn generate(path: &Path, n: u64) {
                 fd: 3,
                 file,
                 bytes: 4096,
+                stack_user: if latency >= 1_000_000 {
+                    users[(x >> 8) as usize % 64]
+                } else {
+                    0
+                },
+                stack_kernel: if latency >= 1_000_000 {
+                    kernels[(x >> 16) as usize % 16]
+                } else {
+                    0
+                },
                 ..Event::syscall(ts, latency, 100 + p as u32, 100 + p as u32, (x % 3) as u32, 4096)
             }
         };
@@ -210,6 +238,21 @@ fn main() {
             plain
         );
         q.iostat = false;
+    }
+    // The flame graph of a brushed region (`w` once Enter has made the region the filter):
+    // its calls' stacks folded, against the same region without.
+    if "flame".contains(&only) {
+        let region = "evt.time>=2s and evt.time<8s and latency>=1ms";
+        q.filter = iocap_tui::panes::filter_bar::compile(region, &reader).unwrap();
+        q.gen += 1;
+        let (plain, _) = run(&q, None);
+        q.flame = Some(iocap_analysis::flame::By::User);
+        q.gen += 1;
+        let (with, a) = run(&q, None);
+        let (paths, calls) = a.flame.map_or((0, 0), |(p, n)| (p.len(), n));
+        println!("flame graph of {region}  cold {with:>8.1?}  (without {plain:>8.1?})  {calls} calls, {paths} paths");
+        q.flame = None;
+        q.filter = None;
     }
     // The latency-sorted list: the UI only asks for its rows (timed as "UI"); the rows thread
     // decodes the chunks the slowest events on screen come from (timed as "rows").
