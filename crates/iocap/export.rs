@@ -17,14 +17,13 @@ mod text;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use iocap_analysis::spectro::{column, COLS};
 use iocap_analysis::units::{fmt_ns, parse_duration};
 use iocap_analysis::{scan, LatencyHist, Spectrogram};
 use iocap_format::{Col, ColSet};
 
 use crate::input::{self, Input};
-use crate::output::{self, Existing};
+use crate::output;
 use crate::sides::{self, SideFilters, Sides};
 use crate::UsageError;
 
@@ -174,7 +173,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Export::Dataset(fleet) = &export {
         for input in &fleet.inputs {
             let path = parquet::partition(&args.output, input.reader.meta())?;
-            write_whole(&path, &|out| parquet::write(out, input).map(drop))?;
+            output::write_whole(&path, &|out| parquet::write(out, input).map(drop))?;
         }
         return Ok(());
     }
@@ -192,45 +191,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         _ => &args.output,
     };
-    write_to(path, &write)
-}
-
-/// Write `path` with `write`: a new file (0600) put in place once whole, or a character device
-/// or FIFO written as it is (`-o /dev/null`, `-o /dev/stdout`); a directory, block device or
-/// socket refused.
-pub(crate) fn write_to(
-    path: &Path,
-    write: &dyn Fn(&mut (dyn Write + Send)) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
-    let in_place = |follow: bool| -> anyhow::Result<()> {
-        let mut out = BufWriter::new(output::open_in_place(path, follow)?);
-        write(&mut out)?;
-        out.flush().with_context(|| format!("{}", path.display()))?;
-        Ok(())
-    };
-    match Existing::of(path)? {
-        // `-o /dev/null`, `-o /dev/stdout` (a symlink), a FIFO: written as asked, as `cp` and
-        // `tee` do; replacing them would turn a device node into a regular file for everyone.
-        Existing::CharDevice | Existing::Fifo => in_place(false),
-        Existing::Symlink if output::leads_to_stream(path) => in_place(true),
-        e @ (Existing::Directory | Existing::BlockDevice | Existing::Socket) => Err(e.refuse(
-            path,
-            "an export is written to a file, a character device or a FIFO (or `-o -`; with --format parquet, into a directory's dataset)",
-        )),
-        Existing::Nothing | Existing::Regular | Existing::Symlink => write_whole(path, write),
-    }
-}
-
-/// Write a new file at `path` with `write` (mode 0600), put in place only once whole and on disk.
-fn write_whole(path: &Path, write: &dyn Fn(&mut (dyn Write + Send)) -> anyhow::Result<()>) -> anyhow::Result<()> {
-    let (file, mut new) = output::create(path)?;
-    let mut out = BufWriter::new(file);
-    write(&mut out)?;
-    out.flush().with_context(|| format!("{}", path.display()))?;
-    out.get_ref()
-        .sync_all()
-        .with_context(|| format!("{}", path.display()))?;
-    new.publish()
+    output::write_to(path, &write)
 }
 
 /// Whether `-o` names a dataset's directory: one that exists, or a path ending in `/`.

@@ -87,7 +87,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         (g, None) => g.write(out, weight, svg),
     };
     match &args.output {
-        Some(path) if path.as_os_str() != "-" => crate::export::write_to(path, &write),
+        Some(path) if path.as_os_str() != "-" => crate::output::write_to(path, &write),
         _ => {
             let mut out = std::io::BufWriter::new(std::io::stdout());
             write(&mut out)?;

@@ -16,6 +16,7 @@
 
 use std::ffi::{CString, OsString};
 use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -413,6 +414,41 @@ mod cleanup {
             drop(unsafe { CString::from_raw(old) });
         }
     }
+}
+
+/// Write `path` with `write`: a new file (0600) put in place once whole, or a character device
+/// or FIFO written as it is (`-o /dev/null`, `-o /dev/stdout`); a directory, block device or
+/// socket refused.
+pub fn write_to(path: &Path, write: &dyn Fn(&mut (dyn Write + Send)) -> anyhow::Result<()>) -> anyhow::Result<()> {
+    let in_place = |follow: bool| -> anyhow::Result<()> {
+        let mut out = BufWriter::new(open_in_place(path, follow)?);
+        write(&mut out)?;
+        out.flush().with_context(|| format!("{}", path.display()))?;
+        Ok(())
+    };
+    match Existing::of(path)? {
+        // `-o /dev/null`, `-o /dev/stdout` (a symlink), a FIFO: written as asked, as `cp` and
+        // `tee` do; replacing them would turn a device node into a regular file for everyone.
+        Existing::CharDevice | Existing::Fifo => in_place(false),
+        Existing::Symlink if leads_to_stream(path) => in_place(true),
+        e @ (Existing::Directory | Existing::BlockDevice | Existing::Socket) => Err(e.refuse(
+            path,
+            "an export is written to a file, a character device or a FIFO (or `-o -`; with --format parquet, into a directory's dataset)",
+        )),
+        Existing::Nothing | Existing::Regular | Existing::Symlink => write_whole(path, write),
+    }
+}
+
+/// Write a new file at `path` with `write` (mode 0600), put in place only once whole and on disk.
+pub fn write_whole(path: &Path, write: &dyn Fn(&mut (dyn Write + Send)) -> anyhow::Result<()>) -> anyhow::Result<()> {
+    let (file, mut new) = create(path)?;
+    let mut out = BufWriter::new(file);
+    write(&mut out)?;
+    out.flush().with_context(|| format!("{}", path.display()))?;
+    out.get_ref()
+        .sync_all()
+        .with_context(|| format!("{}", path.display()))?;
+    new.publish()
 }
 
 #[cfg(test)]

@@ -241,6 +241,7 @@ mod tests {
             addr,
             sym: if sym.is_empty() { 0 } else { w.intern(sym) },
             module: w.intern(module),
+            build_id: 0,
         };
         let user = Stack {
             kind: StackKind::User,

@@ -668,6 +668,9 @@ pub struct StackFrame {
     /// The file it is in, a string id: a binary or library's path, `[kernel]`, or a kernel
     /// module's `[name]` (0: unknown).
     pub module: StrId,
+    /// A user frame's file's build ID, in hex, a string id (0: none or unknown): with the
+    /// offset, what a host with the file (or its debug file) names the frame by later.
+    pub build_id: StrId,
 }
 
 /// A stack of the stack table (since 1.21): its frames innermost first, as the kernel gives

@@ -300,8 +300,9 @@ impl Tables {
     }
 
     /// What a frame of a `kind` stack is called: its function's name, else its file's
-    /// (`[libc.so.6]`, a kernel module's `[ext4]`, `[build-id:…]`), else `[unknown]`
-    /// (`[kernel]` in a kernel stack). Escaped, as every table string.
+    /// (`[libc.so.6]`, a kernel module's `[ext4]`), else its file's build ID's first 12 digits
+    /// (`[build-id:4f2c…]`), else `[unknown]` (`[kernel]` in a kernel stack). Escaped, as every
+    /// table string.
     pub fn frame_name(&self, kind: StackKind, f: &StackFrame) -> std::borrow::Cow<'_, str> {
         use std::borrow::Cow;
         let sym = self.string(f.sym);
@@ -310,6 +311,11 @@ impl Tables {
         }
         let module = self.string(f.module);
         let file = module.rsplit('/').next().unwrap_or(module);
+        let id = self.string(f.build_id);
+        if file.is_empty() && !id.is_empty() {
+            let short: String = id.chars().take(12).collect();
+            return Cow::Owned(format!("[build-id:{short}…]"));
+        }
         match (kind, file) {
             (StackKind::Kernel, "") => Cow::Borrowed("[kernel]"),
             (StackKind::User, "") => Cow::Borrowed("[unknown]"),
@@ -383,6 +389,7 @@ impl Tables {
                 .map(|fr| StackFrame {
                     sym: moved(fr.sym),
                     module: moved(fr.module),
+                    build_id: moved(fr.build_id),
                     ..*fr
                 })
                 .collect();
@@ -757,8 +764,8 @@ impl Tables {
 
     /// Entries of a [`crate::frame::Kind::ProcOwners`] frame (see `encode_proc_owner`), each
     /// set on the process entry of its id; an id no `Procs` frame defined is skipped.
-    /// Entries of a [`crate::frame::Kind::Stacks`] frame: `id kind n (addr sym module)*n`,
-    /// kind 0 user, 1 kernel.
+    /// Entries of a [`crate::frame::Kind::Stacks`] frame: `id kind n (addr sym module
+    /// build_id)*n`, kind 0 user, 1 kernel.
     fn apply_stacks(&mut self, mut cur: Cursor, count: u64) -> Result<(), TableError> {
         let corrupt = TableError::Corrupt;
         let id32 = |v: Option<u64>| v.and_then(|v| u32::try_from(v).ok()).ok_or(corrupt);
@@ -770,8 +777,8 @@ impl Tables {
                 _ => return Err(corrupt),
             };
             let n = usize::try_from(cur.varint().ok_or(corrupt)?).map_err(|_| corrupt)?;
-            // Each frame takes at least three bytes.
-            if n > MAX_STACK_FRAMES || n > cur.remaining() / 3 {
+            // Each frame takes at least four bytes.
+            if n > MAX_STACK_FRAMES || n > cur.remaining() / 4 {
                 return Err(corrupt);
             }
             self.charge(ENTRY_COST + FRAME_COST * n as u64)?;
@@ -781,6 +788,7 @@ impl Tables {
                     addr: cur.varint().ok_or(corrupt)?,
                     sym: id32(cur.varint())?,
                     module: id32(cur.varint())?,
+                    build_id: id32(cur.varint())?,
                 });
             }
             self.add_stack(id, Stack { kind, frames });
@@ -982,6 +990,7 @@ pub(crate) fn encode_stack(p: &mut Pending, id: u32, s: &Stack) {
         varint::put(&mut p.bytes, f.addr);
         varint::put(&mut p.bytes, u64::from(f.sym));
         varint::put(&mut p.bytes, u64::from(f.module));
+        varint::put(&mut p.bytes, u64::from(f.build_id));
     }
 }
 
@@ -1153,6 +1162,7 @@ mod tests {
                     addr: 0xffff_ffff_8100_0000,
                     sym: 3,
                     module: 4,
+                    build_id: 5,
                 },
                 StackFrame::default(),
             ],
@@ -1175,9 +1185,9 @@ mod tests {
         // id 1, kind 2 (neither user nor kernel), no frames.
         assert_eq!(refused(&[1, 2, 0]), Err(TableError::Corrupt));
         // 1 025 frames (varint 0x81 0x08): over MAX_STACK_FRAMES, whatever follows.
-        assert_eq!(refused(&[1, 0, 0x81, 0x08, 0, 0, 0]), Err(TableError::Corrupt));
+        assert_eq!(refused(&[1, 0, 0x81, 0x08, 0, 0, 0, 0]), Err(TableError::Corrupt));
         // Two frames claimed, one's bytes there.
-        assert_eq!(refused(&[1, 0, 2, 5, 0, 0]), Err(TableError::Corrupt));
-        assert_eq!(refused(&[1, 0, 1, 5, 0, 0]), Ok(()));
+        assert_eq!(refused(&[1, 0, 2, 5, 0, 0, 0]), Err(TableError::Corrupt));
+        assert_eq!(refused(&[1, 0, 1, 5, 0, 0, 0]), Ok(()));
     }
 }

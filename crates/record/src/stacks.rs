@@ -19,12 +19,14 @@ use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 use blazesym::{MaybeDefault, Pid};
 
 /// A frame as found on this host: its address (a user frame's file offset when its file was
-/// found, else the address as the kernel gave it), its function's name and its file.
+/// found, else the address as the kernel gave it), its function's name, its file and the
+/// file's build ID in hex.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Named {
     pub addr: u64,
     pub sym: Option<String>,
     pub module: Option<Vec<u8>>,
+    pub build_id: Option<String>,
 }
 
 /// What `[kernel]` frames' module is called in the capture (a kernel module's own name, in
@@ -121,19 +123,20 @@ impl Namer {
         let mut bare = Vec::new();
         for f in frames {
             match *f {
-                UserFrame::File(id, offset) => match self.files.get(&id).cloned().flatten() {
-                    Some(file) => out.push(Named {
+                // Its build ID kept either way: a host with the file names it later.
+                UserFrame::File(id, offset) => out.push(match self.files.get(&id).cloned().flatten() {
+                    Some(file) => Named {
                         addr: offset,
                         sym: self.elf_name(&file.open, offset),
                         module: Some(file.shown),
-                    }),
-                    // Its build ID, so that a host with the file can name it later.
-                    None => out.push(Named {
+                        build_id: Some(hex(trimmed(&id))),
+                    },
+                    None => Named {
                         addr: offset,
-                        sym: None,
-                        module: Some(format!("build-id:{}", hex(trimmed(&id))).into_bytes()),
-                    }),
-                },
+                        build_id: Some(hex(trimmed(&id))),
+                        ..Named::default()
+                    },
+                }),
                 UserFrame::Ip(ip) => {
                     bare.push((out.len(), ip));
                     out.push(Named {
@@ -153,6 +156,7 @@ impl Namer {
                             addr: *offset,
                             sym: self.elf_name(&elf.path, *offset),
                             module: Some(path_bytes(&elf.path)),
+                            build_id: elf.build_id.as_ref().map(|b| hex(b)),
                         };
                     }
                 }
@@ -260,8 +264,8 @@ impl Namer {
             for (i, &addr) in missing.iter().enumerate() {
                 let mut n = Named {
                     addr,
-                    sym: None,
                     module: Some(KERNEL_MODULE.to_vec()),
+                    ..Named::default()
                 };
                 if let Some(Symbolized::Sym(s)) = found.as_ref().and_then(|f| f.get(i)) {
                     n.sym = Some(s.name.to_string());

@@ -754,6 +754,7 @@ impl<W: Write> Tracker<W> {
                 addr: f.addr,
                 sym: f.sym.as_ref().map_or(0, |s| w.intern(s.as_bytes())),
                 module: f.module.as_ref().map_or(0, |m| w.intern(m)),
+                build_id: f.build_id.as_ref().map_or(0, |b| w.intern(b.as_bytes())),
             })
             .collect();
         w.add_stack(&Stack { kind, frames })

@@ -46,6 +46,7 @@ fn generate(path: &Path, n: u64) {
                 addr: (k * 64 + f) as u64,
                 sym: w.intern(format!("fn_{}_{}", f, k % (f + 1)).as_bytes()),
                 module: 0,
+                build_id: 0,
             })
             .collect();
         w.add_stack(&iocap_format::Stack { kind, frames })

@@ -2363,6 +2363,7 @@ fn stacks_capture(dir: &Path) -> PathBuf {
                 addr: 0x1000,
                 sym: w.intern(n.as_bytes()),
                 module: 0,
+                build_id: 0,
             })
             .collect();
         w.add_stack(&Stack { kind, frames })

@@ -332,7 +332,7 @@ mod tests {
             frames: vec![StackFrame {
                 addr: 1,
                 sym,
-                module: 0,
+                ..StackFrame::default()
             }],
             ..Stack::default()
         };

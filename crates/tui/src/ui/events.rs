@@ -303,7 +303,7 @@ pub fn render_detail(app: &App, f: &mut Frame) {
     let requests = requests_lines(app, e, found, w, h.saturating_sub(fields_need).max(8.min(h / 2)));
     let bar = anatomy_bar(app, e, w);
     let bar_h = usize::from(bar.is_some());
-    let stacks = stack_lines(app, e, w);
+    let stacks = stack_lines(app, e, found, w);
     let mut lines = detail_lines(&entries, w, h.saturating_sub(requests.len() + bar_h + stacks.len()));
     if let Some(bar) = bar {
         // Under the anatomy's figures (and their wrapped rest), else last.
@@ -330,12 +330,20 @@ pub fn render_detail(app: &App, f: &mut Frame) {
 const STACK_FRAMES: usize = 8;
 
 /// A call's stacks for its detail (`record --stacks`), a frame a line, innermost first as a
-/// debugger's backtrace: the user stack it returned to, the kernel stack where it slept.
-fn stack_lines(app: &App, e: &Event, w: usize) -> Vec<Line<'static>> {
+/// debugger's backtrace: the user stack it returned to, the kernel stack where it slept. A
+/// block request shows those of the call that issued it, once `found` by the lookup.
+fn stack_lines(app: &App, e: &Event, found: Option<&Links>, w: usize) -> Vec<Line<'static>> {
     let tables = app.cap.reader.tables();
+    let (of, keys) = match e.class {
+        Class::Block => match found.and_then(|l| l.issuer.as_ref()) {
+            Some(issuer) => (&issuer.event, ["issuer's stack", "issuer slept in"]),
+            None => return Vec::new(),
+        },
+        _ => (e, ["user stack", "kernel stack"]),
+    };
     let mut lines = Vec::new();
-    for (name, id) in [("user stack", e.stack_user), ("kernel stack", e.stack_kernel)] {
-        let Some(mut frames) = tables.stack_names(id).filter(|_| e.class != Class::Block) else {
+    for (name, id) in keys.into_iter().zip([of.stack_user, of.stack_kernel]) {
+        let Some(mut frames) = tables.stack_names(id).filter(|_| of.class != Class::Block) else {
             continue;
         };
         frames.reverse();
