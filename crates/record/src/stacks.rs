@@ -1,12 +1,18 @@
 //! `--stacks`: naming the frames of the stacks the kernel sent (`rec_stack`), on the traced
 //! host while the recording runs, since only it has the binaries and the processes' maps.
 //!
-//! A user address goes through its process's maps to the file it is in and its offset there
-//! (blazesym's normalization): that offset is what the capture keeps, the same in every run of
-//! the binary whatever the process's layout, with the file's path. The file's symbol table then
-//! names it. A kernel address is named from `/proc/kallsyms`. An address that cannot be named
-//! (a process gone before its stack was read, a stripped binary, JIT code) keeps what is known:
-//! its file and offset, or its bare address.
+//! The kernel gives a user frame as its file's build ID and the offset in that file (the same
+//! in every run of the binary, whatever the process's layout), which stay true once the process
+//! is gone. The file is found by its build ID: among the files the process maps, its executable,
+//! or those every live process maps. Its symbols (and its debug file's) then name the offset. A
+//! frame the kernel gave as a bare address goes through the process's maps while it lives. A
+//! kernel address is named from `/proc/kallsyms`. A frame that cannot be named (a file not
+//! found, a stripped binary, JIT code) keeps what is known: its build ID and offset, or its
+//! bare address.
+//!
+//! The paths come from the traced processes (their maps, their exec's file name): each is
+//! opened without blocking and kept only when it is a regular file, held open by this process
+//! from then on (a path that later becomes a FIFO or a device is never reopened).
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
@@ -60,9 +66,6 @@ pub struct Namer {
     to_scan: Vec<u32>,
     /// This process's root (`/proc/self/root`), to tell a container's processes.
     own_root: Option<PathBuf>,
-    /// Frames named, and of those, with a function's name: for `info`.
-    pub frames: u64,
-    pub named: u64,
 }
 
 impl Default for Namer {
@@ -76,8 +79,6 @@ impl Default for Namer {
             scanned: None,
             to_scan: Vec::new(),
             own_root: std::fs::read_link("/proc/self/root").ok(),
-            frames: 0,
-            named: 0,
         }
     }
 }
@@ -91,12 +92,18 @@ pub enum UserFrame {
     Ip(u64),
 }
 
-/// A file that holds code: its path as the traced process sees it, and where this host opens it.
+/// A file that holds code: its path as the traced process sees it, and the file itself, held
+/// open (blazesym reads it through `/proc/self/fd/N`, `open`).
 #[derive(Clone, Debug)]
 struct CodeFile {
     shown: Vec<u8>,
     open: PathBuf,
+    _held: std::sync::Arc<std::fs::File>,
 }
+
+/// The most code files held open: a host's distinct binaries and libraries are hundreds; a
+/// file past these is left unnamed rather than run the recorder out of fds.
+const MAX_CODE_FILES: usize = 4096;
 
 /// How long after a search of every process's maps for a build ID another may be made.
 const RESCAN: Duration = Duration::from_secs(10);
@@ -162,7 +169,6 @@ impl Namer {
                 }
             }
         }
-        self.count(&out);
         out
     }
 
@@ -227,7 +233,15 @@ impl Namer {
             inside.extend_from_slice(path);
             tries.push(PathBuf::from(std::ffi::OsStr::from_bytes(&inside)));
         }
-        for open in tries {
+        for path_tried in tries {
+            if self.files.len() >= MAX_CODE_FILES {
+                return;
+            }
+            let Some(file) = open_regular(&path_tried) else {
+                continue;
+            };
+            use std::os::fd::AsRawFd;
+            let open = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
             if let Ok(Some(id)) = blazesym::helper::read_elf_build_id(&open) {
                 let mut key = [0u8; 20];
                 let n = id.len().min(20);
@@ -235,6 +249,7 @@ impl Namer {
                 self.files.entry(key).or_insert(Some(CodeFile {
                     shown: path.to_vec(),
                     open,
+                    _held: std::sync::Arc::new(file),
                 }));
             }
         }
@@ -280,7 +295,6 @@ impl Namer {
             .iter()
             .map(|a| self.kernel.get(a).cloned().unwrap_or_default())
             .collect();
-        self.count(&out);
         out
     }
 
@@ -297,11 +311,23 @@ impl Namer {
             _ => None,
         }
     }
+}
 
-    fn count(&mut self, frames: &[Named]) {
-        self.frames += frames.len() as u64;
-        self.named += frames.iter().filter(|f| f.sym.is_some()).count() as u64;
+/// `path` opened for reading when it is a regular file: without blocking on a FIFO, without
+/// becoming a controlling terminal, and checked on the opened file, not the name (which a
+/// traced process may change meanwhile).
+fn open_regular(path: &Path) -> Option<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // A device or FIFO by name is not even opened.
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return None;
     }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .ok()?;
+    file.metadata().ok().filter(std::fs::Metadata::is_file).map(|_| file)
 }
 
 /// The files a `/proc/PID/maps` maps (absolute paths, not deleted), each once.
@@ -336,4 +362,40 @@ fn hex(b: &[u8]) -> String {
 fn path_bytes(p: &Path) -> Vec<u8> {
     use std::os::unix::ffi::OsStrExt;
     p.as_os_str().as_bytes().to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_regular_files_are_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("lib.so");
+        std::fs::write(&file, b"\x7fELF").unwrap();
+        assert!(open_regular(&file).is_some());
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo has no other precondition.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // Were it opened for reading, it would wait for a writer: the test would hang.
+        assert!(open_regular(&fifo).is_none());
+        assert!(open_regular(Path::new("/dev/null")).is_none());
+        assert!(open_regular(dir.path()).is_none());
+        assert!(open_regular(&dir.path().join("gone")).is_none());
+    }
+
+    #[test]
+    fn maps_name_each_mapped_file_once() {
+        let maps = b"55d0c0a00000-55d0c0a02000 r--p 00000000 fe:01 123 /usr/bin/cat\n\
+55d0c0a02000-55d0c0a07000 r-xp 00002000 fe:01 123 /usr/bin/cat\n\
+7f0000000000-7f0000021000 rw-p 00000000 00:00 0 \n\
+7f1000000000-7f1000100000 r-xp 00000000 fe:01 456 /usr/lib/x86_64-linux-gnu/libc.so.6\n\
+7f2000000000-7f2000001000 rw-s 00000000 00:01 789 /memfd:jit (deleted)\n\
+7ffd00000000-7ffd00002000 r-xp 00000000 00:00 0 [vdso]\n";
+        let files: Vec<&[u8]> = mapped_files(maps);
+        assert_eq!(files, [&b"/usr/bin/cat"[..], b"/usr/lib/x86_64-linux-gnu/libc.so.6"]);
+        let id = [0xab; 16].iter().chain(&[0; 4]).copied().collect::<Vec<u8>>();
+        assert_eq!(hex(trimmed(&id.try_into().unwrap())), "ab".repeat(16));
+    }
 }
