@@ -2453,3 +2453,42 @@ fn the_flame_pane_shows_the_views_stacks_and_zooms() {
     assert!(at("user stack  fsync") < at("main"), "{detail}");
     assert!(at("kernel stack  jbd2_log_wait_commit") < at("do_fsync"), "{detail}");
 }
+
+/// Comparing (`p` pins A), the flame pane is B's graph, each frame red where it holds more of
+/// B's latency than of A's, blue where less; the last line gives both sides' figures.
+#[test]
+fn the_flame_pane_colours_b_against_a() {
+    use ratatui::style::Color;
+    let dir = tempfile::tempdir().unwrap();
+    let path = stacks_capture(dir.path());
+    // A: the commits only; B: every call.
+    let (mut app, fx) = app_on(&path, 100, 30, "stack.user contains commit");
+    settle(&mut app, fx);
+    press(&mut app, KeyCode::Char('p'));
+    edit_filter(&mut app, "");
+    let fx = app.update(Action::FilterSubmit);
+    settle(&mut app, fx);
+    act(&mut app, Action::CycleFlame);
+    let fx = app.update(Action::Resize(100, 30));
+    settle(&mut app, fx);
+    let area = app.layout.events;
+    let buf = draw(&app);
+    let pane = render_area(&buf, area);
+    assert!(pane.contains("red more than in A, blue less"), "{pane}");
+    let bg = |name: &str| {
+        let (row, line) = pane.lines().enumerate().find(|(_, l)| l.contains(name)).expect(name);
+        let x = area.x + line[..line.find(name).unwrap()].chars().count() as u16;
+        buf[(x, area.y + row as u16)].style().bg
+    };
+    let red = |c: Option<Color>| matches!(c, Some(Color::Indexed(196 | 203 | 210 | 217 | 224)));
+    let blue = |c: Option<Color>| matches!(c, Some(Color::Indexed(33 | 75 | 117 | 153 | 189)));
+    // commit: 75 % of B's latency against all of A's; checkpoint: 25 % against none.
+    assert!(blue(bg("commit")), "{pane}");
+    assert!(red(bg("checkpoint")), "{pane}");
+    app.focus = Pane::Events;
+    for _ in 0..3 {
+        press(&mut app, KeyCode::Down);
+    }
+    let pane = render_area(&draw(&app), area);
+    assert!(pane.contains("commit: B 300ms (75.0%), A 300ms (100.0%)"), "{pane}");
+}

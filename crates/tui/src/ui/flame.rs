@@ -1,13 +1,15 @@
 //! The flame pane, in place of the event list while `w` shows it: the latency flame graph of
 //! the view's calls (see [`crate::panes::flame`]), an icicle: the zoomed frame across the top,
 //! the frames it calls under it, each as wide as its share of the latency. The last line
-//! names the selected frame and its latency.
+//! names the selected frame and its latency. Comparing (`p`), it is B's graph, each frame red
+//! where its share of B's latency is larger than its share of A's, blue where smaller
+//! (flamegraph.pl's differential), and the last line gives both.
 
 use iocap_analysis::flame::{By, Node};
 use iocap_analysis::units;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::style::{Modifier, Style};
+use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 use ratatui::Frame;
 
@@ -15,7 +17,7 @@ use super::block;
 use crate::app::App;
 use crate::layout::Pane;
 use crate::panes::{cut, fit_title};
-use crate::theme::Theme;
+use crate::theme::{Palette, Theme};
 
 /// Draw the flame pane in `area`.
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
@@ -27,14 +29,29 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     };
     let answer = app.answer.as_ref().and_then(|a| a.flame.as_ref());
     let calls = answer.map_or(String::new(), |(_, n)| format!(", {} calls", units::count(*n)));
-    let title = fit_title(
-        area.width,
-        [
-            format!(" flame graph by {by} stack, width = latency{calls} (w: next, Enter/Esc: zoom) "),
-            format!(" flame graph by {by} stack{calls} (w: next) "),
-            format!(" {by} stacks (w) "),
-        ],
-    );
+    // Comparing: A's graph, which B's is coloured against.
+    let a_tree = (app.compare.as_ref())
+        .and_then(|c| c.answer.as_ref())
+        .and_then(|a| a.flame.as_ref())
+        .map(|(lines, _)| Node::tree("all", lines));
+    let title = match &a_tree {
+        Some(_) => fit_title(
+            area.width,
+            [
+                format!(" flame graph of B by {by} stack{calls}: red more than in A, blue less (w: next) "),
+                format!(" B − A by {by} stack: red more, blue less (w) "),
+                format!(" B − A {by} stacks (w) "),
+            ],
+        ),
+        None => fit_title(
+            area.width,
+            [
+                format!(" flame graph by {by} stack, width = latency{calls} (w: next, Enter/Esc: zoom) "),
+                format!(" flame graph by {by} stack{calls} (w: next) "),
+                format!(" {by} stacks (w) "),
+            ],
+        ),
+    };
     let block = block(app, title, app.focus == Pane::Events);
     let inner = block.inner(area);
     f.render_widget(block, area);
@@ -61,22 +78,33 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     };
     let sel_depth = pane.sel.len() - pane.zoom.len().min(pane.sel.len());
     let selected = tree.at(&pane.sel);
-    draw(
-        f.buffer_mut(),
-        &app.theme,
-        top,
-        graph,
-        (graph.x, graph.width),
-        0,
-        Some((sel_depth, selected)),
-    );
-    // The selected frame, named in full: its latency and share of the whole graph.
+    let a = a_tree.as_ref().map(|a| Against {
+        total: a.weight,
+        b_total: tree.weight,
+        node: a.at(&pane.zoom),
+    });
+    let ctx = Draw {
+        theme: &app.theme,
+        area: graph,
+        sel: (sel_depth, selected),
+    };
+    draw(f.buffer_mut(), &ctx, top, a, (graph.x, graph.width), 0);
+    // The selected frame, named in full: its latency and share of the whole graph (and of A's).
     let (name, weight) = selected.map_or(("all", tree.weight), |n| (n.name.as_str(), n.weight));
     let share = 100.0 * weight as f64 / tree.weight as f64;
-    let text = format!(
-        "{name}: {} of latency, {share:.1}% of the graph's",
-        units::duration(weight, units::Style::Terminal)
-    );
+    let dur = |ns| units::duration(ns, units::Style::Terminal);
+    let text = match &a_tree {
+        Some(a) => {
+            let aw = a.at(&pane.sel).map_or(0, |n| n.weight);
+            let a_share = if a.weight == 0 { 0.0 } else { 100.0 * aw as f64 / a.weight as f64 };
+            format!(
+                "{name}: B {} ({share:.1}%), A {} ({a_share:.1}%)",
+                dur(weight),
+                dur(aw)
+            )
+        }
+        None => format!("{name}: {} of latency, {share:.1}% of the graph's", dur(weight)),
+    };
     let w = usize::from(inner.width);
     f.buffer_mut().set_stringn(
         inner.x,
@@ -87,24 +115,71 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     );
 }
 
-/// Draw `node` at `depth` rows into `area`, over the columns `span` (x, width), and the frames
-/// it calls under it; the one that is `sel` (its depth and frame) is shown reversed.
-fn draw(
-    buf: &mut Buffer,
-    theme: &Theme,
-    node: &Node,
+/// What every frame is drawn with: the styles, the graph's area and the selected frame (its
+/// depth below the zoomed one, and the frame).
+struct Draw<'a> {
+    theme: &'a Theme,
     area: Rect,
-    span: (u16, u16),
-    depth: u16,
-    sel: Option<(usize, Option<&Node>)>,
-) {
+    sel: (usize, Option<&'a Node>),
+}
+
+/// Comparing: A's frame at the same path as the one drawn (`None`: A has none there), and both
+/// graphs' totals, which each frame's share is of.
+#[derive(Clone, Copy)]
+struct Against<'a> {
+    total: u64,
+    b_total: u64,
+    node: Option<&'a Node>,
+}
+
+impl Against<'_> {
+    /// How much larger a share of B's latency `b` (ns) is than A's frame's of A's: -1 to 1.
+    fn delta(&self, b: u64) -> f64 {
+        let share = |w: u64, total: u64| if total == 0 { 0.0 } else { w as f64 / total as f64 };
+        share(b, self.b_total) - share(self.node.map_or(0, |n| n.weight), self.total)
+    }
+
+    /// A's frame called `name` under this one.
+    fn child(&self, name: &str) -> Against<'_> {
+        Against {
+            node: self.node.and_then(|n| n.children.iter().find(|c| c.name == name)),
+            ..*self
+        }
+    }
+}
+
+/// A frame's colour by how much more (red) or less (blue) of B's latency it holds than of A's:
+/// five steps each way, white within half a percent.
+fn diff_style(theme: &Theme, delta: f64) -> Style {
+    const RED: [u8; 5] = [224, 217, 210, 203, 196];
+    const BLUE: [u8; 5] = [189, 153, 117, 75, 33];
+    if theme.palette == Palette::Mono {
+        return Style::default().add_modifier(if delta > 0.005 { Modifier::BOLD } else { Modifier::DIM });
+    }
+    let step = ((delta.abs() * 100.0).sqrt() as usize).min(4);
+    let bg = match delta {
+        d if d > 0.005 => Color::Indexed(RED[step]),
+        d if d < -0.005 => Color::Indexed(BLUE[step]),
+        _ => Color::Indexed(255),
+    };
+    Style::default().bg(bg).fg(Color::Black)
+}
+
+/// Draw `node` at `depth` rows into the area, over the columns `span` (x, width), and the frames
+/// it calls under it; the selected one is shown reversed. Comparing, `a` is A's frame there.
+fn draw(buf: &mut Buffer, ctx: &Draw, node: &Node, a: Option<Against>, span: (u16, u16), depth: u16) {
     let (x, w) = span;
+    let area = ctx.area;
     if w == 0 || depth >= area.height {
         return;
     }
     let y = area.y + depth;
-    let is_sel = sel.is_some_and(|(d, n)| d == usize::from(depth) && n.is_some_and(|n| std::ptr::eq(n, node)));
-    let mut style = theme.part(usize::from(depth) + usize::from(x));
+    let (sel_depth, sel) = ctx.sel;
+    let is_sel = sel_depth == usize::from(depth) && sel.is_some_and(|n| std::ptr::eq(n, node));
+    let mut style = match &a {
+        Some(a) => diff_style(ctx.theme, a.delta(node.weight)),
+        None => ctx.theme.part(usize::from(depth) + usize::from(x)),
+    };
     if is_sel {
         style = style.add_modifier(Modifier::REVERSED | Modifier::BOLD);
     }
@@ -123,7 +198,8 @@ fn draw(
         done = done.saturating_add(child.weight);
         let to = scale(done, node.weight, w);
         if to > from {
-            draw(buf, theme, child, area, (x + from, to - from), depth + 1, sel);
+            let a = a.as_ref().map(|a| a.child(&child.name));
+            draw(buf, ctx, child, a, (x + from, to - from), depth + 1);
         }
     }
 }
