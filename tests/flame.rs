@@ -10,7 +10,8 @@ use iocap_testkit::add_proc;
 use crate::util::{iocap, run, synthetic_capture};
 
 /// Two calls of a process named `db<x>\x1b[31m;1` with user stack main → `a<b>&c` → `x;y`,
-/// 3 ms and 1 ms, the second with a kernel stack; a third call with none.
+/// 3 ms and 1 ms, the second with a kernel stack; a third call with none; and a block request
+/// of 700 µs the first call issued.
 fn capture(dir: &Path) -> PathBuf {
     capture_as(dir, "stacks.cap", 1)
 }
@@ -39,6 +40,12 @@ fn capture_as(dir: &Path, name: &str, k: u64) -> PathBuf {
         (e.proc, e.stack_user, e.stack_kernel) = (db, u, ks);
         w.push(&e).unwrap();
     }
+    w.push(&Event {
+        cause: iocap_format::Cause::Syscall as u8,
+        link: 200_000,
+        ..iocap_testkit::block(1_000_200_000, 700_000, 7, db, iocap_testkit::VDA, 4096)
+    })
+    .unwrap();
     w.finish(1_100_000_000).unwrap();
     path
 }
@@ -51,18 +58,22 @@ fn folded_stacks_name_frames_escaped_and_weighted() {
     let (code, out, err) = run(&["flame", cap]);
     assert_eq!(code, 0, "{err}");
     // The process's escape sequence is shown, not sent; `;` inside a name would split a frame.
-    assert_eq!(out, "db<x>\\x1b[31m:1;main;a<b>&c;x:y 4000000\n");
+    assert_eq!(out, "db<x>\\x1b[31m:1;main;a<b>&c;x:y 4700000\n");
     let (_, out, _) = run(&["flame", cap, "--by", "kernel", "--weight", "count"]);
     assert_eq!(out, "db<x>\\x1b[31m:1;do_fsync;jbd2_log_wait_commit 1\n");
     let (_, out, _) = run(&["flame", cap, "--by", "both", "latency<2ms"]);
     assert_eq!(
         out,
-        "db<x>\\x1b[31m:1;main;a<b>&c;x:y;do_fsync;jbd2_log_wait_commit 1000000\n"
+        "db<x>\\x1b[31m:1;main;a<b>&c;x:y 700000\n\
+         db<x>\\x1b[31m:1;main;a<b>&c;x:y;do_fsync;jbd2_log_wait_commit 1000000\n"
     );
-    let (_, out, _) = run(&["export", cap, "--format", "folded", "-o", "-"]);
+    let (_, out, _) = run(&["export", cap, "--format", "folded", "-o", "-", "evt.class=syscall"]);
     assert_eq!(out, "db<x>\\x1b[31m:1;main;a<b>&c;x:y 4000000\n");
+    // A block request under the stack of the call that issued it.
+    let (_, out, _) = run(&["flame", cap, "evt.class=block"]);
+    assert_eq!(out, "db<x>\\x1b[31m:1;main;a<b>&c;x:y 700000\n");
     // Nothing matches with a stack: said, not an error.
-    let (code, out, err) = run(&["flame", cap, "latency<1ms"]);
+    let (code, out, err) = run(&["flame", cap, "latency<600us"]);
     assert_eq!((code, out.as_str()), (0, ""), "{err}");
     assert!(
         err.contains("no matching call has a user stack (1 matched without one)"),
@@ -76,7 +87,7 @@ fn a_differential_graph_has_both_sides_weights() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (capture(dir.path()), capture_as(dir.path(), "slower.cap", 2));
     let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
-    let (code, out, err) = run(&["flame", a, b, "--diff", "--by", "both"]);
+    let (code, out, err) = run(&["flame", a, b, "--diff", "--by", "both", "evt.class=syscall"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(
         out,
@@ -111,7 +122,7 @@ fn an_svg_flame_graph_is_well_formed_and_titled() {
         };
         let doc = roxmltree::Document::parse_with_options(&svg, opts).expect("well-formed XML");
         let text: String = doc.descendants().filter_map(|n| n.text()).collect();
-        assert!(text.contains("2 calls by user stack"), "{text}");
+        assert!(text.contains("3 events by user stack"), "{text}");
         assert!(text.contains("a<b>&c"), "markup kept as text: {text}");
         let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&out).unwrap().permissions());
         assert_eq!(mode & 0o777, 0o600);
@@ -121,7 +132,7 @@ fn an_svg_flame_graph_is_well_formed_and_titled() {
     let (code, _, err) = run(&[
         "flame",
         cap.to_str().unwrap(),
-        "latency<1ms",
+        "latency<600us",
         "-o",
         empty.to_str().unwrap(),
     ]);
@@ -152,5 +163,5 @@ fn an_output_symlink_is_replaced_not_followed() {
     assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
     assert!(!std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
-    assert!(std::fs::read_to_string(&link).unwrap().ends_with(" 4000000\n"));
+    assert!(std::fs::read_to_string(&link).unwrap().ends_with(" 4700000\n"));
 }

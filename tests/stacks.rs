@@ -159,7 +159,7 @@ fn a_slow_paths_calls_are_under_it_in_the_flame_graph() {
     let latency: u64 = slow.iter().map(|e| e.latency).sum();
 
     // By user stack, weighted by latency: slow_path under main holds every slow fsync's.
-    let user = flame(&cap, &["latency>=1ms"]);
+    let user = flame(&cap, &["latency>=1ms and evt.class=syscall"]);
     let under: u64 = (user.iter())
         .filter(|(p, _)| p.starts_with("slowfast;") && p.contains(";main;slow_path;") && p.ends_with("fsync"))
         .map(|(_, w)| w)
@@ -183,6 +183,20 @@ fn a_slow_paths_calls_are_under_it_in_the_flame_graph() {
         .map(|(_, w)| w)
         .sum();
     assert_eq!(fast_path, slow_reads, "{user:#?}");
+
+    // The block requests the fsyncs issued are under the fsyncs' stacks too.
+    let issued: u64 = (evs.iter())
+        .filter(|e| e.class == Class::Block && e.cause == iocap_format::Cause::Syscall as u8)
+        .filter(|e| slow.iter().any(|c| c.tid == e.tid && c.ts == e.ts - e.link))
+        .map(|e| e.latency)
+        .sum();
+    assert!(issued > 0, "the fsyncs issued requests");
+    let requests = flame(&cap, &["evt.class=block and blk.syscall=fsync"]);
+    let under: u64 = (requests.iter())
+        .filter(|(p, _)| p.contains(";main;slow_path;") && p.ends_with("fsync"))
+        .map(|(_, w)| w)
+        .sum();
+    assert_eq!(under, issued, "{requests:#?}");
 
     // By kernel stack: where they slept, inside fsync.
     let kernel = flame(&cap, &["--by", "kernel", "--weight", "count", "evt.type=fsync"]);

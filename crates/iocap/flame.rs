@@ -2,7 +2,7 @@
 //! --stacks` kept: folded stacks (flamegraph.pl's and inferno's input) on standard output, or
 //! an SVG drawn by inferno with `-o FILE.svg`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -128,16 +128,21 @@ impl Graph {
         };
         for input in inputs {
             let r = &input.reader;
-            let want = Flame::COLUMNS.iter().fold(ColSet::NONE, |s, &c| s.with(c));
-            let (flame, _) = Scan::new(r, Some(&input.filter))
+            let want = (Flame::COLUMNS.iter().chain(&Flame::ISSUER_COLUMNS)).fold(ColSet::NONE, |s, &c| s.with(c));
+            let (mut flame, _) = Scan::new(r, Some(&input.filter))
                 .columns(want)
                 .threads(input::threads(r))
                 .run(
-                    || Flame::new(by),
+                    || Flame::new(by).with_issuers(),
                     |f, _, cols, bits| bits.iter_ones().for_each(|i| f.add(cols, i)),
                     |a, b| a.merge(b),
                 )?
                 .ok_or_else(|| anyhow::anyhow!("the scan was cancelled"))?;
+            // Block requests take their issuing calls' stacks, whatever the filter says of
+            // the calls.
+            if flame.has_issued() {
+                flame.resolve(&call_stacks(r)?);
+            }
             let t = r.tables();
             graph.lines.push([
                 flame.folded(t, Weight::Latency),
@@ -236,6 +241,30 @@ fn diff(out: &mut (dyn Write + Send), a: &Graph, b: &Graph, weight: Weight, svg:
     Ok(())
 }
 
+/// The stacks of every call of capture `r` that has any, by its (thread, start).
+fn call_stacks(r: &iocap_format::Reader) -> anyhow::Result<HashMap<(u32, u64), (u32, u32)>> {
+    use iocap_format::{Class, Col};
+    let want = [Col::Class, Col::Tid, Col::Ts, Col::StackUser, Col::StackKernel];
+    type Calls = HashMap<(u32, u64), (u32, u32)>;
+    let (calls, _) = Scan::new(r, None)
+        .columns(want.into_iter().fold(ColSet::NONE, ColSet::with))
+        .threads(input::threads(r))
+        .run(
+            Calls::new,
+            |m: &mut Calls, _, cols, bits| {
+                for i in bits.iter_ones() {
+                    let (u, k) = (cols.stack_user[i], cols.stack_kernel[i]);
+                    if cols.class[i] == Class::Syscall as u8 && (u != 0 || k != 0) {
+                        m.insert((cols.tid[i], cols.ts[i]), (u, k));
+                    }
+                }
+            },
+            |a: &mut Calls, b: Calls| a.extend(b),
+        )?
+        .ok_or_else(|| anyhow::anyhow!("the scan was cancelled"))?;
+    Ok(calls)
+}
+
 /// A capture's file name, escaped, as a graph's title names it.
 fn name(path: &std::path::Path) -> String {
     let file = path.file_name().unwrap_or(path.as_os_str());
@@ -246,7 +275,7 @@ fn name(path: &std::path::Path) -> String {
 fn title(f: &Flame, by: By, capture: &str) -> String {
     let h = &f.hist;
     format!(
-        "{capture}: {} calls by {} stack, p50 {} p99 {} max {}",
+        "{capture}: {} events by {} stack, p50 {} p99 {} max {}",
         h.count(),
         match by {
             By::User => "user",

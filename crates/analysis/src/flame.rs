@@ -5,7 +5,8 @@
 //! The root frame is the process's name (as bcc's `offcputime -f`); then the user stack the
 //! call returned to, outermost first, down to the call; then, for `--by kernel` or `both`, the
 //! kernel stack of its longest sleep, from the syscall's entry down to `__schedule`. A call
-//! with none of the stacks asked for is left out and counted ([`Flame::without`]).
+//! with none of the stacks asked for is left out and counted ([`Flame::without`]). A block
+//! request issued by a call takes that call's stacks, once found ([`Flame::with_issuers`]).
 
 use std::collections::HashMap;
 
@@ -55,11 +56,24 @@ struct Sums {
     wait: u64,
 }
 
+/// A block request waiting for its issuing call's stacks: its process, the call's thread and
+/// start, and its latency.
+#[derive(Clone, Copy, Debug)]
+struct Issued {
+    proc: u32,
+    tid: u32,
+    call_ts: u64,
+    latency: u64,
+}
+
 /// The matching calls by (process, user stack, kernel stack), as a scan's threads gather them.
 #[derive(Clone, Debug, Default)]
 pub struct Flame {
     by: By,
     stacks: HashMap<(u32, u32, u32), Sums>,
+    /// Block requests issued by calls, when their calls' stacks are looked up after the scan.
+    issuers: bool,
+    issued: Vec<Issued>,
     /// The latency of the calls that have the stacks asked for: the graph's title's figures.
     pub hist: LatencyHist,
     /// Calls (and block requests, commits) that matched with none of the stacks asked for.
@@ -70,6 +84,36 @@ impl Flame {
     /// An empty graph of the stacks `by` names.
     pub fn new(by: By) -> Flame {
         Flame { by, ..Flame::default() }
+    }
+
+    /// Also take the block requests issued by calls, as wide as their latency under their
+    /// call's stacks: they wait in the graph until [`Flame::resolve`] finds the calls. Reads
+    /// [`Flame::ISSUER_COLUMNS`] too.
+    pub fn with_issuers(mut self) -> Flame {
+        self.issuers = true;
+        self
+    }
+
+    /// The columns [`Flame::with_issuers`] reads besides [`Flame::COLUMNS`].
+    pub const ISSUER_COLUMNS: [iocap_format::Col; 4] = [
+        iocap_format::Col::Tid,
+        iocap_format::Col::Ts,
+        iocap_format::Col::Cause,
+        iocap_format::Col::Link,
+    ];
+
+    /// Whether block requests wait for their calls' stacks ([`Flame::resolve`]).
+    pub fn has_issued(&self) -> bool {
+        !self.issued.is_empty()
+    }
+
+    /// Put each waiting block request under its call's stacks, `calls` giving them by the
+    /// call's (thread, start): a request whose call has none asked for is counted without.
+    pub fn resolve(&mut self, calls: &HashMap<(u32, u64), (u32, u32)>) {
+        for r in std::mem::take(&mut self.issued) {
+            let (user, kernel) = calls.get(&(r.tid, r.call_ts)).copied().unwrap_or((0, 0));
+            self.put(r.proc, user, kernel, r.latency, 0);
+        }
     }
 
     /// The columns [`Flame::add`] reads.
@@ -84,12 +128,30 @@ impl Flame {
 
     /// Add row `i` of a chunk's columns.
     pub fn add(&mut self, cols: &Columns, i: usize) {
-        let syscall = cols.class[i] == Class::Syscall as u8;
-        let (user, kernel) = if syscall {
+        let class = cols.class[i];
+        if self.issuers
+            && class == Class::Block as u8
+            && cols.cause[i] == iocap_format::Cause::Syscall as u8
+            && cols.link[i] != 0
+        {
+            self.issued.push(Issued {
+                proc: cols.proc[i],
+                tid: cols.tid[i],
+                call_ts: cols.ts[i].saturating_sub(cols.link[i]),
+                latency: cols.latency[i],
+            });
+            return;
+        }
+        let (user, kernel) = if class == Class::Syscall as u8 {
             (cols.stack_user[i], cols.stack_kernel[i])
         } else {
             (0, 0)
         };
+        self.put(cols.proc[i], user, kernel, cols.latency[i], cols.wait[i]);
+    }
+
+    /// One event of process `proc` with these stacks (0: none), latency and wait.
+    fn put(&mut self, proc: u32, user: u32, kernel: u32, latency: u64, wait: u64) {
         let has = match self.by {
             By::User => user != 0,
             By::Kernel => kernel != 0,
@@ -100,15 +162,15 @@ impl Flame {
             return;
         }
         let key = match self.by {
-            By::User => (cols.proc[i], user, 0),
-            By::Kernel => (cols.proc[i], 0, kernel),
-            By::Both => (cols.proc[i], user, kernel),
+            By::User => (proc, user, 0),
+            By::Kernel => (proc, 0, kernel),
+            By::Both => (proc, user, kernel),
         };
         let s = self.stacks.entry(key).or_default();
         s.calls += 1;
-        s.latency = s.latency.saturating_add(cols.latency[i]);
-        s.wait = s.wait.saturating_add(cols.wait[i]);
-        self.hist.add(cols.latency[i]);
+        s.latency = s.latency.saturating_add(latency);
+        s.wait = s.wait.saturating_add(wait);
+        self.hist.add(latency);
     }
 
     /// Add what another thread gathered.
@@ -121,6 +183,7 @@ impl Flame {
         }
         self.hist.merge(&other.hist);
         self.without += other.without;
+        self.issued.extend(other.issued);
     }
 
     /// Calls with the stacks asked for.
