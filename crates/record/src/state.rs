@@ -685,10 +685,7 @@ impl<W: Write> Tracker<W> {
             }
         }
         e.proc = self.proc_id(s.pid, None);
-        if let Some((user, kernel)) = self.stacks.remove(&(s.tid, s.ts)) {
-            e.stack_user = self.add_stack(StackKind::User, &user);
-            e.stack_kernel = self.add_stack(StackKind::Kernel, &kernel);
-        }
+        let stacks = self.stacks.remove(&(s.tid, s.ts));
         if flags & FD_RET != 0 && s.ret >= 0 && flags & DUP == 0 {
             e.fd = s.ret as i32;
         } else if flags & FD_ARG0 != 0 || flags & DUP != 0 {
@@ -701,6 +698,11 @@ impl<W: Write> Tracker<W> {
         let file = if e.fd >= 0 { self.files.get(s.pid, e.fd) } else { None };
         e.file = file.map_or(0, |f| f.id);
         let keep = self.keep(&e, file);
+        // Into the stack table only for a call that is kept.
+        if let Some((user, kernel)) = stacks.filter(|_| keep) {
+            e.stack_user = self.add_stack(StackKind::User, &user);
+            e.stack_kernel = self.add_stack(StackKind::Kernel, &kernel);
+        }
         if flags & DUP != 0 && s.ret >= 0 && !unfinished {
             self.dup(s.pid, s.arg0, s.ret as i32, s.ts + s.lat);
         }
