@@ -202,7 +202,9 @@ impl Flame {
                 Weight::Count => s.calls,
                 Weight::Wait => s.wait,
             };
-            if w == 0 {
+            // A stack the tables lack (a damaged table frame) draws nothing rather than a
+            // process with no frames under it.
+            if w == 0 || [user, kernel].iter().all(|&id| tables.stack(id).is_none()) {
                 continue;
             }
             path.clear();
