@@ -362,4 +362,51 @@ mod tests {
             )]
         );
     }
+
+    #[test]
+    fn folded_lines_make_a_tree_widest_first() {
+        let lines = [("a;b".to_owned(), 2), ("a;c".to_owned(), 5), ("d".to_owned(), 1)];
+        let t = Node::tree("all", &lines);
+        assert_eq!(t.weight, 8);
+        let names = |n: &Node| {
+            n.children
+                .iter()
+                .map(|c| (c.name.clone(), c.weight))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(&t), [("a".to_owned(), 7), ("d".to_owned(), 1)]);
+        let a = t.at(&["a".to_owned()]).unwrap();
+        assert_eq!(names(a), [("c".to_owned(), 5), ("b".to_owned(), 2)]);
+        assert_eq!(t.at(&["a".to_owned(), "x".to_owned()]), None);
+    }
+
+    /// A block request issued by a call takes the call's stacks once resolved; one whose call
+    /// has none is counted without.
+    #[test]
+    fn issued_requests_take_their_calls_stacks() {
+        use iocap_format::{Cause, Col};
+        let mut cols = Columns::default();
+        let mut call = Event::syscall(1_000, 500, 7, 7, 74, 0);
+        (call.stack_user, call.proc) = (3, 1);
+        let req = |link| Event {
+            class: Class::Block,
+            ts: 1_100,
+            latency: 200,
+            tid: 7,
+            proc: 1,
+            cause: Cause::Syscall as u8,
+            link,
+            ..Event::default()
+        };
+        for e in [call, req(100), req(50)] {
+            cols.push(&e);
+        }
+        assert!(Flame::ISSUER_COLUMNS.contains(&Col::Link));
+        let mut f = Flame::new(By::User).with_issuers();
+        (0..cols.len()).for_each(|i| f.add(&cols, i));
+        assert!(f.has_issued());
+        f.resolve(&HashMap::from([((7, 1_000), (3, 0))]));
+        assert_eq!((f.calls(), f.without), (2, 1));
+        assert_eq!(f.hist.sum(), 700);
+    }
 }
