@@ -149,6 +149,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         (Export::One(input), Format::Folded | Format::SvgFlame) => Some(crate::flame::Graph::of(
             std::slice::from_ref(input),
             iocap_analysis::flame::By::User,
+            iocap_analysis::flame::Weight::Latency,
             &args.capture.name(),
         )?),
         _ => None,
@@ -159,13 +160,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             (Export::One(input), Format::Jsonl) => text::write_jsonl(out, input),
             (Export::One(input), Format::Parquet) => parquet::write(out, input).map(drop),
             (Export::One(input), Format::Svg) => write_svg(out, input, interval, &args.capture.short_name()),
-            (Export::One(_), Format::Folded | Format::SvgFlame) => graph.as_ref().map_or(Ok(()), |g| {
-                g.write(
-                    out,
-                    iocap_analysis::flame::Weight::Latency,
-                    args.format == Format::SvgFlame,
-                )
-            }),
+            (Export::One(_), Format::Folded | Format::SvgFlame) => graph
+                .as_ref()
+                .map_or(Ok(()), |g| g.write(out, args.format == Format::SvgFlame)),
             (Export::Two(sides), _) => write_comparison(out, sides, interval),
             (Export::Dataset(_), _) => unreachable!("a dataset is written file by file, below"),
         }

@@ -77,14 +77,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             ))
             .into());
         };
-        let g = |i: &input::Input, k: usize| Graph::of(std::slice::from_ref(i), by, &name(&fleet.paths[k]));
+        let g = |i: &input::Input, k: usize| Graph::of(std::slice::from_ref(i), by, weight, &name(&fleet.paths[k]));
         (g(a, 0)?, Some(g(b, 1)?))
     } else {
-        (Graph::of(&fleet.inputs, by, &args.sel.capture.name())?, None)
+        (Graph::of(&fleet.inputs, by, weight, &args.sel.capture.name())?, None)
     };
     let write = |out: &mut (dyn Write + Send)| match &graphs {
-        (a, Some(b)) => diff(out, a, b, weight, svg),
-        (g, None) => g.write(out, weight, svg),
+        (a, Some(b)) => diff(out, a, b, svg),
+        (g, None) => g.write(out, svg),
     };
     match &args.output {
         Some(path) if path.as_os_str() != "-" => crate::output::write_to(path, &write),
@@ -97,19 +97,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
 }
 
-/// The matching calls of some captures by stack, ready to be written in any weight.
+/// The matching calls of some captures by stack, folded.
 pub struct Graph {
     flame: Flame,
-    /// Each capture's folded lines, by weight: its stacks are named by its own tables.
-    lines: Vec<[Vec<(String, u64)>; 3]>,
+    /// The folded paths and their weights, summed over the captures (each folded by its own
+    /// tables).
+    lines: BTreeMap<String, u64>,
     by: By,
+    weight: Weight,
     name: String,
 }
 
 impl Graph {
-    /// Scan `inputs` (named `name`, escaped) for the matching calls' `by` stacks. Captures
-    /// without stacks are an error that says how to record them.
-    pub fn of(inputs: &[input::Input], by: By, name: &str) -> anyhow::Result<Graph> {
+    /// Scan `inputs` (named `name`, escaped) for the matching calls' `by` stacks, folded and
+    /// weighted by `weight`. Captures without stacks are an error that says how to record them.
+    pub fn of(inputs: &[input::Input], by: By, weight: Weight, name: &str) -> anyhow::Result<Graph> {
         if inputs.iter().all(|i| i.reader.tables().stacks().next().is_none()) {
             anyhow::bail!(
                 "{} no stacks: record with --stacks (the calls at least as slow as its threshold keep theirs)",
@@ -122,8 +124,9 @@ impl Graph {
         }
         let mut graph = Graph {
             flame: Flame::new(by),
-            lines: Vec::new(),
+            lines: BTreeMap::new(),
             by,
+            weight,
             name: name.to_owned(),
         };
         for input in inputs {
@@ -144,29 +147,13 @@ impl Graph {
                 flame.resolve(&call_stacks(r)?);
             }
             let t = r.tables();
-            graph.lines.push([
-                flame.folded(t, Weight::Latency),
-                flame.folded(t, Weight::Count),
-                flame.folded(t, Weight::Wait),
-            ]);
+            for (path, w) in flame.folded(t, weight) {
+                let sum = graph.lines.entry(path).or_default();
+                *sum = sum.saturating_add(w);
+            }
             graph.flame.merge(flame);
         }
         Ok(graph)
-    }
-
-    /// The folded paths weighted by `weight`, summed over the captures.
-    fn paths(&self, weight: Weight) -> BTreeMap<&str, u64> {
-        let k = match weight {
-            Weight::Latency => 0,
-            Weight::Count => 1,
-            Weight::Wait => 2,
-        };
-        let mut lines = BTreeMap::<&str, u64>::new();
-        for (path, w) in self.lines.iter().flat_map(|l| &l[k]) {
-            let sum = lines.entry(path).or_default();
-            *sum = sum.saturating_add(*w);
-        }
-        lines
     }
 
     /// That no matching call has the stacks asked for.
@@ -182,10 +169,10 @@ impl Graph {
         )
     }
 
-    /// Write the folded stacks weighted by `weight`, or with `svg` inferno's SVG of them.
-    /// Nothing to draw is said on stderr (folded) or an error (an SVG would be empty).
-    pub fn write(&self, out: &mut (dyn Write + Send), weight: Weight, svg: bool) -> anyhow::Result<()> {
-        let lines = self.paths(weight);
+    /// Write the folded stacks, or with `svg` inferno's SVG of them. Nothing to draw is said
+    /// on stderr (folded) or an error (an SVG would be empty).
+    pub fn write(&self, out: &mut (dyn Write + Send), svg: bool) -> anyhow::Result<()> {
+        let lines = &self.lines;
         if lines.is_empty() {
             if svg {
                 anyhow::bail!("{}: there is no flame graph to draw", self.none());
@@ -196,12 +183,12 @@ impl Graph {
         if svg {
             let mut opts = inferno::flamegraph::Options::default();
             opts.title = title(&self.flame, self.by, &self.name);
-            opts.count_name = weight.unit().to_owned();
+            opts.count_name = self.weight.unit().to_owned();
             opts.deterministic = true;
             let folded: Vec<String> = lines.iter().map(|(p, w)| format!("{p} {w}")).collect();
             inferno::flamegraph::from_lines(&mut opts, folded.iter().map(String::as_str), out)?;
         } else {
-            for (path, w) in &lines {
+            for (path, w) in lines {
                 writeln!(out, "{path} {w}")?;
             }
         }
@@ -211,13 +198,12 @@ impl Graph {
 
 /// B's graph against A's: each path with A's and B's weights (flamegraph.pl's differential
 /// input), or with `svg` inferno's drawing of it.
-fn diff(out: &mut (dyn Write + Send), a: &Graph, b: &Graph, weight: Weight, svg: bool) -> anyhow::Result<()> {
-    let (pa, pb) = (a.paths(weight), b.paths(weight));
+fn diff(out: &mut (dyn Write + Send), a: &Graph, b: &Graph, svg: bool) -> anyhow::Result<()> {
     let mut both = BTreeMap::<&str, (u64, u64)>::new();
-    for (p, w) in &pa {
+    for (p, w) in &a.lines {
         both.entry(p).or_default().0 = *w;
     }
-    for (p, w) in &pb {
+    for (p, w) in &b.lines {
         both.entry(p).or_default().1 = *w;
     }
     if both.is_empty() {
@@ -229,7 +215,7 @@ fn diff(out: &mut (dyn Write + Send), a: &Graph, b: &Graph, weight: Weight, svg:
             "B − A: {} (red: more in B, blue: less)",
             title(&b.flame, b.by, &format!("{} → {}", a.name, b.name))
         );
-        opts.count_name = weight.unit().to_owned();
+        opts.count_name = b.weight.unit().to_owned();
         opts.deterministic = true;
         let folded: Vec<String> = both.iter().map(|(p, (x, y))| format!("{p} {x} {y}")).collect();
         inferno::flamegraph::from_lines(&mut opts, folded.iter().map(String::as_str), out)?;
