@@ -94,20 +94,26 @@ fn none<T>(set: &Option<Vec<T>>) -> bool {
 /// by the writer thread).
 pub fn plan(req: &Request, filter: &Filter) -> Result<Config, PlanError> {
     let src = filter.to_string();
+    // Fields quoted and joined for a message: `` `host` and `capture.id` ``.
+    let quoted = |fields: Vec<&str>| {
+        fields
+            .iter()
+            .map(|f| format!("`{f}`"))
+            .collect::<Vec<_>>()
+            .join(" and ")
+    };
     let per_capture = filter.per_capture_fields();
     if !per_capture.is_empty() {
-        let quoted: Vec<String> = per_capture.iter().map(|f| format!("`{f}`")).collect();
         return Err(PlanError::CaptureField {
             filter: src,
-            fields: quoted.join(" and "),
+            fields: quoted(per_capture),
         });
     }
     let after = filter.after_recording_fields();
     if !after.is_empty() {
-        let quoted: Vec<String> = after.iter().map(|f| format!("`{f}`")).collect();
         return Err(PlanError::AfterRecordingField {
             filter: src,
-            fields: quoted.join(" and "),
+            fields: quoted(after),
         });
     }
     let push = filter.pushdown(std::env::consts::ARCH);

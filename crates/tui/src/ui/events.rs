@@ -343,7 +343,7 @@ fn stack_lines(app: &App, e: &Event, found: Option<&Links>, w: usize) -> Vec<Lin
     };
     let mut lines = Vec::new();
     for (name, id) in keys.into_iter().zip([of.stack_user, of.stack_kernel]) {
-        let Some(mut frames) = tables.stack_names(id).filter(|_| of.class != Class::Block) else {
+        let Some(mut frames) = tables.stack_names(id) else {
             continue;
         };
         frames.reverse();
