@@ -356,6 +356,84 @@ fn iostat_counts_the_block_requests() {
     );
 }
 
+/// `--measure FIELD`: report, compare and spectrogram histogram the field of the events that
+/// have it (block requests' queue time here), not the latency; a field that is no duration is
+/// a usage error naming the ones that are.
+#[test]
+fn measure_histograms_another_duration() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cap, events) = workload(dir.path());
+    let cap = cap.to_str().unwrap();
+    let queues: Vec<u64> = events
+        .iter()
+        .filter(|e| e.class == Class::Block && e.dev == SDB)
+        .map(|e| e.queue)
+        .collect();
+    let v = json(&["report", cap, "proc.name=dd", "--measure", "blk.queue", "--json"]);
+    assert_eq!(v["measure"], "blk.queue");
+    assert_eq!(v["matched"], queues.len() as u64, "dd's block requests, not its reads");
+    assert_eq!(v["latency_ns"], serde_json::Value::Null);
+    assert_eq!(v["measure_ns"]["max"], *queues.iter().max().unwrap());
+    assert_eq!(v["measure_ns"]["min"], *queues.iter().min().unwrap());
+    for r in v["histogram"].as_array().unwrap() {
+        let (lo, hi, n) = (r[0].as_u64().unwrap(), r[1].as_u64().unwrap(), r[2].as_u64().unwrap());
+        assert_eq!(
+            n,
+            queues.iter().filter(|&&q| q >= lo && q < hi).count() as u64,
+            "[{lo}, {hi})"
+        );
+    }
+    let text = ok(&["report", cap, "proc.name=dd", "--measure", "blk.queue"]);
+    assert!(text.contains("blk.queue min"), "{text}");
+    assert!(text.contains("blk.queue : count"), "{text}");
+    // The same histogram by blk.total is queue + device time.
+    let totals: Vec<u64> = (events.iter())
+        .filter(|e| e.class == Class::Block && e.dev == SDB)
+        .map(|e| e.queue + e.latency)
+        .collect();
+    let t = json(&["report", cap, "proc.name=dd", "--measure", "blk.total", "--json"]);
+    assert_eq!(t["measure_ns"]["max"], *totals.iter().max().unwrap());
+    // Compare: each side measured alike.
+    let c = json(&[
+        "compare",
+        cap,
+        "--a",
+        "blk.dev=sdb",
+        "--b",
+        "blk.dev=vda",
+        "--measure",
+        "blk.queue",
+        "--json",
+    ]);
+    assert_eq!(c["measure"], "blk.queue");
+    assert_eq!(c["a"]["matched"], queues.len() as u64);
+    let hist_a: u64 = (c["histogram"].as_array().unwrap().iter())
+        .map(|r| r[2].as_u64().unwrap())
+        .sum();
+    assert_eq!(hist_a, queues.len() as u64);
+    // Spectrogram: the block requests only, columns of the field.
+    let sp = ok(&[
+        "spectrogram",
+        cap,
+        "--measure",
+        "blk.queue",
+        "--color",
+        "never",
+        "--interval",
+        "1s",
+    ]);
+    let blocks = events.iter().filter(|e| e.class == Class::Block).count();
+    assert!(
+        sp.contains(&format!("{blocks} events;")) && sp.contains("10 per decade of blk.queue"),
+        "{sp}"
+    );
+    let (code, _, err) = run(&["report", cap, "--measure", "wait.count"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a duration") && err.contains("blk.queue"), "{err}");
+    let (code, _, err) = run(&["report", cap, "--measure", "blk.qeue"]);
+    assert_eq!(code, 2, "{err}");
+}
+
 #[test]
 fn spectrogram_rows() {
     let dir = tempfile::tempdir().unwrap();

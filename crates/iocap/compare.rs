@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use iocap_analysis::compare::{disjoint, poisson_interval, quantile_interval, Z99};
 use iocap_analysis::units::fmt_ns;
-use iocap_analysis::{capture_span, Group, LatencyHist};
+use iocap_analysis::{capture_span, Group, LatencyHist, Measure};
 use iocap_format::{escape::escape, log2_bucket_range};
 use serde_json::json;
 
@@ -37,6 +37,10 @@ pub struct Args {
     /// Split each side by this field and compare the top groups.
     #[arg(long, value_name = "FIELD")]
     by: Option<String>,
+    /// What the histograms and percentiles are of: any duration field, for the events that
+    /// have it (`blk.queue`, `disk.time`, `wait.time` ...); the default, every event's latency.
+    #[arg(long, value_name = "FIELD", default_value = "latency")]
+    measure: String,
     /// How many groups `--by` shows (the largest by events on both sides).
     #[arg(long, default_value_t = 20, value_name = "N")]
     top: usize,
@@ -59,6 +63,7 @@ struct Side {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let by = args.by.as_deref().map(input::field_arg).transpose()?;
+    let measure = input::measure_arg(&args.measure)?;
     let a_capture = input::Capture {
         file: args.a.clone(),
         save: None,
@@ -70,8 +75,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         own: &args.own,
     };
     let [a, b] = sides.open("compare")?;
-    let side = |s: sides::Side| -> anyhow::Result<Side> {
-        let tally = report::tally(&s.input, by)?;
+    let side = |mut s: sides::Side| -> anyhow::Result<Side> {
+        s.input.measure(measure)?;
+        let tally = report::tally(&s.input, by, measure)?;
         let (start, stop) = capture_span(&s.input.reader);
         Ok(Side {
             capture: s.capture,
@@ -87,6 +93,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let cmp = Comparison {
         overall: metrics(&a.tally.hist, a.span_ns, &b.tally.hist, b.span_ns),
         groups: by.map(|f| groups(f.name, &a, &b, args.top)),
+        measure,
         a,
         b,
     };
@@ -292,6 +299,8 @@ struct Comparison {
     overall: Vec<Metric>,
     /// With `--by`: the groups compared.
     groups: Option<Groups>,
+    /// What the histograms and percentiles are of.
+    measure: Measure,
 }
 
 /// The groups of both sides (`--by`), the largest compared.
@@ -355,6 +364,7 @@ impl Comparison {
             "confidence": 0.99,
             "a": side(&self.a),
             "b": side(&self.b),
+            "measure": self.measure.field(),
             "histogram_kind": "log2",
             "histogram": histogram,
             "overall": metrics(&self.overall),
@@ -401,7 +411,10 @@ impl Comparison {
             writeln!(
                 out,
                 "{:>21} : {:<9} {:<22} {:<9} distribution",
-                "latency", "A count", "distribution", "B count"
+                self.measure.field(),
+                "A count",
+                "distribution",
+                "B count"
             )?;
             for (lo, hi, a, b) in rows {
                 let hi = if hi == u64::MAX { "max".to_string() } else { fmt_ns(hi) };

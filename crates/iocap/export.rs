@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use iocap_analysis::spectro::{column, COLS};
 use iocap_analysis::units::{fmt_ns, parse_duration};
-use iocap_analysis::{scan, LatencyHist, Spectrogram};
+use iocap_analysis::{scan, LatencyHist, Measure, Spectrogram};
 use iocap_format::{Col, ColSet};
 
 use crate::input::{self, Input};
@@ -232,7 +232,7 @@ fn time_columns(span: u64, interval: Option<u64>) -> anyhow::Result<(u64, u64)> 
 fn write_svg(out: &mut dyn Write, input: &Input, interval: Option<u64>, file: &str) -> anyhow::Result<()> {
     let (start, end) = scan::capture_span(&input.reader);
     let (interval, cols) = time_columns(end - start, interval)?;
-    let (sp, stats) = crate::spectrogram::bin(input, start, end, interval)?;
+    let (sp, stats) = crate::spectrogram::bin(input, Measure::LATENCY, start, end, interval)?;
     let svg = svg::render_heatmap(&sp, cols, file, &input.src, stats.matched);
     out.write_all(svg.as_bytes())?;
     Ok(())

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use iocap_analysis::scan;
+use iocap_analysis::Measure;
 use iocap_filter::fields::{self, FieldInfo};
 use iocap_filter::{Compiled, Filter};
 use iocap_format::Reader;
@@ -169,6 +170,22 @@ impl Input {
         })
     }
 
+    /// Keep only the events `m` measures (`--measure`): the filter, as typed, and the
+    /// measure's clause, compiled again. The source said in messages stays as typed.
+    pub fn measure(&mut self, m: Measure) -> anyhow::Result<()> {
+        let Some(clause) = m.clause() else {
+            return Ok(());
+        };
+        let extra = Filter::parse(clause).map_err(|e| anyhow::anyhow!("{}", e.render(clause)))?;
+        self.parsed = self
+            .parsed
+            .and(&extra)
+            .map_err(|e| anyhow::anyhow!("{}", e.render(clause)))?;
+        let r = &self.reader;
+        self.filter = self.parsed.compile_from(r.meta(), r.tables(), self.origin);
+        Ok(())
+    }
+
     /// The capture's header with its start moved to [`Input::origin`], for printing times
     /// (`evt.time`) on the timeline the capture is read on; `capture.id` must be read from
     /// the capture's own header ([`Reader::meta`]), which this changes.
@@ -210,6 +227,18 @@ pub fn field_arg(name: &str) -> anyhow::Result<&'static FieldInfo> {
         UsageError(format!(
             "unknown field `{}` (`iocap fields` lists them)",
             iocap_format::escape::escape(name.as_bytes())
+        ))
+        .into()
+    })
+}
+
+/// A measure named on the command line (`--measure FIELD`: any duration field), or a usage
+/// error.
+pub fn measure_arg(name: &str) -> anyhow::Result<Measure> {
+    Measure::by_name(name).map_err(|e| {
+        UsageError(format!(
+            "--measure: {} (`iocap fields` lists them)",
+            iocap_format::escape::escape(e.as_bytes())
         ))
         .into()
     })
@@ -296,6 +325,11 @@ impl Fleet {
             }
         }
         out
+    }
+
+    /// Keep only the events `m` measures, in every capture ([`Input::measure`]).
+    pub fn measure(&mut self, m: Measure) -> anyhow::Result<()> {
+        self.inputs.iter_mut().try_for_each(|i| i.measure(m))
     }
 
     /// After scans in which the filter matched no `what` in any capture: the first hint a

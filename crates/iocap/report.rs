@@ -7,7 +7,7 @@ use iocap_analysis::group::{Feed, Slots};
 use iocap_analysis::rollups::{self, RollupFilter};
 use iocap_analysis::scan::ScanStats;
 use iocap_analysis::units::{fmt_bytes, fmt_ns};
-use iocap_analysis::{FieldGroups, GroupBy, LatencyHist, Scan};
+use iocap_analysis::{FieldGroups, GroupBy, LatencyHist, Measure, Scan};
 use iocap_filter::fields::{self, FieldInfo};
 use iocap_filter::Bitmap;
 use iocap_format::{cell_parts, log2_bucket_range, Col, ColSet, Columns, Rollup};
@@ -26,6 +26,11 @@ pub struct Args {
     /// How many groups `--by` shows.
     #[arg(long, default_value_t = 20, value_name = "N")]
     top: usize,
+    /// What the histogram and percentiles are of: any duration field (`iocap fields`), for
+    /// the events that have it: `blk.queue` (block requests' time before issue), `blk.total`,
+    /// `disk.time`, `wait.time`, `wait.journal` ... The default is every event's latency.
+    #[arg(long, value_name = "FIELD", default_value = "latency")]
+    measure: String,
     /// Log-linear histogram (16 rows per power of two) instead of log2 rows.
     #[arg(long)]
     fine: bool,
@@ -43,6 +48,8 @@ struct Acc<'r> {
     hist: LatencyHist,
     bytes: u64,
     groups: Option<FieldGroups<'r>>,
+    /// A chunk's measured values, when they are not its latency column.
+    measured: Vec<u64>,
 }
 
 impl<'r> Acc<'r> {
@@ -59,6 +66,8 @@ impl<'r> Acc<'r> {
 /// [`FieldGroups::feed`] decides, never by a value printed per event).
 struct Totals<'a> {
     cols: &'a Columns,
+    /// The measured value of each row ([`Measure::values`]).
+    vals: &'a [u64],
     bits: &'a Bitmap,
     hist: &'a mut LatencyHist,
     bytes: &'a mut u64,
@@ -70,7 +79,7 @@ impl Feed for Totals<'_> {
     fn feed<K: Fn(usize) -> u64>(self, key: K, groups: &mut Slots) {
         let c = self.cols;
         for i in self.bits.iter_ones() {
-            let (lat, bytes) = (c.latency[i], c.bytes[i]);
+            let (lat, bytes) = (self.vals[i], c.bytes[i]);
             self.hist.add(lat);
             *self.bytes = self.bytes.saturating_add(bytes);
             let g = groups.get(key(i), || c.event(i));
@@ -83,7 +92,9 @@ impl Feed for Totals<'_> {
 /// Fold the keys of `rollup` that `bits` keeps into `acc` (histogram from their cells, exact
 /// min, max, sum and bytes; and their groups); returns the events taken.
 fn fold_rollup(acc: &mut Acc<'_>, rollup: &Rollup, bits: &Bitmap) -> u64 {
-    let Acc { hist, bytes, groups } = acc;
+    let Acc {
+        hist, bytes, groups, ..
+    } = acc;
     let mut taken = 0;
     let mut add = |k: usize, hist: &mut LatencyHist, bytes: &mut u64| {
         if let Some(t) = rollup.totals.get(k) {
@@ -130,7 +141,9 @@ impl<F: FnMut(usize, &mut LatencyHist, &mut u64)> Feed for RollupGroups<'_, F> {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let by = args.by.as_deref().map(input::field_arg).transpose()?;
-    let fleet = args.sel.open(true)?;
+    let measure = input::measure_arg(&args.measure)?;
+    let mut fleet = args.sel.open(true)?;
+    fleet.measure(measure)?;
     // Saturating: each file's counts are what it claims.
     let unseen = fleet
         .inputs
@@ -146,9 +159,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Vec::new()
     };
     let (tally, drops) = if fleet.is_several() {
-        let mut all = scan_tally(&fleet.inputs[0], by)?;
+        let mut all = scan_tally(&fleet.inputs[0], by, measure)?;
         for input in &fleet.inputs[1..] {
-            all.merge(scan_tally(input, by)?);
+            all.merge(scan_tally(input, by, measure)?);
         }
         if all.stats.matched == 0 {
             fleet.say_nothing_matched("events");
@@ -162,7 +175,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         )
     } else {
         let input = &fleet.inputs[0];
-        (tally(input, by)?, input.reader.drops())
+        (tally(input, by, measure)?, input.reader.drops())
     };
     let report = Report {
         stats: tally.stats,
@@ -174,6 +187,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         groups: by.zip(tally.groups).map(|(f, g)| (f.name, g)),
         top: args.top,
         fine: args.fine,
+        measure,
         filter: fleet.inputs[0].src.clone(),
         several: fleet.is_several().then(|| {
             (
@@ -236,10 +250,10 @@ impl Tally {
     }
 }
 
-/// Scan `input` once: its matching events' totals, split `by` a field if one is given. Says on
-/// stderr when the filter matched nothing.
-pub fn tally(input: &input::Input, by: Option<&'static FieldInfo>) -> anyhow::Result<Tally> {
-    let t = scan_tally(input, by)?;
+/// Scan `input` once: its matching events' totals, their histogram of `measure`, split `by` a
+/// field if one is given. Says on stderr when the filter matched nothing.
+pub fn tally(input: &input::Input, by: Option<&'static FieldInfo>, measure: Measure) -> anyhow::Result<Tally> {
+    let t = scan_tally(input, by, measure)?;
     if t.stats.matched == 0 {
         input.say_nothing_matched("events");
     }
@@ -247,15 +261,16 @@ pub fn tally(input: &input::Input, by: Option<&'static FieldInfo>) -> anyhow::Re
 }
 
 /// [`tally`], saying nothing.
-fn scan_tally(input: &input::Input, by: Option<&'static FieldInfo>) -> anyhow::Result<Tally> {
-    Ok(scan_tally_with(input, by, true)?.0)
+fn scan_tally(input: &input::Input, by: Option<&'static FieldInfo>, measure: Measure) -> anyhow::Result<Tally> {
+    Ok(scan_tally_with(input, by, measure, true)?.0)
 }
 
-/// [`scan_tally`], taking the chunks it can from their rollups when `use_rollups` is set;
-/// also returns the events so taken.
+/// [`scan_tally`], taking the chunks it can from their rollups when `use_rollups` is set (and
+/// the measure is latency, all a rollup's cells hold); also returns the events so taken.
 fn scan_tally_with(
     input: &input::Input,
     by: Option<&'static FieldInfo>,
+    measure: Measure,
     use_rollups: bool,
 ) -> anyhow::Result<(Tally, u64)> {
     let r = &input.reader;
@@ -267,14 +282,15 @@ fn scan_tally_with(
         _ => &*timed,
     };
     let tables = r.tables();
-    let want = ColSet::NONE
-        .with(Col::Latency)
+    let want = measure
+        .columns()
         .with(Col::Bytes)
         .union(by.map_or(ColSet::NONE, FieldGroups::columns));
     let init = || Acc {
         hist: LatencyHist::new(),
         bytes: 0,
         groups: by.map(|f| FieldGroups::new(f, meta, tables)),
+        measured: Vec::new(),
     };
     let merge = Acc::merge;
     let threads = input::threads(r);
@@ -282,7 +298,8 @@ fn scan_tally_with(
     // it can, reads only the rollup's keys, and so does the field), taken from it; the others
     // scanned. A chunk the summary rules out is left to the scan, which skips it.
     let all: Vec<usize> = (0..r.chunks().len()).collect();
-    let rollups_answer = use_rollups && by.is_none_or(|f| rollups::within_keys(FieldGroups::columns(f)));
+    let rollups_answer =
+        use_rollups && measure.is_latency() && by.is_none_or(|f| rollups::within_keys(FieldGroups::columns(f)));
     let plan = |i: usize| {
         let s = &r.chunks().get(i)?.summary;
         // The listing says the rollup's keys lack the field (the file, without a file
@@ -327,21 +344,25 @@ fn scan_tally_with(
         .chunks(&rest)
         .run(
             init,
-            |acc: &mut Acc, _, cols, bits| match &mut acc.groups {
-                Some(groups) => groups.feed(
-                    cols,
-                    bits,
-                    Totals {
+            |acc: &mut Acc, _, cols, bits| {
+                let vals = measure.values(cols, &mut acc.measured);
+                match &mut acc.groups {
+                    Some(groups) => groups.feed(
                         cols,
                         bits,
-                        hist: &mut acc.hist,
-                        bytes: &mut acc.bytes,
-                    },
-                ),
-                None => {
-                    for i in bits.iter_ones() {
-                        acc.hist.add(cols.latency[i]);
-                        acc.bytes = acc.bytes.saturating_add(cols.bytes[i]);
+                        Totals {
+                            cols,
+                            vals,
+                            bits,
+                            hist: &mut acc.hist,
+                            bytes: &mut acc.bytes,
+                        },
+                    ),
+                    None => {
+                        for i in bits.iter_ones() {
+                            acc.hist.add(vals[i]);
+                            acc.bytes = acc.bytes.saturating_add(cols.bytes[i]);
+                        }
                     }
                 }
             },
@@ -379,6 +400,8 @@ struct Report {
     groups: Option<(&'static str, GroupBy<String>)>,
     top: usize,
     fine: bool,
+    /// What the histogram is of.
+    measure: Measure,
     filter: String,
     /// Read from several captures: how many, and their hosts (escaped by the reader).
     several: Option<(usize, Vec<String>)>,
@@ -440,10 +463,17 @@ impl Report {
             "unseen_block_requests": self.unseen,
             "unseen_block_requests_by_disk": crate::text::disks_json(&self.unseen_by_disk),
             "bytes": self.bytes,
-            "latency_ns": latency,
+            "measure": self.measure.field(),
             "histogram_kind": if self.fine { "log-linear" } else { "log2" },
             "histogram": histogram,
         });
+        // Figures of another measure are not the latency's: they go by another key.
+        let key = if self.measure.is_latency() {
+            "latency_ns"
+        } else {
+            "measure_ns"
+        };
+        v[key] = latency;
         if let Some((n, hosts)) = &self.several {
             v["captures"] = json!(n);
             v["hosts"] = json!(hosts);
@@ -495,7 +525,8 @@ impl Report {
         if h.is_empty() {
             return Ok(());
         }
-        write!(out, "latency  min {}", fmt_ns(h.min()))?;
+        let what = self.measure.field();
+        write!(out, "{what:<8} min {}", fmt_ns(h.min()))?;
         for (name, _, v) in self.percentiles() {
             write!(out, "  {name} {}", fmt_ns(v))?;
         }
@@ -509,7 +540,7 @@ impl Report {
         writeln!(out)?;
         let rows = histogram_rows(h, self.fine);
         let max = rows.iter().map(|r| r.2).max().unwrap_or(0);
-        writeln!(out, "{:>21} : {:<9} distribution", "latency", "count")?;
+        writeln!(out, "{what:>21} : {:<9} distribution", "count")?;
         for (lo, hi, c) in rows {
             let hi = if hi == u64::MAX { "max".to_string() } else { fmt_ns(hi) };
             writeln!(
@@ -694,8 +725,8 @@ mod tests {
         for (filter, by, rolls) in cases {
             let input = open(&path, filter);
             let by = by.map(field);
-            let (with, rolled) = scan_tally_with(&input, by, true).unwrap();
-            let (without, none) = scan_tally_with(&input, by, false).unwrap();
+            let (with, rolled) = scan_tally_with(&input, by, Measure::LATENCY, true).unwrap();
+            let (without, none) = scan_tally_with(&input, by, Measure::LATENCY, false).unwrap();
             assert_eq!(none, 0);
             let matched = without.stats.matched;
             assert!(matched > 0, "{filter:?} matches something");

@@ -7,8 +7,8 @@ use std::io::{IsTerminal, Write};
 use iocap_analysis::scan::{self, ScanStats};
 use iocap_analysis::spectro::{shade, COLS, COLS_PER_DECADE};
 use iocap_analysis::units::parse_duration;
-use iocap_analysis::Spectrogram;
-use iocap_format::{Col, ColSet};
+use iocap_analysis::{Measure, Spectrogram};
+use iocap_format::Col;
 
 use crate::input::{self, Input};
 use crate::UsageError;
@@ -35,6 +35,10 @@ pub struct Args {
     /// Length of each row.
     #[arg(long, default_value = "500ms", value_name = "DURATION")]
     interval: String,
+    /// What the columns are of: any duration field, for the events that have it
+    /// (`blk.queue`, `disk.time`, `wait.time` ...); the default, every event's latency.
+    #[arg(long, value_name = "FIELD", default_value = "latency")]
+    measure: String,
     /// Colour the cells: auto (a terminal without NO_COLOR), always or never.
     #[arg(long, value_enum, default_value_t = Color::Auto)]
     color: Color,
@@ -42,7 +46,9 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let interval = parse_duration(&args.interval).map_err(|e| UsageError(format!("--interval: {e}")))?;
-    let fleet = args.sel.open(true)?;
+    let measure = input::measure_arg(&args.measure)?;
+    let mut fleet = args.sel.open(true)?;
+    fleet.measure(measure)?;
     // Several captures: rows of wall-clock time (ns since the epoch) from the earliest start.
     let (start, end) = if fleet.is_several() {
         let wall = |t: i128| u64::try_from(t.max(0)).unwrap_or(u64::MAX);
@@ -60,11 +66,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let sp = if fleet.is_several() {
         let mut sp = Spectrogram::covering(start, end, interval);
         for (i, input) in fleet.inputs.iter().enumerate() {
-            sp.merge(&bin_shifted(input, start, end, interval, fleet.wall(i))?.0);
+            sp.merge(&bin_shifted(input, measure, start, end, interval, fleet.wall(i))?.0);
         }
         sp
     } else {
-        bin(&fleet.inputs[0], start, end, interval)?.0
+        bin(&fleet.inputs[0], measure, start, end, interval)?.0
     };
     let color = match args.color {
         Color::Always => true,
@@ -72,7 +78,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Color::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
     };
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    render(&mut out, &sp, ((end - start) / interval).min(MAX_ROWS), color)?;
+    render(&mut out, &sp, measure, ((end - start) / interval).min(MAX_ROWS), color)?;
     out.flush()?;
     Ok(())
 }
@@ -89,8 +95,15 @@ fn header() -> String {
     s
 }
 
-/// Print the rows `0..=max(last_row, span_rows - 1)`, each `time |cells|`.
-pub fn render(out: &mut impl Write, sp: &Spectrogram, span_rows: u64, color: bool) -> std::io::Result<()> {
+/// Print the rows `0..=max(last_row, span_rows - 1)`, each `time |cells|`; the columns are
+/// of `measure`.
+pub fn render(
+    out: &mut impl Write,
+    sp: &Spectrogram,
+    measure: Measure,
+    span_rows: u64,
+    color: bool,
+) -> std::io::Result<()> {
     let max = sp.max_cell();
     let last = sp
         .last_row()
@@ -133,9 +146,10 @@ pub fn render(out: &mut impl Write, sp: &Spectrogram, span_rows: u64, color: boo
     };
     writeln!(
         out,
-        "{} events{before}; one row per {}; columns: 10 per decade of latency; scale: ' ' none, '{}' 1 event .. '{}' {} events",
+        "{} events{before}; one row per {}; columns: 10 per decade of {}; scale: ' ' none, '{}' 1 event .. '{}' {} events",
         cells,
         iocap_analysis::units::fmt_ns(sp.interval()),
+        measure.field(),
         RAMP[1] as char,
         RAMP[RAMP.len() - 1] as char,
         max
@@ -143,34 +157,43 @@ pub fn render(out: &mut impl Write, sp: &Spectrogram, span_rows: u64, color: boo
     Ok(())
 }
 
-/// The matching events binned into a spectrogram over `[start, end)` with rows of `interval` ns:
-/// what `iocap spectrogram` prints and `export --format svg` draws.
-pub fn bin(input: &Input, start: u64, end: u64, interval: u64) -> anyhow::Result<(Spectrogram, ScanStats)> {
-    bin_shifted(input, start, end, interval, 0)
+/// The matching events binned by `measure` into a spectrogram over `[start, end)` with rows of
+/// `interval` ns: what `iocap spectrogram` prints and `export --format svg` draws.
+pub fn bin(
+    input: &Input,
+    measure: Measure,
+    start: u64,
+    end: u64,
+    interval: u64,
+) -> anyhow::Result<(Spectrogram, ScanStats)> {
+    bin_shifted(input, measure, start, end, interval, 0)
 }
 
 /// [`bin`] with every event's time moved by `shift` ns (a capture's boot clock to the wall
 /// clock, where several captures are binned together), over `[start, end)` of that clock.
 fn bin_shifted(
     input: &Input,
+    measure: Measure,
     start: u64,
     end: u64,
     interval: u64,
     shift: i64,
 ) -> anyhow::Result<(Spectrogram, ScanStats)> {
     let r = &input.reader;
-    Ok(scan::scan(
+    let ((sp, _), stats) = scan::scan(
         r,
         &input.filter,
-        ColSet::NONE.with(Col::Ts).with(Col::Latency),
+        measure.columns().with(Col::Ts),
         input::threads(r),
-        || Spectrogram::covering(start, end, interval),
-        |sp: &mut Spectrogram, c, bits| {
+        || (Spectrogram::covering(start, end, interval), Vec::new()),
+        |(sp, buf): &mut (Spectrogram, Vec<u64>), c, bits| {
+            let vals = measure.values(c, buf);
             bits.iter_ones()
-                .for_each(|i| sp.add(c.ts[i].saturating_add_signed(shift), c.latency[i]))
+                .for_each(|i| sp.add(c.ts[i].saturating_add_signed(shift), vals[i]))
         },
         |a, b| {
-            a.merge(&b);
+            a.0.merge(&b.0);
         },
-    )?)
+    )?;
+    Ok((sp, stats))
 }

@@ -104,6 +104,17 @@ impl Filter {
         Ok(Filter { expr, checked })
     }
 
+    /// The events both filters match: `self and other` (either alone when the other is the
+    /// empty filter). Each tree keeps the spans into its own source.
+    pub fn and(&self, other: &Filter) -> Result<Filter, FilterError> {
+        let expr = match (&self.expr, &other.expr) {
+            (Expr::All, e) | (e, Expr::All) => e.clone(),
+            (a, b) => Expr::And(Box::new(a.clone()), Box::new(b.clone())),
+        };
+        let checked = check::check(&expr)?;
+        Ok(Filter { expr, checked })
+    }
+
     /// The syntax tree, with spans into the source.
     pub fn expr(&self) -> &Expr {
         &self.expr
@@ -178,6 +189,20 @@ mod tests {
     use super::*;
 
     fn assert_send_sync<T: Send + Sync>() {}
+
+    /// `and` of two filters is their conjunction; the empty filter leaves the other as it was.
+    #[test]
+    fn and_is_the_conjunction() {
+        let f = |s: &str| Filter::parse(s).unwrap();
+        let both = f("proc.name=a or latency>1ms").and(&f("evt.class=block")).unwrap();
+        assert_eq!(
+            both.sexpr(),
+            "(and (or (= proc.name a) (> latency 1ms)) (= evt.class block))"
+        );
+        assert_eq!(f("").and(&f("latency>1ms")).unwrap().sexpr(), "(> latency 1ms)");
+        assert_eq!(f("latency>1ms").and(&f("")).unwrap().sexpr(), "(> latency 1ms)");
+        assert!(f("").and(&f("")).unwrap().is_all());
+    }
 
     #[test]
     fn per_capture_fields_are_constants_and_evt_time_counts_from_the_origin() {

@@ -934,7 +934,7 @@ fn groups_of<'a>(answer: Option<&'a Answer>, compare: Option<&'a Compare>) -> &'
 /// else (summaries know nothing of a filter nor of queue times) an empty grid, which says
 /// "not yet" honestly.
 fn first_grid(cap: &Capture, filter: &str, measure: Measure, start: u64, interval: u64, rows: usize) -> Grid {
-    if filter.is_empty() && measure == Measure::Latency {
+    if filter.is_empty() && measure.is_latency() {
         Grid::from_summaries(cap.reader.chunks(), start, interval, rows)
     } else {
         Grid::empty(start, interval, rows)

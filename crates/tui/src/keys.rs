@@ -255,7 +255,7 @@ pub static BINDINGS: &[Binding] = &[
     },
     Binding {
         keys: "m",
-        help: "plot: latency / blk queue, total / call runq, wait, cpu",
+        help: "plot: latency / blk queue, total / disk, runq, wait, cpu",
         when: When::Always,
         actions: &[(char('m'), Action::CycleMeasure)],
     },

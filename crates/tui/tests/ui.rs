@@ -1830,18 +1830,19 @@ fn m_measures_block_requests_by_queue_or_queue_plus_device() {
         all
     };
     for (m, label) in [
-        (Measure::Queue, Some(("blk", "queue"))),
-        (Measure::Total, Some(("blk", "q+dev"))),
-        (Measure::Runq, Some(("calls", "runq"))),
-        (Measure::Wait, Some(("calls", "wait"))),
-        (Measure::Cpu, Some(("calls", "cpu"))),
-        (Measure::Latency, None),
+        (Measure::QUEUE, Some(("blk", "queue"))),
+        (Measure::TOTAL, Some(("blk", "q+dev"))),
+        (Measure::DISK, Some(("calls", "disk"))),
+        (Measure::RUNQ, Some(("calls", "runq"))),
+        (Measure::WAIT, Some(("calls", "wait"))),
+        (Measure::CPU, Some(("calls", "cpu"))),
+        (Measure::LATENCY, None),
     ] {
         let fx = app.update(Action::CycleMeasure);
         assert_eq!(app.view.measure, m);
         assert_eq!(fx.query.as_ref().unwrap().measure, m);
         // Not the index's picture: it knows latencies only.
-        assert_eq!(app.view.grid.approximate, m == Measure::Latency);
+        assert_eq!(app.view.grid.approximate, m == Measure::LATENCY);
         settle(&mut app, fx);
         let a = app.answer.as_ref().unwrap();
         let mut want = LatencyHist::new();
@@ -1859,7 +1860,7 @@ fn m_measures_block_requests_by_queue_or_queue_plus_device() {
             }
             None => assert!(!titles.contains("blk") && !titles.contains("calls"), "{titles}"),
         }
-        if m == Measure::Queue {
+        if m == Measure::QUEUE {
             insta::assert_snapshot!("measure_queue_80x24", screen);
         }
     }
@@ -1872,7 +1873,7 @@ fn m_measures_block_requests_by_queue_or_queue_plus_device() {
 
     // A region over the column of the requests, all rows: exactly those plotted there (by a
     // part of theirs, or by their latency beside the calls' parts).
-    for m in [Measure::Queue, Measure::Total, Measure::Runq] {
+    for m in [Measure::QUEUE, Measure::TOTAL, Measure::RUNQ] {
         let (mut app, fx) = app_on(&path, 80, 24, "");
         settle(&mut app, fx);
         while app.view.measure != m {

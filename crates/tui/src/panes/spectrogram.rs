@@ -92,7 +92,7 @@ impl View {
             cursor_l: 0,
             anchor: None,
             dragging: false,
-            measure: Measure::Latency,
+            measure: Measure::LATENCY,
             grid: Grid::empty(cap.start, interval, 0),
             all: true,
         }
@@ -315,7 +315,7 @@ impl View {
         if !latency.is_empty() {
             // The events measured by a part are selected by it, the others by their latency.
             parts.push(match self.measure {
-                Measure::Latency => latency,
+                m if m.is_latency() => latency,
                 m if m.of_calls() => format!(
                     "((evt.class in (block, journal) and {latency}) or ({}))",
                     range(m.field())

@@ -12,7 +12,7 @@
 use std::ops::Range;
 
 use iocap_analysis::units::{self, Style::Terminal as TERM};
-use iocap_analysis::{compare, LatencyHist, Measure};
+use iocap_analysis::{compare, LatencyHist};
 use iocap_format::{log2_bucket_range, LOG2_BUCKETS};
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -21,7 +21,6 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use crate::app::App;
-use super::spectrogram::measure_label;
 use super::{block, counted};
 use crate::layout::histogram::{pack, FIGURES, QUANTILES, VALUE_W};
 use crate::panes::{self, fit_title};
@@ -80,7 +79,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
 
 /// What the pane plots: latency, and block requests or calls by their measure when not latency.
 fn what(app: &App) -> String {
-    match measure_label(app.view.measure) {
+    match app.view.measure.label() {
         Some((who, m)) => format!("Latency, {who} {m}"),
         None => "Latency".into(),
     }
@@ -224,7 +223,7 @@ fn bar_len(n: u64, max: u64, width: usize) -> usize {
 /// shown then).
 fn summaries_log2(app: &App) -> [u64; LOG2_BUCKETS] {
     let mut out = [0u64; LOG2_BUCKETS];
-    if !app.filter.applied.is_empty() || app.view.measure != Measure::Latency {
+    if !app.filter.applied.is_empty() || !app.view.measure.is_latency() {
         return out;
     }
     let r = &app.cap.reader;

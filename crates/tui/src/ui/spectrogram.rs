@@ -12,7 +12,6 @@
 use iocap_analysis::drops;
 use iocap_analysis::spectro::{self, COLS, COLS_PER_DECADE};
 use iocap_analysis::units::{self, Style::Terminal as TERM};
-use iocap_analysis::Measure;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -39,7 +38,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         Some(c) if c.side_by_side => "A | B ",
         Some(_) => "B−A ",
     };
-    let blk = match measure_label(app.view.measure) {
+    let blk = match app.view.measure.label() {
         Some((who, m)) => format!(" ({who}: {m})"),
         None => String::new(),
     };
@@ -58,19 +57,6 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         return;
     }
     draw(app, geo, f.buffer_mut());
-}
-
-/// How a pane title names what is plotted, when not every event's latency: the events
-/// measured by a part of theirs (`blk`, `calls`) and the part.
-pub fn measure_label(m: Measure) -> Option<(&'static str, &'static str)> {
-    match m {
-        Measure::Latency => None,
-        Measure::Queue => Some(("blk", "queue")),
-        Measure::Total => Some(("blk", "q+dev")),
-        Measure::Runq => Some(("calls", "runq")),
-        Measure::Wait => Some(("calls", "wait")),
-        Measure::Cpu => Some(("calls", "cpu")),
-    }
 }
 
 /// Counts of every display cell of `grid`, `[time][lat]`, and their maximum.

@@ -361,7 +361,7 @@ impl Feed for RollupRows<'_> {
 /// key (the grouped field's columns) and its latency (the measure is latency; no disk split,
 /// iostat or slowest, which need more of each event).
 fn rollup_answers(q: &Query) -> bool {
-    q.measure == Measure::Latency
+    q.measure.is_latency()
         && !q.split
         && !q.iostat
         && q.flame.is_none()
