@@ -163,6 +163,7 @@ fn an_injected_shift_is_measured_exactly_and_flagged() {
             "groups",
             "histogram",
             "histogram_kind",
+            "measure",
             "method",
             "overall"
         ]

@@ -244,6 +244,69 @@ fn events_text_and_json() {
     );
 }
 
+/// The time printed is the time the rows are in: `END(s)` (as each completed, the file's order)
+/// by default, `START(s)` with `--time start`, each non-decreasing, the same events either way;
+/// `-o` prints the fields asked for, as `ps -o` does.
+#[test]
+fn events_print_the_time_they_are_ordered_by() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cap, events) = workload(dir.path());
+    let cap = cap.to_str().unwrap();
+    let times = |out: &str, head: &str| -> Vec<(f64, String)> {
+        let mut lines = out.lines();
+        assert!(lines.next().unwrap().trim_start().starts_with(head), "{out:.200}");
+        lines
+            .map(|l| {
+                let mut w = l.split_whitespace();
+                let t = w.next().unwrap().parse().unwrap();
+                (t, w.collect::<Vec<_>>().join(" "))
+            })
+            .collect()
+    };
+    let by_end = times(&ok(&["events", cap]), "END(s)");
+    let by_start = times(&ok(&["events", cap, "--time", "start"]), "START(s)");
+    assert_eq!(by_end.len(), events.len());
+    assert_eq!(by_start.len(), events.len());
+    assert!(by_end.windows(2).all(|w| w[0].0 <= w[1].0), "end order");
+    assert!(by_start.windows(2).all(|w| w[0].0 <= w[1].0), "start order");
+    // The first by start is the event that began first, whenever it completed.
+    let first = events.iter().map(|e| e.ts).min().unwrap();
+    assert_eq!((by_start[0].0 * 1e9).round() as u64, first - START);
+    let (mut a, mut b): (Vec<_>, Vec<_>) = (
+        by_end.iter().map(|x| x.1.clone()).collect(),
+        by_start.iter().map(|x| x.1.clone()).collect(),
+    );
+    a.sort();
+    b.sort();
+    assert_eq!(a, b, "the same events");
+    // Fields asked for, in the order asked.
+    let out = ok(&[
+        "events",
+        cap,
+        "evt.class=block",
+        "--limit",
+        "3",
+        "-o",
+        "proc.name,blk.queue,blk.dev",
+    ]);
+    let mut lines = out.lines();
+    let head: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(head, ["PROC.NAME", "BLK.QUEUE", "BLK.DEV"]);
+    let blocks: Vec<&Event> = events.iter().filter(|e| e.class == Class::Block).take(3).collect();
+    for (l, e) in lines.zip(&blocks) {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        assert_eq!(w[1], iocap_analysis::units::fmt_ns(e.queue), "{l}");
+        assert_eq!(w[2], if e.dev == SDB { "sdb" } else { "vda" }, "{l}");
+    }
+    let j = ok(&["events", cap, "--limit", "1", "-o", "latency,proc.pid", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(j.trim()).unwrap();
+    assert_eq!(v.as_object().unwrap().len(), 2, "{j}");
+    let (code, _, err) = run(&["events", cap, "-o", "proc.nam"]);
+    assert!(code == 2 && err.contains("unknown field `proc.nam`"), "{err}");
+    let (code, _, err) = run(&["events", cap, "-f", "--time", "start"]);
+    assert_eq!(code, 2, "{err}");
+}
+
 /// A disk's requests whose completion never reached the recorder are in none of iostat's
 /// figures; the whole capture's section says how many, disk by disk (JSON: each device's
 /// `unseen_requests`), as `info` does.
@@ -432,6 +495,65 @@ fn measure_histograms_another_duration() {
     assert!(err.contains("not a duration") && err.contains("blk.queue"), "{err}");
     let (code, _, err) = run(&["report", cap, "--measure", "blk.qeue"]);
     assert_eq!(code, 2, "{err}");
+}
+
+/// A block request without a sector (a flush: the kernel gives all ones) has no `blk.sector`:
+/// the line leaves it out, JSON says null (`events`, `export`), and no test of the field passes
+/// for it, nor its negation, as `fields::value` says.
+#[test]
+fn a_flush_has_no_sector() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("flush.cap");
+    let mut w = iocap_testkit::create(&path, &iocap_testkit::meta(START), 256, 1);
+    w.add_device(&Device {
+        dev: SDB,
+        name: "sdb".into(),
+    });
+    let pg = add_proc(&mut w, 300, 1, b"postgres");
+    let write = Event {
+        sector: 2048,
+        op: BlockOp::Write as u8,
+        ..block(START + 1_000, 50_000, 300, pg, SDB, 4096)
+    };
+    let flush = Event {
+        sector: u64::MAX,
+        op: BlockOp::Flush as u8,
+        ..block(START + 2_000, 90_000, 300, pg, SDB, 0)
+    };
+    w.push(&write).unwrap();
+    w.push(&flush).unwrap();
+    w.finish(START + SEC).unwrap();
+    let cap = path.to_str().unwrap();
+    let text = ok(&["events", cap, "blk.op=flush"]);
+    assert!(!text.contains("sector") && text.contains("sdb flush"), "{text}");
+    let j: serde_json::Value = serde_json::from_str(ok(&["events", cap, "blk.op=flush", "--json"]).trim()).unwrap();
+    assert_eq!(j["blk.sector"], serde_json::Value::Null);
+    let cols = ok(&["events", cap, "-o", "blk.op,blk.sector"]);
+    assert!(
+        cols.contains("flush") && cols.contains("<NA>") && cols.contains("2048"),
+        "{cols}"
+    );
+    let out = dir.path().join("x.jsonl");
+    ok(&["export", cap, "--format", "jsonl", "-o", out.to_str().unwrap()]);
+    let rows: Vec<serde_json::Value> = (std::fs::read_to_string(&out).unwrap().lines())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows[0]["blk.sector"], 2048);
+    assert_eq!(rows[1]["blk.sector"], serde_json::Value::Null);
+    // Of the two block requests, the write's sector (2048) passes or fails each test; the
+    // flush's absent one fails every test, so passes its negation.
+    for (filter, want) in [
+        ("blk.sector exists", 1),
+        ("blk.sector>0", 1),
+        ("blk.sector!=5", 1),
+        ("blk.sector>=18446744073709551615", 0),
+        ("not blk.sector>0", 1),
+        ("not blk.sector exists", 1),
+        ("not blk.sector<5", 2),
+    ] {
+        let v = json(&["report", cap, "evt.class=block and", filter, "--json"]);
+        assert_eq!(v["matched"], want, "{filter}");
+    }
 }
 
 #[test]

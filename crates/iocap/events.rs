@@ -1,6 +1,8 @@
 //! `iocap events`: the matching events one per line, as sysdig and biosnoop print them, or as
 //! JSON lines keyed by the filter language's field names.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::io::Write;
 use std::ops::{ControlFlow, Range};
 
@@ -22,33 +24,75 @@ pub struct Args {
     /// JSON lines keyed by field names instead of text.
     #[arg(long)]
     json: bool,
+    /// The fields to print, comma-separated, as `ps -o` takes them: `-o
+    /// evt.time,proc.name,blk.queue,latency,blk.flags` (`iocap fields` lists them); with
+    /// `--json`, the keys. The default is the line biosnoop and sysdig print.
+    #[arg(short = 'o', long = "columns", value_name = "FIELDS", value_delimiter = ',')]
+    columns: Vec<String>,
+    /// Which time orders the events and is printed: `end` (the default), each event as it
+    /// completed, as biosnoop prints them; `start`, each as it began, as strace does (read
+    /// ahead as far as an event in flight can have begun, from each chunk's earliest start).
+    #[arg(long, value_enum, default_value_t = Order::End)]
+    time: Order,
     /// Follow a capture being recorded: print its events as they come, until it is finished
     /// (or its recorder dies, or Ctrl-C).
     #[arg(short = 'f', long)]
     follow: bool,
 }
 
+/// The time that orders `events`' rows and is printed: their start or their end.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// As each event began.
+    Start,
+    /// As each event completed (the file's order).
+    End,
+}
+
+/// What one line shows: the usual line, or the fields asked for with `-o`.
+enum Layout {
+    Usual(Order),
+    Fields(Vec<&'static FieldInfo>),
+}
+
 pub fn run(args: Args) -> anyhow::Result<()> {
+    let chosen = (args.columns.iter())
+        .map(|name| input::field_arg(name.trim()))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let fleet = args.sel.open(!args.follow)?;
+    if args.follow && args.time == Order::Start {
+        return Err(UsageError("-f prints events as they complete: not with --time start".into()).into());
+    }
+    let keys: Vec<&'static FieldInfo> = if chosen.is_empty() {
+        fields::canonical().collect()
+    } else {
+        chosen.clone()
+    };
+    let layout = if chosen.is_empty() {
+        Layout::Usual(args.time)
+    } else {
+        Layout::Fields(chosen)
+    };
+    // Read whole, every capture is read in the order asked; followed, one is printed as its
+    // recorder wrote it, about as the events completed.
+    if !args.follow {
+        return in_order(&fleet, &args, &keys, &layout);
+    }
     if fleet.is_several() {
-        if args.follow {
-            return Err(UsageError("-f follows one capture (with -C, the files of its rotation)".into()).into());
-        }
-        return several(&fleet, &args);
+        return Err(UsageError("-f follows one capture (with -C, the files of its rotation)".into()).into());
     }
     let mut input = fleet
         .inputs
         .into_iter()
         .next()
         .ok_or_else(|| anyhow::anyhow!("no capture"))?;
-    let keys: Vec<_> = fields::canonical().collect();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if !args.json {
-        write_header(&mut out, false)?;
+        write_header(&mut out, &layout, false)?;
     }
     let limit = args.limit.unwrap_or(u64::MAX);
     let mut shown = 0u64;
-    // The matching events of `chunks`, until the limit.
+    // Followed: the matching events of each look's new chunks, until the limit.
     let first_start = input.reader.meta().start_ts;
     let mut print = |input: &Input, chunks: Range<usize>| -> anyhow::Result<ControlFlow<()>> {
         if shown >= limit {
@@ -64,7 +108,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             let res = if args.json {
                 write_json(&mut out, &keys, &e, meta, tables, first_start)
             } else {
-                write_line(&mut out, &e, meta, tables, first_start, None)
+                write_line(&mut out, &layout, &e, meta, tables, first_start, None)
             };
             if let Err(x) = res {
                 err = Some(x);
@@ -80,51 +124,117 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         if let Some(e) = err {
             return Err(e.into());
         }
-        if args.follow {
-            // Each look's events reach the reader at once, even through a pipe.
-            out.flush()?;
-        }
+        // Each look's events reach the reader at once, even through a pipe.
+        out.flush()?;
         Ok(if shown >= limit {
             ControlFlow::Break(())
         } else {
             ControlFlow::Continue(())
         })
     };
-    if args.follow {
-        follow::follow(&mut input, &args.sel.capture, |look| print(look.input, look.new))?;
-    } else {
-        let all = 0..input.reader.chunks().len();
-        let _stopped_at_the_limit = print(&input, all)?;
-        if limit > 0 && shown == 0 {
-            input.say_nothing_matched("events");
-        }
-    }
+    follow::follow(&mut input, &args.sel.capture, |look| print(look.input, look.new))?;
     out.flush()?;
     Ok(())
 }
 
-/// The text header: with several hosts, a HOST column after the time.
-fn write_header(out: &mut impl Write, host: bool) -> std::io::Result<()> {
+/// The text header: with several hosts, a HOST column after the time (the usual line) or
+/// first (fields asked for).
+fn write_header(out: &mut impl Write, layout: &Layout, host: bool) -> std::io::Result<()> {
     let host = if host {
         format!(" {:<12}", "HOST")
     } else {
         String::new()
     };
-    writeln!(
-        out,
-        "{:>14}{host} {:<16} {:>7} {:<12} {:>9} {:>9} {:>6}  NAME",
-        "TIME(s)", "PROC", "PID", "TYPE", "LATENCY", "BYTES", "RES"
-    )
+    match layout {
+        Layout::Usual(order) => {
+            let time = match order {
+                Order::Start => "START(s)",
+                Order::End => "END(s)",
+            };
+            writeln!(
+                out,
+                "{time:>14}{host} {:<16} {:>7} {:<12} {:>9} {:>9} {:>6}  NAME",
+                "PROC", "PID", "TYPE", "LATENCY", "BYTES", "RES"
+            )
+        }
+        Layout::Fields(fields) => {
+            let mut line = host.trim_start().to_string();
+            for (i, f) in fields.iter().enumerate() {
+                let last = i + 1 == fields.len();
+                push_cell(&mut line, &f.name.to_uppercase(), f, last);
+            }
+            writeln!(out, "{}", line.trim_end())
+        }
+    }
 }
 
-/// One capture's matching events, a chunk at a time, for the merge of several.
+/// How wide a field's column of `-o` is, and whether its values line up on the right.
+fn cell_width(f: &FieldInfo) -> (usize, bool) {
+    use iocap_filter::fields::FieldType as T;
+    match (f.id, f.ty) {
+        (FieldId::EvtTime, _) => (14, true),
+        (_, T::Duration | T::Bytes) => (9, true),
+        (_, T::Int | T::UInt) => (8, true),
+        (_, T::Bool) => (5, false),
+        (_, T::Str) => (16, false),
+    }
+}
+
+/// Append one cell of `-o` to `line`: a space between cells, padded to its column's width (at
+/// least the field's name), a string cut in the middle to it but in the last column.
+fn push_cell(line: &mut String, text: &str, f: &FieldInfo, last: bool) {
+    let (w, right) = cell_width(f);
+    let w = w.max(f.name.len());
+    if !line.is_empty() {
+        line.push(' ');
+    }
+    let text = if last || right {
+        text.to_string()
+    } else {
+        text::truncate(text, w)
+    };
+    if right {
+        line.push_str(&format!("{text:>w$}"));
+    } else if last {
+        line.push_str(&text);
+    } else {
+        line.push_str(&format!("{text:<w$}"));
+    }
+}
+
+/// A field's value as a cell of `-o`: times from `origin` in seconds, durations and sizes as
+/// the usual line prints them, an absent value `<NA>` (as `report --by` and the viewer say it).
+fn cell_text(f: &FieldInfo, e: &Event, meta: &Meta, tables: &Tables, origin: u64) -> String {
+    match f.id {
+        FieldId::EvtTime => seconds(e.ts.saturating_sub(origin)),
+        _ => match fields::value(f, e, meta, tables) {
+            Value::Absent => "<NA>".into(),
+            Value::Duration(ns) => fmt_ns(ns),
+            v => v.to_string(),
+        },
+    }
+}
+
+/// ns as `s.nnnnnnnnn`.
+fn seconds(ns: u64) -> String {
+    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
+}
+
+/// One capture's matching events in the order asked, a chunk at a time: for `--time start`,
+/// and for the merge of several captures.
 struct Cursor<'a> {
     input: &'a Input,
+    order: Order,
     /// The next chunk to read.
     chunk: usize,
-    /// The matching events of the last chunk read, and how many of them were printed.
-    events: Vec<Event>,
-    next: usize,
+    /// The matching events read and not yet taken, by (time of the order, file position), each
+    /// held until no chunk not yet read can hold an earlier one.
+    pending: BinaryHeap<Reverse<Pending>>,
+    /// Events read so far: each one's file position, which breaks ties.
+    read: u64,
+    /// For chunks `i..`, a time before which none of their events began (or ended, as the
+    /// order is), `u64::MAX` past the last: how far the events read may be taken.
+    later: Vec<u64>,
     /// Its boot clock to the wall clock.
     to_wall: i64,
     dec: iocap_format::ChunkDecoder,
@@ -132,13 +242,53 @@ struct Cursor<'a> {
     bits: iocap_filter::Bitmap,
 }
 
+/// An event read and not yet taken, ordered by its time and then its place in the file.
+struct Pending {
+    at: u64,
+    seq: u64,
+    e: Event,
+}
+
+impl PartialEq for Pending {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.seq) == (o.at, o.seq)
+    }
+}
+impl Eq for Pending {}
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Pending {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(o.at, o.seq))
+    }
+}
+
 impl<'a> Cursor<'a> {
-    fn new(input: &'a Input) -> Cursor<'a> {
+    fn new(input: &'a Input, order: Order) -> Cursor<'a> {
+        let chunks = input.reader.chunks();
+        // A chunk's summary has the earliest start and the least latency of its events (of
+        // every event, matching or not: bounds, which is all the order needs). The recorder
+        // writes events about as they complete, so in end order little is held; in start
+        // order, as much as began during the longest event in flight.
+        let mut later = vec![u64::MAX; chunks.len() + 1];
+        for i in (0..chunks.len()).rev() {
+            let s = &chunks[i].summary;
+            let bound = match order {
+                Order::Start => s.min_ts,
+                Order::End => s.min_ts.saturating_add(s.min_latency),
+            };
+            later[i] = later[i + 1].min(bound);
+        }
         Cursor {
             input,
+            order,
             chunk: 0,
-            events: Vec::new(),
-            next: 0,
+            pending: BinaryHeap::new(),
+            read: 0,
+            later,
             to_wall: input.reader.meta().boot_to_wall_ns,
             dec: iocap_format::ChunkDecoder::new(),
             cols: iocap_format::Columns::default(),
@@ -146,11 +296,19 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// The next matching event, in file order, without taking it.
+    /// Whether the earliest event held may be taken: one before every event of the chunks not
+    /// yet read.
+    fn ready(&self) -> bool {
+        self.pending
+            .peek()
+            .is_some_and(|Reverse(p)| p.at < self.later[self.chunk])
+    }
+
+    /// The next matching event in the order, without taking it.
     fn peek(&mut self) -> anyhow::Result<Option<&Event>> {
         let r = &self.input.reader;
         let filter = &self.input.filter;
-        while self.next == self.events.len() && self.chunk < r.chunks().len() {
+        while !self.ready() && self.chunk < r.chunks().len() {
             let i = self.chunk;
             self.chunk += 1;
             if !filter.may_match(&r.chunks()[i].summary) {
@@ -158,30 +316,46 @@ impl<'a> Cursor<'a> {
             }
             r.read_chunk(i, ColSet::ALL, &mut self.dec, &mut self.cols)?;
             filter.eval(&self.cols, &mut self.bits);
-            self.events = self.bits.iter_ones().map(|row| self.cols.event(row)).collect();
-            self.next = 0;
+            for row in self.bits.iter_ones() {
+                let e = self.cols.event(row);
+                let at = match self.order {
+                    Order::Start => e.ts,
+                    Order::End => e.end(),
+                };
+                self.read += 1;
+                self.pending.push(Reverse(Pending { at, seq: self.read, e }));
+            }
         }
-        Ok(self.events.get(self.next))
+        Ok(self.pending.peek().map(|Reverse(p)| &p.e))
+    }
+
+    /// Take the event [`Cursor::peek`] gave.
+    fn take(&mut self) -> Option<Event> {
+        self.pending.pop().map(|Reverse(p)| p.e)
     }
 }
 
-/// When `e` completed, in wall-clock time (its capture's boot clock moved by `to_wall`): the
-/// order of the merge.
-fn wall_end(e: &Event, to_wall: i64) -> i128 {
-    i128::from(e.end()) + i128::from(to_wall)
+/// When `e` started or completed, as `order` says, in wall-clock time (its capture's boot
+/// clock moved by `to_wall`): the order of the merge.
+fn wall_time(e: &Event, order: Order, to_wall: i64) -> i128 {
+    let t = match order {
+        Order::Start => e.ts,
+        Order::End => e.end(),
+    };
+    i128::from(t) + i128::from(to_wall)
 }
 
-/// `events` of several captures: their matching events merged in the order they completed by
-/// wall clock (each capture's own in file order), times from the earliest capture's start.
-fn several(fleet: &input::Fleet, args: &Args) -> anyhow::Result<()> {
-    let keys: Vec<_> = fields::canonical().collect();
+/// `events` in the order `--time` asks, of one capture or several: each capture's matching
+/// events in that order ([`Cursor`]), several merged by wall clock, times from the earliest
+/// capture's start.
+fn in_order(fleet: &input::Fleet, args: &Args, keys: &[&'static FieldInfo], layout: &Layout) -> anyhow::Result<()> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let hosts = fleet.hosts().len() > 1;
     if !args.json {
-        write_header(&mut out, hosts)?;
+        write_header(&mut out, layout, hosts)?;
     }
     let limit = args.limit.unwrap_or(u64::MAX);
-    let mut cursors: Vec<Cursor> = fleet.inputs.iter().map(Cursor::new).collect();
+    let mut cursors: Vec<Cursor> = fleet.inputs.iter().map(|i| Cursor::new(i, args.time)).collect();
     let mut shown = 0u64;
     while shown < limit {
         // Few captures: the earliest head is found by a look at each.
@@ -189,7 +363,7 @@ fn several(fleet: &input::Fleet, args: &Args) -> anyhow::Result<()> {
         for (i, c) in cursors.iter_mut().enumerate() {
             let to_wall = c.to_wall;
             if let Some(e) = c.peek()? {
-                let at = wall_end(e, to_wall);
+                let at = wall_time(e, args.time, to_wall);
                 if first.is_none_or(|(t, _)| at < t) {
                     first = Some((at, i));
                 }
@@ -197,14 +371,21 @@ fn several(fleet: &input::Fleet, args: &Args) -> anyhow::Result<()> {
         }
         let Some((_, i)) = first else { break };
         let c = &mut cursors[i];
-        let e = c.events[c.next].clone();
-        c.next += 1;
+        let Some(e) = c.take() else { break };
         let r = &c.input.reader;
         let (meta, tables) = (r.meta(), r.tables());
         if args.json {
-            write_json(&mut out, &keys, &e, meta, tables, c.input.origin)?;
+            write_json(&mut out, keys, &e, meta, tables, c.input.origin)?;
         } else {
-            write_line(&mut out, &e, meta, tables, c.input.origin, hosts.then_some(&meta.host))?;
+            write_line(
+                &mut out,
+                layout,
+                &e,
+                meta,
+                tables,
+                c.input.origin,
+                hosts.then_some(&meta.host),
+            )?;
         }
         shown += 1;
     }
@@ -248,7 +429,7 @@ fn write_json(
     origin: u64,
 ) -> std::io::Result<()> {
     let mut v = event_json(keys, e, meta, tables);
-    if origin != meta.start_ts {
+    if origin != meta.start_ts && keys.iter().any(|f| f.id == FieldId::EvtTime) {
         // The capture's own header for every other field (`capture.id` is of its start).
         v[fields::info(FieldId::EvtTime).name] = e.ts.saturating_sub(origin).into();
     }
@@ -261,18 +442,33 @@ fn field_text(id: FieldId, e: &Event, meta: &Meta, tables: &Tables) -> String {
     fields::value(fields::info(id), e, meta, tables).to_string()
 }
 
-/// One event as a line of text, its time counted from `origin`, with its capture's `host` in a
-/// column of its own when several hosts are read.
+/// One event as a line of text, its time (start or end, as the layout says) counted from
+/// `origin`, with its capture's `host` in a column of its own when several hosts are read.
 fn write_line(
     out: &mut impl Write,
+    layout: &Layout,
     e: &Event,
     meta: &Meta,
     tables: &Tables,
     origin: u64,
     host: Option<&str>,
 ) -> std::io::Result<()> {
-    let rel = e.ts.saturating_sub(origin);
-    let mut time = format!("{:>14}", format!("{}.{:09}", rel / 1_000_000_000, rel % 1_000_000_000));
+    let order = match layout {
+        Layout::Usual(order) => *order,
+        Layout::Fields(fields) => {
+            let mut line = host.map_or(String::new(), |h| format!("{:<12}", text::truncate(h, 12)));
+            for (i, f) in fields.iter().enumerate() {
+                let last = i + 1 == fields.len();
+                push_cell(&mut line, &cell_text(f, e, meta, tables, origin), f, last);
+            }
+            return writeln!(out, "{}", line.trim_end());
+        }
+    };
+    let at = match order {
+        Order::Start => e.ts,
+        Order::End => e.end(),
+    };
+    let mut time = format!("{:>14}", seconds(at.saturating_sub(origin)));
     if let Some(h) = host {
         time.push_str(&format!(" {:<12}", text::truncate(h, 12)));
     }

@@ -525,6 +525,22 @@ fn compile_pred(p: &Pred, meta: &Meta, tables: &Tables, origin: u64) -> Kernel {
         Holds::Others => Some(SYSCALL),
     };
     match info.read {
+        Read::Column { col, of } if p.field == FieldId::BlkSector => {
+            // A request without a sector (a flush: all ones) has no `blk.sector`, as
+            // `fields::value` says: no test of it passes, nor does its negation.
+            let mut k = num(NumSrc::Col { col, signed: false }, class_of(of));
+            if let Kernel::Num { ranges, negate, .. } = &mut k {
+                if *negate {
+                    ranges.push((u64::MAX, u64::MAX));
+                } else {
+                    for r in ranges.iter_mut() {
+                        r.1 = r.1.min(u64::MAX - 1);
+                    }
+                    ranges.retain(|r| r.0 <= r.1);
+                }
+            }
+            return k;
+        }
         Read::Column { col, of } => {
             let signed = info.ty == FieldType::Int;
             return num(NumSrc::Col { col, signed }, class_of(of));

@@ -606,7 +606,7 @@ static FIELDS: &[FieldInfo] = &[
         T::UInt,
         FieldId::BlkSector,
         col(Col::Sector, Holds::Blocks),
-        "first sector of a block request (512-byte units)",
+        "first sector of a block request (512-byte units); absent for one without (a flush)",
     ).ungrouped(),
     f(
         "blk.bytes",
@@ -995,6 +995,8 @@ pub fn value_in<'a, L: Lookup + ?Sized>(field: &FieldInfo, e: &Event, meta: &Met
         FieldId::EvtWaits => Value::Bool(waits(&meta.arch, e.class, e.nr, || file().map(|f| f.kind))),
         FieldId::BlkDev => blk(Value::Str(device_name_in(e.dev, tables))),
         FieldId::BlkOp => blk(s(BlockOp::from_code(e.op).name())),
+        // A flush has no sector: the kernel gives all ones.
+        FieldId::BlkSector if e.sector == u64::MAX => Value::Absent,
         FieldId::BlkSector => blk(Value::UInt(e.sector)),
         FieldId::BlkBytes => blk(Value::Bytes(e.bytes)),
         FieldId::BlkQueue => blk(Value::Duration(e.queue)),

@@ -69,6 +69,8 @@ enum Num {
     Time,
     /// `fd.num`.
     Fd,
+    /// `blk.sector`: absent for a request without one (a flush, all ones).
+    Sector,
     /// `io.offset`: present when the event type's group (`.0`, field `.1`) says it is.
     Offset(usize, usize),
 }
@@ -180,6 +182,7 @@ impl<'a> Cells<'a> {
         for (k, f) in fields.iter().enumerate() {
             use FieldId::*;
             let num = match (f.read, f.id) {
+                (_, BlkSector) => Num::Sector,
                 (Read::Column { col, of }, _) => Num::Col {
                     col,
                     of,
@@ -446,6 +449,14 @@ impl<'a> Cells<'a> {
                     ),
                 }
             }
+            Num::Sector => some(
+                values,
+                present,
+                rows.clone().map(|i| {
+                    let s = c.sector.get(i as usize).copied().unwrap_or(0);
+                    (block(i) && s != u64::MAX).then_some(s as i64)
+                }),
+            ),
             Num::Sum(a, b, of) => {
                 let (a, b) = (c.get(a), c.get(b));
                 some(
@@ -524,6 +535,10 @@ impl<'a> Cells<'a> {
                 Cell::UInt(fields::rest_at(c.get(f), c.get(a), c.get(b), i))
             }
             Num::Col { .. } | Num::Sum(..) | Num::Rest(..) => Cell::Absent,
+            Num::Sector => match c.sector.get(i).copied() {
+                Some(s) if block && s != u64::MAX => Cell::UInt(s),
+                _ => Cell::Absent,
+            },
             Num::Failed => Cell::Bool(ret() < 0),
             Num::Time => Cell::UInt(u64_at(&c.ts).saturating_sub(self.meta.start_ts)),
             Num::Fd => match c.fd.get(i).copied().unwrap_or(0) {

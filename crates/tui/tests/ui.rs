@@ -2493,3 +2493,27 @@ fn the_flame_pane_colours_b_against_a() {
     let pane = render_area(&draw(&app), area);
     assert!(pane.contains("commit: B 300ms (75.0%), A 300ms (100.0%)"), "{pane}");
 }
+
+/// The list by time shows when each event completed, the order its rows are in (the recorder
+/// writes events as they complete): on a real capture, `latency>10ms` reads in order, where the
+/// start times (a call that began first and ended last) would not.
+#[test]
+fn the_list_by_time_shows_the_time_it_is_ordered_by() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/mixed.cap");
+    let (mut app, fx) = app_on(&path, 120, 40, "latency>10ms");
+    settle(&mut app, fx);
+    let pane = snap_pane(&app, app.layout.events);
+    let times: Vec<f64> = pane
+        .lines()
+        .filter_map(|l| l.trim_start_matches('│').split_whitespace().next())
+        .filter_map(|w| w.strip_prefix('+')?.strip_suffix('s')?.parse().ok())
+        .collect();
+    assert!(times.len() >= 5, "{pane}");
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}\n{pane}");
+    assert!(pane.contains("END"), "{pane}");
+    let starts: Vec<u64> = app.list.rows.iter().map(|(_, e)| e.ts).collect();
+    assert!(
+        starts.windows(2).any(|w| w[0] > w[1]),
+        "the fixture has a call that began before one listed above it"
+    );
+}

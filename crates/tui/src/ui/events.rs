@@ -89,7 +89,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         Constraint::Length(lat_w),
         Constraint::Length(res_w),
     ];
-    let header = Row::new(["TIME", "PROC", "PID", "TYPE", "FILE/DISK", "BYTES", "LAT", "RES"]).style(app.theme.dim());
+    let header = Row::new(["END", "PROC", "PID", "TYPE", "FILE/DISK", "BYTES", "LAT", "RES"]).style(app.theme.dim());
     f.render_widget(Table::new(rows, widths).header(header).column_spacing(1), inner);
 }
 
@@ -189,7 +189,8 @@ fn columns(app: &App, e: &Event) -> [String; 8] {
         Class::Journal => format!("transaction {}", e.offset),
     };
     [
-        units::offset(e.ts.saturating_sub(app.cap.start)),
+        // When it completed: the order of the list by time (the file's).
+        units::offset(e.end().saturating_sub(app.cap.start)),
         get("proc.name").unwrap_or_default(),
         e.pid.to_string(),
         type_name(app, e),
@@ -226,6 +227,7 @@ pub fn render_detail(app: &App, f: &mut Frame) {
             units::offset(e.ts.saturating_sub(app.cap.start))
         ),
     )];
+    entries.push(("end", units::offset(e.end().saturating_sub(app.cap.start))));
     for fi in fields::canonical() {
         // The header's fields (`host`, `capture.id`) are the capture's, the same for every
         // event of the one viewed.
