@@ -372,6 +372,25 @@ fn iostat_counts_the_block_requests() {
     let (cap, events) = workload(dir.path());
     let cap = cap.to_str().unwrap();
     insta::assert_snapshot!("iostat", ok(&["iostat", cap]));
+    // One disk: one line per interval under one header (as `iostat -x -d sdb 1`), then the
+    // whole capture's.
+    let one = ok(&["iostat", cap, "blk.dev=sdb", "--interval", "500ms"]);
+    let lines: Vec<&str> = one.lines().collect();
+    assert!(
+        lines[0].trim_start().starts_with("TIME") && lines[0].contains("qdepth"),
+        "{one}"
+    );
+    let rows: Vec<&str> = lines[1..].iter().take_while(|l| !l.is_empty()).copied().collect();
+    assert_eq!(rows.len(), 6, "3 s in 500 ms intervals: {one}");
+    for (i, r) in rows.iter().enumerate() {
+        let w: Vec<&str> = r.split_whitespace().collect();
+        assert_eq!(
+            (w[0], w[1]),
+            (format!("{:.3}s", i as f64 * 0.5).as_str(), "sdb"),
+            "{one}"
+        );
+    }
+    assert!(lines[rows.len() + 2].starts_with("whole capture"), "{one}");
     let v = json(&["iostat", cap, "--json", "--interval", "500ms"]);
     let devices = v["devices"].as_array().unwrap();
     assert_eq!(devices.len(), 2);

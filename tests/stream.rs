@@ -332,7 +332,7 @@ fn iostat_f_prints_intervals_as_they_end_and_the_whole_once_finished() {
         let mut got = String::new();
         let intervals = |s: &str| {
             s.lines()
-                .filter(|l| l.contains(" .. ") || l.contains("\"start_s\""))
+                .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()) || l.contains("\"start_s\""))
                 .count()
         };
         read_until(&mut out, &mut got, "the five intervals", |s| intervals(s) == 5);

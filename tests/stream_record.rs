@@ -288,17 +288,27 @@ fn events_f_prints_events_while_they_are_recorded_and_ends_with_the_recording() 
     assert_eq!(got.len(), 901);
 }
 
-/// One interval's rows of `iostat` text, by the interval's span line.
+/// One interval's rows of `iostat` text (each after its TIME, the interval's start), by that
+/// time; the whole capture's rows under `whole capture`.
 fn intervals(text: &str) -> BTreeMap<String, Vec<String>> {
-    let mut out = BTreeMap::new();
-    let mut cur: Option<String> = None;
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut whole = false;
     for l in text.lines() {
-        if l.contains(" .. ") || l.starts_with("whole capture") {
-            cur = Some(l.to_owned());
-            out.insert(l.to_owned(), Vec::new());
-        } else if !l.is_empty() && !l.starts_with("Device") {
-            if let Some(c) = &cur {
-                out.get_mut(c).unwrap().push(l.to_owned());
+        let t = l.trim_start();
+        if t.starts_with("whole capture") {
+            whole = true;
+            out.insert(t.to_owned(), Vec::new());
+        } else if t.is_empty() || t.starts_with("TIME") || t.starts_with("Device") {
+            continue;
+        } else if whole {
+            if let Some((_, v)) = out.iter_mut().find(|(k, _)| k.starts_with("whole capture")) {
+                v.push(t.to_owned());
+            }
+        } else {
+            let (time, row) = t.split_once(' ').unwrap_or((t, ""));
+            let rows = out.entry(time.to_owned()).or_default();
+            if !row.trim().is_empty() {
+                rows.push(row.trim().to_owned());
             }
         }
     }

@@ -427,10 +427,24 @@ fn write_intervals(out: &mut impl Write, names: &Names, st: &IoStat, from: u64, 
     for i in from..st.intervals() {
         write_interval(out, names, st, i, &devices, layout)?;
     }
+    writeln!(out)?;
     Ok(())
 }
 
-/// Interval `i` of `st` as text: its span, then a row for each of `devices`.
+/// The width of the TIME column: an interval's start, `12.345s` (up to a day and more), or in
+/// RFC 3339 with `--origin wall` (at most nanoseconds).
+fn time_width(layout: &Layout) -> usize {
+    if layout.origin == Origin::Wall {
+        30
+    } else {
+        10
+    }
+}
+
+/// Interval `i` of `st` as text, a line for each of `devices` (one line per interval for one
+/// disk, as `iostat -x -d DEV 1` reads), each beginning with the interval's start; the header
+/// before the first. An interval with no disk yet (followed, before any request) is its time
+/// alone, as time passes.
 fn write_interval(
     out: &mut impl Write,
     names: &Names,
@@ -439,14 +453,25 @@ fn write_interval(
     devices: &[u32],
     layout: &Layout,
 ) -> anyhow::Result<()> {
-    let (lo, hi) = st.interval_span(i);
-    if layout.origin == Origin::Wall {
-        writeln!(out, "{} .. {}", layout.wall(lo), layout.wall(hi))?;
-    } else {
-        writeln!(out, "{:.3}s .. {:.3}s", layout.rel(lo), layout.rel(hi))?;
+    let width = time_width(layout);
+    if i == 0 {
+        write!(out, "{:>width$} ", "TIME")?;
+        write_header(out)?;
     }
-    write_table(out, &st.interval_row(i, devices), &|dev| names.name(dev))?;
-    writeln!(out)?;
+    let (lo, _) = st.interval_span(i);
+    let time = if layout.origin == Origin::Wall {
+        layout.wall(lo)
+    } else {
+        format!("{:.3}s", layout.rel(lo))
+    };
+    let rows = st.interval_row(i, devices);
+    if rows.is_empty() {
+        writeln!(out, "{time:>width$}")?;
+    }
+    for d in rows {
+        write!(out, "{time:>width$} ")?;
+        write_row(out, &d, &names.name(d.dev))?;
+    }
     Ok(())
 }
 
@@ -473,28 +498,38 @@ fn write_whole(out: &mut impl Write, names: &Names, st: &IoStat, end: u64, layou
 }
 
 fn write_table(out: &mut impl Write, rows: &[DeviceInterval], name: &dyn Fn(u32) -> String) -> std::io::Result<()> {
+    write_header(out)?;
+    for d in rows {
+        write_row(out, d, &name(d.dev))?;
+    }
+    Ok(())
+}
+
+/// The table's header line.
+fn write_header(out: &mut impl Write) -> std::io::Result<()> {
     writeln!(
         out,
         "{:<12} {:>9} {:>9} {:>10} {:>10} {:>8} {:>8} {:>7} {:>7} {:>6}",
         "Device", "r/s", "w/s", "rkB/s", "wkB/s", "r_await", "w_await", "aqu-sz", "qdepth", "%util"
-    )?;
-    for d in rows {
-        writeln!(
-            out,
-            "{:<12} {:>9.2} {:>9.2} {:>10.2} {:>10.2} {:>8.2} {:>8.2} {:>7.2} {:>7.2} {:>6.1}",
-            text::truncate(&name(d.dev), 12),
-            d.r_per_s,
-            d.w_per_s,
-            d.rkb_per_s,
-            d.wkb_per_s,
-            d.r_await_ms,
-            d.w_await_ms,
-            d.aqu_sz,
-            d.qdepth,
-            d.util_pct
-        )?;
-    }
-    Ok(())
+    )
+}
+
+/// One disk's line of the table.
+fn write_row(out: &mut impl Write, d: &DeviceInterval, name: &str) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:<12} {:>9.2} {:>9.2} {:>10.2} {:>10.2} {:>8.2} {:>8.2} {:>7.2} {:>7.2} {:>6.1}",
+        text::truncate(name, 12),
+        d.r_per_s,
+        d.w_per_s,
+        d.rkb_per_s,
+        d.wkb_per_s,
+        d.r_await_ms,
+        d.w_await_ms,
+        d.aqu_sz,
+        d.qdepth,
+        d.util_pct
+    )
 }
 
 /// A wall-clock time, ns since the epoch, in RFC 3339 (UTC) with as many decimals as it needs:
@@ -558,6 +593,10 @@ impl Live {
             if json {
                 writeln!(out, "{}", whole_json(&names, &st, end, &self.layout))?;
             } else {
+                if !devices.is_empty() {
+                    // As `iostat` without -f: a blank line between the intervals and the whole.
+                    writeln!(out)?;
+                }
                 write_whole(out, &names, &st, end, &self.layout)?;
             }
             return Ok(());
