@@ -2517,3 +2517,20 @@ fn the_list_by_time_shows_the_time_it_is_ordered_by() {
         "the fixture has a call that began before one listed above it"
     );
 }
+
+/// At 80×24 a status line too long for the terminal (a long note, drops, the time range) is
+/// cut with `…`, and the way to the keys stays at its right end.
+#[test]
+fn the_status_line_keeps_the_keys_hint_when_cut() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/mixed.cap");
+    let (mut app, fx) = app_on(&path, 80, 24, "");
+    settle(&mut app, fx);
+    let last = |app: &App| status_text(app);
+    let short = last(&app);
+    assert!(short.trim_end().ends_with("│ ?: keys"), "{short}");
+    assert!(!short.contains("…│"), "nothing cut: {short}");
+    app.note = Some("a note long enough to push everything after it past the terminal's edge".into());
+    let long = last(&app);
+    assert!(long.trim_end().ends_with("…│ ?: keys"), "{long}");
+    assert_eq!(long.chars().count(), 80, "{long}");
+}

@@ -235,13 +235,9 @@ pub fn render_detail(app: &App, f: &mut Frame) {
             continue;
         }
         let v = fields::value(fi, e, meta, tables);
-        // Absent fields, empty strings and false flags say nothing; nor do the disk figures of
-        // a call that issued no block request.
-        let no_disk = e.disk_reqs == 0
-            && matches!(
-                fi.id,
-                fields::FieldId::DiskRequests | fields::FieldId::DiskBytes | fields::FieldId::DiskTime
-            );
+        // Absent fields, empty strings and false flags say nothing; a call that issued no block
+        // request says so once (`disk.requests 0`), not with its zero bytes and time.
+        let no_disk = e.disk_reqs == 0 && matches!(fi.id, fields::FieldId::DiskBytes | fields::FieldId::DiskTime);
         // Nor does the anatomy of a call that never left the CPU (or was not timed).
         let no_anatomy = e.runq == 0
             && e.wait == 0
@@ -280,6 +276,7 @@ pub fn render_detail(app: &App, f: &mut Frame) {
         }
         let text = match v {
             fields::Value::Duration(ns) => units::duration(ns, TERM),
+            fields::Value::UInt(0) if fi.id == fields::FieldId::DiskRequests => "0: issued no block I/O".into(),
             other => other.to_string(),
         };
         entries.push((fi.name, text));

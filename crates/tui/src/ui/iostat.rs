@@ -1,5 +1,5 @@
 //! The iostat pane, in place of the event list while `i` shows it: iostat's figures (r/s, w/s,
-//! rkB/s, wkB/s, r_await, w_await, aqu-sz, %util, as `iocap iostat` computes them) for each
+//! rkB/s, wkB/s, r_await, w_await, aqu-sz, qdepth, %util, as `iocap iostat` computes them) for each
 //! disk over the view, from the block requests that match the filter and were issued in it.
 //! The title says the window: the whole capture, or the part in view. A disk with requests
 //! whose completion the recorder never saw says how many under the table.
@@ -18,15 +18,16 @@ use super::block;
 use crate::panes::{cut, fit_title};
 
 /// The headings after the disk's, and the widths of their figures: 80×24 leaves 76 cells, of
-/// which the disk keeps 9.
-const COLUMNS: [(&str, u16); 8] = [
-    ("r/s", 8),
-    ("w/s", 8),
-    ("rkB/s", 9),
-    ("wkB/s", 9),
+/// which the disk keeps 6.
+const COLUMNS: [(&str, u16); 9] = [
+    ("r/s", 7),
+    ("w/s", 7),
+    ("rkB/s", 8),
+    ("wkB/s", 8),
     ("r_await", 7),
     ("w_await", 7),
     ("aqu-sz", 6),
+    ("qdepth", 6),
     ("%util", 5),
 ];
 
@@ -96,18 +97,20 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     f.render_widget(Table::new(rows, widths).header(header).column_spacing(1), inner);
 }
 
-/// A disk's figures as the columns show them: rates to a tenth, times and the queue to a
-/// hundredth (ms), utilisation to a tenth of a percent (`iocap iostat` gives rates a hundredth:
-/// the columns here are narrower).
-fn figures(d: &DeviceInterval) -> [String; 8] {
+/// A disk's figures as the columns show them: rates to a tenth (whole from 10,000 on), times
+/// and the queues to a hundredth (ms), utilisation to a tenth of a percent (`iocap iostat`
+/// gives rates a hundredth: the columns here are narrower).
+fn figures(d: &DeviceInterval) -> [String; 9] {
+    let rate = |v: f64| if v < 10_000.0 { format!("{v:.1}") } else { format!("{v:.0}") };
     [
-        format!("{:.1}", d.r_per_s),
-        format!("{:.1}", d.w_per_s),
-        format!("{:.1}", d.rkb_per_s),
-        format!("{:.1}", d.wkb_per_s),
+        rate(d.r_per_s),
+        rate(d.w_per_s),
+        rate(d.rkb_per_s),
+        rate(d.wkb_per_s),
         format!("{:.2}", d.r_await_ms),
         format!("{:.2}", d.w_await_ms),
         format!("{:.2}", d.aqu_sz),
+        format!("{:.2}", d.qdepth),
         format!("{:.1}", d.util_pct),
     ]
 }

@@ -5,7 +5,7 @@
 //! the replay, a scan under way, a recovered file, and the last note.
 
 use iocap_analysis::units::{self, Style::Terminal as TERM};
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
@@ -64,20 +64,6 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
             t.drops(),
         ));
     }
-    spans.extend([
-        Span::raw(format!(
-            " │ {}…{} │ {}/row",
-            rel(app.view.start),
-            rel(app.view_end()),
-            units::tick(app.view.interval, TERM)
-        )),
-    ]);
-    if app.replay.playing {
-        spans.push(Span::raw(format!(" │ ▶ {}×", SPEEDS[app.replay.speed])));
-    }
-    if app.busy {
-        spans.push(Span::raw(" │ scanning…"));
-    }
     if let Some(why) = app.cap.reader.recovery() {
         // A file the recorder never finished (killed, full disk) or that was damaged since:
         // what is shown is what could be read back. Of a recording of several files, which
@@ -97,6 +83,32 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     if let Some(n) = &app.note {
         spans.push(Span::styled(format!(" │ {n}"), t.error()));
     }
-    spans.push(Span::raw(" │ ?: keys"));
-    f.render_widget(Paragraph::new(Line::from(spans)).style(t.status()), area);
+    spans.extend([
+        Span::raw(format!(
+            " │ {}…{} │ {}/row",
+            rel(app.view.start),
+            rel(app.view_end()),
+            units::tick(app.view.interval, TERM)
+        )),
+    ]);
+    if app.replay.playing {
+        spans.push(Span::raw(format!(" │ ▶ {}×", SPEEDS[app.replay.speed])));
+    }
+    if app.busy {
+        spans.push(Span::raw(" │ scanning…"));
+    }
+    // The way to the keys is always said, at the right (`?` alone under 80 columns): what does
+    // not fit before it is cut, and says so with `…`. What is wrong (a recovered file, a
+    // note) comes before the view's time range, which the spectrogram's axis also shows.
+    let hint = if area.width >= 80 { "│ ?: keys " } else { "│ ? " };
+    let hint_w = u16::try_from(hint.chars().count()).unwrap_or(u16::MAX).min(area.width);
+    let [rest, right] = Layout::horizontal([Constraint::Min(0), Constraint::Length(hint_w)]).areas(area);
+    let line = Line::from(spans);
+    let cut = line.width() > usize::from(rest.width);
+    f.render_widget(Paragraph::new(line).style(t.status()), rest);
+    if cut && rest.width > 0 {
+        let last = (rest.right() - 1, rest.y);
+        f.buffer_mut()[last].set_symbol("…");
+    }
+    f.render_widget(Paragraph::new(hint).style(t.status()), right);
 }
