@@ -27,6 +27,22 @@ pub enum Move {
     End,
 }
 
+/// A jump of the spectrogram's cursor along latency, to where the view's events are: onto the
+/// row holding the most of them in the cell reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Seek {
+    /// `]`: the next slower latency cell with events.
+    NextEvents,
+    /// `[`: the next faster latency cell with events.
+    PrevEvents,
+    /// `}`: ten times slower (a decade).
+    DecadeSlower,
+    /// `{`: ten times faster.
+    DecadeFaster,
+    /// `>`: the slowest cell with events.
+    Slowest,
+}
+
 /// An edit of the filter bar's text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Edit {
@@ -123,6 +139,8 @@ pub enum Action {
     FocusPrev,
     /// Cursor in the spectrogram, selection in a list.
     Move(Move),
+    /// The spectrogram's cursor to where events are, along latency.
+    Seek(Seek),
     /// Zoom in (finer rows) or out (coarser rows) around the cursor.
     ZoomIn,
     /// Zoom out (coarser rows) around the cursor.

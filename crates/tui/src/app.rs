@@ -352,7 +352,7 @@ impl App {
                     self.list_update(&action, fx);
                 }
             },
-            Action::ZoomIn | Action::ZoomOut | Action::Mark => self.view_update(&action, fx),
+            Action::ZoomIn | Action::ZoomOut | Action::Mark | Action::Seek(_) => self.view_update(&action, fx),
             Action::ToggleOrientation => {
                 let t = self.view.turn();
                 self.relayout();
@@ -601,6 +601,14 @@ impl App {
     fn activate(&mut self, fx: &mut Effects) {
         let (clause, what) = match self.focus {
             Pane::Spectrogram => {
+                let (t, l) = (self.view.cursor_t, self.view.cursor_l);
+                if !self.view.selecting() && self.view.count_at(t, l, &self.layout) == 0 {
+                    // No region, and no event under the cursor: a filter to its cell would
+                    // empty the view.
+                    self.view.drop_region();
+                    self.note = Some("no event under the cursor: ] [ > move to events, v selects a region".into());
+                    return;
+                }
                 let clause = self.view.region_clause(&self.cap, &self.layout);
                 self.view.drop_region();
                 match clause {
@@ -689,6 +697,7 @@ impl App {
                     self.whole.stale = false;
                 }
                 self.view.grid = Grid::exact(a.spectro.clone());
+                self.view.place_cursor(&self.layout);
                 if let Some(c) = &mut self.compare {
                     c.merge(&a.groups);
                 }

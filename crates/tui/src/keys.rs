@@ -9,7 +9,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 
-use crate::action::{Action, Edit, Mouse, Move};
+use crate::action::{Action, Edit, Mouse, Move, Seek};
 use crate::app::App;
 use crate::layout::Pane;
 
@@ -113,16 +113,14 @@ const REGION_HELP: &str = concat!("select a time × latency region: ", region_ke
 /// modifiers wins: Ctrl-C quits where `c` changes the palette.
 pub static BINDINGS: &[Binding] = &[
     Binding {
-        keys: "q, Ctrl-C",
-        help: "quit",
+        keys: "q, Ctrl-C; ?",
+        help: "quit; this help (Esc closes)",
         when: When::Always,
-        actions: &[(char('q'), Action::Quit), (ctrl('c'), Action::Quit)],
-    },
-    Binding {
-        keys: "?",
-        help: "this help (Esc closes)",
-        when: When::Always,
-        actions: &[(char('?'), Action::ToggleHelp)],
+        actions: &[
+            (char('q'), Action::Quit),
+            (ctrl('c'), Action::Quit),
+            (char('?'), Action::ToggleHelp),
+        ],
     },
     Binding {
         keys: "Tab, Shift-Tab",
@@ -212,6 +210,18 @@ pub static BINDINGS: &[Binding] = &[
             (char('h'), Action::Move(Move::Left)),
             (code(KeyCode::Right), Action::Move(Move::Right)),
             (char('l'), Action::Move(Move::Right)),
+        ],
+    },
+    Binding {
+        keys: "] [ } { >",
+        help: "jump to events: slower / faster; a decade; the slowest",
+        when: When::Always,
+        actions: &[
+            (char(']'), Action::Seek(Seek::NextEvents)),
+            (char('['), Action::Seek(Seek::PrevEvents)),
+            (char('}'), Action::Seek(Seek::DecadeSlower)),
+            (char('{'), Action::Seek(Seek::DecadeFaster)),
+            (char('>'), Action::Seek(Seek::Slowest)),
         ],
     },
     Binding {

@@ -478,6 +478,12 @@ fn whole_app_driven_by_keys() {
     let col_5ms = (0..app.layout.lat_cells)
         .find(|&c| app.layout.cell_cols(c).contains(&67))
         .unwrap();
+    // The cursor starts on the busiest cell: Home and all the way left first.
+    press(&mut app, KeyCode::Home);
+    for _ in 0..app.layout.lat_cells {
+        press(&mut app, KeyCode::Left);
+    }
+    assert_eq!((app.view.cursor_t, app.view.cursor_l), (0, 0));
     for _ in 0..col_5ms {
         press(&mut app, KeyCode::Right);
     }
@@ -720,20 +726,20 @@ fn mouse_drag_selects_enter_applies_esc_drops() {
     press(&mut app, KeyCode::Char('u'));
     assert_eq!(app.filter.applied, "proc.name=postgres");
 
-    // Esc drops a dragged region: Enter then filters to the cursor's cell alone.
+    // Esc drops a dragged region: Enter then filters to the cursor's cell alone, which here is
+    // empty: the filter stays and a note says where events are to be found.
     mouse(&mut app, MouseEventKind::Down(MouseButton::Left), x0, y0);
     mouse(&mut app, MouseEventKind::Drag(MouseButton::Left), x1, y1);
     mouse(&mut app, MouseEventKind::Up(MouseButton::Left), x1, y1);
     press(&mut app, KeyCode::Esc);
     assert!(app.view.anchor.is_none());
     assert_eq!(app.filter.applied, "proc.name=postgres");
+    assert_eq!(cursor_cell, 0);
+    let before = app.answer.as_ref().unwrap().matched;
     press(&mut app, KeyCode::Enter);
-    assert_eq!(
-        app.answer.as_ref().unwrap().matched,
-        cursor_cell,
-        "{}",
-        app.filter.applied
-    );
+    assert_eq!(app.filter.applied, "proc.name=postgres");
+    assert_eq!(app.answer.as_ref().unwrap().matched, before);
+    assert!(app.note.as_deref().unwrap_or("").contains("no event under the cursor"));
 }
 
 /// A click (no drag) puts the cursor on the cell and selects nothing: keys then move the
@@ -2533,4 +2539,63 @@ fn the_status_line_keeps_the_keys_hint_when_cut() {
     let long = last(&app);
     assert!(long.trim_end().ends_with("…│ ?: keys"), "{long}");
     assert_eq!(long.chars().count(), 80, "{long}");
+}
+
+/// The cursor starts where the events are (the busiest cell), so a first Enter filters to
+/// them; `]` `[` go to the next slower / faster latency cell with events, `}` `{` a decade,
+/// `>` to the slowest, each onto a row that holds some there; Enter on an empty cell with no
+/// region keeps the filter.
+#[test]
+fn seek_keys_reach_the_events_in_a_press() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/mixed.cap");
+    let (mut app, fx) = app_on(&path, 80, 24, "");
+    settle(&mut app, fx);
+    let (lat, rows) = (app.layout.lat_cells, app.layout.time_cells);
+    let count = |app: &App, t: usize, l: usize| app.view.grid.sum(t..t + 1, app.layout.cell_cols(l));
+    let column = |app: &App, l: usize| app.view.grid.sum(0..rows, app.layout.cell_cols(l));
+    let most = (0..rows)
+        .flat_map(|t| (0..lat).map(move |l| (t, l)))
+        .map(|(t, l)| count(&app, t, l))
+        .max()
+        .unwrap();
+    assert!(most > 0);
+    assert_eq!(
+        count(&app, app.view.cursor_t, app.view.cursor_l),
+        most,
+        "on the busiest cell"
+    );
+    // The slowest, in one press.
+    press(&mut app, KeyCode::Char('>'));
+    let slowest = (0..lat).rev().find(|&l| column(&app, l) > 0).unwrap();
+    assert_eq!(app.view.cursor_l, slowest);
+    assert!(count(&app, app.view.cursor_t, slowest) > 0);
+    // `[` back to the next faster cell with events, skipping the empty ones.
+    press(&mut app, KeyCode::Char('['));
+    let faster = (0..slowest).rev().find(|&l| column(&app, l) > 0).unwrap();
+    assert_eq!(app.view.cursor_l, faster);
+    press(&mut app, KeyCode::Char(']'));
+    assert_eq!(app.view.cursor_l, slowest);
+    // A decade: ten of the spectrogram's columns.
+    for _ in 0..lat {
+        press(&mut app, KeyCode::Left);
+    }
+    press(&mut app, KeyCode::Char('}'));
+    assert!(
+        app.layout.cell_cols(app.view.cursor_l).contains(&10),
+        "{}",
+        app.view.cursor_l
+    );
+    press(&mut app, KeyCode::Char('{'));
+    assert_eq!(app.view.cursor_l, 0);
+    // Nothing at 1 ns: Enter keeps the filter and says why.
+    assert_eq!(count(&app, app.view.cursor_t, 0), 0);
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(app.filter.applied, "");
+    assert!(app.note.as_deref().unwrap_or("").contains("no event under the cursor"));
+    // On events, Enter filters to the cell: what it held.
+    press(&mut app, KeyCode::Char('>'));
+    let here = count(&app, app.view.cursor_t, app.view.cursor_l);
+    press(&mut app, KeyCode::Enter);
+    assert!(app.filter.applied.contains("latency>="), "{}", app.filter.applied);
+    assert_eq!(app.answer.as_ref().unwrap().matched, here);
 }

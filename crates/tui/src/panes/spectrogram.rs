@@ -19,7 +19,7 @@ use iocap_analysis::spectro::{self, COLS};
 use iocap_analysis::Measure;
 use iocap_filter::literal;
 
-use crate::action::{Action, Mouse, Move};
+use crate::action::{Action, Mouse, Move, Seek};
 use crate::capture::Capture;
 use crate::layout::{Layout, Orientation};
 use grid::Grid;
@@ -67,6 +67,9 @@ pub struct View {
     /// Zoomed out all the way: another layout (a resize, a turn) shows the whole capture
     /// again, in its own rows.
     pub all: bool,
+    /// The cursor was put where the events are, or moved: it stays where it is. Until then a
+    /// new picture puts it on its busiest cell ([`View::place_cursor`]).
+    pub placed: bool,
 }
 
 /// Whether an update moved the view's rows (or changed their length): a new question.
@@ -95,6 +98,7 @@ impl View {
             measure: Measure::LATENCY,
             grid: Grid::empty(cap.start, interval, 0),
             all: true,
+            placed: false,
         }
     }
 
@@ -126,7 +130,15 @@ impl View {
     /// zooming, the region's mark, the mouse wheel.
     pub fn update(&mut self, action: &Action, cap: &Capture, layout: &Layout) -> Moved {
         match *action {
-            Action::Move(m) => self.move_cursor(m, cap, layout),
+            Action::Move(m) => {
+                self.placed = true;
+                self.move_cursor(m, cap, layout)
+            }
+            Action::Seek(j) => {
+                self.placed = true;
+                self.seek(j, layout);
+                Moved::No
+            }
             Action::ZoomIn => self.zoom(-1, cap, layout),
             Action::ZoomOut => self.zoom(1, cap, layout),
             Action::Mark => {
@@ -171,6 +183,7 @@ impl View {
     /// The left button pressed on cell `(t, l)`: the cursor there, and a region started that
     /// the drag stretches.
     pub fn press(&mut self, t: usize, l: usize) {
+        self.placed = true;
         self.cursor_t = t;
         self.cursor_l = l;
         self.anchor = Some((self.cursor_time(), l));
@@ -197,6 +210,68 @@ impl View {
         self.dragging = false;
         if !self.selecting() {
             self.anchor = None;
+        }
+    }
+
+    /// Events of the picture in display cell `(t, l)`.
+    pub fn count_at(&self, t: usize, l: usize, layout: &Layout) -> u64 {
+        self.grid.sum(t..t + 1, layout.cell_cols(l))
+    }
+
+    /// Events of the picture in latency cell `l`, over the rows in view.
+    fn column_count(&self, l: usize, layout: &Layout) -> u64 {
+        self.grid.sum(0..layout.time_cells, layout.cell_cols(l))
+    }
+
+    /// The row holding the most events of latency cell `l` (the earliest of equals).
+    fn busiest_row(&self, l: usize, layout: &Layout) -> Option<usize> {
+        (0..layout.time_cells)
+            .map(|t| (self.count_at(t, l, layout), t))
+            .filter(|&(n, _)| n > 0)
+            .max_by_key(|&(n, t)| (n, std::cmp::Reverse(t)))
+            .map(|(_, t)| t)
+    }
+
+    /// Until the cursor was placed or moved: onto the picture's busiest cell, so that it starts
+    /// where the events are (a first Enter filters to them, not to an empty cell at 1 ns).
+    pub fn place_cursor(&mut self, layout: &Layout) {
+        if self.placed {
+            return;
+        }
+        let busiest = (0..layout.lat_cells)
+            .filter_map(|l| self.busiest_row(l, layout).map(|t| (self.count_at(t, l, layout), t, l)))
+            .max_by_key(|&(n, t, l)| (n, std::cmp::Reverse((t, l))));
+        if let Some((_, t, l)) = busiest {
+            (self.cursor_t, self.cursor_l) = (t, l);
+            self.placed = true;
+        }
+    }
+
+    /// Move the cursor along latency to where the view's events are ([`Seek`]), onto the row
+    /// holding the most of them in the cell reached (or its row, when that holds some).
+    fn seek(&mut self, j: Seek, layout: &Layout) {
+        let cells = layout.lat_cells;
+        let full = |l: usize| self.column_count(l, layout) > 0;
+        let to = match j {
+            Seek::NextEvents => (self.cursor_l + 1..cells).find(|&l| full(l)),
+            Seek::PrevEvents => (0..self.cursor_l).rev().find(|&l| full(l)),
+            Seek::Slowest => (0..cells).rev().find(|&l| full(l)),
+            Seek::DecadeSlower | Seek::DecadeFaster => {
+                // Ten of the spectrogram's columns are a decade, whatever a cell's share.
+                let col = layout.cell_cols(self.cursor_l).start;
+                let want = match j {
+                    Seek::DecadeSlower => (col + spectro::COLS_PER_DECADE).min(COLS - 1),
+                    _ => col.saturating_sub(spectro::COLS_PER_DECADE),
+                };
+                (0..cells).find(|&l| layout.cell_cols(l).contains(&want))
+            }
+        };
+        let Some(l) = to else { return };
+        self.cursor_l = l;
+        if self.count_at(self.cursor_t, l, layout) == 0 {
+            if let Some(t) = self.busiest_row(l, layout) {
+                self.cursor_t = t;
+            }
         }
     }
 
