@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::panes::picker::PickFor;
 use crate::worker::Reply;
 
 /// A direction for the cursor or a list selection.
@@ -169,10 +170,8 @@ pub enum Action {
     /// Events: go to the event linked to the selected one (a block request's call, a call's
     /// next block request).
     Jump,
-    /// Breakdown: group by the next / previous field.
+    /// Breakdown: group by the next field.
     NextField,
-    /// Breakdown: group by the previous field.
-    PrevField,
     /// Breakdown: go round the groups' figures: share and p99, their calls' latency split into
     /// disk time and the rest, the largest part of their latency.
     DiskSplit,
@@ -194,6 +193,16 @@ pub enum Action {
     FilterSubmit,
     /// Esc in the filter bar: close it, the applied filter unchanged.
     FilterCancel,
+    /// Open the field picker: the breakdown's field, or the plot's measure.
+    Pick(PickFor),
+    /// Typing in the open picker.
+    PickerEdit(Edit),
+    /// Moving the open picker's selection.
+    PickerMove(Move),
+    /// Enter in the picker: take the selected field.
+    PickerSubmit,
+    /// Esc in the picker: close it, nothing changed.
+    PickerCancel,
     /// A mouse gesture.
     Mouse(Mouse),
     /// The terminal's new size: width and height in cells.

@@ -41,6 +41,7 @@ use crate::panes::breakdown::{Breakdown, Regrouped};
 use crate::panes::events::{List, Listed, Sort};
 use crate::panes::filter_bar::{FilterBar, Filtered};
 use crate::panes::flame::FlamePane;
+use crate::panes::picker::{PickFor, Picked, Picker};
 use crate::panes::spectrogram::grid::Grid;
 use crate::panes::spectrogram::{Moved, View};
 use crate::replay::{Replay, Step};
@@ -132,6 +133,8 @@ pub struct App {
     pub busy: bool,
     /// The `?` help is open.
     pub help: bool,
+    /// The field picker is open (`f`, `M`).
+    pub picker: Option<Picker>,
     /// iostat's figures for the view are shown in place of the event list (`i`).
     pub iostat: bool,
     /// The flame graph of the view's calls is shown in place of the event list (`w`).
@@ -193,6 +196,7 @@ impl App {
             whole,
             busy: false,
             help: false,
+            picker: None,
             iostat: false,
             flame: None,
             note: None,
@@ -295,6 +299,44 @@ impl App {
         match action {
             Action::Quit => self.quit = true,
             Action::ToggleHelp => self.help = !self.help,
+            Action::Pick(what) => {
+                let current = match what {
+                    PickFor::GroupBy => self.breakdown.field().name,
+                    PickFor::Measure => self.view.measure.field(),
+                };
+                self.picker = Some(Picker::new(what, current));
+            }
+            Action::PickerEdit(e) => {
+                if let Some(p) = &mut self.picker {
+                    p.edit(e);
+                }
+            }
+            Action::PickerMove(m) => {
+                if let Some(p) = &mut self.picker {
+                    p.step(m);
+                }
+            }
+            Action::PickerCancel => self.picker = None,
+            Action::PickerSubmit => {
+                let Some(p) = self.picker.take() else { return effects };
+                match (p.pick(), p.what) {
+                    (Picked::Field(f), PickFor::GroupBy) => {
+                        if self.breakdown.group_by(f) == Regrouped::Yes {
+                            self.ask(fx);
+                        }
+                    }
+                    (Picked::Field(f), PickFor::Measure) => match Measure::by_name(f.name) {
+                        Ok(m) if m != self.view.measure => {
+                            self.view.measure = m;
+                            self.ask(fx);
+                        }
+                        Ok(_) => {}
+                        Err(e) => self.note = Some(e),
+                    },
+                    // Nothing matched what was typed: the picker stays open.
+                    (Picked::No, _) => self.picker = Some(p),
+                }
+            }
             Action::FocusNext | Action::FocusPrev => {
                 let order = [Pane::Spectrogram, Pane::Breakdown, Pane::Events];
                 let i = order.iter().position(|&f| f == self.focus).unwrap_or(0);
@@ -385,7 +427,7 @@ impl App {
                     self.view_update(&action, fx);
                 }
             }
-            Action::NextField | Action::PrevField => {
+            Action::NextField => {
                 let groups = groups_of(self.answer.as_ref(), self.compare.as_ref());
                 if self.breakdown.update(&action, groups) == Regrouped::Yes {
                     self.ask(fx);
@@ -664,7 +706,7 @@ impl App {
                 return self.view_update(&Action::Mouse(m), fx);
             }
         };
-        if self.help || self.list.detail {
+        if self.help || self.list.detail || self.picker.is_some() {
             return;
         }
         match m {

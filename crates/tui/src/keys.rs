@@ -12,6 +12,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButto
 use crate::action::{Action, Edit, Mouse, Move, Seek};
 use crate::app::App;
 use crate::layout::Pane;
+use crate::panes::picker::PickFor;
 
 /// A key as the table names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -264,10 +265,10 @@ pub static BINDINGS: &[Binding] = &[
         actions: &[(code(KeyCode::Esc), Action::Back)],
     },
     Binding {
-        keys: "m",
-        help: "plot: latency / blk queue, total / disk, runq, wait, cpu",
+        keys: "m, M",
+        help: "plot by: latency, blk queue, disk, runq… / pick any",
         when: When::Always,
-        actions: &[(char('m'), Action::CycleMeasure)],
+        actions: &[(char('m'), Action::CycleMeasure), (char('M'), Action::Pick(PickFor::Measure))],
     },
     Binding {
         keys: "o",
@@ -278,11 +279,11 @@ pub static BINDINGS: &[Binding] = &[
     // One line for the breakdown's keys: with `i`, the table is as long as 80×24 shows.
     Binding {
         keys: "f, F; d",
-        help: "breakdown: next / previous field; calls' disk / other time",
+        help: "breakdown: pick a field (type) / next; calls' disk / other",
         when: When::Always,
         actions: &[
-            (char('f'), Action::NextField),
-            (char('F'), Action::PrevField),
+            (char('f'), Action::Pick(PickFor::GroupBy)),
+            (char('F'), Action::NextField),
             (char('d'), Action::DiskSplit),
         ],
     },
@@ -326,6 +327,26 @@ pub fn key(app: &App, k: KeyEvent) -> Option<Action> {
         return None;
     }
     let held = k.modifiers;
+    if app.picker.is_some() {
+        // The picker takes the keys its popup names: typing, ↑/↓ (pages, ends), Enter, Esc;
+        // Ctrl-C still quits.
+        return match k.code {
+            KeyCode::Char('c') if held.contains(KeyModifiers::CONTROL) => Some(Action::Quit),
+            KeyCode::Char(c) if !held.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) => {
+                Some(Action::PickerEdit(Edit::Insert(c)))
+            }
+            KeyCode::Backspace => Some(Action::PickerEdit(Edit::Backspace)),
+            KeyCode::Up => Some(Action::PickerMove(Move::Up)),
+            KeyCode::Down => Some(Action::PickerMove(Move::Down)),
+            KeyCode::PageUp => Some(Action::PickerMove(Move::PageUp)),
+            KeyCode::PageDown => Some(Action::PickerMove(Move::PageDown)),
+            KeyCode::Home => Some(Action::PickerMove(Move::Home)),
+            KeyCode::End => Some(Action::PickerMove(Move::End)),
+            KeyCode::Enter => Some(Action::PickerSubmit),
+            KeyCode::Esc => Some(Action::PickerCancel),
+            _ => None,
+        };
+    }
     if app.filter.input.is_some() {
         // Ctrl-C quits from the filter bar too.
         if held.contains(KeyModifiers::CONTROL) && k.code == KeyCode::Char('c') {

@@ -12,6 +12,7 @@ pub mod breakdown;
 pub mod events;
 pub mod filter_bar;
 pub mod flame;
+pub mod picker;
 pub mod spectrogram;
 
 use iocap_analysis::units;

@@ -10,6 +10,7 @@ pub mod breakdown;
 pub mod events;
 pub mod filter_bar;
 pub mod help;
+pub mod picker;
 pub mod histogram;
 pub mod flame;
 pub mod iostat;
@@ -43,6 +44,7 @@ pub fn render(app: &App, f: &mut Frame) {
     if app.list.detail {
         events::render_detail(app, f);
     }
+    picker::render(app, f);
     if app.help {
         help::render(app, f);
     }

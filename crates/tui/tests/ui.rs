@@ -507,7 +507,7 @@ fn whole_app_driven_by_keys() {
     // Drill down: breakdown by evt.type, Enter adds it.
     press(&mut app, KeyCode::Tab);
     assert_eq!(app.focus, Pane::Breakdown);
-    press(&mut app, KeyCode::Char('f'));
+    press(&mut app, KeyCode::Char('F'));
     assert_eq!(app.breakdown.field().name, "evt.type");
     assert_eq!(app.groups()[0].value, "pread64");
     press(&mut app, KeyCode::Enter);
@@ -1019,10 +1019,9 @@ fn breakdown_matches_a_plain_count_for_every_field() {
         for (k, field) in iocap_tui::panes::breakdown::group_fields().iter().enumerate() {
             let name = &field.name;
             app.breakdown.field = k;
-            let mut q = first.take().unwrap_or_else(|| {
-                let _ = app.update(Action::NextField);
-                app.update(Action::PrevField).query.unwrap()
-            });
+            let mut q = first
+                .take()
+                .unwrap_or_else(|| app.update(Action::NextField).query.unwrap());
             q.group = iocap_filter::fields::lookup(name).unwrap();
             let cancel = Cancel::default();
             cancel.0.store(q.gen, Ordering::Relaxed);
@@ -2338,9 +2337,12 @@ fn the_breakdown_says_na_as_report_does() {
     let (mut app, fx) = app_on(&path, 100, 30, "");
     settle(&mut app, fx);
     app.focus = Pane::Breakdown;
-    while app.breakdown.field().name != "blk.dev" {
-        press(&mut app, KeyCode::Char('f'));
-    }
+    // The picker: `f`, a few letters, Enter.
+    press(&mut app, KeyCode::Char('f'));
+    type_text(&mut app, "blk.de");
+    press(&mut app, KeyCode::Enter);
+    assert!(app.picker.is_none());
+    assert_eq!(app.breakdown.field().name, "blk.dev");
     let absent = app
         .groups()
         .iter()
@@ -2598,4 +2600,51 @@ fn seek_keys_reach_the_events_in_a_press() {
     press(&mut app, KeyCode::Enter);
     assert!(app.filter.applied.contains("latency>="), "{}", app.filter.applied);
     assert_eq!(app.answer.as_ref().unwrap().matched, here);
+}
+
+/// `f` opens a picker of the breakdown's fields and `M` one of the plot's measures: typing
+/// narrows them (by name, then description), ↓ moves, Enter picks, Esc leaves all as it was;
+/// nothing typed reaches the filter or the panes meanwhile.
+#[test]
+fn the_picker_finds_a_field_by_typing() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/mixed.cap");
+    let (mut app, fx) = app_on(&path, 80, 24, "");
+    settle(&mut app, fx);
+    press(&mut app, KeyCode::Char('f'));
+    assert!(app.picker.is_some());
+    type_text(&mut app, "disk");
+    insta::assert_snapshot!("picker_80x24", text_of(&full(&app)));
+    let names: Vec<&str> = app.picker.as_ref().unwrap().matches().iter().map(|f| f.name).collect();
+    // Names with the word first, then descriptions that say it (the disk of a request).
+    assert_eq!(names[..2], ["disk.requests", "disk.bytes"], "{names:?}");
+    assert!(names.contains(&"blk.dev"), "{names:?}");
+    press(&mut app, KeyCode::Esc);
+    assert!(app.picker.is_none());
+    assert_eq!(app.breakdown.field().name, "proc.name");
+    assert_eq!(app.filter.applied, "", "typing in the picker is not the filter's");
+    // Typed, moved, picked.
+    press(&mut app, KeyCode::Char('f'));
+    type_text(&mut app, "evt.");
+    press(&mut app, KeyCode::Down);
+    let want = app.picker.as_ref().unwrap().matches()[1].name;
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(app.breakdown.field().name, want);
+    // Nothing matches: Enter keeps it open.
+    press(&mut app, KeyCode::Char('f'));
+    type_text(&mut app, "zzz");
+    press(&mut app, KeyCode::Enter);
+    assert!(app.picker.is_some());
+    press(&mut app, KeyCode::Esc);
+    // The measure: any duration, here a reason's part of the wait.
+    press(&mut app, KeyCode::Char('M'));
+    type_text(&mut app, "wait jour");
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(app.view.measure.field(), "wait.journal");
+    let titles = full(&app).lines().nth(1).unwrap().to_string();
+    assert!(titles.contains("Latency, calls wait.journal"), "{titles}");
+}
+
+/// The text of a `full` screen, without its styles.
+fn text_of(screen: &str) -> String {
+    screen.split("--- styles ---").next().unwrap().to_owned()
 }

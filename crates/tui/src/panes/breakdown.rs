@@ -35,7 +35,7 @@ pub fn groupable(field: &FieldInfo) -> bool {
     field.group && !field.is_alias() && !field.id.is_per_capture() && field.ty != FieldType::Duration
 }
 
-/// The fields the breakdown groups by, in the order `f` cycles through them: [`FIRST`], then
+/// The fields the breakdown groups by, in the order `F` cycles through them (and the picker, `f`, lists them): [`FIRST`], then
 /// every other [`groupable`] one.
 pub fn group_fields() -> &'static [&'static FieldInfo] {
     static FIELDS: OnceLock<Vec<&'static FieldInfo>> = OnceLock::new();
@@ -100,14 +100,24 @@ impl Breakdown {
         all.get(self.field % all.len().max(1)).copied().unwrap_or(&fields::all()[0])
     }
 
-    /// The breakdown's part of `action`: the next or previous field, the disk/other split, and
+    /// Group by `f`, when the breakdown offers it ([`group_fields`]).
+    pub fn group_by(&mut self, f: &FieldInfo) -> Regrouped {
+        match group_fields().iter().position(|g| g.name == f.name) {
+            Some(i) if i != self.field => {
+                self.field = i;
+                self.sel = 0;
+                Regrouped::Yes
+            }
+            _ => Regrouped::No,
+        }
+    }
+
+    /// The breakdown's part of `action`: the next field, the disk/other split, and
     /// moving the selection among `groups` (when the pane has the focus).
     pub fn update(&mut self, action: &Action, groups: &[GroupRow]) -> Regrouped {
         match *action {
-            Action::NextField | Action::PrevField => {
-                let n = group_fields().len().max(1);
-                let step = if matches!(action, Action::NextField) { 1 } else { n - 1 };
-                self.field = (self.field + step) % n;
+            Action::NextField => {
+                self.field = (self.field + 1) % group_fields().len().max(1);
                 self.sel = 0;
                 Regrouped::Yes
             }

@@ -130,15 +130,15 @@ fn text(app: &App, area: Rect) -> String {
     s.split("--- styles ---").next().unwrap().to_owned()
 }
 
-/// Group the breakdown by `name`, with `f` as a user would.
+/// Group the breakdown by `name`, as a user would: `f`, the name typed, Enter.
 fn group_by(app: &mut App, name: &str) {
-    for _ in 0..iocap_tui::panes::breakdown::group_fields().len() {
-        if app.breakdown.field().name == name {
-            return;
-        }
-        press(app, KeyCode::Char('f'));
+    press(app, KeyCode::Char('f'));
+    for c in name.chars() {
+        press(app, KeyCode::Char(c));
     }
-    panic!("the breakdown does not offer {name}");
+    press(app, KeyCode::Enter);
+    assert!(app.picker.is_none(), "picked");
+    assert_eq!(app.breakdown.field().name, name, "the breakdown does not offer {name}");
 }
 
 /// The breakdown offers every field whose values are few enough to group, in `f`'s order, and
@@ -196,12 +196,12 @@ fn breakdown_offers_every_field_with_few_values() {
     );
     let (_dir, mut app) = open(80, 24, "");
     let pane = |app: &App| text(app, app.layout.breakdown);
-    // `f` goes round every field and back.
+    // `F` goes round every field and back.
     for &name in &names[1..] {
-        press(&mut app, KeyCode::Char('f'));
+        press(&mut app, KeyCode::Char('F'));
         assert_eq!(app.breakdown.field().name, name);
     }
-    press(&mut app, KeyCode::Char('f'));
+    press(&mut app, KeyCode::Char('F'));
     assert_eq!(app.breakdown.field().name, "proc.name");
 
     group_by(&mut app, "proc.pid");
