@@ -151,8 +151,12 @@ fn view_filters_drills_down_and_restores_the_terminal() {
     t.keys(&["Escape"]);
     t.wait_for("the bar to close", |s| s.contains("filter: proc.name=postgres"));
 
-    // Drill down into the breakdown: group by evt.type and add the top one.
+    // Drill down into the breakdown: group by evt.type (picked: `f`, typed, Enter) and add the
+    // top one.
     t.keys(&["Tab", "f"]);
+    t.wait_for("the picker", |s| s.contains("type to search"));
+    t.keys(&["-l", "evt.ty"]);
+    t.keys(&["Enter"]);
     // Its row, not only its title: Enter on a breakdown whose rows have not come yet adds
     // nothing (the title comes with the field, the rows with the answer).
     // (The event list shows `futex` too: the row wanted is the breakdown's, with its share.)
@@ -169,7 +173,7 @@ fn view_filters_drills_down_and_restores_the_terminal() {
     t.keys(&["Tab", "s"]);
     // The first row is the slowest event, the histogram's max (2.00µs).
     let first_row = |s: &str| -> String {
-        let mut lines = s.lines().skip_while(|l| !l.contains("TIME"));
+        let mut lines = s.lines().skip_while(|l| !l.contains("END"));
         lines.nth(1).unwrap_or("").to_owned()
     };
     let s = t.wait_for("the latency-sorted rows", |s| {
@@ -1067,5 +1071,72 @@ fn a_signal_ends_the_viewer_with_the_terminal_restored() {
             "#{mouse_any_flag}#{alternate_on}",
         ]);
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "00", "SIG{name}");
+    }
+}
+
+/// An investigation as #46 found it hard, typed as a user would at 80×24 and 200×60 on a real
+/// capture: the cursor starts on events (a first Enter does not empty the view); `>` reaches
+/// the slowest column in one press and Enter filters to it; the breakdown's field is picked by
+/// typing (`f`, `evt.ty`, Enter); the list by time reads in order, its END column the time it is
+/// ordered by.
+#[test]
+fn view_an_investigation_in_a_few_keys() {
+    let _running = crate::util::machine_shared();
+    if !tmux_present() {
+        return;
+    }
+    let cap = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/mixed.cap");
+    for (w, h) in [(80u16, 24u16), (200, 60)] {
+        let dir = tempfile::tempdir().unwrap();
+        let t = start_sized(&format!("inv{w}"), &cap, &dir.path().join("state"), "", (w, h));
+        let s = t.wait_for("the first frame", |s| counts(s).is_some_and(|(m, _)| m == 46_200));
+        // Enter at once: the cursor's cell holds events, so the view keeps some.
+        t.keys(&["Enter"]);
+        let s2 = t.wait_for("the first Enter's filter", |s| {
+            s.contains("latency>=") && counts(s).is_some()
+        });
+        let (m, all) = counts(&s2).unwrap();
+        assert!(m > 0 && m < all, "{m} of {all}:\n{s}\n{s2}");
+        t.keys(&["u"]);
+        t.wait_for("undone", |s| {
+            counts(s) == Some((46_200, 46_200)) && !s.contains("latency>=")
+        });
+        // The slowest column in one key, Enter: the slowest events only.
+        t.keys(&[">", "Enter"]);
+        let s = t.wait_for("the slowest events", |s| s.contains("latency>=") && counts(s).is_some());
+        let (slow, _) = counts(&s).unwrap();
+        assert!(slow > 0 && slow < m.max(2), "{slow}:\n{s}");
+        t.keys(&["u"]);
+        t.wait_for("undone", |s| {
+            counts(s) == Some((46_200, 46_200)) && !s.contains("latency>=")
+        });
+        // The breakdown's field by typing.
+        t.keys(&["Tab", "f"]);
+        t.wait_for("the picker", |s| s.contains("type to search"));
+        t.keys(&["-l", "evt.ty"]);
+        t.keys(&["Enter"]);
+        t.wait_for("the evt.type breakdown", |s| {
+            s.contains("By evt.type") && !s.contains("type to search")
+        });
+        // The list by time: its END times in order.
+        t.keys(&["/"]);
+        t.keys(&["-l", "latency>10ms"]);
+        t.keys(&["Enter"]);
+        let times = |s: &str| -> Vec<f64> {
+            s.lines()
+                .skip_while(|l| !l.contains("END"))
+                .skip(1)
+                .filter_map(|l| {
+                    let w = l.trim_start_matches(['│', ' ']).split_whitespace().next()?;
+                    w.strip_prefix('+')?.strip_suffix('s')?.parse().ok()
+                })
+                .collect()
+        };
+        let s = t.wait_for("the slow calls' rows", |s| {
+            s.contains("filter: latency>10ms") && times(s).len() >= 3
+        });
+        let times = times(&s);
+        assert!(times.windows(2).all(|p| p[0] <= p[1]), "{times:?}\n{s}");
+        quit_cleanly(&t);
     }
 }
