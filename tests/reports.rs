@@ -509,6 +509,29 @@ fn measure_histograms_another_duration() {
         sp.contains(&format!("{blocks} events;")) && sp.contains("10 per decade of blk.queue"),
         "{sp}"
     );
+    // The SVG heatmap, and two sides of it, alike.
+    let svg = ok(&["export", cap, "--format", "svg", "-o", "-", "--measure", "blk.queue"]);
+    assert!(svg.contains("blk.queue heatmap"), "{svg:.300}");
+    assert!(svg.contains(&format!("{blocks} events; columns of")), "{svg:.600}");
+    assert!(svg.contains("ten rows per decade of blk.queue"));
+    let two = ok(&[
+        "export",
+        cap,
+        "--format",
+        "svg",
+        "-o",
+        "-",
+        "--a",
+        "blk.dev=sdb",
+        "--b",
+        "blk.dev=vda",
+        "--measure",
+        "blk.queue",
+    ]);
+    assert!(two.contains("per tenth of a decade of blk.queue"));
+    assert!(two.contains(&format!("{} events; columns of", queues.len())));
+    let (code, _, err) = run(&["export", cap, "--format", "csv", "-o", "-", "--measure", "blk.queue"]);
+    assert_eq!(code, 2, "{err}");
     let (code, _, err) = run(&["report", cap, "--measure", "wait.count"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("not a duration") && err.contains("blk.queue"), "{err}");

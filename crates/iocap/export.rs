@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use iocap_analysis::spectro::{column, COLS};
 use iocap_analysis::units::{fmt_ns, parse_duration};
 use iocap_analysis::{scan, LatencyHist, Measure, Spectrogram};
-use iocap_format::{Col, ColSet};
+use iocap_format::Col;
 
 use crate::input::{self, Input};
 use crate::output;
@@ -69,6 +69,10 @@ pub struct Args {
     /// SVG: width of a time column (default: the capture split in at most 400 columns).
     #[arg(long, value_name = "DURATION")]
     interval: Option<String>,
+    /// SVG: what the latency axis is of: any duration field (`blk.queue`, `disk.time`,
+    /// `wait.time` ...), for the events that have it; the default, every event's latency.
+    #[arg(long, value_name = "FIELD")]
+    measure: Option<String>,
     /// Parquet into a dataset: the files each capture's recording went on in too.
     #[command(flatten)]
     ring: input::Ring,
@@ -144,7 +148,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .map(parse_duration)
         .transpose()
         .map_err(|e| UsageError(format!("--interval: {e}")))?;
-    let export = Export::open(&args)?;
+    let measure = match &args.measure {
+        Some(_) if args.format != Format::Svg => {
+            return Err(UsageError("--measure draws a heatmap: only with --format svg".into()).into());
+        }
+        Some(name) => input::measure_arg(name)?,
+        None => Measure::LATENCY,
+    };
+    let mut export = Export::open(&args)?;
+    match &mut export {
+        Export::One(input) => input.measure(measure)?,
+        Export::Two(sides) => sides.iter_mut().try_for_each(|s| s.input.measure(measure))?,
+        Export::Dataset(_) => {}
+    }
     let graph = match (&export, args.format) {
         (Export::One(input), Format::Folded | Format::SvgFlame) => Some(crate::flame::Graph::of(
             std::slice::from_ref(input),
@@ -159,11 +175,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             (Export::One(input), Format::Csv) => text::write_csv(out, input),
             (Export::One(input), Format::Jsonl) => text::write_jsonl(out, input),
             (Export::One(input), Format::Parquet) => parquet::write(out, input).map(drop),
-            (Export::One(input), Format::Svg) => write_svg(out, input, interval, &args.capture.short_name()),
+            (Export::One(input), Format::Svg) => write_svg(out, input, measure, interval, &args.capture.short_name()),
             (Export::One(_), Format::Folded | Format::SvgFlame) => graph
                 .as_ref()
                 .map_or(Ok(()), |g| g.write(out, args.format == Format::SvgFlame)),
-            (Export::Two(sides), _) => write_comparison(out, sides, interval),
+            (Export::Two(sides), _) => write_comparison(out, sides, measure, interval),
             (Export::Dataset(_), _) => unreachable!("a dataset is written file by file, below"),
         }
     };
@@ -229,11 +245,17 @@ fn time_columns(span: u64, interval: Option<u64>) -> anyhow::Result<(u64, u64)> 
     Ok((interval, cols))
 }
 
-fn write_svg(out: &mut dyn Write, input: &Input, interval: Option<u64>, file: &str) -> anyhow::Result<()> {
+fn write_svg(
+    out: &mut dyn Write,
+    input: &Input,
+    measure: Measure,
+    interval: Option<u64>,
+    file: &str,
+) -> anyhow::Result<()> {
     let (start, end) = scan::capture_span(&input.reader);
     let (interval, cols) = time_columns(end - start, interval)?;
-    let (sp, stats) = crate::spectrogram::bin(input, Measure::LATENCY, start, end, interval)?;
-    let svg = svg::render_heatmap(&sp, cols, file, &input.src, stats.matched);
+    let (sp, stats) = crate::spectrogram::bin(input, measure, start, end, interval)?;
+    let svg = svg::render_heatmap(&sp, cols, file, &input.src, stats.matched, measure.field());
     out.write_all(svg.as_bytes())?;
     Ok(())
 }
@@ -246,6 +268,8 @@ struct Binned {
     /// capture's start is in no heatmap row).
     dist: [u64; COLS],
     hist: LatencyHist,
+    /// A chunk's measured values, when they are not its latency column.
+    measured: Vec<u64>,
 }
 
 impl Binned {
@@ -258,9 +282,14 @@ impl Binned {
     }
 }
 
-/// Two sides compared: each binned from its own capture's start, in columns of one interval
-/// over the longer span, so the two heatmaps share their time axis.
-fn write_comparison(out: &mut dyn Write, sides: &[sides::Side; 2], interval: Option<u64>) -> anyhow::Result<()> {
+/// Two sides compared by `measure`: each binned from its own capture's start, in columns of one
+/// interval over the longer span, so the two heatmaps share their time axis.
+fn write_comparison(
+    out: &mut dyn Write,
+    sides: &[sides::Side; 2],
+    measure: Measure,
+    interval: Option<u64>,
+) -> anyhow::Result<()> {
     let spans = sides.each_ref().map(|s| scan::capture_span(&s.input.reader));
     let longest = spans.iter().map(|(start, end)| end - start).max().unwrap_or(0);
     let (interval, cols) = time_columns(longest, interval)?;
@@ -270,18 +299,20 @@ fn write_comparison(out: &mut dyn Write, sides: &[sides::Side; 2], interval: Opt
         let (b, _) = scan::scan(
             r,
             &side.input.filter,
-            ColSet::NONE.with(Col::Ts).with(Col::Latency),
+            measure.columns().with(Col::Ts),
             input::threads(r),
             || Binned {
                 sp: Spectrogram::covering(start, end, interval),
                 dist: [0; COLS],
                 hist: LatencyHist::new(),
+                measured: Vec::new(),
             },
             |b: &mut Binned, c, bits| {
+                let vals = measure.values(c, &mut b.measured);
                 for i in bits.iter_ones() {
-                    b.sp.add(c.ts[i], c.latency[i]);
-                    b.dist[column(c.latency[i])] += 1;
-                    b.hist.add(c.latency[i]);
+                    b.sp.add(c.ts[i], vals[i]);
+                    b.dist[column(vals[i])] += 1;
+                    b.hist.add(vals[i]);
                 }
             },
             Binned::merge,
@@ -299,7 +330,7 @@ fn write_comparison(out: &mut dyn Write, sides: &[sides::Side; 2], interval: Opt
             hist: &b.hist,
         })
         .collect();
-    let svg = svg::render_comparison([&pictured[0], &pictured[1]], cols);
+    let svg = svg::render_comparison([&pictured[0], &pictured[1]], cols, measure.field());
     out.write_all(svg.as_bytes())?;
     Ok(())
 }

@@ -85,13 +85,15 @@ struct Axes {
     hi_dec: usize,
     /// The highest cell count of all the heatmaps: the darkest shade.
     max: u64,
+    /// What the latency axis measures: `latency`, or another duration field (`--measure`).
+    what: &'static str,
 }
 
 impl Axes {
     /// Axes over `sps` (same interval): whole decades around every non-empty cell and every
     /// column of `dists` with events (at least 1us..1ms), and `cols` columns or as many as an
     /// event's row needs.
-    fn new(sps: &[&Spectrogram], dists: &[&[u64; COLS]], cols: u64) -> Axes {
+    fn new(sps: &[&Spectrogram], dists: &[&[u64; COLS]], cols: u64, what: &'static str) -> Axes {
         let used = |c: usize| dists.iter().any(|d| d[c] > 0) || sps.iter().any(|sp| sp.rows().any(|(_, r)| r[c] > 0));
         let first = (0..COLS).find(|&c| used(c));
         let last = (0..COLS).rev().find(|&c| used(c));
@@ -112,6 +114,7 @@ impl Axes {
             lo_dec,
             hi_dec,
             max: sps.iter().map(|sp| sp.max_cell()).max().unwrap_or(0),
+            what,
         }
     }
 
@@ -170,11 +173,24 @@ fn named(file: &str, filter: &str) -> String {
     }
 }
 
-/// One latency heatmap: `file` under `filter`, `cols` time columns.
-pub fn render_heatmap(sp: &Spectrogram, cols: u64, file: &str, filter: &str, matched: u64) -> String {
-    let axes = Axes::new(&[sp], &[], cols);
+/// One latency heatmap (of `what`: `latency`, or another duration field): `file` under
+/// `filter`, `cols` time columns.
+pub fn render_heatmap(
+    sp: &Spectrogram,
+    cols: u64,
+    file: &str,
+    filter: &str,
+    matched: u64,
+    what: &'static str,
+) -> String {
+    let axes = Axes::new(&[sp], &[], cols, what);
+    let title = if what == "latency" {
+        "Latency".to_string()
+    } else {
+        what.to_string()
+    };
     let panel = Panel {
-        heading: format!("Latency heatmap: {}", named(file, filter)),
+        heading: format!("{title} heatmap: {}", named(file, filter)),
         sp,
         matched,
         id: "cells",
@@ -202,9 +218,9 @@ pub struct Side<'a> {
 }
 
 /// Two sides compared: their heatmaps on shared axes and colour scale (`cols` columns at
-/// least), then their distributions overlaid.
-pub fn render_comparison(sides: [&Side; 2], cols: u64) -> String {
-    let axes = Axes::new(&[sides[0].sp, sides[1].sp], &[sides[0].dist, sides[1].dist], cols);
+/// least), then their distributions overlaid, of `what` (`latency`, or another duration).
+pub fn render_comparison(sides: [&Side; 2], cols: u64, what: &'static str) -> String {
+    let axes = Axes::new(&[sides[0].sp, sides[1].sp], &[sides[0].dist, sides[1].dist], cols, what);
     // Heading, two heatmaps, each with its heading and time axis, the distribution.
     let panel_h = 50.0 + axes.plot_h() + 50.0;
     let top = 70.0;
@@ -241,9 +257,10 @@ fn heatmap(s: &mut String, panel: &Panel, axes: &Axes, top: f64) {
         top - 36.0,
         &panel.heading,
         &format!(
-            "{} events; columns of {}; ten rows per decade of latency",
+            "{} events; columns of {}; ten rows per decade of {}",
             panel.matched,
-            fmt_ns(axes.interval)
+            fmt_ns(axes.interval),
+            axes.what
         ),
     );
     let (row0, nrows) = axes.rows();
@@ -290,8 +307,9 @@ fn heatmap(s: &mut String, panel: &Panel, axes: &Axes, top: f64) {
     }
     let _ = writeln!(
         s,
-        r#"<text transform="translate(18 {}) rotate(-90)" text-anchor="middle">latency</text>"#,
-        top + plot_h / 2.0
+        r#"<text transform="translate(18 {}) rotate(-90)" text-anchor="middle">{}</text>"#,
+        top + plot_h / 2.0,
+        axes.what
     );
     // X axis: about eight ticks at round times.
     let span_s = axes.span_s();
@@ -376,7 +394,7 @@ fn distribution(s: &mut String, sides: [&Side; 2], axes: &Axes, top: f64, h: f64
         s,
         top - 36.0,
         "Latency distribution",
-        "Share of each side's events per tenth of a decade of latency.",
+        &format!("Share of each side's events per tenth of a decade of {}.", axes.what),
     );
     let _ = writeln!(
         s,
@@ -416,9 +434,10 @@ fn distribution(s: &mut String, sides: [&Side; 2], axes: &Axes, top: f64, h: f64
     }
     let _ = writeln!(
         s,
-        r#"<text x="{}" y="{}" text-anchor="middle">latency</text>"#,
+        r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
         LEFT + PLOT_W / 2.0,
-        top + h + 40.0
+        top + h + 40.0,
+        axes.what
     );
     let y_of = |f: f64| top + h - f / y_max * h;
     for (k, side) in sides.iter().enumerate() {
