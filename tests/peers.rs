@@ -369,7 +369,10 @@ fn the_anatomy_agrees_with_a_bpftrace_script_of_the_scheduler() {
     let mut rest = String::new();
     err.read_to_string(&mut rest).unwrap();
     assert!(rec.wait().unwrap().success(), "{rest}");
-    let skipped = bpftrace_misses("sched_waking");
+    // The runs of bpftrace's programs the kernel skipped (another tracepoint program running on
+    // that CPU): a switch missed loses or stretches a call's off-CPU time in bpftrace's
+    // figures, a waking missed moves time between run queue and blocked.
+    let (skipped, skipped_switch) = (bpftrace_misses("sched_waking"), bpftrace_misses("sched_switch"));
     bt.stop();
     // `tid latency runq blocked exit`, a line a call, the exit time on CLOCK_MONOTONIC;
     // the capture's times are on CLOCK_BOOTTIME, this far ahead (the time suspended).
@@ -399,28 +402,33 @@ fn the_anatomy_agrees_with_a_bpftrace_script_of_the_scheduler() {
             Some((e, *t))
         })
         .collect();
-    let mut differ = Vec::new();
+    let (mut differ, mut off) = (Vec::new(), Vec::new());
     for (e, [_, _, rq, bl, _]) in &pairs {
         let near = |a: u64, b: u64| a.abs_diff(b) <= 50_000.max(a.max(b) / 20);
-        // Off the CPU, both see the same time, however they split it.
-        assert!(near(e.runq + e.wait, rq + bl), "{e:?} against {rq} {bl}");
-        if !(near(e.runq, *rq) && near(e.wait, *bl)) {
+        // Off the CPU, both see the same time, however they split it (but where bpftrace
+        // missed a switch).
+        if !near(e.runq + e.wait, rq + bl) {
+            off.push(format!("{e:?} against runq {rq} blocked {bl}"));
+        } else if !(near(e.runq, *rq) && near(e.wait, *bl)) {
             differ.push(format!("{e:?} against runq {rq} blocked {bl}"));
         }
     }
     let matched = pairs.len();
     eprintln!(
-        "{} calls over 1 ms, {matched} matched with bpftrace's {}; {} differ; bpftrace's sched_waking skipped {skipped} times",
+        "{} calls over 1 ms, {matched} matched with bpftrace's {}; {} split differently, {} off the CPU for another time; \
+         bpftrace's sched_waking skipped {skipped} times, sched_switch {skipped_switch}",
         ours.len(),
         theirs.len(),
-        differ.len()
+        differ.len(),
+        off.len()
     );
     assert!(
         ours.len() >= 200 && matched * 10 >= ours.len() * 9,
         "{} calls, {matched} matched",
         ours.len()
     );
-    assert!(differ.len() as u64 <= skipped, "{differ:#?}");
+    assert!(off.len() as u64 <= skipped_switch, "{off:#?}");
+    assert!(differ.len() as u64 <= skipped + skipped_switch, "{differ:#?}");
 }
 
 /// `iocap report --measure` beside a bpftrace program of the same tracepoints, on one run on a
