@@ -464,16 +464,6 @@ fn report_measure_agrees_with_bpftrace_on_a_loop_device() {
     if !tools(TEST, &["bpftrace", "bpftool", "fio", "dd"]) {
         return;
     }
-    /// A loop device's queue settings, put back as they were on drop: they outlive a detach,
-    /// and the next test to attach that device expects its defaults (no scheduler, merges).
-    struct Knobs(Vec<(String, String)>);
-    impl Drop for Knobs {
-        fn drop(&mut self) {
-            for (path, old) in self.0.iter().rev() {
-                let _ = std::fs::write(path, old);
-            }
-        }
-    }
     const WRITES: usize = 1000;
     const READS: usize = 500;
     // fio writes 64 KiB blocks of the first 64 MiB (1,024: each of its 1,000 a block of its own),
@@ -489,23 +479,11 @@ fn report_measure_agrees_with_bpftrace_on_a_loop_device() {
     drop(f);
     let disk = LoopDev::attach(&img);
     disk.direct_io();
-    let queue = format!("/sys/block/{}/queue", disk.name());
-    let mut knobs = Knobs(Vec::new());
-    for (knob, value) in [("scheduler", "mq-deadline"), ("nomerges", "2")] {
-        let path = format!("{queue}/{knob}");
-        let now = std::fs::read_to_string(&path).unwrap();
-        // `none [mq-deadline] kyber`: the one in brackets is the device's.
-        let old = match now.split_once('[') {
-            Some((_, rest)) => rest.split(']').next().unwrap_or("none"),
-            None => now.trim(),
-        };
-        if knob == "scheduler" && !now.contains("mq-deadline") {
-            eprintln!("{TEST}: no mq-deadline scheduler ({}): skipped", now.trim());
-            return;
-        }
-        knobs.0.push((path.clone(), old.to_owned()));
-        std::fs::write(&path, value).unwrap_or_else(|e| panic!("{path} <- {value}: {e}"));
-    }
+    let Some(_knobs) = crate::util::QueueKnobs::set(disk.name(), &[("scheduler", "mq-deadline"), ("nomerges", "2")])
+    else {
+        eprintln!("{TEST}: no mq-deadline scheduler: skipped");
+        return;
+    };
     let dev = std::fs::metadata(&disk.path)
         .map(|m| std::os::unix::fs::MetadataExt::rdev(&m))
         .unwrap();

@@ -695,11 +695,14 @@ fn requests_queued_behind_a_stuck_device_are_recorded_unfinished() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
+    // The device's queue settings are put back at the end, as they outlive the detach: after
+    // the disk is thawed (declared first, dropped last), since changing the scheduler waits
+    // for the requests in flight.
+    let knobs;
     let stuck = StuckDisk::new(dir.path());
     let name = stuck.up.name().to_owned();
-    for (knob, value) in [("scheduler", "mq-deadline"), ("nomerges", "2")] {
-        std::fs::write(format!("/sys/block/{name}/queue/{knob}"), value).unwrap();
-    }
+    knobs = crate::util::QueueKnobs::set(&name, &[("scheduler", "mq-deadline"), ("nomerges", "2")]);
+    assert!(knobs.is_some(), "mq-deadline");
     let cap = dir.path().join("queued.cap");
     // fio in the background, off the recorder's pipes: it outlives the recording.
     let cmd = format!(

@@ -178,3 +178,39 @@ pub fn mkfifo(path: &Path) {
         path.display()
     );
 }
+
+/// A loop device's queue settings (`/sys/block/DEV/queue/KNOB`), put back as they were on
+/// drop: they outlive a detach, and the next test to attach that device expects its defaults
+/// (no scheduler, merges on).
+pub struct QueueKnobs(Vec<(String, String)>);
+
+impl QueueKnobs {
+    /// Set each `(knob, value)` of device `name`; `None` (nothing changed) when a scheduler
+    /// asked for is not offered.
+    pub fn set(name: &str, knobs: &[(&str, &str)]) -> Option<QueueKnobs> {
+        let mut set = QueueKnobs(Vec::new());
+        for &(knob, value) in knobs {
+            let path = format!("/sys/block/{name}/queue/{knob}");
+            let now = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+            // `none [mq-deadline] kyber`: the one in brackets is the device's.
+            let old = match now.split_once('[') {
+                Some((_, rest)) => rest.split(']').next().unwrap_or("none"),
+                None => now.trim(),
+            };
+            if knob == "scheduler" && !now.split(['[', ']', ' ', '\n']).any(|w| w == value) {
+                return None;
+            }
+            set.0.push((path.clone(), old.to_owned()));
+            std::fs::write(&path, value).unwrap_or_else(|e| panic!("{path} <- {value}: {e}"));
+        }
+        Some(set)
+    }
+}
+
+impl Drop for QueueKnobs {
+    fn drop(&mut self) {
+        for (path, old) in self.0.iter().rev() {
+            let _ = std::fs::write(path, old);
+        }
+    }
+}
