@@ -650,12 +650,50 @@ struct {
 	__type(value, __u64); /* the request, as `urings` keys it */
 } uring_tags SEC(".maps");
 
-static __always_inline void count_drop(void)
+/* count_drop's thread group: the current task's, read only once a record is dropped. */
+#define DROP_CURRENT 0xffffffffu
+
+/*
+ * Drops by thread group (tgid), so that the recorder can say whose events were lost: touched
+ * only when a record is dropped, never on the way of one kept. A plain hash, not an LRU one,
+ * whose evictions would take counts with them: when it is full, a process not in it has its
+ * drops counted in `drops` alone, which the recorder reads as of no known process. It reads
+ * this map with `drops` (this one first, so that every drop it finds here is in `drops`
+ * already) and deletes entries that stopped growing once the map is half full.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} drops_by_pid SEC(".maps");
+
+/* One more drop of thread group `tgid` (DROP_CURRENT: the current task's; 0: none known). */
+static __noinline void place_drop(__u32 tgid)
+{
+	__u64 zero = 0, *n;
+
+	if (tgid == DROP_CURRENT)
+		tgid = bpf_get_current_pid_tgid() >> 32;
+	if (!tgid)
+		return;
+	n = bpf_map_lookup_elem(&drops_by_pid, &tgid);
+	if (!n) {
+		bpf_map_update_elem(&drops_by_pid, &tgid, &zero, BPF_NOEXIST);
+		n = bpf_map_lookup_elem(&drops_by_pid, &tgid);
+	}
+	if (n)
+		__sync_fetch_and_add(n, 1);
+}
+
+/* A record of thread group `tgid` (or DROP_CURRENT) is lost: counted, then placed. */
+static __always_inline void count_drop(__u32 tgid)
 {
 	__u32 zero = 0;
 	__u64 *d = bpf_map_lookup_elem(&drops, &zero);
 	if (d)
 		*d += 1;
+	place_drop(tgid);
 }
 
 /*
@@ -697,14 +735,14 @@ const volatile __u32 refuse_progs = 0;
 /* Possible CPUs: the per-CPU call slots end_calls looks through. */
 const volatile __u32 n_cpus = 1;
 
-static __always_inline bool shed(void)
+static __always_inline bool shed(__u32 tgid)
 {
 	__u64 max = backlog_max;
 
 	void *rb = max ? cpu_ring() : NULL;
 
 	if (rb && bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) > max) {
-		count_drop();
+		count_drop(tgid);
 		return true;
 	}
 	return false;
@@ -781,13 +819,13 @@ static __always_inline void *lane_reserve(void *cursors, void *records, __u32 sl
 	h = c->head;
 	waiting = h - c->tail;
 	if (waiting >= slots || (max && waiting * size > max)) {
-		count_drop();
+		count_drop(DROP_CURRENT);
 		return NULL;
 	}
 	i = cpu * slots + (h & (slots - 1));
 	e = bpf_map_lookup_elem(records, &i);
 	if (!e) {
-		count_drop();
+		count_drop(DROP_CURRENT);
 		return NULL;
 	}
 	*cur = c;
@@ -813,11 +851,11 @@ static __always_inline void *call_reserve(bool lane, void *cursors, void *record
 
 	if (lane && slots)
 		return lane_reserve(cursors, records, slots, size, cur);
-	if (shed())
+	if (shed(DROP_CURRENT))
 		return NULL;
 	e = ring_reserve(size);
 	if (!e)
-		count_drop();
+		count_drop(DROP_CURRENT);
 	return e;
 }
 
@@ -1029,7 +1067,7 @@ static __noinline int emit_fd(int fd, __u32 nr, int dirfd, __u64 ts, __u64 end)
 
 	r = ring_reserve(sizeof(*r));
 	if (!r) {
-		count_drop();
+		count_drop(pid);
 		return 0;
 	}
 	__builtin_memset(r, 0, sizeof(*r));
@@ -1165,7 +1203,7 @@ static __noinline int fd_changes(struct inflight *c, long ret, __u64 ts, __u64 e
 		if (ret >= 0 && (arg1 == F_DUPFD || arg1 == F_DUPFD_CLOEXEC)) {
 			struct rec_dup *d = ring_reserve(sizeof(*d));
 			if (!d) {
-				count_drop();
+				count_drop(DROP_CURRENT);
 				break;
 			}
 			d->kind = REC_DUP;
@@ -1238,11 +1276,11 @@ static __noinline int emit_sys_wide(__u32 nr, __s64 arg0, __u64 ts, __u64 lat, l
 {
 	struct rec_sys *e;
 
-	if (shed())
+	if (shed(DROP_CURRENT))
 		return 0;
 	e = ring_reserve(sizeof(*e));
 	if (!e) {
-		count_drop();
+		count_drop(DROP_CURRENT);
 		return 0;
 	}
 	fill_sys(e, REC_SYS, nr, arg0, ts, lat, ret);
@@ -1406,7 +1444,7 @@ static __noinline int end_call_exit(struct task_struct *task)
 		return 0;
 	r = ring_reserve(sizeof(*r));
 	if (!r) {
-		count_drop();
+		count_drop(task->tgid);
 		return 0;
 	}
 	__builtin_memcpy(r, &e, sizeof(e));
@@ -1795,7 +1833,7 @@ int BPF_PROG(spill_call, bool preempt, struct task_struct *prev, struct task_str
 		if (t)
 			t->call = *c;
 		else
-			count_drop(); /* the call's event is lost: say so */
+			count_drop(prev->tgid); /* the call's event is lost: say so */
 		c->ts = 0;
 	} else if (want_anatomy && may_have_storage(prev)) {
 		/* Its call went to task storage at an earlier switch. */
@@ -2070,7 +2108,7 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 	ts = bpf_ktime_get_ns();
 	r = ring_reserve(sizeof(*r));
 	if (!r) {
-		count_drop();
+		count_drop(pid);
 		return 0;
 	}
 	r->kind = REC_FORK;
@@ -2098,7 +2136,7 @@ int BPF_PROG(proc_exec, struct task_struct *p, pid_t old_pid, struct linux_binpr
 	ts = bpf_ktime_get_ns();
 	r = ring_reserve(sizeof(*r));
 	if (!r) {
-		count_drop();
+		count_drop(pid);
 		return 0;
 	}
 	r->kind = REC_EXEC;
@@ -2131,7 +2169,7 @@ static __always_inline void emit_comm(__u16 kind, struct task_struct *t, const c
 	struct rec_comm *r = ring_reserve(sizeof(*r));
 
 	if (!r) {
-		count_drop();
+		count_drop(t->tgid);
 		return;
 	}
 	r->kind = kind;
@@ -2647,11 +2685,11 @@ int BPF_PROG(jr_end, journal_t *journal, transaction_t *tx)
 	ts = t->jr_ts;
 	t->jr_ts = 0;
 	sum = call_io_take(task->pid, ts, now);
-	if (stop_at || now - ts < min_latency || shed())
+	if (stop_at || now - ts < min_latency || shed(DROP_CURRENT))
 		return 0;
 	e = ring_reserve(sizeof(*e));
 	if (!e) {
-		count_drop();
+		count_drop(DROP_CURRENT);
 		return 0;
 	}
 	e->kind = ev_kind(REC_JOURNAL);
@@ -2756,11 +2794,11 @@ int uring_complete(__u64 *ctx)
 		return 0;
 	more = flags & IORING_CQE_F_MORE;
 	sum = call_io_take(u->tid, u->link, now);
-	if (now - u->ts < min_latency || shed())
+	if (now - u->ts < min_latency || shed(u->pid))
 		goto out;
 	e = ring_reserve(sizeof(*e));
 	if (!e) {
-		count_drop();
+		count_drop(u->pid);
 		goto out;
 	}
 	e->kind = ev_kind(REC_URING);
@@ -2875,7 +2913,7 @@ static __noinline int end_rq_complete(struct request *rq, struct rq_info *i)
 		return 0;
 	r = ring_reserve(sizeof(*r));
 	if (!r) {
-		count_drop();
+		count_drop(i->pid);
 		return 0;
 	}
 	fill_blk(r, i, rq->cmd_flags, rq->__sector, rq->start_time_ns, rq_ioprio(rq));
@@ -2914,13 +2952,13 @@ int BPF_PROG(blk_complete, struct request *rq, blk_status_t error, unsigned int 
 		rq_forget(key);
 		return 0;
 	}
-	if (shed()) {
+	if (shed(i->pid)) {
 		rq_forget(key);
 		return 0;
 	}
 	r = ring_reserve(sizeof(*r));
 	if (!r) {
-		count_drop();
+		count_drop(i->pid);
 		rq_forget(key);
 		return 0;
 	}
@@ -2977,7 +3015,7 @@ static __always_inline void end_rq(__u64 key, struct rq_info *i)
 	ioprio = rq_ioprio(rq);
 	r = ring_reserve(sizeof(*r));
 	if (!r) {
-		count_drop();
+		count_drop(i->pid);
 		return;
 	}
 	fill_blk(r, i, cmd_flags, sector, born, ioprio);

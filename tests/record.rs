@@ -1984,3 +1984,102 @@ fn a_path_or_command_line_cut_short_ends_in_an_ellipsis() {
     let cat: Vec<&String> = cmdlines.iter().filter(|c| c.starts_with("cat ")).collect();
     assert!(!cat.is_empty() && cat.iter().all(|c| c.ends_with('…')), "{cat:?}");
 }
+
+/// One process floods getppid while another spins on the other CPU (no syscalls), starving the
+/// recorder's threads at nice 19.
+const DROP_FLOOD: &str = r#"
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    long n = atol(argv[1]);
+    pid_t spin = fork();
+    if (spin == 0) for (;;) {}
+    for (long i = 0; i < n; i++) syscall(SYS_getppid);
+    kill(spin, SIGKILL);
+    waitpid(spin, NULL, 0);
+    return 0;
+}
+"#;
+
+/// Drops are placed on the process whose events were lost (#46 item 5): a system-wide
+/// recording with the smallest ring beside one process flooding getppid loses events, nearly
+/// all of them that process's; at every reading the processes' drops so far are at most the
+/// total read then (the per-process counts are read first), and at the last reading, after the
+/// stop, they are the total exactly: every drop has its process. `info` and `report` name it.
+#[test]
+fn drops_are_placed_on_the_flooding_process() {
+    let Some(_alone) = flooding() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build_c(dir.path(), "dropflood", DROP_FLOOD);
+    let cap = dir.path().join("d.cap");
+    let mut rec = Command::new(env!("CARGO_BIN_EXE_iocap"))
+        .args(["record", "--nice", "19", "--ring-mib", "1", "--no-block", "-w"])
+        .arg(&cap)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = rec.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let said = std::thread::spawn(move || {
+        let mut lines = std::io::BufRead::lines(std::io::BufReader::new(err)).map_while(Result::ok);
+        if lines.next().is_some_and(|l| l.starts_with("recording to")) {
+            let _ = tx.send(());
+        }
+        lines.collect::<Vec<_>>().join("\n")
+    });
+    rx.recv_timeout(Duration::from_secs(60)).expect("the recorder starts");
+    let flood = Command::new(&bin).arg("4000000").spawn().unwrap();
+    let pid = flood.id();
+    assert!(flood.wait_with_output().unwrap().status.success());
+    // SAFETY: kill(2) on the recorder this test started; SIGINT stops it cleanly.
+    assert_eq!(unsafe { libc::kill(rec.id() as i32, libc::SIGINT) }, 0);
+    assert!(rec.wait().unwrap().success(), "{}", said.join().unwrap());
+    let stderr = said.join().unwrap();
+
+    let r = Reader::open(&cap).unwrap();
+    let total = r.drops();
+    assert!(total > 0, "the recorder kept up: the test shows nothing ({stderr})");
+    let by = r.drops_by_process(0, u64::MAX).expect("placed by process");
+    let placed = by.iter().map(|d| d.count).sum::<u64>();
+    let of_flood = by.iter().filter(|d| d.pid == pid).map(|d| d.count).sum::<u64>();
+    eprintln!(
+        "{total} dropped, {placed} placed, {of_flood} of the flood (pid {pid}), {} readings; top {:?}",
+        r.drop_stats().len(),
+        &by[..by.len().min(4)]
+    );
+    // Reading by reading: the processes' drops so far against the total read at that time.
+    let readings = r.drop_stats_by_process();
+    assert_eq!(readings.len(), r.drop_stats().len(), "a placement after each reading");
+    let mut so_far = 0u64;
+    for (d, p) in r.drop_stats().iter().zip(readings) {
+        assert_eq!(d.ts, p.ts);
+        so_far += p.procs.iter().map(|p| p.count).sum::<u64>();
+        assert!(so_far <= d.total(), "at {}: {so_far} placed of {}", d.ts, d.total());
+    }
+    assert_eq!(placed, total, "every drop has its process once the recording stopped");
+    assert!(
+        of_flood * 100 >= total * 95,
+        "{of_flood} of {total} drops placed on the flood"
+    );
+    let entry = by.iter().find(|d| d.pid == pid).unwrap();
+    let p = r.tables().proc(entry.proc).expect("named by its process entry");
+    assert_eq!(r.tables().string(p.name), "dropflood");
+
+    let (code, out, err) = crate::util::run(&["info", cap.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(&format!("dropped of   dropflood (pid {pid}) {of_flood}")),
+        "{out}"
+    );
+    let (code, out, err) = crate::util::run(&["report", cap.to_str().unwrap(), &format!("proc.pid={pid}")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(&format!(
+            "dropped while recording: {of_flood} of this process's events ({total} in all)"
+        )),
+        "{out}"
+    );
+}

@@ -8,6 +8,7 @@ mod anatomy;
 mod cause;
 mod compare;
 mod compare_svg;
+mod drops;
 mod filter;
 mod flame;
 mod fleet;

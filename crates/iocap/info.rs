@@ -169,6 +169,9 @@ struct Summary {
     unseen: u64,
     /// Their share of each disk (`text::unseen_disks`).
     unseen_by_disk: Vec<(String, u64)>,
+    /// Whose events were dropped, most first, and how many drops are of no known process;
+    /// `None`: the capture does not say (`text::drops_by_process`).
+    dropped: Option<(Vec<text::Dropped>, u64)>,
     start_ns: u64,
     end_ns: u64,
     boot_to_wall_ns: i64,
@@ -225,6 +228,7 @@ impl Summary {
             drops: r.drops(),
             unseen: r.unseen(),
             unseen_by_disk: text::unseen_disks(r),
+            dropped: text::drops_by_process(r),
             start_ns,
             end_ns: r.stop_ts().max(start_ns),
             boot_to_wall_ns: r.meta().boot_to_wall_ns,
@@ -254,6 +258,9 @@ impl Summary {
             "drops": self.drops,
             "unseen_block_requests": self.unseen,
             "unseen_block_requests_by_disk": text::disks_json(&self.unseen_by_disk),
+            // null: not recorded (a recorder before format 1.22 that dropped events).
+            "drops_by_process": self.dropped.as_ref().map(|(p, _)| text::dropped_json(p)),
+            "drops_of_no_known_process": self.dropped.as_ref().map(|(_, n)| n),
             "start": self.wall(self.start_ns),
             "end": self.wall(self.end_ns),
             "duration_ns": self.end_ns - self.start_ns,
@@ -302,6 +309,22 @@ impl Summary {
             text::unseen(self.unseen),
             text::by_disk(self.unseen_by_disk.iter().map(|(d, n)| (d.as_str(), *n)))
         )?;
+        if self.drops > 0 {
+            match &self.dropped {
+                Some((procs, unplaced)) => {
+                    writeln!(
+                        out,
+                        "dropped of   {}",
+                        text::dropped_text(procs, *unplaced, TOP_DROPPED)
+                    )?;
+                }
+                None => writeln!(
+                    out,
+                    "dropped of   not recorded (by process since format 1.22; this is {}.{})",
+                    self.version.0, self.version.1
+                )?,
+            }
+        }
         writeln!(out, "start        {}", self.wall(self.start_ns))?;
         writeln!(out, "end          {}", self.wall(self.end_ns))?;
         writeln!(out, "duration     {}", fmt_duration(self.end_ns - self.start_ns))?;
@@ -376,6 +399,9 @@ impl Summary {
         Ok(())
     }
 }
+
+/// Processes `info` names on its `dropped of` line, most drops first (JSON lists them all).
+const TOP_DROPPED: usize = 5;
 
 /// Human duration: `1.500s`, `250.000ms`, `3m 2.000s`.
 fn fmt_duration(ns: u64) -> String {

@@ -177,9 +177,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let input = &fleet.inputs[0];
         (tally(input, by, measure)?, input.reader.drops())
     };
+    let named = named_drops(&fleet.inputs);
     let report = Report {
         stats: tally.stats,
         drops,
+        named,
         unseen,
         unseen_by_disk,
         hist: tally.hist,
@@ -391,6 +393,8 @@ fn scan_tally_with(
 struct Report {
     stats: ScanStats,
     drops: u64,
+    /// The drops of the processes the filter names; `None` when it names none.
+    named: Option<NamedDrops>,
     /// Block requests issued whose completion never reached the recorder (not in `total`).
     unseen: u64,
     /// Their share of each disk (`text::unseen_disks`).
@@ -405,6 +409,68 @@ struct Report {
     filter: String,
     /// Read from several captures: how many, and their hosts (escaped by the reader).
     several: Option<(usize, Vec<String>)>,
+}
+
+/// The drops of the processes a filter names ([`iocap_filter::Filter::processes`]): what no
+/// matched event can say, since the dropped ones are not in the capture.
+struct NamedDrops {
+    /// The processes, by pid, each once with the name of its first entry (escaped by the
+    /// reader).
+    procs: Vec<(u32, String)>,
+    /// Their events dropped; `None` when a capture does not say whose events were dropped.
+    dropped: Option<u64>,
+    /// Every event dropped.
+    all: u64,
+}
+
+/// [`NamedDrops`] of the captures read, for the filter each was compiled with: `None` when the
+/// filter narrows no capture's processes (it names no process field, or every process may
+/// match it).
+fn named_drops(inputs: &[input::Input]) -> Option<NamedDrops> {
+    let mut named = NamedDrops {
+        procs: Vec::new(),
+        dropped: Some(0),
+        all: 0,
+    };
+    for i in inputs {
+        let r = &i.reader;
+        let ids = i.parsed.processes(r.meta(), r.tables())?;
+        let d = iocap_analysis::drops::of_processes(r, &ids, 0, u64::MAX);
+        named.all = named.all.saturating_add(d.all);
+        named.dropped = named.dropped.zip(d.of_processes).map(|(a, b)| a.saturating_add(b));
+        for p in ids.iter().filter_map(|&id| r.tables().proc(id)) {
+            if !named.procs.iter().any(|(pid, _)| *pid == p.pid) {
+                named.procs.push((p.pid, r.tables().string(p.name).to_owned()));
+            }
+        }
+    }
+    Some(named)
+}
+
+impl NamedDrops {
+    /// `dropped while recording: 102 of this process's events (445287 in all)`.
+    fn text(&self) -> String {
+        let whose = match &self.procs[..] {
+            [] => "the matching processes'".to_owned(),
+            [_] => "this process's".to_owned(),
+            many => format!("these {} processes'", many.len()),
+        };
+        match self.dropped {
+            Some(n) => format!("dropped while recording: {n} of {whose} events ({} in all)", self.all),
+            None => format!(
+                "dropped while recording: {} in all, not recorded by process (the recorder predates format 1.22)",
+                self.all
+            ),
+        }
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        json!({
+            "processes": self.procs.iter().map(|(pid, name)| json!({ "pid": pid, "name": name })).collect::<Vec<_>>(),
+            "dropped": self.dropped,
+            "dropped_in_all": self.all,
+        })
+    }
 }
 
 /// Histogram rows as `[lo, hi)` ns and a count: log2 rows from the first to the last non-empty
@@ -478,6 +544,9 @@ impl Report {
             v["captures"] = json!(n);
             v["hosts"] = json!(hosts);
         }
+        if let Some(named) = &self.named {
+            v["process_drops"] = named.to_json();
+        }
         if let Some((field, groups)) = &self.groups {
             v["by"] = json!(field);
             v["group_count"] = json!(groups.len());
@@ -521,6 +590,10 @@ impl Report {
             crate::text::unseen(self.unseen),
             crate::text::by_disk(self.unseen_by_disk.iter().map(|(d, n)| (d.as_str(), *n)))
         )?;
+        // Said when there is something to say: a capture that dropped nothing says 0 above.
+        if let Some(named) = self.named.as_ref().filter(|n| n.all > 0) {
+            writeln!(out, "         {}", named.text())?;
+        }
         let h = &self.hist;
         if h.is_empty() {
             return Ok(());

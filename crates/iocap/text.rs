@@ -64,3 +64,68 @@ pub fn by_disk<'a>(disks: impl IntoIterator<Item = (&'a str, u64)>) -> String {
     }
     format!(" ({})", parts.join(", "))
 }
+
+/// One process's share of a capture's drops, as `info` lists them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dropped {
+    pub pid: u32,
+    /// Its name from the process table (escaped by the reader), `None` when the table has no
+    /// entry of it.
+    pub name: Option<String>,
+    pub count: u64,
+}
+
+impl Dropped {
+    /// `postgres (pid 123)`, or `pid 123` for a process the tables do not know.
+    pub fn shown(&self) -> String {
+        match &self.name {
+            Some(name) => format!("{name} (pid {})", self.pid),
+            None => format!("pid {}", self.pid),
+        }
+    }
+}
+
+/// Whose events a capture's recorder dropped, most first ([`Reader::drops_by_process`]), and
+/// how many drops it could not place (no known process); `None` when the capture does not say.
+///
+/// [`Reader::drops_by_process`]: iocap_format::Reader::drops_by_process
+pub fn drops_by_process<S: iocap_format::Source>(r: &iocap_format::Reader<S>) -> Option<(Vec<Dropped>, u64)> {
+    let by = r.drops_by_process(0, u64::MAX)?;
+    let t = r.tables();
+    let placed = by.iter().fold(0u64, |a, d| a.saturating_add(d.count));
+    let procs = by
+        .into_iter()
+        .map(|d| Dropped {
+            pid: d.pid,
+            name: t.proc(d.proc).map(|p| t.string(p.name).to_owned()),
+            count: d.count,
+        })
+        .collect();
+    Some((procs, r.drops().saturating_sub(placed)))
+}
+
+/// [`drops_by_process`]'s text, at most `top` processes: `dd (pid 7) 445185, sshd (pid 9) 2,
+/// 3 more processes 4, no known process 100`.
+pub fn dropped_text(procs: &[Dropped], unplaced: u64, top: usize) -> String {
+    let mut parts: Vec<String> = procs
+        .iter()
+        .take(top)
+        .map(|d| format!("{} {}", d.shown(), d.count))
+        .collect();
+    if procs.len() > top {
+        let rest = procs[top..].iter().fold(0u64, |a, d| a.saturating_add(d.count));
+        parts.push(format!("{} more processes {rest}", procs.len() - top));
+    }
+    if unplaced > 0 {
+        parts.push(format!("no known process {unplaced}"));
+    }
+    parts.join(", ")
+}
+
+/// [`drops_by_process`] as JSON: `[{"pid": 7, "name": "dd", "drops": 445185}, ...]`.
+pub fn dropped_json(procs: &[Dropped]) -> serde_json::Value {
+    procs
+        .iter()
+        .map(|d| serde_json::json!({ "pid": d.pid, "name": d.name, "drops": d.count }))
+        .collect()
+}

@@ -9,6 +9,31 @@
 
 use iocap_format::{Reader, Source};
 
+/// What [`of_processes`] found: the drops of some processes, and of every process, in a range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProcessDrops {
+    /// Events of those processes dropped; `None` when the capture does not say whose events
+    /// were dropped (a recorder before format 1.22 that dropped some).
+    pub of_processes: Option<u64>,
+    /// Events dropped in all ([`between`]).
+    pub all: u64,
+}
+
+/// Events of the process entries `procs` (ids, as `iocap_filter::Filter::processes` gives for
+/// a filter naming processes) dropped in `[start, end)` (ns since boot), with every drop of
+/// that range: "N of this process's events (M in all)". Placed by the same readings as
+/// [`between`], so the first is at most the second.
+pub fn of_processes<S: Source>(r: &Reader<S>, procs: &[u32], start: u64, end: u64) -> ProcessDrops {
+    let all = between(r, start, end);
+    let of_processes = r.drops_by_process(start, end).map(|by| {
+        (by.iter())
+            .filter(|d| procs.contains(&d.proc))
+            .fold(0u64, |a, d| a.saturating_add(d.count))
+            .min(all)
+    });
+    ProcessDrops { of_processes, all }
+}
+
 /// Events dropped in `[start, end)` (ns since boot): the growth of the cumulative count from
 /// the last reading before `start` to the last reading before `end`.
 pub fn between<S: Source>(r: &Reader<S>, start: u64, end: u64) -> u64 {
@@ -40,7 +65,7 @@ fn between_chunks<S: Source>(r: &Reader<S>, start: u64, end: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use iocap_format::{DropStats, Event, Meta, Writer, WriterOptions};
+    use iocap_format::{DropStats, Event, Meta, ProcDropStats, ProcDrops, ProcEntry, Writer, WriterOptions};
 
     /// A capture with one chunk spanning 0..10 s and readings every second: 0 drops until
     /// 4 s, then 100 a second until 7 s.
@@ -71,5 +96,59 @@ mod tests {
         assert_eq!(between(&r, 4 * s + 1, 5 * s + 1), 100);
         assert_eq!(between(&r, 5 * s + 1, 7 * s + 1), 200);
         assert_eq!(between(&r, 7 * s + 1, 11 * s), 0, "nothing after 7 s");
+    }
+
+    /// dd (entry 1) loses 90 events by 1 s and 100 more by 2 s, postgres (entry 2) 50 by 2 s,
+    /// and 10 are of no known process.
+    fn placed() -> Reader<Vec<u8>> {
+        let mut w = Writer::new(Vec::new(), &Meta::default(), WriterOptions::default()).unwrap();
+        for (pid, name) in [(100, "dd"), (200, "postgres")] {
+            let name = w.intern(name.as_bytes());
+            w.add_proc(ProcEntry {
+                pid,
+                name,
+                ..ProcEntry::default()
+            });
+        }
+        w.push(&Event::syscall(0, 1_000, 100, 100, 0, 1)).unwrap();
+        let s = 1_000_000_000;
+        for (ts, total, procs) in [
+            (s, 100, vec![(100, 1, 90)]),
+            (2 * s, 250, vec![(100, 1, 100), (200, 2, 50)]),
+        ] {
+            w.record_drops(&DropStats {
+                ts,
+                per_cpu: vec![total],
+            })
+            .unwrap();
+            let procs = procs
+                .into_iter()
+                .map(|(pid, proc, count)| ProcDrops { pid, proc, count })
+                .collect();
+            w.record_drops_by_process(&ProcDropStats { ts, procs }).unwrap();
+        }
+        Reader::from_bytes(w.finish(3 * s).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_process_drops_are_placed_by_the_same_readings_as_the_total() {
+        let r = placed();
+        let s = 1_000_000_000;
+        let got = |procs: &[u32], a, b| of_processes(&r, procs, a, b);
+        let pd = |of: u64, all| ProcessDrops {
+            of_processes: Some(of),
+            all,
+        };
+        assert_eq!(got(&[1], 0, 3 * s), pd(190, 250));
+        assert_eq!(got(&[2], 0, 3 * s), pd(50, 250));
+        assert_eq!(got(&[1, 2], 0, 3 * s), pd(240, 250), "10 of no known process");
+        assert_eq!(got(&[1], 0, s + 1), pd(90, 100));
+        assert_eq!(got(&[2], 0, s + 1), pd(0, 100));
+        assert_eq!(got(&[1], s + 1, 3 * s), pd(100, 150));
+        assert_eq!(got(&[], 0, 3 * s), pd(0, 250));
+        // The older capture: drops, none placed.
+        let old = capture();
+        let d = of_processes(&old, &[1], 0, u64::MAX);
+        assert_eq!((d.of_processes, d.all), (None, 300));
     }
 }

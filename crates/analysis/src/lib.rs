@@ -24,6 +24,8 @@
 //! - [`ColumnCache`]: decoded columns kept narrow across scans, up to a byte budget, so a
 //!   second scan of the same chunks skips decoding.
 //! - [`drops::between`]: events the recorder lost in a time range, placed by its readings.
+//! - [`drops::of_processes`]: the events of some processes (those a filter names) lost in a
+//!   time range, and all lost then: "N of this process's events (M in all)".
 //! - [`compare`]: confidence intervals of a percentile (distribution-free, from the
 //!   histogram's buckets) and of a count (Poisson), to flag a change only when it is larger
 //!   than bucket width and sample size allow.

@@ -76,6 +76,7 @@ pub mod literal;
 mod live;
 mod lookup;
 mod parse;
+mod procs;
 mod reach;
 
 use std::fmt;

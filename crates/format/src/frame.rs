@@ -13,7 +13,7 @@ pub const FILE_MAGIC: &[u8; 8] = b"IOCAP\x00\r\n";
 /// Format major version: a reader refuses a file with a newer major.
 pub const FORMAT_MAJOR: u16 = 1;
 /// Format minor version: additions a reader of the same major can skip.
-pub const FORMAT_MINOR: u16 = 21;
+pub const FORMAT_MINOR: u16 = 22;
 pub const PREAMBLE_LEN: usize = 16;
 
 pub const FRAME_MAGIC: &[u8; 4] = b"IOFR";
@@ -57,6 +57,9 @@ pub enum Kind {
     FileRollup = 16,
     /// Stacks of calls, each a kind and frames (1.21).
     Stacks = 17,
+    /// The drops of the `Stats` frame before it placed by process: each process's growth since
+    /// the previous reading (1.22).
+    DropProcs = 18,
 }
 
 impl Kind {
@@ -79,6 +82,7 @@ impl Kind {
             15 => Kind::UnseenDisks,
             16 => Kind::FileRollup,
             17 => Kind::Stacks,
+            18 => Kind::DropProcs,
             _ => return None,
         })
     }

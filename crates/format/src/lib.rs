@@ -56,7 +56,7 @@ pub use hash::{IdHasher, IdMap};
 pub use live::{lock_for_writing, writer_alive, Liveness};
 pub use model::{
     blk_flags, dev_parts, mkdev, BlockOp, Cause, Class, Device, DropStats, Event, FdTarget, FdType, FileEntry, Meta,
-    ProcEntry, Reason, Stack, StackFrame, StackKind, StrId, WAIT_COLS,
+    ProcDropStats, ProcDrops, ProcEntry, Reason, Stack, StackFrame, StackKind, StrId, WAIT_COLS,
 };
 pub use reader::{ChunkDecoder, ChunkInfo, Growth, ReadOptions, Reader, Source};
 pub use rollup::{cell, cell_parts, cell_range, key_cols, CellTotals, KeyTotals, Rollup};

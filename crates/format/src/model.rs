@@ -791,6 +791,29 @@ impl DropStats {
     }
 }
 
+/// Events dropped of one process (its thread group), as the recorder placed them (1.22).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProcDrops {
+    /// The process's pid (thread group id), as [`Event::pid`].
+    pub pid: u32,
+    /// Its process table entry ([`ProcEntry::id`]) when the recorder knew it, else 0. A
+    /// joined recording's ids are shifted as its events' are.
+    pub proc: u32,
+    /// Events dropped.
+    pub count: u64,
+}
+
+/// One reading of the drop counters placed by process (frame kind 18, since 1.22): how many
+/// events of each process were dropped since the previous reading, in the file, of the
+/// recorder. Drops between two readings happened between their `ts`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProcDropStats {
+    /// When the counters were read, ns since boot: the `ts` of the [`DropStats`] it goes with.
+    pub ts: u64,
+    /// The processes whose count grew, in increasing pid order, each once.
+    pub procs: Vec<ProcDrops>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

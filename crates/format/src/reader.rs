@@ -1,7 +1,7 @@
 //! The capture reader: opens by the footer index, or recovers a file that has none, and
 //! follows a file still being written ([`Reader::refresh`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io;
 use std::path::Path;
@@ -11,12 +11,18 @@ use crate::columns::{chunk_holds, ColSet, Columns, DecodeError, MAX_EVENTS_PER_B
 use crate::error::{Error, Limit};
 use crate::frame::{self, FrameHeader, Kind, FRAME_HEADER_LEN, PREAMBLE_LEN, TRAILER_LEN};
 use crate::live::{self, Liveness};
-use crate::model::{DropStats, Event, Meta};
+use crate::model::{DropStats, Event, Meta, ProcDropStats, ProcDrops};
 use crate::pack::Unpacker;
 use crate::rollup::Rollup;
 use crate::summary::ChunkSummary;
 use crate::tables::{table_budget, TableError, Tables};
 use crate::varint::Cursor;
+
+/// The most drops placed by process (entries of drop-processes frames) a reader keeps: 64 MiB
+/// of them. A recording losing events of ten processes at every reading, four a second, takes
+/// four days to reach it; frames past it are refused, and the drops by process read as not
+/// recorded.
+pub const MAX_DROP_PLACES: usize = 1 << 22;
 
 mod join;
 
@@ -161,6 +167,13 @@ pub struct Reader<S: Source = File> {
     tables: Arc<Tables>,
     chunks: Vec<ChunkInfo>,
     drop_stats: Vec<DropStats>,
+    /// The drop-processes frames read (kind 18, since 1.22), in file order.
+    drop_procs: Vec<ProcDropStats>,
+    /// Entries of `drop_procs` together, held to [`MAX_DROP_PLACES`].
+    drop_places: usize,
+    /// Some of the drops were not placed by process at all: a joined file's recorder did not,
+    /// or frames were refused for [`MAX_DROP_PLACES`] ([`Reader::drops_by_process`]).
+    drop_procs_lacking: bool,
     /// Offsets of the chunks' rollup frames, increasing ([`Reader::rollup`]): listed, not read,
     /// when the file is opened.
     rollups: Vec<u64>,
@@ -195,6 +208,9 @@ impl<S: Source> Clone for Reader<S> {
             tables: Arc::clone(&self.tables),
             chunks: self.chunks.clone(),
             drop_stats: self.drop_stats.clone(),
+            drop_procs: self.drop_procs.clone(),
+            drop_places: self.drop_places,
+            drop_procs_lacking: self.drop_procs_lacking,
             rollups: self.rollups.clone(),
             file_rollups: self.file_rollups.clone(),
             cell_frames: self.cell_frames.clone(),
@@ -380,6 +396,9 @@ impl<S: Source> Reader<S> {
             tables: Arc::new(tables),
             chunks: Vec::new(),
             drop_stats: Vec::new(),
+            drop_procs: Vec::new(),
+            drop_places: 0,
+            drop_procs_lacking: false,
             rollups: Vec::new(),
             file_rollups: Vec::new(),
             cell_frames: Vec::new(),
@@ -399,6 +418,9 @@ impl<S: Source> Reader<S> {
             r.tables = Arc::new(r.first_tables());
             r.chunks.clear();
             r.drop_stats.clear();
+            r.drop_procs.clear();
+            r.drop_places = 0;
+            r.drop_procs_lacking = false;
             r.rollups.clear();
             r.file_rollups.clear();
             r.cell_frames.clear();
@@ -564,6 +586,66 @@ impl<S: Source> Reader<S> {
         let from_stats = self.drop_stats.iter().map(DropStats::total).max().unwrap_or(0);
         let from_chunks = self.chunks.iter().map(|c| c.summary.drops).max().unwrap_or(0);
         from_stats.max(from_chunks)
+    }
+
+    /// The drop-processes frames (kind 18, since 1.22) in file order: each reading's drops
+    /// placed by process, as growth since the previous one. Empty for older captures.
+    pub fn drop_stats_by_process(&self) -> &[ProcDropStats] {
+        &self.drop_procs
+    }
+
+    /// Whether the capture says whose events were dropped: its recorder placed its drops by
+    /// process (since 1.22), or nothing was dropped at all. False for a capture with drops
+    /// from an older recorder (or a joined recording one of whose files is such): a reader
+    /// then says "not recorded", not 0.
+    pub fn drops_by_process_recorded(&self) -> bool {
+        !self.drop_procs_lacking && (!self.drop_procs.is_empty() || self.drops() == 0)
+    }
+
+    /// Events dropped while recording in `[from, to)` (ns since boot), process by process,
+    /// most first (then by pid); `None` when the capture does not say
+    /// ([`Reader::drops_by_process_recorded`]). A reading counts in the range holding its `ts`,
+    /// as `iocap_analysis::drops::between` places the total, so the counts' sum is at most
+    /// that total; the rest are drops of no known process (a recorder's per-process map was
+    /// full, events it threw away itself, a reading racing the counters: see FORMAT.md).
+    /// Entries are by (pid, process entry); an entry the recorder did not know (`proc` 0) is
+    /// given the last process entry of its pid in the tables, if any.
+    ///
+    /// This is what the viewer asks for the processes a filter names (with
+    /// `iocap_filter::Filter::processes`).
+    pub fn drops_by_process(&self, from: u64, to: u64) -> Option<Vec<ProcDrops>> {
+        if !self.drops_by_process_recorded() {
+            return None;
+        }
+        let mut sum: HashMap<(u32, u32), u64> = HashMap::new();
+        for reading in self.drop_procs.iter().filter(|d| (from..to).contains(&d.ts)) {
+            for p in &reading.procs {
+                let n = sum.entry((p.pid, p.proc)).or_insert(0);
+                *n = n.saturating_add(p.count);
+            }
+        }
+        let mut last_of_pid: HashMap<u32, u32> = HashMap::new();
+        if sum.keys().any(|&(_, proc)| proc == 0) {
+            for e in self.tables.procs() {
+                last_of_pid.insert(e.pid, e.id);
+            }
+        }
+        let mut merged: HashMap<(u32, u32), u64> = HashMap::new();
+        for ((pid, proc), n) in sum {
+            let proc = if proc == 0 {
+                last_of_pid.get(&pid).copied().unwrap_or(0)
+            } else {
+                proc
+            };
+            let m = merged.entry((pid, proc)).or_insert(0);
+            *m = m.saturating_add(n);
+        }
+        let mut out: Vec<ProcDrops> = merged
+            .into_iter()
+            .map(|((pid, proc), count)| ProcDrops { pid, proc, count })
+            .collect();
+        out.sort_by(|a, b| b.count.cmp(&a.count).then(a.pid.cmp(&b.pid)).then(a.proc.cmp(&b.proc)));
+        Some(out)
     }
 
     /// Block requests the recorder saw issued whose completion never reached it, so that
@@ -922,6 +1004,38 @@ impl<S: Source> Reader<S> {
                 let per_cpu = (0..n).map(|_| cur.varint().ok_or_else(bad)).collect::<Result<_, _>>()?;
                 self.drop_stats.push(DropStats { ts, per_cpu });
             }
+            Some(Kind::DropProcs) => {
+                let mut cur = Cursor::new(&dec.payload);
+                let bad = || Error::corrupt(off, "drop-processes frame does not decode");
+                let ts = cur.varint().ok_or_else(bad)?;
+                let n = cur.varint().ok_or_else(bad)?;
+                if n > cur.remaining() as u64 / 3 {
+                    return Err(bad());
+                }
+                if self.drop_places.saturating_add(n as usize) > MAX_DROP_PLACES {
+                    self.drop_procs_lacking = true;
+                    return Err(Error::corrupt(
+                        off,
+                        format!("more drops placed by process than a reader keeps ({MAX_DROP_PLACES})"),
+                    ));
+                }
+                // Decoded whole before it is kept: a damaged frame changes nothing.
+                let mut procs: Vec<ProcDrops> = Vec::with_capacity(n as usize);
+                for _ in 0..n {
+                    let pid = cur.varint().and_then(|v| u32::try_from(v).ok()).ok_or_else(bad)?;
+                    let proc = cur.varint().and_then(|v| u32::try_from(v).ok()).ok_or_else(bad)?;
+                    let count = cur.varint().ok_or_else(bad)?;
+                    if procs.last().is_some_and(|p| p.pid >= pid) {
+                        return Err(bad());
+                    }
+                    procs.push(ProcDrops { pid, proc, count });
+                }
+                if cur.remaining() != 0 {
+                    return Err(bad());
+                }
+                self.drop_places += procs.len();
+                self.drop_procs.push(ProcDropStats { ts, procs });
+            }
             Some(Kind::Unseen) => {
                 let mut cur = Cursor::new(&dec.payload);
                 let bad = || Error::corrupt(off, "unseen frame does not decode");
@@ -1092,7 +1206,14 @@ impl<S: Source> Reader<S> {
                         limit: Limit::Tables, ..
                     }) if alive => break,
                     Err(e) => st.notes.push(e.to_string()),
-                    Ok(()) if matches!(kind, Some(Kind::Stats | Kind::Unseen | Kind::UnseenDisks)) => grown.stats += 1,
+                    Ok(())
+                        if matches!(
+                            kind,
+                            Some(Kind::Stats | Kind::Unseen | Kind::UnseenDisks | Kind::DropProcs)
+                        ) =>
+                    {
+                        grown.stats += 1
+                    }
                     Ok(()) => grown.tables += 1,
                 },
             }

@@ -10,7 +10,7 @@ use std::thread::JoinHandle;
 use crate::columns::{chunk_holds, Columns, EncodeBufs, MAX_CHUNK_EVENTS};
 use crate::error::Error;
 use crate::frame::{self, Kind, FRAME_HEADER_LEN};
-use crate::model::{Device, DropStats, Event, FileEntry, Meta, ProcEntry, Stack, StrId};
+use crate::model::{Device, DropStats, Event, FileEntry, Meta, ProcDropStats, ProcEntry, Stack, StrId};
 use crate::pack::{self, Packer};
 use crate::rollup::Rollup;
 use crate::summary::ChunkSummary;
@@ -222,6 +222,38 @@ impl<W: Write> Writer<W> {
         }
         self.write_tables()?;
         self.back.counters(Kind::Stats, p)
+    }
+
+    /// Record the drops of the stats frame just written ([`Writer::record_drops`], same `ts`)
+    /// placed by process: each process's events dropped since the previous reading (written at
+    /// once as a drop-processes frame, kind 18). Processes are written in increasing pid order,
+    /// a pid given twice once with the sum of its counts (and the first nonzero entry id), and
+    /// those of count 0 left out. A recorder that places its drops writes one after each stats
+    /// frame, empty when none of the growth had a process, so that a reader can tell "none of
+    /// this process's" from "not recorded".
+    pub fn record_drops_by_process(&mut self, by_proc: &ProcDropStats) -> Result<(), Error> {
+        let mut procs: Vec<_> = by_proc.procs.iter().filter(|p| p.count > 0).copied().collect();
+        procs.sort_by_key(|p| p.pid);
+        procs.dedup_by(|b, a| {
+            if a.pid != b.pid {
+                return false;
+            }
+            a.count = a.count.saturating_add(b.count);
+            if a.proc == 0 {
+                a.proc = b.proc;
+            }
+            true
+        });
+        let mut p = Vec::with_capacity(8 + 12 * procs.len());
+        varint::put(&mut p, by_proc.ts);
+        varint::put(&mut p, procs.len() as u64);
+        for d in &procs {
+            varint::put(&mut p, u64::from(d.pid));
+            varint::put(&mut p, u64::from(d.proc));
+            varint::put(&mut p, d.count);
+        }
+        self.write_tables()?;
+        self.back.counters(Kind::DropProcs, p)
     }
 
     /// Record how many block requests the recorder saw issued whose completion never reached

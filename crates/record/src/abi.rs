@@ -257,6 +257,31 @@ pub fn event_end(rec: &[u8]) -> Option<u64> {
     Some(ts.saturating_add(lat))
 }
 
+/// The process (tgid) of an event record: whose event it is when it is thrown away unwritten
+/// (counted with the drops, placed by process). `None` for table records, records too short,
+/// and a block request whose maker the kernel did not know (`has_pid` clear).
+pub fn event_pid(rec: &[u8]) -> Option<u32> {
+    let u32_at = |at: usize| {
+        rec.get(at..at + 4)
+            .map(|b| u32::from_ne_bytes(b.try_into().unwrap_or([0; 4])))
+    };
+    let pid = match kind_of(rec)? {
+        REC_SYS => u32_at(std::mem::offset_of!(types::rec_sys, pid))?,
+        REC_SYS32 => u32_at(std::mem::offset_of!(types::rec_sys32, pid))?,
+        REC_SYSIO | REC_END_SYS => u32_at(std::mem::offset_of!(types::rec_sysio, sys.pid))?,
+        REC_BLK | REC_END_BLK => {
+            if *rec.get(std::mem::offset_of!(types::rec_blk, has_pid))? == 0 {
+                return None;
+            }
+            u32_at(std::mem::offset_of!(types::rec_blk, pid))?
+        }
+        REC_URING => u32_at(std::mem::offset_of!(types::rec_uring, pid))?,
+        REC_JOURNAL => u32_at(std::mem::offset_of!(types::rec_journal, pid))?,
+        _ => return None,
+    };
+    (pid != 0).then_some(pid)
+}
+
 /// Where a record goes in the merge of the per-CPU rings (ns of CLOCK_MONOTONIC, read before
 /// [`to_boottime`]): a time its program read before reserving it. An event's end (its
 /// program read the clock first thing), an fd record's call's end, a process record's own

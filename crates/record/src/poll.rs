@@ -4,7 +4,7 @@
 //! fraction of a second of what the writer drains.
 
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
@@ -18,6 +18,7 @@ use libbpf_rs::RingBufferBuilder;
 use crate::abi;
 use crate::backlog::Backlog;
 use crate::config::{Output, Progress, Summary};
+use crate::drop_places::{self, DropPlaces};
 use crate::error::Error;
 use crate::lanes::Lanes;
 use crate::merge::Merge;
@@ -113,6 +114,7 @@ impl Recorder {
 
         let mut last_drops = Instant::now();
         let mut sent_drops = None;
+        let mut places = DropPlaces::default();
         let mut sent_unseen = BTreeMap::new();
         let mut last_progress = Instant::now();
         let mut last_pump = Instant::now();
@@ -203,11 +205,17 @@ impl Recorder {
             // room if need be): drops happen exactly when the queue is full, and a reading
             // skipped then would place a whole overload's losses at its end.
             if last_drops.elapsed() >= DROPS_EVERY && !stopping && !writer_gone {
+                let by_pid = self.drops_by_pid();
                 let d = self.drops(discarded.get());
                 let total = d.total();
                 shared.drops.store(total, Ordering::Relaxed);
                 if sent_drops != Some(total) && (total > 0 || sent_drops.is_some()) {
-                    if tx.send(Msg::Drops(d)).is_err() {
+                    // Taken only when sent: a growth read with no new total (its drops were
+                    // in the last one's) goes with the next.
+                    let (mut grew, forget) = places.growth(&by_pid);
+                    self.forget_drop_pids(&forget);
+                    drop_places::add(&mut grew, intake.discarded_by_pid.take());
+                    if tx.send(Msg::Drops(d, grew)).is_err() {
                         writer_gone = true;
                     }
                     sent_drops = Some(total);
@@ -273,7 +281,11 @@ impl Recorder {
             if !ended.is_empty() {
                 let _ = tx.send(Msg::Batch(ended));
             }
-            let _ = tx.send(Msg::Drops(self.drops(discarded.get())));
+            let by_pid = self.drops_by_pid();
+            let d = self.drops(discarded.get());
+            let (mut grew, _) = places.growth(&by_pid);
+            drop_places::add(&mut grew, intake.discarded_by_pid.take());
+            let _ = tx.send(Msg::Drops(d, grew));
             let unseen = self.unseen();
             if unseen != sent_unseen {
                 let _ = tx.send(Msg::Unseen(procfs::boot_ns(), unseen));
@@ -305,6 +317,9 @@ struct Intake {
     /// starved recorder works through it. Counted with the kernel's drops.
     discard_before: Cell<u64>,
     discarded: Cell<u64>,
+    /// Those of `discarded` whose process the record names, by pid, since the last reading
+    /// of the drops sent.
+    discarded_by_pid: RefCell<HashMap<u32, u64>>,
     /// A key this far past the round's start is not a clock's (a damaged record): it is
     /// held to it, so that it cannot hold its source's later records back for long.
     key_ceiling: Cell<u64>,
@@ -320,6 +335,7 @@ impl Intake {
             consumed: Cell::new(0),
             discard_before: Cell::new(0),
             discarded: Cell::new(0),
+            discarded_by_pid: RefCell::new(HashMap::new()),
             key_ceiling: Cell::new(u64::MAX),
         }
     }
@@ -335,6 +351,9 @@ impl Intake {
         if abi::event_end(data).is_some_and(|end| end.wrapping_add(off) < self.discard_before.get()) {
             m.skip(i, key);
             self.discarded.set(self.discarded.get() + 1);
+            if let Some(pid) = abi::event_pid(data) {
+                *self.discarded_by_pid.borrow_mut().entry(pid).or_insert(0) += 1;
+            }
             // Discarding ends the source's round too, after as many bytes as are queued:
             // while a flood refills it as fast as a starved poller throws records away, the
             // drain would never end, and the fresh records of the other sources would wait

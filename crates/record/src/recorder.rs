@@ -1,7 +1,7 @@
 //! Loading and attaching the BPF programs ([`Recorder::start`]), and the settings userspace
 //! changes while they run: traced pids, the ring backlog limit, the drop counters.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd};
 use std::time::Instant;
@@ -310,6 +310,27 @@ impl Recorder {
                 Some((dev, u64::from_ne_bytes(v.get(..8)?.try_into().ok()?)))
             })
             .collect()
+    }
+
+    /// Drops by process so far, the BPF `drops_by_pid` map (tgid to count). Read before
+    /// [`Recorder::drops`]: a drop program counts in `drops` first, so every drop found here
+    /// is in those counters already, and a reading never places more than its total.
+    pub(crate) fn drops_by_pid(&self) -> HashMap<u32, u64> {
+        let map = &self.skel.maps.drops_by_pid;
+        map.keys()
+            .filter_map(|k| {
+                let pid = u32::from_ne_bytes(k.get(..4)?.try_into().ok()?);
+                let v = map.lookup(&k, MapFlags::ANY).ok()??;
+                Some((pid, u64::from_ne_bytes(v.get(..8)?.try_into().ok()?)))
+            })
+            .collect()
+    }
+
+    /// Delete `pids`' entries of `drops_by_pid` (see `DropPlaces::growth`).
+    pub(crate) fn forget_drop_pids(&self, pids: &[u32]) {
+        for pid in pids {
+            let _ = self.skel.maps.drops_by_pid.delete(&pid.to_ne_bytes());
+        }
     }
 
     /// The kernel's drop counters, with `discarded` (records the poller threw away as too

@@ -455,6 +455,12 @@ impl<W: Write> Tracker<W> {
         self.set_proc(info, 0)
     }
 
+    /// The process entry `pid` has now, if the tables know it (0 if not): whose drops the
+    /// writer places, without reading /proc for a process it never saw.
+    pub fn known_proc(&self, pid: u32) -> u32 {
+        self.procs.get(&pid).map_or(0, |p| p.id)
+    }
+
     /// Forget what exited a while ago.
     pub fn tidy(&mut self) {
         if self.exited.is_empty() {

@@ -2,13 +2,13 @@
 //! the record-time filter, writes and rotates the capture, and measures how fast it drains
 //! (which the poller turns into the kernel's backlog limit).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use iocap_format::{DropStats, Writer};
+use iocap_format::{DropStats, ProcDropStats, ProcDrops, Writer};
 
 use crate::abi::{self, Rec};
 use crate::config::{Output, Progress, Summary};
@@ -28,7 +28,9 @@ const FLUSH_AT_LEAST: Duration = Duration::from_millis(500);
 
 pub(crate) enum Msg {
     Batch(Vec<u8>),
-    Drops(DropStats),
+    /// A reading of the drop counters, and what grew of them since the last one sent,
+    /// process by process (pid, count).
+    Drops(DropStats, Vec<(u32, u64)>),
     /// When, and how many block requests issued were never seen complete since recording
     /// started, disk by disk (`dev_t`).
     Unseen(u64, BTreeMap<u32, u64>),
@@ -90,8 +92,10 @@ pub(crate) fn write_loop<W: Write + Send + 'static>(
     let mut done_bytes = 0;
     let mut files = 1;
     let mut rotate_err = None;
-    // Events thrown away here for their age (below), counted with the drops.
+    // Events thrown away here for their age (below), counted with the drops; by pid, those
+    // whose record names its process, since the last reading written.
     let mut thrown = 0u64;
+    let mut thrown_by_pid: HashMap<u32, u64> = HashMap::new();
     sh.ready.store(true, Ordering::Relaxed);
     loop {
         // Woken by a message, or by the flush that is due when none comes (a quiet machine).
@@ -121,6 +125,9 @@ pub(crate) fn write_loop<W: Write + Send + 'static>(
                     let Some(rec) = rest.get(4..4 + n) else { break };
                     if abi::event_end(rec).is_some_and(|end| end < too_old) {
                         thrown += 1;
+                        if let Some(pid) = abi::event_pid(rec) {
+                            *thrown_by_pid.entry(pid).or_insert(0) += 1;
+                        }
                     } else if let Some(r) = abi::decode(rec) {
                         let end = matches!(r, Rec::EndSys(_) | Rec::EndBlk(_));
                         let before = t.events;
@@ -160,14 +167,32 @@ pub(crate) fn write_loop<W: Write + Send + 'static>(
                     break;
                 }
             }
-            Some(Msg::Drops(d)) => {
+            Some(Msg::Drops(d, mut grew)) => {
                 drops = d;
                 // On the first CPU's counter, with the poller's own discards.
                 match drops.per_cpu.first_mut() {
                     Some(first) => *first += thrown,
                     None => drops.per_cpu.push(thrown),
                 }
-                if let Err(e) = t.writer().record_drops(&since(&drops, &base)) {
+                crate::drop_places::add(&mut grew, thrown_by_pid.drain());
+                // Named by the process entry each pid has now; one that exited and was
+                // forgotten is 0, which a reader finds by its pid.
+                let by_proc = ProcDropStats {
+                    ts: drops.ts,
+                    procs: grew
+                        .into_iter()
+                        .map(|(pid, count)| ProcDrops {
+                            pid,
+                            proc: t.known_proc(pid),
+                            count,
+                        })
+                        .collect(),
+                };
+                let w = t.writer();
+                if let Err(e) = w
+                    .record_drops(&since(&drops, &base))
+                    .and_then(|()| w.record_drops_by_process(&by_proc))
+                {
                     return Err(fail(e, sh));
                 }
             }

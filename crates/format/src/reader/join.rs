@@ -18,7 +18,7 @@ use super::{Reader, Source};
 use crate::columns::{Col, Columns};
 use crate::error::Error;
 use crate::live::Liveness;
-use crate::model::DropStats;
+use crate::model::{DropStats, ProcDropStats, ProcDrops};
 use crate::summary::ChunkSummary;
 use crate::tables::MaxIds;
 
@@ -195,6 +195,11 @@ impl<S: Source> Reader<S> {
             tables: Arc::clone(&first.tables),
             chunks: Vec::new(),
             drop_stats: Vec::new(),
+            drop_procs: Vec::new(),
+            drop_places: 0,
+            // A file with drops its recorder did not place leaves the joined recording's
+            // placement short: said, not summed as if whole.
+            drop_procs_lacking: files.iter().any(|(_, r)| !r.drops_by_process_recorded()),
             rollups: Vec::new(),
             cell_frames: Vec::new(),
             file_rollups: Vec::new(),
@@ -251,6 +256,27 @@ impl<S: Source> Reader<S> {
             joined.rollups.extend(r.rollups.iter().map(|&at| at + base));
             joined.file_rollups.extend(r.file_rollups.iter().map(|&at| at + base));
             joined.cell_frames.extend(r.cell_frames.iter().map(|&at| at + base));
+            // Each file's growth is its own: only the entries' ids move.
+            joined.drop_places = joined.drop_places.saturating_add(r.drop_places);
+            joined
+                .drop_procs
+                .extend(std::mem::take(&mut r.drop_procs).into_iter().map(|d| {
+                    ProcDropStats {
+                        ts: d.ts,
+                        procs: d
+                            .procs
+                            .into_iter()
+                            .map(|p| ProcDrops {
+                                proc: if p.proc == 0 {
+                                    0
+                                } else {
+                                    p.proc.saturating_add(shift.procs)
+                                },
+                                ..p
+                            })
+                            .collect(),
+                    }
+                }));
             for d in &r.drop_stats {
                 joined.drop_stats.push(DropStats {
                     ts: d.ts,

@@ -3,6 +3,7 @@
 
 mod bombs;
 mod corruption;
+mod drop_procs;
 mod encoder;
 mod growing;
 mod hostile;
