@@ -99,6 +99,10 @@ impl Whole {
     }
 }
 
+/// The process entries a filter names (`None`: it names none), by the filter's text and the
+/// length of the process table they were found in.
+type NamedProcs = ((String, usize), Option<Vec<u32>>);
+
 /// The whole viewer state.
 pub struct App {
     /// The capture being viewed.
@@ -135,6 +139,9 @@ pub struct App {
     pub help: bool,
     /// The field picker is open (`f`, `M`).
     pub picker: Option<Picker>,
+    /// The process entries the applied filter names, by (filter, process table's length) they
+    /// were found for ([`App::drops_of_named`]).
+    named_procs: std::cell::RefCell<Option<NamedProcs>>,
     /// iostat's figures for the view are shown in place of the event list (`i`).
     pub iostat: bool,
     /// The flame graph of the view's calls is shown in place of the event list (`w`).
@@ -197,6 +204,7 @@ impl App {
             busy: false,
             help: false,
             picker: None,
+            named_procs: Default::default(),
             iostat: false,
             flame: None,
             note: None,
@@ -282,6 +290,26 @@ impl App {
     /// Whether the view and the list follow the newest rows of a capture being recorded.
     pub fn follows(&self) -> bool {
         self.following && self.cap.is_live()
+    }
+
+    /// When the filter names processes (`proc.name=postgres`, `proc.pid=…`): how many of their
+    /// events the recorder lost during the view; `None` when it names none, or the capture does
+    /// not say whose events were dropped (before format 1.22).
+    pub fn drops_of_named(&self) -> Option<u64> {
+        if self.cap.drops == 0 {
+            return None;
+        }
+        let r = &self.cap.reader;
+        let key = (self.filter.applied.clone(), r.tables().procs().len());
+        let mut cache = self.named_procs.borrow_mut();
+        if cache.as_ref().is_none_or(|(k, _)| *k != key) {
+            let procs = iocap_filter::Filter::parse(&self.filter.applied)
+                .ok()
+                .and_then(|f| f.processes(r.meta(), r.tables()));
+            *cache = Some((key, procs));
+        }
+        let procs = cache.as_ref()?.1.as_ref()?;
+        iocap_analysis::drops::of_processes(r, procs, self.view.start, self.view_end()).of_processes
     }
 
     /// Events the recorder lost during the view.

@@ -2648,3 +2648,67 @@ fn the_picker_finds_a_field_by_typing() {
 fn text_of(screen: &str) -> String {
     screen.split("--- styles ---").next().unwrap().to_owned()
 }
+
+/// With a filter naming a process, the status line says how many of the view's drops were its
+/// events; without one, or on a capture that does not say whose they were, only the count.
+#[test]
+fn the_status_line_says_whose_drops_a_named_process_lost() {
+    use iocap_format::{DropStats, ProcDropStats, ProcDrops};
+    const S: u64 = 1_000_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, placed: bool| {
+        let path = dir.path().join(name);
+        let mut w = iocap_testkit::create(&path, &iocap_testkit::meta(S), 64, 1);
+        let pg = iocap_testkit::add_proc(&mut w, 123, 1, b"postgres");
+        let dd = iocap_testkit::add_proc(&mut w, 77, 1, b"dd");
+        for i in 0..20u64 {
+            let ts = S + i * 100_000_000;
+            w.push(&Event {
+                proc: pg,
+                ..Event::syscall(ts, 1_000, 123, 123, 1, 4096)
+            })
+            .unwrap();
+            w.push(&Event {
+                proc: dd,
+                ..Event::syscall(ts + 1, 500, 77, 77, 0, 1)
+            })
+            .unwrap();
+        }
+        w.record_drops(&DropStats {
+            ts: S + S / 2,
+            per_cpu: vec![1_000, 1_000],
+        })
+        .unwrap();
+        if placed {
+            let procs = vec![
+                ProcDrops {
+                    pid: 77,
+                    proc: dd,
+                    count: 1_998,
+                },
+                ProcDrops {
+                    pid: 123,
+                    proc: pg,
+                    count: 2,
+                },
+            ];
+            w.record_drops_by_process(&ProcDropStats { ts: S + S / 2, procs })
+                .unwrap();
+        }
+        w.finish(3 * S).unwrap();
+        path
+    };
+    for (placed, filter, want) in [
+        (true, "proc.name=postgres", "drops 2,000 (2 theirs)"),
+        (true, "proc.pid=77", "drops 2,000 (1,998 theirs)"),
+        (true, "", "drops 2,000 │"),
+        (true, "latency>1ns", "drops 2,000 │"),
+        (false, "proc.name=postgres", "drops 2,000 │"),
+    ] {
+        let path = write(if placed { "placed.cap" } else { "old.cap" }, placed);
+        let (mut app, fx) = app_on(&path, 100, 30, filter);
+        settle(&mut app, fx);
+        let status = status_text(&app);
+        assert!(status.contains(want), "{filter}: {status}");
+    }
+}

@@ -48,10 +48,16 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     if let Some(near) = app.near_miss() {
         spans.push(Span::styled(format!("did you mean {near}? "), t.error()));
     }
+    // With a filter naming processes, how many of the drops were theirs (when the capture
+    // says whose they were).
+    let theirs = match app.drops_of_named() {
+        Some(n) => format!(" ({} theirs)", units::count(n)),
+        None => String::new(),
+    };
     spans.extend([
         Span::raw("│ "),
         Span::styled(
-            format!("drops {}", units::count(drops)),
+            format!("drops {}{theirs}", units::count(drops)),
             if drops > 0 { t.drops() } else { Style::default() },
         ),
     ]);
