@@ -307,6 +307,45 @@ fn events_print_the_time_they_are_ordered_by() {
     assert_eq!(code, 2, "{err}");
 }
 
+/// A call in flight for the whole capture (a shell's `wait4`), recorded last, beside 100,000
+/// others: in end order it comes last and the others are not held for it (a window, not the
+/// whole capture); in start order it comes first. Neither says rows are out of order.
+#[test]
+fn a_call_as_long_as_the_capture_is_put_in_its_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.cap");
+    let mut w = iocap_testkit::create(&path, &iocap_testkit::meta(START), 4096, 1);
+    let sh = add_proc(&mut w, 7, 1, b"sh");
+    const N: u64 = 100_000;
+    for i in 0..N {
+        let e = Event::syscall(START + 1_000 + i * 10_000, 1_000, 7, 7, 0, 0);
+        w.push(&Event { proc: sh, ..e }).unwrap();
+    }
+    // wait4 (61), from the start to after the last.
+    let e = Event::syscall(START + 500, N * 10_000 + 5_000, 7, 8, 61, 0);
+    w.push(&Event { proc: sh, ..e }).unwrap();
+    w.finish(START + 2 * SEC).unwrap();
+    let cap = path.to_str().unwrap();
+    for (order, first, last) in [("end", "read", "wait4"), ("start", "wait4", "read")] {
+        let (code, out, err) = run(&["events", cap, "--time", order]);
+        assert_eq!(code, 0, "{err}");
+        assert!(!err.contains("out of order"), "{err}");
+        let types: Vec<&str> = out
+            .lines()
+            .skip(1)
+            .map(|l| l.split_whitespace().nth(3).unwrap())
+            .collect();
+        assert_eq!(types.len() as u64, N + 1);
+        assert_eq!((types[0], types[types.len() - 1]), (first, last), "{order}");
+        let t: Vec<f64> = out
+            .lines()
+            .skip(1)
+            .map(|l| l.split_whitespace().next().unwrap().parse().unwrap())
+            .collect();
+        assert!(t.windows(2).all(|p| p[0] <= p[1]), "{order}");
+    }
+}
+
 /// A disk's requests whose completion never reached the recorder are in none of iostat's
 /// figures; the whole capture's section says how many, disk by disk (JSON: each device's
 /// `unseen_requests`), as `info` does.

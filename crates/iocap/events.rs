@@ -232,6 +232,10 @@ struct Cursor<'a> {
     pending: BinaryHeap<Reverse<Pending>>,
     /// Events read so far: each one's file position, which breaks ties.
     read: u64,
+    /// The latest time of the order taken so far, and whether an event taken later was
+    /// earlier (past the window) and was said.
+    taken_up_to: u64,
+    said_disorder: bool,
     /// For chunks `i..`, a time before which none of their events began (or ended, as the
     /// order is), `u64::MAX` past the last: how far the events read may be taken.
     later: Vec<u64>,
@@ -288,6 +292,8 @@ impl<'a> Cursor<'a> {
             chunk: 0,
             pending: BinaryHeap::new(),
             read: 0,
+            taken_up_to: 0,
+            said_disorder: false,
             later,
             to_wall: input.reader.meta().boot_to_wall_ns,
             dec: iocap_format::ChunkDecoder::new(),
@@ -301,7 +307,7 @@ impl<'a> Cursor<'a> {
     fn ready(&self) -> bool {
         self.pending
             .peek()
-            .is_some_and(|Reverse(p)| p.at < self.later[self.chunk])
+            .is_some_and(|Reverse(p)| p.at < self.later[self.chunk] || self.pending.len() > self.order.window())
     }
 
     /// The next matching event in the order, without taking it.
@@ -329,9 +335,38 @@ impl<'a> Cursor<'a> {
         Ok(self.pending.peek().map(|Reverse(p)| &p.e))
     }
 
-    /// Take the event [`Cursor::peek`] gave.
+    /// Take the event [`Cursor::peek`] gave. Past the window, one taken before an event read
+    /// later that precedes it is out of order: said once, on standard error.
     fn take(&mut self) -> Option<Event> {
-        self.pending.pop().map(|Reverse(p)| p.e)
+        let Reverse(p) = self.pending.pop()?;
+        if p.at < self.taken_up_to && !self.said_disorder {
+            self.said_disorder = true;
+            crate::say(format_args!(
+                "iocap: an event {} far more than {} events from where it was recorded: some rows are out of order",
+                match self.order {
+                    Order::Start => "began",
+                    Order::End => "ended",
+                },
+                self.order.window()
+            ));
+        }
+        self.taken_up_to = self.taken_up_to.max(p.at);
+        Some(p.e)
+    }
+}
+
+impl Order {
+    /// How many events a cursor holds at most, waiting for an earlier one a later chunk may
+    /// hold: a chunk's summary bounds its events' starts (and so their ends) only loosely,
+    /// and an event in flight for the whole capture (a shell's `wait4`) would otherwise hold
+    /// every other. The recorder writes events about as they complete, so in end order they
+    /// are seldom more than a few thousand out of place; in start order, a slow call is as far
+    /// from its place as the events recorded while it ran (2^20 of ~250 bytes: ~256 MiB).
+    fn window(self) -> usize {
+        match self {
+            Order::End => 1 << 16,
+            Order::Start => 1 << 20,
+        }
     }
 }
 
