@@ -4,7 +4,8 @@
 //! into an action and the `?` popup prints it, so a key cannot work without being listed, nor
 //! be listed without working. While the filter bar is open only its editing keys count (those
 //! whose action is an edit, [`editing`]), and any other character is typed; while it is closed
-//! only the others do. What a key means depends only on whether the filter bar is open and
+//! only the others do. The field picker (`f`, `M`) takes its own few keys while it is open
+//! (typing, ↑/↓, Enter, Esc), which its popup lists. What a key means depends only on whether the filter bar is open and
 //! which pane has the focus, both readable from `&App`.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
