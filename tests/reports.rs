@@ -301,6 +301,7 @@ fn events_print_the_time_they_are_ordered_by() {
     let j = ok(&["events", cap, "--limit", "1", "-o", "latency,proc.pid", "--json"]);
     let v: serde_json::Value = serde_json::from_str(j.trim()).unwrap();
     assert_eq!(v.as_object().unwrap().len(), 2, "{j}");
+    assert!(j.starts_with("{\"latency\":"), "in the order asked: {j}");
     let (code, _, err) = run(&["events", cap, "-o", "proc.nam"]);
     assert!(code == 2 && err.contains("unknown field `proc.nam`"), "{err}");
     let (code, _, err) = run(&["events", cap, "-f", "--time", "start"]);

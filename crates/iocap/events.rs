@@ -63,8 +63,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.follow && args.time == Order::Start {
         return Err(UsageError("-f prints events as they complete: not with --time start".into()).into());
     }
+    // Every field by name, as `export --format jsonl` keys them; or those asked for, in order.
     let keys: Vec<&'static FieldInfo> = if chosen.is_empty() {
-        fields::canonical().collect()
+        let mut all: Vec<_> = fields::canonical().collect();
+        all.sort_by_key(|f| f.name);
+        all
     } else {
         chosen.clone()
     };
@@ -444,15 +447,6 @@ pub fn json_value(v: &Value<'_>) -> serde_json::Value {
     }
 }
 
-/// One event as a JSON object keyed by field names.
-pub fn event_json(keys: &[&'static FieldInfo], e: &Event, meta: &Meta, tables: &Tables) -> serde_json::Value {
-    let m: serde_json::Map<String, serde_json::Value> = keys
-        .iter()
-        .map(|f| (f.name.to_string(), json_value(&fields::value(f, e, meta, tables))))
-        .collect();
-    serde_json::Value::Object(m)
-}
-
 /// One event as a JSON line, `evt.time` counted from `origin` (the timeline's start, on the
 /// event's capture's boot clock).
 fn write_json(
@@ -463,13 +457,23 @@ fn write_json(
     tables: &Tables,
     origin: u64,
 ) -> std::io::Result<()> {
-    let mut v = event_json(keys, e, meta, tables);
-    if origin != meta.start_ts && keys.iter().any(|f| f.id == FieldId::EvtTime) {
-        // The capture's own header for every other field (`capture.id` is of its start).
-        v[fields::info(FieldId::EvtTime).name] = e.ts.saturating_sub(origin).into();
+    // Keyed in the order of `keys` (the fields asked for with `-o`, or the schema's).
+    out.write_all(b"{")?;
+    for (i, f) in keys.iter().enumerate() {
+        let v = match f.id {
+            // On the timeline the captures are read on; the capture's own header for every
+            // other field (`capture.id` is of its start).
+            FieldId::EvtTime => serde_json::Value::from(e.ts.saturating_sub(origin)),
+            _ => json_value(&fields::value(f, e, meta, tables)),
+        };
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut *out, f.name)?;
+        out.write_all(b":")?;
+        serde_json::to_writer(&mut *out, &v)?;
     }
-    serde_json::to_writer(&mut *out, &v)?;
-    writeln!(out)
+    writeln!(out, "}}")
 }
 
 /// Field `id` of `e` as printed (by id: a name misspelled here would print nothing).

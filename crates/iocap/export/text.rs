@@ -126,10 +126,19 @@ pub(crate) mod tests {
     use std::ops::ControlFlow;
 
     use iocap_filter::fields::{self, Value};
-    use iocap_format::{ColSet, Reader};
+    use iocap_format::{ColSet, Event, Meta, Reader, Tables};
 
     use super::*;
-    use crate::events::event_json;
+    use crate::events::json_value;
+
+    /// One event as a JSON object keyed by field names (sorted, as `serde_json` keeps them).
+    fn event_json(keys: &[&'static FieldInfo], e: &Event, meta: &Meta, tables: &Tables) -> serde_json::Value {
+        let m: serde_json::Map<String, serde_json::Value> = keys
+            .iter()
+            .map(|f| (f.name.to_string(), json_value(&fields::value(f, e, meta, tables))))
+            .collect();
+        serde_json::Value::Object(m)
+    }
 
     /// The old CSV: `fields::value` and `Display` per cell.
     fn slow_csv(input: &Input) -> Vec<u8> {
