@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use crate::panes::picker::PickFor;
 use crate::worker::Reply;
 
 /// A direction for the cursor or a list selection.
@@ -42,6 +41,15 @@ pub enum Seek {
     DecadeFaster,
     /// `>`: the slowest cell with events.
     Slowest,
+}
+
+/// What a field picked in the picker (`crate::panes::picker`) is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PickFor {
+    /// The breakdown's field.
+    GroupBy,
+    /// The plot's measure: any duration field.
+    Measure,
 }
 
 /// An edit of the filter bar's text.

@@ -31,7 +31,7 @@ use iocap_filter::FilterError;
 use iocap_format::Liveness;
 use ratatui::layout::Rect;
 
-use crate::action::{Action, Mouse, Move};
+use crate::action::{Action, Mouse, Move, PickFor};
 use crate::capture::Capture;
 use crate::compare::Compare;
 #[cfg(feature = "testing")]
@@ -41,7 +41,7 @@ use crate::panes::breakdown::{Breakdown, Regrouped};
 use crate::panes::events::{List, Listed, Sort};
 use crate::panes::filter_bar::{FilterBar, Filtered};
 use crate::panes::flame::FlamePane;
-use crate::panes::picker::{PickFor, Picked, Picker};
+use crate::panes::picker::{Picked, Picker};
 use crate::panes::spectrogram::grid::Grid;
 use crate::panes::spectrogram::{Moved, View};
 use crate::replay::{Replay, Step};

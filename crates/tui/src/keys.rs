@@ -10,10 +10,9 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 
-use crate::action::{Action, Edit, Mouse, Move, Seek};
+use crate::action::{Action, Edit, Mouse, Move, PickFor, Seek};
 use crate::app::App;
 use crate::layout::Pane;
-use crate::panes::picker::PickFor;
 
 /// A key as the table names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

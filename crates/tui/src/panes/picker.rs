@@ -5,18 +5,9 @@
 use iocap_analysis::Measure;
 use iocap_filter::fields::{self, FieldInfo};
 
-use crate::action::{Edit, Move};
+use crate::action::{Edit, Move, PickFor};
 use crate::panes::breakdown::group_fields;
 use crate::panes::step_list;
-
-/// What the picked field is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PickFor {
-    /// The breakdown's field.
-    GroupBy,
-    /// The plot's measure: any duration field.
-    Measure,
-}
 
 impl PickFor {
     /// The fields offered, in the order shown with nothing typed.
