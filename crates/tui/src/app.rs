@@ -672,9 +672,10 @@ impl App {
         let (clause, what) = match self.focus {
             Pane::Spectrogram => {
                 let (t, l) = (self.view.cursor_t, self.view.cursor_l);
-                if !self.view.selecting() && self.view.count_at(t, l, &self.layout) == 0 {
-                    // No region, and no event under the cursor: a filter to its cell would
-                    // empty the view.
+                let exact = !self.view.grid.approximate;
+                if exact && !self.view.selecting() && self.view.count_at(t, l, &self.layout) == 0 {
+                    // No region, and no event under the cursor (in the exact picture, not the
+                    // index's guess): a filter to its cell would empty the view.
                     self.view.drop_region();
                     self.note = Some("no event under the cursor: ] [ > move to events, v selects a region".into());
                     return;
