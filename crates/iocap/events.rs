@@ -327,10 +327,7 @@ impl<'a> Cursor<'a> {
             filter.eval(&self.cols, &mut self.bits);
             for row in self.bits.iter_ones() {
                 let e = self.cols.event(row);
-                let at = match self.order {
-                    Order::Start => e.ts,
-                    Order::End => e.end(),
-                };
+                let at = self.order.time(&e);
                 self.read += 1;
                 self.pending.push(Reverse(Pending { at, seq: self.read, e }));
             }
@@ -359,6 +356,14 @@ impl<'a> Cursor<'a> {
 }
 
 impl Order {
+    /// `e`'s time in this order: when it began, or when it completed.
+    fn time(self, e: &Event) -> u64 {
+        match self {
+            Order::Start => e.ts,
+            Order::End => e.end(),
+        }
+    }
+
     /// How many events a cursor holds at most, waiting for an earlier one a later chunk may
     /// hold: a chunk's summary bounds its events' starts (and so their ends) only loosely,
     /// and an event in flight for the whole capture (a shell's `wait4`) would otherwise hold
@@ -376,11 +381,7 @@ impl Order {
 /// When `e` started or completed, as `order` says, in wall-clock time (its capture's boot
 /// clock moved by `to_wall`): the order of the merge.
 fn wall_time(e: &Event, order: Order, to_wall: i64) -> i128 {
-    let t = match order {
-        Order::Start => e.ts,
-        Order::End => e.end(),
-    };
-    i128::from(t) + i128::from(to_wall)
+    i128::from(order.time(e)) + i128::from(to_wall)
 }
 
 /// `events` in the order `--time` asks, of one capture or several: each capture's matching
@@ -503,11 +504,7 @@ fn write_line(
             return writeln!(out, "{}", line.trim_end());
         }
     };
-    let at = match order {
-        Order::Start => e.ts,
-        Order::End => e.end(),
-    };
-    let mut time = format!("{:>14}", seconds(at.saturating_sub(origin)));
+    let mut time = format!("{:>14}", seconds(order.time(e).saturating_sub(origin)));
     if let Some(h) = host {
         time.push_str(&format!(" {:<12}", text::truncate(h, 12)));
     }
