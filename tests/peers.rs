@@ -94,12 +94,7 @@ fn each_block_request_has_bpftraces_latency() {
     std::fs::write(&img, vec![0u8; 64 << 20]).unwrap();
     let disk = LoopDev::attach(&img);
     disk.direct_io();
-    let dev = std::fs::metadata(&disk.path)
-        .map(|m| std::os::unix::fs::MetadataExt::rdev(&m))
-        .unwrap();
-    // The kernel's dev_t in the tracepoints: major << 20 | minor.
-    let (major, minor) = ((dev >> 8) & 0xfff, (dev & 0xff) | ((dev >> 12) & 0xfff00));
-    let kdev = major << 20 | minor;
+    let kdev = kernel_dev(&disk.path);
     // bpftrace attaches first, so at each tracepoint its program runs before iocap's, whose
     // clock reads come that much later: its two programs do alike (map updates, nothing
     // printed until the end), or iocap's latencies come out longer by what bpftrace's extra
@@ -213,6 +208,16 @@ fn bpftrace_misses(name: &str) -> u64 {
         .filter(|p| p["type"] == "tracepoint" && p["name"].as_str().is_some_and(|n| n.starts_with(name)))
         .map(|p| p["recursion_misses"].as_u64().unwrap_or(0))
         .sum()
+}
+
+/// The device at `path` as the block tracepoints name it: the kernel's dev_t, major << 20 |
+/// minor (not userspace's encoding).
+fn kernel_dev(path: &str) -> u64 {
+    let dev = std::fs::metadata(path)
+        .map(|m| std::os::unix::fs::MetadataExt::rdev(&m))
+        .unwrap();
+    let (major, minor) = ((dev >> 8) & 0xfff, (dev & 0xff) | ((dev >> 12) & 0xfff00));
+    major << 20 | minor
 }
 
 /// A tracer run beside a recording, stopped (SIGINT, as a user would) and reaped whatever
@@ -484,12 +489,7 @@ fn report_measure_agrees_with_bpftrace_on_a_loop_device() {
         eprintln!("{TEST}: no mq-deadline scheduler: skipped");
         return;
     };
-    let dev = std::fs::metadata(&disk.path)
-        .map(|m| std::os::unix::fs::MetadataExt::rdev(&m))
-        .unwrap();
-    // The kernel's dev_t in the tracepoints: major << 20 | minor.
-    let (major, minor) = ((dev >> 8) & 0xfff, (dev & 0xff) | ((dev >> 12) & 0xfff00));
-    let kdev = major << 20 | minor;
+    let kdev = kernel_dev(&disk.path);
     // Maps only, printed at the exit (a printf costs µs at the tracepoint, and loses lines under
     // load), and the same work at each end: a map update, a lookup and an update. 1,500 keys,
     // within the 4,096 a bpftrace map holds.
