@@ -30,6 +30,7 @@
 
 pub mod bits;
 mod columns;
+pub mod container;
 mod error;
 pub mod escape;
 mod frame;
