@@ -2082,6 +2082,49 @@ static __always_inline __u64 task_cgroup(struct task_struct *t)
 	return BPF_CORE_READ(t, cgroups, dfl_cgrp, kn, id);
 }
 
+/*
+ * The v1 hierarchy whose cgroup a process record carries too, by its controller (set by the
+ * recorder, procfs::V1_CONTROLLERS): 0 none, 1 pids, 2 memory, 3 cpu, 4 blkio, 5 devices,
+ * 6 freezer, 7 cpuset. A hybrid host's container runtimes put containers in v1 cgroups only.
+ */
+const volatile __u32 v1_ctrl = 0;
+
+#define SUBSYS(name) \
+	(bpf_core_enum_value_exists(enum cgroup_subsys_id, name) ? bpf_core_enum_value(enum cgroup_subsys_id, name) : -1)
+
+/* The controller's index in css_set.subsys on this kernel, -1 when it has none. */
+static __always_inline int v1_subsys(void)
+{
+	switch (v1_ctrl) {
+	case 1: return SUBSYS(pids_cgrp_id);
+	case 2: return SUBSYS(memory_cgrp_id);
+	case 3: return SUBSYS(cpu_cgrp_id);
+	case 4: return SUBSYS(io_cgrp_id);
+	case 5: return SUBSYS(devices_cgrp_id);
+	case 6: return SUBSYS(freezer_cgrp_id);
+	case 7: return SUBSYS(cpuset_cgrp_id);
+	}
+	return -1;
+}
+
+/* The task's cgroup id in the `v1_ctrl` hierarchy (its directory's inode there); 0 for none. */
+static __always_inline __u64 task_cgroup1(struct task_struct *t)
+{
+	struct cgroup_subsys_state *css = NULL;
+	int i = v1_subsys();
+	void *cs;
+
+	if (i < 0 || i >= 64)
+		return 0;
+	cs = BPF_CORE_READ(t, cgroups);
+	if (!cs || bpf_probe_read_kernel(&css, sizeof(css),
+					 cs + bpf_core_field_offset(struct css_set, subsys) + i * sizeof(void *)))
+		return 0;
+	if (!css)
+		return 0;
+	return BPF_CORE_READ(css, cgroup, kn, id);
+}
+
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 {
@@ -2117,6 +2160,7 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 	r->ppid = ppid;
 	r->uid = BPF_CORE_READ(child, cred, euid.val);
 	r->cgroup = task_cgroup(child);
+	r->cgroup1 = task_cgroup1(child);
 	r->ts = ts;
 	bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), child->comm);
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
@@ -2144,6 +2188,7 @@ int BPF_PROG(proc_exec, struct task_struct *p, pid_t old_pid, struct linux_binpr
 	r->ppid = BPF_CORE_READ(p, real_parent, tgid);
 	r->uid = BPF_CORE_READ(p, cred, euid.val);
 	r->cgroup = task_cgroup(p);
+	r->cgroup1 = task_cgroup1(p);
 	r->ts = ts;
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	r->filename[0] = 0;

@@ -247,7 +247,8 @@ struct rec_stack {
 
 /*
  * A new process (thread group); comm is the child's, inherited from the parent. uid is the
- * effective uid, cgroup the cgroup v2 id (its directory's inode number in cgroupfs).
+ * effective uid, cgroup the cgroup v2 id (its directory's inode number in cgroupfs), cgroup1
+ * the id in the v1 hierarchy the recorder chose (`v1_ctrl`; 0 without one).
  */
 struct rec_fork {
 	__u16 kind;
@@ -258,6 +259,7 @@ struct rec_fork {
 	__u64 ts;
 	char comm[COMM_LEN];
 	__u64 cgroup;
+	__u64 cgroup1;
 };
 
 /* A successful exec: the new comm, the file name and the start of the argument vector. */
@@ -268,7 +270,8 @@ struct rec_exec {
 	__u32 ppid;
 	__u32 uid;    /* as in rec_fork: setuid binaries change it here */
 	__u64 ts;
-	__u64 cgroup; /* as in rec_fork */
+	__u64 cgroup;  /* as in rec_fork */
+	__u64 cgroup1; /* as in rec_fork */
 	char comm[COMM_LEN];
 	char filename[PATH_LEN];
 	char args[ARGS_LEN];

@@ -13,7 +13,7 @@ use iocap_format::{
     Tables,
 };
 
-use crate::lookup::Lookup;
+use crate::lookup::{ContainerView, Lookup};
 
 /// What a field holds, which decides the operators and literals it accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -149,6 +149,22 @@ pub enum FieldId {
     UserName,
     /// `proc.cgroup`.
     ProcCgroup,
+    /// `container.id`: the short id, `host` outside any container.
+    ContainerId,
+    /// `container.full_id`.
+    ContainerFullId,
+    /// `container.runtime`: `host` outside any container.
+    ContainerRuntime,
+    /// `container.name`: `host` outside any container.
+    ContainerName,
+    /// `container.image`.
+    ContainerImage,
+    /// `k8s.pod.name`.
+    K8sPodName,
+    /// `k8s.pod.uid`.
+    K8sPodUid,
+    /// `k8s.ns.name`.
+    K8sNsName,
     /// `blk.pattern`.
     BlkPattern,
     /// `blk.queued`.
@@ -404,6 +420,62 @@ static FIELDS: &[FieldInfo] = &[
         FieldId::ProcCgroup,
         SOME,
         "cgroup (v2) path of the process: /system.slice/x.service, a container's scope",
+    ),
+    f(
+        "container.id",
+        T::Str,
+        FieldId::ContainerId,
+        SOME,
+        "container the process ran in: its short id (12 hex digits, as docker ps shows), host outside any",
+    ),
+    f(
+        "container.full_id",
+        T::Str,
+        FieldId::ContainerFullId,
+        SOME,
+        "container's full id (64 hex digits; a machine's name for systemd-nspawn)",
+    ),
+    f(
+        "container.runtime",
+        T::Str,
+        FieldId::ContainerRuntime,
+        SOME,
+        "docker, containerd, cri-o, podman, systemd-nspawn (unknown: a Kubernetes path with an id alone), host outside any container",
+    ),
+    f(
+        "container.name",
+        T::Str,
+        FieldId::ContainerName,
+        SOME,
+        "container's name as its runtime lists it (in a pod: the container's), host outside any container",
+    ),
+    f(
+        "container.image",
+        T::Str,
+        FieldId::ContainerImage,
+        SOME,
+        "image the container was made from, as its runtime names it",
+    ),
+    f(
+        "k8s.pod.name",
+        T::Str,
+        FieldId::K8sPodName,
+        SOME,
+        "Kubernetes pod of the container",
+    ),
+    f(
+        "k8s.pod.uid",
+        T::Str,
+        FieldId::K8sPodUid,
+        SOME,
+        "uid of the Kubernetes pod of the container (from its cgroup path)",
+    ),
+    f(
+        "k8s.ns.name",
+        T::Str,
+        FieldId::K8sNsName,
+        SOME,
+        "Kubernetes namespace of the container's pod",
     ),
     f(
         "user.uid",
@@ -945,6 +1017,34 @@ pub fn value<'a>(field: &FieldInfo, e: &Event, meta: &Meta, tables: &'a Tables) 
     value_in(field, e, meta, tables)
 }
 
+/// A `container.*` or `k8s.*` field of a process in container `c` (`None`: on the host, which
+/// a capture says only since 1.23: [`Meta::containers`]). Empty names are absent.
+fn container_value<'a>(id: FieldId, c: Option<ContainerView<'a>>, meta: &Meta) -> Value<'a> {
+    let s = |x: &'a str| match x {
+        "" => Value::Absent,
+        x => Value::Str(Cow::Borrowed(x)),
+    };
+    let Some(c) = c else {
+        return match id {
+            FieldId::ContainerId | FieldId::ContainerRuntime | FieldId::ContainerName if meta.containers => {
+                Value::Str(Cow::Borrowed("host"))
+            }
+            _ => Value::Absent,
+        };
+    };
+    match id {
+        FieldId::ContainerId => s(iocap_format::container::short_id(c.full_id)),
+        FieldId::ContainerFullId => s(c.full_id),
+        FieldId::ContainerRuntime => s(c.runtime.name()),
+        FieldId::ContainerName => s(c.name),
+        FieldId::ContainerImage => s(c.image),
+        FieldId::K8sPodName => s(c.pod_name),
+        FieldId::K8sPodUid => s(c.pod_uid),
+        FieldId::K8sNsName => s(c.namespace),
+        _ => Value::Absent,
+    }
+}
+
 /// The value of `field` for event `e`, with the event's process, file and device looked up in
 /// `tables`: a capture's [`Tables`], or any other [`Lookup`] (the recorder's live tables).
 pub fn value_in<'a, L: Lookup + ?Sized>(field: &FieldInfo, e: &Event, meta: &Meta, tables: &'a L) -> Value<'a> {
@@ -1025,6 +1125,17 @@ pub fn value_in<'a, L: Lookup + ?Sized>(field: &FieldInfo, e: &Event, meta: &Met
         FieldId::ProcCgroup => proc()
             .filter(|p| !p.cgroup.is_empty())
             .map_or(Value::Absent, |p| s(p.cgroup)),
+        FieldId::ContainerId
+        | FieldId::ContainerFullId
+        | FieldId::ContainerRuntime
+        | FieldId::ContainerName
+        | FieldId::ContainerImage
+        | FieldId::K8sPodName
+        | FieldId::K8sPodUid
+        | FieldId::K8sNsName => match proc() {
+            Some(p) => container_value(field.id, p.container, meta),
+            None => Value::Absent,
+        },
         FieldId::BlkPattern => match e.flags & (blk_flags::SEQUENTIAL | blk_flags::RANDOM) {
             blk_flags::SEQUENTIAL if block => s("sequential"),
             blk_flags::RANDOM if block => s("random"),

@@ -87,7 +87,7 @@ pub use compile::Compiled;
 pub use error::FilterError;
 pub use hint::NearMiss;
 pub use iocap_format::{ChunkSummary, ColSet, Columns, Meta, Tables};
-pub use live::{FileView, Lookup, ProcView, Pushdown};
+pub use live::{ContainerView, FileView, Lookup, ProcView, Pushdown};
 pub use reach::{class_noun, Reach, CLASSES};
 
 /// A parsed and checked filter. `Display` prints it back in a form that parses to the same tree.

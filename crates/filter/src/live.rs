@@ -9,7 +9,7 @@
 
 use iocap_format::{syscalls, uring, Class, Event, Meta};
 
-pub use crate::lookup::{FileView, Lookup, ProcView};
+pub use crate::lookup::{ContainerView, FileView, Lookup, ProcView};
 
 use crate::check::{Node, Pred, StrMatch, Test};
 use crate::compile::test_value;

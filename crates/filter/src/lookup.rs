@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 
+use iocap_format::container::Runtime;
 use iocap_format::{FdType, Tables};
 
 /// A process as a filter sees it: strings already escaped, as a capture's [`Tables`] hold them.
@@ -23,6 +24,28 @@ pub struct ProcView<'a> {
     pub user: &'a str,
     /// `proc.cgroup`: the cgroup v2 path, empty when not recorded.
     pub cgroup: &'a str,
+    /// The container the process ran in; `None` on the host, or when not recorded.
+    pub container: Option<ContainerView<'a>>,
+}
+
+/// A container as a filter sees it (`container.*`, `k8s.*`): strings escaped, empty where the
+/// runtime did not say.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ContainerView<'a> {
+    /// `container.runtime`.
+    pub runtime: Runtime,
+    /// `container.full_id`; `container.id` is its first 12 characters.
+    pub full_id: &'a str,
+    /// `container.name`.
+    pub name: &'a str,
+    /// `container.image`.
+    pub image: &'a str,
+    /// `k8s.pod.name`.
+    pub pod_name: &'a str,
+    /// `k8s.pod.uid`.
+    pub pod_uid: &'a str,
+    /// `k8s.ns.name`.
+    pub namespace: &'a str,
 }
 
 /// A file as a filter sees it (name escaped).
@@ -64,6 +87,15 @@ impl Lookup for Tables {
             uid: p.uid,
             user: self.string(p.user),
             cgroup: self.string(p.cgroup),
+            container: self.container(p.container).map(|c| ContainerView {
+                runtime: c.runtime,
+                full_id: self.string(c.full_id),
+                name: self.string(c.name),
+                image: self.string(c.image),
+                pod_name: self.string(c.pod_name),
+                pod_uid: self.string(c.pod_uid),
+                namespace: self.string(c.namespace),
+            }),
         })
     }
 

@@ -33,6 +33,14 @@ fn of_process(field: FieldId) -> bool {
             | FieldId::ProcExe
             | FieldId::ProcCmdline
             | FieldId::ProcCgroup
+            | FieldId::ContainerId
+            | FieldId::ContainerFullId
+            | FieldId::ContainerRuntime
+            | FieldId::ContainerName
+            | FieldId::ContainerImage
+            | FieldId::K8sPodName
+            | FieldId::K8sPodUid
+            | FieldId::K8sNsName
             | FieldId::UserUid
             | FieldId::UserName
     )

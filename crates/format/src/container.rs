@@ -10,7 +10,7 @@
 //! `crio-conmon-<id>.scope`, `libpod-conmon-<id>.scope`) are not in the container.
 
 /// The runtime a container's cgroup path says ran it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Runtime {
     /// Docker Engine (`docker-<id>.scope`, `/docker/<id>`).
     Docker,
@@ -26,6 +26,7 @@ pub enum Runtime {
     Nspawn,
     /// A container whose path says only its id (Kubernetes' cgroupfs driver:
     /// `/kubepods/burstable/pod<uid>/<id>`): the runtime is whichever has that id.
+    #[default]
     Unknown,
 }
 

@@ -13,7 +13,7 @@ pub const FILE_MAGIC: &[u8; 8] = b"IOCAP\x00\r\n";
 /// Format major version: a reader refuses a file with a newer major.
 pub const FORMAT_MAJOR: u16 = 1;
 /// Format minor version: additions a reader of the same major can skip.
-pub const FORMAT_MINOR: u16 = 22;
+pub const FORMAT_MINOR: u16 = 23;
 pub const PREAMBLE_LEN: usize = 16;
 
 pub const FRAME_MAGIC: &[u8; 4] = b"IOFR";
@@ -60,6 +60,10 @@ pub enum Kind {
     /// The drops of the `Stats` frame before it placed by process: each process's growth since
     /// the previous reading (1.22).
     DropProcs = 18,
+    /// Containers, each an id, a runtime and its names (1.23).
+    Containers = 19,
+    /// The container of each process entry of earlier `Procs` frames that ran in one (1.23).
+    ProcContainers = 20,
 }
 
 impl Kind {
@@ -83,6 +87,8 @@ impl Kind {
             16 => Kind::FileRollup,
             17 => Kind::Stacks,
             18 => Kind::DropProcs,
+            19 => Kind::Containers,
+            20 => Kind::ProcContainers,
             _ => return None,
         })
     }

@@ -599,6 +599,32 @@ pub struct ProcEntry {
     /// The process's cgroup (v2) path on the recording host, `/system.slice/x.service`; 0 when
     /// unknown. A container's cgroup names it (`.../docker-<id>.scope`).
     pub cgroup: StrId,
+    /// The container the process ran in: its [`ContainerEntry`]'s id, 0 for none (the host,
+    /// or a capture older than 1.23: [`Meta::containers`] tells which).
+    pub container: u32,
+}
+
+/// A container, as its cgroup path and its runtime named it when the recorder first saw one
+/// of its processes. The strings are 0 where the runtime did not say (or did not answer).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ContainerEntry {
+    /// Table id, unique in the file, never 0.
+    pub id: u32,
+    /// Who ran it, as its cgroup path (or the runtime's state where the path does not) says.
+    pub runtime: crate::container::Runtime,
+    /// Its full id (64 hex digits; a machine's name for systemd-nspawn).
+    pub full_id: StrId,
+    /// Its name as the runtime lists it (`docker ps`, `podman ps`); for a Kubernetes
+    /// container, the container's name in its pod.
+    pub name: StrId,
+    /// The image it was made from, as the runtime names it (`localhost/bb:latest`).
+    pub image: StrId,
+    /// The Kubernetes pod's name.
+    pub pod_name: StrId,
+    /// The Kubernetes pod's uid.
+    pub pod_uid: StrId,
+    /// The Kubernetes pod's namespace.
+    pub namespace: StrId,
 }
 
 /// An open file description as seen through one process's fd, from open to close.
@@ -746,6 +772,9 @@ pub struct Meta {
     /// `record --stacks`: the latency from which a call kept its stacks, ns (since 1.21;
     /// `None`: no stacks were taken).
     pub stacks_min_ns: Option<u64>,
+    /// The recorder placed each process in its container ([`ProcEntry::container`], 0 the
+    /// host); false in captures older than 1.23, whose processes' containers are not known.
+    pub containers: bool,
 }
 
 impl Meta {

@@ -959,6 +959,8 @@ impl<S: Source> Reader<S> {
                 | Kind::PrefixStrings
                 | Kind::ColumnFiles
                 | Kind::ProcOwners
+                | Kind::Containers
+                | Kind::ProcContainers
                 | Kind::Stacks),
             ) => {
                 let mut cur = Cursor::new(&dec.payload);

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use crate::error::Limit;
 use crate::escape::escape;
-use crate::model::{Device, FdTarget, FdType, FileEntry, ProcEntry, Stack, StackFrame, StackKind, StrId};
+use crate::model::{ContainerEntry, Device, FdTarget, FdType, FileEntry, ProcEntry, Stack, StackFrame, StackKind, StrId};
 use crate::varint::{self, Cursor};
 
 /// The longest string a table may hold, in bytes before escaping. Strings are process names
@@ -69,6 +69,7 @@ pub(crate) struct MaxIds {
     pub procs: u32,
     pub files: u32,
     pub stacks: u32,
+    pub containers: u32,
 }
 
 impl MaxIds {
@@ -79,6 +80,7 @@ impl MaxIds {
             && fits(self.procs, other.procs)
             && fits(self.files, other.files)
             && fits(self.stacks, other.stacks)
+            && fits(self.containers, other.containers)
     }
 }
 
@@ -111,6 +113,8 @@ pub struct Tables {
     device_index: HashMap<u32, usize>,
     stacks: Vec<(u32, Stack)>,
     stack_index: Ids<u32>,
+    containers: Vec<ContainerEntry>,
+    container_index: Ids<u32>,
     /// Bytes of decoded tables allowed, and counted so far (never given back when an entry is
     /// replaced: a file that rewrites one id over and over uses its budget up too).
     budget: u64,
@@ -135,6 +139,8 @@ impl Tables {
             device_index: HashMap::new(),
             stacks: Vec::new(),
             stack_index: Ids::default(),
+            containers: Vec::new(),
+            container_index: Ids::default(),
             budget,
             used: 0,
         }
@@ -203,6 +209,17 @@ impl Tables {
     /// Every process entry, in the order the file defined them.
     pub fn procs(&self) -> &[ProcEntry] {
         &self.procs
+    }
+
+    /// The container entry with this id ([`ProcEntry::container`]); `None` for 0 or an id
+    /// the file never defined.
+    pub fn container(&self, id: u32) -> Option<&ContainerEntry> {
+        self.container_index.get(id).map(|i| &self.containers[i as usize])
+    }
+
+    /// Every container entry, in the order the file defined them.
+    pub fn containers(&self) -> &[ContainerEntry] {
+        &self.containers
     }
 
     /// Which file the file entry `id` refers to, as a number: equal for entries that refer to
@@ -343,6 +360,7 @@ impl Tables {
             procs: self.procs.iter().map(|p| p.id).max().unwrap_or(0),
             files: self.files.max_id,
             stacks: self.stacks.iter().map(|(id, _)| *id).max().unwrap_or(0),
+            containers: self.containers.iter().map(|c| c.id).max().unwrap_or(0),
         }
     }
 
@@ -366,7 +384,20 @@ impl Tables {
                 cmdline: moved(e.cmdline),
                 user: moved(e.user),
                 cgroup: moved(e.cgroup),
+                container: if e.container == 0 { 0 } else { e.container.saturating_add(shift.containers) },
                 ..e.clone()
+            });
+        }
+        for c in &other.containers {
+            self.add_container(ContainerEntry {
+                id: c.id.saturating_add(shift.containers),
+                full_id: moved(c.full_id),
+                name: moved(c.name),
+                image: moved(c.image),
+                pod_name: moved(c.pod_name),
+                pod_uid: moved(c.pod_uid),
+                namespace: moved(c.namespace),
+                ..c.clone()
             });
         }
         for (id, t) in other.files() {
@@ -433,6 +464,17 @@ impl Tables {
         }
     }
 
+    /// Add (or replace) a container entry.
+    pub(crate) fn add_container(&mut self, c: ContainerEntry) {
+        match self.container_index.get(c.id) {
+            Some(i) => self.containers[i as usize] = c,
+            None => {
+                self.container_index.insert(c.id, position(self.containers.len()));
+                self.containers.push(c);
+            }
+        }
+    }
+
     /// Add (or replace) stack `id`.
     pub(crate) fn add_stack(&mut self, id: u32, s: Stack) {
         match self.stack_index.get(id) {
@@ -463,6 +505,8 @@ impl Tables {
             Kind::ColumnFiles => return self.apply_column_files(cur, count),
             Kind::ProcOwners => return self.apply_proc_owners(cur, count),
             Kind::Stacks => return self.apply_stacks(cur, count),
+            Kind::Containers => return self.apply_containers(cur, count),
+            Kind::ProcContainers => return self.apply_proc_containers(cur, count),
             _ => {}
         }
         let mut long = LeftOut::default();
@@ -799,6 +843,56 @@ impl Tables {
         Ok(())
     }
 
+    /// Entries of a [`crate::frame::Kind::Containers`] frame (see `encode_container`).
+    fn apply_containers(&mut self, mut cur: Cursor, count: u64) -> Result<(), TableError> {
+        let corrupt = TableError::Corrupt;
+        let id32 = |v: Option<u64>| v.and_then(|v| u32::try_from(v).ok()).ok_or(corrupt);
+        for _ in 0..count {
+            let id = id32(cur.varint())?;
+            let runtime = crate::container::Runtime::from_code(cur.u8().ok_or(corrupt)?);
+            let mut s = [0; 6];
+            for v in &mut s {
+                *v = id32(cur.varint())?;
+            }
+            let [full_id, name, image, pod_name, pod_uid, namespace] = s;
+            if id == 0 {
+                return Err(corrupt);
+            }
+            self.charge(ENTRY_COST)?;
+            self.add_container(ContainerEntry {
+                id,
+                runtime,
+                full_id,
+                name,
+                image,
+                pod_name,
+                pod_uid,
+                namespace,
+            });
+        }
+        if !cur.is_empty() {
+            return Err(corrupt);
+        }
+        Ok(())
+    }
+
+    /// Entries of a [`crate::frame::Kind::ProcContainers`] frame: `proc container` ids, each
+    /// set on the process entry of its id; an id no `Procs` frame defined is skipped.
+    fn apply_proc_containers(&mut self, mut cur: Cursor, count: u64) -> Result<(), TableError> {
+        let corrupt = TableError::Corrupt;
+        for _ in 0..count {
+            let id = u32::try_from(cur.varint().ok_or(corrupt)?).map_err(|_| corrupt)?;
+            let container = u32::try_from(cur.varint().ok_or(corrupt)?).map_err(|_| corrupt)?;
+            if let Some(i) = self.proc_index.get(id).map(|i| i as usize) {
+                self.procs[i].container = container;
+            }
+        }
+        if !cur.is_empty() {
+            return Err(corrupt);
+        }
+        Ok(())
+    }
+
     fn apply_proc_owners(&mut self, mut cur: Cursor, count: u64) -> Result<(), TableError> {
         let corrupt = TableError::Corrupt;
         for _ in 0..count {
@@ -950,6 +1044,28 @@ pub(crate) fn encode_proc_owner(p: &mut Pending, e: &ProcEntry) {
     let uid = e.uid.map_or(0, |u| u64::from(u) + 1);
     for v in [u64::from(e.id), uid, u64::from(e.user), u64::from(e.cgroup)] {
         varint::put(&mut p.bytes, v);
+    }
+}
+
+/// A [`crate::frame::Kind::ProcContainers`] entry for `e` when it ran in a container: its id
+/// and its container's.
+pub(crate) fn encode_proc_container(p: &mut Pending, e: &ProcEntry) {
+    if e.container == 0 {
+        return;
+    }
+    p.count += 1;
+    varint::put(&mut p.bytes, u64::from(e.id));
+    varint::put(&mut p.bytes, u64::from(e.container));
+}
+
+/// A [`crate::frame::Kind::Containers`] entry: `id runtime full_id name image pod_name
+/// pod_uid namespace`, the runtime a byte, the rest varints.
+pub(crate) fn encode_container(p: &mut Pending, c: &ContainerEntry) {
+    p.count += 1;
+    varint::put(&mut p.bytes, u64::from(c.id));
+    p.bytes.push(c.runtime.code());
+    for v in [c.full_id, c.name, c.image, c.pod_name, c.pod_uid, c.namespace] {
+        varint::put(&mut p.bytes, u64::from(v));
     }
 }
 

@@ -10,7 +10,7 @@ use std::thread::JoinHandle;
 use crate::columns::{chunk_holds, Columns, EncodeBufs, MAX_CHUNK_EVENTS};
 use crate::error::Error;
 use crate::frame::{self, Kind, FRAME_HEADER_LEN};
-use crate::model::{Device, DropStats, Event, FileEntry, Meta, ProcDropStats, ProcEntry, Stack, StrId};
+use crate::model::{ContainerEntry, Device, DropStats, Event, FileEntry, Meta, ProcDropStats, ProcEntry, Stack, StrId};
 use crate::pack::{self, Packer};
 use crate::rollup::Rollup;
 use crate::summary::ChunkSummary;
@@ -69,6 +69,9 @@ pub struct Writer<W: Write> {
     pending_strings: PendingStrings,
     pending_procs: Pending,
     pending_owners: Pending,
+    next_container: u32,
+    pending_containers: Pending,
+    pending_proc_containers: Pending,
     pending_files: Vec<FileEntry>,
     pending_devices: Pending,
     /// Each distinct stack's id, and those not yet written.
@@ -109,6 +112,9 @@ impl<W: Write> Writer<W> {
             pending_strings: PendingStrings::default(),
             pending_procs: Pending::default(),
             pending_owners: Pending::default(),
+            next_container: 1,
+            pending_containers: Pending::default(),
+            pending_proc_containers: Pending::default(),
             pending_files: Vec::new(),
             pending_devices: Pending::default(),
             stacks: HashMap::new(),
@@ -145,7 +151,17 @@ impl<W: Write> Writer<W> {
         self.next_proc += 1;
         tables::encode_proc(&mut self.pending_procs, &p);
         tables::encode_proc_owner(&mut self.pending_owners, &p);
+        tables::encode_proc_container(&mut self.pending_proc_containers, &p);
         p.id
+    }
+
+    /// Add a container entry; its `id` is assigned here and returned. Its strings must have
+    /// been [`Writer::intern`]ed by this writer.
+    pub fn add_container(&mut self, mut c: ContainerEntry) -> u32 {
+        c.id = self.next_container;
+        self.next_container += 1;
+        tables::encode_container(&mut self.pending_containers, &c);
+        c.id
     }
 
     /// Add a file entry; its `id` is assigned here and returned.
@@ -304,12 +320,15 @@ impl<W: Write> Writer<W> {
     }
 
     fn write_tables(&mut self) -> Result<(), Error> {
-        // Owners after the processes they are of: a reader applies them to existing entries.
+        // Owners and containers after the processes they are of: a reader applies them to
+        // existing entries.
         let kinds = [
             Kind::PrefixStrings,
             Kind::Devices,
+            Kind::Containers,
             Kind::Procs,
             Kind::ProcOwners,
+            Kind::ProcContainers,
             Kind::ColumnFiles,
             Kind::Stacks,
         ];
@@ -319,6 +338,8 @@ impl<W: Write> Writer<W> {
                 Kind::Devices => self.pending_devices.take_payload(),
                 Kind::Procs => self.pending_procs.take_payload(),
                 Kind::ProcOwners => self.pending_owners.take_payload(),
+                Kind::Containers => self.pending_containers.take_payload(),
+                Kind::ProcContainers => self.pending_proc_containers.take_payload(),
                 Kind::Stacks => self.pending_stacks.take_payload(),
                 _ => tables::encode_files(&std::mem::take(&mut self.pending_files)),
             };

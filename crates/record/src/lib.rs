@@ -34,6 +34,8 @@ mod backlog;
 mod build_info;
 mod classify;
 mod config;
+mod container_table;
+mod containers;
 mod drop_places;
 mod ended;
 mod error;

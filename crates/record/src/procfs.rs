@@ -25,6 +25,9 @@ pub struct ProcInfo {
     pub uid: Option<u32>,
     /// The cgroup v2 path (`/system.slice/x.service`), empty when unknown.
     pub cgroup: Vec<u8>,
+    /// On a host that still mounts v1 hierarchies, the path in [`cgroup1`]'s (where the
+    /// container runtimes of a hybrid host put their containers); empty when none.
+    pub cgroup1: Vec<u8>,
 }
 
 /// An fd found in /proc/PID/fd.
@@ -63,6 +66,7 @@ pub fn process(pid: u32) -> Option<ProcInfo> {
         .map(|p| p.as_os_str().as_bytes().to_vec())
         .unwrap_or_default();
     let status = fs::read_to_string(format!("{base}/status")).unwrap_or_default();
+    let cgroups = fs::read(format!("{base}/cgroup")).unwrap_or_default();
     Some(ProcInfo {
         pid,
         ppid,
@@ -70,7 +74,8 @@ pub fn process(pid: u32) -> Option<ProcInfo> {
         exe,
         cmdline: cmdline(&fs::read(format!("{base}/cmdline")).unwrap_or_default()),
         uid: effective_uid(&status),
-        cgroup: unified_cgroup(&fs::read(format!("{base}/cgroup")).unwrap_or_default()),
+        cgroup: unified_cgroup(&cgroups),
+        cgroup1: cgroup1().map_or_else(Vec::new, |v1| v1_cgroup(&cgroups, v1.name)),
     })
 }
 
@@ -86,6 +91,65 @@ fn unified_cgroup(raw: &[u8]) -> Vec<u8> {
         .find_map(|l| l.strip_prefix(b"0::"))
         .map(<[u8]>::to_vec)
         .unwrap_or_default()
+}
+
+/// The path in v1 hierarchy `controller` from /proc/PID/cgroup (its `N:a,b:/path` line whose
+/// controllers include it); empty when there is none.
+fn v1_cgroup(raw: &[u8], controller: &str) -> Vec<u8> {
+    raw.split(|&c| c == b'\n')
+        .find_map(|l| {
+            let mut f = l.splitn(3, |&c| c == b':');
+            let (_, ctrls, path) = (f.next()?, f.next()?, f.next()?);
+            ctrls.split(|&c| c == b',').any(|c| c == controller.as_bytes()).then_some(path)
+        })
+        .map(<[u8]>::to_vec)
+        .unwrap_or_default()
+}
+
+/// A cgroup v1 hierarchy a hybrid host still mounts, which the recorder reads each process's
+/// cgroup in as well as v2's: container runtimes there put a container in v1 cgroups only
+/// (podman's `/libpod_parent/libpod-<id>`), its v2 path staying `/`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct V1Hierarchy {
+    /// The controller whose cgroup is read (`pids`).
+    pub name: &'static str,
+    /// Its code for the BPF programs (`v1_ctrl` in bpf/iocap.bpf.c), from 1.
+    pub code: u32,
+    /// Where it is mounted.
+    pub root: std::path::PathBuf,
+}
+
+/// The controllers a container runtime puts every container in, most likely first; the
+/// code of each is its place here plus one (`v1_ctrl`).
+const V1_CONTROLLERS: [&str; 7] = ["pids", "memory", "cpu", "blkio", "devices", "freezer", "cpuset"];
+
+/// The v1 hierarchy to read cgroups in: the first of [`V1_CONTROLLERS`] mounted as cgroup v1;
+/// `None` on a host with v2 alone. Read once.
+pub fn cgroup1() -> Option<&'static V1Hierarchy> {
+    static V1: std::sync::OnceLock<Option<V1Hierarchy>> = std::sync::OnceLock::new();
+    V1.get_or_init(|| v1_hierarchy(&fs::read("/proc/self/mounts").ok()?)).as_ref()
+}
+
+/// [`cgroup1`] from the text of /proc/self/mounts.
+fn v1_hierarchy(mounts: &[u8]) -> Option<V1Hierarchy> {
+    let v1: Vec<(&[u8], &[u8])> = mounts
+        .split(|&c| c == b'\n')
+        .filter_map(|l| {
+            let mut f = l.split(|&c| c == b' ');
+            let (_, dir, fstype, opts) = (f.next()?, f.next()?, f.next()?, f.next()?);
+            (fstype == b"cgroup").then_some((dir, opts))
+        })
+        .collect();
+    V1_CONTROLLERS.iter().zip(1..).find_map(|(&name, code)| {
+        let (dir, _) = v1
+            .iter()
+            .find(|(_, opts)| opts.split(|&c| c == b',').any(|o| o == name.as_bytes()))?;
+        Some(V1Hierarchy {
+            name,
+            code,
+            root: Path::new(std::ffi::OsStr::from_bytes(dir)).to_path_buf(),
+        })
+    })
 }
 
 /// Most cgroups [`cgroup_paths`] lists: a host with more is not walked further.
@@ -107,10 +171,14 @@ fn cgroup2_root() -> Option<std::path::PathBuf> {
 /// `kn->id` and `bpf_get_current_cgroup_id` give), as its path from the root (`/` for the
 /// root itself). Empty where cgroup2 is not mounted.
 pub fn cgroup_paths() -> HashMap<u64, Vec<u8>> {
+    cgroup2_root().map_or_else(HashMap::new, |root| cgroup_paths_under(&root))
+}
+
+/// Every cgroup of the hierarchy mounted at `root` by id, as [`cgroup_paths`] (each v1
+/// hierarchy numbers its own).
+pub fn cgroup_paths_under(root: &Path) -> HashMap<u64, Vec<u8>> {
     let mut out = HashMap::new();
-    let Some(root) = cgroup2_root() else {
-        return out;
-    };
+    let root = root.to_path_buf();
     let Ok(top) = fs::metadata(&root) else {
         return out;
     };
@@ -370,6 +438,8 @@ pub fn meta(command_line: Vec<String>, iocap_version: &str, filter: Option<Strin
         // Set by the caller from what the recorder keeps of untraced threads.
         kept: Vec::new(),
         stacks_min_ns: None,
+        // Every process entry says its container (`state.rs`), 0 on the host.
+        containers: true,
     }
 }
 

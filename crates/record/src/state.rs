@@ -21,6 +21,8 @@ use iocap_format::{
 
 use crate::abi::{self, cstr, Rec};
 use crate::classify;
+use crate::container_table::Containers;
+use crate::containers::Resolver;
 use crate::procfs;
 use crate::skel::types;
 use crate::stacks::{Named, UserFrame};
@@ -36,6 +38,8 @@ struct Proc {
     /// Escaped comm, exe, cmdline, user name and cgroup, as a filter compares them (empty
     /// without a filter).
     shown: [String; 5],
+    /// Its container's entry in the current file, 0 on the host.
+    container: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -115,6 +119,7 @@ pub struct LiveFilter {
 /// The tables as a filter sees them for one event: its process and file, and the devices.
 struct Live<'a> {
     proc: Option<&'a Proc>,
+    containers: &'a Containers,
     file: Option<&'a File>,
     devs: &'a IdMap<u32, Dev>,
 }
@@ -145,6 +150,7 @@ impl Lookup for Live<'_> {
             uid: p.info.uid,
             user: &p.shown[3],
             cgroup: &p.shown[4],
+            container: self.containers.view(p.container),
         })
     }
 
@@ -194,6 +200,11 @@ pub struct Tracker<W: Write> {
     /// Cgroup paths by id, re-read at most once a second when a record names a new one.
     cgroups: HashMap<u64, Vec<u8>>,
     cgroups_read: Option<std::time::Instant>,
+    /// The same of the v1 hierarchy records also name ([`procfs::cgroup1`]).
+    cgroups1: HashMap<u64, Vec<u8>>,
+    cgroups1_read: Option<std::time::Instant>,
+    /// The containers processes ran in.
+    containers: Containers,
     /// Per block device, where its last completed request ended (sector + size): whether the
     /// next one is sequential, as biopattern decides.
     last_end: IdMap<u32, u64>,
@@ -228,6 +239,9 @@ impl<W: Write> Tracker<W> {
             users: procfs::users(),
             cgroups: HashMap::new(),
             cgroups_read: None,
+            cgroups1: HashMap::new(),
+            cgroups1_read: None,
+            containers: Containers::new(Resolver::new()),
             last_end: IdMap::default(),
             stacks: HashMap::new(),
             events: 0,
@@ -278,10 +292,13 @@ impl<W: Write> Tracker<W> {
             files,
             inodes,
             users,
+            containers,
             ..
         } = self;
+        containers.rotated();
         for (&pid, p) in procs.iter_mut() {
-            let e = proc_entry(w, users, pid, &p.info, p.start_ts);
+            p.container = containers.place(w, &p.info.cgroup, &p.info.cgroup1);
+            let e = proc_entry(w, users, pid, &p.info, p.start_ts, p.container);
             p.id = w.add_proc(e);
         }
         for (pid, fd, f) in files.iter_mut() {
@@ -317,6 +334,7 @@ impl<W: Write> Tracker<W> {
         let Some(lf) = &self.filter else { return true };
         let live = Live {
             proc: self.procs.get(&e.pid),
+            containers: &self.containers,
             file,
             devs: &self.devs,
         };
@@ -361,7 +379,8 @@ impl<W: Write> Tracker<W> {
 
     /// A new entry for process `p.pid`, current from `ts`.
     fn set_proc(&mut self, p: procfs::ProcInfo, ts: u64) -> u32 {
-        let e = proc_entry(&mut self.w, &self.users, p.pid, &p, ts);
+        let container = self.containers.place(&mut self.w, &p.cgroup, &p.cgroup1);
+        let e = proc_entry(&mut self.w, &self.users, p.pid, &p, ts, container);
         let id = self.w.add_proc(e);
         let user = p.uid.and_then(|u| self.users.get(&u)).map_or(&[][..], Vec::as_slice);
         let shown = [
@@ -378,6 +397,7 @@ impl<W: Write> Tracker<W> {
                 info: p,
                 start_ts: ts,
                 shown,
+                container,
             },
         );
         id
@@ -386,14 +406,17 @@ impl<W: Write> Tracker<W> {
     /// The path of cgroup `id`; cgroupfs is walked again (at most once a second) when the id
     /// is new, a container started since. Empty when it cannot be found (it is gone already).
     fn cgroup_path(&mut self, id: u64) -> Vec<u8> {
-        if id == 0 {
+        path_of(id, &mut self.cgroups, &mut self.cgroups_read, procfs::cgroup_paths)
+    }
+
+    /// The path of cgroup `id` of the v1 hierarchy ([`procfs::cgroup1`]), as `cgroup_path`.
+    fn cgroup1_path(&mut self, id: u64) -> Vec<u8> {
+        let Some(v1) = procfs::cgroup1() else {
             return Vec::new();
-        }
-        if !self.cgroups.contains_key(&id) && self.cgroups_read.is_none_or(|t| t.elapsed().as_secs() >= 1) {
-            self.cgroups = procfs::cgroup_paths();
-            self.cgroups_read = Some(std::time::Instant::now());
-        }
-        self.cgroups.get(&id).cloned().unwrap_or_default()
+        };
+        path_of(id, &mut self.cgroups1, &mut self.cgroups1_read, || {
+            procfs::cgroup_paths_under(&v1.root)
+        })
     }
 
     fn set_file(&mut self, pid: u32, fd: i32, kind: FdType, name: Vec<u8>, dev: u32, ts: u64) -> u32 {
@@ -501,6 +524,7 @@ impl<W: Write> Tracker<W> {
                     cmdline,
                     uid: Some(f.uid),
                     cgroup: self.cgroup_path(f.cgroup),
+                    cgroup1: self.cgroup1_path(f.cgroup1),
                 };
                 self.set_proc(info, f.ts);
                 // The child starts with copies of its parent's fds.
@@ -531,6 +555,7 @@ impl<W: Write> Tracker<W> {
                     cmdline,
                     uid: Some(e.uid),
                     cgroup: self.cgroup_path(e.cgroup),
+                    cgroup1: self.cgroup1_path(e.cgroup1),
                 };
                 self.set_proc(info, e.ts);
                 Ok(())
@@ -918,13 +943,33 @@ impl<W: Write> Tracker<W> {
     }
 }
 
-/// The table entry of process `pid` as `p` describes it, its strings interned in `w`.
+/// The path of cgroup `id` in `paths`, which `walk` fills again (at most once a second) when
+/// the id is new; empty for 0 or an id not found (a cgroup gone already).
+fn path_of(
+    id: u64,
+    paths: &mut HashMap<u64, Vec<u8>>,
+    read: &mut Option<std::time::Instant>,
+    walk: impl FnOnce() -> HashMap<u64, Vec<u8>>,
+) -> Vec<u8> {
+    if id == 0 {
+        return Vec::new();
+    }
+    if !paths.contains_key(&id) && read.is_none_or(|t| t.elapsed().as_secs() >= 1) {
+        *paths = walk();
+        *read = Some(std::time::Instant::now());
+    }
+    paths.get(&id).cloned().unwrap_or_default()
+}
+
+/// The table entry of process `pid` as `p` describes it, its strings interned in `w`, in
+/// container entry `container` (0: none).
 fn proc_entry<W: Write>(
     w: &mut Writer<W>,
     users: &HashMap<u32, Vec<u8>>,
     pid: u32,
     p: &procfs::ProcInfo,
     ts: u64,
+    container: u32,
 ) -> ProcEntry {
     let user = p.uid.and_then(|u| users.get(&u)).map_or(&[][..], Vec::as_slice);
     ProcEntry {
@@ -938,6 +983,7 @@ fn proc_entry<W: Write>(
         uid: p.uid,
         user: w.intern(user),
         cgroup: w.intern(&p.cgroup),
+        container,
     }
 }
 
