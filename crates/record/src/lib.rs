@@ -34,6 +34,7 @@ mod backlog;
 mod build_info;
 mod classify;
 mod config;
+pub mod containers;
 mod drop_places;
 mod ended;
 mod error;
