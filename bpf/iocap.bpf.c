@@ -2107,22 +2107,68 @@ static __always_inline int v1_subsys(void)
 	return -1;
 }
 
-/* The task's cgroup id in the `v1_ctrl` hierarchy (its directory's inode there); 0 for none. */
-static __always_inline __u64 task_cgroup1(struct task_struct *t)
+/* The task's cgroup in the `v1_ctrl` hierarchy; NULL for none. */
+static __always_inline struct cgroup *task_cgrp1(struct task_struct *t)
 {
 	struct cgroup_subsys_state *css = NULL;
 	int i = v1_subsys();
 	void *cs;
 
 	if (i < 0 || i >= 64)
-		return 0;
+		return NULL;
 	cs = BPF_CORE_READ(t, cgroups);
 	if (!cs || bpf_probe_read_kernel(&css, sizeof(css),
 					 cs + bpf_core_field_offset(struct css_set, subsys) + i * sizeof(void *)))
-		return 0;
+		return NULL;
 	if (!css)
-		return 0;
-	return BPF_CORE_READ(css, cgroup, kn, id);
+		return NULL;
+	return BPF_CORE_READ(css, cgroup);
+}
+
+/* The task's cgroup id in the `v1_ctrl` hierarchy (its directory's inode there); 0 for none. */
+static __always_inline __u64 task_cgroup1(struct task_struct *t)
+{
+	struct cgroup *cg = task_cgrp1(t);
+
+	return cg ? BPF_CORE_READ(cg, kn, id) : 0;
+}
+
+/*
+ * `record --cgroup PATH`: the processes in that cgroup or below it are traced, as `-p`'s are
+ * (each one's pid joins `pids` as it forks or execs there). Its id, and whether it is one of
+ * the `v1_ctrl` hierarchy rather than v2's. 0: no such scope.
+ */
+const volatile __u64 scope_cgroup = 0;
+const volatile bool scope_v1 = false;
+
+/* Deeper cgroups than this are not followed up to the scope. */
+#define SCOPE_DEPTH 32
+
+/* Whether task t is in the scope's cgroup or below it. */
+static __always_inline bool in_scope(struct task_struct *t)
+{
+	struct cgroup *cg = scope_v1 ? task_cgrp1(t) : BPF_CORE_READ(t, cgroups, dfl_cgrp);
+
+	for (int i = 0; i < SCOPE_DEPTH && cg; i++) {
+		struct cgroup_subsys_state *up;
+
+		if (BPF_CORE_READ(cg, kn, id) == scope_cgroup)
+			return true;
+		up = BPF_CORE_READ(cg, self.parent);
+		cg = up ? BPF_CORE_READ(up, cgroup) : NULL;
+	}
+	return false;
+}
+
+/* A process of the scope (`scope_cgroup`) not yet traced is from now on. */
+static __always_inline void join_scope(struct task_struct *t, __u32 pid)
+{
+	__u8 one = 1;
+
+	if (!scope_cgroup || bpf_map_lookup_elem(&pids, &pid) || !in_scope(t))
+		return;
+	bpf_map_update_elem(&pids, &pid, &one, BPF_ANY);
+	bump_pids_gen();
 }
 
 SEC("tp_btf/sched_process_fork")
@@ -2139,11 +2185,14 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 	}
 	if (filter_pids) {
-		if (!follow_forks || !bpf_map_lookup_elem(&pids, &ppid))
+		if (follow_forks && bpf_map_lookup_elem(&pids, &ppid)) {
+			__u8 one = 1;
+			bpf_map_update_elem(&pids, &pid, &one, BPF_ANY);
+			bump_pids_gen();
+		}
+		join_scope(child, pid);
+		if (!bpf_map_lookup_elem(&pids, &pid))
 			return 0;
-		__u8 one = 1;
-		bpf_map_update_elem(&pids, &pid, &one, BPF_ANY);
-		bump_pids_gen();
 	}
 	if (ppid == self_tgid)
 		return 0;
@@ -2175,6 +2224,9 @@ int BPF_PROG(proc_exec, struct task_struct *p, pid_t old_pid, struct linux_binpr
 	struct mm_struct *mm;
 	__u64 start, end, len, ts;
 
+	/* A runtime moves a container's first process into its cgroup between fork and exec. */
+	if (filter_pids)
+		join_scope(p, pid);
 	if (!traced(pid))
 		return 0;
 	ts = bpf_ktime_get_ns();

@@ -39,6 +39,11 @@ pub struct Args {
     /// Trace only this process (repeatable); decided in the kernel.
     #[arg(short = 'p', long = "pid", value_name = "PID")]
     pids: Vec<u32>,
+    /// Trace only the processes of this cgroup and those below it (a container's, a
+    /// service's), decided in the kernel: a directory under /sys/fs/cgroup, or a path from its
+    /// root (`/system.slice/docker-<id>.scope`, as `proc.cgroup` shows it). With -p, both.
+    #[arg(long, value_name = "PATH")]
+    cgroup: Option<PathBuf>,
     /// Run this shell command, trace it and its descendants, stop when it exits.
     #[arg(short = 'c', long, value_name = "CMD")]
     command: Option<String>,
@@ -290,6 +295,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         stacks_ns: args.stacks.map(|d| d.as_nanos() as u64),
         min_latency_ns: args.min_latency.map_or(0, |d| d.as_nanos() as u64),
         ring_bytes: args.ring_mib << 20,
+        scope: match &args.cgroup {
+            Some(path) => Some(iocap_record::cgroup_scope(path).map_err(UsageError)?),
+            None => None,
+        },
     };
     let cfg = iocap_record::plan(&request, &filter).map_err(|e| UsageError(e.to_string()))?;
     iocap_record::check_privileges()?;

@@ -179,6 +179,7 @@ fn meta() -> Meta {
         missing: Vec::new(),
         kept: Vec::new(),
         stacks_min_ns: None,
+        containers: false,
     }
 }
 

@@ -40,7 +40,24 @@ pub struct Config {
     /// `--stacks`: a call at least this slow (ns) keeps its user stack and the kernel stack of
     /// its longest sleep; `None`: no stacks are taken.
     pub stacks_ns: Option<u64>,
+    /// `--cgroup`: also trace every process in this cgroup or below it, now and as they fork
+    /// or exec there.
+    pub scope: Option<CgroupScope>,
 }
+
+/// A cgroup whose processes are traced (`record --cgroup PATH`), found by [`cgroup_scope`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CgroupScope {
+    /// Its id: its directory's inode number in its hierarchy.
+    pub id: u64,
+    /// Whether it is in the v1 hierarchy the recorder reads (a hybrid host's container
+    /// runtimes use those) rather than in v2's.
+    pub v1: bool,
+    /// The processes in it or below it now.
+    pub pids: Vec<u32>,
+}
+
+pub use crate::procfs::cgroup_scope;
 
 impl Default for Config {
     fn default() -> Self {
@@ -57,6 +74,7 @@ impl Default for Config {
             names: None,
             anatomy: true,
             stacks_ns: None,
+            scope: None,
         }
     }
 }

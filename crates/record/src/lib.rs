@@ -68,7 +68,7 @@ mod skel {
 }
 
 pub use build_info::built_with;
-pub use config::{Config, Output, Progress, Rotate, Summary};
+pub use config::{cgroup_scope, CgroupScope, Config, Output, Progress, Rotate, Summary};
 pub use error::Error;
 pub use kernel::OLDEST_LINUX;
 pub use plan::{plan, PlanError, Request};

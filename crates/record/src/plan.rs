@@ -27,6 +27,8 @@ pub struct Request {
     pub min_latency_ns: u64,
     /// Ring buffer bytes.
     pub ring_bytes: u32,
+    /// `--cgroup`: the processes of this cgroup, and of those below it, too.
+    pub scope: Option<crate::config::CgroupScope>,
 }
 
 /// Why a request can record nothing.
@@ -176,6 +178,7 @@ pub fn plan(req: &Request, filter: &Filter) -> Result<Config, PlanError> {
         names: push.names.clone(),
         anatomy: req.anatomy,
         stacks_ns: req.stacks_ns,
+        scope: req.scope.clone(),
     };
     // The filter's pids, in the kernel: alone, or as the part of -p they allow. Not with -c,
     // whose pids are not known yet (the writer thread still applies the whole filter).
@@ -185,6 +188,12 @@ pub fn plan(req: &Request, filter: &Filter) -> Result<Config, PlanError> {
         } else {
             cfg.pids.iter().copied().filter(|p| fp.contains(p)).collect()
         };
+        cfg.filter = true;
+    }
+    // A cgroup's processes are traced as -p's are: those there now from the start, those that
+    // fork or exec there as they do.
+    if let Some(scope) = &req.scope {
+        cfg.pids.extend(scope.pids.iter().filter(|p| !req.pids.contains(p)));
         cfg.filter = true;
     }
     Ok(cfg)
@@ -204,6 +213,7 @@ mod tests {
             stacks_ns: None,
             min_latency_ns: 0,
             ring_bytes: 1 << 20,
+            scope: None,
         }
     }
 

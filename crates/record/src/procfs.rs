@@ -66,7 +66,7 @@ pub fn process(pid: u32) -> Option<ProcInfo> {
         .map(|p| p.as_os_str().as_bytes().to_vec())
         .unwrap_or_default();
     let status = fs::read_to_string(format!("{base}/status")).unwrap_or_default();
-    let cgroups = fs::read(format!("{base}/cgroup")).unwrap_or_default();
+    let (cgroup, cgroup1) = process_cgroups(pid);
     Some(ProcInfo {
         pid,
         ppid,
@@ -74,9 +74,17 @@ pub fn process(pid: u32) -> Option<ProcInfo> {
         exe,
         cmdline: cmdline(&fs::read(format!("{base}/cmdline")).unwrap_or_default()),
         uid: effective_uid(&status),
-        cgroup: unified_cgroup(&cgroups),
-        cgroup1: cgroup1().map_or_else(Vec::new, |v1| v1_cgroup(&cgroups, v1.name)),
+        cgroup,
+        cgroup1,
     })
+}
+
+/// The cgroup v2 path of process `pid` now, and its path in the v1 hierarchy [`cgroup1`]
+/// reads; each empty when unknown.
+pub fn process_cgroups(pid: u32) -> (Vec<u8>, Vec<u8>) {
+    let raw = fs::read(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+    let v1 = cgroup1().map_or_else(Vec::new, |v1| v1_cgroup(&raw, v1.name));
+    (unified_cgroup(&raw), v1)
 }
 
 /// The effective uid from /proc/PID/status (`Uid:` real, effective, saved, fs).
@@ -152,12 +160,95 @@ fn v1_hierarchy(mounts: &[u8]) -> Option<V1Hierarchy> {
     })
 }
 
-/// Most cgroups [`cgroup_paths`] lists: a host with more is not walked further.
+/// The cgroup `path` names for `record --cgroup`: a directory of a cgroup filesystem
+/// (`/sys/fs/cgroup/system.slice/docker-<id>.scope`), or a path from a hierarchy's root
+/// (`/system.slice/docker-<id>.scope`, looked for in v2's, then in the v1 hierarchy the
+/// recorder reads). A cgroup of another v1 hierarchy stands for the one at the same path in
+/// the recorder's (runtimes make the same tree in each). The processes in it and below it are
+/// listed now; an error says in one line why the path is not a cgroup.
+pub fn cgroup_scope(path: &Path) -> Result<crate::config::CgroupScope, String> {
+    use crate::config::CgroupScope;
+    let v1 = cgroup1();
+    let shown = escape_path(path);
+    let dev_of = |p: &Path| fs::metadata(p).ok().map(|m| m.dev());
+    let v1_dev = v1.and_then(|v| dev_of(&v.root));
+    let v2_root = cgroup2_root();
+    // The directory as given, if it is one of a cgroup filesystem.
+    let found = match fs::metadata(path) {
+        Ok(m) if m.is_dir() && path.is_absolute() => {
+            let dir = path.to_path_buf();
+            if v2_root.as_deref().and_then(dev_of) == Some(m.dev()) {
+                Some((dir, false))
+            } else if v1_dev == Some(m.dev()) {
+                Some((dir, true))
+            } else {
+                // Another v1 hierarchy's: the same path in the recorder's.
+                let mounts = fs::read("/proc/self/mounts").unwrap_or_default();
+                let rel = cgroup_mounts(&mounts)
+                    .filter(|mount| dev_of(mount) == Some(m.dev()))
+                    .find_map(|mount| path.strip_prefix(&mount).ok().map(Path::to_path_buf));
+                match (rel, v1) {
+                    (Some(rel), Some(v1)) => Some((v1.root.join(rel), true)),
+                    _ => None,
+                }
+            }
+        }
+        _ => None,
+    };
+    // Else a path from a hierarchy's root.
+    let found = found.or_else(|| {
+        let rel = path.strip_prefix("/").unwrap_or(path);
+        let roots = [v2_root.clone().map(|r| (r, false)), v1.map(|v| (v.root.clone(), true))];
+        roots
+            .into_iter()
+            .flatten()
+            .map(|(root, v1)| (root.join(rel), v1))
+            .find(|(dir, _)| dir.is_dir())
+    });
+    let Some((dir, v1)) = found else {
+        return Err(format!("--cgroup {shown}: no such cgroup (a directory under /sys/fs/cgroup, or a path from its root)"));
+    };
+    let id = fs::metadata(&dir)
+        .map(|m| m.ino())
+        .map_err(|e| format!("--cgroup {shown}: {e}"))?;
+    let mut pids = Vec::new();
+    let mut todo = vec![dir];
+    while let Some(d) = todo.pop() {
+        if let Ok(procs) = fs::read_to_string(d.join("cgroup.procs")) {
+            pids.extend(procs.lines().filter_map(|l| l.trim().parse::<u32>().ok()));
+        }
+        let Ok(entries) = fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) && todo.len() < MAX_CGROUPS {
+                todo.push(e.path());
+            }
+        }
+    }
+    pids.sort_unstable();
+    pids.dedup();
+    Ok(CgroupScope { id, v1, pids })
+}
+
+/// `path` as a terminal may show it.
+fn escape_path(path: &Path) -> String {
+    iocap_format::escape::escape(path.as_os_str().as_bytes())
+}
+
+/// Where each cgroup v1 hierarchy is mounted, from the text of /proc/self/mounts.
+fn cgroup_mounts(mounts: &[u8]) -> impl Iterator<Item = std::path::PathBuf> + '_ {
+    mounts.split(|&c| c == b'\n').filter_map(|l| {
+        let mut f = l.split(|&c| c == b' ');
+        let (_, dir, fstype) = (f.next()?, f.next()?, f.next()?);
+        (fstype == b"cgroup").then(|| Path::new(std::ffi::OsStr::from_bytes(dir)).to_path_buf())
+    })
+}
+
+/// Most cgroups [`cgroup_paths_under`] lists: a host with more is not walked further.
 const MAX_CGROUPS: usize = 1 << 16;
 
 /// Where the cgroup v2 hierarchy is mounted: /sys/fs/cgroup on a systemd host, but
 /// /sys/fs/cgroup/unified on a hybrid one (v1 controllers beside it), so read from the mounts.
-fn cgroup2_root() -> Option<std::path::PathBuf> {
+pub fn cgroup2_root() -> Option<std::path::PathBuf> {
     let mounts = fs::read("/proc/self/mounts").ok()?;
     mounts.split(|&c| c == b'\n').find_map(|l| {
         let mut f = l.split(|&c| c == b' ');
@@ -167,15 +258,9 @@ fn cgroup2_root() -> Option<std::path::PathBuf> {
     })
 }
 
-/// Every cgroup v2 by id (the inode number of its directory, which is what the kernel's
-/// `kn->id` and `bpf_get_current_cgroup_id` give), as its path from the root (`/` for the
-/// root itself). Empty where cgroup2 is not mounted.
-pub fn cgroup_paths() -> HashMap<u64, Vec<u8>> {
-    cgroup2_root().map_or_else(HashMap::new, |root| cgroup_paths_under(&root))
-}
-
-/// Every cgroup of the hierarchy mounted at `root` by id, as [`cgroup_paths`] (each v1
-/// hierarchy numbers its own).
+/// Every cgroup of the hierarchy mounted at `root` by id (the inode number of its directory,
+/// which is what the kernel's `kn->id` and `bpf_get_current_cgroup_id` give), as its path from
+/// the root (`/` for the root itself). Each v1 hierarchy numbers its own.
 pub fn cgroup_paths_under(root: &Path) -> HashMap<u64, Vec<u8>> {
     let mut out = HashMap::new();
     let root = root.to_path_buf();
@@ -487,12 +572,35 @@ mod tests {
         let own = fs::read("/proc/self/cgroup").unwrap_or_default();
         assert_eq!(me.cgroup, unified_cgroup(&own));
         if !me.cgroup.is_empty() {
-            let by_id = cgroup_paths();
             let root = cgroup2_root().expect("a v2 path means cgroup2 is mounted");
+            let by_id = cgroup_paths_under(&root);
             let dir = root.join(String::from_utf8_lossy(&me.cgroup[1..]).as_ref());
             let ino = fs::metadata(dir).map(|m| m.ino()).expect("the cgroup's directory");
             assert_eq!(by_id.get(&ino), Some(&me.cgroup), "cgroup ids are directory inodes");
         }
+    }
+
+    #[test]
+    fn a_hybrid_hosts_v1_hierarchy_and_paths() {
+        // This machine's mounts: v1 controllers beside v2 at /sys/fs/cgroup/unified.
+        let mounts = b"cgroup /sys/fs/cgroup/cpu cgroup rw,relatime,cpu 0 0\n\
+            cgroup /sys/fs/cgroup/memory cgroup rw,relatime,memory 0 0\n\
+            cgroup /sys/fs/cgroup/pids cgroup rw,relatime,pids 0 0\n\
+            cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0\n";
+        let v1 = v1_hierarchy(mounts).expect("a v1 hierarchy");
+        assert_eq!((v1.name, v1.code), ("pids", 1), "pids first");
+        assert_eq!(v1.root, Path::new("/sys/fs/cgroup/pids"));
+        let no_pids = b"cgroup /sys/fs/cgroup/cpu,cpuacct cgroup rw,cpu,cpuacct 0 0\n";
+        let v1 = v1_hierarchy(no_pids).expect("cpu");
+        assert_eq!((v1.name, v1.code), ("cpu", 3));
+        assert_eq!(v1_hierarchy(b"cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n"), None, "v2 alone");
+        // A podman container's /proc/PID/cgroup here (cgroupfs manager).
+        let raw = b"9:name=systemd:/libpod_parent/libpod-ab\n8:pids:/libpod_parent/libpod-ab\n\
+            2:cpu,cpuacct:/libpod_parent/libpod-cd\n0::/\n";
+        assert_eq!(v1_cgroup(raw, "pids"), b"/libpod_parent/libpod-ab");
+        assert_eq!(v1_cgroup(raw, "cpuacct"), b"/libpod_parent/libpod-cd");
+        assert_eq!(v1_cgroup(raw, "memory"), b"", "not mounted");
+        assert_eq!(v1_cgroup(raw, "systemd"), b"", "name=systemd is no controller");
     }
 
     #[test]

@@ -483,6 +483,10 @@ fn load(cfg: &Config, support: &Support, cpu_slot: bool) -> Result<Result<Loaded
         ro.cpu_slot = cpu_slot;
         ro.want_anatomy = support.anatomy;
         ro.v1_ctrl = crate::procfs::cgroup1().map_or(0, |v1| v1.code);
+        if let Some(scope) = &cfg.scope {
+            ro.scope_cgroup = scope.id;
+            ro.scope_v1 = scope.v1;
+        }
         // A threshold of 0 would be "off" to the kernel: 1 ns keeps every call's.
         ro.stack_min = cfg.stacks_ns.map_or(0, |ns| ns.max(1));
         ro.refuse_progs = refused_in_tests()?;

@@ -403,20 +403,23 @@ impl<W: Write> Tracker<W> {
         id
     }
 
-    /// The path of cgroup `id`; cgroupfs is walked again (at most once a second) when the id
-    /// is new, a container started since. Empty when it cannot be found (it is gone already).
-    fn cgroup_path(&mut self, id: u64) -> Vec<u8> {
-        path_of(id, &mut self.cgroups, &mut self.cgroups_read, procfs::cgroup_paths)
+    /// The path of cgroup `id`, which process `pid` was in; see [`path_of`]. Empty when it
+    /// cannot be found (it is gone already).
+    fn cgroup_path(&mut self, id: u64, pid: u32) -> Vec<u8> {
+        let Some(root) = procfs::cgroup2_root() else {
+            return Vec::new();
+        };
+        let now = || procfs::process_cgroups(pid).0;
+        path_of(id, &root, now, &mut self.cgroups, &mut self.cgroups_read)
     }
 
     /// The path of cgroup `id` of the v1 hierarchy ([`procfs::cgroup1`]), as `cgroup_path`.
-    fn cgroup1_path(&mut self, id: u64) -> Vec<u8> {
+    fn cgroup1_path(&mut self, id: u64, pid: u32) -> Vec<u8> {
         let Some(v1) = procfs::cgroup1() else {
             return Vec::new();
         };
-        path_of(id, &mut self.cgroups1, &mut self.cgroups1_read, || {
-            procfs::cgroup_paths_under(&v1.root)
-        })
+        let now = || procfs::process_cgroups(pid).1;
+        path_of(id, &v1.root, now, &mut self.cgroups1, &mut self.cgroups1_read)
     }
 
     fn set_file(&mut self, pid: u32, fd: i32, kind: FdType, name: Vec<u8>, dev: u32, ts: u64) -> u32 {
@@ -523,8 +526,8 @@ impl<W: Write> Tracker<W> {
                     exe,
                     cmdline,
                     uid: Some(f.uid),
-                    cgroup: self.cgroup_path(f.cgroup),
-                    cgroup1: self.cgroup1_path(f.cgroup1),
+                    cgroup: self.cgroup_path(f.cgroup, f.pid),
+                    cgroup1: self.cgroup1_path(f.cgroup1, f.pid),
                 };
                 self.set_proc(info, f.ts);
                 // The child starts with copies of its parent's fds.
@@ -554,8 +557,8 @@ impl<W: Write> Tracker<W> {
                     exe: cstr(&e.filename).to_vec(),
                     cmdline,
                     uid: Some(e.uid),
-                    cgroup: self.cgroup_path(e.cgroup),
-                    cgroup1: self.cgroup1_path(e.cgroup1),
+                    cgroup: self.cgroup_path(e.cgroup, e.pid),
+                    cgroup1: self.cgroup1_path(e.cgroup1, e.pid),
                 };
                 self.set_proc(info, e.ts);
                 Ok(())
@@ -943,19 +946,35 @@ impl<W: Write> Tracker<W> {
     }
 }
 
-/// The path of cgroup `id` in `paths`, which `walk` fills again (at most once a second) when
-/// the id is new; empty for 0 or an id not found (a cgroup gone already).
+/// The path of cgroup `id` of the hierarchy mounted at `root`, from `paths`. A new id (a
+/// container started since) is looked for first where the process is now (`now`: its path in
+/// /proc/PID/cgroup, taken when that directory's inode is `id`), then by walking the hierarchy
+/// again into `paths`, at most once a second (containers started within a second of each other
+/// are each found the first way). Empty for 0 or an id not found (a cgroup gone already).
 fn path_of(
     id: u64,
+    root: &std::path::Path,
+    now: impl FnOnce() -> Vec<u8>,
     paths: &mut HashMap<u64, Vec<u8>>,
     read: &mut Option<std::time::Instant>,
-    walk: impl FnOnce() -> HashMap<u64, Vec<u8>>,
 ) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
     if id == 0 {
         return Vec::new();
     }
-    if !paths.contains_key(&id) && read.is_none_or(|t| t.elapsed().as_secs() >= 1) {
-        *paths = walk();
+    if let Some(p) = paths.get(&id) {
+        return p.clone();
+    }
+    let path = now();
+    let rel = path.strip_prefix(b"/").unwrap_or(&path);
+    let dir = root.join(std::ffi::OsStr::from_bytes(rel));
+    if !path.is_empty() && std::fs::metadata(dir).is_ok_and(|m| m.ino() == id) {
+        paths.insert(id, path.clone());
+        return path;
+    }
+    if read.is_none_or(|t| t.elapsed().as_secs() >= 1) {
+        *paths = procfs::cgroup_paths_under(root);
         *read = Some(std::time::Instant::now());
     }
     paths.get(&id).cloned().unwrap_or_default()

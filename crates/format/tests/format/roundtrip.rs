@@ -167,6 +167,7 @@ fn meta() -> impl Strategy<Value = Meta> {
                 missing,
                 kept,
                 stacks_min_ns: (cpus % 2 == 1).then_some(start),
+                containers: cpus % 3 == 0,
             },
         )
 }
@@ -194,6 +195,7 @@ fn op() -> impl Strategy<Value = Op> {
                 uid,
                 user: name,
                 cgroup: exe,
+                container: ppid % 4,
             })),
         1 => (u32_extreme(), any::<i32>(), 0..25u8, u32_extreme(), u64_extreme())
             .prop_map(|(pid, fd, kind, dev, open_ts)| Op::File(FileEntry {

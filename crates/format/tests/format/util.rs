@@ -188,6 +188,7 @@ pub fn small_capture() -> (Vec<u8>, Expected) {
         missing: vec!["the tracepoint io_uring:x\x1b[2J (Linux 9.9 and later): nothing".into()],
         kept: vec!["the writeback\x1b[2J of the traced processes' files".into()],
         stacks_min_ns: Some(1_000_000),
+        containers: true,
     };
     let mut ops = Vec::new();
     let mut ts = 1_000u64;
