@@ -8,9 +8,11 @@ cd "$(dirname "$0")/.."
 # that tests and benchmarks run (fio, ioping, sqlite3, bpftrace, perf, strace, sysstat; libbpf's
 # headers for the benchmark's floor programs, crates/record/benches/floor.bpf.c), mkfs.ext4 for the
 # cause tests, tmux for the TUI test, python3-venv for DuckDB, which reads the Parquet export
-# in the tests; QEMU, a static busybox and xz for the kernel matrix.
+# in the tests; QEMU, a static busybox and xz for the kernel matrix; podman and runc for the
+# container test (tests/containers.rs: its image is that static busybox, imported, as no registry
+# may be reachable; runc, as crun, podman's other runtime, refuses hosts with hybrid cgroups).
 packages=(clang llvm libelf-dev zlib1g-dev pkg-config make bpftool libbpf-dev fio ioping sqlite3 bpftrace linux-perf strace sysstat tmux e2fsprogs
-    python3-venv qemu-system-x86 busybox-static xz-utils)
+    python3-venv qemu-system-x86 busybox-static xz-utils podman runc)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -8,7 +8,7 @@ use std::time::Duration;
 use iocap_format::{blk_flags, Class, Event, FdType, Liveness, ReadOptions, Reader};
 use serde_json::json;
 
-use crate::util::{clock_ns, iocap, machine_alone, machine_shared, root_skip_reason, LoopDev};
+use crate::util::{clock_ns, iocap, machine_alone, machine_shared, root_skip_reason, Ext4, LoopDev};
 
 fn can_record() -> bool {
     if let Some(why) = root_skip_reason() {
@@ -444,36 +444,20 @@ struct StuckDisk {
     /// The stuck device.
     up: LoopDev,
     mnt: PathBuf,
-    _mounted: Mounted,
-    _low: LoopDev,
+    _low: Ext4,
 }
 
 impl StuckDisk {
     /// Made in `dir`, frozen already.
     fn new(dir: &Path) -> StuckDisk {
-        // `tool args`, which must succeed.
-        let run = |tool: &str, args: &[&std::ffi::OsStr]| {
-            let st = Command::new(tool).args(args).status();
-            assert!(st.is_ok_and(|s| s.success()), "{tool} {args:?}");
-        };
-        let low_img = dir.join("low.img");
-        std::fs::write(&low_img, vec![0u8; 32 << 20]).unwrap();
-        run("mkfs.ext4", &["-q".as_ref(), low_img.as_os_str()]);
-        let low = LoopDev::attach(&low_img);
-        let mnt = dir.join("mnt");
-        std::fs::create_dir(&mnt).unwrap();
-        run("mount", &[low.path.as_ref(), mnt.as_os_str()]);
-        let mounted = Mounted(mnt.clone());
+        let low = Ext4::new(dir, 32);
+        let mnt = low.mnt.clone();
         let up_img = mnt.join("up.img");
         std::fs::write(&up_img, vec![0u8; 1 << 20]).unwrap();
         let up = LoopDev::attach(&up_img);
-        run("fsfreeze", &["-f".as_ref(), mnt.as_os_str()]);
-        StuckDisk {
-            up,
-            mnt,
-            _mounted: mounted,
-            _low: low,
-        }
+        let st = Command::new("fsfreeze").arg("-f").arg(&mnt).status();
+        assert!(st.is_ok_and(|s| s.success()), "fsfreeze -f {}", mnt.display());
+        StuckDisk { up, mnt, _low: low }
     }
 }
 
@@ -488,15 +472,6 @@ impl Drop for StuckDisk {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-    }
-}
-
-/// Unmounted on drop.
-struct Mounted(PathBuf);
-
-impl Drop for Mounted {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
     }
 }
 
@@ -651,7 +626,10 @@ pub(crate) fn without_refusals(stderr: &str) -> String {
 
 /// `iocap record ARGS -w CAP` started, once it says it is recording (every probe attached);
 /// its standard error to read the rest of.
-fn start_recording(args: &[&str], cap: &Path) -> (std::process::Child, std::io::BufReader<std::process::ChildStderr>) {
+pub(crate) fn start_recording(
+    args: &[&str],
+    cap: &Path,
+) -> (std::process::Child, std::io::BufReader<std::process::ChildStderr>) {
     let mut rec = iocap()
         .arg("record")
         .args(args)

@@ -8,6 +8,8 @@ mod anatomy;
 mod cause;
 mod compare;
 mod compare_svg;
+#[cfg(all(target_os = "linux", target_arch = "x86_64", feature = "record"))]
+mod containers;
 mod drops;
 mod filter;
 mod flame;

@@ -35,12 +35,20 @@ pub fn unseen_requests(stderr: &[u8]) -> u64 {
 }
 
 /// Whether every one of `tools` runs here (`--version`); if not, says on standard error that
-/// `test` is skipped for want of the missing ones (scripts/setup.sh installs them all).
+/// `test` is skipped for want of the missing ones (scripts/setup.sh installs them all). In CI
+/// (`CI` set, as CI services set it) a missing tool fails the test instead: scripts/setup.sh
+/// installs them there, so one missing is a broken setup, and a skip would pass unread.
 pub fn tools(test: &str, tools: &[&str]) -> bool {
     let missing: Vec<&str> = (tools.iter().copied())
         .filter(|t| Command::new(t).arg("--version").output().is_err())
         .collect();
     if !missing.is_empty() {
+        let ci = std::env::var("CI").is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false"));
+        assert!(
+            !ci,
+            "{test}: needs {} (scripts/setup.sh installs it), and CI runs every test",
+            missing.join(" and ")
+        );
         eprintln!("{test}: needs {} (scripts/setup.sh): skipped", missing.join(" and "));
     }
     missing.is_empty()
@@ -104,6 +112,48 @@ impl LoopDev {
 impl Drop for LoopDev {
     fn drop(&mut self) {
         let _ = Command::new("losetup").arg("-d").arg(&self.path).status();
+    }
+}
+
+/// Unmounted on drop.
+pub struct Mounted(pub PathBuf);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// A new ext4 filesystem on a loop device over a file of `mib` MiB in `dir`, mounted on
+/// `dir/mnt`: a disk of the test's own, which nothing else on the machine touches. Unmounted,
+/// then detached, on drop (the fields drop in this order).
+pub struct Ext4 {
+    /// Where it is mounted.
+    pub mnt: PathBuf,
+    _mounted: Mounted,
+    /// Its device.
+    pub dev: LoopDev,
+}
+
+impl Ext4 {
+    pub fn new(dir: &Path, mib: usize) -> Ext4 {
+        // `tool args`, which must succeed.
+        let run = |tool: &str, args: &[&std::ffi::OsStr]| {
+            let st = Command::new(tool).args(args).status();
+            assert!(st.is_ok_and(|s| s.success()), "{tool} {args:?}");
+        };
+        let img = dir.join("ext4.img");
+        std::fs::write(&img, vec![0u8; mib << 20]).unwrap();
+        run("mkfs.ext4", &["-q".as_ref(), img.as_os_str()]);
+        let dev = LoopDev::attach(&img);
+        let mnt = dir.join("mnt");
+        std::fs::create_dir(&mnt).unwrap();
+        run("mount", &[dev.path.as_ref(), mnt.as_os_str()]);
+        Ext4 {
+            _mounted: Mounted(mnt.clone()),
+            mnt,
+            dev,
+        }
     }
 }
 
