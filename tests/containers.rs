@@ -273,6 +273,11 @@ fn report_by_container_name_counts_each_containers_events() {
     // runtime's own (podman, its monitor conmon, runc): none of these but the containers' may be
     // counted in a container.
     let mut rec = Recorder::start(&["proc.name in (dd, sh, conmon, podman, runc)"], &cap);
+    // And A's alone, decided in the kernel by its cgroup (v2's path, as the runtime made it).
+    let a_cgroup = std::fs::read_to_string(format!("/proc/{}/cgroup", a.pid)).unwrap();
+    let a_cgroup = a_cgroup.lines().find_map(|l| l.strip_prefix("0::")).unwrap().to_owned();
+    let cap_a = dir.path().join("a.cap");
+    let mut rec_a = Recorder::start(&["--cgroup", &a_cgroup], &cap_a);
     // B's cgroup is made while recording, well within a second of the recorder's first look at
     // cgroupfs: containers start beside each other. Each shell execs its last command, so a
     // container's first pid ends as a dd.
@@ -316,6 +321,7 @@ fn report_by_container_name_counts_each_containers_events() {
         "the containers' exit codes"
     );
     let said = rec.stop();
+    rec_a.stop();
     let ran = began.elapsed();
     let drops = report(&cap, "", None)["drops"].clone();
     eprintln!("{TEST}: ran and recorded in {ran:.1?}; drops {drops}; the recorder said: {said}");
@@ -397,16 +403,37 @@ fn report_by_container_name_counts_each_containers_events() {
     };
     assert_eq!(named_writes(&a), 200, "A's dd's writes by container.name");
     assert_eq!(named_writes(&b), 64 + 128, "B's dds' writes by container.name");
-    // The host's dd is the host's, and no container's; podman's monitor (conmon, in a cgroup of
-    // its own beside the container's) is not in the container either.
+    // The host's dd is the host's (named `host`, as sysdig names it), and no container's;
+    // podman's monitor (conmon, in a cgroup of its own beside the container's) is not in the
+    // container either.
     let host_dds = groups(cap, "container.runtime=host and proc.name=dd", "proc.pid");
     assert!(host_dds.iter().any(|(p, _)| *p == host_pid.to_string()), "{host_dds:?}");
-    let container_dds = groups(cap, "container.name exists and proc.name=dd", "proc.pid");
+    let host_named = groups(cap, &format!("proc.pid={host_pid}"), "container.name");
+    assert!(host_named.iter().all(|(k, _)| k == "host"), "{host_named:?}");
+    let container_dds = groups(cap, "container.full_id exists and proc.name=dd", "proc.pid");
     assert!(
         container_dds.iter().all(|(p, _)| *p != host_pid.to_string()),
         "{container_dds:?}"
     );
-    assert_eq!(matched(cap, "proc.name=conmon and container.name exists"), 0);
+    assert_eq!(matched(cap, "proc.name=conmon and container.full_id exists"), 0);
+    assert!(
+        matched(cap, "proc.name=conmon and container.name=host") > 0,
+        "conmon is seen"
+    );
+
+    // `record --cgroup` kept A's events and no other's: every write of its dd, nothing of B
+    // (started while recording, in a cgroup beside A's) or of the host.
+    let cap_a = cap_a.as_path();
+    assert_eq!(
+        groups(cap_a, "", "container.name"),
+        [(a.name.clone(), report(cap_a, "", None)["matched"].as_u64().unwrap())]
+    );
+    assert_eq!(
+        matched(cap_a, "proc.name=dd and evt.type=write"),
+        200,
+        "A's dd's writes, by --cgroup"
+    );
+    assert_eq!(matched(cap_a, &format!("proc.pid={host_pid} or proc.pid={}", b.pid)), 0);
     eprintln!("{TEST}: {:.1?} in all", began.elapsed());
     drop(pod);
     drop(fs);

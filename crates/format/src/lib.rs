@@ -56,8 +56,8 @@ pub use frame::{opening_len, FORMAT_MAJOR, FORMAT_MINOR, OPENING_PEEK};
 pub use hash::{IdHasher, IdMap};
 pub use live::{lock_for_writing, writer_alive, Liveness};
 pub use model::{
-    blk_flags, dev_parts, mkdev, BlockOp, Cause, Class, Device, DropStats, Event, FdTarget, FdType, FileEntry, Meta,
-    ContainerEntry, ProcDropStats, ProcDrops, ProcEntry, Reason, Stack, StackFrame, StackKind, StrId, WAIT_COLS,
+    blk_flags, dev_parts, mkdev, BlockOp, Cause, Class, ContainerEntry, Device, DropStats, Event, FdTarget, FdType,
+    FileEntry, Meta, ProcDropStats, ProcDrops, ProcEntry, Reason, Stack, StackFrame, StackKind, StrId, WAIT_COLS,
 };
 pub use reader::{ChunkDecoder, ChunkInfo, Growth, ReadOptions, Reader, Source};
 pub use rollup::{cell, cell_parts, cell_range, key_cols, CellTotals, KeyTotals, Rollup};

@@ -16,7 +16,9 @@ use std::collections::HashMap;
 
 use crate::error::Limit;
 use crate::escape::escape;
-use crate::model::{ContainerEntry, Device, FdTarget, FdType, FileEntry, ProcEntry, Stack, StackFrame, StackKind, StrId};
+use crate::model::{
+    ContainerEntry, Device, FdTarget, FdType, FileEntry, ProcEntry, Stack, StackFrame, StackKind, StrId,
+};
 use crate::varint::{self, Cursor};
 
 /// The longest string a table may hold, in bytes before escaping. Strings are process names
@@ -384,7 +386,11 @@ impl Tables {
                 cmdline: moved(e.cmdline),
                 user: moved(e.user),
                 cgroup: moved(e.cgroup),
-                container: if e.container == 0 { 0 } else { e.container.saturating_add(shift.containers) },
+                container: if e.container == 0 {
+                    0
+                } else {
+                    e.container.saturating_add(shift.containers)
+                },
                 ..e.clone()
             });
         }

@@ -108,7 +108,10 @@ fn v1_cgroup(raw: &[u8], controller: &str) -> Vec<u8> {
         .find_map(|l| {
             let mut f = l.splitn(3, |&c| c == b':');
             let (_, ctrls, path) = (f.next()?, f.next()?, f.next()?);
-            ctrls.split(|&c| c == b',').any(|c| c == controller.as_bytes()).then_some(path)
+            ctrls
+                .split(|&c| c == b',')
+                .any(|c| c == controller.as_bytes())
+                .then_some(path)
         })
         .map(<[u8]>::to_vec)
         .unwrap_or_default()
@@ -135,7 +138,8 @@ const V1_CONTROLLERS: [&str; 7] = ["pids", "memory", "cpu", "blkio", "devices", 
 /// `None` on a host with v2 alone. Read once.
 pub fn cgroup1() -> Option<&'static V1Hierarchy> {
     static V1: std::sync::OnceLock<Option<V1Hierarchy>> = std::sync::OnceLock::new();
-    V1.get_or_init(|| v1_hierarchy(&fs::read("/proc/self/mounts").ok()?)).as_ref()
+    V1.get_or_init(|| v1_hierarchy(&fs::read("/proc/self/mounts").ok()?))
+        .as_ref()
 }
 
 /// [`cgroup1`] from the text of /proc/self/mounts.
@@ -206,7 +210,9 @@ pub fn cgroup_scope(path: &Path) -> Result<crate::config::CgroupScope, String> {
             .find(|(dir, _)| dir.is_dir())
     });
     let Some((dir, v1)) = found else {
-        return Err(format!("--cgroup {shown}: no such cgroup (a directory under /sys/fs/cgroup, or a path from its root)"));
+        return Err(format!(
+            "--cgroup {shown}: no such cgroup (a directory under /sys/fs/cgroup, or a path from its root)"
+        ));
     };
     let id = fs::metadata(&dir)
         .map(|m| m.ino())
@@ -593,7 +599,11 @@ mod tests {
         let no_pids = b"cgroup /sys/fs/cgroup/cpu,cpuacct cgroup rw,cpu,cpuacct 0 0\n";
         let v1 = v1_hierarchy(no_pids).expect("cpu");
         assert_eq!((v1.name, v1.code), ("cpu", 3));
-        assert_eq!(v1_hierarchy(b"cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n"), None, "v2 alone");
+        assert_eq!(
+            v1_hierarchy(b"cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n"),
+            None,
+            "v2 alone"
+        );
         // A podman container's /proc/PID/cgroup here (cgroupfs manager).
         let raw = b"9:name=systemd:/libpod_parent/libpod-ab\n8:pids:/libpod_parent/libpod-ab\n\
             2:cpu,cpuacct:/libpod_parent/libpod-cd\n0::/\n";

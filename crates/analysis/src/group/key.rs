@@ -64,8 +64,9 @@ impl KeyOf {
             Read::Other { .. } => {}
         }
         match field.id {
-            ProcName | ProcExe | ProcCmdline | ProcPpid | ProcCgroup | UserUid | UserName | ContainerId | ContainerFullId
-            | ContainerRuntime | ContainerName | ContainerImage | K8sPodName | K8sPodUid | K8sNsName => KeyOf::Id(IdCol::Proc),
+            ProcName | ProcExe | ProcCmdline | ProcPpid | ProcCgroup | UserUid | UserName | ContainerId
+            | ContainerFullId | ContainerRuntime | ContainerName | ContainerImage | K8sPodName | K8sPodUid
+            | K8sNsName => KeyOf::Id(IdCol::Proc),
             FdName | FdType | FdDirectory | FdFilename | FdDev => KeyOf::Id(IdCol::File),
             FdNum => KeyOf::ClassAnd(Col::Fd),
             BlkDev => KeyOf::ClassAnd(Col::Dev),
