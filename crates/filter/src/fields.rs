@@ -1610,3 +1610,79 @@ mod tests {
         assert_eq!(evt_type("x86_64", Class::Syscall, 100_000), "sys_100000");
     }
 }
+
+#[cfg(test)]
+mod container_tests {
+    use super::*;
+    use crate::lookup::ProcView;
+    use iocap_format::container::Runtime;
+
+    /// Tables of one process, in container `c` or on the host.
+    struct One<'a>(Option<ContainerView<'a>>);
+
+    impl Lookup for One<'_> {
+        fn lookup_proc(&self, id: u32) -> Option<ProcView<'_>> {
+            (id == 1).then_some(ProcView {
+                container: self.0,
+                ..ProcView::default()
+            })
+        }
+        fn lookup_file(&self, _: u32) -> Option<crate::lookup::FileView<'_>> {
+            None
+        }
+        fn lookup_device(&self, _: u32) -> Option<&str> {
+            None
+        }
+    }
+
+    fn get(name: &str, t: &One<'_>, meta: &Meta, proc: u32) -> String {
+        let e = Event {
+            proc,
+            ..Event::default()
+        };
+        let v = value_in(lookup(name).unwrap(), &e, meta, t);
+        if v.is_absent() {
+            "<absent>".into()
+        } else {
+            v.to_string()
+        }
+    }
+
+    #[test]
+    fn a_container_the_host_and_a_capture_that_does_not_say() {
+        let placed = Meta {
+            containers: true,
+            ..Meta::default()
+        };
+        let c = ContainerView {
+            runtime: Runtime::Containerd,
+            full_id: "2b577d8fa9ac90135a4e949d68120c9ef2524bf9f1efd7291ba5d14ea2f6ad71",
+            name: "web",
+            pod_name: "web-7d4f",
+            namespace: "prod",
+            ..ContainerView::default()
+        };
+        let t = One(Some(c));
+        let all = [
+            ("container.id", "2b577d8fa9ac", "host", "<absent>"),
+            ("container.full_id", c.full_id, "<absent>", "<absent>"),
+            ("container.runtime", "containerd", "host", "<absent>"),
+            ("container.name", "web", "host", "<absent>"),
+            ("container.image", "<absent>", "<absent>", "<absent>"),
+            ("k8s.pod.name", "web-7d4f", "<absent>", "<absent>"),
+            ("k8s.pod.uid", "<absent>", "<absent>", "<absent>"),
+            ("k8s.ns.name", "prod", "<absent>", "<absent>"),
+        ];
+        for (field, inside, host, unsaid) in all {
+            assert_eq!(get(field, &t, &placed, 1), inside, "{field} in a container");
+            assert_eq!(get(field, &One(None), &placed, 1), host, "{field} on the host");
+            let old = Meta::default();
+            assert_eq!(
+                get(field, &One(None), &old, 1),
+                unsaid,
+                "{field}: a capture older than 1.23"
+            );
+            assert_eq!(get(field, &t, &placed, 7), "<absent>", "{field} of an unknown process");
+        }
+    }
+}

@@ -5,7 +5,11 @@
 
 use iocap_filter::fields::{self, Value};
 use iocap_filter::{Bitmap, Filter};
-use iocap_format::{blk_flags, mkdev, Class, Columns, Device, Event, FdType, ProcEntry, Reader, Writer, WriterOptions};
+use iocap_format::container::Runtime;
+use iocap_format::{
+    blk_flags, mkdev, Class, Columns, ContainerEntry, Device, Event, FdType, Meta, ProcEntry, Reader, Writer,
+    WriterOptions,
+};
 use iocap_testkit::{add_file, bare_meta, block, Rng};
 use proptest::prelude::*;
 
@@ -34,7 +38,11 @@ const LATENCIES: &[u64] = &[
 
 fn capture(seed: u64, n: usize) -> Reader<Vec<u8>> {
     let mut rng = Rng::new(seed | 1);
-    let meta = bare_meta(START, mkdev(253, 0));
+    // Processes placed in containers (a third in one, the rest on the host).
+    let meta = Meta {
+        containers: true,
+        ..bare_meta(START, mkdev(253, 0))
+    };
     let opts = WriterOptions {
         chunk_events: 97,
         level: 1,
@@ -44,6 +52,16 @@ fn capture(seed: u64, n: usize) -> Reader<Vec<u8>> {
         dev: mkdev(259, 1),
         name: "nvme0n1".into(),
     });
+    let db = {
+        let full_id = w.intern(b"2b577d8fa9ac90135a4e949d68120c9ef2524bf9f1efd7291ba5d14ea2f6ad71");
+        let name = w.intern(b"db");
+        w.add_container(ContainerEntry {
+            runtime: Runtime::Podman,
+            full_id,
+            name,
+            ..ContainerEntry::default()
+        })
+    };
     let procs: Vec<u32> = NAMES
         .iter()
         .enumerate()
@@ -62,6 +80,7 @@ fn capture(seed: u64, n: usize) -> Reader<Vec<u8>> {
                 uid: (i != 3).then_some([0, 1000, 70][i % 3]),
                 user,
                 cgroup,
+                container: if i % 3 == 0 { db } else { 0 },
                 ..ProcEntry::default()
             })
         })
@@ -360,11 +379,23 @@ fn atom(kind: u8, k: u8) -> Atom {
                 ("blk.pattern", "random"),
                 ("blk.pattern", "sequential"),
                 ("evt.class", "journal"),
-            ][k % 5];
+                ("container.name", "db"),
+                ("container.name", "host"),
+                ("container.runtime", "podman"),
+                ("container.id", "2b577d8fa9ac"),
+            ][k % 9];
             strpred(field, format!("{field}={v}"), Box::new(move |s| s == v))
         }
         18 => {
-            let field = ["user.uid", "user.name", "proc.cgroup", "io.offset", "blk.pattern"][k % 5];
+            let field = [
+                "user.uid",
+                "user.name",
+                "proc.cgroup",
+                "io.offset",
+                "blk.pattern",
+                "container.full_id",
+                "container.image",
+            ][k % 7];
             Atom {
                 text: format!("{field} exists"),
                 field,

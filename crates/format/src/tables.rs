@@ -1275,6 +1275,83 @@ mod tests {
     /// Stack entries read back as written; a bad kind, or a frame count over the limit or
     /// the bytes, refuses the frame rather than allocating for it.
     #[test]
+    fn containers_read_back_shifted_and_bad_ones_are_refused() {
+        use crate::container::Runtime;
+        use crate::frame::Kind;
+        let c = ContainerEntry {
+            id: 3,
+            runtime: Runtime::CriO,
+            full_id: 1,
+            name: 2,
+            image: 0,
+            pod_name: 4,
+            pod_uid: 5,
+            namespace: 6,
+        };
+        let mut p = Pending::default();
+        encode_container(&mut p, &c);
+        let mut t = Tables::default();
+        t.apply(Kind::Containers, &p.take_payload().unwrap()).unwrap();
+        assert_eq!(t.container(3), Some(&c));
+        t.add_proc(ProcEntry {
+            id: 9,
+            ..ProcEntry::default()
+        });
+        encode_proc_container(
+            &mut p,
+            &ProcEntry {
+                id: 9,
+                container: 3,
+                ..ProcEntry::default()
+            },
+        );
+        encode_proc_container(
+            &mut p,
+            &ProcEntry {
+                id: 77,
+                container: 3,
+                ..ProcEntry::default()
+            },
+        );
+        encode_proc_container(
+            &mut p,
+            &ProcEntry {
+                id: 8,
+                container: 0,
+                ..ProcEntry::default()
+            },
+        );
+        t.apply(Kind::ProcContainers, &p.take_payload().unwrap()).unwrap();
+        assert_eq!(t.proc(9).map(|p| p.container), Some(3));
+        assert_eq!(t.proc(77), None, "an entry no Procs frame defined is skipped");
+        // A joined reader moves container ids up as it moves process ids.
+        let mut joined = Tables::default();
+        joined.add_shifted(
+            &t,
+            MaxIds {
+                containers: 10,
+                strings: 100,
+                ..MaxIds::default()
+            },
+        );
+        let moved = joined.container(13).expect("moved up");
+        assert_eq!((moved.full_id, moved.image, moved.runtime), (101, 0, Runtime::CriO));
+        assert_eq!(joined.proc(9).map(|p| p.container), Some(13));
+        // An unknown runtime's code reads as unknown; a zero id, a cut entry, bytes left over are refused.
+        let raw = |b: &[u8]| [&[1u8][..], b].concat();
+        let mut t = Tables::default();
+        t.apply(Kind::Containers, &raw(&[1, 99, 0, 0, 0, 0, 0, 0])).unwrap();
+        assert_eq!(t.container(1).map(|c| c.runtime), Some(Runtime::Unknown));
+        for bad in [
+            &[0u8, 1, 0, 0, 0, 0, 0, 0][..],
+            &[1, 1, 0, 0],
+            &[1, 1, 0, 0, 0, 0, 0, 0, 7],
+        ] {
+            assert!(Tables::default().apply(Kind::Containers, &raw(bad)).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn stacks_read_back_and_bad_ones_are_refused() {
         use crate::frame::Kind;
         let kernel = Stack {
