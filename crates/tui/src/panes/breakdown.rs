@@ -14,12 +14,13 @@ use crate::worker::query::GroupRow;
 
 /// The fields offered first, in this order: the questions asked most. Every other field the
 /// breakdown can group by ([`groupable`]) follows, in the schema's order.
-const FIRST: [&str; 8] = [
+const FIRST: [&str; 9] = [
     "proc.name",
     "evt.type",
     "fd.name",
     "blk.dev",
     "fd.type",
+    "container.name",
     "proc.pid",
     "io.dir",
     "evt.errno",
