@@ -1568,6 +1568,11 @@ fn requests_that_record_nothing_exit_2_and_create_nothing() {
             vec!["--no-syscalls", "fd.num=3"],
             "it matches only syscalls and io_uring requests, which --no-syscalls leaves out",
         ),
+        (
+            vec!["--cgroup", "/no/such\x1b[2Jcgroup"],
+            "--cgroup /no/such\\x1b[2Jcgroup: no such cgroup",
+        ),
+        (vec!["--cgroup", "/proc"], "--cgroup /proc: no such cgroup"),
     ] {
         let out = iocap().args(["record", "-w"]).arg(&cap).args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
