@@ -188,7 +188,53 @@ struct Summary {
     /// Every block device the capture names (header and device frames).
     devices: Vec<String>,
     stacks: Stacks,
+    /// The containers its processes ran in (1.23), by full id.
+    containers: Vec<Container>,
 }
+
+/// A container of the capture's table, as `info` lists it (strings escaped).
+struct Container {
+    runtime: &'static str,
+    full_id: String,
+    name: String,
+    image: String,
+    pod: String,
+    namespace: String,
+}
+
+impl Container {
+    /// Every container of `t`, each once (a rotation's file repeats none, a joined reader's
+    /// files may), by name.
+    fn all(t: &iocap_format::Tables) -> Vec<Container> {
+        let mut v: Vec<Container> = t
+            .containers()
+            .iter()
+            .map(|c| Container {
+                runtime: c.runtime.name(),
+                full_id: t.string(c.full_id).to_owned(),
+                name: t.string(c.name).to_owned(),
+                image: t.string(c.image).to_owned(),
+                pod: t.string(c.pod_name).to_owned(),
+                namespace: t.string(c.namespace).to_owned(),
+            })
+            .collect();
+        v.sort_by(|a, b| (&a.name, &a.full_id).cmp(&(&b.name, &b.full_id)));
+        v.dedup_by(|a, b| a.full_id == b.full_id);
+        v
+    }
+
+    /// `name (runtime 12-hex-id)`, or the id alone where the runtime did not name it.
+    fn shown(&self) -> String {
+        let id = iocap_format::container::short_id(&self.full_id);
+        match self.name.as_str() {
+            "" => format!("{id} ({})", self.runtime),
+            name => format!("{name} ({} {id})", self.runtime),
+        }
+    }
+}
+
+/// Most containers `info` names on its line; the JSON lists every one.
+const CONTAINERS_SHOWN: usize = 8;
 
 /// The stack table (`record --stacks`): its stacks, their frames, and how many were named.
 #[derive(Default)]
@@ -243,6 +289,7 @@ impl Summary {
             files: r.tables().file_count(),
             devices: r.tables().devices().iter().map(|d| d.name.clone()).collect(),
             stacks: Stacks::of(r.tables()),
+            containers: Container::all(r.tables()),
         }
     }
 
@@ -284,6 +331,15 @@ impl Summary {
             "processes": self.procs,
             "files": self.files,
             "devices": self.devices,
+            "containers": self.containers.iter().map(|c| json!({
+                "id": iocap_format::container::short_id(&c.full_id),
+                "full_id": c.full_id,
+                "runtime": c.runtime,
+                "name": c.name,
+                "image": c.image,
+                "k8s_pod_name": c.pod,
+                "k8s_ns_name": c.namespace,
+            })).collect::<Vec<_>>(),
             "stacks": {
                 "user": self.stacks.user,
                 "kernel": self.stacks.kernel,
@@ -374,6 +430,26 @@ impl Summary {
             self.files,
             self.devices.len()
         )?;
+        if !self.containers.is_empty() {
+            let shown: Vec<String> = self
+                .containers
+                .iter()
+                .take(CONTAINERS_SHOWN)
+                .map(Container::shown)
+                .collect();
+            let more = self.containers.len().saturating_sub(CONTAINERS_SHOWN);
+            writeln!(
+                out,
+                "containers   {}: {}{}",
+                self.containers.len(),
+                shown.join(", "),
+                if more > 0 {
+                    format!(" and {more} more (--json lists them)")
+                } else {
+                    String::new()
+                }
+            )?;
+        }
         let s = &self.stacks;
         if let Some(min) = m.stacks_min_ns {
             writeln!(

@@ -197,12 +197,12 @@ pub struct Tracker<W: Write> {
     early: HashMap<u32, procfs::ProcInfo>,
     /// User names by uid (the host's /etc/passwd).
     users: HashMap<u32, Vec<u8>>,
-    /// Cgroup paths by id, re-read at most once a second when a record names a new one.
+    /// Cgroup paths by id, and the ids not found (see [`path_of`]).
     cgroups: HashMap<u64, Vec<u8>>,
-    cgroups_read: Option<std::time::Instant>,
+    cgroups_missing: HashSet<u64>,
     /// The same of the v1 hierarchy records also name ([`procfs::cgroup1`]).
     cgroups1: HashMap<u64, Vec<u8>>,
-    cgroups1_read: Option<std::time::Instant>,
+    cgroups1_missing: HashSet<u64>,
     /// The containers processes ran in.
     containers: Containers,
     /// Per block device, where its last completed request ended (sector + size): whether the
@@ -238,9 +238,9 @@ impl<W: Write> Tracker<W> {
             early: HashMap::new(),
             users: procfs::users(),
             cgroups: HashMap::new(),
-            cgroups_read: None,
+            cgroups_missing: HashSet::new(),
             cgroups1: HashMap::new(),
-            cgroups1_read: None,
+            cgroups1_missing: HashSet::new(),
             containers: Containers::new(Resolver::new()),
             last_end: IdMap::default(),
             stacks: HashMap::new(),
@@ -410,7 +410,7 @@ impl<W: Write> Tracker<W> {
             return Vec::new();
         };
         let now = || procfs::process_cgroups(pid).0;
-        path_of(id, &root, now, &mut self.cgroups, &mut self.cgroups_read)
+        path_of(id, &root, now, &mut self.cgroups, &mut self.cgroups_missing)
     }
 
     /// The path of cgroup `id` of the v1 hierarchy ([`procfs::cgroup1`]), as `cgroup_path`.
@@ -419,7 +419,7 @@ impl<W: Write> Tracker<W> {
             return Vec::new();
         };
         let now = || procfs::process_cgroups(pid).1;
-        path_of(id, &v1.root, now, &mut self.cgroups1, &mut self.cgroups1_read)
+        path_of(id, &v1.root, now, &mut self.cgroups1, &mut self.cgroups1_missing)
     }
 
     fn set_file(&mut self, pid: u32, fd: i32, kind: FdType, name: Vec<u8>, dev: u32, ts: u64) -> u32 {
@@ -949,14 +949,14 @@ impl<W: Write> Tracker<W> {
 /// The path of cgroup `id` of the hierarchy mounted at `root`, from `paths`. A new id (a
 /// container started since) is looked for first where the process is now (`now`: its path in
 /// /proc/PID/cgroup, taken when that directory's inode is `id`), then by walking the hierarchy
-/// again into `paths`, at most once a second (containers started within a second of each other
-/// are each found the first way). Empty for 0 or an id not found (a cgroup gone already).
+/// again into `paths`: once per new id (a short-lived process, runc's init, may be gone by
+/// then, its cgroup not), never again for one the walk did not find (`missing`: gone already).
 fn path_of(
     id: u64,
     root: &std::path::Path,
     now: impl FnOnce() -> Vec<u8>,
     paths: &mut HashMap<u64, Vec<u8>>,
-    read: &mut Option<std::time::Instant>,
+    missing: &mut HashSet<u64>,
 ) -> Vec<u8> {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::MetadataExt;
@@ -973,11 +973,17 @@ fn path_of(
         paths.insert(id, path.clone());
         return path;
     }
-    if read.is_none_or(|t| t.elapsed().as_secs() >= 1) {
-        *paths = procfs::cgroup_paths_under(root);
-        *read = Some(std::time::Instant::now());
+    if missing.contains(&id) {
+        return Vec::new();
     }
-    paths.get(&id).cloned().unwrap_or_default()
+    *paths = procfs::cgroup_paths_under(root);
+    match paths.get(&id) {
+        Some(p) => p.clone(),
+        None => {
+            missing.insert(id);
+            Vec::new()
+        }
+    }
 }
 
 /// The table entry of process `pid` as `p` describes it, its strings interned in `w`, in
