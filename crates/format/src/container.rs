@@ -1,5 +1,5 @@
 //! Containers: which one a process ran in, read from its cgroup path, and what the runtime
-//! that ran it called it (a capture's container table, [`ContainerEntry`]).
+//! that ran it called it (a capture's container table, [`crate::ContainerEntry`]).
 //!
 //! Every common runtime puts a container's processes in a cgroup named by the container's id:
 //! `/system.slice/docker-<id>.scope`, `/docker/<id>`, `.../cri-containerd-<id>.scope`,
