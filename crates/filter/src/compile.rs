@@ -252,14 +252,7 @@ macro_rules! process_fields {
             | FieldId::UserUid
             | FieldId::UserName
             | FieldId::ProcCgroup
-            | FieldId::ContainerId
-            | FieldId::ContainerFullId
-            | FieldId::ContainerRuntime
-            | FieldId::ContainerName
-            | FieldId::ContainerImage
-            | FieldId::K8sPodName
-            | FieldId::K8sPodUid
-            | FieldId::K8sNsName
+            | crate::fields::container_fields!()
     };
 }
 

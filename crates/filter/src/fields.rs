@@ -221,6 +221,22 @@ pub enum FieldId {
     CaptureId,
 }
 
+/// The `container.*` and `k8s.*` fields, as a pattern: each read from the container entry of
+/// the event's process, so process fields like `proc.name`.
+macro_rules! container_fields {
+    () => {
+        FieldId::ContainerId
+            | FieldId::ContainerFullId
+            | FieldId::ContainerRuntime
+            | FieldId::ContainerName
+            | FieldId::ContainerImage
+            | FieldId::K8sPodName
+            | FieldId::K8sPodUid
+            | FieldId::K8sNsName
+    };
+}
+pub(crate) use container_fields;
+
 impl FieldId {
     /// Whether the field has one value for every event of a capture, read from its header
     /// (`host`, `capture.id`): a filter decides it once per capture, and it says which of
@@ -1125,14 +1141,7 @@ pub fn value_in<'a, L: Lookup + ?Sized>(field: &FieldInfo, e: &Event, meta: &Met
         FieldId::ProcCgroup => proc()
             .filter(|p| !p.cgroup.is_empty())
             .map_or(Value::Absent, |p| s(p.cgroup)),
-        FieldId::ContainerId
-        | FieldId::ContainerFullId
-        | FieldId::ContainerRuntime
-        | FieldId::ContainerName
-        | FieldId::ContainerImage
-        | FieldId::K8sPodName
-        | FieldId::K8sPodUid
-        | FieldId::K8sNsName => match proc() {
+        container_fields!() => match proc() {
             Some(p) => container_value(field.id, p.container, meta),
             None => Value::Absent,
         },

@@ -33,14 +33,7 @@ fn of_process(field: FieldId) -> bool {
             | FieldId::ProcExe
             | FieldId::ProcCmdline
             | FieldId::ProcCgroup
-            | FieldId::ContainerId
-            | FieldId::ContainerFullId
-            | FieldId::ContainerRuntime
-            | FieldId::ContainerName
-            | FieldId::ContainerImage
-            | FieldId::K8sPodName
-            | FieldId::K8sPodUid
-            | FieldId::K8sNsName
+            | crate::fields::container_fields!()
             | FieldId::UserUid
             | FieldId::UserName
     )
