@@ -181,7 +181,7 @@ pub fn cgroup_scope(path: &Path) -> Result<crate::config::CgroupScope, String> {
     let found = match fs::metadata(path) {
         Ok(m) if m.is_dir() && path.is_absolute() => {
             let dir = path.to_path_buf();
-            if v2_root.as_deref().and_then(dev_of) == Some(m.dev()) {
+            if v2_root.and_then(dev_of) == Some(m.dev()) {
                 Some((dir, false))
             } else if v1_dev == Some(m.dev()) {
                 Some((dir, true))
@@ -202,7 +202,7 @@ pub fn cgroup_scope(path: &Path) -> Result<crate::config::CgroupScope, String> {
     // Else a path from a hierarchy's root.
     let found = found.or_else(|| {
         let rel = path.strip_prefix("/").unwrap_or(path);
-        let roots = [v2_root.clone().map(|r| (r, false)), v1.map(|v| (v.root.clone(), true))];
+        let roots = [v2_root.map(|r| (r, false)), v1.map(|v| (v.root.as_path(), true))];
         roots
             .into_iter()
             .flatten()
@@ -253,15 +253,20 @@ fn cgroup_mounts(mounts: &[u8]) -> impl Iterator<Item = std::path::PathBuf> + '_
 const MAX_CGROUPS: usize = 1 << 16;
 
 /// Where the cgroup v2 hierarchy is mounted: /sys/fs/cgroup on a systemd host, but
-/// /sys/fs/cgroup/unified on a hybrid one (v1 controllers beside it), so read from the mounts.
-pub fn cgroup2_root() -> Option<std::path::PathBuf> {
-    let mounts = fs::read("/proc/self/mounts").ok()?;
-    mounts.split(|&c| c == b'\n').find_map(|l| {
-        let mut f = l.split(|&c| c == b' ');
-        let (_, dir, fstype) = (f.next()?, f.next()?, f.next()?);
-        // /proc/mounts escapes spaces as \040; a cgroup2 mount point has none in practice.
-        (fstype == b"cgroup2").then(|| Path::new(std::ffi::OsStr::from_bytes(dir)).to_path_buf())
+/// /sys/fs/cgroup/unified on a hybrid one (v1 controllers beside it), so read from the mounts,
+/// once (the writer asks at every fork and exec).
+pub fn cgroup2_root() -> Option<&'static Path> {
+    static ROOT: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| {
+        let mounts = fs::read("/proc/self/mounts").ok()?;
+        mounts.split(|&c| c == b'\n').find_map(|l| {
+            let mut f = l.split(|&c| c == b' ');
+            let (_, dir, fstype) = (f.next()?, f.next()?, f.next()?);
+            // /proc/mounts escapes spaces as \040; a cgroup2 mount point has none in practice.
+            (fstype == b"cgroup2").then(|| Path::new(std::ffi::OsStr::from_bytes(dir)).to_path_buf())
+        })
     })
+    .as_deref()
 }
 
 /// Every cgroup of the hierarchy mounted at `root` by id (the inode number of its directory,
@@ -579,7 +584,7 @@ mod tests {
         assert_eq!(me.cgroup, unified_cgroup(&own));
         if !me.cgroup.is_empty() {
             let root = cgroup2_root().expect("a v2 path means cgroup2 is mounted");
-            let by_id = cgroup_paths_under(&root);
+            let by_id = cgroup_paths_under(root);
             let dir = root.join(String::from_utf8_lossy(&me.cgroup[1..]).as_ref());
             let ino = fs::metadata(dir).map(|m| m.ino()).expect("the cgroup's directory");
             assert_eq!(by_id.get(&ino), Some(&me.cgroup), "cgroup ids are directory inodes");

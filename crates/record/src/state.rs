@@ -410,7 +410,7 @@ impl<W: Write> Tracker<W> {
             return Vec::new();
         };
         let now = || procfs::process_cgroups(pid).0;
-        path_of(id, &root, now, &mut self.cgroups, &mut self.cgroups_missing)
+        path_of(id, root, now, &mut self.cgroups, &mut self.cgroups_missing)
     }
 
     /// The path of cgroup `id` of the v1 hierarchy ([`procfs::cgroup1`]), as `cgroup_path`.
