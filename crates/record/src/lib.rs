@@ -21,8 +21,9 @@
 //!   kernel's backlog limit at ~150 ms of what the writer drains, so what is lost to a SIGKILL
 //!   stays short and an overload is shed, counted, in the kernel.
 //! - `writer.rs`: the writer thread: decodes the batches (`abi.rs`), keeps the process and fd
-//!   tables (`state.rs`, seeded by `procfs.rs`, typed by `classify.rs`), applies a
-//!   record-time filter ([`Output::filter`], on the live tables), writes, flushes at least
+//!   tables (`state.rs`, seeded by `procfs.rs`, typed by `classify.rs`; each process's
+//!   container by `container_table.rs`, named from the runtime's state by `containers.rs`),
+//!   applies a record-time filter ([`Output::filter`], on the live tables), writes, flushes at least
 //!   every 500 ms (also when nothing arrives) and rotates files ([`Rotate`]): each new file gets
 //!   a header and every process and fd entry current at that moment, so it reads on its own.
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
