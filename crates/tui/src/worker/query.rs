@@ -543,7 +543,7 @@ impl<'t> PidNames<'t> {
 
 /// How the breakdown shows value `v` of `field`, `e` being an event that has it: a pid (a
 /// parent's, a thread's process's) with its process's name (`1234 fio`), a uid with its user's
-/// (`1000 alice`), a size in K and M where that is exact (`64.0K`, else `4100B`), anything else
+/// (`1000 alice`), a container's id with its name (`2b577d8fa9ac db`; `host` alone), a size in K and M where that is exact (`64.0K`, else `4100B`), anything else
 /// as the filter reads it; empty for the absent value. Names are escaped already: they come
 /// from the tables.
 pub fn label(field: &FieldInfo, v: &Value, e: &Event, meta: &Meta, tables: &Tables, names: &PidNames) -> String {
@@ -551,10 +551,14 @@ pub fn label(field: &FieldInfo, v: &Value, e: &Event, meta: &Meta, tables: &Tabl
         (_, Value::Absent) => return String::new(),
         (FieldId::ProcPid | FieldId::ProcPpid, &Value::UInt(p)) => u32::try_from(p).ok(),
         (FieldId::ThreadTid, _) => Some(e.pid),
-        (FieldId::UserUid, _) => {
-            let user = fields::value(fields::info(FieldId::UserName), e, meta, tables);
-            return match user {
-                Value::Str(name) => format!("{v} {name}"),
+        // A uid with its user's name, a container's id with its name.
+        (FieldId::UserUid | FieldId::ContainerId, _) => {
+            let named = match field.id {
+                FieldId::UserUid => FieldId::UserName,
+                _ => FieldId::ContainerName,
+            };
+            return match fields::value(fields::info(named), e, meta, tables) {
+                Value::Str(name) if name != v.to_string() => format!("{v} {name}"),
                 _ => v.to_string(),
             };
         }
