@@ -2301,6 +2301,45 @@ int BPF_PROG(proc_exit, struct task_struct *p)
 	return 0;
 }
 
+/*
+ * A process moved to another cgroup: by its runtime (runc moves its init into a container's
+ * cgroups one hierarchy at a time, before the exec), by systemd, by hand. Only moves in the
+ * hierarchies process records name, of a whole process (a thread moved alone is not followed).
+ * A move into the `--cgroup` scope makes the process traced.
+ */
+SEC("tp_btf/cgroup_attach_task")
+int BPF_PROG(proc_cgroup, struct cgroup *dst, const char *path, struct task_struct *task, bool threadgroup)
+{
+	__u32 pid = task->tgid;
+	struct cgroup *v1 = task_cgrp1(task);
+	void *root = BPF_CORE_READ(dst, root);
+	struct rec_cgroup *r;
+	__u64 ts;
+
+	if (task->pid != pid)
+		return 0;
+	if (root != BPF_CORE_READ(task, cgroups, dfl_cgrp, root) && (!v1 || root != BPF_CORE_READ(v1, root)))
+		return 0;
+	if (filter_pids)
+		join_scope(task, pid);
+	if (!traced(pid))
+		return 0;
+	ts = bpf_ktime_get_ns();
+	r = ring_reserve(sizeof(*r));
+	if (!r) {
+		count_drop(pid);
+		return 0;
+	}
+	r->kind = REC_CGROUP;
+	r->pad = 0;
+	r->pid = pid;
+	r->ts = ts;
+	r->cgroup = task_cgroup(task);
+	r->cgroup1 = v1 ? BPF_CORE_READ(v1, kn, id) : 0;
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	return 0;
+}
+
 SEC("tp_btf/task_rename")
 int BPF_PROG(proc_rename, struct task_struct *t, const char *comm)
 {
@@ -3176,6 +3215,7 @@ struct rec_blk _rec_blk = {};
 struct rec_fork _rec_fork = {};
 struct rec_exec _rec_exec = {};
 struct rec_comm _rec_comm = {};
+struct rec_cgroup _rec_cgroup = {};
 struct rec_fd _rec_fd = {};
 struct rec_dup _rec_dup = {};
 /* And these, which userspace reads from the maps when no iterator may run (crates/record/src/ended.rs). */

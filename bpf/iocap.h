@@ -31,6 +31,7 @@ enum rec_kind {
 	REC_END_BLK = 13,
 	REC_JOURNAL = 14,
 	REC_STACK = 15,
+	REC_CGROUP = 16,
 };
 
 #define KIND_BITS 5
@@ -288,6 +289,16 @@ struct rec_comm {
 	__u32 pid;
 	__u64 ts;
 	char comm[COMM_LEN];
+};
+
+/* A process moved to another cgroup (of v2's hierarchy or the `v1_ctrl` one): its ids now. */
+struct rec_cgroup {
+	__u16 kind;
+	__u16 pad;
+	__u32 pid;
+	__u64 ts;
+	__u64 cgroup;  /* as in rec_fork */
+	__u64 cgroup1; /* as in rec_fork */
 };
 
 /*

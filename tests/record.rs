@@ -2066,3 +2066,60 @@ fn drops_are_placed_on_the_flooding_process() {
         "{out}"
     );
 }
+
+/// A cgroup v2 directory of the test's own, removed on drop (its processes gone by then).
+struct Cgroup(PathBuf);
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// A process moved into a cgroup by hand, with no exec (as runc moves its init, as systemd
+/// moves a service): `record --cgroup` traces it from the move on, and its events after the
+/// move carry the new cgroup (its process entry follows `cgroup_attach_task`).
+#[test]
+fn a_process_moved_into_the_cgroup_is_traced_from_the_move() {
+    let Some(_running) = recording() else { return };
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    let root = mounts
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f.get(2) == Some(&"cgroup2")).then(|| PathBuf::from(f[1]))
+        })
+        .expect("cgroup2 is mounted");
+    let name = format!("iocap-test-{}", std::process::id());
+    let cg = Cgroup(root.join(&name));
+    std::fs::create_dir(&cg.0).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (go, out) = (dir.path().join("go"), dir.path().join("out"));
+    crate::util::mkfifo(&go);
+    // The shell waits for the word, then writes with its builtin echo: no fork, no exec.
+    let mut sh = Command::new("sh")
+        .arg("-c")
+        .arg(format!("read x < {} && echo moved > {}", go.display(), out.display()))
+        .spawn()
+        .unwrap();
+    let cap = dir.path().join("m.cap");
+    let path = format!("/{name}");
+    let (mut rec, mut stderr) = start_recording(&["--cgroup", &path], &cap);
+    std::fs::write(cg.0.join("cgroup.procs"), sh.id().to_string()).unwrap();
+    std::fs::write(&go, "go\n").unwrap();
+    assert!(sh.wait().unwrap().success());
+    // SAFETY: kill(2) on the recorder this test started, not yet reaped.
+    assert_eq!(unsafe { libc::kill(rec.id() as i32, libc::SIGINT) }, 0);
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut said).unwrap();
+    assert!(rec.wait().unwrap().success(), "{said}");
+    let write = format!("proc.pid={} and evt.type=write and fd.name={}", sh.id(), out.display());
+    let (code, json, err) =
+        crate::util::run(&["report", cap.to_str().unwrap(), &write, "--json", "--by", "proc.cgroup"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let groups = v["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 1, "the moved shell's write, once: {json}");
+    assert_eq!(groups[0]["key"], path.as_str(), "in its new cgroup: {json}");
+    assert_eq!(groups[0]["count"], 1);
+}

@@ -20,6 +20,8 @@ pub enum Rec {
     Exec(Box<types::rec_exec>),
     Exit(types::rec_comm),
     Comm(types::rec_comm),
+    /// A process moved to another cgroup.
+    Cgroup(types::rec_cgroup),
     Fd(Box<types::rec_fd>),
     Dup(types::rec_dup),
     /// A syscall still in flight when the recording stopped, as it stood then: its latency
@@ -66,6 +68,7 @@ pub const REC_END_SYS: u16 = 12;
 pub const REC_END_BLK: u16 = 13;
 pub const REC_JOURNAL: u16 = 14;
 pub const REC_STACK: u16 = 15;
+pub const REC_CGROUP: u16 = 16;
 
 /// Bits of a record's `kind` that hold its kind; an event record's CPU is above them (see
 /// bpf/iocap.h).
@@ -108,6 +111,8 @@ unsafe impl Pod for types::rec_fork {}
 unsafe impl Pod for types::rec_exec {}
 // SAFETY: as above.
 unsafe impl Pod for types::rec_comm {}
+// SAFETY: as above.
+unsafe impl Pod for types::rec_cgroup {}
 // SAFETY: as above.
 unsafe impl Pod for types::rec_fd {}
 // SAFETY: as above.
@@ -164,6 +169,7 @@ pub fn decode(b: &[u8]) -> Option<Rec> {
         REC_EXEC => read(b).map(|r| Rec::Exec(Box::new(r))),
         REC_EXIT => read(b).map(Rec::Exit),
         REC_COMM => read(b).map(Rec::Comm),
+        REC_CGROUP => read(b).map(Rec::Cgroup),
         REC_FD => read(b).map(|r| Rec::Fd(Box::new(r))),
         REC_DUP => read(b).map(Rec::Dup),
         REC_END_SYS => read(b).map(Rec::EndSys),
@@ -196,6 +202,7 @@ pub fn to_boottime(rec: &mut [u8], offset: u64) {
         REC_FORK => &[std::mem::offset_of!(types::rec_fork, ts)],
         REC_EXEC => &[std::mem::offset_of!(types::rec_exec, ts)],
         REC_EXIT | REC_COMM => &[std::mem::offset_of!(types::rec_comm, ts)],
+        REC_CGROUP => &[std::mem::offset_of!(types::rec_cgroup, ts)],
         REC_URING => &[std::mem::offset_of!(types::rec_uring, ts)],
         REC_JOURNAL => &[std::mem::offset_of!(types::rec_journal, ts)],
         REC_STACK => &[
@@ -300,6 +307,7 @@ pub fn merge_key(rec: &[u8]) -> u64 {
         Some(REC_FORK) => u64_at(std::mem::offset_of!(types::rec_fork, ts)),
         Some(REC_EXEC) => u64_at(std::mem::offset_of!(types::rec_exec, ts)),
         Some(REC_EXIT | REC_COMM) => u64_at(std::mem::offset_of!(types::rec_comm, ts)),
+        Some(REC_CGROUP) => u64_at(std::mem::offset_of!(types::rec_cgroup, ts)),
         _ => event_end(rec).unwrap_or(0),
     }
 }
@@ -377,6 +385,7 @@ mod tests {
             ("REC_END_BLK", REC_END_BLK),
             ("REC_JOURNAL", REC_JOURNAL),
             ("REC_STACK", REC_STACK),
+            ("REC_CGROUP", REC_CGROUP),
         ];
         assert_eq!(c, rust, "bpf/iocap.h and abi.rs disagree");
         assert!(

@@ -260,6 +260,13 @@ const SCHED_SWITCH: Feature = tracepoint(
     "every call goes through task storage (a little slower), and calls have no anatomy \
      (runq.time, wait.time, wait.count, waker.tid)",
 );
+const CGROUP_ATTACH: Feature = tracepoint(
+    "cgroup_attach_task",
+    "cgroup:cgroup_attach_task",
+    "5.5",
+    "processes moved to another cgroup",
+    "a process moved to another cgroup without an exec keeps the cgroup and container it had (proc.cgroup, container.*), and one moved into --cgroup's is not traced",
+);
 const SCHED_WAKING: Feature = tracepoint(
     "sched_waking",
     "sched:sched_waking",
@@ -475,6 +482,8 @@ pub(crate) enum Gate {
     EndCalls,
     /// The block requests in flight at the stop are handed over by `end_rqs`.
     EndRqs,
+    /// `cgroup_attach_task` is there: processes moved to another cgroup are followed.
+    CgroupMoves,
 }
 
 /// The settings a [`Gate`] is decided on.
@@ -503,6 +512,7 @@ impl Gates<'_> {
             Gate::IoUring => s.io_uring,
             Gate::EndCalls => s.end_calls,
             Gate::EndRqs => s.block && s.end_rqs,
+            Gate::CgroupMoves => s.cgroup_moves,
         }
     }
 }
@@ -560,7 +570,7 @@ const fn claiming(mut p: Program) -> Program {
 /// Every program, in the order they attach (sched_switch before sys_enter: a call must never
 /// be left in a CPU's slot unspilled). The one table autoload, attach and the refusals read;
 /// a test checks it names every program of the skeleton.
-pub(crate) const PROGRAMS: [Program; 35] = [
+pub(crate) const PROGRAMS: [Program; 36] = [
     prog(
         "proc_fork",
         Some("sched:sched_process_fork"),
@@ -588,6 +598,13 @@ pub(crate) const PROGRAMS: [Program; 35] = [
         Gate::Always,
         "process names",
         None,
+    ),
+    prog(
+        "proc_cgroup",
+        Some("cgroup:cgroup_attach_task"),
+        Gate::CgroupMoves,
+        "processes moved to another cgroup",
+        Some(&CGROUP_ATTACH),
     ),
     claiming(prog(
         "spill_call",
@@ -842,7 +859,7 @@ const fn tracepoint(
 
 /// Every feature probed, for `IOCAP_HIDE`'s check of its names.
 fn all_features() -> impl Iterator<Item = &'static Feature> {
-    const OPTIONAL: [&Feature; 8] = [
+    const OPTIONAL: [&Feature; 9] = [
         &BLOCK_IO_START,
         &BLOCK_RQ_MERGE,
         &SCHED_SWITCH,
@@ -851,6 +868,7 @@ fn all_features() -> impl Iterator<Item = &'static Feature> {
         &ITER_TASK,
         &PIDFD_THREAD,
         &END_RQS,
+        &CGROUP_ATTACH,
     ];
     REQUIRED
         .iter()
@@ -917,6 +935,8 @@ pub(crate) struct Support {
     pub end_calls: bool,
     /// The `end_rqs` program hands over the block requests in flight at the end.
     pub end_rqs: bool,
+    /// `proc_cgroup` follows processes moved to another cgroup.
+    pub cgroup_moves: bool,
     /// What was asked for and is left out, each a line for the capture's header
     /// ([`iocap_format::Meta::missing`]).
     pub missing: Vec<String>,
@@ -962,6 +982,8 @@ impl Support {
             self.end_calls = false;
         } else if std::ptr::eq(f, &END_RQS) {
             self.end_rqs = false;
+        } else if std::ptr::eq(f, &CGROUP_ATTACH) {
+            self.cgroup_moves = false;
         }
         let note = format!("{REFUSES} {} ({prog}: {reason}): {}", f.name(), f.lost);
         self.missing.push(note.clone());
@@ -1141,6 +1163,10 @@ impl Kernel {
                 }
             }
         }
+        s.cgroup_moves = self.has(&CGROUP_ATTACH);
+        if !s.cgroup_moves {
+            s.leave_out(&CGROUP_ATTACH);
+        }
         Ok(s)
     }
 }
@@ -1213,8 +1239,8 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 27,
-            "the block, writeback, journal, io_uring, sched_switch, sched_waking and why programs"
+            checked, 28,
+            "the block, writeback, journal, io_uring, sched_switch, sched_waking, why and cgroup programs"
         );
         // Exactly the programs the recording cannot go without are required.
         let required: Vec<&str> = PROGRAMS

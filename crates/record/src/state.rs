@@ -571,6 +571,19 @@ impl<W: Write> Tracker<W> {
                 self.set_proc(procfs::ProcInfo { pid: c.pid, ..info }, c.ts);
                 Ok(())
             }
+            Rec::Cgroup(c) => {
+                // A new entry from now on, only when a path it names changed. A process not
+                // known yet (traced from this move on, `--cgroup`) is looked up first.
+                self.proc_id(c.pid, None);
+                let Some(was) = self.procs.get(&c.pid).map(|p| p.info.clone()) else {
+                    return Ok(());
+                };
+                let (cgroup, cgroup1) = (self.cgroup_path(c.cgroup, c.pid), self.cgroup1_path(c.cgroup1, c.pid));
+                if (&cgroup, &cgroup1) != (&was.cgroup, &was.cgroup1) {
+                    self.set_proc(procfs::ProcInfo { cgroup, cgroup1, ..was }, c.ts);
+                }
+                Ok(())
+            }
             Rec::Exit(x) => {
                 self.exited.push(x.pid);
                 Ok(())
