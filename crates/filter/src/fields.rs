@@ -13,7 +13,7 @@ use iocap_format::{
     Tables,
 };
 
-use crate::lookup::{ContainerView, Lookup};
+use crate::lookup::{Lookup, ProcView};
 
 /// What a field holds, which decides the operators and literals it accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -1033,18 +1033,31 @@ pub fn value<'a>(field: &FieldInfo, e: &Event, meta: &Meta, tables: &'a Tables) 
     value_in(field, e, meta, tables)
 }
 
-/// A `container.*` or `k8s.*` field of a process in container `c` (`None`: on the host, which
-/// a capture says only since 1.23: [`Meta::containers`]). Empty names are absent.
-fn container_value<'a>(id: FieldId, c: Option<ContainerView<'a>>, meta: &Meta) -> Value<'a> {
+/// A `container.*` or `k8s.*` field of process `p` (in container `p.container`, or on the host,
+/// which a capture says only since 1.23: [`Meta::containers`]). Empty names are absent. Of an
+/// older capture, what the process's cgroup v2 path says (its id, runtime and pod uid; no
+/// names), and nothing of a process whose path names no container.
+fn container_value<'a>(id: FieldId, p: &ProcView<'a>, meta: &Meta) -> Value<'a> {
     let s = |x: &'a str| match x {
         "" => Value::Absent,
         x => Value::Str(Cow::Borrowed(x)),
     };
-    let Some(c) = c else {
+    let Some(c) = p.container else {
+        if !meta.containers {
+            let Some(c) = iocap_format::container::parse_cgroup(p.cgroup) else {
+                return Value::Absent;
+            };
+            let owned = |x: String| Value::Str(Cow::Owned(x));
+            return match id {
+                FieldId::ContainerId => owned(c.short_id().to_owned()),
+                FieldId::ContainerFullId => owned(c.id),
+                FieldId::ContainerRuntime => s(c.runtime.name()),
+                FieldId::K8sPodUid => c.pod_uid.map_or(Value::Absent, owned),
+                _ => Value::Absent,
+            };
+        }
         return match id {
-            FieldId::ContainerId | FieldId::ContainerRuntime | FieldId::ContainerName if meta.containers => {
-                Value::Str(Cow::Borrowed("host"))
-            }
+            FieldId::ContainerId | FieldId::ContainerRuntime | FieldId::ContainerName => s("host"),
             _ => Value::Absent,
         };
     };
@@ -1142,7 +1155,7 @@ pub fn value_in<'a, L: Lookup + ?Sized>(field: &FieldInfo, e: &Event, meta: &Met
             .filter(|p| !p.cgroup.is_empty())
             .map_or(Value::Absent, |p| s(p.cgroup)),
         container_fields!() => match proc() {
-            Some(p) => container_value(field.id, p.container, meta),
+            Some(p) => container_value(field.id, &p, meta),
             None => Value::Absent,
         },
         FieldId::BlkPattern => match e.flags & (blk_flags::SEQUENTIAL | blk_flags::RANDOM) {
@@ -1623,16 +1636,17 @@ mod tests {
 #[cfg(test)]
 mod container_tests {
     use super::*;
-    use crate::lookup::ProcView;
+    use crate::lookup::ContainerView;
     use iocap_format::container::Runtime;
 
-    /// Tables of one process, in container `c` or on the host.
+    /// Tables of one process, in container `c` or on the host, in cgroup `/` (v2's).
     struct One<'a>(Option<ContainerView<'a>>);
 
     impl Lookup for One<'_> {
         fn lookup_proc(&self, id: u32) -> Option<ProcView<'_>> {
             (id == 1).then_some(ProcView {
                 container: self.0,
+                cgroup: "/",
                 ..ProcView::default()
             })
         }
@@ -1692,6 +1706,50 @@ mod container_tests {
                 "{field}: a capture older than 1.23"
             );
             assert_eq!(get(field, &t, &placed, 7), "<absent>", "{field} of an unknown process");
+        }
+    }
+
+    /// Of a capture older than 1.23, what the process's cgroup v2 path says.
+    #[test]
+    fn an_older_capture_reads_the_container_from_the_cgroup_path() {
+        struct Old;
+        impl Lookup for Old {
+            fn lookup_proc(&self, id: u32) -> Option<ProcView<'_>> {
+                let cgroup = match id {
+                    1 => "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod8e1f2a3b_1c2d_4e5f_8a9b_0c1d2e3f4a5b.slice/cri-containerd-2b577d8fa9ac90135a4e949d68120c9ef2524bf9f1efd7291ba5d14ea2f6ad71.scope",
+                    _ => "/system.slice/sshd.service",
+                };
+                Some(ProcView {
+                    cgroup,
+                    ..ProcView::default()
+                })
+            }
+            fn lookup_file(&self, _: u32) -> Option<crate::lookup::FileView<'_>> {
+                None
+            }
+            fn lookup_device(&self, _: u32) -> Option<&str> {
+                None
+            }
+        }
+        let old = Meta::default();
+        let get = |name: &str, proc: u32| {
+            let e = Event {
+                proc,
+                ..Event::default()
+            };
+            let v = value_in(lookup(name).unwrap(), &e, &old, &Old);
+            if v.is_absent() {
+                "<absent>".into()
+            } else {
+                v.to_string()
+            }
+        };
+        assert_eq!(get("container.id", 1), "2b577d8fa9ac");
+        assert_eq!(get("container.runtime", 1), "containerd");
+        assert_eq!(get("k8s.pod.uid", 1), "8e1f2a3b-1c2d-4e5f-8a9b-0c1d2e3f4a5b");
+        assert_eq!(get("container.name", 1), "<absent>", "names were not recorded");
+        for f in ["container.id", "container.runtime", "container.name"] {
+            assert_eq!(get(f, 2), "<absent>", "{f}: not known to be the host's");
         }
     }
 }
