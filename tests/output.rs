@@ -124,7 +124,9 @@ fn an_existing_file_is_replaced_not_written_through() {
 #[test]
 fn a_killed_export_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let cap = synthetic_capture(dir.path(), 200_000);
+    // Large enough that the export is still writing when the signal lands, on a loaded machine
+    // too (200,000 events were exported whole, once, between the test's look and its kill).
+    let cap = synthetic_capture(dir.path(), 1_000_000);
     let out_dir = dir.path().join("out");
     std::fs::create_dir(&out_dir).unwrap();
     let out = out_dir.join("big.csv");

@@ -567,7 +567,10 @@ fn report_measure_agrees_with_bpftrace_on_a_loop_device() {
     );
     eprintln!("{unseen} unseen, {drops} dropped, bpftrace's block programs skipped {skipped} times");
     // iocap has every request but those whose completion it never saw, and every read (a call's
-    // record needs no block tracepoint); bpftrace every one but those a skip cost it.
+    // record needs no block tracepoint); bpftrace every one but those a skip cost it, and on a
+    // loaded machine (the whole suite running beside it) one in a hundred more: a full CI run
+    // saw it print 499 of 500 reads with no skip counted. The peer's count is the reference
+    // for the percentiles below, not what the test holds iocap to.
     for (what, ours, theirs, n, lost) in [
         ("writes", matched(&q), queued.len(), WRITES, unseen),
         ("reads", matched(&d), disk_time.len(), READS, 0),
@@ -577,7 +580,7 @@ fn report_measure_agrees_with_bpftrace_on_a_loop_device() {
             "{what}: iocap has {ours} of {n} ({unseen} unseen, {drops} dropped)"
         );
         assert!(
-            theirs <= n && theirs + skipped >= n,
+            theirs <= n && theirs + skipped + n / 100 >= n,
             "{what}: bpftrace has {theirs} of {n} (its programs skipped {skipped} times)"
         );
     }

@@ -45,19 +45,7 @@ pub struct Config {
     pub scope: Option<CgroupScope>,
 }
 
-/// A cgroup whose processes are traced (`record --cgroup PATH`), found by [`cgroup_scope`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CgroupScope {
-    /// Its id: its directory's inode number in its hierarchy.
-    pub id: u64,
-    /// Whether it is in the v1 hierarchy the recorder reads (a hybrid host's container
-    /// runtimes use those) rather than in v2's.
-    pub v1: bool,
-    /// The processes in it or below it now.
-    pub pids: Vec<u32>,
-}
-
-pub use crate::procfs::cgroup_scope;
+pub use crate::procfs::{cgroup_scope, CgroupScope};
 
 impl Default for Config {
     fn default() -> Self {

@@ -164,14 +164,25 @@ fn v1_hierarchy(mounts: &[u8]) -> Option<V1Hierarchy> {
     })
 }
 
+/// A cgroup whose processes are traced (`record --cgroup PATH`), found by [`cgroup_scope`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CgroupScope {
+    /// Its id: its directory's inode number in its hierarchy.
+    pub id: u64,
+    /// Whether it is in the v1 hierarchy the recorder reads (a hybrid host's container
+    /// runtimes use those) rather than in v2's.
+    pub v1: bool,
+    /// The processes in it or below it now.
+    pub pids: Vec<u32>,
+}
+
 /// The cgroup `path` names for `record --cgroup`: a directory of a cgroup filesystem
 /// (`/sys/fs/cgroup/system.slice/docker-<id>.scope`), or a path from a hierarchy's root
 /// (`/system.slice/docker-<id>.scope`, looked for in v2's, then in the v1 hierarchy the
 /// recorder reads). A cgroup of another v1 hierarchy stands for the one at the same path in
 /// the recorder's (runtimes make the same tree in each). The processes in it and below it are
 /// listed now; an error says in one line why the path is not a cgroup.
-pub fn cgroup_scope(path: &Path) -> Result<crate::config::CgroupScope, String> {
-    use crate::config::CgroupScope;
+pub fn cgroup_scope(path: &Path) -> Result<CgroupScope, String> {
     let v1 = cgroup1();
     let shown = escape_path(path);
     let dev_of = |p: &Path| fs::metadata(p).ok().map(|m| m.dev());
