@@ -191,7 +191,7 @@ pub fn plan(req: &Request, filter: &Filter) -> Result<Config, PlanError> {
         cfg.filter = true;
     }
     // A cgroup's processes are traced as -p's are: those there now from the start, those that
-    // fork or exec there as they do.
+    // fork, exec or are moved there as they do.
     if let Some(scope) = &req.scope {
         cfg.pids.extend(scope.pids.iter().filter(|p| !req.pids.contains(p)));
         cfg.filter = true;
