@@ -203,8 +203,8 @@ struct Container {
 }
 
 impl Container {
-    /// Every container of `t`, each once (a rotation's file repeats none, a joined reader's
-    /// files may), by name.
+    /// Every container of `t`, each once (a joined reader's files each have its entry; the one
+    /// with a name is kept), by name.
     fn all(t: &iocap_format::Tables) -> Vec<Container> {
         let mut v: Vec<Container> = t
             .containers()
@@ -218,8 +218,9 @@ impl Container {
                 namespace: t.string(c.namespace).to_owned(),
             })
             .collect();
+        v.sort_by(|a, b| (&a.full_id, a.name.is_empty()).cmp(&(&b.full_id, b.name.is_empty())));
+        v.dedup_by(|later, kept| later.full_id == kept.full_id);
         v.sort_by(|a, b| (&a.name, &a.full_id).cmp(&(&b.name, &b.full_id)));
-        v.dedup_by(|a, b| a.full_id == b.full_id);
         v
     }
 
