@@ -18,10 +18,9 @@ struct Known {
     /// Its entry's id in the current file (0: not yet added to it, after a rotation).
     id: u32,
     runtime: Runtime,
-    full_id: String,
-    names: ContainerNames,
-    /// Its strings escaped, as a record-time filter compares them: full id, name, image, pod
-    /// name, pod uid, namespace.
+    /// Its strings as found: full id, name, image, pod name, pod uid, namespace.
+    raw: [String; 6],
+    /// The same escaped, as a record-time filter compares them.
     shown: [String; 6],
 }
 
@@ -63,9 +62,7 @@ impl Containers {
         };
         let k = &mut self.known[at];
         if k.id == 0 {
-            let n = &k.names;
-            let [full_id, name, image, pod_name, pod_uid, namespace] =
-                [&k.full_id, &n.name, &n.image, &n.pod_name, &n.pod_uid, &n.namespace].map(|s| w.intern(s.as_bytes()));
+            let [full_id, name, image, pod_name, pod_uid, namespace] = k.raw.each_ref().map(|s| w.intern(s.as_bytes()));
             k.id = w.add_container(ContainerEntry {
                 id: 0,
                 runtime: k.runtime,
@@ -96,19 +93,19 @@ impl Containers {
         if let Some(uid) = c.pod_uid {
             names.pod_uid = uid;
         }
-        let shown = [
-            escape(c.id.as_bytes()),
-            escape(names.name.as_bytes()),
-            escape(names.image.as_bytes()),
-            escape(names.pod_name.as_bytes()),
-            escape(names.pod_uid.as_bytes()),
-            escape(names.namespace.as_bytes()),
-        ];
+        let ContainerNames {
+            name,
+            image,
+            pod_name,
+            pod_uid,
+            namespace,
+        } = names;
+        let raw = [c.id.clone(), name, image, pod_name, pod_uid, namespace];
+        let shown = raw.each_ref().map(|s| escape(s.as_bytes()));
         self.known.push(Known {
             id: 0,
             runtime,
-            full_id: c.id.clone(),
-            names,
+            raw,
             shown,
         });
         let at = self.known.len() - 1;
